@@ -1,0 +1,72 @@
+// ESLint flat config. Besides the usual TypeScript rules it enforces the import table of
+// ARCHITECTURE.md: each source folder lists the sibling folders it must not reach into.
+// test/boundaries.test.ts checks the same table independently of the linter.
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+const folders = ['core', 'protocol', 'audio', 'mcp', 'llm', 'server', 'test', 'examples'];
+
+/** Folder -> folders it may import (besides itself). `llm` may import `mcp` for types only. */
+const allowed = {
+  core: [],
+  protocol: ['core'],
+  audio: ['core'],
+  mcp: ['core'],
+  llm: ['core'],
+  server: ['core', 'protocol', 'audio', 'mcp', 'llm'],
+  examples: [],
+};
+
+function boundaryRule(folder) {
+  const forbidden = folders.filter((f) => f !== folder && !allowed[folder].includes(f));
+  const patterns = [
+    {
+      group: forbidden.flatMap((f) => [`../${f}/*`, `../../${f}/*`, `../../../${f}/*`, `../${f}`, `../../${f}`]),
+      message: `ARCHITECTURE.md: ${folder}/ may import only ${allowed[folder].join(', ') || 'nothing of ours'}.`,
+    },
+  ];
+  if (folder === 'llm') {
+    patterns.push({
+      group: ['../mcp/*', '../../mcp/*'],
+      allowTypeImports: true,
+      message: 'ARCHITECTURE.md: llm/ may import mcp/ types only (use `import type`).',
+    });
+  }
+  return { files: [`${folder}/**/*.ts`], rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns }] } };
+}
+
+export default tseslint.config(
+  { ignores: ['node_modules/**', 'dist/**', 'test/output/**', 'server/public/vendor/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: { ecmaVersion: 2023, sourceType: 'module' },
+    rules: {
+      '@typescript-eslint/no-explicit-any': 'error',
+      '@typescript-eslint/consistent-type-imports': 'error',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      'no-console': 'error',
+    },
+  },
+  ...Object.keys(allowed).map(boundaryRule),
+  {
+    // Only server/config.ts reads the environment.
+    files: ['core/**/*.ts', 'protocol/**/*.ts', 'audio/**/*.ts', 'mcp/**/*.ts', 'llm/**/*.ts', 'server/**/*.ts'],
+    ignores: ['server/config.ts'],
+    rules: {
+      'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Only server/config.ts reads process.env.' }],
+    },
+  },
+  {
+    files: ['test/**/*.{ts,mjs}', 'examples/**/*.ts', 'server/main.ts', 'server/public/**/*.js', '*.js', '.ci/**'],
+    rules: { 'no-console': 'off' },
+  },
+  {
+    files: ['server/public/**/*.js'],
+    languageOptions: { globals: { window: 'readonly', document: 'readonly', navigator: 'readonly', console: 'readonly', fetch: 'readonly', WebSocket: 'readonly', AudioContext: 'readonly', AudioEncoder: 'readonly', AudioDecoder: 'readonly', AudioData: 'readonly', EncodedAudioChunk: 'readonly', location: 'readonly', performance: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', URL: 'readonly', URLSearchParams: 'readonly', crypto: 'readonly', localStorage: 'readonly', TextEncoder: 'readonly', TextDecoder: 'readonly', AudioWorkletNode: 'readonly', MediaStream: 'readonly', Blob: 'readonly', AbortController: 'readonly' } },
+  },
+  {
+    files: ['test/**/*.mjs', '*.js'],
+    languageOptions: { globals: { process: 'readonly', console: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly' } },
+  },
+);
