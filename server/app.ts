@@ -1,0 +1,87 @@
+/**
+ * @module buildApp(deps): the Fastify application without listening, so tests and main.ts wire it
+ * the same way. Routes: OTA, the device WebSocket, health; later issues add metrics and the page.
+ */
+import Fastify, { type FastifyInstance } from 'fastify';
+import websocket from '@fastify/websocket';
+import type { Logger as PinoLogger } from 'pino';
+import type { Config } from './config.ts';
+import { otaRoutes } from './http/ota-route.ts';
+import { deviceWsRoute } from './http/ws-route.ts';
+import type { ConversationFactory } from './session/conversation.ts';
+import { SessionRegistry } from './session/registry.ts';
+import { CloseCode } from '../protocol/close-codes.ts';
+
+export interface AppDeps {
+  config: Config;
+  log: PinoLogger;
+  createConversation: ConversationFactory;
+  registry?: SessionRegistry;
+  /** Extra route plugins (health, metrics, web client) registered after the core routes. */
+  plugins?: Array<(app: FastifyInstance) => Promise<void>>;
+}
+
+export interface App {
+  fastify: FastifyInstance;
+  registry: SessionRegistry;
+  /** Stops accepting devices, lets turns finish until `deadline`, closes sessions and the server. */
+  shutdown(drainMs: number): Promise<void>;
+}
+
+export async function buildApp(deps: AppDeps): Promise<App> {
+  const { config } = deps;
+  const registry = deps.registry ?? new SessionRegistry();
+  let accepting = true;
+  const fastify = Fastify({
+    loggerInstance: deps.log,
+    // The firmware's OTA body is a few KB; leave headroom but refuse floods.
+    bodyLimit: 256 * 1024,
+    disableRequestLogging: false,
+    forceCloseConnections: true,
+    // The pino instance is typed with its own Logger; Fastify's default generic is the base
+    // logger interface it implements, which is what every route plugin expects.
+  }) as unknown as FastifyInstance;
+  await fastify.register(websocket, {
+    options: {
+      maxPayload: config.server.maxMessageBytes,
+      // The firmware offers no extensions; compression would only cost CPU.
+      perMessageDeflate: false,
+    },
+  });
+  await fastify.register(otaRoutes, {
+    publicWsUrl: config.server.publicWsUrl,
+    token: config.server.auth.tokens[0] ?? '',
+    protocolVersion: config.server.protocolVersion,
+    timezoneOffsetMinutes: config.server.timezoneOffsetMinutes,
+    firmware: config.server.firmware,
+  });
+  await fastify.register(deviceWsRoute, {
+    auth: config.server.auth,
+    registry,
+    helloTimeoutMs: config.server.helloTimeoutMs,
+    idleTimeoutMs: config.server.idleTimeoutMs,
+    pingIntervalMs: config.server.pingIntervalMs,
+    outputSampleRate: config.audio.outputSampleRate,
+    frameDurationMs: config.audio.frameDurationMs,
+    createConversation: deps.createConversation,
+    accepting: () => accepting,
+  });
+  for (const plugin of deps.plugins ?? []) await fastify.register(plugin);
+
+  // Sessions end before the HTTP server closes, so each one releases its turn and processes.
+  fastify.addHook('preClose', async () => {
+    accepting = false;
+    await registry.closeAll(CloseCode.GoingAway);
+  });
+
+  let shuttingDown: Promise<void> | undefined;
+  const shutdown = (drainMs: number): Promise<void> => {
+    shuttingDown ??= (async () => {
+      accepting = false;
+      await registry.drainAll(Date.now() + drainMs);
+      await fastify.close();
+    })();
+    return shuttingDown;
+  };
+  return { fastify, registry, shutdown };
+}

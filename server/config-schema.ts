@@ -1,0 +1,160 @@
+/**
+ * @module The one configuration schema. Every key has a default so the server runs with no file
+ * at all (embedded defaults: espeak TTS, pocketsphinx ASR, Silero VAD, a local Ollama-style LLM).
+ * README's configuration reference is checked against this schema by a test.
+ */
+import { z } from 'zod';
+
+const DEFAULT_SYSTEM_PROMPT = [
+  'You are Xiaozhi, a friendly voice assistant speaking through a small smart speaker.',
+  'Answer in the language the user speaks. Keep answers short and conversational: one to three sentences,',
+  'no markdown, no lists, no emoji in the text. Use the tools when they help; never invent tool results.',
+].join(' ');
+
+export const ServerSchema = z.strictObject({
+  host: z.string().min(1).default('0.0.0.0'),
+  port: z.number().int().min(0).max(65535).default(8000),
+  /** What OTA hands out; empty: ws://<the Host header the device used>/xiaozhi/v1/ */
+  publicWsUrl: z.string().default(''),
+  /** Binary framing handed out by OTA (1, 2 or 3). */
+  protocolVersion: z.union([z.literal(1), z.literal(2), z.literal(3)]).default(1),
+  auth: z
+    .strictObject({
+      /** Accepted bearer tokens; empty: no auth. OTA hands out the first one. */
+      tokens: z.array(z.string().min(1)).default([]),
+      /** Device-Id (MAC) allowlist; empty: any device. */
+      allowedDevices: z.array(z.string().min(1)).default([]),
+    })
+    .prefault({}),
+  helloTimeoutMs: z.number().int().positive().default(10_000),
+  /** No data from the device for this long closes the session (the firmware itself gives up after 120 s). */
+  idleTimeoutMs: z.number().int().positive().default(120_000),
+  /** Largest WebSocket message accepted from a device. The firmware never sends more than 65535 bytes. */
+  maxMessageBytes: z.number().int().positive().default(65_536),
+  /** WebSocket pings to devices; 0 (default) sends none: some firmware drops the link on them. */
+  pingIntervalMs: z.number().int().min(0).default(0),
+  /** Minutes east of UTC sent in OTA server_time; null: the server's own zone. */
+  timezoneOffsetMinutes: z.number().int().min(-720).max(840).nullable().default(null),
+  /** Shutdown: how long turns in progress may finish before they are aborted. */
+  drainTimeoutMs: z.number().int().min(0).default(4_000),
+  /** Firmware offered by OTA; empty version: none offered. */
+  firmware: z
+    .strictObject({
+      version: z.string().regex(/^(\d+(\.\d+)*)?$/, 'must be a numeric dotted version like 2.4.2').default(''),
+      url: z.string().default(''),
+      force: z.boolean().default(false),
+    })
+    .prefault({}),
+});
+
+export const AudioSchema = z.strictObject({
+  /** Downlink sample rate announced in the server hello. */
+  outputSampleRate: z.union([z.literal(8000), z.literal(12000), z.literal(16000), z.literal(24000), z.literal(48000)]).default(24000),
+  /** Opus frame duration both ways; the firmware uses 60 ms. */
+  frameDurationMs: z.literal(60).default(60),
+  /** Downlink encoder complexity 0–10: 5 costs about half of libopus' default 9 (see npm run bench). */
+  opusComplexity: z.number().int().min(0).max(10).default(5),
+  /** Frames sent at once before real-time pacing starts. */
+  preBufferFrames: z.number().int().min(0).max(20).default(3),
+  /** Extra wait after the last frame's play-out time before `tts stop`, so the device plays the tail. */
+  ttsStopMarginMs: z.number().int().min(0).max(5000).default(300),
+});
+
+export const VadSchema = z.strictObject({
+  provider: z.enum(['silero', 'webrtc']).default('silero'),
+  threshold: z.number().min(0.05).max(0.99).default(0.5),
+  /** Silence that ends an utterance. Long enough not to cut people off mid-thought. */
+  minSilenceMs: z.number().int().min(100).max(10_000).default(700),
+  /** Speech shorter than this is treated as noise. */
+  minSpeechMs: z.number().int().min(0).max(5000).default(250),
+  /** Longest single utterance before it is cut and answered. */
+  maxUtteranceMs: z.number().int().min(1000).max(120_000).default(30_000),
+  /** Realtime mode: the user's speech interrupts the answer. Off: most devices have no echo cancellation. */
+  bargeIn: z.boolean().default(false),
+});
+
+const OpenAiAsrSchema = z.strictObject({
+  provider: z.literal('openai'),
+  baseURL: z.string().url(),
+  apiKey: z.string().default(''),
+  model: z.string().min(1).default('whisper-1'),
+  language: z.string().optional(),
+  timeoutMs: z.number().int().positive().default(30_000),
+});
+const PocketsphinxAsrSchema = z.strictObject({
+  provider: z.literal('pocketsphinx'),
+  /** Optional JSGF grammar (text or file path) that constrains recognition to commands. */
+  grammar: z.string().optional(),
+});
+export const AsrSchema = z.discriminatedUnion('provider', [PocketsphinxAsrSchema, OpenAiAsrSchema]);
+
+const EspeakTtsSchema = z.strictObject({
+  provider: z.literal('espeak'),
+  /** espeak-ng voice; for Chinese use cmn-latn-pinyin (plain cmn reads pinyin as English). */
+  voice: z.string().min(1).default('en-us'),
+  /** Words per minute. */
+  speed: z.number().int().min(80).max(450).default(175),
+});
+const OpenAiTtsSchema = z.strictObject({
+  provider: z.literal('openai'),
+  baseURL: z.string().url(),
+  apiKey: z.string().default(''),
+  model: z.string().min(1).default('tts-1'),
+  voice: z.string().min(1).default('alloy'),
+  format: z.enum(['mp3', 'opus', 'aac', 'flac', 'wav', 'pcm']).default('mp3'),
+  timeoutMs: z.number().int().positive().default(30_000),
+});
+export const TtsSchema = z.discriminatedUnion('provider', [EspeakTtsSchema, OpenAiTtsSchema]);
+
+export const LlmSchema = z.strictObject({
+  baseURL: z.string().url().default('http://127.0.0.1:11434/v1'),
+  apiKey: z.string().default(''),
+  model: z.string().min(1).default('qwen2.5:3b'),
+  systemPrompt: z.string().default(DEFAULT_SYSTEM_PROMPT),
+  maxToolRounds: z.number().int().min(0).max(20).default(5),
+  /** User turns kept in the history (older turns are dropped whole). */
+  historyTurns: z.number().int().min(0).max(200).default(10),
+  timeoutMs: z.number().int().positive().default(30_000),
+  maxRetries: z.number().int().min(0).max(5).default(1),
+  temperature: z.number().min(0).max(2).optional(),
+  /** Extra HTTP headers for the LLM endpoint. */
+  headers: z.record(z.string(), z.string()).default({}),
+  /** Extra request body fields (provider-specific parameters). */
+  extraBody: z.record(z.string(), z.unknown()).default({}),
+  /** Per tool call, in ms. */
+  toolTimeoutMs: z.number().int().positive().default(30_000),
+});
+
+export const ToolsSchema = z.strictObject({
+  /** Built-in music playback (the `play_music` tool). */
+  music: z
+    .strictObject({
+      /** Folder of audio files the tool may play; empty: none. */
+      folder: z.string().default(''),
+      /** Hosts from which the tool may stream http(s) URLs; empty: no URLs. */
+      allowedHosts: z.array(z.string().min(1)).default([]),
+    })
+    .prefault({}),
+  /** IANA time zone for the date/time tool; empty: the server's zone. */
+  timeZone: z.string().default(''),
+});
+
+export const LoggingSchema = z.strictObject({
+  level: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
+  /** Log transcripts and tool arguments (under `pii`); off by default. */
+  logContent: z.boolean().default(false),
+});
+
+export function createConfigSchema<M extends z.ZodType>(mcpServersSchema: M) {
+  return z.strictObject({
+    server: ServerSchema.prefault({}),
+    audio: AudioSchema.prefault({}),
+    vad: VadSchema.prefault({}),
+    asr: AsrSchema.default({ provider: 'pocketsphinx' }),
+    tts: TtsSchema.default({ provider: 'espeak', voice: 'en-us', speed: 175 }),
+    llm: LlmSchema.prefault({}),
+    mcpServers: mcpServersSchema,
+    tools: ToolsSchema.prefault({}),
+    logging: LoggingSchema.prefault({}),
+  });
+}

@@ -1,0 +1,99 @@
+/**
+ * @module The device WebSocket endpoint (`/xiaozhi/v1/`). Authorization happens before the
+ * upgrade completes (a refused device gets HTTP 401, never a socket); each accepted connection
+ * becomes one DeviceSession with its own child logger.
+ */
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { RawData, WebSocket } from 'ws';
+import { authorize, readIdentity, type AuthPolicy } from '../auth.ts';
+import { DeviceSession } from '../session/session.ts';
+import type { SessionRegistry } from '../session/registry.ts';
+import type { ConversationFactory } from '../session/conversation.ts';
+import { WsDeviceChannel } from './ws-channel.ts';
+
+export const DEVICE_WS_PATH = '/xiaozhi/v1/';
+
+export interface WsRouteOptions {
+  auth: AuthPolicy;
+  registry: SessionRegistry;
+  helloTimeoutMs: number;
+  idleTimeoutMs: number;
+  pingIntervalMs: number;
+  outputSampleRate: number;
+  frameDurationMs: number;
+  createConversation: ConversationFactory;
+  /** False while draining: new connections are refused with 503. */
+  accepting: () => boolean;
+}
+
+function queryOf(request: FastifyRequest): URLSearchParams {
+  const i = request.url.indexOf('?');
+  return new URLSearchParams(i >= 0 ? request.url.slice(i + 1) : '');
+}
+
+function toBytes(data: RawData): Uint8Array {
+  if (Array.isArray(data)) return Buffer.concat(data);
+  if (data instanceof ArrayBuffer) return new Uint8Array(data);
+  return data;
+}
+
+export async function deviceWsRoute(app: FastifyInstance, opts: WsRouteOptions): Promise<void> {
+  const preValidation = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    if (!opts.accepting()) {
+      await reply.code(503).send({ error: 'server is shutting down' });
+      return;
+    }
+    const identity = readIdentity(request.headers, queryOf(request));
+    const decision = authorize(identity, opts.auth);
+    if (!decision.ok) {
+      request.log.warn({ deviceId: identity.deviceId, reason: decision.reason }, 'device refused');
+      await reply.code(401).send({ error: 'unauthorized', reason: decision.reason });
+    }
+  };
+
+  const handler = (socket: WebSocket, request: FastifyRequest): void => {
+    const identity = readIdentity(request.headers, queryOf(request));
+    const sessionId = randomUUID();
+    const log = request.log.child({ sessionId, deviceId: identity.deviceId ?? undefined });
+    let session: DeviceSession | undefined;
+    const channel = new WsDeviceChannel(socket, () => session?.protocolVersion ?? 1);
+    session = new DeviceSession({
+      sessionId,
+      deviceId: identity.deviceId,
+      clientId: identity.clientId,
+      headerProtocolVersion: identity.protocolVersion,
+      channel,
+      log,
+      helloTimeoutMs: opts.helloTimeoutMs,
+      idleTimeoutMs: opts.idleTimeoutMs,
+      outputSampleRate: opts.outputSampleRate,
+      frameDurationMs: opts.frameDurationMs,
+      createConversation: opts.createConversation,
+      onEnded: (s) => opts.registry.remove(s),
+    });
+    const s = session;
+    opts.registry.add(s);
+    log.info({ clientId: identity.clientId, protocolVersion: identity.protocolVersion, remote: request.ip }, 'device connected');
+
+    socket.on('message', (data: RawData, isBinary: boolean) => {
+      if (isBinary) s.handleBinary(toBytes(data));
+      else s.handleText(toBytes(data).toString());
+    });
+    socket.on('close', (code: number) => s.handleClosed(code));
+    socket.on('error', (err: Error) => {
+      // ws reports oversize frames and protocol violations here, then closes the socket.
+      log.warn({ err: err.message }, 'websocket error');
+    });
+    if (opts.pingIntervalMs > 0) {
+      const timer = setInterval(() => {
+        if (socket.readyState === 1) socket.ping();
+      }, opts.pingIntervalMs);
+      s.signal.addEventListener('abort', () => clearInterval(timer), { once: true });
+    }
+  };
+
+  app.get(DEVICE_WS_PATH, { websocket: true, preValidation }, handler);
+  // The firmware uses the URL as given; accept it without the trailing slash too.
+  app.get(DEVICE_WS_PATH.slice(0, -1), { websocket: true, preValidation }, handler);
+}

@@ -1,0 +1,316 @@
+/**
+ * @module One device connection: the hello exchange, protocol version, hello and idle timers,
+ * validation of every incoming frame, the state machine, and hand-off to the conversation.
+ * Transport-agnostic: it talks to a DeviceChannel and is fed frames by the WebSocket route.
+ */
+import type { Logger } from '../../core/logger.ts';
+import { CloseCode, CloseReason } from '../../protocol/close-codes.ts';
+import { isProtocolVersion, unframeAudio, type ProtocolVersion } from '../../protocol/framing.ts';
+import { parseDeviceMessage, serverHello, type DeviceHello, type ListenMode } from '../../protocol/messages.ts';
+import type { DeviceChannel } from './channel.ts';
+import type { Conversation, ConversationFactory, SessionInfo, StateControl } from './conversation.ts';
+import { nextState, SessionState, type SessionEvent } from './state.ts';
+
+export interface SessionOptions {
+  sessionId: string;
+  deviceId: string | null;
+  clientId: string | null;
+  /** From the Protocol-Version header, if any. */
+  headerProtocolVersion: number | null;
+  channel: DeviceChannel;
+  log: Logger;
+  helloTimeoutMs: number;
+  idleTimeoutMs: number;
+  outputSampleRate: number;
+  frameDurationMs: number;
+  createConversation: ConversationFactory;
+  /** Called once when the session has ended (registry bookkeeping). */
+  onEnded?: (session: DeviceSession) => void;
+}
+
+/** Counters for the session's lifetime; logged at the end. */
+export interface SessionCounters {
+  textFrames: number;
+  audioFrames: number;
+  droppedAudioFrames: number;
+  badMessages: number;
+}
+
+export class DeviceSession {
+  readonly id: string;
+  readonly deviceId: string | null;
+  readonly log: Logger;
+  readonly counters: SessionCounters = { textFrames: 0, audioFrames: 0, droppedAudioFrames: 0, badMessages: 0 };
+  #opts: SessionOptions;
+  #channel: DeviceChannel;
+  #state: SessionState = SessionState.Idle;
+  #mode: ListenMode = 'auto';
+  #version: ProtocolVersion = 1;
+  #helloDone = false;
+  #ended = false;
+  #helloTimer: NodeJS.Timeout | undefined;
+  #idleTimer: NodeJS.Timeout | undefined;
+  #conversation: Conversation | undefined;
+  #abort = new AbortController();
+  #startedAt = Date.now();
+
+  constructor(opts: SessionOptions) {
+    this.#opts = opts;
+    this.id = opts.sessionId;
+    this.deviceId = opts.deviceId;
+    this.log = opts.log;
+    this.#channel = opts.channel;
+    this.#helloTimer = setTimeout(() => this.#end(CloseCode.HelloTimeout), opts.helloTimeoutMs);
+    this.#touch();
+  }
+
+  get state(): SessionState {
+    return this.#state;
+  }
+
+  get ended(): boolean {
+    return this.#ended;
+  }
+
+  get protocolVersion(): ProtocolVersion {
+    return this.#version;
+  }
+
+  get helloDone(): boolean {
+    return this.#helloDone;
+  }
+
+  /** Session ended signal (timers, turns and child processes listen to it). */
+  get signal(): AbortSignal {
+    return this.#abort.signal;
+  }
+
+  /** One text frame from the device. Never throws. */
+  handleText(text: string): void {
+    if (this.#ended) return;
+    this.counters.textFrames++;
+    this.#touch();
+    const parsed = parseDeviceMessage(text);
+    if (!parsed.ok) {
+      this.counters.badMessages++;
+      this.log.warn({ kind: parsed.kind, type: parsed.type, error: parsed.error, bytes: text.length }, 'device message rejected');
+      if (!this.#helloDone && parsed.type === 'hello') this.#end(CloseCode.BadHello);
+      return;
+    }
+    const msg = parsed.message;
+    if (msg.type === 'hello') {
+      this.#onHello(msg as DeviceHello);
+      return;
+    }
+    if (!this.#helloDone) {
+      this.counters.badMessages++;
+      this.log.warn({ type: msg.type }, 'message before hello ignored');
+      return;
+    }
+    const conv = this.#conversation;
+    if (!conv) return;
+    try {
+      switch (msg.type) {
+        case 'listen':
+          if (msg.state === 'start') {
+            this.#mode = msg.mode;
+            this.#apply('listen_start');
+            conv.listenStart(msg.mode);
+          } else if (msg.state === 'stop') {
+            conv.listenStop();
+          } else {
+            conv.detect(msg.text);
+          }
+          break;
+        case 'abort':
+          conv.abort(msg.reason);
+          break;
+        case 'mcp':
+          conv.mcp(msg.payload);
+          break;
+        case 'iot':
+          this.log.debug('legacy iot message ignored');
+          break;
+        case 'goodbye':
+          this.log.info('device said goodbye');
+          this.#end(CloseCode.Normal);
+          break;
+      }
+    } catch (err) {
+      // A bug in the conversation must not take the process down; the session ends instead.
+      this.log.error({ err }, 'conversation failed handling a device message');
+      this.#end(CloseCode.InternalError);
+    }
+  }
+
+  /** One binary frame from the device. Never throws. */
+  handleBinary(data: Uint8Array): void {
+    if (this.#ended) return;
+    this.#touch();
+    if (!this.#helloDone) {
+      this.counters.droppedAudioFrames++;
+      if (this.counters.droppedAudioFrames === 1) this.log.warn({ bytes: data.byteLength }, 'binary frame before hello dropped');
+      return;
+    }
+    const res = unframeAudio(this.#version, data);
+    if (!res.ok) {
+      this.counters.droppedAudioFrames++;
+      this.counters.badMessages++;
+      if (this.counters.droppedAudioFrames <= 5) this.log.warn({ reason: res.reason, version: this.#version }, 'bad audio frame dropped');
+      return;
+    }
+    this.counters.audioFrames++;
+    try {
+      this.#conversation?.audio(res.frame.payload, res.frame.timestamp);
+    } catch (err) {
+      this.log.error({ err }, 'conversation failed handling audio');
+      this.#end(CloseCode.InternalError);
+    }
+  }
+
+  /** The transport closed (device dropped TCP, or we closed). */
+  handleClosed(code: number): void {
+    if (this.#ended) return;
+    this.log.info({ code }, 'device disconnected');
+    this.#end(null);
+  }
+
+  /** Ends the session from outside (replacement, shutdown). */
+  close(code: CloseCode, reason?: string): void {
+    this.#end(code, reason);
+  }
+
+  /** Shutdown drain: let a running turn finish until the deadline, then close. */
+  async drain(deadline: number): Promise<void> {
+    if (this.#ended) return;
+    await this.#conversation?.drain(deadline);
+    this.#end(CloseCode.GoingAway);
+  }
+
+  /** Waits until the session has fully released its resources. */
+  get closed(): Promise<void> {
+    return this.#closedPromise;
+  }
+
+  #closedResolve!: () => void;
+  #closedPromise = new Promise<void>((resolve) => {
+    this.#closedResolve = resolve;
+  });
+
+  #onHello(hello: DeviceHello): void {
+    if (this.#helloDone) {
+      // A repeated hello on the same socket: answer again, nothing else changes.
+      this.#sendHello();
+      return;
+    }
+    const requested = hello.version ?? this.#opts.headerProtocolVersion ?? 1;
+    if (!isProtocolVersion(requested)) {
+      this.log.warn({ requested }, 'unsupported protocol version in hello');
+      this.#end(CloseCode.BadHello, 'unsupported protocol version');
+      return;
+    }
+    if (hello.transport !== undefined && hello.transport !== 'websocket') {
+      this.log.warn({ transport: hello.transport }, 'hello with a transport other than websocket');
+    }
+    this.#version = requested;
+    clearTimeout(this.#helloTimer);
+    this.#helloTimer = undefined;
+    this.#helloDone = true;
+    const info: SessionInfo = {
+      sessionId: this.id,
+      deviceId: this.deviceId,
+      clientId: this.#opts.clientId,
+      protocolVersion: requested,
+      uplink: { sampleRate: hello.audio_params?.sample_rate ?? 16000, frameDurationMs: hello.audio_params?.frame_duration ?? 60 },
+      downlink: { sampleRate: this.#opts.outputSampleRate, frameDurationMs: this.#opts.frameDurationMs },
+      features: { mcp: hello.features?.mcp === true, aec: hello.features?.aec === true },
+    };
+    this.#sendHello();
+    this.log.info({ version: requested, uplink: info.uplink, features: info.features }, 'hello');
+    // eslint-disable-next-line @typescript-eslint/no-this-alias
+    const self = this;
+    const control: StateControl = {
+      get current() {
+        return self.#state;
+      },
+      get mode() {
+        return self.#mode;
+      },
+      apply: (event) => this.#apply(event),
+    };
+    try {
+      this.#conversation = this.#opts.createConversation({
+        info,
+        channel: this.#channel,
+        log: this.log,
+        signal: this.#abort.signal,
+        state: control,
+        closeSession: (code, reason) => this.#end(code, reason),
+      });
+    } catch (err) {
+      this.log.error({ err }, 'could not start the conversation');
+      this.#end(CloseCode.InternalError);
+    }
+  }
+
+  #sendHello(): void {
+    this.#channel.sendJson(serverHello(this.id, this.#opts.outputSampleRate, this.#opts.frameDurationMs));
+  }
+
+  #apply(event: SessionEvent): SessionState | null {
+    const to = nextState(this.#state, event, this.#mode === 'manual');
+    if (to === null) {
+      this.log.debug({ state: this.#state, event }, 'event ignored in this state');
+      return null;
+    }
+    if (to !== this.#state) {
+      this.log.debug({ from: this.#state, to, event }, 'state');
+      this.#state = to;
+    }
+    this.#touch();
+    return to;
+  }
+
+  /** Restarts the idle timer. While a turn runs the device may legitimately send nothing (it is listening to us). */
+  #touch(): void {
+    if (this.#ended) return;
+    clearTimeout(this.#idleTimer);
+    this.#idleTimer = setTimeout(() => this.#onIdle(), this.#opts.idleTimeoutMs);
+  }
+
+  #onIdle(): void {
+    if (this.#conversation?.busy) {
+      this.#touch();
+      return;
+    }
+    this.log.info({ idleTimeoutMs: this.#opts.idleTimeoutMs }, 'idle timeout');
+    this.#end(CloseCode.IdleTimeout);
+  }
+
+  /** Ends the session once: stops timers, closes the conversation, then the channel. */
+  #end(code: CloseCode | null, reason?: string): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    clearTimeout(this.#helloTimer);
+    clearTimeout(this.#idleTimer);
+    this.#abort.abort();
+    if (code !== null) {
+      if (code === CloseCode.HelloTimeout) this.log.warn({ helloTimeoutMs: this.#opts.helloTimeoutMs }, 'no hello in time');
+      this.#channel.close(code, reason ?? CloseReason[code]);
+    }
+    const conv = this.#conversation;
+    const finish = (): void => {
+      this.log.info({ ...this.counters, ms: Date.now() - this.#startedAt, code }, 'session ended');
+      this.#opts.onEnded?.(this);
+      this.#closedResolve();
+    };
+    if (conv) {
+      conv.close().then(finish, (err: unknown) => {
+        this.log.error({ err }, 'conversation close failed');
+        finish();
+      });
+    } else {
+      finish();
+    }
+  }
+}

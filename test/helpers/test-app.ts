@@ -1,0 +1,41 @@
+/** Builds the real app on 127.0.0.1:0 with a config assembled from overrides, and closes it after the test. */
+import type { AddressInfo } from 'node:net';
+import { buildApp, type App, type AppDeps } from '../../server/app.ts';
+import { ConfigSchema, type Config } from '../../server/config.ts';
+import { createLogger } from '../../server/logger.ts';
+import type { ConversationFactory } from '../../server/session/conversation.ts';
+import { createLogSink, type LogSink } from './log-sink.ts';
+
+export interface TestApp {
+  app: App;
+  config: Config;
+  logs: LogSink;
+  port: number;
+  httpUrl: string;
+  wsUrl: string;
+  close(): Promise<void>;
+}
+
+export interface TestAppOptions {
+  config?: Record<string, unknown>;
+  createConversation: ConversationFactory;
+  plugins?: AppDeps['plugins'];
+}
+
+export async function startTestApp(opts: TestAppOptions): Promise<TestApp> {
+  const config = ConfigSchema.parse({ ...(opts.config ?? {}) });
+  const logs = createLogSink();
+  const log = createLogger({ level: 'debug', logContent: false, destination: logs.stream });
+  const app = await buildApp({ config, log, createConversation: opts.createConversation, plugins: opts.plugins });
+  await app.fastify.listen({ host: '127.0.0.1', port: 0 });
+  const port = (app.fastify.server.address() as AddressInfo).port;
+  return {
+    app,
+    config,
+    logs,
+    port,
+    httpUrl: `http://127.0.0.1:${port}`,
+    wsUrl: `ws://127.0.0.1:${port}/xiaozhi/v1/`,
+    close: () => app.fastify.close(),
+  };
+}

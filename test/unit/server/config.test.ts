@@ -1,0 +1,88 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError, loadConfig } from '../../../server/config.ts';
+
+function tmpFile(text: string): { dir: string; file: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
+  const file = join(dir, 'c.yaml');
+  writeFileSync(file, text);
+  return { dir, file };
+}
+
+describe('config', () => {
+  test('embedded defaults when no file exists', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
+    const { config, file } = loadConfig({ argv: [], env: {}, cwd: dir });
+    assert.equal(file, null);
+    assert.equal(config.server.port, 8000);
+    assert.equal(config.server.host, '0.0.0.0');
+    assert.equal(config.server.protocolVersion, 1);
+    assert.deepEqual(config.server.auth, { tokens: [], allowedDevices: [] });
+    assert.equal(config.server.helloTimeoutMs, 10000);
+    assert.equal(config.server.idleTimeoutMs, 120000);
+    assert.equal(config.audio.outputSampleRate, 24000);
+    assert.deepEqual({ p: config.vad.provider, t: config.vad.threshold, s: config.vad.minSilenceMs }, { p: 'silero', t: 0.5, s: 700 });
+    assert.equal(config.asr.provider, 'pocketsphinx');
+    assert.equal(config.tts.provider, 'espeak');
+    assert.equal(config.llm.baseURL, 'http://127.0.0.1:11434/v1');
+    assert.equal(config.llm.maxToolRounds, 5);
+    assert.deepEqual(config.mcpServers, {});
+  });
+
+  test('file order: --config, then XIAOZHI_CONFIG, then ./config.yaml', () => {
+    const a = tmpFile('server: { port: 9001 }');
+    const b = tmpFile('server: { port: 9002 }');
+    writeFileSync(join(a.dir, 'config.yaml'), 'server: { port: 9003 }');
+    assert.equal(loadConfig({ argv: ['--config', b.file], env: { XIAOZHI_CONFIG: a.file }, cwd: a.dir }).config.server.port, 9002);
+    assert.equal(loadConfig({ argv: [`--config=${b.file}`], env: {}, cwd: a.dir }).config.server.port, 9002);
+    assert.equal(loadConfig({ argv: [], env: { XIAOZHI_CONFIG: a.file }, cwd: b.dir }).config.server.port, 9001);
+    assert.equal(loadConfig({ argv: [], env: {}, cwd: a.dir }).config.server.port, 9003);
+  });
+
+  test('environment overrides', () => {
+    const a = tmpFile('llm: { model: from-file }\nserver: { port: 1 }');
+    const { config, overrides } = loadConfig({
+      argv: ['--config', a.file],
+      env: { PORT: '8123', OPENAI_BASE_URL: 'http://10.0.0.1:8000/v1', OPENAI_API_KEY: 'sk-x', LLM_MODEL: 'gpt-x' },
+      cwd: a.dir,
+    });
+    assert.equal(config.server.port, 8123);
+    assert.equal(config.llm.baseURL, 'http://10.0.0.1:8000/v1');
+    assert.equal(config.llm.apiKey, 'sk-x');
+    assert.equal(config.llm.model, 'gpt-x');
+    assert.deepEqual(overrides.sort(), ['LLM_MODEL', 'OPENAI_API_KEY', 'OPENAI_BASE_URL', 'PORT']);
+  });
+
+  test('invalid values name the key and the problem', () => {
+    const cases: Array<[string, RegExp]> = [
+      ['server: { port: "eighty" }', /server\.port/],
+      ['server: { protocolVersion: 4 }', /server\.protocolVersion/],
+      ['vad: { provider: magic }', /vad\.provider/],
+      ['vad: { threshold: 7 }', /vad\.threshold/],
+      ['tts: { provider: openai }', /tts\.baseURL/],
+      ['llm: { baseURL: not-a-url }', /llm\.baseURL/],
+      ['serverr: { port: 1 }', /serverr|Unrecognized key/],
+      ['mcpServers: { weather: { args: [x] } }', /mcpServers\.weather/],
+      ['server: { firmware: { version: "v2" } }', /server\.firmware\.version/],
+    ];
+    for (const [text, re] of cases) {
+      const f = tmpFile(text);
+      assert.throws(() => loadConfig({ argv: ['--config', f.file], env: {}, cwd: f.dir }), (err: unknown) => {
+        assert.ok(err instanceof ConfigError, String(err));
+        assert.match(err.message, re, text);
+        return true;
+      });
+    }
+  });
+
+  test('broken YAML and a missing file are ConfigErrors', () => {
+    const f = tmpFile('server: { port: 1\n  host: [');
+    assert.throws(() => loadConfig({ argv: ['--config', f.file], env: {}, cwd: f.dir }), /not valid YAML/);
+    assert.throws(() => loadConfig({ argv: ['--config', join(f.dir, 'missing.yaml')], env: {}, cwd: f.dir }), /cannot read config file/);
+    const list = tmpFile('- a\n- b');
+    assert.throws(() => loadConfig({ argv: ['--config', list.file], env: {}, cwd: list.dir }), /mapping/);
+  });
+});
