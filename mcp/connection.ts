@@ -1,0 +1,584 @@
+/**
+ * @module One configured MCP server for the whole process: connects, pages its tool list, refreshes
+ * it on `tools/list_changed`, reconnects with backoff when the server dies, and offers tool calls
+ * and resource requests that turn every failure into a clear result or a VoiceError. All device
+ * sessions share this one connection.
+ */
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import {
+  ErrorCode as McpErrorCode,
+  LoggingMessageNotificationSchema,
+  McpError,
+  ResourceListChangedNotificationSchema,
+  ResourceUpdatedNotificationSchema,
+  ToolListChangedNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { ErrorCode, VoiceError } from '../core/errors.ts';
+import type { Logger } from '../core/logger.ts';
+import { normalizeToolResult } from './normalize.ts';
+import { passesFilter } from './name-patterns.ts';
+import type { McpServerConfig } from './server-config.ts';
+import { emptyStats, type McpServerState, type McpServerStats, type McpStateChange } from './stats.ts';
+import type { JsonSchema, ResourceContents, ResourceInfo, ResourceTemplateInfo, ToolResult } from './tool-source.ts';
+import { errorResult } from './tool-source.ts';
+import { openClient, type ClientInfo, type McpTransportKind } from './transports.ts';
+
+/** A tool as the server described it (name unsanitized), after our filters. */
+export interface McpToolInfo {
+  name: string;
+  description?: string;
+  inputSchema: JsonSchema;
+}
+
+export interface ReconnectPolicy {
+  /** First retry delay in ms; doubles each failure up to `maxMs`. */
+  initialMs: number;
+  maxMs: number;
+}
+
+export interface McpConnectionOptions {
+  name: string;
+  config: McpServerConfig;
+  log: Logger;
+  clientInfo: ClientInfo;
+  reconnect?: ReconnectPolicy;
+  /** Bound on the initialize handshake, in ms. */
+  connectTimeoutMs?: number;
+  /** Debounce for `tools/list_changed` bursts, in ms. */
+  listChangedDebounceMs?: number;
+  /** Cap on list pages followed (protects against a server whose cursors loop). */
+  maxPages?: number;
+  /** Hard cap on one call even while progress keeps resetting its timeout, in ms. */
+  maxTotalCallMs?: number;
+}
+
+export interface McpCallOptions {
+  signal: AbortSignal;
+  timeoutMs?: number;
+}
+
+const DEFAULT_RECONNECT: ReconnectPolicy = { initialMs: 500, maxMs: 30_000 };
+
+// Lenient result schemas: the SDK's strict ones throw on one odd block and lose the whole reply.
+const LooseCallResult = z.looseObject({});
+const LooseToolList = z.looseObject({ tools: z.array(z.unknown()).default([]), nextCursor: z.string().optional() });
+const LooseResourceList = z.looseObject({ resources: z.array(z.unknown()).default([]), nextCursor: z.string().optional() });
+const LooseTemplateList = z.looseObject({ resourceTemplates: z.array(z.unknown()).default([]), nextCursor: z.string().optional() });
+const LooseReadResult = z.looseObject({ contents: z.array(z.unknown()).default([]) });
+const EmptyResult = z.looseObject({});
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function optStr(o: Record<string, unknown>, k: string): string | undefined {
+  const v = o[k];
+  return typeof v === 'string' ? v : undefined;
+}
+
+function errMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * A per-request child of the caller's signal. The SDK adds an abort listener to the signal it gets
+ * and never removes it, so a turn's signal shared by many calls would pile up listeners; the
+ * child takes that listener, and `dispose` unhooks the child from the parent.
+ */
+function childSignal(parent: AbortSignal | undefined): { signal?: AbortSignal; dispose: () => void } {
+  if (!parent) return { dispose: () => {} };
+  const ac = new AbortController();
+  if (parent.aborted) {
+    ac.abort(parent.reason);
+    return { signal: ac.signal, dispose: () => {} };
+  }
+  const onAbort = (): void => ac.abort(parent.reason);
+  parent.addEventListener('abort', onAbort, { once: true });
+  return { signal: ac.signal, dispose: () => parent.removeEventListener('abort', onAbort) };
+}
+
+/** One raw request with a lenient result schema, a timeout and a per-request child signal. */
+async function rpc<T extends z.ZodType>(client: Client, method: string, params: Record<string, unknown>, schema: T, timeout: number, signal?: AbortSignal): Promise<z.output<T>> {
+  const child = childSignal(signal);
+  try {
+    return await client.request({ method, params } as never, schema, child.signal ? { timeout, signal: child.signal } : { timeout });
+  } finally {
+    child.dispose();
+  }
+}
+
+/** JSON-RPC errors and timeouts mean the link still works; anything else (fetch failed, EPIPE, closed) means it does not. */
+function isTransportFailure(err: unknown): boolean {
+  if (err instanceof McpError) return err.code === McpErrorCode.ConnectionClosed;
+  return true;
+}
+
+export class McpConnection {
+  readonly name: string;
+  readonly config: McpServerConfig;
+  readonly stats: McpServerStats = emptyStats();
+  #log: Logger;
+  #opts: McpConnectionOptions;
+  #state: McpServerState = 'closed';
+  #lastError: string | undefined;
+  #client: Client | undefined;
+  #pid: number | undefined;
+  #kind: McpTransportKind | undefined;
+  #tools: McpToolInfo[] = [];
+  #toolsVersion = 0;
+  #closing = false;
+  #everConnected = false;
+  #attempt = 0;
+  #retryTimer: NodeJS.Timeout | undefined;
+  #debounceTimer: NodeJS.Timeout | undefined;
+  #connecting: Promise<void> | undefined;
+  #connectAbort: AbortController | undefined;
+  #stateListeners = new Set<(c: McpStateChange) => void>();
+  #toolListeners = new Set<() => void>();
+  #updateListeners = new Set<(uri: string) => void>();
+  #listChangedListeners = new Set<() => void>();
+
+  constructor(opts: McpConnectionOptions) {
+    this.name = opts.name;
+    this.config = opts.config;
+    this.#opts = opts;
+    this.#log = opts.log.child({ mcpServer: opts.name });
+  }
+
+  get state(): McpServerState {
+    return this.#state;
+  }
+  get lastError(): string | undefined {
+    return this.#lastError;
+  }
+  get transportKind(): McpTransportKind | undefined {
+    return this.#kind;
+  }
+  /** Child process id of a stdio server while connected. */
+  get pid(): number | undefined {
+    return this.#pid;
+  }
+  /** Bumped whenever the tool list changes (names must be re-mapped). */
+  get toolsVersion(): number {
+    return this.#toolsVersion;
+  }
+  /** The filtered tool list as last fetched (kept while reconnecting). */
+  tools(): McpToolInfo[] {
+    return this.#tools;
+  }
+
+  /** What the server said it supports (undefined until connected). */
+  capabilities(): { resources: boolean; subscribe: boolean; resourcesListChanged: boolean } {
+    const caps = this.#client?.getServerCapabilities();
+    return {
+      resources: caps?.resources !== undefined,
+      subscribe: caps?.resources?.subscribe === true,
+      resourcesListChanged: caps?.resources?.listChanged === true,
+    };
+  }
+
+  onStateChange(fn: (c: McpStateChange) => void): () => void {
+    this.#stateListeners.add(fn);
+    return () => this.#stateListeners.delete(fn);
+  }
+  onToolsChanged(fn: () => void): () => void {
+    this.#toolListeners.add(fn);
+    return () => this.#toolListeners.delete(fn);
+  }
+  /** `notifications/resources/updated` (uri as the server sent it). */
+  onResourceUpdated(fn: (uri: string) => void): () => void {
+    this.#updateListeners.add(fn);
+    return () => this.#updateListeners.delete(fn);
+  }
+  /** `notifications/resources/list_changed`, and every (re)connect (server-side session state is new). */
+  onResourcesListChanged(fn: () => void): () => void {
+    this.#listChangedListeners.add(fn);
+    return () => this.#listChangedListeners.delete(fn);
+  }
+
+  /**
+   * Starts connecting. Resolves after the first attempt, whatever its outcome: a failure is logged
+   * and retried in the background with backoff. Never throws.
+   */
+  start(): Promise<void> {
+    this.#closing = false;
+    return this.#connectOnce();
+  }
+
+  #setState(state: McpServerState, error?: string): void {
+    const previous = this.#state;
+    if (error !== undefined) this.#lastError = error;
+    if (previous === state) return;
+    this.#state = state;
+    const change: McpStateChange = error === undefined ? { server: this.name, state, previous } : { server: this.name, state, previous, error };
+    if (state === 'failed') this.#log.warn({ state, previous, error }, 'mcp server state changed');
+    else this.#log.info({ state, previous, transport: this.#kind }, 'mcp server state changed');
+    for (const fn of this.#stateListeners) {
+      try {
+        fn(change);
+      } catch (err) {
+        this.#log.error({ err: errMessage(err) }, 'mcp state listener threw');
+      }
+    }
+  }
+
+  #connectOnce(): Promise<void> {
+    if (this.#connecting) return this.#connecting;
+    this.#connecting = this.#doConnect().finally(() => {
+      this.#connecting = undefined;
+    });
+    return this.#connecting;
+  }
+
+  async #doConnect(): Promise<void> {
+    this.#setState('connecting');
+    const started = performance.now();
+    let opened: Awaited<ReturnType<typeof openClient>> | undefined;
+    const abort = new AbortController();
+    this.#connectAbort = abort;
+    try {
+      opened = await openClient(this.name, this.config, {
+        clientInfo: this.#opts.clientInfo,
+        log: this.#log,
+        connectTimeoutMs: this.#opts.connectTimeoutMs ?? 15_000,
+        setup: (c) => this.#installHandlers(c),
+        signal: abort.signal,
+      });
+      if (this.#closing) {
+        await this.#closeClient(opened.client, opened.pid);
+        return;
+      }
+      this.#client = opened.client;
+      this.#pid = opened.pid;
+      this.#kind = opened.kind;
+      const client = opened.client;
+      client.onclose = () => this.#onClientClosed(client);
+      client.onerror = (err) => this.#log.debug({ err: err.message }, 'mcp transport error');
+      await this.#refreshTools();
+      if (this.#closing || this.#client !== client) return;
+      if (this.#everConnected) this.stats.reconnects++;
+      this.#everConnected = true;
+      this.#attempt = 0;
+      this.#log.info({ ms: Math.round(performance.now() - started), tools: this.#tools.length, transport: opened.kind, pid: opened.pid }, 'mcp server connected');
+      this.#setState('ready');
+      for (const fn of this.#listChangedListeners) fn();
+    } catch (err) {
+      const msg = errMessage(err);
+      if (opened && this.#client === opened.client) {
+        this.#client = undefined;
+        await this.#closeClient(opened.client, opened.pid);
+      }
+      if (this.#closing) return;
+      this.#setState('failed', msg);
+      this.#scheduleReconnect();
+    } finally {
+      if (this.#connectAbort === abort) this.#connectAbort = undefined;
+    }
+  }
+
+  #installHandlers(client: Client): void {
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+      if (this.#client !== client) return;
+      // Servers often send a burst (one per registered tool): refresh once, all pages.
+      clearTimeout(this.#debounceTimer);
+      this.#debounceTimer = setTimeout(() => {
+        this.#debounceTimer = undefined;
+        this.#refreshTools().catch((err: unknown) => this.#log.warn({ err: errMessage(err) }, 'mcp tool list refresh failed'));
+      }, this.#opts.listChangedDebounceMs ?? 300);
+    });
+    client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+      this.#log.debug({ uri: n.params.uri }, 'mcp resource updated');
+      for (const fn of this.#updateListeners) fn(n.params.uri);
+    });
+    client.setNotificationHandler(ResourceListChangedNotificationSchema, () => {
+      this.#log.debug('mcp resource list changed');
+      for (const fn of this.#listChangedListeners) fn();
+    });
+    client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+      this.#log.debug({ level: n.params.level, data: n.params.data }, 'mcp server log message');
+    });
+  }
+
+  #onClientClosed(client: Client): void {
+    if (this.#client !== client) return;
+    this.#client = undefined;
+    this.#pid = undefined;
+    if (this.#closing) return;
+    this.#setState('failed', 'connection closed');
+    this.#scheduleReconnect();
+  }
+
+  /** Drops a broken link (e.g. an HTTP server that went away) and reconnects in the background. */
+  #dropAndReconnect(reason: string): void {
+    const client = this.#client;
+    const pid = this.#pid;
+    if (!client || this.#closing) return;
+    this.#client = undefined;
+    this.#pid = undefined;
+    this.#setState('failed', reason);
+    void this.#closeClient(client, pid);
+    this.#scheduleReconnect();
+  }
+
+  #scheduleReconnect(): void {
+    if (this.#closing || this.#retryTimer) return;
+    const policy = this.#opts.reconnect ?? DEFAULT_RECONNECT;
+    const base = Math.min(policy.maxMs, policy.initialMs * 2 ** this.#attempt);
+    // ±20 % jitter so several servers that died together do not retry in lockstep.
+    const delay = Math.round(base * (0.8 + Math.random() * 0.4));
+    this.#attempt++;
+    this.#log.info({ delayMs: delay, attempt: this.#attempt }, 'mcp server reconnect scheduled');
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = undefined;
+      void this.#connectOnce();
+    }, delay);
+  }
+
+  async #closeClient(client: Client, pid: number | undefined): Promise<void> {
+    client.onclose = undefined;
+    // SDK stdio close() waits up to 2 s + 2 s for the child; bound it and make sure the child is gone.
+    await Promise.race([client.close().catch(() => undefined), new Promise((r) => setTimeout(r, 4500).unref())]);
+    if (pid !== undefined) {
+      try {
+        process.kill(pid, 0);
+        process.kill(pid, 'SIGKILL');
+        this.#log.warn({ pid }, 'mcp server child killed after close timeout');
+      } catch {
+        // already gone
+      }
+    }
+  }
+
+  async #listPaged<T>(
+    method: 'tools/list' | 'resources/list' | 'resources/templates/list',
+    schema: z.ZodType<{ nextCursor?: string | undefined } & Record<string, unknown>>,
+    key: string,
+    signal?: AbortSignal,
+  ): Promise<T[]> {
+    const client = this.#requireClient();
+    const out: T[] = [];
+    const seen = new Set<string>();
+    let cursor: string | undefined;
+    const maxPages = this.#opts.maxPages ?? 100;
+    for (let page = 0; page < maxPages; page++) {
+      const params = cursor === undefined ? {} : { cursor };
+      const r = await rpc(client, method, params, schema, this.config.timeoutMs, signal);
+      const items = r[key];
+      if (Array.isArray(items)) out.push(...(items as T[]));
+      cursor = r.nextCursor;
+      if (cursor === undefined || cursor === '') return out;
+      if (seen.has(cursor)) {
+        this.#log.warn({ method, cursor }, 'mcp list cursor repeated, stopping');
+        return out;
+      }
+      seen.add(cursor);
+    }
+    this.#log.warn({ method, maxPages }, 'mcp list page cap reached');
+    return out;
+  }
+
+  #requireClient(): Client {
+    const c = this.#client;
+    if (!c) throw new VoiceError(ErrorCode.ProviderUnavailable, `MCP server "${this.name}" is not connected`, { retryable: true });
+    return c;
+  }
+
+  async #refreshTools(): Promise<void> {
+    const raw = await this.#listPaged<unknown>('tools/list', LooseToolList, 'tools');
+    const { includeTools, excludeTools } = this.config;
+    const tools: McpToolInfo[] = [];
+    const names = new Set<string>();
+    for (const t of raw) {
+      if (!isRecord(t) || typeof t.name !== 'string' || t.name === '' || names.has(t.name)) continue;
+      // Tools that require the tasks extension cannot be called with plain tools/call.
+      if (isRecord(t.execution) && t.execution.taskSupport === 'required') continue;
+      if (!passesFilter(t.name, includeTools, excludeTools)) continue;
+      names.add(t.name);
+      const schema: JsonSchema = isRecord(t.inputSchema) ? { ...(t.inputSchema as JsonSchema) } : { type: 'object', properties: {} };
+      if (schema.type === undefined) schema.type = 'object';
+      const desc = optStr(t, 'description') ?? optStr(t, 'title');
+      tools.push(desc === undefined ? { name: t.name, inputSchema: schema } : { name: t.name, description: desc, inputSchema: schema });
+    }
+    this.#tools = tools;
+    this.#toolsVersion++;
+    this.#log.debug({ tools: tools.length, listed: raw.length }, 'mcp tool list refreshed');
+    for (const fn of this.#toolListeners) fn();
+  }
+
+  /** Calls a tool by its server-side name. Never throws: every failure is an `isError` result. */
+  async callTool(tool: string, args: Record<string, unknown>, opts: McpCallOptions): Promise<ToolResult> {
+    const client = this.#client;
+    if (!client || this.#state !== 'ready') {
+      return errorResult(`MCP server "${this.name}" is not connected right now (${this.#state}${this.#lastError ? `: ${this.#lastError}` : ''}); try again later.`);
+    }
+    if (opts.signal.aborted) return errorResult(`Tool ${tool} was cancelled before it started.`);
+    const timeout = opts.timeoutMs ?? this.config.timeoutMs;
+    const started = performance.now();
+    this.stats.calls++;
+    const child = childSignal(opts.signal);
+    try {
+      const raw = await client.request({ method: 'tools/call', params: { name: tool, arguments: args } }, LooseCallResult, {
+        ...(child.signal ? { signal: child.signal } : {}),
+        timeout,
+        resetTimeoutOnProgress: true,
+        // Progress only matters for resetting the timeout; the SDK needs a callback to ask for it.
+        onprogress: () => {},
+        maxTotalTimeout: Math.max(timeout, this.#opts.maxTotalCallMs ?? 300_000),
+      });
+      const result = normalizeToolResult(raw);
+      if (result.isError) this.stats.errors++;
+      return result;
+    } catch (err) {
+      this.stats.errors++;
+      const msg = errMessage(err);
+      if (opts.signal.aborted) return errorResult(`Tool ${tool} was cancelled.`);
+      if (err instanceof McpError && err.code === McpErrorCode.RequestTimeout) {
+        this.stats.timeouts++;
+        this.#log.warn({ tool, timeoutMs: timeout }, 'mcp tool call timed out');
+        return errorResult(`Tool ${tool} on server "${this.name}" timed out after ${timeout} ms.`);
+      }
+      if (isTransportFailure(err)) {
+        this.#log.warn({ tool, err: msg }, 'mcp tool call lost the connection');
+        if (!(err instanceof McpError)) this.#dropAndReconnect(msg);
+        return errorResult(`Tool ${tool} failed: MCP server "${this.name}" disconnected during the call (${msg}).`);
+      }
+      this.#log.info({ tool, err: msg }, 'mcp tool call returned an error');
+      return errorResult(`Tool ${tool} failed: ${msg}`);
+    } finally {
+      child.dispose();
+      this.stats.latencyMsSum += performance.now() - started;
+      this.stats.latencyCount++;
+    }
+  }
+
+  #toVoiceError(err: unknown, what: string, signal?: AbortSignal): VoiceError {
+    if (err instanceof VoiceError) return err;
+    const msg = errMessage(err);
+    if (signal?.aborted) return new VoiceError(ErrorCode.Aborted, 'aborted', { cause: err });
+    if (err instanceof McpError && err.code === McpErrorCode.RequestTimeout) {
+      return new VoiceError(ErrorCode.Timeout, `${what} on MCP server "${this.name}" timed out`, { retryable: true, cause: err });
+    }
+    if (isTransportFailure(err)) {
+      if (!(err instanceof McpError)) this.#dropAndReconnect(msg);
+      return new VoiceError(ErrorCode.ProviderUnavailable, `${what}: MCP server "${this.name}" unreachable (${msg})`, { retryable: true, cause: err });
+    }
+    return new VoiceError(ErrorCode.ToolFailed, `${what} failed: ${msg}`, { cause: err });
+  }
+
+  /** One page of `resources/list` (for the model-facing list tool, which pages itself). */
+  async listResourcesPage(cursor: string | undefined, signal?: AbortSignal): Promise<{ resources: ResourceInfo[]; nextCursor?: string }> {
+    try {
+      const client = this.#requireClient();
+      const r = await rpc(client, 'resources/list', cursor ? { cursor } : {}, LooseResourceList, this.config.timeoutMs, signal);
+      const resources = r.resources.map(toResourceInfo).filter((x): x is ResourceInfo => x !== undefined);
+      return r.nextCursor ? { resources, nextCursor: r.nextCursor } : { resources };
+    } catch (err) {
+      throw this.#toVoiceError(err, 'resources/list', signal);
+    }
+  }
+
+  /** Every page of `resources/list`. */
+  async listResources(signal?: AbortSignal): Promise<ResourceInfo[]> {
+    try {
+      const raw = await this.#listPaged<unknown>('resources/list', LooseResourceList, 'resources', signal);
+      return raw.map(toResourceInfo).filter((x): x is ResourceInfo => x !== undefined);
+    } catch (err) {
+      throw this.#toVoiceError(err, 'resources/list', signal);
+    }
+  }
+
+  /** Every page of `resources/templates/list`. */
+  async listResourceTemplates(signal?: AbortSignal): Promise<ResourceTemplateInfo[]> {
+    try {
+      const raw = await this.#listPaged<unknown>('resources/templates/list', LooseTemplateList, 'resourceTemplates', signal);
+      const out: ResourceTemplateInfo[] = [];
+      for (const t of raw) {
+        if (!isRecord(t) || typeof t.uriTemplate !== 'string') continue;
+        const info: ResourceTemplateInfo = { uriTemplate: t.uriTemplate };
+        for (const k of ['name', 'description', 'mimeType'] as const) {
+          const v = optStr(t, k);
+          if (v !== undefined) info[k] = v;
+        }
+        out.push(info);
+      }
+      return out;
+    } catch (err) {
+      throw this.#toVoiceError(err, 'resources/templates/list', signal);
+    }
+  }
+
+  /**
+   * `resources/read`. `args` goes into the raw params as the non-standard `arguments` field some
+   * (mcp-go based) servers read; SDK servers drop it. Throws a VoiceError on any failure.
+   */
+  async readResource(uri: string, opts: { signal?: AbortSignal; timeoutMs?: number; arguments?: Record<string, unknown> } = {}): Promise<ResourceContents[]> {
+    try {
+      const client = this.#requireClient();
+      const params: Record<string, unknown> = { uri };
+      if (opts.arguments) params.arguments = opts.arguments;
+      const r = await rpc(client, 'resources/read', params, LooseReadResult, opts.timeoutMs ?? this.config.timeoutMs, opts.signal);
+      const out: ResourceContents[] = [];
+      for (const c of r.contents) {
+        if (!isRecord(c)) continue;
+        const entry: ResourceContents = { uri: optStr(c, 'uri') ?? uri };
+        const mimeType = optStr(c, 'mimeType');
+        if (mimeType !== undefined) entry.mimeType = mimeType;
+        if (typeof c.text === 'string') entry.text = c.text;
+        else if (typeof c.blob === 'string') entry.blob = c.blob;
+        else continue;
+        out.push(entry);
+      }
+      return out;
+    } catch (err) {
+      throw this.#toVoiceError(err, `resources/read ${uri}`, opts.signal);
+    }
+  }
+
+  async subscribeResource(uri: string, signal?: AbortSignal): Promise<void> {
+    try {
+      await rpc(this.#requireClient(), 'resources/subscribe', { uri }, EmptyResult, this.config.timeoutMs, signal);
+    } catch (err) {
+      throw this.#toVoiceError(err, `resources/subscribe ${uri}`, signal);
+    }
+  }
+
+  async unsubscribeResource(uri: string): Promise<void> {
+    const client = this.#client;
+    if (!client) return; // subscriptions die with the server-side session anyway
+    try {
+      await client.request({ method: 'resources/unsubscribe', params: { uri } }, EmptyResult, { timeout: this.config.timeoutMs });
+    } catch (err) {
+      this.#log.debug({ uri, err: errMessage(err) }, 'mcp unsubscribe failed');
+    }
+  }
+
+  /** Closes the client and makes sure a stdio child is gone; no reconnect afterwards. Bounded (~5 s). */
+  async close(): Promise<void> {
+    this.#closing = true;
+    this.#connectAbort?.abort(new VoiceError(ErrorCode.Aborted, 'mcp manager closing'));
+    clearTimeout(this.#retryTimer);
+    this.#retryTimer = undefined;
+    clearTimeout(this.#debounceTimer);
+    this.#debounceTimer = undefined;
+    const client = this.#client;
+    const pid = this.#pid;
+    this.#client = undefined;
+    this.#pid = undefined;
+    if (client) await this.#closeClient(client, pid);
+    // A connect in flight finishes by closing what it opened (it checks #closing).
+    if (this.#connecting) await Promise.race([this.#connecting, new Promise((r) => setTimeout(r, 5000).unref())]);
+    this.#setState('closed');
+  }
+}
+
+function toResourceInfo(r: unknown): ResourceInfo | undefined {
+  if (!isRecord(r) || typeof r.uri !== 'string') return undefined;
+  const info: ResourceInfo = { uri: r.uri };
+  for (const k of ['name', 'title', 'description', 'mimeType'] as const) {
+    const v = optStr(r, k);
+    if (v !== undefined) info[k] = v;
+  }
+  if (typeof r.size === 'number' && Number.isFinite(r.size)) info.size = r.size;
+  return info;
+}

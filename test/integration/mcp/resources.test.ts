@@ -1,0 +1,165 @@
+// Resources against the fixture server (stdio): paged listing, the ResourceSource, the
+// ResourceCache (inline/stub rendering, subscribe + update and list_changed invalidation),
+// context injection with policy and budget, and the generated resource tools' URI policy.
+import { describe, test, after, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { createMcpManager, type McpManager } from '../../../mcp/manager.ts';
+import type { ToolResult } from '../../../mcp/tool-source.ts';
+import { fixtureEntry, recordingLogger, servers, waitFor } from './mcp-test-helpers.ts';
+
+const sig = (): AbortSignal => new AbortController().signal;
+const text = (r: ToolResult): string => r.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
+
+describe('MCP resources (fixture server)', () => {
+  let m: McpManager;
+  before(async () => {
+    m = createMcpManager({
+      log: recordingLogger(),
+      servers: servers({
+        fx: fixtureEntry([], { resources: { tools: true, context: ['fixture://notes/*'], budgetChars: 60 } }),
+        all: fixtureEntry([], { includeTools: ['echo'], resources: { context: 'all', budgetChars: 100, subscribe: false } }),
+        plain: fixtureEntry([], { includeTools: ['echo'] }),
+      }),
+    });
+    await m.start();
+  });
+  after(() => m.close());
+
+  test('resources/list is followed over all pages', async () => {
+    const list = await m.resourceSources().get('fx')?.listResources();
+    assert.equal(list?.length, 28);
+    assert.ok(list?.some((r) => r.uri === 'fixture://items/25'));
+  });
+
+  test('ResourceSource reads text and blobs, passes arguments, and rejects unknown URIs', async () => {
+    const src = m.resourceSources().get('fx');
+    assert.ok(src);
+    const [item] = await src.readResource('fixture://items/4', { arguments: { page: 2 } });
+    assert.equal(item?.text, 'Item 4 body');
+    const [beep] = await src.readResource('fixture://bin/beep');
+    assert.equal(beep?.mimeType, 'audio/wav');
+    assert.ok(beep?.blob);
+    await assert.rejects(src.readResource('fixture://items/999'), /no item 999/);
+    const templates = await src.listResourceTemplates();
+    assert.deepEqual(
+      templates.map((t) => t.uriTemplate),
+      ['fixture://items/{id}'],
+    );
+  });
+
+  test('ResourceSource.subscribe delivers updates until unsubscribed', async () => {
+    const src = m.resourceSources().get('fx');
+    let updates = 0;
+    const unsubscribe = await src?.subscribe?.('fixture://items/7', () => updates++);
+    assert.ok(unsubscribe);
+    await m.sessionView().callTool('fx__bump', { uri: 'fixture://items/7' }, { signal: sig() });
+    assert.ok(await waitFor(() => updates === 1));
+    await unsubscribe();
+    const r = await m.sessionView().callTool('fx__bump', { uri: 'fixture://items/7' }, { signal: sig() });
+    assert.match(text(r), /no subscriber/);
+  });
+
+  test('generated tools exist only where configured', async () => {
+    const names = (await m.sessionView().listTools()).map((t) => t.name);
+    assert.ok(names.includes('fx__resources_list'));
+    assert.ok(names.includes('fx__resources_read'));
+    assert.ok(names.includes('fx__resources_templates_list'));
+    assert.ok(!names.some((n) => n.startsWith('all__resources') || n.startsWith('plain__resources')));
+  });
+
+  test('resources_list pages with a cursor the model can pass back', async () => {
+    const ts = m.sessionView();
+    const p1 = await ts.callTool('fx__resources_list', {}, { signal: sig() });
+    const cursor = /cursor "([^"]+)"/.exec(text(p1))?.[1];
+    assert.ok(cursor, text(p1));
+    const p2 = await ts.callTool('fx__resources_list', { cursor }, { signal: sig() });
+    assert.match(text(p2), /fixture:\/\/items\/8/);
+    const templates = await ts.callTool('fx__resources_templates_list', {}, { signal: sig() });
+    assert.match(text(templates), /fixture:\/\/items\/\{id\}/);
+  });
+
+  test('resources_read: listed, template-matched and session-linked URIs only', async () => {
+    const a = m.sessionView();
+    const b = m.sessionView();
+    const s = sig();
+    assert.equal(text(await a.callTool('fx__resources_read', { uri: 'fixture://notes/readme' }, { signal: s })).startsWith('# Readme'), true);
+    assert.equal(text(await a.callTool('fx__resources_read', { uri: 'fixture://items/12' }, { signal: s })), 'Item 12 body');
+    const viaTemplate = await a.callTool('fx__resources_read', { uriTemplate: 'fixture://items/{id}', variables: { id: '5' } }, { signal: s });
+    assert.equal(text(viaTemplate), 'Item 5 body');
+    const unlisted = await a.callTool('fx__resources_read', { uri: 'fixture://secret/unlisted' }, { signal: s });
+    assert.equal(unlisted.isError, true);
+    assert.match(text(unlisted), /Refused.*not listed or linked/);
+    const traversal = await a.callTool('fx__resources_read', { uri: 'fixture://items/%2e%2e/secret' }, { signal: s });
+    assert.equal(traversal.isError, true);
+    assert.match(text(traversal), /"\.\." path segment/);
+    const badTemplate = await a.callTool('fx__resources_read', { uriTemplate: 'fixture://secret/{x}', variables: { x: 'unlisted' } }, { signal: s });
+    assert.equal(badTemplate.isError, true);
+    // A link in session a's tool result opens that URI for session a only.
+    assert.equal((await b.callTool('fx__resources_read', { uri: 'fixture://secret/linked' }, { signal: s })).isError, true);
+    const links = await a.callTool('fx__links', {}, { signal: s });
+    assert.equal(links.content.filter((c) => c.type === 'resource_link').length, 2);
+    assert.equal(text(await a.callTool('fx__resources_read', { uri: 'fixture://secret/linked' }, { signal: s })), 'linked secret');
+    assert.equal((await b.callTool('fx__resources_read', { uri: 'fixture://secret/linked' }, { signal: s })).isError, true);
+  });
+
+  test('cache: small text inline, large text and blobs as stubs; hits counted', async () => {
+    const ts = m.sessionView();
+    const big = text(await ts.callTool('fx__resources_read', { uri: 'fixture://notes/big' }, { signal: sig() }));
+    assert.match(big, /20000 chars\) is too large/);
+    assert.ok(big.length < 600);
+    const blob = text(await ts.callTool('fx__resources_read', { uri: 'fixture://bin/beep' }, { signal: sig() }));
+    assert.match(blob, /binary resource fixture:\/\/bin\/beep \(audio\/wav, about \d+ bytes\) not shown/);
+    const hits = m.stats().fx?.cacheHits ?? 0;
+    await ts.callTool('fx__resources_read', { uri: 'fixture://notes/big' }, { signal: sig() });
+    assert.equal(m.stats().fx?.cacheHits, hits + 1);
+  });
+
+  test('subscribe + resources/updated invalidates the cached entry', async () => {
+    const ts = m.sessionView();
+    const uri = 'fixture://notes/readme';
+    const first = text(await ts.callTool('fx__resources_read', { uri }, { signal: sig() }));
+    assert.ok(m.cache.has('fx', uri));
+    assert.equal(text(await ts.callTool('fx__resources_read', { uri }, { signal: sig() })), first, 'served from cache');
+    const bumped = await ts.callTool('fx__bump', { uri }, { signal: sig() });
+    assert.equal(text(bumped), `notified ${uri}`, 'the cache subscribed to the resource');
+    assert.ok(await waitFor(() => !m.cache.has('fx', uri)));
+    const fresh = text(await ts.callTool('fx__resources_read', { uri }, { signal: sig() }));
+    assert.notEqual(fresh, first, 'read again from the server');
+  });
+
+  test('resources/list_changed drops the server’s cached entries', async () => {
+    const ts = m.sessionView();
+    await ts.callTool('fx__resources_read', { uri: 'fixture://items/2' }, { signal: sig() });
+    assert.ok(m.cache.has('fx', 'fixture://items/2'));
+    await ts.callTool('fx__relist', {}, { signal: sig() });
+    assert.ok(await waitFor(() => !m.cache.has('fx', 'fixture://items/2')));
+  });
+
+  test('a server with subscribe: false is not subscribed', async () => {
+    await m.contextBlocks();
+    const r = await m.sessionView().callTool('all__echo', { text: 'x' }, { signal: sig() });
+    assert.equal(r.isError, false);
+    // bump on "fx" only knows fx's subscriptions; for "all" nothing is subscribed, so its entries stay cached.
+    assert.ok(m.cache.has('all', 'fixture://notes/readme'));
+  });
+
+  test('context injection follows policy and budget', async () => {
+    const blocks = await m.contextBlocks();
+    const fx = blocks.filter((b) => b.server === 'fx');
+    assert.deepEqual(
+      fx.map((b) => b.uri),
+      ['fixture://notes/readme', 'fixture://notes/big'],
+    );
+    assert.equal(
+      fx.reduce((n, b) => n + b.text.length, 0),
+      60,
+    );
+    assert.equal(fx[1]?.truncated, true);
+    const all = blocks.filter((b) => b.server === 'all');
+    assert.ok(all.length >= 1);
+    assert.ok(all.reduce((n, b) => n + b.text.length, 0) <= 100);
+    assert.ok(!blocks.some((b) => b.server === 'plain'));
+    const strings = await m.contextFor();
+    assert.ok(strings.some((s) => s.startsWith('Context from resource fixture://notes/readme (MCP server "fx"):\n# Readme')));
+  });
+});
