@@ -8,6 +8,7 @@ import type { Logger as PinoLogger } from 'pino';
 import type { Config } from './config.ts';
 import { otaRoutes } from './http/ota-route.ts';
 import { deviceWsRoute } from './http/ws-route.ts';
+import { webRoutes } from './http/web-route.ts';
 import type { ConversationFactory } from './session/conversation.ts';
 import { SessionRegistry } from './session/registry.ts';
 import { CloseCode } from '../protocol/close-codes.ts';
@@ -36,7 +37,6 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     loggerInstance: deps.log,
     // The firmware's OTA body is a few KB; leave headroom but refuse floods.
     bodyLimit: 256 * 1024,
-    disableRequestLogging: false,
     forceCloseConnections: true,
     // The pino instance is typed with its own Logger; Fastify's default generic is the base
     // logger interface it implements, which is what every route plugin expects.
@@ -66,6 +66,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     createConversation: deps.createConversation,
     accepting: () => accepting,
   });
+  await fastify.register(webRoutes);
   for (const plugin of deps.plugins ?? []) await fastify.register(plugin);
 
   // Sessions end before the HTTP server closes, so each one releases its turn and processes.

@@ -9,6 +9,7 @@ const DEFAULT_SYSTEM_PROMPT = [
   'You are Xiaozhi, a friendly voice assistant speaking through a small smart speaker.',
   'Answer in the language the user speaks. Keep answers short and conversational: one to three sentences,',
   'no markdown, no lists, no emoji in the text. Use the tools when they help; never invent tool results.',
+  'Now: {datetime} ({timezone}).',
 ].join(' ');
 
 export const ServerSchema = z.strictObject({
@@ -71,6 +72,18 @@ export const VadSchema = z.strictObject({
   maxUtteranceMs: z.number().int().min(1000).max(120_000).default(30_000),
   /** Realtime mode: the user's speech interrupts the answer. Off: most devices have no echo cancellation. */
   bargeIn: z.boolean().default(false),
+  /** Audio kept from before the detected start of speech, so the first syllable reaches ASR. */
+  preRollMs: z.number().int().min(0).max(2000).default(300),
+});
+
+export const ConversationSchema = z.strictObject({
+  /** `listen detect` texts that are only a wake word get the greeting; anything else is answered as speech. */
+  wakeWords: z.array(z.string().min(1)).default(['你好小智', '小智', '你好小志', 'hi xiaozhi', 'hey xiaozhi', 'hello xiaozhi', 'xiaozhi']),
+  greeting: z.string().min(1).default('Hi! What can I do for you?'),
+  /** Spoken when the model or a provider fails, so the device never goes silent. */
+  apology: z.string().min(1).default('Sorry, something went wrong on my side. Please try again.'),
+  /** Spoken by the end-conversation tool. */
+  goodbye: z.string().min(1).default('Goodbye!'),
 });
 
 const OpenAiAsrSchema = z.strictObject({
@@ -153,6 +166,7 @@ export function createConfigSchema<M extends z.ZodType>(mcpServersSchema: M) {
     asr: AsrSchema.default({ provider: 'pocketsphinx' }),
     tts: TtsSchema.default({ provider: 'espeak', voice: 'en-us', speed: 175 }),
     llm: LlmSchema.prefault({}),
+    conversation: ConversationSchema.prefault({}),
     mcpServers: mcpServersSchema,
     tools: ToolsSchema.prefault({}),
     logging: LoggingSchema.prefault({}),

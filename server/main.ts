@@ -1,0 +1,78 @@
+/**
+ * @module Entry point: load the configuration, build the dependencies and the app, listen, and
+ * shut down gracefully on SIGTERM/SIGINT (stop accepting, let turns finish up to the drain
+ * deadline, close every session and child process, exit 0).
+ */
+import { ConfigError, loadConfig } from './config.ts';
+import { createLogger } from './logger.ts';
+import { buildApp } from './app.ts';
+import { createDeps } from './deps.ts';
+import { healthRoutes } from './http/health-route.ts';
+
+/** Exit code for configuration errors (documented in the README). */
+const EXIT_CONFIG = 2;
+/** How much longer than the drain deadline we wait for providers and MCP children before forcing exit. */
+const CLOSE_GRACE_MS = 1000;
+
+async function main(): Promise<void> {
+  let loaded;
+  try {
+    loaded = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`xiaozhi-server: ${err.message}\n`);
+      process.exit(EXIT_CONFIG);
+    }
+    throw err;
+  }
+  const { config } = loaded;
+  const log = createLogger({ level: config.logging.level, logContent: config.logging.logContent });
+  log.info({ file: loaded.file ?? '(embedded defaults)', overrides: loaded.overrides }, 'configuration loaded');
+
+  const deps = await createDeps(config, log);
+  const app = await buildApp({
+    config,
+    log,
+    createConversation: deps.createConversation,
+    plugins: [healthRoutes({ mcp: deps.mcp, ready: () => true })],
+  });
+  await app.fastify.listen({ host: config.server.host, port: config.server.port });
+  log.info(
+    { ota: `http://<this-host>:${config.server.port}/xiaozhi/ota/`, ws: config.server.publicWsUrl || `ws://<Host header>/xiaozhi/v1/` },
+    'server ready: set the device OTA URL to the ota address',
+  );
+
+  let stopping = false;
+  const stop = (signal: string): void => {
+    if (stopping) {
+      log.warn({ signal }, 'second signal: exiting now');
+      process.exit(1);
+    }
+    stopping = true;
+    log.info({ signal, drainMs: config.server.drainTimeoutMs }, 'shutting down');
+    const force = setTimeout(() => {
+      log.warn('shutdown deadline passed; exiting');
+      process.exit(0);
+    }, config.server.drainTimeoutMs + CLOSE_GRACE_MS);
+    force.unref();
+    app
+      .shutdown(config.server.drainTimeoutMs)
+      .then(() => deps.close())
+      .then(() => {
+        log.info('stopped');
+        log.flush?.();
+        process.exit(0);
+      })
+      .catch((err: unknown) => {
+        log.error({ err }, 'error during shutdown');
+        process.exit(1);
+      });
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`xiaozhi-server failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});

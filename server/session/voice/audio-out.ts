@@ -1,0 +1,125 @@
+/**
+ * @module The downlink of one turn: the `tts start` / `sentence_start` / `tts stop` envelope around
+ * paced Opus frames. `tts stop` goes out only after the device has had time to play what was
+ * sent (the pacer knows when that is) plus a margin, because firmware before 2.2.2 cuts off queued
+ * audio the moment it sees `tts stop` in auto mode.
+ */
+import { sleep } from '../../../core/abort.ts';
+import { isAbortError } from '../../../core/errors.ts';
+import type { Logger } from '../../../core/logger.ts';
+import type { OpusCodec } from '../../../audio/opus/codec.ts';
+import { encodeOpusStream } from '../../../audio/opus/encode-stream.ts';
+import { createPacer, type Pacer } from '../../../audio/pacer.ts';
+import type { DeviceChannel } from '../channel.ts';
+
+export interface AudioOutOptions {
+  channel: DeviceChannel;
+  sessionId: string;
+  encoder: OpusCodec;
+  frameMs: number;
+  preBufferFrames: number;
+  stopMarginMs: number;
+  /** The turn's signal: abort stops sending within one frame. */
+  signal: AbortSignal;
+  log: Logger;
+  /** Called when the first audio frame of the turn is handed to the socket. */
+  onFirstFrame?: () => void;
+}
+
+export class AudioOut {
+  readonly #o: AudioOutOptions;
+  readonly #pacer: Pacer;
+  #started = false;
+  #stopped = false;
+  #firstFrameAt: number | null = null;
+  #framesSent = 0;
+
+  constructor(opts: AudioOutOptions) {
+    this.#o = opts;
+    this.#pacer = createPacer({
+      frameMs: opts.frameMs,
+      preBufferFrames: opts.preBufferFrames,
+      signal: opts.signal,
+      log: opts.log,
+      send: (frame) => {
+        if (this.#firstFrameAt === null) {
+          this.#firstFrameAt = performance.now();
+          opts.onFirstFrame?.();
+        }
+        this.#framesSent++;
+        opts.channel.sendAudio(frame);
+      },
+    });
+  }
+
+  /** True once `tts start` went out. */
+  get started(): boolean {
+    return this.#started;
+  }
+
+  get framesSent(): number {
+    return this.#framesSent;
+  }
+
+  get pacerStats(): Pacer['stats'] {
+    return this.#pacer.stats;
+  }
+
+  /** Sends `tts start` once per turn. */
+  start(): void {
+    if (this.#started || this.#stopped) return;
+    this.#started = true;
+    this.#o.channel.sendJson({ type: 'tts', state: 'start', session_id: this.#o.sessionId });
+  }
+
+  /** A subtitle line without audio of its own (e.g. what the music tool is playing). */
+  caption(text: string): void {
+    this.start();
+    if (this.#stopped || !text) return;
+    this.#o.channel.sendJson({ type: 'tts', state: 'sentence_start', text, session_id: this.#o.sessionId });
+  }
+
+  /**
+   * Plays one segment: `sentence_start` with its text (when given), then its PCM (at the encoder's
+   * rate) as paced Opus frames. Resolves when the last frame has been sent.
+   */
+  async play(text: string | null, pcm: AsyncIterable<Int16Array>): Promise<void> {
+    this.start();
+    if (this.#stopped) return;
+    if (text) this.caption(text);
+    await this.#pacer.play(encodeOpusStream(pcm, this.#o.encoder, this.#o.signal));
+  }
+
+  /**
+   * Ends the turn's audio normally: waits until the device has played everything (plus the margin),
+   * then sends `tts stop`. An abort during the wait sends it at once.
+   */
+  async finish(): Promise<void> {
+    if (!this.#started || this.#stopped) return;
+    const wait = this.#pacer.playbackEndsAt() - performance.now() + this.#o.stopMarginMs;
+    try {
+      if (wait > 0) await sleep(wait, this.#o.signal);
+    } catch (err) {
+      if (!isAbortError(err)) throw err;
+    }
+    this.#sendStop();
+  }
+
+  /** Barge-in: stops sending at once and tells the device to stop. */
+  stop(): void {
+    this.#pacer.stop();
+    if (this.#started) this.#sendStop();
+    this.#stopped = true;
+  }
+
+  #sendStop(): void {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    this.#o.channel.sendJson({ type: 'tts', state: 'stop', session_id: this.#o.sessionId });
+  }
+
+  /** performance.now() of the first frame sent, or null. */
+  get firstFrameAt(): number | null {
+    return this.#firstFrameAt;
+  }
+}

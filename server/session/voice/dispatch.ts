@@ -1,0 +1,20 @@
+/**
+ * @module The seam through which tool results reach the device as media. After each Act the ReAct
+ * loop hands the round's results to a TurnDispatcher, which may play audio on the turn's AudioOut
+ * and decides whether the loop goes on. The concrete dispatcher lives in server/dispatch/.
+ */
+import type { DispatchDecision, ToolCallResult } from '../../../llm/react.ts';
+import type { AudioOut } from './audio-out.ts';
+
+export interface DispatchContext {
+  out: AudioOut;
+  /** Speaks everything queued so far before media plays (the model's text before the tool call). */
+  flushSpeech(): Promise<void>;
+  signal: AbortSignal;
+  /** Downlink PCM rate. */
+  sampleRate: number;
+}
+
+export interface TurnDispatcher {
+  dispatch(results: ToolCallResult[], ctx: DispatchContext): Promise<DispatchDecision>;
+}

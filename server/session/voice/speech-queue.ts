@@ -1,0 +1,126 @@
+/**
+ * @module Speaks sentences in order while the model is still writing: sentence N+1 is synthesized
+ * while sentence N plays, so the answer has no gaps between sentences and the first sentence starts
+ * as soon as it is cut. One synthesis worker and one player per turn, both stopped by the turn signal.
+ */
+import { AsyncQueue } from '../../../core/async-queue.ts';
+import { isAbortError, toVoiceError, type VoiceError } from '../../../core/errors.ts';
+import type { Logger } from '../../../core/logger.ts';
+import type { AudioOut } from './audio-out.ts';
+
+/** Turns one sentence into PCM at the downlink rate. */
+export type Synthesize = (text: string, signal: AbortSignal) => AsyncIterable<Int16Array>;
+
+interface Item {
+  text: string;
+  pcm: AsyncQueue<Int16Array>;
+  /** Set when synthesis failed (the error is already recorded). */
+  failed?: boolean;
+}
+
+export class SpeechQueue {
+  readonly #out: AudioOut;
+  readonly #synth: Synthesize;
+  readonly #signal: AbortSignal;
+  readonly #log: Logger;
+  readonly #toSynth = new AsyncQueue<Item>();
+  readonly #toPlay = new AsyncQueue<Item>();
+  readonly #done: Promise<void>;
+  #errors: VoiceError[] = [];
+  #spoken: string[] = [];
+  /** Sentences pushed and not yet finished playing. */
+  #pending = 0;
+  #idleWaiters: Array<() => void> = [];
+
+  constructor(out: AudioOut, synth: Synthesize, signal: AbortSignal, log: Logger) {
+    this.#out = out;
+    this.#synth = synth;
+    this.#signal = signal;
+    this.#log = log;
+    const worker = this.#synthLoop();
+    const player = this.#playLoop();
+    this.#done = Promise.all([worker, player]).then(() => undefined);
+    signal.addEventListener('abort', () => {
+      this.#toSynth.close();
+      this.#toPlay.close();
+    }, { once: true });
+  }
+
+  /** Queues a sentence. */
+  push(text: string): void {
+    const t = text.trim();
+    if (!t || this.#signal.aborted) return;
+    const item: Item = { text: t, pcm: new AsyncQueue<Int16Array>() };
+    this.#pending++;
+    this.#toSynth.push(item);
+    this.#toPlay.push(item);
+  }
+
+  /** No more sentences; resolves when everything queued has been sent to the device. */
+  async end(): Promise<void> {
+    this.#toSynth.close();
+    this.#toPlay.close();
+    await this.#done;
+  }
+
+  /** Resolves once every sentence pushed so far has been sent (the queue stays open). */
+  idle(): Promise<void> {
+    if (this.#pending === 0 || this.#signal.aborted) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+
+  #settled(): void {
+    this.#pending--;
+    if (this.#pending <= 0) for (const w of this.#idleWaiters.splice(0)) w();
+  }
+
+  /** Synthesis or playback failures (the turn decides whether to apologise). */
+  get errors(): readonly VoiceError[] {
+    return this.#errors;
+  }
+
+  /** The sentences that were actually played. */
+  get spoken(): readonly string[] {
+    return this.#spoken;
+  }
+
+  async #synthLoop(): Promise<void> {
+    for await (const item of this.#toSynth) {
+      try {
+        for await (const chunk of this.#synth(item.text, this.#signal)) item.pcm.push(chunk);
+        item.pcm.close();
+      } catch (err) {
+        item.failed = true;
+        item.pcm.fail(err);
+        if (!isAbortError(err)) {
+          const e = toVoiceError(err);
+          this.#errors.push(e);
+          this.#log.error({ err: e.message, code: e.code }, 'speech synthesis failed');
+        }
+      }
+    }
+  }
+
+  async #playLoop(): Promise<void> {
+    try {
+      for await (const item of this.#toPlay) {
+        try {
+          await this.#out.play(item.text, item.pcm);
+          this.#spoken.push(item.text);
+        } catch (err) {
+          // Synthesis errors were recorded by the worker; aborts end the loop quietly.
+          if (isAbortError(err)) return;
+          if (item.failed) continue;
+          const e = toVoiceError(err);
+          this.#errors.push(e);
+          this.#log.error({ err: e.message, code: e.code }, 'speech playback failed');
+        } finally {
+          this.#settled();
+        }
+      }
+    } finally {
+      this.#pending = 0;
+      for (const w of this.#idleWaiters.splice(0)) w();
+    }
+  }
+}

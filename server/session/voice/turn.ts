@@ -1,0 +1,262 @@
+/**
+ * @module One conversation turn: ASR (for speech) → `stt` → ReAct over the session's tools, its
+ * text cut into sentences and spoken while the model is still writing → `tts stop`. A failure is
+ * spoken as a short apology, never silence. Everything the turn starts stops with its signal.
+ */
+import { anySignal } from '../../../core/abort.ts';
+import { isAbortError, toVoiceError } from '../../../core/errors.ts';
+import type { Logger } from '../../../core/logger.ts';
+import type { OpusCodec } from '../../../audio/opus/codec.ts';
+import { synthesizePcm } from '../../../audio/tts/to-pcm.ts';
+import type { Tts } from '../../../audio/tts/tts.ts';
+import type { History } from '../../../llm/history.ts';
+import { runReact, type ReactOutcome } from '../../../llm/react.ts';
+import { createSentenceCutter } from '../../../llm/sentences.ts';
+import { EmotionEmoji, type Emotion } from '../../../protocol/messages.ts';
+import type { DeviceChannel } from '../channel.ts';
+import type { SessionInfo, StateControl } from '../conversation.ts';
+import { AudioOut } from './audio-out.ts';
+import { SpeechQueue } from './speech-queue.ts';
+import type { SessionTools, TurnTimings, VoiceDeps } from './voice-deps.ts';
+
+export type TurnInput =
+  | { source: 'voice'; pcm: Int16Array; sampleRate: number; endedAt: number }
+  | { source: 'text'; text: string; endedAt: number }
+  | { source: 'wake_word'; text: string; endedAt: number };
+
+export interface TurnEnv {
+  deps: VoiceDeps;
+  info: SessionInfo;
+  channel: DeviceChannel;
+  log: Logger;
+  encoder: OpusCodec;
+  history: History;
+  tools: SessionTools;
+  state: StateControl;
+  sessionSignal: AbortSignal;
+}
+
+export interface TurnResult {
+  timings: TurnTimings;
+  /** A tool asked for the session to end after this turn (goodbye). */
+  endSession: boolean;
+}
+
+/** ASR output that carries no words (pocketsphinx and Whisper emit these for noise). */
+const NOISE_RE = /^[\s\p{P}\p{S}]*$|^\s*[[(<]?\s*(noise|silence|music|blank_audio|inaudible|laughter|unk|sil)\s*[\])>]?\s*$/iu;
+
+export function isNoiseTranscript(text: string): boolean {
+  return NOISE_RE.test(text.trim());
+}
+
+export class Turn {
+  readonly #env: TurnEnv;
+  readonly #input: TurnInput;
+  readonly #abort = new AbortController();
+  readonly signal: AbortSignal;
+  #out: AudioOut | undefined;
+  #firstFrameAt: number | null = null;
+
+  constructor(env: TurnEnv, input: TurnInput) {
+    this.#env = env;
+    this.#input = input;
+    this.signal = anySignal(env.sessionSignal, this.#abort.signal);
+  }
+
+  /** Barge-in / abort: stops audio within one frame, cancels the model, tools and synthesis. */
+  abort(reason: string): void {
+    if (this.#abort.signal.aborted) return;
+    this.#env.log.info({ reason }, 'turn aborted');
+    this.#abort.abort(reason);
+    if (this.#out) this.#out.stop();
+    else this.#env.channel.sendJson({ type: 'tts', state: 'stop', session_id: this.#env.info.sessionId });
+  }
+
+  get aborted(): boolean {
+    return this.signal.aborted;
+  }
+
+  async run(): Promise<TurnResult> {
+    const { deps, log } = this.#env;
+    const input = this.#input;
+    const timings: TurnTimings = { source: input.source, outcome: 'answered', totalMs: 0, lateFrames: 0, tools: [] };
+    let endSession = false;
+    try {
+      let text: string;
+      if (input.source === 'voice') {
+        const t0 = performance.now();
+        text = (await deps.asr.transcribe(input.pcm, { signal: this.signal, sampleRate: input.sampleRate })).trim();
+        timings.asrMs = Math.round(performance.now() - t0);
+        if (isNoiseTranscript(text)) {
+          timings.outcome = 'no_speech';
+          log.info({ asrMs: timings.asrMs, audioMs: Math.round((input.pcm.length / input.sampleRate) * 1000) }, 'no words recognised; no answer');
+          return { timings, endSession };
+        }
+      } else {
+        text = input.text.trim();
+      }
+      if (this.aborted) throw this.signal.reason;
+      this.#env.channel.sendJson({ type: 'stt', text, session_id: this.#env.info.sessionId });
+      log.info({ source: input.source, pii: { text } }, 'user said');
+
+      const out = this.#audioOut();
+      if (input.source === 'wake_word') {
+        timings.outcome = 'greeted';
+        await this.#speakPlain(out, deps.config.conversation.greeting, deps.tts);
+      } else {
+        const outcome = await this.#think(text, out, timings);
+        endSession = outcome.endSession;
+        if (outcome.reason === 'aborted') timings.outcome = 'aborted';
+      }
+      await out.finish();
+    } catch (err) {
+      if (isAbortError(err) || this.aborted) {
+        timings.outcome = 'aborted';
+      } else {
+        const e = toVoiceError(err);
+        timings.outcome = 'failed';
+        log.error({ code: e.code, err: e.message }, 'turn failed; apologising');
+        await this.#apologise();
+      }
+    } finally {
+      timings.totalMs = Math.round(performance.now() - input.endedAt);
+      if (this.#firstFrameAt !== null) timings.firstAudioMs = Math.round(this.#firstFrameAt - input.endedAt);
+      timings.lateFrames = this.#out?.pacerStats.lateFrames ?? 0;
+      if (this.aborted && this.#out) this.#out.stop();
+    }
+    log.info({ ...timings }, 'turn timings');
+    deps.observer?.onTurn?.(timings);
+    return { timings, endSession };
+  }
+
+  #audioOut(): AudioOut {
+    const { deps, channel, info, encoder, log } = this.#env;
+    this.#out ??= new AudioOut({
+      channel,
+      sessionId: info.sessionId,
+      encoder,
+      frameMs: info.downlink.frameDurationMs,
+      preBufferFrames: deps.config.audio.preBufferFrames,
+      stopMarginMs: deps.config.audio.ttsStopMarginMs,
+      signal: this.signal,
+      log,
+      onFirstFrame: () => {
+        this.#firstFrameAt = performance.now();
+        // The device is now playing our answer: the session is speaking.
+        this.#env.state.apply('tts_start');
+      },
+    });
+    return this.#out;
+  }
+
+  #synth(tts: Tts): (text: string, signal: AbortSignal) => AsyncIterable<Int16Array> {
+    const rate = this.#env.info.downlink.sampleRate;
+    return (text, signal) => synthesizePcm(tts, text, { sampleRate: rate, signal, log: this.#env.log });
+  }
+
+  async #speakPlain(out: AudioOut, text: string, tts: Tts): Promise<void> {
+    const q = new SpeechQueue(out, this.#synth(tts), this.signal, this.#env.log);
+    q.push(text);
+    await q.end();
+    if (q.errors.length > 0) throw q.errors[0];
+  }
+
+  async #think(userText: string, out: AudioOut, timings: TurnTimings): Promise<ReactOutcome> {
+    const { deps, log, tools, history, channel, info } = this.#env;
+    const speech = new SpeechQueue(out, this.#synth(deps.tts), this.signal, log);
+    const cutter = createSentenceCutter();
+    const context = tools.context ? await tools.context(this.signal).catch((err: unknown) => {
+      log.warn({ err: toVoiceError(err).message }, 'resource context unavailable for this turn');
+      return [] as string[];
+    }) : [];
+    let emotionSent = false;
+    const outcome = await runReact({
+      llm: deps.llm,
+      tools: tools.tools,
+      history: context.length > 0 ? withContext(history, context) : history,
+      userText,
+      maxRounds: deps.config.llm.maxToolRounds,
+      signal: this.signal,
+      log,
+      toolTimeoutMs: deps.config.llm.toolTimeoutMs,
+      onText: (delta) => {
+        for (const s of cutter.push(delta)) speech.push(s);
+      },
+      onEmotion: (emotion) => {
+        if (emotionSent) return;
+        emotionSent = true;
+        const e = emotion as Emotion;
+        channel.sendJson({ type: 'llm', emotion: e, text: EmotionEmoji[e] ?? '🙂', session_id: info.sessionId });
+      },
+      onToolStart: (call) => log.info({ tool: call.name, pii: { args: call.arguments } }, 'tool call'),
+      onToolResult: (call, result, ms) => {
+        timings.tools.push({ name: call.name, ms: Math.round(ms), isError: result.isError });
+        log.info({ tool: call.name, ms: Math.round(ms), isError: result.isError }, 'tool result');
+      },
+      dispatch: tools.dispatcher
+        ? async (results) => {
+            const d = tools.dispatcher as NonNullable<SessionTools['dispatcher']>;
+            return d.dispatch(results, {
+              out,
+              signal: this.signal,
+              sampleRate: info.downlink.sampleRate,
+              flushSpeech: async () => {
+                for (const s of cutter.flush()) speech.push(s);
+                await speech.idle();
+              },
+            });
+          }
+        : undefined,
+    });
+    for (const s of cutter.flush()) speech.push(s);
+    await speech.end();
+    if (outcome.firstTokenMs !== undefined) timings.llmFirstTokenMs = outcome.firstTokenMs;
+    if (outcome.reason !== 'aborted' && speech.errors.length > 0 && speech.spoken.length === 0 && out.framesSent === 0) {
+      throw speech.errors[0];
+    }
+    log.info({ reason: outcome.reason, rounds: outcome.rounds, pii: { text: outcome.text } }, 'assistant answered');
+    return outcome;
+  }
+
+  /** Speaks the apology, with the embedded TTS when the primary one may be what failed. */
+  async #apologise(): Promise<void> {
+    const { deps, log } = this.#env;
+    if (this.aborted) return;
+    const out = this.#audioOut();
+    const text = deps.config.conversation.apology;
+    const order = deps.fallbackTts && deps.fallbackTts !== deps.tts ? [deps.tts, deps.fallbackTts] : [deps.tts];
+    for (const tts of order) {
+      try {
+        await this.#speakPlain(out, text, tts);
+        break;
+      } catch (err) {
+        if (this.aborted) return;
+        log.warn({ tts: tts.name, err: toVoiceError(err).message }, 'apology could not be spoken with this TTS');
+        out.caption(text);
+      }
+    }
+    try {
+      await out.finish();
+    } catch {
+      out.stop();
+    }
+  }
+}
+
+/** A history view whose messages carry the resource context right after the system prompt. */
+function withContext(history: History, context: string[]): History {
+  return {
+    ...history,
+    messages: () => {
+      const msgs = history.messages();
+      const at = msgs[0]?.role === 'system' ? 1 : 0;
+      return [...msgs.slice(0, at), ...context.map((c) => ({ role: 'system' as const, content: c })), ...msgs.slice(at)];
+    },
+    addUser: (t) => history.addUser(t),
+    append: (...m) => history.append(...m),
+    get turns() {
+      return history.turns;
+    },
+    clear: () => history.clear(),
+  };
+}

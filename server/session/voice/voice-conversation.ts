@@ -1,0 +1,264 @@
+/**
+ * @module The voice conversation of one session: uplink listening, one turn at a time, barge-in,
+ * the device's own MCP tools, and cleanup. It implements the session's Conversation seam.
+ */
+import { sleep } from '../../../core/abort.ts';
+import { toVoiceError } from '../../../core/errors.ts';
+import { createOpusCodec, type OpusCodec, type OpusSampleRate } from '../../../audio/opus/codec.ts';
+import { createHistory, type History } from '../../../llm/history.ts';
+import { buildSystemPrompt } from '../../../llm/system-prompt.ts';
+import { createDeviceMcp, type DeviceMcp } from '../../../mcp/device-mcp.ts';
+import type { ListenMode } from '../../../protocol/messages.ts';
+import { CloseCode } from '../../../protocol/close-codes.ts';
+import type { Conversation, ConversationContext, ConversationFactory } from '../conversation.ts';
+import { Listener, type ListenerEvent } from './listener.ts';
+import { Turn, type TurnInput } from './turn.ts';
+import type { SessionTools, VoiceDeps } from './voice-deps.ts';
+
+const OPUS_RATES: readonly number[] = [8000, 12000, 16000, 24000, 48000];
+
+/** Normalizes a wake-word text for comparison: lowercase, no punctuation or spaces. */
+function normalizeWake(text: string): string {
+  return text.toLowerCase().replace(/[\s\p{P}\p{S}]+/gu, '');
+}
+
+class VoiceConversation implements Conversation {
+  readonly #deps: VoiceDeps;
+  readonly #ctx: ConversationContext;
+  readonly #history: History;
+  readonly #wakeWords: Set<string>;
+  #decoder: OpusCodec | undefined;
+  #encoder: OpusCodec | undefined;
+  #listener: Listener | undefined;
+  #ready: Promise<void>;
+  /** Packets and calls that arrived while the codecs were loading. */
+  #pendingPackets: Uint8Array[] = [];
+  #pendingListen: ListenMode | null = null;
+  #turn: Turn | undefined;
+  #turnDone: Promise<void> = Promise.resolve();
+  #deviceMcp: DeviceMcp | undefined;
+  #tools: SessionTools | undefined;
+  #closed = false;
+
+  constructor(deps: VoiceDeps, ctx: ConversationContext) {
+    this.#deps = deps;
+    this.#ctx = ctx;
+    this.#wakeWords = new Set(deps.config.conversation.wakeWords.map(normalizeWake));
+    const { info } = ctx;
+    this.#history = createHistory({
+      historyTurns: Math.max(1, deps.config.llm.historyTurns),
+      systemPrompt: () =>
+        buildSystemPrompt(deps.config.llm.systemPrompt, {
+          now: new Date(),
+          ...(deps.config.tools.timeZone ? { timeZone: deps.config.tools.timeZone } : {}),
+          ...(info.deviceId ? { device: info.deviceId } : {}),
+        }),
+    });
+    if (info.features.mcp) {
+      this.#deviceMcp = createDeviceMcp({
+        send: (payload) => ctx.channel.sendJson({ type: 'mcp', session_id: info.sessionId, payload }),
+        log: ctx.log.child({ part: 'device-mcp' }),
+      });
+    }
+    this.#ready = this.#init();
+    this.#ready.catch(() => {});
+  }
+
+  async #init(): Promise<void> {
+    const { info, log } = this.#ctx;
+    const cfg = this.#deps.config;
+    try {
+      const upRate = OPUS_RATES.includes(info.uplink.sampleRate) ? (info.uplink.sampleRate as OpusSampleRate) : 16000;
+      this.#decoder = await createOpusCodec({ sampleRate: upRate, log });
+      this.#encoder = await createOpusCodec({ sampleRate: cfg.audio.outputSampleRate, complexity: cfg.audio.opusComplexity, log });
+      this.#tools = this.#deps.toolsFor({ info, log, ...(this.#deviceMcp ? { deviceTools: this.#deviceMcp.toolSource() } : {}) });
+      const vad = this.#deps.vadModel.createStream({
+        threshold: cfg.vad.threshold,
+        minSilenceMs: cfg.vad.minSilenceMs,
+        minSpeechMs: cfg.vad.minSpeechMs,
+      });
+      this.#listener = new Listener({
+        decoder: this.#decoder,
+        vad,
+        log,
+        preRollMs: cfg.vad.preRollMs,
+        maxUtteranceMs: cfg.vad.maxUtteranceMs,
+        onEvent: (e) => this.#onListenerEvent(e),
+      });
+    } catch (err) {
+      log.error({ err: toVoiceError(err).message }, 'voice pipeline could not start');
+      this.#ctx.closeSession(CloseCode.InternalError, 'voice pipeline unavailable');
+      throw err;
+    }
+    if (this.#closed) return;
+    if (this.#deviceMcp) {
+      // Not awaited: the device answers when it can; its tools join the session when listed.
+      this.#deviceMcp.initialize(this.#ctx.signal).catch((err: unknown) => {
+        if (!this.#closed) log.warn({ err: toVoiceError(err).message }, 'device MCP initialize failed; continuing without device tools');
+      });
+    }
+    if (this.#pendingListen) this.#listener.start(this.#pendingListen);
+    for (const p of this.#pendingPackets.splice(0)) this.#listener.push(p);
+  }
+
+  get busy(): boolean {
+    return this.#turn !== undefined;
+  }
+
+  listenStart(mode: ListenMode): void {
+    // The device has moved on to a new utterance: anything still running is stale.
+    this.#turn?.abort('new listen start');
+    if (!this.#listener) {
+      this.#pendingListen = mode;
+      return;
+    }
+    this.#listener.start(mode);
+  }
+
+  listenStop(): void {
+    if (!this.#listener) return;
+    if (!this.#listener.active) {
+      this.#ctx.state.apply('listen_stop');
+      return;
+    }
+    this.#listener.stop();
+  }
+
+  detect(text: string): void {
+    const trimmed = text.trim();
+    if (!trimmed) return;
+    this.#turn?.abort('wake word');
+    const isWake = this.#wakeWords.has(normalizeWake(trimmed));
+    this.#ctx.state.apply('detect');
+    this.#startTurn(isWake ? { source: 'wake_word', text: trimmed, endedAt: performance.now() } : { source: 'text', text: trimmed, endedAt: performance.now() });
+  }
+
+  audio(packet: Uint8Array): void {
+    if (this.#closed) return;
+    if (!this.#listener) {
+      // Bounded: about 6 s of audio while the codecs load (they load in milliseconds).
+      if (this.#pendingPackets.length < 100) this.#pendingPackets.push(packet);
+      return;
+    }
+    this.#listener.push(packet);
+  }
+
+  abort(reason: string | undefined): void {
+    const turn = this.#turn;
+    if (turn) {
+      turn.abort(reason ?? 'device abort');
+    } else {
+      // Nothing running on our side; the device may still think it is speaking.
+      this.#ctx.channel.sendJson({ type: 'tts', state: 'stop', session_id: this.#ctx.info.sessionId });
+    }
+    this.#ctx.state.apply('abort');
+  }
+
+  mcp(payload: Record<string, unknown>): void {
+    if (this.#deviceMcp) this.#deviceMcp.handleMessage(payload);
+    else this.#ctx.log.debug('mcp message from a device without the mcp feature ignored');
+  }
+
+  async drain(deadline: number): Promise<void> {
+    if (!this.#turn) return;
+    const left = deadline - Date.now();
+    const timeout = sleep(Math.max(0, left)).then(() => 'timeout' as const);
+    const done = this.#turnDone.then(() => 'done' as const);
+    if ((await Promise.race([timeout, done])) === 'timeout') this.#turn?.abort('shutdown deadline');
+    await this.#turnDone;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#turn?.abort('session closed');
+    await this.#turnDone;
+    await this.#ready.catch(() => {});
+    this.#listener?.close();
+    this.#deviceMcp?.close();
+    await this.#tools?.close?.().catch(() => {});
+    this.#decoder?.close();
+    this.#encoder?.close();
+  }
+
+  #onListenerEvent(e: ListenerEvent): void {
+    if (e.type === 'speech_start') {
+      // Realtime barge-in: the user talks over the answer.
+      if (this.#turn && this.#deps.config.vad.bargeIn && this.#ctx.state.mode === 'realtime') {
+        this.#ctx.log.info('barge-in: speech during the answer');
+        this.#turn.abort('barge-in');
+        this.#listener?.start('realtime');
+      }
+      return;
+    }
+    if (this.#turn) return;
+    if (!e.hadSpeech && e.reason !== 'manual') return;
+    if (e.pcm.length === 0) {
+      this.#ctx.state.apply('turn_end_no_answer');
+      return;
+    }
+    this.#ctx.state.apply(e.reason === 'manual' ? 'listen_stop' : 'speech_end');
+    this.#startTurn({ source: 'voice', pcm: e.pcm, sampleRate: e.sampleRate, endedAt: e.endedAt });
+  }
+
+  #startTurn(input: TurnInput): void {
+    if (this.#closed || !this.#encoder || !this.#tools) {
+      this.#ctx.log.warn('turn requested before the pipeline was ready; ignored');
+      return;
+    }
+    const mode = this.#ctx.state.mode;
+    const monitor = mode === 'realtime' && this.#deps.config.vad.bargeIn;
+    this.#listener?.pause(monitor);
+    const turn = new Turn(
+      {
+        deps: this.#deps,
+        info: this.#ctx.info,
+        channel: this.#ctx.channel,
+        log: this.#ctx.log,
+        encoder: this.#encoder,
+        history: this.#history,
+        tools: this.#tools,
+        state: this.#ctx.state,
+        sessionSignal: this.#ctx.signal,
+      },
+      input,
+    );
+    this.#turn = turn;
+    const previous = this.#turnDone;
+    this.#turnDone = previous
+      .then(() => turn.run())
+      .then(
+        (result) => {
+          if (this.#turn === turn) this.#turn = undefined;
+          this.#afterTurn(turn, result.endSession);
+        },
+        (err: unknown) => {
+          if (this.#turn === turn) this.#turn = undefined;
+          this.#ctx.log.error({ err: toVoiceError(err).message }, 'turn crashed');
+          this.#afterTurn(turn, false);
+        },
+      );
+  }
+
+  #afterTurn(turn: Turn, endSession: boolean): void {
+    if (this.#closed) return;
+    if (endSession && !turn.aborted) {
+      this.#ctx.log.info('conversation ended by the assistant');
+      this.#ctx.closeSession(CloseCode.Normal, 'goodbye');
+      return;
+    }
+    // A newer turn or listen start already took over.
+    if (this.#turn) return;
+    const st = this.#ctx.state;
+    if (st.current === 'speaking') st.apply('tts_stop');
+    else if (st.current === 'thinking') st.apply('turn_end_no_answer');
+    // Auto and realtime devices listen again after `tts stop` (realtime never stopped its mic and
+    // sends no new `listen start`), so the server listens again too.
+    if (st.mode !== 'manual' && st.current === 'listening' && !turn.aborted) this.#listener?.start(st.mode);
+  }
+}
+
+/** The factory the session calls after each hello. */
+export function createVoiceConversationFactory(deps: VoiceDeps): ConversationFactory {
+  return (ctx) => new VoiceConversation(deps, ctx);
+}

@@ -1,0 +1,61 @@
+/**
+ * @module What the voice conversation needs from the process: the shared models and providers
+ * (created once in server/deps.ts) and the per-session tool wiring.
+ */
+import type { Logger } from '../../../core/logger.ts';
+import type { Asr } from '../../../audio/asr/asr.ts';
+import type { Tts } from '../../../audio/tts/tts.ts';
+import type { VadModel } from '../../../audio/vad/vad.ts';
+import type { LlmClient } from '../../../llm/types.ts';
+import type { ToolSource } from '../../../mcp/tool-source.ts';
+import type { Config } from '../../config.ts';
+import type { TurnDispatcher } from './dispatch.ts';
+import type { SessionInfo } from '../conversation.ts';
+
+/** Per-session tools: what the session's ReAct loop may call. */
+export interface SessionTools {
+  tools: ToolSource;
+  /** Routes tool results after Act (audio, resource links, flags). */
+  dispatcher?: TurnDispatcher;
+  /** Context strings (e.g. MCP resources) injected before Think. */
+  context?(signal: AbortSignal): Promise<string[]>;
+  close?(): Promise<void>;
+}
+
+export interface SessionToolsInput {
+  info: SessionInfo;
+  log: Logger;
+  /** The device's own MCP tools, when it has any. */
+  deviceTools?: ToolSource;
+}
+
+/** Observers for metrics (operations issue); all optional. */
+export interface TurnObserver {
+  onTurn?(t: TurnTimings): void;
+}
+
+export interface TurnTimings {
+  /** How the turn started. */
+  source: 'voice' | 'text' | 'wake_word';
+  outcome: 'answered' | 'no_speech' | 'aborted' | 'failed' | 'greeted';
+  asrMs?: number;
+  llmFirstTokenMs?: number;
+  /** End of speech (server's decision) → first audio frame sent. */
+  firstAudioMs?: number;
+  totalMs: number;
+  lateFrames: number;
+  tools: Array<{ name: string; ms: number; isError: boolean }>;
+}
+
+export interface VoiceDeps {
+  config: Config;
+  log: Logger;
+  vadModel: VadModel;
+  asr: Asr;
+  tts: Tts;
+  /** Embedded TTS used for apologies when the primary (remote) TTS is the thing failing. */
+  fallbackTts?: Tts;
+  llm: LlmClient;
+  toolsFor(input: SessionToolsInput): SessionTools;
+  observer?: TurnObserver;
+}

@@ -1,0 +1,133 @@
+/**
+ * A full voice turn end to end: flite speech → Opus at real-time pace over a real WebSocket →
+ * Silero VAD → pocketsphinx → fake OpenAI-compatible LLM (real SSE) → espeak-ng → Opus → paced
+ * frames back, in auto and manual mode and from typed text, then the next turn.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { DeviceSim } from '../fixtures/device-sim.ts';
+import { startFakeOpenAi, fakeText, type FakeOpenAi } from '../fixtures/fake-openai.ts';
+import { childProcesses, decodeDownlink, sendPaced, speak16k, utterancePackets } from '../helpers/speech.ts';
+import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
+
+describe('voice turn end to end', () => {
+  let llm: FakeOpenAi;
+  let srv: VoiceApp;
+  let packets: Buffer[];
+  before(async () => {
+    llm = await startFakeOpenAi();
+    srv = await startVoiceApp(llm.url);
+    packets = await utterancePackets(speak16k('what is the weather today'));
+  });
+  after(async () => {
+    await srv.close();
+    await llm.close();
+  });
+
+  test('auto mode: stt, tts start, sentences with decodable speech, tts stop; then the next turn', async () => {
+    const dev = new DeviceSim({ url: srv.wsUrl, deviceId: 'e2:00:00:00:00:01' });
+    try {
+      await dev.hello();
+      dev.listen('start', { mode: 'auto' });
+      const sending = sendPaced(dev, packets, 60, () => dev.json.some((j) => j.msg.type === 'tts'));
+      const stt = await dev.waitJson('stt', undefined, 20_000);
+      assert.match(String(stt.text), /weather/i, `recognised: ${String(stt.text)}`);
+      await dev.waitJson('tts', 'start', 10_000);
+      const sentence = await dev.waitJson('tts', 'sentence_start', 10_000);
+      assert.match(String(sentence.text), /You said/);
+      await dev.waitJson('tts', 'stop', 20_000);
+      await sending;
+      // Envelope order: stt → tts start → sentence_start → audio → tts stop, no audio outside it.
+      const tl = dev.timeline.map((e) => (e.kind === 'audio' ? 'audio' : `${String(e.msg.type)}${e.msg.state ? `:${String(e.msg.state)}` : ''}`));
+      const iStart = tl.indexOf('tts:start');
+      const iStop = tl.indexOf('tts:stop');
+      assert.ok(tl.indexOf('stt') < iStart);
+      assert.ok(tl.indexOf('tts:sentence_start') > iStart);
+      assert.ok(tl.indexOf('audio') > tl.indexOf('tts:sentence_start'));
+      assert.equal(tl.lastIndexOf('audio') < iStop, true, 'no audio after tts stop');
+      const decoded = await decodeDownlink(dev.audio.map((a) => a.payload));
+      assert.equal(decoded.bad, 0);
+      assert.ok(decoded.ms > 600, `answer audio ${decoded.ms} ms`);
+      assert.ok(decoded.rms > 300, `answer has energy (rms ${decoded.rms})`);
+      // Paced, not dumped: the frames span roughly their own duration.
+      const span = (dev.audio.at(-1)?.at ?? 0) - (dev.audio[0]?.at ?? 0);
+      assert.ok(span > decoded.ms * 0.6, `frames spread over ${span} ms for ${decoded.ms} ms of audio`);
+      // tts stop only after the device could have played it all.
+      const stopAt = dev.json.find((j) => j.msg.type === 'tts' && j.msg.state === 'stop')?.at ?? 0;
+      assert.ok(stopAt - (dev.audio[0]?.at ?? 0) >= decoded.ms - 400, 'tts stop not before playback could end');
+      // The model saw the recognised text.
+      const lastReq = llm.requests.at(-1);
+      assert.ok(lastReq?.body.messages.some((m) => m.role === 'user' && /weather/i.test(String(m.content))));
+      // Timings are logged.
+      const t = srv.logs.find('turn timings').at(-1);
+      assert.ok(t && typeof t.firstAudioMs === 'number' && typeof t.asrMs === 'number');
+
+      // The next turn on the same connection.
+      const before = dev.json.length;
+      const audioBefore = dev.audio.length;
+      dev.listen('start', { mode: 'auto' });
+      await sendPaced(dev, packets, 60, () => dev.json.slice(before).some((j) => j.msg.type === 'tts'));
+      await dev.waitJson('tts', 'stop', 20_000, before);
+      assert.ok(dev.audio.length > audioBefore);
+      assert.equal(llm.requests.length >= 2, true);
+    } finally {
+      dev.close();
+    }
+  });
+
+  test('manual mode: listen stop ends the utterance', async () => {
+    const dev = new DeviceSim({ url: srv.wsUrl, deviceId: 'e2:00:00:00:00:02' });
+    try {
+      await dev.hello();
+      dev.listen('start', { mode: 'manual' });
+      await sendPaced(dev, packets.slice(0, packets.length - 15));
+      dev.listen('stop');
+      const stt = await dev.waitJson('stt', undefined, 20_000);
+      assert.match(String(stt.text), /weather/i);
+      await dev.waitJson('tts', 'stop', 20_000);
+    } finally {
+      dev.close();
+    }
+  });
+
+  test('typed text through listen detect is answered; a bare wake word gets the greeting', async () => {
+    const dev = new DeviceSim({ url: srv.wsUrl, deviceId: 'e2:00:00:00:00:03' });
+    try {
+      await dev.hello();
+      llm.script(fakeText('Paris is the capital of France.'));
+      dev.listen('detect', { text: 'What is the capital of France?' });
+      const stt = await dev.waitJson('stt');
+      assert.equal(stt.text, 'What is the capital of France?');
+      const s = await dev.waitJson('tts', 'sentence_start');
+      assert.equal(s.text, 'Paris is the capital of France.');
+      await dev.waitJson('tts', 'stop');
+      const before = dev.json.length;
+      const reqs = llm.requests.length;
+      dev.listen('detect', { text: '你好小智' });
+      const g = await dev.waitJson('tts', 'sentence_start', 10_000, before);
+      assert.equal(g.text, srv.config.conversation.greeting);
+      await dev.waitJson('tts', 'stop', 10_000, before);
+      assert.equal(llm.requests.length, reqs, 'the greeting needs no model call');
+    } finally {
+      dev.close();
+    }
+  });
+
+  test('noise only: no answer, and no child process is left behind', async () => {
+    const dev = new DeviceSim({ url: srv.wsUrl, deviceId: 'e2:00:00:00:00:04' });
+    try {
+      await dev.hello();
+      dev.listen('start', { mode: 'manual' });
+      const silence = await utterancePackets(new Int16Array(16000), 100, 100);
+      await sendPaced(dev, silence);
+      dev.listen('stop');
+      await new Promise((r) => setTimeout(r, 1500));
+      assert.equal(dev.json.some((j) => j.msg.type === 'stt'), false);
+      assert.equal(dev.json.some((j) => j.msg.type === 'tts'), false);
+    } finally {
+      dev.close();
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    assert.deepEqual(childProcesses(/ffmpeg|espeak/), []);
+  });
+});

@@ -1,0 +1,57 @@
+/**
+ * The real server with real providers (Silero VAD, pocketsphinx, espeak-ng, the openai SDK against
+ * the fake OpenAI server) on 127.0.0.1:0, for end-to-end voice tests.
+ */
+import type { AddressInfo } from 'node:net';
+import { buildApp, type App } from '../../server/app.ts';
+import { ConfigSchema, type Config } from '../../server/config.ts';
+import { createDeps, type CreateDepsOptions, type Deps } from '../../server/deps.ts';
+import { healthRoutes } from '../../server/http/health-route.ts';
+import { createLogger } from '../../server/logger.ts';
+import { createLogSink, type LogSink } from './log-sink.ts';
+
+export interface VoiceApp {
+  app: App;
+  deps: Deps;
+  config: Config;
+  logs: LogSink;
+  httpUrl: string;
+  wsUrl: string;
+  close(): Promise<void>;
+}
+
+function merge(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...a };
+  for (const [k, v] of Object.entries(b)) {
+    const cur = out[k];
+    out[k] =
+      typeof v === 'object' && v !== null && !Array.isArray(v) && typeof cur === 'object' && cur !== null && !Array.isArray(cur)
+        ? merge(cur as Record<string, unknown>, v as Record<string, unknown>)
+        : v;
+  }
+  return out;
+}
+
+export async function startVoiceApp(llmUrl: string, overrides: Record<string, unknown> = {}, depsOpts: CreateDepsOptions = {}): Promise<VoiceApp> {
+  const config = ConfigSchema.parse(
+    merge({ llm: { baseURL: llmUrl, apiKey: '', model: 'fake-model', maxRetries: 0, timeoutMs: 5000 }, logging: { level: 'debug' } }, overrides),
+  );
+  const logs = createLogSink();
+  const log = createLogger({ level: 'debug', logContent: false, destination: logs.stream });
+  const deps = await createDeps(config, log, depsOpts);
+  const app = await buildApp({ config, log, createConversation: deps.createConversation, plugins: [healthRoutes({ mcp: deps.mcp, ready: () => true })] });
+  await app.fastify.listen({ host: '127.0.0.1', port: 0 });
+  const port = (app.fastify.server.address() as AddressInfo).port;
+  return {
+    app,
+    deps,
+    config,
+    logs,
+    httpUrl: `http://127.0.0.1:${port}`,
+    wsUrl: `ws://127.0.0.1:${port}/xiaozhi/v1/`,
+    close: async () => {
+      await app.fastify.close();
+      await deps.close();
+    },
+  };
+}
