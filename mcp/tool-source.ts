@@ -65,12 +65,27 @@ export interface ToolAction {
   endSession?: boolean;
 }
 
+/** A byte stream a local tool hands to the audio path (any container ffmpeg reads). */
+export interface MediaStream {
+  /** What the device shows while it plays. */
+  label: string;
+  mimeType?: string;
+  open(signal: AbortSignal): AsyncIterable<Uint8Array>;
+}
+
 export interface ToolResult {
   content: ToolContent[];
   isError: boolean;
   /** MCP `structuredContent`, passed through untouched. */
   structuredContent?: Record<string, unknown>;
   action?: ToolAction;
+  /**
+   * Where the `resource_link`s of this result can be read: set by the MCP source to the server
+   * that produced them, so the dispatcher streams each link from its own server.
+   */
+  resources?: ResourceSource;
+  /** Audio a local tool wants played (e.g. the built-in music player). */
+  media?: MediaStream;
 }
 
 export interface CallToolOptions {

@@ -82,6 +82,8 @@ export const ConversationSchema = z.strictObject({
   greeting: z.string().min(1).default('Hi! What can I do for you?'),
   /** Spoken when the model or a provider fails, so the device never goes silent. */
   apology: z.string().min(1).default('Sorry, something went wrong on my side. Please try again.'),
+  /** Spoken when a track or audio result cannot be played; `{name}` is what was to play. */
+  playbackError: z.string().min(1).default('Sorry, I could not play {name}.'),
   /** Spoken by the end-conversation tool. */
   goodbye: z.string().min(1).default('Goodbye!'),
 });
@@ -152,6 +154,18 @@ export const ToolsSchema = z.strictObject({
   timeZone: z.string().default(''),
 });
 
+/** Reading audio that MCP tools link to (ResourceLink), in pages (seed 001). */
+export const MediaSchema = z.strictObject({
+  /** Bytes per `resources/read` page (McpReadResourcePageSize). */
+  pageSize: z.number().int().min(1024).max(16 * 1024 * 1024).default(100 * 1024),
+  /** Per page, in ms. */
+  pageTimeoutMs: z.number().int().positive().default(30_000),
+  /** Wait before retrying a failed page, in ms. */
+  retryDelayMs: z.number().int().min(0).default(1_000),
+  /** Tries per page before playback fails with a spoken error. */
+  maxTries: z.number().int().min(1).max(10).default(3),
+});
+
 export const LoggingSchema = z.strictObject({
   level: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
   /** Log transcripts and tool arguments (under `pii`); off by default. */
@@ -169,6 +183,7 @@ export function createConfigSchema<M extends z.ZodType>(mcpServersSchema: M) {
     conversation: ConversationSchema.prefault({}),
     mcpServers: mcpServersSchema,
     tools: ToolsSchema.prefault({}),
+    media: MediaSchema.prefault({}),
     logging: LoggingSchema.prefault({}),
   });
 }

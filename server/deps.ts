@@ -12,6 +12,8 @@ import type { LlmClient } from '../llm/types.ts';
 import { createCompositeToolSource, type NamedToolSource } from '../mcp/composite-tool-source.ts';
 import { createLocalTools, dateTimeTool, endConversationTool, type LocalTool } from '../mcp/local-tools.ts';
 import { createMcpManager, type McpManager } from '../mcp/manager.ts';
+import { playMusicTool } from '../mcp/local-tools/play-music.ts';
+import { createResultDispatcher } from './dispatch/result-dispatcher.ts';
 import type { Config } from './config.ts';
 import type { ConversationFactory } from './session/conversation.ts';
 import { createVoiceConversationFactory } from './session/voice/voice-conversation.ts';
@@ -63,6 +65,10 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
       [
         dateTimeTool(config.tools.timeZone ? { timeZone: config.tools.timeZone } : {}),
         endConversationTool({ goodbye: config.conversation.goodbye }),
+        // Offered only when there is something to play: a tool that always fails confuses the model.
+        ...(config.tools.music.folder || config.tools.music.allowedHosts.length > 0
+          ? [playMusicTool({ folder: config.tools.music.folder, allowedHosts: config.tools.music.allowedHosts })]
+          : []),
         ...(opts.extraLocalTools?.(input) ?? []),
       ],
       { log: input.log },
@@ -74,6 +80,11 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
     if (input.deviceTools) sources.push({ name: 'device', source: input.deviceTools });
     return {
       tools: createCompositeToolSource(sources, { log: input.log }),
+      dispatcher: createResultDispatcher({
+        log: input.log,
+        ...config.media,
+        playbackError: (name) => config.conversation.playbackError.replace('{name}', name),
+      }),
       context: async (signal) => (Object.keys(config.mcpServers).length > 0 ? mcp.contextFor({ signal }) : []),
     };
   };

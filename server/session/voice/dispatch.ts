@@ -10,6 +10,8 @@ export interface DispatchContext {
   out: AudioOut;
   /** Speaks everything queued so far before media plays (the model's text before the tool call). */
   flushSpeech(): Promise<void>;
+  /** Queues a sentence to speak (e.g. a tool's final text, or an error). */
+  speak(text: string): void;
   signal: AbortSignal;
   /** Downlink PCM rate. */
   sampleRate: number;

@@ -204,6 +204,11 @@ export class Turn {
                 for (const s of cutter.flush()) speech.push(s);
                 await speech.idle();
               },
+              speak: (text) => {
+                for (const s of cutter.flush()) speech.push(s);
+                speech.push(text);
+                history.append({ role: 'assistant', content: text });
+              },
             });
           }
         : undefined,
