@@ -3,6 +3,7 @@
  * (960 samples) and posts them to the page. Resamples linearly when the context does not run at
  * 16 kHz (browsers that ignore the requested rate); speech ASR does not need better.
  */
+/* global AudioWorkletProcessor, sampleRate, registerProcessor -- AudioWorkletGlobalScope names */
 const OUT_RATE = 16000;
 const FRAME = 960;
 

@@ -108,12 +108,11 @@ export class Player {
     const src = ctx.createBufferSource();
     src.buffer = buf;
     src.connect(this.gain);
-    let stopped = false;
     src.onended = () => {
       this.sources.delete(src);
       src.disconnect();
-      if (/** @type {any} */ (src).cancelled) stopped = true;
-      if (stopped) this.stats.cancelled++;
+      // Sources cut by stop() also end here; only those that sounded to the end count as played.
+      if (/** @type {any} */ (src).cancelled) this.stats.cancelled++;
       else this.stats.played++;
       if (this.sources.size === 0) for (const w of this.drainWaiters.splice(0)) w();
     };
