@@ -36,7 +36,7 @@ function boundaryRule(folder) {
 }
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'dist/**', 'test/output/**', 'server/public/vendor/**'] },
+  { ignores: ['node_modules/**', 'dist/**', 'test/output/**', 'server/public/vendor/**', 'scratch/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

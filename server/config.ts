@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { createConfigSchema } from './config-schema.ts';
 import { McpServersConfigSchema } from '../mcp/server-config.ts';
 

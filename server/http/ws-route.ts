@@ -56,9 +56,10 @@ export async function deviceWsRoute(app: FastifyInstance, opts: WsRouteOptions):
     const identity = readIdentity(request.headers, queryOf(request));
     const sessionId = randomUUID();
     const log = request.log.child({ sessionId, deviceId: identity.deviceId ?? undefined });
-    let session: DeviceSession | undefined;
-    const channel = new WsDeviceChannel(socket, () => session?.protocolVersion ?? 1);
-    session = new DeviceSession({
+    // The channel frames audio for the version the hello negotiates, which is known only later.
+    const holder: { session?: DeviceSession } = {};
+    const channel = new WsDeviceChannel(socket, () => holder.session?.protocolVersion ?? 1);
+    const s = new DeviceSession({
       sessionId,
       deviceId: identity.deviceId,
       clientId: identity.clientId,
@@ -70,9 +71,9 @@ export async function deviceWsRoute(app: FastifyInstance, opts: WsRouteOptions):
       outputSampleRate: opts.outputSampleRate,
       frameDurationMs: opts.frameDurationMs,
       createConversation: opts.createConversation,
-      onEnded: (s) => opts.registry.remove(s),
+      onEnded: (ended) => opts.registry.remove(ended),
     });
-    const s = session;
+    holder.session = s;
     opts.registry.add(s);
     log.info({ clientId: identity.clientId, protocolVersion: identity.protocolVersion, remote: request.ip }, 'device connected');
 

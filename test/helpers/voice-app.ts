@@ -37,7 +37,7 @@ export async function startVoiceApp(llmUrl: string, overrides: Record<string, un
     merge({ llm: { baseURL: llmUrl, apiKey: '', model: 'fake-model', maxRetries: 0, timeoutMs: 5000 }, logging: { level: 'debug' } }, overrides),
   );
   const logs = createLogSink();
-  const log = createLogger({ level: 'debug', logContent: false, destination: logs.stream });
+  const log = createLogger({ level: config.logging.level, logContent: false, destination: logs.stream });
   const deps = await createDeps(config, log, depsOpts);
   const app = await buildApp({ config, log, createConversation: deps.createConversation, plugins: [healthRoutes({ mcp: deps.mcp, ready: () => true })] });
   await app.fastify.listen({ host: '127.0.0.1', port: 0 });

@@ -40,7 +40,6 @@ export class Listener {
   #active = false;
   /** VAD keeps running while the answer plays, only to detect barge-in (realtime). */
   #monitor = false;
-  #inSpeech = false;
   #hadSpeech = false;
   /** Recent audio before speech was confirmed, with each chunk's start position (samples). */
   #preRoll: Array<{ at: number; pcm: Int16Array }> = [];
@@ -123,12 +122,10 @@ export class Listener {
     if (gen !== this.#generation) return;
     for (const e of events) {
       if (e.type === 'speech_start') {
-        this.#inSpeech = true;
         this.#hadSpeech = true;
         if (this.#active) this.#startUtterance(e.atMs);
         this.#o.onEvent({ type: 'speech_start' });
       } else {
-        this.#inSpeech = false;
         if (this.#active && this.#mode !== 'manual') this.#emitUtterance('vad');
       }
       if (gen !== this.#generation) return;
@@ -175,7 +172,6 @@ export class Listener {
 
   #reset(): void {
     this.#generation++;
-    this.#inSpeech = false;
     this.#hadSpeech = false;
     this.#preRoll = [];
     this.#position = 0;

@@ -119,6 +119,7 @@ export class Turn {
         await this.#apologise();
       }
     } finally {
+      if (this.aborted) timings.outcome = 'aborted';
       timings.totalMs = Math.round(performance.now() - input.endedAt);
       if (this.#firstFrameAt !== null) timings.firstAudioMs = Math.round(this.#firstFrameAt - input.endedAt);
       timings.lateFrames = this.#out?.pacerStats.lateFrames ?? 0;

@@ -1,0 +1,141 @@
+/**
+ * Bench: the whole server, over real WebSockets, with the fake LLM and the embedded providers.
+ * Prints end of speech → first audio frame for spoken and typed turns, latency under concurrent
+ * sessions, and memory after many sessions (growth per session).
+ */
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { DeviceSim } from '../fixtures/device-sim.ts';
+import { startFakeOpenAi, fakeText } from '../fixtures/fake-openai.ts';
+import { sendPaced, speak16k, utterancePackets } from '../helpers/speech.ts';
+import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
+
+function pct(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
+}
+
+function line(label: string, xs: number[]): string {
+  return `${label}: median ${Math.round(pct(xs, 50))} ms, p90 ${Math.round(pct(xs, 90))} ms, max ${Math.round(Math.max(...xs))} ms (n=${xs.length})`;
+}
+
+function timings(srv: VoiceApp, from: number): Array<Record<string, unknown>> {
+  return srv.logs.find('turn timings').slice(from);
+}
+
+async function spokenTurns(srv: VoiceApp, n: number): Promise<void> {
+  const packets = await utterancePackets(speak16k('what is the weather today'));
+  const from = timings(srv, 0).length;
+  for (let i = 0; i < n; i++) {
+    const dev = new DeviceSim({ url: srv.wsUrl });
+    await dev.hello();
+    dev.listen('start', { mode: 'auto' });
+    await sendPaced(dev, packets, 60, () => dev.json.some((j) => j.msg.type === 'tts'));
+    await dev.waitJson('tts', 'stop', 30_000);
+    dev.close();
+  }
+  const t = timings(srv, from).slice(1); // the first turn warms up espeak and the codecs
+  console.log(line('  spoken turn, end of speech (VAD decision) → first audio frame', t.map((x) => Number(x.firstAudioMs))));
+  console.log(line('    of which ASR (pocketsphinx)', t.map((x) => Number(x.asrMs))));
+  console.log(line('    of which LLM first token (fake, loopback)', t.map((x) => Number(x.llmFirstTokenMs))));
+  console.log(`    (the VAD waits vad.minSilenceMs = ${srv.config.vad.minSilenceMs} ms of silence before deciding; that is on top)`);
+}
+
+async function typedTurns(srv: VoiceApp, n: number): Promise<void> {
+  const from = timings(srv, 0).length;
+  const dev = new DeviceSim({ url: srv.wsUrl });
+  await dev.hello();
+  for (let i = 0; i < n; i++) {
+    const before = dev.json.length;
+    dev.listen('detect', { text: `what is ${i} plus ${i}?` });
+    await dev.waitJson('tts', 'stop', 30_000, before);
+  }
+  dev.close();
+  const t = timings(srv, from);
+  console.log(line('  typed turn (detect text) → first audio frame', t.map((x) => Number(x.firstAudioMs))));
+}
+
+async function concurrent(srv: VoiceApp, sessions: number): Promise<void> {
+  const from = timings(srv, 0).length;
+  const devs = Array.from({ length: sessions }, (_, i) => new DeviceSim({ url: srv.wsUrl, deviceId: `be:00:00:00:${String(Math.floor(i / 256)).padStart(2, '0')}:${(i % 256).toString(16).padStart(2, '0')}` }));
+  await Promise.all(devs.map((d) => d.hello()));
+  const lag = monitorEventLoopDelay({ resolution: 5 });
+  lag.enable();
+  const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
+  await Promise.all(
+    devs.map(async (d, i) => {
+      d.listen('detect', { text: `Tell me fact number ${i} about the moon.` });
+      await d.waitJson('tts', 'stop', 60_000);
+    }),
+  );
+  const wall = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
+  lag.disable();
+  const audioMs = devs.reduce((n, d) => n + d.audio.length * 60, 0);
+  for (const d of devs) d.close();
+  const t = timings(srv, from);
+  const late = t.reduce((n, x) => n + Number(x.lateFrames), 0);
+  const frames = devs.reduce((n, d) => n + d.audio.length, 0);
+  console.log(line(`  ${sessions} sessions answering at once → first audio frame`, t.map((x) => Number(x.firstAudioMs))));
+  console.log(
+    `    late frames ${late} of ${frames} (${((late / Math.max(1, frames)) * 100).toFixed(2)} %), ` +
+      `CPU ${(((cpu.user + cpu.system) / 1000 / wall) * 100).toFixed(0)} % of one core for ${(audioMs / wall).toFixed(1)}× real-time audio out (server and clients in one process), ` +
+      `event-loop delay p50 ${(lag.percentile(50) / 1e6).toFixed(1)} ms p99 ${(lag.percentile(99) / 1e6).toFixed(1)} ms max ${(lag.max / 1e6).toFixed(1)} ms`,
+  );
+}
+
+async function memory(srv: VoiceApp, sessions: number): Promise<void> {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  const run = async (n: number): Promise<void> => {
+    for (let i = 0; i < n; i += 10) {
+      await Promise.all(
+        Array.from({ length: 10 }, async () => {
+          const d = new DeviceSim({ url: srv.wsUrl });
+          await d.hello();
+          d.listen('detect', { text: 'hi there' });
+          await d.waitJson('tts', 'stop', 30_000);
+          d.close();
+          await d.closed;
+        }),
+      );
+    }
+  };
+  await run(20);
+  gc?.();
+  const before = process.memoryUsage();
+  await run(sessions);
+  await new Promise((r) => setTimeout(r, 500));
+  gc?.();
+  const after = process.memoryUsage();
+  const mb = (b: number): string => (b / 1024 / 1024).toFixed(1);
+  console.log(
+    `  memory after ${sessions} more sessions with one turn each: heap ${mb(before.heapUsed)} → ${mb(after.heapUsed)} MB, ` +
+      `RSS ${mb(before.rss)} → ${mb(after.rss)} MB (${(((after.heapUsed - before.heapUsed) / sessions) / 1024).toFixed(1)} KB heap per session${gc ? '' : '; run with --expose-gc for exact figures'}), live sessions ${srv.app.registry.size}`,
+  );
+}
+
+export async function run(): Promise<void> {
+  console.log('voice pipeline (real server, WebSocket devices, Silero VAD, pocketsphinx, espeak-ng, fake LLM)');
+  const llm = await startFakeOpenAi();
+  llm.rule({ when: (r) => /moon/.test(r.lastUserText), reply: fakeText('The Moon is about three hundred and eighty thousand kilometres away. It has no air.') });
+  const srv = await startVoiceApp(llm.url, { logging: { level: 'info' } });
+  try {
+    if (!process.env.BENCH_SKIP_SPOKEN) await spokenTurns(srv, 6);
+    await typedTurns(srv, 10);
+    for (const n of [10, 25, 50]) await concurrent(srv, n);
+    if (!process.env.BENCH_SKIP_MEMORY) await memory(srv, 200);
+  } finally {
+    await srv.close();
+    await llm.close();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  run().then(
+    () => process.exit(0),
+    (err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}
