@@ -154,6 +154,16 @@ export const ToolsSchema = z.strictObject({
   timeZone: z.string().default(''),
 });
 
+/** The device's own MCP server (firmware ≥ 1.6.6 announces `features.mcp`). */
+export const DeviceMcpSchema = z.strictObject({
+  /** Ask devices for their tools and offer them to the model. */
+  enabled: z.boolean().default(true),
+  /** Per request; the camera tool can take many seconds. */
+  timeoutMs: z.number().int().positive().default(30_000),
+  /** Camera "explain" endpoint advertised in initialize (http URL + token); empty: none. */
+  vision: z.strictObject({ url: z.string().default(''), token: z.string().default('') }).prefault({}),
+});
+
 /** Reading audio that MCP tools link to (ResourceLink), in pages (seed 001). */
 export const MediaSchema = z.strictObject({
   /** Bytes per `resources/read` page (McpReadResourcePageSize). */
@@ -184,6 +194,7 @@ export function createConfigSchema<M extends z.ZodType>(mcpServersSchema: M) {
     mcpServers: mcpServersSchema,
     tools: ToolsSchema.prefault({}),
     media: MediaSchema.prefault({}),
+    deviceMcp: DeviceMcpSchema.prefault({}),
     logging: LoggingSchema.prefault({}),
   });
 }

@@ -28,6 +28,7 @@ describe('tool turns', () => {
   before(async () => {
     llm = await startFakeOpenAi();
     srv = await startVoiceApp(llm.url, {
+      deviceMcp: { vision: { url: 'http://127.0.0.1:9/vision/explain', token: 'vision-token' } },
       mcpServers: {
         voice: {
           command: process.execPath,
@@ -109,6 +110,8 @@ describe('tool turns', () => {
       await dev.hello({ mcp: true });
       // initialize, then one tools/list per page (page size 1 → 2 pages, cursor = next tool name).
       await dev.waitFor('tools listed', () => dev.mcpRequests.filter((r) => r.method === 'tools/list').length === 2);
+      const init = dev.mcpRequests.find((r) => r.method === 'initialize');
+      assert.deepEqual((init?.params as { capabilities?: Record<string, unknown> }).capabilities?.vision, { url: 'http://127.0.0.1:9/vision/explain', token: 'vision-token' });
       const lists = dev.mcpRequests.filter((r) => r.method === 'tools/list');
       assert.equal((lists[1]?.params as Record<string, unknown>).cursor, 'self.audio_speaker.set_volume');
       assert.ok(dev.mcpRequests.every((r) => typeof r.id === 'number' || r.id === undefined), 'integer JSON-RPC ids');

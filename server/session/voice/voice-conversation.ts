@@ -54,10 +54,13 @@ class VoiceConversation implements Conversation {
           ...(info.deviceId ? { device: info.deviceId } : {}),
         }),
     });
-    if (info.features.mcp) {
+    const dm = deps.config.deviceMcp;
+    if (info.features.mcp && dm.enabled) {
       this.#deviceMcp = createDeviceMcp({
         send: (payload) => ctx.channel.sendJson({ type: 'mcp', session_id: info.sessionId, payload }),
         log: ctx.log.child({ part: 'device-mcp' }),
+        timeoutMs: dm.timeoutMs,
+        ...(dm.vision.url ? { vision: { url: dm.vision.url, token: dm.vision.token } } : {}),
       });
     }
     this.#ready = this.#init();
