@@ -33,14 +33,19 @@ export interface ImageContent {
   mimeType: string;
 }
 
-export interface ResourceLinkContent {
-  type: 'resource_link';
+/** A resource as `resources/list` describes it. */
+export interface ResourceInfo {
   uri: string;
   name?: string;
   title?: string;
   description?: string;
   mimeType?: string;
   size?: number;
+}
+
+/** A link to a resource in a tool result: the same fields as a listed resource. */
+export interface ResourceLinkContent extends ResourceInfo {
+  type: 'resource_link';
 }
 
 /** An embedded resource: exactly one of `text` or `blob` (base64) is set. */
@@ -108,15 +113,6 @@ export interface ResourceContents {
   text?: string;
   /** base64 */
   blob?: string;
-}
-
-export interface ResourceInfo {
-  uri: string;
-  name?: string;
-  title?: string;
-  description?: string;
-  mimeType?: string;
-  size?: number;
 }
 
 export interface ResourceTemplateInfo {

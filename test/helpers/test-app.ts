@@ -1,10 +1,10 @@
 /** Builds the real app on 127.0.0.1:0 with a config assembled from overrides, and closes it after the test. */
-import type { AddressInfo } from 'node:net';
 import { buildApp, type App, type AppDeps } from '../../server/app.ts';
 import { ConfigSchema, type Config } from '../../server/config.ts';
 import { createLogger } from '../../server/logger.ts';
 import type { ConversationFactory } from '../../server/session/conversation.ts';
 import { createLogSink, type LogSink } from './log-sink.ts';
+import { listenOnLoopback } from './listen.ts';
 
 export interface TestApp {
   app: App;
@@ -27,15 +27,5 @@ export async function startTestApp(opts: TestAppOptions): Promise<TestApp> {
   const logs = createLogSink();
   const log = createLogger({ level: 'debug', logContent: false, destination: logs.stream });
   const app = await buildApp({ config, log, createConversation: opts.createConversation, plugins: opts.plugins });
-  await app.fastify.listen({ host: '127.0.0.1', port: 0 });
-  const port = (app.fastify.server.address() as AddressInfo).port;
-  return {
-    app,
-    config,
-    logs,
-    port,
-    httpUrl: `http://127.0.0.1:${port}`,
-    wsUrl: `ws://127.0.0.1:${port}/xiaozhi/v1/`,
-    close: () => app.fastify.close(),
-  };
+  return { app, config, logs, ...(await listenOnLoopback(app)), close: () => app.fastify.close() };
 }

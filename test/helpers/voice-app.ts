@@ -2,13 +2,13 @@
  * The real server with real providers (Silero VAD, pocketsphinx, espeak-ng, the openai SDK against
  * the fake OpenAI server) on 127.0.0.1:0, for end-to-end voice tests.
  */
-import type { AddressInfo } from 'node:net';
 import { buildApp, type App } from '../../server/app.ts';
 import { ConfigSchema, type Config } from '../../server/config.ts';
 import { createDeps, type CreateDepsOptions, type Deps } from '../../server/deps.ts';
 import { healthRoutes } from '../../server/http/health-route.ts';
 import { createLogger } from '../../server/logger.ts';
 import { createLogSink, type LogSink } from './log-sink.ts';
+import { listenOnLoopback } from './listen.ts';
 
 export interface VoiceApp {
   app: App;
@@ -40,15 +40,14 @@ export async function startVoiceApp(llmUrl: string, overrides: Record<string, un
   const log = createLogger({ level: config.logging.level, logContent: false, destination: logs.stream });
   const deps = await createDeps(config, log, depsOpts);
   const app = await buildApp({ config, log, createConversation: deps.createConversation, plugins: [healthRoutes({ mcp: deps.mcp, ready: () => true })] });
-  await app.fastify.listen({ host: '127.0.0.1', port: 0 });
-  const port = (app.fastify.server.address() as AddressInfo).port;
+  const { httpUrl, wsUrl } = await listenOnLoopback(app);
   return {
     app,
     deps,
     config,
     logs,
-    httpUrl: `http://127.0.0.1:${port}`,
-    wsUrl: `ws://127.0.0.1:${port}/xiaozhi/v1/`,
+    httpUrl,
+    wsUrl,
     close: async () => {
       await app.fastify.close();
       await deps.close();
