@@ -1,0 +1,24 @@
+/**
+ * @module Maps errors of the openai SDK (used for any OpenAI-compatible audio endpoint) to
+ * VoiceError codes, so callers decide on retries from `code`/`retryable`, never from messages.
+ */
+import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
+import { ErrorCode, VoiceError, isAbortError } from '../core/errors.ts';
+
+/** Wraps an openai SDK error (or anything else) from the request named `what`. */
+export function mapOpenAiError(err: unknown, what: string, signal?: AbortSignal): VoiceError {
+  if (err instanceof VoiceError) return err;
+  // A timeout we raised through the signal arrives as the signal's reason.
+  if (signal?.aborted && signal.reason instanceof VoiceError) return signal.reason;
+  if (err instanceof APIUserAbortError || isAbortError(err)) return new VoiceError(ErrorCode.Aborted, 'aborted', { cause: err });
+  if (err instanceof APIConnectionTimeoutError) return new VoiceError(ErrorCode.Timeout, `${what} timed out`, { retryable: true, cause: err });
+  if (err instanceof APIConnectionError) return new VoiceError(ErrorCode.ProviderUnavailable, `${what}: cannot connect`, { retryable: true, cause: err });
+  if (err instanceof APIError) {
+    const status = err.status ?? 0;
+    if (status === 429) return new VoiceError(ErrorCode.RateLimited, `${what}: rate limited (429)`, { retryable: true, cause: err });
+    if (status >= 500) return new VoiceError(ErrorCode.ProviderFailed, `${what}: server error ${status}`, { retryable: true, cause: err });
+    return new VoiceError(ErrorCode.ProviderRejected, `${what}: rejected with ${status}: ${err.message}`, { cause: err });
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  return new VoiceError(ErrorCode.ProviderFailed, `${what}: ${message}`, { retryable: true, cause: err });
+}

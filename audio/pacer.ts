@@ -1,0 +1,301 @@
+/**
+ * @module Real-time pacing of downlink Opus frames. The device plays frames back to back and
+ * silently drops what does not fit its 2.4 s queue, so the server sends a small pre-buffer at
+ * once and then one frame per frame duration, keeping the device's queue at a constant lead.
+ *
+ * The model: `playEnd` is when the device will have played everything sent so far. A frame is
+ * sent while the lead (`playEnd - now`) stays within `targetLead = preBufferFrames × frameMs`
+ * (capped by `maxAheadMs`). Lateness of the event loop therefore never causes a burst larger
+ * than the cap: after a stall the pacer refills to the target lead and carries on.
+ *
+ * Every pacer in the process shares one clock: a single timer armed for the earliest due frame,
+ * so 100 concurrent pacers cost one timer callback per due instant, not 100 setTimeout chains.
+ */
+import { ErrorCode, VoiceError } from '../core/errors.ts';
+import type { Logger } from '../core/logger.ts';
+
+/** The device's decode queue: 40 packets of 60 ms (xiaozhi `MAX_DECODE_PACKETS_IN_QUEUE`). */
+export const DEVICE_BUFFER_MS = 2400;
+const DEFAULT_PRE_BUFFER_FRAMES = 3;
+const DEFAULT_MAX_AHEAD_MS = 360;
+/** Frames queued locally ahead of sending; bounds how far the producer (TTS, encoder) runs ahead. */
+const LOCAL_QUEUE_FRAMES = 4;
+/** A frame due this soon is sent in the current tick: timers fire ~1 ms late anyway. */
+const EARLY_MS = 2;
+
+export interface PacerOptions {
+  /** Duration of each frame in ms (60 for xiaozhi). */
+  frameMs: number;
+  /** Frames sent at once when playback starts from an empty device queue. Default 3. */
+  preBufferFrames?: number;
+  /** Hard cap of audio queued on the device, in ms. Default 360; never more than 2400. */
+  maxAheadMs?: number;
+  /** Delivers one frame to the device (e.g. a WebSocket send). A throw stops the pacer. */
+  send: (frame: Buffer) => void;
+  signal: AbortSignal;
+  log?: Logger;
+  /** A frame sent this much (ms) after it was due counts as late. Default frameMs / 3. */
+  lateThresholdMs?: number;
+}
+
+export interface PacerStats {
+  framesSent: number;
+  /** Frames sent more than `lateThresholdMs` after they were due (scheduler lateness). */
+  lateFrames: number;
+  /** Worst scheduler lateness seen (ms). */
+  maxLateMs: number;
+  /** Times the device ran dry while frames were still expected (producer or scheduler too slow). */
+  underruns: number;
+}
+
+export interface PacerResult {
+  /** Frames this `play` call sent. */
+  framesSent: number;
+  /** True when `stop()` or the signal ended this call before its frames were all sent. */
+  stopped: boolean;
+}
+
+export interface Pacer {
+  /**
+   * Sends `frames` at real-time cadence; resolves when the last one was sent. Calls queue up
+   * behind each other and the cadence is continuous across them (one sentence after another).
+   * Rejects with an Aborted VoiceError if the signal aborts, or with the error `send` threw.
+   */
+  play(frames: AsyncIterable<Buffer>): Promise<PacerResult>;
+  /** performance.now() ms at which the device will have played everything sent so far. */
+  playbackEndsAt(): number;
+  /** Stops sending at once; queued frames are dropped and running `play` calls resolve `stopped`. */
+  stop(): void;
+  readonly stats: PacerStats;
+}
+
+interface QueuedFrame {
+  frame: Buffer;
+  /** When the frame became available (ms). */
+  readyAt: number;
+}
+
+/** The shared clock: one timer for every pacer in the process. */
+class PacerClock {
+  readonly #members = new Set<PacerImpl>();
+  #timer: NodeJS.Timeout | undefined;
+  #timerAt = Infinity;
+
+  add(p: PacerImpl): void {
+    this.#members.add(p);
+  }
+
+  remove(p: PacerImpl): void {
+    this.#members.delete(p);
+    if (this.#members.size === 0 && this.#timer) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+      this.#timerAt = Infinity;
+    }
+  }
+
+  /** Makes sure a tick happens no later than `at` (performance.now() ms). */
+  wake(at: number): void {
+    if (!(at < this.#timerAt)) return;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timerAt = at;
+    this.#timer = setTimeout(() => this.#tick(), Math.max(0, at - performance.now()));
+  }
+
+  #tick(): void {
+    this.#timer = undefined;
+    this.#timerAt = Infinity;
+    const now = performance.now();
+    let next = Infinity;
+    for (const p of this.#members) {
+      const due = p.service(now);
+      if (due < next) next = due;
+    }
+    if (next < Infinity) this.wake(next);
+  }
+}
+
+const clock = new PacerClock();
+
+class PacerImpl implements Pacer {
+  readonly #frameMs: number;
+  readonly #targetLeadMs: number;
+  readonly #send: (frame: Buffer) => void;
+  readonly #signal: AbortSignal;
+  readonly #log: Logger | undefined;
+  readonly #lateThresholdMs: number;
+  #queue: QueuedFrame[] = [];
+  #playEnd = 0;
+  /** Whether the current stream of frames has started (for underrun accounting). */
+  #streaming = false;
+  #chain: Promise<unknown> = Promise.resolve();
+  /** Bumped by stop(): play calls from before a stop end as `stopped`. */
+  #generation = 0;
+  /** Ends the running play call's wait for its producer (stop, abort, send failure). */
+  #stopHooks = new Set<() => void>();
+  #spaceWaiter: (() => void) | undefined;
+  #drainWaiter: (() => void) | undefined;
+  #sendError: unknown;
+  readonly stats: PacerStats = { framesSent: 0, lateFrames: 0, maxLateMs: 0, underruns: 0 };
+
+  constructor(opts: PacerOptions) {
+    if (!(opts.frameMs > 0)) throw new VoiceError(ErrorCode.ConfigInvalid, 'pacer: frameMs must be positive');
+    this.#frameMs = opts.frameMs;
+    const pre = Math.max(1, Math.floor(opts.preBufferFrames ?? DEFAULT_PRE_BUFFER_FRAMES));
+    const cap = Math.min(opts.maxAheadMs ?? DEFAULT_MAX_AHEAD_MS, DEVICE_BUFFER_MS);
+    // The lead can never be less than one frame: a frame is played while the next is in flight.
+    this.#targetLeadMs = Math.max(this.#frameMs, Math.min(pre * this.#frameMs, cap));
+    this.#send = opts.send;
+    this.#signal = opts.signal;
+    this.#log = opts.log;
+    this.#lateThresholdMs = opts.lateThresholdMs ?? this.#frameMs / 3;
+    this.#playEnd = performance.now();
+    if (this.#signal.aborted) return;
+    clock.add(this);
+    this.#signal.addEventListener('abort', () => this.#dispose(), { once: true });
+  }
+
+  play(frames: AsyncIterable<Buffer>): Promise<PacerResult> {
+    const generation = this.#generation;
+    const run = this.#chain.then(() => this.#playOne(frames, generation));
+    this.#chain = run.catch(() => undefined);
+    return run;
+  }
+
+  playbackEndsAt(): number {
+    return this.#playEnd;
+  }
+
+  stop(): void {
+    this.#generation++;
+    this.#queue = [];
+    this.#streaming = false;
+    this.#wakeWaiters();
+  }
+
+  #fireStopHooks(): void {
+    for (const hook of this.#stopHooks) hook();
+  }
+
+  async #playOne(frames: AsyncIterable<Buffer>, generation: number): Promise<PacerResult> {
+    if (this.#signal.aborted) throw new VoiceError(ErrorCode.Aborted, 'aborted', { cause: this.#signal.reason });
+    const ended = (): boolean => generation !== this.#generation || this.#signal.aborted || this.#sendError !== undefined;
+    const sentBefore = this.stats.framesSent;
+    const it = frames[Symbol.asyncIterator]();
+    // Resolves when stop/abort happens, so a slow producer cannot hold the call open.
+    let stopNow: () => void = () => {};
+    const stopped = new Promise<IteratorResult<Buffer>>((resolve) => {
+      stopNow = () => resolve({ done: true, value: undefined });
+    });
+    const onStop = (): void => stopNow();
+    this.#stopHooks.add(onStop);
+    let completed = false;
+    try {
+      for (;;) {
+        if (ended()) break;
+        const r = await Promise.race([it.next(), stopped]);
+        if (r.done || ended()) {
+          completed = r.done === true && !ended();
+          break;
+        }
+        this.#queue.push({ frame: r.value, readyAt: performance.now() });
+        this.#pump();
+        while (this.#queue.length >= LOCAL_QUEUE_FRAMES && !ended()) await this.#waitFor('space');
+      }
+      // Wait until everything queued was handed to `send`.
+      while (this.#queue.length > 0 && !ended()) await this.#waitFor('drain');
+    } finally {
+      this.#stopHooks.delete(onStop);
+      // The next call starts a new stream: a gap between two calls is not an underrun.
+      this.#streaming = false;
+      if (!completed) void Promise.resolve(it.return?.()).catch(() => {});
+    }
+    if (this.#sendError !== undefined) {
+      const err = this.#sendError;
+      throw new VoiceError(ErrorCode.Internal, 'pacer: send failed', { cause: err });
+    }
+    if (this.#signal.aborted) throw new VoiceError(ErrorCode.Aborted, 'aborted', { cause: this.#signal.reason });
+    return { framesSent: this.stats.framesSent - sentBefore, stopped: !completed };
+  }
+
+  #waitFor(what: 'space' | 'drain'): Promise<void> {
+    return new Promise((resolve) => {
+      if (what === 'space') this.#spaceWaiter = resolve;
+      else this.#drainWaiter = resolve;
+    });
+  }
+
+  #wakeWaiters(): void {
+    this.#fireStopHooks();
+    const s = this.#spaceWaiter;
+    const d = this.#drainWaiter;
+    this.#spaceWaiter = undefined;
+    this.#drainWaiter = undefined;
+    s?.();
+    d?.();
+  }
+
+  /** Sends what is due now and arms the shared clock for the rest. */
+  #pump(): void {
+    const next = this.service(performance.now());
+    if (next < Infinity) clock.wake(next);
+  }
+
+  /**
+   * Sends every frame that fits the target lead at `now`; returns when the next frame is due
+   * (Infinity when nothing is queued). Called by the shared clock.
+   */
+  service(now: number): number {
+    if (this.#queue.length === 0) return Infinity;
+    let sent = false;
+    while (this.#queue.length > 0) {
+      const lead = Math.max(0, this.#playEnd - now);
+      if (lead + this.#frameMs > this.#targetLeadMs + EARLY_MS) break;
+      const item = this.#queue.shift() as QueuedFrame;
+      // When should this frame have gone out? When the lead fell to target - frame, or when it
+      // became available if that was later.
+      const dueAt = Math.max(this.#playEnd - this.#targetLeadMs + this.#frameMs, item.readyAt);
+      const late = Math.max(0, now - dueAt);
+      if (this.#streaming && now > this.#playEnd) this.stats.underruns++;
+      if (late > this.#lateThresholdMs) this.stats.lateFrames++;
+      if (late > this.stats.maxLateMs) this.stats.maxLateMs = late;
+      try {
+        this.#send(item.frame);
+      } catch (err) {
+        this.#sendError = err;
+        this.#log?.warn({ err }, 'pacer send failed; stopping');
+        this.#queue = [];
+        this.#wakeWaiters();
+        return Infinity;
+      }
+      sent = true;
+      this.#streaming = true;
+      this.#playEnd = Math.max(this.#playEnd, now) + this.#frameMs;
+      this.stats.framesSent++;
+    }
+    if (sent) {
+      if (this.#queue.length < LOCAL_QUEUE_FRAMES) {
+        const s = this.#spaceWaiter;
+        this.#spaceWaiter = undefined;
+        s?.();
+      }
+      if (this.#queue.length === 0) {
+        const d = this.#drainWaiter;
+        this.#drainWaiter = undefined;
+        d?.();
+      }
+    }
+    if (this.#queue.length === 0) return Infinity;
+    return this.#playEnd - this.#targetLeadMs + this.#frameMs - EARLY_MS;
+  }
+
+  #dispose(): void {
+    this.stop();
+    clock.remove(this);
+  }
+}
+
+/** Creates a pacer for one downlink. Dispose by aborting `signal`. */
+export function createPacer(opts: PacerOptions): Pacer {
+  return new PacerImpl(opts);
+}

@@ -1,0 +1,98 @@
+/**
+ * @module TTS through any OpenAI-compatible `/v1/audio/speech` endpoint (OpenAI, vLLM-style
+ * servers, local TTS servers). The response body is streamed to the caller as it arrives.
+ * `timeoutMs` bounds the wait for the response and every gap between body chunks.
+ */
+import OpenAI from 'openai';
+import { anySignal, throwIfAborted } from '../../core/abort.ts';
+import { ErrorCode, VoiceError } from '../../core/errors.ts';
+import type { Logger } from '../../core/logger.ts';
+import { mapOpenAiError } from '../openai-errors.ts';
+import type { OpenAiTtsOptions, Tts, TtsOutputFormat } from './tts.ts';
+
+const DEFAULT_TIMEOUT_MS = 15_000;
+
+function formatOf(opts: OpenAiTtsOptions): TtsOutputFormat {
+  switch (opts.format ?? 'mp3') {
+    case 'pcm':
+      return { container: 'pcm', sampleRate: opts.pcmSampleRate ?? 24000 };
+    case 'wav':
+      return { container: 'wav' };
+    case 'opus':
+      return { container: 'ogg' };
+    case 'aac':
+      return { container: 'aac' };
+    case 'flac':
+      return { container: 'flac' };
+    default:
+      return { container: 'mp3' };
+  }
+}
+
+export class OpenAiTts implements Tts {
+  readonly name = 'openai';
+  readonly outputFormat: TtsOutputFormat;
+  readonly #opts: OpenAiTtsOptions;
+  readonly #client: OpenAI;
+  readonly #log: Logger;
+
+  constructor(opts: OpenAiTtsOptions, log: Logger) {
+    this.#opts = opts;
+    this.#log = log;
+    this.outputFormat = formatOf(opts);
+    // Retries are the caller's decision (a retry mid-sentence would repeat audio).
+    this.#client = new OpenAI({ baseURL: opts.baseURL, apiKey: opts.apiKey, maxRetries: 0, timeout: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS });
+  }
+
+  async *synthesize(text: string, opts: { signal: AbortSignal }): AsyncGenerator<Buffer> {
+    throwIfAborted(opts.signal);
+    const timeoutMs = this.#opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const idle = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    const arm = (): void => {
+      clearTimeout(timer);
+      timer = setTimeout(
+        () => idle.abort(new VoiceError(ErrorCode.Timeout, `openai tts: no data for ${timeoutMs} ms`, { retryable: true })),
+        timeoutMs,
+      );
+    };
+    const signal = anySignal(opts.signal, idle.signal);
+    const started = performance.now();
+    let bytes = 0;
+    try {
+      arm();
+      const response = await this.#client.audio.speech.create(
+        {
+          model: this.#opts.model,
+          voice: this.#opts.voice,
+          input: text,
+          response_format: this.#opts.format ?? 'mp3',
+          ...(this.#opts.speed !== undefined ? { speed: this.#opts.speed } : {}),
+          ...(this.#opts.instructions !== undefined ? { instructions: this.#opts.instructions } : {}),
+        },
+        { signal },
+      );
+      const body = response.body;
+      if (!body) throw new VoiceError(ErrorCode.ProviderFailed, 'openai tts: empty response body', { retryable: true });
+      arm();
+      for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
+        if (signal.aborted) break;
+        if (bytes === 0) this.#log.debug({ ms: performance.now() - started }, 'openai tts first byte');
+        bytes += chunk.byteLength;
+        arm();
+        yield Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+      }
+      if (signal.aborted) throw signal.reason;
+      if (bytes === 0) throw new VoiceError(ErrorCode.ProviderFailed, 'openai tts: response had no audio', { retryable: true });
+    } catch (err) {
+      const mapped = mapOpenAiError(err, 'openai tts', idle.signal.aborted ? idle.signal : opts.signal);
+      if (mapped.code !== ErrorCode.Aborted) this.#log.warn({ code: mapped.code, err: mapped.message, bytes }, 'openai tts failed');
+      throw mapped;
+    } finally {
+      clearTimeout(timer);
+      if (!idle.signal.aborted) idle.abort(); // cancels the body if the consumer returned early
+    }
+  }
+
+  async close(): Promise<void> {}
+}

@@ -1,0 +1,70 @@
+/**
+ * @module TTS bytes → mono PCM at the downlink rate, with as few processes as possible:
+ * - `wav` (espeak-ng, OpenAI `wav`) and `pcm`: parsed and resampled in-process; no spawn, first
+ *   PCM as soon as the first bytes arrive.
+ * - `mp3` / `ogg` / `aac` / `flac`: one ffmpeg per utterance (60-90 ms start-up), via
+ *   `transcodeToPcm`.
+ */
+import { throwIfAborted } from '../../core/abort.ts';
+import type { Logger } from '../../core/logger.ts';
+import { transcodeToPcm } from '../ffmpeg/transcode.ts';
+import { ByteAligner } from '../pcm.ts';
+import { Resampler } from '../resample.ts';
+import { WavStreamParser, downmix } from '../wav.ts';
+import type { Tts, TtsOutputFormat } from './tts.ts';
+
+export interface TtsPcmOptions {
+  /** Target sample rate (the downlink Opus rate). */
+  sampleRate: number;
+  signal: AbortSignal;
+  log?: Logger;
+}
+
+/** Converts a TTS byte stream in `format` to mono s16 PCM at `opts.sampleRate`. */
+export async function* ttsToPcm(bytes: AsyncIterable<Buffer>, format: TtsOutputFormat, opts: TtsPcmOptions): AsyncGenerator<Int16Array> {
+  const { signal } = opts;
+  throwIfAborted(signal);
+  switch (format.container) {
+    case 'wav': {
+      const parser = new WavStreamParser();
+      let resampler: Resampler | undefined;
+      for await (const chunk of bytes) {
+        throwIfAborted(signal);
+        const samples = parser.push(chunk);
+        const fmt = parser.format;
+        if (samples.length === 0 || !fmt) continue;
+        resampler ??= new Resampler(fmt.sampleRate, opts.sampleRate);
+        const out = resampler.push(downmix(samples, fmt.channels));
+        if (out.length > 0) yield out;
+      }
+      const tail = resampler?.flush();
+      if (tail && tail.length > 0) yield tail;
+      return;
+    }
+    case 'pcm': {
+      const aligner = new ByteAligner();
+      const resampler = new Resampler(format.sampleRate, opts.sampleRate);
+      for await (const chunk of bytes) {
+        throwIfAborted(signal);
+        const out = resampler.push(aligner.push(chunk));
+        if (out.length > 0) yield out;
+      }
+      const tail = resampler.flush();
+      if (tail.length > 0) yield tail;
+      return;
+    }
+    default:
+      yield* transcodeToPcm(bytes, {
+        sampleRate: opts.sampleRate,
+        signal,
+        ...(opts.log ? { log: opts.log } : {}),
+        // Naming the demuxer saves probing; `ogg` covers OpenAI's `opus` (Ogg Opus) answers.
+        inputFormat: format.container === 'aac' ? 'aac' : format.container,
+      });
+  }
+}
+
+/** Synthesises `text` with `tts` straight to PCM at `opts.sampleRate`. */
+export function synthesizePcm(tts: Tts, text: string, opts: TtsPcmOptions): AsyncIterable<Int16Array> {
+  return ttsToPcm(tts.synthesize(text, { signal: opts.signal }), tts.outputFormat, opts);
+}
