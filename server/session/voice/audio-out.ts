@@ -86,8 +86,17 @@ export class AudioOut {
   async play(text: string | null, pcm: AsyncIterable<Int16Array>): Promise<void> {
     this.start();
     if (this.#stopped) return;
-    if (text) this.caption(text);
-    await this.#pacer.play(encodeOpusStream(pcm, this.#o.encoder, this.#o.signal));
+    // The subtitle goes out with the segment's first audio, so a segment whose synthesis fails
+    // before producing anything shows nothing.
+    const captioned = async function* (this: AudioOut): AsyncIterable<Int16Array> {
+      let first = true;
+      for await (const chunk of pcm) {
+        if (first && text) this.caption(text);
+        first = false;
+        yield chunk;
+      }
+    }.call(this);
+    await this.#pacer.play(encodeOpusStream(captioned, this.#o.encoder, this.#o.signal));
   }
 
   /**

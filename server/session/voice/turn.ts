@@ -231,16 +231,19 @@ export class Turn {
     const out = this.#audioOut();
     const text = deps.config.conversation.apology;
     const order = deps.fallbackTts && deps.fallbackTts !== deps.tts ? [deps.tts, deps.fallbackTts] : [deps.tts];
+    let spoken = false;
     for (const tts of order) {
       try {
         await this.#speakPlain(out, text, tts);
+        spoken = true;
         break;
       } catch (err) {
         if (this.aborted) return;
         log.warn({ tts: tts.name, err: toVoiceError(err).message }, 'apology could not be spoken with this TTS');
-        out.caption(text);
       }
     }
+    // Nothing could speak: at least show it.
+    if (!spoken) out.caption(text);
     try {
       await out.finish();
     } catch {
