@@ -265,9 +265,13 @@ describe('timeouts and replacement', () => {
         dev.sendOpus(new Uint8Array(10));
       }
       assert.equal(dev.closeCode, null);
+      // Pings from the device are answered; the server sends none of its own by default.
+      dev.ws.ping();
+      await dev.waitFor('pong', () => dev.pongsReceived === 1, 2000);
       const code = await dev.closed;
       assert.equal(code, 4002);
       assert.ok(Date.now() - started >= 1000);
+      assert.equal(dev.pingsReceived, 0, 'no keep-alive pings by default');
     } finally {
       await t.close();
     }
