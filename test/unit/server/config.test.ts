@@ -1,12 +1,23 @@
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../../../server/config.ts';
 
-function tmpFile(text: string): { dir: string; file: string } {
+const made: string[] = [];
+after(() => {
+  for (const d of made) rmSync(d, { recursive: true, force: true });
+});
+
+function tmpDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
+  made.push(dir);
+  return dir;
+}
+
+function tmpFile(text: string): { dir: string; file: string } {
+  const dir = tmpDir();
   const file = join(dir, 'c.yaml');
   writeFileSync(file, text);
   return { dir, file };
@@ -14,7 +25,7 @@ function tmpFile(text: string): { dir: string; file: string } {
 
 describe('config', () => {
   test('embedded defaults when no file exists', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
+    const dir = tmpDir();
     const { config, file } = loadConfig({ argv: [], env: {}, cwd: dir });
     assert.equal(file, null);
     assert.equal(config.server.port, 8000);
