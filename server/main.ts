@@ -7,7 +7,10 @@ import { ConfigError, loadConfig } from './config.ts';
 import { createLogger } from './logger.ts';
 import { buildApp } from './app.ts';
 import { createDeps } from './deps.ts';
-import { healthRoutes } from './http/health-route.ts';
+import { healthRoutes, providerChecks } from './http/health-route.ts';
+import { metricsRoute } from './http/metrics-route.ts';
+import { createServerMetrics } from './metrics.ts';
+import { SessionRegistry } from './session/registry.ts';
 
 /** Exit code for configuration errors (documented in the README). */
 const EXIT_CONFIG = 2;
@@ -29,12 +32,20 @@ async function main(): Promise<void> {
   const log = createLogger({ level: config.logging.level, logContent: config.logging.logContent });
   log.info({ file: loaded.file ?? '(embedded defaults)', overrides: loaded.overrides }, 'configuration loaded');
 
-  const deps = await createDeps(config, log);
+  const metrics = createServerMetrics({ mcpServerNames: Object.keys(config.mcpServers) });
+  const deps = await createDeps(config, log, { observer: metrics.observer });
+  const registry = new SessionRegistry();
+  metrics.bind({ mcp: deps.mcp, activeSessions: () => registry.size });
+  let stopping = false;
   const app = await buildApp({
     config,
     log,
-    createConversation: deps.createConversation,
-    plugins: [healthRoutes({ mcp: deps.mcp, ready: () => true })],
+    registry,
+    createConversation: metrics.countSessions(deps.createConversation),
+    plugins: [
+      healthRoutes({ mcp: deps.mcp, ready: () => !stopping, checks: providerChecks(config) }),
+      metricsRoute({ metrics }),
+    ],
   });
   await app.fastify.listen({ host: config.server.host, port: config.server.port });
   log.info(
@@ -42,7 +53,6 @@ async function main(): Promise<void> {
     'server ready: set the device OTA URL to the ota address',
   );
 
-  let stopping = false;
   const stop = (signal: string): void => {
     if (stopping) {
       log.warn({ signal }, 'second signal: exiting now');

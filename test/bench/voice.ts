@@ -5,7 +5,7 @@
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { DeviceSim } from '../fixtures/device-sim.ts';
-import { startFakeOpenAi, fakeText } from '../fixtures/fake-openai.ts';
+import { startFakeOpenAi, fakeText, type FakeOpenAi } from '../fixtures/fake-openai.ts';
 import { sendPaced, speak16k, utterancePackets } from '../helpers/speech.ts';
 import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
 
@@ -84,7 +84,13 @@ async function concurrent(srv: VoiceApp, sessions: number): Promise<void> {
   );
 }
 
-async function memory(srv: VoiceApp, sessions: number): Promise<void> {
+/** Drops what the in-process test harness records (logs, the fake LLM's requests): not server memory. */
+function clearHarness(srv: VoiceApp, llm: FakeOpenAi): void {
+  srv.logs.lines.length = 0;
+  (llm.requests as unknown[]).length = 0;
+}
+
+async function memory(srv: VoiceApp, llm: FakeOpenAi, sessions: number): Promise<void> {
   const gc = (globalThis as { gc?: () => void }).gc;
   const run = async (n: number): Promise<void> => {
     for (let i = 0; i < n; i += 10) {
@@ -98,6 +104,7 @@ async function memory(srv: VoiceApp, sessions: number): Promise<void> {
           await d.closed;
         }),
       );
+      clearHarness(srv, llm);
     }
   };
   await run(20);
@@ -114,6 +121,36 @@ async function memory(srv: VoiceApp, sessions: number): Promise<void> {
   );
 }
 
+async function memoryOneSession(srv: VoiceApp, llm: FakeOpenAi, turns: number): Promise<void> {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  const dev = new DeviceSim({ url: srv.wsUrl });
+  await dev.hello();
+  const turn = async (): Promise<void> => {
+    const from = dev.json.length;
+    dev.listen('detect', { text: 'hi there' });
+    await dev.waitJson('tts', 'stop', 30_000, from);
+  };
+  for (let i = 0; i < 20; i++) await turn();
+  clearHarness(srv, llm);
+  dev.json.length = 0;
+  dev.timeline.length = 0;
+  dev.audio.length = 0;
+  gc?.();
+  const before = process.memoryUsage().heapUsed;
+  for (let i = 0; i < turns; i++) {
+    await turn();
+    // The simulator's own records are not the server's memory.
+    clearHarness(srv, llm);
+    dev.json.length = 0;
+    dev.timeline.length = 0;
+    dev.audio.length = 0;
+  }
+  gc?.();
+  const after = process.memoryUsage().heapUsed;
+  dev.close();
+  console.log(`  memory over ${turns} turns in one session: heap ${(before / 1048576).toFixed(1)} → ${(after / 1048576).toFixed(1)} MB (${((after - before) / turns / 1024).toFixed(1)} KB per turn; history is bounded by llm.historyTurns)`);
+}
+
 export async function run(): Promise<void> {
   console.log('voice pipeline (real server, WebSocket devices, Silero VAD, pocketsphinx, espeak-ng, fake LLM)');
   const llm = await startFakeOpenAi();
@@ -121,9 +158,14 @@ export async function run(): Promise<void> {
   const srv = await startVoiceApp(llm.url, { logging: { level: 'info' } });
   try {
     if (!process.env.BENCH_SKIP_SPOKEN) await spokenTurns(srv, 6);
-    await typedTurns(srv, 10);
-    for (const n of [10, 25, 50]) await concurrent(srv, n);
-    if (!process.env.BENCH_SKIP_MEMORY) await memory(srv, 200);
+    if (!process.env.BENCH_ONLY_MEMORY) {
+      await typedTurns(srv, 10);
+      for (const n of [10, 25, 50]) await concurrent(srv, n);
+    }
+    if (!process.env.BENCH_SKIP_MEMORY) {
+      await memory(srv, llm, 200);
+      await memoryOneSession(srv, llm, 200);
+    }
   } finally {
     await srv.close();
     await llm.close();

@@ -3,7 +3,6 @@
  * text cut into sentences and spoken while the model is still writing → `tts stop`. A failure is
  * spoken as a short apology, never silence. Everything the turn starts stops with its signal.
  */
-import { anySignal } from '../../../core/abort.ts';
 import { isAbortError, toVoiceError } from '../../../core/errors.ts';
 import type { Logger } from '../../../core/logger.ts';
 import type { OpusCodec } from '../../../audio/opus/codec.ts';
@@ -57,23 +56,37 @@ export class Turn {
   #out: AudioOut | undefined;
   #firstFrameAt: number | null = null;
 
+  /** Forwards the session's end to this turn; removed when the turn ends. */
+  readonly #onSessionEnd = (): void => {
+    this.#cancelled = true;
+    this.#abort.abort('session closed');
+  };
+  /** Set by an abort (device, barge-in, session end); the end-of-turn release does not set it. */
+  #cancelled = false;
+
   constructor(env: TurnEnv, input: TurnInput) {
     this.#env = env;
     this.#input = input;
-    this.signal = anySignal(env.sessionSignal, this.#abort.signal);
+    // Linked by hand rather than with AbortSignal.any: a combined signal stays reachable from the
+    // session's signal, with every listener the turn's work attached to it, until the session ends.
+    this.signal = this.#abort.signal;
+    if (env.sessionSignal.aborted) this.#onSessionEnd();
+    else env.sessionSignal.addEventListener('abort', this.#onSessionEnd, { once: true });
   }
 
   /** Barge-in / abort: stops audio within one frame, cancels the model, tools and synthesis. */
   abort(reason: string): void {
     if (this.#abort.signal.aborted) return;
+    this.#cancelled = true;
     this.#env.log.info({ reason }, 'turn aborted');
     this.#abort.abort(reason);
     if (this.#out) this.#out.stop();
     else this.#env.channel.sendJson({ type: 'tts', state: 'stop', session_id: this.#env.info.sessionId });
   }
 
+  /** True when the turn was interrupted (not when it simply finished). */
   get aborted(): boolean {
-    return this.signal.aborted;
+    return this.#cancelled;
   }
 
   async run(): Promise<TurnResult> {
@@ -125,6 +138,9 @@ export class Turn {
       timings.lateFrames = this.#out?.pacerStats.lateFrames ?? 0;
       if (this.aborted && this.#out) this.#out.stop();
     }
+    this.#env.sessionSignal.removeEventListener('abort', this.#onSessionEnd);
+    // Releases whatever still listens to the turn (the pacer's place on the shared clock, ...).
+    if (!this.#abort.signal.aborted) this.#abort.abort('turn finished');
     log.info({ ...timings }, 'turn timings');
     deps.observer?.onTurn?.(timings);
     return { timings, endSession };

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Builds the container image with buildah (no Docker engine here) and smoke-tests it for real:
+# the server runs inside the image, a device simulator on the host does OTA, hello and one spoken
+# turn against it (fake LLM on the host: buildah run shares the host network), checks /healthz,
+# /readyz and /metrics, then SIGTERMs the container's init and expects exit 0 and no leftovers.
+#
+# Idempotent (reuses the base image, the layer cache and the container name) and bounded in time.
+# Needs root, buildah (installed by the base-image tool when missing), flite on the host.
+#
+# Environment:
+#   XIAOZHI_IMAGE           image tag (default xiaozhi-server:ci)
+#   XIAOZHI_BUILDAH_DRIVER  overlay | vfs | auto (default auto: overlay when the kernel allows it;
+#                           vfs copies the whole root file system per step and is ~5x slower)
+#   LOCAL_NODE_IMAGE        the stand-in base image tool (default ../shared/tools/local-node-image)
+#   XIAOZHI_BUILD_TIMEOUT   seconds for the image build (default 1200)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+IMAGE=${XIAOZHI_IMAGE:-xiaozhi-server:ci}
+BASE=docker.io/library/node:22-bookworm-slim
+BASE_TOOL=${LOCAL_NODE_IMAGE:-../shared/tools/local-node-image}
+CONTAINER=xiaozhi-smoke
+OVERLAY_ROOT=/var/lib/containers/storage-overlay
+OVERLAY_RUNROOT=/run/containers/storage-overlay
+
+say() { printf '[container-smoke %s] %s\n' "$(date +%T)" "$*"; }
+die() { printf '[container-smoke] FAILED: %s\n' "$*" >&2; exit 1; }
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+[ "$(id -u)" = 0 ] || die "needs root (buildah with chroot isolation)"
+
+# 1. The base image: the real one cannot be pulled here, the tool makes a local stand-in (once).
+t=$(now)
+if [ -x "$BASE_TOOL" ]; then
+  "$BASE_TOOL" 22 || die "could not make the base image with $BASE_TOOL"
+elif ! command -v buildah >/dev/null || ! buildah --storage-driver vfs inspect --type image "$BASE" >/dev/null 2>&1; then
+  die "no base image $BASE and no tool at $BASE_TOOL to make one"
+fi
+say "base image ready ($(since "$t") s)"
+
+# 2. Storage driver: overlay when this kernel mounts overlayfs, else the spec's vfs.
+driver=${XIAOZHI_BUILDAH_DRIVER:-auto}
+if [ "$driver" = auto ]; then
+  probe=$(mktemp -d)
+  mkdir -p "$probe"/{l,u,w,m}
+  if mount -t overlay overlay -o "lowerdir=$probe/l,upperdir=$probe/u,workdir=$probe/w" "$probe/m" 2>/dev/null; then
+    umount "$probe/m"; driver=overlay
+  else
+    driver=vfs
+  fi
+  rm -rf "$probe"
+fi
+case "$driver" in
+  overlay) B=(buildah --root "$OVERLAY_ROOT" --runroot "$OVERLAY_RUNROOT" --storage-driver overlay) ;;
+  vfs) B=(buildah --storage-driver vfs) ;;
+  *) die "XIAOZHI_BUILDAH_DRIVER must be overlay, vfs or auto" ;;
+esac
+say "storage driver: $driver"
+
+# The tool stores the base in the default vfs store; an overlay store gets a copy (once, ~15 s).
+if [ "$driver" = overlay ] && ! "${B[@]}" inspect --type image "$BASE" >/dev/null 2>&1; then
+  t=$(now)
+  # A fixed lower-case path: buildah names the pulled image after it.
+  oci=/var/tmp/xiaozhi-base-oci
+  rm -rf "$oci"
+  buildah --storage-driver vfs push --quiet "$BASE" "oci:$oci:latest" >/dev/null
+  id=$("${B[@]}" pull --quiet "oci:$oci:latest")
+  "${B[@]}" tag "$id" "$BASE"
+  "${B[@]}" rmi "localhost$oci:latest" >/dev/null 2>&1 || true
+  rm -rf "$oci"
+  say "base image copied to the overlay store ($(since "$t") s)"
+fi
+
+# 3. Build. --layers reuses unchanged steps (npm ci, apt) between runs.
+t=$(now)
+layers=true
+# vfs stores every step as a full copy (~1.4 GB each): without the cache, disk stays bounded.
+[ "$driver" = vfs ] && layers=false
+timeout "${XIAOZHI_BUILD_TIMEOUT:-1200}" "${B[@]}" bud --isolation chroot --pull=never --format docker --layers="$layers" \
+  -t "$IMAGE" . >/tmp/xiaozhi-image-build.log 2>&1 \
+  || { tail -40 /tmp/xiaozhi-image-build.log >&2; die "image build failed (log: /tmp/xiaozhi-image-build.log)"; }
+build_s=$(since "$t")
+size=$("${B[@]}" images --format '{{.Size}}' "$IMAGE" | head -1)
+say "image $IMAGE built in $build_s s; size $size"
+# Untagged leftovers of earlier builds: drop the final images only, keep the step cache.
+if [ "$driver" = vfs ]; then "${B[@]}" rmi --prune >/dev/null 2>&1 || true; fi
+
+# 4. Run the server in the image and talk to it from the host.
+"${B[@]}" rm "$CONTAINER" >/dev/null 2>&1 || true
+"${B[@]}" from --name "$CONTAINER" --pull=never "$IMAGE" >/dev/null
+trap '"${B[@]}" rm "$CONTAINER" >/dev/null 2>&1 || true' EXIT
+t=$(now)
+timeout 300 npx --no-install tsx test/container/smoke.ts --timeout-ms 240000 -- \
+  "${B[@]}" run --isolation chroot --user node "$CONTAINER" -- \
+  || die "smoke test against the container failed"
+say "smoke test passed ($(since "$t") s); image build $build_s s, size $size"

@@ -1,0 +1,84 @@
+# syntax=docker/dockerfile:1
+# xiaozhi-ts-server: the voice server as compiled JavaScript on Node 22, with the embedded
+# providers' programs (ffmpeg, espeak-ng, pocketsphinx). Build: `docker build -t xiaozhi-server .`
+# (or `buildah bud`, see docs/deployment.md). Run: `docker run -p 8000:8000 xiaozhi-server`.
+#
+# Stages, ordered so that a source change rebuilds only `build` and the final COPY layers:
+#   deps       all npm packages (dev too), native modules compiled here
+#   prod-deps  deps minus dev packages, minus other platforms' binaries
+#   build      TypeScript -> dist/
+#   runtime    node + apt runtime packages + prod-deps + dist, non-root
+
+ARG NODE_IMAGE=node:22-bookworm-slim
+
+FROM ${NODE_IMAGE} AS deps
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+# node-gyp compiles @discordjs/opus (its prebuilt binary lives on GitHub, often out of reach) and
+# would fetch Node's headers from nodejs.org: the base image already has them in /usr/local.
+ENV npm_config_nodedir=/usr/local \
+    ONNXRUNTIME_NODE_INSTALL=skip \
+    JOBS=max
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+COPY package.json package-lock.json .npmrc ./
+RUN npm ci --no-audit --no-fund --loglevel=warn \
+ && node -e "require('@discordjs/opus')" \
+ || { echo 'npm ci failed or @discordjs/opus did not build' >&2; exit 1; }
+
+FROM deps AS prod-deps
+# tsx is a runtime dependency only for `npm start` from sources; the image runs compiled JS.
+RUN npm pkg delete dependencies.tsx \
+ && npm prune --omit=dev --no-audit --no-fund --loglevel=warn \
+ # onnxruntime-node ships binaries for every OS and CPU (~290 MB); keep this platform's only.
+ && arch="$(node -p process.arch)" \
+ && ort=node_modules/onnxruntime-node/bin/napi-v6 \
+ && find "$ort" -mindepth 1 -maxdepth 1 ! -name linux -exec rm -rf {} + \
+ && find "$ort/linux" -mindepth 1 -maxdepth 1 ! -name "$arch" -exec rm -rf {} + \
+ && test -f "$ort/linux/$arch/onnxruntime_binding.node" \
+ # @discordjs/opus: keep the built module (prebuild/), drop the libopus sources and objects.
+ && rm -rf node_modules/@discordjs/opus/deps node_modules/@discordjs/opus/build-tmp-napi-v3 \
+ && node -e "require('@discordjs/opus'); require('onnxruntime-node')" \
+ && find node_modules -type f \( -name '*.md' -o -name '*.map' -o -name '*.ts' ! -name '*.d.ts' \) -delete
+
+FROM deps AS build
+# One COPY: .dockerignore lets through only the sources and the build configuration.
+COPY . .
+RUN npx tsc -p tsconfig.build.json \
+ && cp -r server/public dist/server/public
+
+FROM ${NODE_IMAGE} AS runtime
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+# ffmpeg: any audio -> PCM; espeak-ng: embedded TTS; pocketsphinx: embedded ASR; tini: PID 1 that
+# forwards SIGTERM to Node and reaps the TTS/ASR children.
+# ffmpeg's SDL/X11 output devices pull Mesa's GPU drivers and LLVM (~160 MB). A headless server
+# never loads them (they are dlopen()ed, not linked, as the checks below prove), so they go.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ffmpeg espeak-ng pocketsphinx pocketsphinx-en-us tini \
+ && dpkg --purge --force-depends libgl1-mesa-dri libllvm15 libz3-4 \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/* /var/log/apt /var/log/dpkg.log \
+           /usr/share/doc/* /usr/share/man/* /usr/share/info/* /usr/share/locale/* \
+ && test "$(ffmpeg -hide_banner -loglevel error -f lavfi -i sine=d=0.5 -ac 1 -ar 16000 -f s16le - | wc -c)" = 16000 \
+ && espeak-ng -w /tmp/check.wav hello && test -s /tmp/check.wav && rm /tmp/check.wav \
+ && command -v pocketsphinx_continuous >/dev/null \
+ && test -d /usr/share/pocketsphinx/model/en-us
+WORKDIR /app
+ENV NODE_ENV=production \
+    TINI_SUBREAPER=1 \
+    HOST=0.0.0.0 \
+    PORT=8000
+# Metadata first, code last: a source change rebuilds only the COPY layers below.
+EXPOSE 8000
+# /healthz answers while the event loop runs; PORT is what the server listens on (env override).
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8000)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+# Compose's default stop grace is 10 s; server.drainTimeoutMs (4 s) + 1 s close fits inside it.
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["/usr/bin/tini", "--"]
+CMD ["node", "dist/server/main.js"]
+# Root owns the code; the server runs as the base image's unprivileged `node` user (uid 1000).
+USER node
+COPY package.json ./
+COPY --from=prod-deps /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
