@@ -118,14 +118,13 @@ export function createResultDispatcher(opts: ResultDispatcherOptions): TurnDispa
       await ctx.flushSpeech();
       for (const item of media) {
         const started = performance.now();
-        let first = true;
         try {
           const pcm = transcodeToPcm(item.open(ctx.signal), { sampleRate: ctx.sampleRate, signal: ctx.signal, log: opts.log });
-          await ctx.out.play(`♪ ${item.label}`, tap(pcm, () => {
-            if (!first) return;
-            first = false;
-            opts.onMediaStart?.({ kind: item.kind, firstFrameMs: Math.round(performance.now() - started) });
-          }));
+          await ctx.out.play(`♪ ${item.label}`, pcm, () => {
+            const firstFrameMs = Math.round(performance.now() - started);
+            opts.log.info({ kind: item.kind, label: item.label, firstFrameMs }, 'media started');
+            opts.onMediaStart?.({ kind: item.kind, firstFrameMs });
+          });
           opts.log.info({ kind: item.kind, label: item.label, ms: Math.round(performance.now() - started) }, 'media played');
         } catch (err) {
           if (isAbortError(err) || ctx.signal.aborted) throw err;
@@ -138,12 +137,4 @@ export function createResultDispatcher(opts: ResultDispatcherOptions): TurnDispa
       return { continue: false, reason: 'played_audio' };
     },
   };
-}
-
-/** Calls `onFirst` when the first chunk passes (time to first audio). */
-async function* tap<T>(src: AsyncIterable<T>, onFirst: () => void): AsyncIterable<T> {
-  for await (const x of src) {
-    onFirst();
-    yield x;
-  }
 }

@@ -5,7 +5,10 @@
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { DeviceSim } from '../fixtures/device-sim.ts';
-import { startFakeOpenAi, fakeText, type FakeOpenAi } from '../fixtures/fake-openai.ts';
+import { join } from 'node:path';
+import { startFakeOpenAi, fakeText, fakeToolCalls, type FakeOpenAi } from '../fixtures/fake-openai.ts';
+import { startHttpFileServer } from '../fixtures/http-file-server.ts';
+import { makeToneMp3, removeDir, tempDir } from '../integration/examples/media-files.ts';
 import { sendPaced, speak16k, utterancePackets } from '../helpers/speech.ts';
 import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
 
@@ -151,6 +154,38 @@ async function memoryOneSession(srv: VoiceApp, llm: FakeOpenAi, turns: number): 
   console.log(`  memory over ${turns} turns in one session: heap ${(before / 1048576).toFixed(1)} → ${(after / 1048576).toFixed(1)} MB (${((after - before) / turns / 1024).toFixed(1)} KB per turn; history is bounded by llm.historyTurns)`);
 }
 
+/** Music through the example MCP server (resource template, 100 KB pages): tool result → first frame. */
+async function musicStart(llmUrl: string, llm: FakeOpenAi, plays: number): Promise<void> {
+  const dir = await tempDir('bench-music-');
+  const mp3 = join(dir, 'track.mp3');
+  await makeToneMp3(mp3, 120, 128);
+  const files = await startHttpFileServer({ files: { '/track.mp3': { path: mp3 } } });
+  const srv = await startVoiceApp(llmUrl, {
+    logging: { level: 'info' },
+    mcpServers: {
+      audio: { command: process.execPath, args: ['--import', 'tsx', 'examples/mcp-audio-server/main.ts', '--stdio', '--urls', `Bench Track | ${files.url('/track.mp3')}`, '--allow-hosts', files.host] },
+    },
+  });
+  try {
+    for (let i = 0; i < plays; i++) {
+      const dev = new DeviceSim({ url: srv.wsUrl });
+      await dev.hello();
+      llm.script(fakeToolCalls([{ name: 'audio__musicPlayer', arguments: { query: 'bench' } }]));
+      dev.listen('detect', { text: 'play some music' });
+      await dev.waitFor('music frames', () => dev.audio.length >= 5, 30_000);
+      dev.abort();
+      await dev.waitJson('tts', 'stop', 10_000);
+      dev.close();
+    }
+    const starts = srv.logs.find('media started').map((l) => Number(l.firstFrameMs));
+    console.log(line('  music via MCP ResourceLink (template, 100 KB pages, 1.9 MB mp3): tool result → first audio frame', starts.slice(1)));
+  } finally {
+    await srv.close();
+    await files.close();
+    await removeDir(dir);
+  }
+}
+
 export async function run(): Promise<void> {
   console.log('voice pipeline (real server, WebSocket devices, Silero VAD, pocketsphinx, espeak-ng, fake LLM)');
   const llm = await startFakeOpenAi();
@@ -162,6 +197,7 @@ export async function run(): Promise<void> {
       await typedTurns(srv, 10);
       for (const n of [10, 25, 50]) await concurrent(srv, n);
     }
+    if (!process.env.BENCH_ONLY_MEMORY) await musicStart(llm.url, llm, 6);
     if (!process.env.BENCH_SKIP_MEMORY) {
       await memory(srv, llm, 200);
       await memoryOneSession(srv, llm, 200);

@@ -33,6 +33,8 @@ export class AudioOut {
   #stopped = false;
   #firstFrameAt: number | null = null;
   #framesSent = 0;
+  /** Called with the first frame the current segment sends (segments play one after another). */
+  #onSegmentFrame: (() => void) | undefined;
 
   constructor(opts: AudioOutOptions) {
     this.#o = opts;
@@ -48,6 +50,9 @@ export class AudioOut {
         }
         this.#framesSent++;
         opts.channel.sendAudio(frame);
+        const first = this.#onSegmentFrame;
+        this.#onSegmentFrame = undefined;
+        first?.();
       },
     });
   }
@@ -83,9 +88,10 @@ export class AudioOut {
    * Plays one segment: `sentence_start` with its text (when given), then its PCM (at the encoder's
    * rate) as paced Opus frames. Resolves when the last frame has been sent.
    */
-  async play(text: string | null, pcm: AsyncIterable<Int16Array>): Promise<void> {
+  async play(text: string | null, pcm: AsyncIterable<Int16Array>, onFirstFrame?: () => void): Promise<void> {
     this.start();
     if (this.#stopped) return;
+    this.#onSegmentFrame = onFirstFrame;
     // The subtitle goes out with the segment's first audio, so a segment whose synthesis fails
     // before producing anything shows nothing.
     const captioned = async function* (this: AudioOut): AsyncIterable<Int16Array> {
