@@ -200,7 +200,7 @@ export async function run(): Promise<void> {
     if (!process.env.BENCH_ONLY_MEMORY) await musicStart(llm.url, llm, 6);
     if (!process.env.BENCH_SKIP_MEMORY) {
       await memory(srv, llm, 200);
-      await memoryOneSession(srv, llm, 200);
+      await memoryOneSession(srv, llm, 100);
     }
   } finally {
     await srv.close();
