@@ -22,7 +22,15 @@ export class OpenAiAsr implements Asr {
     this.#opts = opts;
     this.#log = log;
     // No SDK retries: the session decides (a retried upload doubles the latency the user feels).
-    this.#client = new OpenAI({ baseURL: opts.baseURL, apiKey: opts.apiKey, maxRetries: 0, timeout: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS });
+    // Local servers (faster-whisper, Kokoro, ...) need no key: the SDK refuses an empty one, so a
+    // placeholder goes in and no Authorization header goes out.
+    this.#client = new OpenAI({
+      baseURL: opts.baseURL,
+      apiKey: opts.apiKey || 'unused',
+      maxRetries: 0,
+      timeout: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      ...(opts.apiKey ? {} : { defaultHeaders: { Authorization: null } }),
+    });
   }
 
   async transcribe(pcm: Int16Array, opts: { signal: AbortSignal; sampleRate: number }): Promise<string> {

@@ -41,7 +41,15 @@ export class OpenAiTts implements Tts {
     this.#log = log;
     this.outputFormat = formatOf(opts);
     // Retries are the caller's decision (a retry mid-sentence would repeat audio).
-    this.#client = new OpenAI({ baseURL: opts.baseURL, apiKey: opts.apiKey, maxRetries: 0, timeout: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS });
+    // Local servers (faster-whisper, Kokoro, ...) need no key: the SDK refuses an empty one, so a
+    // placeholder goes in and no Authorization header goes out.
+    this.#client = new OpenAI({
+      baseURL: opts.baseURL,
+      apiKey: opts.apiKey || 'unused',
+      maxRetries: 0,
+      timeout: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      ...(opts.apiKey ? {} : { defaultHeaders: { Authorization: null } }),
+    });
   }
 
   async *synthesize(text: string, opts: { signal: AbortSignal }): AsyncGenerator<Buffer> {
