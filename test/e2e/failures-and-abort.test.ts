@@ -109,6 +109,30 @@ describe('failures and barge-in', () => {
     }
   });
 
+  test('press to talk while speaking: abort and listen start at once, the new utterance is answered', async () => {
+    const dev = new DeviceSim({ url: srv.wsUrl });
+    try {
+      await dev.hello();
+      const long = Array.from({ length: 8 }, (_, i) => `Part ${i + 1} of a long answer.`).join(' ');
+      llm.script(fakeText(long));
+      dev.listen('detect', { text: 'tell me a story' });
+      await dev.waitFor('speaking', () => dev.audio.length >= 5, 15_000);
+      // The firmware's StartListening from speaking: abort, then listen start (manual).
+      const from = dev.json.length;
+      dev.abort();
+      dev.listen('start', { mode: 'manual' });
+      await dev.waitJson('tts', 'stop', 5000, from);
+      const packets = await utterancePackets(speak16k('what is the weather today'), 200, 300);
+      await sendPaced(dev, packets);
+      dev.listen('stop');
+      const stt = await dev.waitFor('stt', () => dev.json.slice(from).find((j) => j.msg.type === 'stt')?.msg, 20_000);
+      assert.match(String(stt.text), /weather/);
+      await dev.waitFor('answer', () => dev.json.slice(from).filter((j) => j.msg.type === 'tts' && j.msg.state === 'stop').length >= 2, 20_000);
+    } finally {
+      dev.close();
+    }
+  });
+
   test('the goodbye tool speaks the farewell, then closes the session normally', async () => {
     const dev = new DeviceSim({ url: srv.wsUrl });
     try {

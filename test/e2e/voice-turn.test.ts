@@ -113,6 +113,29 @@ describe('voice turn end to end', () => {
     }
   });
 
+  test('firmware wake-word flow: detect then listen start at once; the greeting still plays, then speech is heard', async () => {
+    const dev = new DeviceSim({ url: srv.wsUrl, deviceId: 'e2:00:00:00:00:05' });
+    try {
+      await dev.hello();
+      // Idle + wake word: the firmware sends `detect`, goes to listening and sends `listen start`.
+      dev.listen('detect', { text: '你好小智' });
+      dev.listen('start', { mode: 'auto' });
+      const g = await dev.waitJson('tts', 'sentence_start', 10_000);
+      assert.equal(g.text, srv.config.conversation.greeting);
+      await dev.waitJson('tts', 'stop', 10_000);
+      const decoded = await decodeDownlink(dev.audio.map((a) => a.payload));
+      assert.ok(decoded.ms > 800, `the whole greeting played (${decoded.ms} ms)`);
+      // Back to listening without a new listen start (2.4.x sends one after playback; older firmware may not).
+      const from = dev.json.length;
+      await sendPaced(dev, packets, 60, () => dev.json.slice(from).some((j) => j.msg.type === 'tts'));
+      const stt = await dev.waitFor('stt', () => dev.json.slice(from).find((j) => j.msg.type === 'stt')?.msg, 20_000);
+      assert.match(String(stt.text), /weather/i);
+      await dev.waitJson('tts', 'stop', 20_000, from);
+    } finally {
+      dev.close();
+    }
+  });
+
   test('noise only: no answer, and no child process is left behind', async () => {
     const dev = new DeviceSim({ url: srv.wsUrl, deviceId: 'e2:00:00:00:00:04' });
     try {

@@ -109,8 +109,10 @@ class VoiceConversation implements Conversation {
   }
 
   listenStart(mode: ListenMode): void {
-    // The device has moved on to a new utterance: anything still running is stale.
-    this.#turn?.abort('new listen start');
+    // A running turn goes on: the firmware sends `listen start` right after a wake-word `detect`
+    // (whose greeting or answer is that turn), and when it wants to interrupt it sends `abort`
+    // first. The session already noted the mode; listening resumes when the turn ends.
+    if (this.#turn && !this.#turn.aborted) return;
     if (!this.#listener) {
       this.#pendingListen = mode;
       return;
