@@ -3,6 +3,7 @@
  * shut down gracefully on SIGTERM/SIGINT (stop accepting, let turns finish up to the drain
  * deadline, close every session and child process, exit 0).
  */
+import { ErrorCode, VoiceError } from '../core/errors.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { createLogger } from './logger.ts';
 import { buildApp } from './app.ts';
@@ -83,6 +84,12 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
+  // A provider that refuses its configuration at start (an unknown espeak voice, a bad grammar
+  // file) is a configuration error too: same exit code, message without a stack.
+  if (err instanceof VoiceError && err.code === ErrorCode.ConfigInvalid) {
+    process.stderr.write(`xiaozhi-server: invalid configuration: ${err.message}\n`);
+    process.exit(EXIT_CONFIG);
+  }
   process.stderr.write(`xiaozhi-server failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
   process.exit(1);
 });

@@ -70,6 +70,9 @@ describe('voice turn end to end', () => {
       await dev.waitJson('tts', 'stop', 20_000, before);
       assert.ok(dev.audio.length > audioBefore);
       assert.equal(llm.requests.length >= 2, true);
+      // A device that follows the protocol leaves no warning or error in the log.
+      const bad = srv.logs.lines.filter((l) => Number(l.level) >= 40).map((l) => String(l.msg));
+      assert.deepEqual(bad, []);
     } finally {
       dev.close();
     }
