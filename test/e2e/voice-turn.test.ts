@@ -139,6 +139,21 @@ describe('voice turn end to end', () => {
     }
   });
 
+  test('a device that announces and sends 24 kHz uplink Opus is still understood', async () => {
+    const dev = new DeviceSim({ url: srv.wsUrl, deviceId: 'e2:00:00:00:00:06' });
+    try {
+      await dev.hello({ mcp: false }, 24000);
+      dev.listen('start', { mode: 'auto' });
+      const p24 = await utterancePackets(speak16k('what is the weather today'), 400, 1500, 24000);
+      await sendPaced(dev, p24, 60, () => dev.json.some((j) => j.msg.type === 'tts'));
+      const stt = await dev.waitJson('stt', undefined, 20_000);
+      assert.match(String(stt.text), /weather/i);
+      await dev.waitJson('tts', 'stop', 20_000);
+    } finally {
+      dev.close();
+    }
+  });
+
   test('noise only: no answer, and no child process is left behind', async () => {
     const dev = new DeviceSim({ url: srv.wsUrl, deviceId: 'e2:00:00:00:00:04' });
     try {

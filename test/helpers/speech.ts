@@ -47,11 +47,12 @@ export function speak16k(text: string, engine: 'flite' | 'espeak' = 'flite'): In
   }
 }
 
-/** silence + speech + silence, encoded as 60 ms Opus packets at 16 kHz. */
-export async function utterancePackets(speech: Int16Array, leadMs = 400, tailMs = 1500): Promise<Buffer[]> {
-  const codec = await createOpusCodec({ sampleRate: 16000 });
+/** silence + speech + silence (16 kHz input), encoded as 60 ms Opus packets at `rate` (16 kHz like the firmware). */
+export async function utterancePackets(speech: Int16Array, leadMs = 400, tailMs = 1500, rate: 16000 | 24000 = 16000): Promise<Buffer[]> {
+  const codec = await createOpusCodec({ sampleRate: rate });
   try {
-    const pcm = concatInt16([new Int16Array(16 * leadMs), speech, new Int16Array(16 * tailMs)]);
+    const at16 = concatInt16([new Int16Array(16 * leadMs), speech, new Int16Array(16 * tailMs)]);
+    const pcm = rate === 16000 ? at16 : resample(at16, 16000, rate);
     const frame = codec.frameSamples;
     const out: Buffer[] = [];
     for (let i = 0; i < pcm.length; i += frame) {

@@ -4,7 +4,7 @@
  */
 import { sleep } from '../../../core/abort.ts';
 import { toVoiceError } from '../../../core/errors.ts';
-import { createOpusCodec, type OpusCodec, type OpusSampleRate } from '../../../audio/opus/codec.ts';
+import { createOpusCodec, type OpusCodec } from '../../../audio/opus/codec.ts';
 import { createHistory, type History } from '../../../llm/history.ts';
 import { buildSystemPrompt } from '../../../llm/system-prompt.ts';
 import { createDeviceMcp, type DeviceMcp } from '../../../mcp/device-mcp.ts';
@@ -14,8 +14,6 @@ import type { Conversation, ConversationContext, ConversationFactory } from '../
 import { Listener, type ListenerEvent } from './listener.ts';
 import { Turn, type TurnInput } from './turn.ts';
 import type { SessionTools, VoiceDeps } from './voice-deps.ts';
-
-const OPUS_RATES: readonly number[] = [8000, 12000, 16000, 24000, 48000];
 
 /** Normalizes a wake-word text for comparison: lowercase, no punctuation or spaces. */
 function normalizeWake(text: string): string {
@@ -71,8 +69,10 @@ class VoiceConversation implements Conversation {
     const { info, log } = this.#ctx;
     const cfg = this.#deps.config;
     try {
-      const upRate = OPUS_RATES.includes(info.uplink.sampleRate) ? (info.uplink.sampleRate as OpusSampleRate) : 16000;
-      this.#decoder = await createOpusCodec({ sampleRate: upRate, log });
+      // Uplink is always decoded at 16 kHz, whatever the device encoded at: an Opus decoder can
+      // output any of its rates, and the VAD and the recognisers want 16 kHz.
+      if (info.uplink.sampleRate !== 16000) log.info({ sampleRate: info.uplink.sampleRate }, 'device uplink rate is not 16 kHz; decoding at 16 kHz');
+      this.#decoder = await createOpusCodec({ sampleRate: 16000, log });
       this.#encoder = await createOpusCodec({ sampleRate: cfg.audio.outputSampleRate, complexity: cfg.audio.opusComplexity, log });
       this.#tools = this.#deps.toolsFor({ info, log, ...(this.#deviceMcp ? { deviceTools: this.#deviceMcp.toolSource() } : {}) });
       const vad = this.#deps.vadModel.createStream({
