@@ -65,6 +65,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     frameDurationMs: config.audio.frameDurationMs,
     createConversation: deps.createConversation,
     accepting: () => accepting,
+    maxSessions: config.server.maxSessions,
   });
   await fastify.register(webRoutes);
   for (const plugin of deps.plugins ?? []) await fastify.register(plugin);

@@ -32,6 +32,8 @@ export const ServerSchema = z.strictObject({
   idleTimeoutMs: z.number().int().positive().default(120_000),
   /** Largest WebSocket message accepted from a device. The firmware never sends more than 65535 bytes. */
   maxMessageBytes: z.number().int().positive().default(65_536),
+  /** Concurrent device sessions accepted; more are refused with HTTP 503 before the upgrade. 0: no limit. */
+  maxSessions: z.number().int().min(0).default(0),
   /** WebSocket pings to devices; 0 (default) sends none: some firmware drops the link on them. */
   pingIntervalMs: z.number().int().min(0).default(0),
   /** Minutes east of UTC sent in OTA server_time; null: the server's own zone. */

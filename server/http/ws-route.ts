@@ -25,6 +25,8 @@ export interface WsRouteOptions {
   createConversation: ConversationFactory;
   /** False while draining: new connections are refused with 503. */
   accepting: () => boolean;
+  /** Concurrent sessions allowed (0: no limit); a device replacing its own session always fits. */
+  maxSessions: number;
 }
 
 function queryOf(request: FastifyRequest): URLSearchParams {
@@ -49,6 +51,12 @@ export async function deviceWsRoute(app: FastifyInstance, opts: WsRouteOptions):
     if (!decision.ok) {
       request.log.warn({ deviceId: identity.deviceId, reason: decision.reason }, 'device refused');
       await reply.code(401).send({ error: 'unauthorized', reason: decision.reason });
+      return;
+    }
+    const replacing = identity.deviceId !== null && opts.registry.byDevice(identity.deviceId) !== undefined;
+    if (opts.maxSessions > 0 && opts.registry.size >= opts.maxSessions && !replacing) {
+      request.log.warn({ deviceId: identity.deviceId, sessions: opts.registry.size, maxSessions: opts.maxSessions }, 'device refused: server at capacity');
+      await reply.code(503).header('retry-after', '10').send({ error: 'server at capacity' });
     }
   };
 

@@ -298,6 +298,25 @@ describe('timeouts and replacement', () => {
     }
   });
 
+  test('server.maxSessions: one more device is refused with 503; a device replacing its own session still fits', async () => {
+    const t = await startTestApp({ createConversation: recordingConversation().factory, config: { server: { maxSessions: 2 } } });
+    try {
+      const a = new DeviceSim({ url: t.wsUrl, deviceId: 'ab:00:00:00:00:01' });
+      const b = new DeviceSim({ url: t.wsUrl, deviceId: 'ab:00:00:00:00:02' });
+      await Promise.all([a.hello(), b.hello()]);
+      const c = new DeviceSim({ url: t.wsUrl, deviceId: 'ab:00:00:00:00:03' });
+      await assert.rejects(c.opened, /HTTP 503/);
+      const a2 = new DeviceSim({ url: t.wsUrl, deviceId: 'ab:00:00:00:00:01' });
+      await a2.hello();
+      assert.equal(await a.closed, 4003);
+      assert.equal(t.logs.find('device refused: server at capacity').length, 1);
+      a2.close();
+      b.close();
+    } finally {
+      await t.close();
+    }
+  });
+
   test('a dropped TCP connection (no close frame, as the firmware does) ends the session cleanly', async () => {
     const rec = recordingConversation();
     const t = await startTestApp({ createConversation: rec.factory });
