@@ -2,11 +2,12 @@
  * @module ASR through any OpenAI-compatible `/v1/audio/transcriptions` endpoint: the utterance is
  * uploaded as a 16-bit WAV in a multipart form (openai SDK), the JSON `text` is the result.
  */
-import OpenAI, { toFile } from 'openai';
+import type OpenAI from 'openai';
+import { toFile } from 'openai';
 import { throwIfAborted, withTimeout } from '../../core/abort.ts';
 import { ErrorCode } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
-import { mapOpenAiError } from '../openai-errors.ts';
+import { createOpenAiClient, mapOpenAiError } from '../openai-client.ts';
 import { encodeWav } from '../wav.ts';
 import type { Asr, OpenAiAsrOptions } from './asr.ts';
 
@@ -21,16 +22,7 @@ export class OpenAiAsr implements Asr {
   constructor(opts: OpenAiAsrOptions, log: Logger) {
     this.#opts = opts;
     this.#log = log;
-    // No SDK retries: the session decides (a retried upload doubles the latency the user feels).
-    // Local servers (faster-whisper, Kokoro, ...) need no key: the SDK refuses an empty one, so a
-    // placeholder goes in and no Authorization header goes out.
-    this.#client = new OpenAI({
-      baseURL: opts.baseURL,
-      apiKey: opts.apiKey || 'unused',
-      maxRetries: 0,
-      timeout: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS,
-      ...(opts.apiKey ? {} : { defaultHeaders: { Authorization: null } }),
-    });
+    this.#client = createOpenAiClient({ baseURL: opts.baseURL, apiKey: opts.apiKey, timeoutMs: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS });
   }
 
   async transcribe(pcm: Int16Array, opts: { signal: AbortSignal; sampleRate: number }): Promise<string> {

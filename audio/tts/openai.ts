@@ -3,11 +3,11 @@
  * servers, local TTS servers). The response body is streamed to the caller as it arrives.
  * `timeoutMs` bounds the wait for the response and every gap between body chunks.
  */
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import { anySignal, throwIfAborted } from '../../core/abort.ts';
 import { ErrorCode, VoiceError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
-import { mapOpenAiError } from '../openai-errors.ts';
+import { createOpenAiClient, mapOpenAiError } from '../openai-client.ts';
 import type { OpenAiTtsOptions, Tts, TtsOutputFormat } from './tts.ts';
 
 const DEFAULT_TIMEOUT_MS = 15_000;
@@ -40,16 +40,7 @@ export class OpenAiTts implements Tts {
     this.#opts = opts;
     this.#log = log;
     this.outputFormat = formatOf(opts);
-    // Retries are the caller's decision (a retry mid-sentence would repeat audio).
-    // Local servers (faster-whisper, Kokoro, ...) need no key: the SDK refuses an empty one, so a
-    // placeholder goes in and no Authorization header goes out.
-    this.#client = new OpenAI({
-      baseURL: opts.baseURL,
-      apiKey: opts.apiKey || 'unused',
-      maxRetries: 0,
-      timeout: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS,
-      ...(opts.apiKey ? {} : { defaultHeaders: { Authorization: null } }),
-    });
+    this.#client = createOpenAiClient({ baseURL: opts.baseURL, apiKey: opts.apiKey, timeoutMs: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS });
   }
 
   async *synthesize(text: string, opts: { signal: AbortSignal }): AsyncGenerator<Buffer> {

@@ -1,8 +1,9 @@
 /**
- * @module Maps errors of the openai SDK (used for any OpenAI-compatible audio endpoint) to
- * VoiceError codes, so callers decide on retries from `code`/`retryable`, never from messages.
+ * @module The openai SDK as used for any OpenAI-compatible audio endpoint: one way to build the
+ * client, and the mapping of its errors to VoiceError codes, so callers decide on retries from
+ * `code`/`retryable`, never from messages.
  */
-import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
+import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import { ErrorCode, VoiceError, isAbortError } from '../core/errors.ts';
 
 /** Wraps an openai SDK error (or anything else) from the request named `what`. */
@@ -21,4 +22,19 @@ export function mapOpenAiError(err: unknown, what: string, signal?: AbortSignal)
   }
   const message = err instanceof Error ? err.message : String(err);
   return new VoiceError(ErrorCode.ProviderFailed, `${what}: ${message}`, { retryable: true, cause: err });
+}
+
+/**
+ * Builds a client without SDK retries (the caller decides: a retried upload doubles the latency,
+ * a retry mid-sentence repeats audio). Local servers (faster-whisper, Kokoro, ...) need no key: the
+ * SDK refuses an empty one, so a placeholder goes in and no Authorization header goes out.
+ */
+export function createOpenAiClient(opts: { baseURL: string; apiKey: string; timeoutMs: number }): OpenAI {
+  return new OpenAI({
+    baseURL: opts.baseURL,
+    apiKey: opts.apiKey || 'unused',
+    maxRetries: 0,
+    timeout: opts.timeoutMs,
+    ...(opts.apiKey ? {} : { defaultHeaders: { Authorization: null } }),
+  });
 }
