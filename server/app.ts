@@ -18,6 +18,8 @@ export interface AppDeps {
   log: PinoLogger;
   createConversation: ConversationFactory;
   registry?: SessionRegistry;
+  /** Told about every refused device upgrade (metrics). */
+  onRefused?: (reason: 'unauthorized' | 'capacity' | 'draining') => void;
   /** Extra route plugins (health, metrics, web client) registered after the core routes. */
   plugins?: Array<(app: FastifyInstance) => Promise<void>>;
 }
@@ -66,6 +68,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     createConversation: deps.createConversation,
     accepting: () => accepting,
     maxSessions: config.server.maxSessions,
+    ...(deps.onRefused ? { onRefused: deps.onRefused } : {}),
   });
   await fastify.register(webRoutes);
   for (const plugin of deps.plugins ?? []) await fastify.register(plugin);

@@ -43,6 +43,7 @@ async function main(): Promise<void> {
     log,
     registry,
     createConversation: metrics.countSessions(deps.createConversation),
+    onRefused: (reason) => metrics.connectionRefused(reason),
     plugins: [
       healthRoutes({ mcp: deps.mcp, ready: () => !stopping, checks: providerChecks(config) }),
       metricsRoute({ metrics }),

@@ -47,6 +47,8 @@ export interface ServerMetrics {
   bind(sources: MetricsSources): void;
   /** Records one turn (what the observer does). */
   observeTurn(t: TurnTimings): void;
+  /** Counts a device connection refused before the upgrade (pass to `buildApp({ onRefused })`). */
+  connectionRefused(reason: RefusalReason): void;
   /** The exposition text and its content type, for `/metrics`. */
   render(): Promise<{ contentType: string; body: string }>;
   /** Unsubscribes from MCP state changes and clears the registry. */
@@ -54,6 +56,9 @@ export interface ServerMetrics {
 }
 
 const seconds = (ms: number): number => Math.max(0, ms) / 1000;
+
+/** Why a device's WebSocket upgrade was refused. */
+export type RefusalReason = 'unauthorized' | 'capacity' | 'draining';
 
 /** Creates the metrics of one app. */
 export function createServerMetrics(opts: ServerMetricsOptions = {}): ServerMetrics {
@@ -74,6 +79,12 @@ export function createServerMetrics(opts: ServerMetricsOptions = {}): ServerMetr
     },
   });
   const sessionsTotal = new Counter({ name: 'xiaozhi_sessions_total', help: 'Device sessions started (after hello).', registers });
+  const refused = new Counter({
+    name: 'xiaozhi_connections_refused_total',
+    help: 'Device WebSocket upgrades refused: unauthorized (401), capacity (503, server.maxSessions), draining (503, shutting down).',
+    labelNames: ['reason'],
+    registers,
+  });
   const turns = new Counter({
     name: 'xiaozhi_turns_total',
     help: 'Conversation turns by how they started and how they ended.',
@@ -194,6 +205,7 @@ export function createServerMetrics(opts: ServerMetricsOptions = {}): ServerMetr
     registry,
     observer: { onTurn: observeTurn },
     observeTurn,
+    connectionRefused: (reason) => refused.inc({ reason }),
     countSessions(factory) {
       return (ctx) => {
         const conversation = factory(ctx);

@@ -27,6 +27,8 @@ export interface WsRouteOptions {
   accepting: () => boolean;
   /** Concurrent sessions allowed (0: no limit); a device replacing its own session always fits. */
   maxSessions: number;
+  /** Told about every refused upgrade (metrics). */
+  onRefused?: (reason: 'unauthorized' | 'capacity' | 'draining') => void;
 }
 
 function queryOf(request: FastifyRequest): URLSearchParams {
@@ -43,6 +45,7 @@ function toBytes(data: RawData): Uint8Array {
 export async function deviceWsRoute(app: FastifyInstance, opts: WsRouteOptions): Promise<void> {
   const preValidation = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     if (!opts.accepting()) {
+      opts.onRefused?.('draining');
       await reply.code(503).send({ error: 'server is shutting down' });
       return;
     }
@@ -50,12 +53,14 @@ export async function deviceWsRoute(app: FastifyInstance, opts: WsRouteOptions):
     const decision = authorize(identity, opts.auth);
     if (!decision.ok) {
       request.log.warn({ deviceId: identity.deviceId, reason: decision.reason }, 'device refused');
+      opts.onRefused?.('unauthorized');
       await reply.code(401).send({ error: 'unauthorized', reason: decision.reason });
       return;
     }
     const replacing = identity.deviceId !== null && opts.registry.byDevice(identity.deviceId) !== undefined;
     if (opts.maxSessions > 0 && opts.registry.size >= opts.maxSessions && !replacing) {
       request.log.warn({ deviceId: identity.deviceId, sessions: opts.registry.size, maxSessions: opts.maxSessions }, 'device refused: server at capacity');
+      opts.onRefused?.('capacity');
       await reply.code(503).header('retry-after', '10').send({ error: 'server at capacity' });
     }
   };

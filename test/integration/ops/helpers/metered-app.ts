@@ -43,6 +43,7 @@ export async function startMeteredApp(llmUrl: string, overrides: Record<string, 
     log,
     registry,
     createConversation: metrics.countSessions(deps.createConversation),
+    onRefused: (reason) => metrics.connectionRefused(reason),
     plugins: [healthRoutes({ mcp: deps.mcp, ready: () => ready, checks: providerChecks(config) }), metricsRoute({ metrics })],
   });
   await app.fastify.listen({ host: '127.0.0.1', port: 0 });
