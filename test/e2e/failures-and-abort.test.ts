@@ -95,7 +95,7 @@ describe('failures and barge-in', () => {
       assert.equal(dev.audio.filter((a) => a.at > stop.at).length, 0, 'nothing after tts stop');
       const inFlight = dev.audio.filter((a) => a.at > abortAt).length;
       assert.ok(inFlight <= srv.config.audio.preBufferFrames, `${inFlight} frames were in flight`);
-      assert.ok(stop.at - abortAt < 500, `tts stop ${Math.round(stop.at - abortAt)} ms after abort`);
+      assert.ok(stop.at - abortAt < 1500, `tts stop ${Math.round(stop.at - abortAt)} ms after abort`);
       assert.ok(llm.requests.at(-1)?.closedEarly, 'the LLM stream was cancelled');
       assert.deepEqual(childProcesses(/ffmpeg|espeak/), []);
       // The session is still usable.
