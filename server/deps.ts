@@ -10,7 +10,7 @@ import { createVadModel, type VadModel } from '../audio/vad/vad.ts';
 import { createLlmClient } from '../llm/client.ts';
 import type { LlmClient } from '../llm/types.ts';
 import { createCompositeToolSource, type NamedToolSource } from '../mcp/composite-tool-source.ts';
-import { createLocalTools, dateTimeTool, endConversationTool, type LocalTool } from '../mcp/local-tools.ts';
+import { createLocalTools, dateTimeTool, endConversationTool } from '../mcp/local-tools.ts';
 import { createMcpManager, type McpManager } from '../mcp/manager.ts';
 import { playMusicTool } from '../mcp/local-tools/play-music.ts';
 import { createResultDispatcher } from './dispatch/result-dispatcher.ts';
@@ -32,8 +32,6 @@ export interface Deps {
 
 export interface CreateDepsOptions {
   observer?: TurnObserver;
-  /** Extra local tools (tests, the music tool). */
-  extraLocalTools?: (input: SessionToolsInput) => LocalTool[];
   /** Longest wait for MCP servers at start-up before serving anyway (they keep connecting). */
   mcpStartWaitMs?: number;
 }
@@ -69,7 +67,6 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
         ...(config.tools.music.folder || config.tools.music.allowedHosts.length > 0
           ? [playMusicTool({ folder: config.tools.music.folder, allowedHosts: config.tools.music.allowedHosts })]
           : []),
-        ...(opts.extraLocalTools?.(input) ?? []),
       ],
       { log: input.log },
     );

@@ -6,12 +6,7 @@
 import { ErrorCode, VoiceError } from '../core/errors.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { createLogger } from './logger.ts';
-import { buildApp } from './app.ts';
-import { createDeps } from './deps.ts';
-import { healthRoutes, providerChecks } from './http/health-route.ts';
-import { metricsRoute } from './http/metrics-route.ts';
-import { createServerMetrics } from './metrics.ts';
-import { SessionRegistry } from './session/registry.ts';
+import { assembleServer } from './assemble.ts';
 
 /** Exit code for configuration errors (documented in the README). */
 const EXIT_CONFIG = 2;
@@ -33,22 +28,9 @@ async function main(): Promise<void> {
   const log = createLogger({ level: config.logging.level, logContent: config.logging.logContent });
   log.info({ file: loaded.file ?? '(embedded defaults)', overrides: loaded.overrides }, 'configuration loaded');
 
-  const metrics = createServerMetrics({ mcpServerNames: Object.keys(config.mcpServers) });
-  const deps = await createDeps(config, log, { observer: metrics.observer });
-  const registry = new SessionRegistry();
-  metrics.bind({ mcp: deps.mcp, activeSessions: () => registry.size });
+  const server = await assembleServer(config, log);
+  const { app, deps } = server;
   let stopping = false;
-  const app = await buildApp({
-    config,
-    log,
-    registry,
-    createConversation: metrics.countSessions(deps.createConversation),
-    onRefused: (reason) => metrics.connectionRefused(reason),
-    plugins: [
-      healthRoutes({ mcp: deps.mcp, ready: () => !stopping, checks: providerChecks(config) }),
-      metricsRoute({ metrics }),
-    ],
-  });
   await app.fastify.listen({ host: config.server.host, port: config.server.port });
   log.info(
     { ota: `http://<this-host>:${config.server.port}/xiaozhi/ota/`, ws: config.server.publicWsUrl || `ws://<Host header>/xiaozhi/v1/` },
@@ -61,6 +43,7 @@ async function main(): Promise<void> {
       process.exit(1);
     }
     stopping = true;
+    server.setReady(false);
     log.info({ signal, drainMs: config.server.drainTimeoutMs }, 'shutting down');
     const force = setTimeout(() => {
       log.warn('shutdown deadline passed; exiting');

@@ -2,10 +2,10 @@
  * The real server with real providers (Silero VAD, pocketsphinx, espeak-ng, the openai SDK against
  * the fake OpenAI server) on 127.0.0.1:0, for end-to-end voice tests.
  */
-import { buildApp, type App } from '../../server/app.ts';
+import type { App } from '../../server/app.ts';
+import { assembleServer } from '../../server/assemble.ts';
 import { ConfigSchema, type Config } from '../../server/config.ts';
-import { createDeps, type CreateDepsOptions, type Deps } from '../../server/deps.ts';
-import { healthRoutes } from '../../server/http/health-route.ts';
+import type { Deps } from '../../server/deps.ts';
 import { createLogger } from '../../server/logger.ts';
 import { createLogSink, type LogSink } from './log-sink.ts';
 import { listenOnLoopback } from './listen.ts';
@@ -32,25 +32,14 @@ function merge(a: Record<string, unknown>, b: Record<string, unknown>): Record<s
   return out;
 }
 
-export async function startVoiceApp(llmUrl: string, overrides: Record<string, unknown> = {}, depsOpts: CreateDepsOptions = {}): Promise<VoiceApp> {
+export async function startVoiceApp(llmUrl: string, overrides: Record<string, unknown> = {}): Promise<VoiceApp> {
   const config = ConfigSchema.parse(
     merge({ llm: { baseURL: llmUrl, apiKey: '', model: 'fake-model', maxRetries: 0, timeoutMs: 5000 }, logging: { level: 'debug' } }, overrides),
   );
   const logs = createLogSink();
   const log = createLogger({ level: config.logging.level, logContent: false, destination: logs.stream });
-  const deps = await createDeps(config, log, depsOpts);
-  const app = await buildApp({ config, log, createConversation: deps.createConversation, plugins: [healthRoutes({ mcp: deps.mcp, ready: () => true })] });
-  const { httpUrl, wsUrl } = await listenOnLoopback(app);
-  return {
-    app,
-    deps,
-    config,
-    logs,
-    httpUrl,
-    wsUrl,
-    close: async () => {
-      await app.fastify.close();
-      await deps.close();
-    },
-  };
+  // Wired exactly as server/main.ts wires it.
+  const server = await assembleServer(config, log);
+  const { httpUrl, wsUrl } = await listenOnLoopback(server.app);
+  return { app: server.app, deps: server.deps, config, logs, httpUrl, wsUrl, close: server.close };
 }

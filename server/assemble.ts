@@ -1,0 +1,57 @@
+/**
+ * @module Wires the whole server from a configuration: providers and MCP (deps), metrics, the
+ * session registry, health and metrics routes, and the app. main.ts adds only process concerns
+ * (listen, signals, exit codes); tests use this to run the server exactly as production wires it.
+ */
+import type { Logger as PinoLogger } from 'pino';
+import { buildApp, type App } from './app.ts';
+import type { Config } from './config.ts';
+import { createDeps, type Deps } from './deps.ts';
+import { healthRoutes, providerChecks } from './http/health-route.ts';
+import { metricsRoute } from './http/metrics-route.ts';
+import { createServerMetrics, type ServerMetrics } from './metrics.ts';
+import { SessionRegistry } from './session/registry.ts';
+
+export interface AssembledServer {
+  app: App;
+  deps: Deps;
+  metrics: ServerMetrics;
+  /** `/readyz` answers 503 while this is false (start-up, drain). */
+  setReady(ready: boolean): void;
+  /** Closes the app, then providers and MCP connections, then the metrics. */
+  close(): Promise<void>;
+}
+
+export interface AssembleOptions {
+  /** Longest wait for MCP servers before serving anyway (they keep connecting). */
+  mcpStartWaitMs?: number;
+}
+
+export async function assembleServer(config: Config, log: PinoLogger, opts: AssembleOptions = {}): Promise<AssembledServer> {
+  const metrics = createServerMetrics({ mcpServerNames: Object.keys(config.mcpServers) });
+  const deps = await createDeps(config, log, { observer: metrics.observer, ...(opts.mcpStartWaitMs !== undefined ? { mcpStartWaitMs: opts.mcpStartWaitMs } : {}) });
+  const registry = new SessionRegistry();
+  metrics.bind({ mcp: deps.mcp, activeSessions: () => registry.size });
+  let ready = true;
+  const app = await buildApp({
+    config,
+    log,
+    registry,
+    createConversation: metrics.countSessions(deps.createConversation),
+    onRefused: (reason) => metrics.connectionRefused(reason),
+    plugins: [healthRoutes({ mcp: deps.mcp, ready: () => ready, checks: providerChecks(config) }), metricsRoute({ metrics })],
+  });
+  return {
+    app,
+    deps,
+    metrics,
+    setReady: (r) => {
+      ready = r;
+    },
+    close: async () => {
+      await app.fastify.close();
+      await deps.close();
+      metrics.close();
+    },
+  };
+}
