@@ -133,6 +133,24 @@ describe('failures and barge-in', () => {
     }
   });
 
+  test('a device flooding audio faster than real time: packets dropped, session still served', async () => {
+    const dev = new DeviceSim({ url: srv.wsUrl });
+    try {
+      await dev.hello();
+      dev.listen('start', { mode: 'auto' });
+      const packets = await utterancePackets(new Int16Array(16000), 0, 0);
+      for (let i = 0; i < 3000; i++) dev.sendOpus(packets[i % packets.length] as Buffer);
+      await dev.waitFor('flood noticed', () => srv.logs.find('uplink faster than real time; dropping packets').length > 0, 10_000);
+      const from = dev.json.length;
+      llm.script(fakeText('Still here.'));
+      dev.listen('detect', { text: 'are you still there' });
+      await dev.waitJson('tts', 'stop', 15_000, from);
+      assert.deepEqual(sentences(dev, from), ['Still here.']);
+    } finally {
+      dev.close();
+    }
+  });
+
   test('the goodbye tool speaks the farewell, then closes the session normally', async () => {
     const dev = new DeviceSim({ url: srv.wsUrl });
     try {

@@ -30,6 +30,9 @@ export interface ListenerOptions {
  */
 const PRE_ROLL_SLACK_MS = 1500;
 
+/** Packets allowed to wait for the VAD: 3 s of audio, far more than network jitter bunches up. */
+const MAX_BACKLOG = 50;
+
 /** DTX packets during silence are this small; they carry no speech. */
 const DTX_MAX_BYTES = 2;
 
@@ -52,6 +55,10 @@ export class Listener {
   #generation = 0;
   /** Decoded frames that failed (corrupt packets). */
   corruptPackets = 0;
+  /** Packets dropped because the device sent faster than they could be processed. */
+  droppedPackets = 0;
+  /** Packets waiting for the VAD. */
+  #backlog = 0;
 
   constructor(opts: ListenerOptions) {
     this.#o = opts;
@@ -89,6 +96,14 @@ export class Listener {
 
   push(packet: Uint8Array): void {
     if (this.#closed || (!this.#active && !this.#monitor)) return;
+    // A device sends one packet per 60 ms. One that floods faster than the VAD keeps up would
+    // queue work and memory without bound: past the backlog limit its packets are dropped.
+    if (this.#backlog >= MAX_BACKLOG) {
+      this.droppedPackets++;
+      if (this.droppedPackets === 1) this.#o.log.warn({ backlog: this.#backlog }, 'uplink faster than real time; dropping packets');
+      return;
+    }
+    this.#backlog++;
     const gen = this.#generation;
     const decoded = this.#o.decoder.decode(packet);
     let pcm: Int16Array;
@@ -100,9 +115,14 @@ export class Listener {
       pcm = new Int16Array(this.#o.decoder.frameSamples);
     }
     if (packet.byteLength <= DTX_MAX_BYTES) pcm = new Int16Array(pcm.length);
-    this.#chain = this.#chain.then(() => this.#process(pcm, gen)).catch((err: unknown) => {
-      this.#o.log.error({ err }, 'uplink processing failed');
-    });
+    this.#chain = this.#chain
+      .then(() => this.#process(pcm, gen))
+      .catch((err: unknown) => {
+        this.#o.log.error({ err }, 'uplink processing failed');
+      })
+      .finally(() => {
+        this.#backlog--;
+      });
   }
 
   close(): void {
