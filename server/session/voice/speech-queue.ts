@@ -8,6 +8,9 @@ import { isAbortError, toVoiceError, type VoiceError } from '../../../core/error
 import type { Logger } from '../../../core/logger.ts';
 import type { AudioOut } from './audio-out.ts';
 
+/** Sentences synthesized ahead of the one playing: enough for gapless speech, bounded memory. */
+const LOOKAHEAD = 2;
+
 /** Turns one sentence into PCM at the downlink rate. */
 export type Synthesize = (text: string, signal: AbortSignal) => AsyncIterable<Int16Array>;
 
@@ -28,6 +31,9 @@ export class SpeechQueue {
   readonly #done: Promise<void>;
   #errors: VoiceError[] = [];
   #spoken: string[] = [];
+  /** Sentences whose synthesis started and whose playback has not. */
+  #ahead = 0;
+  #roomWaiters: Array<() => void> = [];
   /** Sentences pushed and not yet finished playing. */
   #pending = 0;
   #idleWaiters: Array<() => void> = [];
@@ -41,6 +47,7 @@ export class SpeechQueue {
     const player = this.#playLoop();
     this.#done = Promise.all([worker, player]).then(() => undefined);
     signal.addEventListener('abort', () => {
+      for (const w of this.#roomWaiters.splice(0)) w();
       this.#toSynth.close();
       this.#toPlay.close();
     }, { once: true });
@@ -84,8 +91,24 @@ export class SpeechQueue {
     return this.#spoken;
   }
 
+  /** Waits until fewer than LOOKAHEAD sentences are synthesized (or synthesizing) and not yet taken by the player. */
+  async #room(): Promise<void> {
+    while (this.#ahead >= LOOKAHEAD && !this.#signal.aborted) {
+      await new Promise<void>((resolve) => this.#roomWaiters.push(resolve));
+    }
+  }
+
+  #freeRoom(): void {
+    this.#ahead--;
+    for (const w of this.#roomWaiters.splice(0)) w();
+  }
+
   async #synthLoop(): Promise<void> {
     for await (const item of this.#toSynth) {
+      // A model that never stops writing must not fill memory with audio nobody hears yet.
+      await this.#room();
+      if (this.#signal.aborted) return;
+      this.#ahead++;
       try {
         for await (const chunk of this.#synth(item.text, this.#signal)) item.pcm.push(chunk);
         item.pcm.close();
@@ -105,6 +128,8 @@ export class SpeechQueue {
     try {
       for await (const item of this.#toPlay) {
         try {
+          // The player has taken this sentence: the worker may synthesize one more.
+          this.#freeRoom();
           await this.#out.play(item.text, item.pcm);
           this.#spoken.push(item.text);
         } catch (err) {

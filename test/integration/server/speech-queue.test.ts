@@ -1,0 +1,55 @@
+/**
+ * The speech queue synthesizes ahead of playback, but only a little: a model that writes without
+ * end must not fill memory with audio nobody hears yet. Real espeak-ng, real Opus, real pacer.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { silentLogger } from '../../../core/logger.ts';
+import { createOpusCodec } from '../../../audio/opus/codec.ts';
+import { synthesizePcm } from '../../../audio/tts/to-pcm.ts';
+import { createTts } from '../../../audio/tts/tts.ts';
+import type { DeviceChannel } from '../../../server/session/channel.ts';
+import { AudioOut } from '../../../server/session/voice/audio-out.ts';
+import { SpeechQueue } from '../../../server/session/voice/speech-queue.ts';
+
+test('synthesis runs at most a couple of sentences ahead of playback, and everything plays in order', async () => {
+  const tts = await createTts({ provider: 'espeak', voice: 'en-us', speed: 450 }, silentLogger);
+  const encoder = await createOpusCodec({ sampleRate: 24000, complexity: 5 });
+  const sent: string[] = [];
+  let frames = 0;
+  const channel: DeviceChannel = {
+    sendJson: (m) => {
+      if (m.type === 'tts' && m.state === 'sentence_start') sent.push(m.text);
+    },
+    sendAudio: () => {
+      frames++;
+    },
+    close: () => {},
+    isOpen: true,
+    bufferedBytes: 0,
+  };
+  const ac = new AbortController();
+  const out = new AudioOut({ channel, sessionId: 's', encoder, frameMs: 60, preBufferFrames: 3, stopMarginMs: 0, signal: ac.signal, log: silentLogger });
+  let started = 0;
+  let maxAheadOfPlayed = 0;
+  const q = new SpeechQueue(
+    out,
+    (text, signal) => {
+      started++;
+      maxAheadOfPlayed = Math.max(maxAheadOfPlayed, started - sent.length);
+      return synthesizePcm(tts, text, { sampleRate: 24000, signal });
+    },
+    ac.signal,
+    silentLogger,
+  );
+  const texts = Array.from({ length: 8 }, (_, i) => `Short sentence ${i + 1}.`);
+  for (const t of texts) q.push(t);
+  await q.end();
+  ac.abort();
+  encoder.close();
+  await tts.close();
+  assert.deepEqual(sent, texts);
+  assert.ok(frames > 8 * 10, `${frames} frames`);
+  assert.ok(maxAheadOfPlayed <= 3, `synthesis was ${maxAheadOfPlayed} sentences ahead of what had started playing`);
+  assert.deepEqual(q.errors, []);
+});
