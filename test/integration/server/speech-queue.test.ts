@@ -49,7 +49,7 @@ test('synthesis runs at most a couple of sentences ahead of playback, and everyt
   encoder.close();
   await tts.close();
   assert.deepEqual(sent, texts);
-  assert.ok(frames > 8 * 10, `${frames} frames`);
+  assert.ok(frames > 8 * 5, `${frames} frames: every sentence was heard`);
   assert.ok(maxAheadOfPlayed <= 3, `synthesis was ${maxAheadOfPlayed} sentences ahead of what had started playing`);
   assert.deepEqual(q.errors, []);
 });
