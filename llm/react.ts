@@ -22,6 +22,9 @@ import { createThinkFilter } from './think-filter.ts';
 import { parseToolArguments, spokenResultText, toolResultText } from './tool-results.ts';
 import type { LlmClient, ToolCall } from './types.ts';
 
+/** Tool calls run in one Act phase; more in one model answer get an error result instead. */
+export const MAX_CALLS_PER_ROUND = 8;
+
 /** Why a tool result stopped the loop. */
 export type DispatchStopReason = 'final' | 'no_further_response' | 'silence' | 'played_audio';
 
@@ -228,7 +231,18 @@ export async function runReact(opts: ReactOptions): Promise<ReactOutcome> {
     toolRounds++;
     let results: ToolCallResult[];
     try {
-      results = await abortRace(Promise.all(calls.map(callOne)), signal);
+      // A model asking for dozens of calls at once would fan out without bound: the first few run,
+      // the rest get an error result the model can read.
+      results = await abortRace(
+        Promise.all(
+          calls.map((c, i) =>
+            i < MAX_CALLS_PER_ROUND
+              ? callOne(c)
+              : Promise.resolve({ call: c, result: errorFor(`Not run: at most ${MAX_CALLS_PER_ROUND} tool calls per round. Call it again in the next round if it is still needed.`) }),
+          ),
+        ),
+        signal,
+      );
     } catch (err) {
       if (roundText !== '') history.append({ role: 'assistant', content: roundText });
       if (signal.aborted || isAbortError(err)) return finish('aborted');

@@ -7,7 +7,7 @@ import { createLlmClient } from '../../../llm/client.ts';
 import type { Emotion } from '../../../llm/emotion.ts';
 import { createHistory } from '../../../llm/history.ts';
 import type { History } from '../../../llm/history.ts';
-import { runReact } from '../../../llm/react.ts';
+import { MAX_CALLS_PER_ROUND, runReact } from '../../../llm/react.ts';
 import type { ReactOptions } from '../../../llm/react.ts';
 import { createSentenceCutter } from '../../../llm/sentences.ts';
 import { createCompositeToolSource } from '../../../mcp/composite-tool-source.ts';
@@ -128,6 +128,18 @@ describe('ReAct loop with the fake OpenAI server and local tools', { timeout: 30
     assert.deepEqual(events.slice(0, 2).sort(), ['start news', 'start weather'], 'both calls started before either ended');
     assert.equal(spoken, 'The tool said: weather Paris ok; news Berlin ok.');
     assert.equal(outcome.toolCalls.length, 2);
+  });
+
+  test(`more than ${MAX_CALLS_PER_ROUND} calls in one round: the rest get an error result, not a run`, async () => {
+    let runs = 0;
+    const counter: LocalTool = { name: 'count', description: 'c', inputSchema: { type: 'object' }, handler: async () => (runs++, textResult('counted')) };
+    const n = MAX_CALLS_PER_ROUND + 5;
+    fake.script(fakeToolCalls(Array.from({ length: n }, (_, i) => ({ id: `c${i}`, name: 'count', arguments: {} }))));
+    await turn('count a lot', { tools: localTools(counter) });
+    assert.equal(runs, MAX_CALLS_PER_ROUND);
+    const toolMsgs = (fake.requests.at(-1)?.body.messages ?? []).filter((m) => m.role === 'tool').map((m) => String(m.content));
+    assert.equal(toolMsgs.length, n, 'every call gets a result');
+    assert.equal(toolMsgs.filter((t) => /at most/.test(t)).length, 5);
   });
 
   test('malformed tool arguments become an error result the model explains', async () => {
