@@ -15,6 +15,9 @@ import { Listener, type ListenerEvent } from './listener.ts';
 import { Turn, type TurnInput } from './turn.ts';
 import type { SessionTools, VoiceDeps } from './voice-deps.ts';
 
+/** Characters of history (old turns are dropped first); roughly 10k tokens. */
+const HISTORY_MAX_CHARS = 40_000;
+
 /** Normalizes a wake-word text for comparison: lowercase, no punctuation or spaces. */
 function normalizeWake(text: string): string {
   return text.toLowerCase().replace(/[\s\p{P}\p{S}]+/gu, '');
@@ -45,6 +48,9 @@ class VoiceConversation implements Conversation {
     const { info } = ctx;
     this.#history = createHistory({
       historyTurns: Math.max(1, deps.config.llm.historyTurns),
+      // Also bounded in size: a few very long answers or tool results must not grow the prompt
+      // (and memory) without limit. The current turn always stays.
+      maxChars: HISTORY_MAX_CHARS,
       systemPrompt: () =>
         buildSystemPrompt(deps.config.llm.systemPrompt, {
           now: new Date(),
