@@ -1,0 +1,456 @@
+/**
+ * One simulated xiaozhi device of the fleet, doing what the 78/xiaozhi-esp32 firmware does
+ * (shared/specs/xiaozhi-protocol.md): OTA POST with the firmware's headers and body, the WebSocket
+ * with Authorization / Protocol-Version / Device-Id / Client-Id headers, hello (Opus 16 kHz mono
+ * 60 ms, features.mcp), answering the server's MCP requests, and spoken turns in auto mode:
+ * `listen start`, real Opus speech paced at real time on a drift-free schedule, encoded silence
+ * until `stt`, then the answer (`tts start`, `sentence_start`, frames, `tts stop`).
+ */
+import { createOpusCodec } from '../../../audio/opus/codec.ts';
+import { concatInt16 } from '../../../audio/pcm.ts';
+import type { ProtocolVersion } from '../../../protocol/framing.ts';
+import { DeviceSim, type SimDeviceTool } from '../../fixtures/device-sim.ts';
+import { speak16k } from '../../helpers/speech.ts';
+import { playbackStats, sleep, type PlaybackStats } from './stats.ts';
+
+export const FRAME_MS = 60;
+const FRAME_SAMPLES_16K = 960;
+
+/** A spoken utterance as the firmware would send it, and the encoded silence that follows. */
+export interface UtteranceAudio {
+  /** Lead-in silence plus speech: the last packet holds the end of speech. */
+  speech: Buffer[];
+  /** Encoded silence right after the speech (the encoder continues), then `silenceLoop` repeats. */
+  tail: Buffer[];
+  silenceLoop: Buffer[];
+  speechMs: number;
+}
+
+/**
+ * Cuts the synthesizer's own leading and trailing near-silence (10 ms windows under 2 % of the
+ * loudest window's RMS), so that the last speech packet really ends with the last word.
+ */
+export function trimSilence(pcm: Int16Array, windowSamples = 160): Int16Array {
+  const rms: number[] = [];
+  for (let i = 0; i < pcm.length; i += windowSamples) {
+    let acc = 0;
+    const end = Math.min(pcm.length, i + windowSamples);
+    for (let j = i; j < end; j++) acc += (pcm[j] as number) ** 2;
+    rms.push(Math.sqrt(acc / Math.max(1, end - i)));
+  }
+  const threshold = Math.max(100, 0.02 * Math.max(0, ...rms));
+  const first = rms.findIndex((r) => r >= threshold);
+  if (first < 0) return pcm;
+  let last = rms.length - 1;
+  while (last > first && (rms[last] as number) < threshold) last--;
+  return pcm.subarray(first * windowSamples, Math.min(pcm.length, (last + 1) * windowSamples));
+}
+
+/** Synthesizes `text` (flite, espeak-ng as a fallback) and encodes it with one continuous Opus encoder. */
+export async function prepareUtterance(text: string, leadMs = 300): Promise<UtteranceAudio> {
+  let speech: Int16Array;
+  try {
+    speech = speak16k(text, 'flite');
+  } catch {
+    speech = speak16k(text, 'espeak');
+  }
+  speech = trimSilence(speech);
+  const codec = await createOpusCodec({ sampleRate: 16000 });
+  try {
+    const voiced = concatInt16([new Int16Array(16 * leadMs), speech]);
+    const speechPackets = Math.ceil(voiced.length / FRAME_SAMPLES_16K);
+    const tailPackets = 30;
+    const loopPackets = 10;
+    const pcm = concatInt16([voiced, new Int16Array((speechPackets + tailPackets + loopPackets) * FRAME_SAMPLES_16K - voiced.length)]);
+    const packets: Buffer[] = [];
+    for (let i = 0; i < pcm.length; i += FRAME_SAMPLES_16K) packets.push(Buffer.from(codec.encode(pcm.subarray(i, i + FRAME_SAMPLES_16K))));
+    return {
+      speech: packets.slice(0, speechPackets),
+      tail: packets.slice(speechPackets, speechPackets + tailPackets),
+      silenceLoop: packets.slice(speechPackets + tailPackets),
+      speechMs: Math.round(speech.length / 16),
+    };
+  } finally {
+    codec.close();
+  }
+}
+
+/** Tools the stock firmware's MCP server offers (names and shapes as in main/mcp_server.cc). */
+const FIRMWARE_TOOLS: SimDeviceTool[] = [
+  {
+    name: 'self.get_device_status',
+    description: 'Provides the real-time information of the device, including the current status of the audio speaker, screen, battery, network, etc.',
+    inputSchema: { type: 'object', properties: {} },
+    call: () => JSON.stringify({ audio_speaker: { volume: 70 }, screen: { brightness: 75, theme: 'light' }, network: { type: 'wifi', ssid: 'sim', signal: 'strong' } }),
+  },
+  {
+    name: 'self.audio_speaker.set_volume',
+    description: 'Set the volume of the audio speaker. If the current volume is unknown, you must call `self.get_device_status` tool first and then call this tool.',
+    inputSchema: { type: 'object', properties: { volume: { type: 'integer', minimum: 0, maximum: 100 } }, required: ['volume'] },
+    call: () => 'true',
+  },
+];
+
+export interface DeviceIdentity {
+  index: number;
+  /** MAC address, lowercase with colons. */
+  deviceId: string;
+  /** UUID v4. */
+  clientId: string;
+}
+
+export interface ConnectOptions {
+  wsUrl: string;
+  otaUrl: string;
+  /** POST OTA first (as the firmware does at boot) and use its websocket url/token/version. */
+  ota: boolean;
+  /** Token when OTA is skipped or hands out none. */
+  token?: string;
+  timeoutMs: number;
+  /** How long 503 refusals are retried (after their Retry-After) before the device gives up. */
+  retryForMs: number;
+  signal: AbortSignal;
+  /** Called once per device when the OTA answer pointed elsewhere and `wsUrl` was used instead. */
+  warn: (msg: string) => void;
+}
+
+export interface TurnOptions {
+  audio: UtteranceAudio;
+  /** Longest wait for `stt` after the end of speech (silence is sent meanwhile). */
+  sttTimeoutMs: number;
+  /** Longest wait from `stt` to `tts stop`. */
+  answerTimeoutMs: number;
+  /** Send `abort` once this many frames of the answer have arrived (then `listen start` follows). */
+  bargeInAfterFrames: number | null;
+  signal: AbortSignal;
+}
+
+export interface TurnRecord {
+  device: number;
+  deviceId: string;
+  turn: number;
+  /** `tts stop` arrived after at least one audio frame. */
+  done: boolean;
+  error?: string;
+  bargeIn: boolean;
+  /** abort sent → `tts stop` received, ms (barge-in turns). */
+  abortToStopMs?: number;
+  /** Last speech packet sent → `stt` received, ms. */
+  eosToSttMs?: number;
+  /** Last speech packet sent → first downlink audio frame, ms. */
+  eosToFirstFrameMs?: number;
+  /** First frame → `tts stop`, ms. */
+  answerMs?: number;
+  silencePackets: number;
+  sentences: number;
+  /** Frames outside tts start/stop (the firmware drops them). */
+  strayFrames: number;
+  playback: PlaybackStats;
+}
+
+interface LiveTurn {
+  sttAt?: number;
+  ttsStartAt?: number;
+  ttsStopAt?: number;
+  sentences: number;
+  frames: number[];
+  stray: number;
+}
+
+const sleepUntil = (t: number): Promise<void> => sleep(t - performance.now());
+
+/** The firmware's OTA body (Board::GetSystemInfoJson; values illustrative, key order real). */
+function otaBody(id: DeviceIdentity): Record<string, unknown> {
+  return {
+    version: 2,
+    language: 'en-US',
+    flash_size: 16777216,
+    minimum_free_heap_size: '123456',
+    mac_address: id.deviceId,
+    uuid: id.clientId,
+    chip_model_name: 'esp32s3',
+    chip_info: { model: 9, cores: 2, revision: 2, features: 18 },
+    application: { name: 'xiaozhi', version: '2.4.2', compile_time: 'Aug  8 2026T08:33:45Z', idf_version: 'v5.5.2', elf_sha256: '0'.repeat(64) },
+    partition_table: [{ label: 'nvs', type: 1, subtype: 2, address: 36864, size: 16384 }],
+    ota: { label: 'ota_0' },
+    display: { monochrome: false, width: 240, height: 240 },
+    board: { type: 'bread-compact-wifi', name: 'bread-compact-wifi', manufacturer: '', ssid: 'sim', rssi: -50, channel: 1, ip: '127.0.0.1', mac: id.deviceId },
+  };
+}
+
+/** The server refused the upgrade with 503 (capacity or load); retry after `retryAfterMs`. */
+class Refused extends Error {
+  readonly status: number;
+  readonly retryAfterMs: number;
+  constructor(status: number, retryAfterMs: number) {
+    super(`HTTP ${status}`);
+    this.status = status;
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
+export class FleetDevice {
+  readonly id: DeviceIdentity;
+  /** 503 refusals met while connecting (each was retried or ended the attempt). */
+  refusals = 0;
+  dev: DeviceSim | null = null;
+  #live: LiveTurn | null = null;
+  #waiters: Array<() => void> = [];
+  #closed = false;
+
+  constructor(id: DeviceIdentity) {
+    this.id = id;
+  }
+
+  get connected(): boolean {
+    return !!this.dev && !this.#closed && this.dev.ws.readyState === 1;
+  }
+
+  #wake(): void {
+    for (const w of this.#waiters.splice(0)) w();
+  }
+
+  /** Waits until `pred` holds; false on timeout, abort or a closed connection. */
+  async #until(pred: () => boolean, timeoutMs: number, signal: AbortSignal): Promise<boolean> {
+    const deadline = performance.now() + timeoutMs;
+    for (;;) {
+      if (pred()) return true;
+      const left = deadline - performance.now();
+      if (left <= 0 || signal.aborted || this.#closed) return false;
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(done, Math.min(left, 500));
+        const onAbort = (): void => done();
+        signal.addEventListener('abort', onAbort, { once: true });
+        this.#waiters.push(done);
+        function done(): void {
+          clearTimeout(t);
+          signal.removeEventListener('abort', onAbort);
+          resolve();
+        }
+      });
+    }
+  }
+
+  /** OTA (optional), WebSocket, hello; resolves once the server hello arrived. */
+  async connect(opts: ConnectOptions): Promise<void> {
+    let wsUrl = opts.wsUrl;
+    let token = opts.token;
+    let version: ProtocolVersion = 1;
+    if (opts.ota) {
+      const res = await fetch(opts.otaUrl, {
+        method: 'POST',
+        headers: {
+          'Activation-Version': '1',
+          'Device-Id': this.id.deviceId,
+          'Client-Id': this.id.clientId,
+          'User-Agent': 'bread-compact-wifi/2.4.2',
+          'Accept-Language': 'en-US',
+          'Content-Type': 'application/json',
+        },
+        body: JSON.stringify(otaBody(this.id)),
+        signal: AbortSignal.any([opts.signal, AbortSignal.timeout(opts.timeoutMs)]),
+      });
+      if (res.status !== 200) throw new Error(`OTA answered HTTP ${res.status}`);
+      const answer = (await res.json()) as { websocket?: { url?: unknown; token?: unknown; version?: unknown } };
+      const ws = answer.websocket;
+      if (!ws || typeof ws.url !== 'string') throw new Error('OTA answer has no websocket.url');
+      // Only the server we were pointed at is ever contacted, whatever the OTA answer says.
+      if (new URL(ws.url).host === new URL(opts.wsUrl).host) wsUrl = ws.url;
+      else opts.warn(`OTA handed out ${ws.url}; using ${opts.wsUrl} instead`);
+      if (typeof ws.token === 'string' && ws.token) token = ws.token;
+      if (ws.version === 2 || ws.version === 3) version = ws.version;
+    }
+    // The WebSocket; a 503 (capacity or load refusal) is retried after its Retry-After, as long
+    // as the device's overall connect budget allows.
+    const retryUntil = performance.now() + opts.retryForMs;
+    for (;;) {
+      try {
+        await this.#open(wsUrl, token, version, opts.timeoutMs, opts.signal);
+        return;
+      } catch (err) {
+        if (!(err instanceof Refused)) throw err;
+        this.refusals++;
+        const wait = err.retryAfterMs * (1 + Math.random() * 0.25);
+        if (opts.signal.aborted || performance.now() + wait > retryUntil) throw new Error(`refused with HTTP ${err.status} (${this.refusals} tries)`);
+        await sleep(wait);
+      }
+    }
+  }
+
+  /** One WebSocket attempt: upgrade, hello, server hello. */
+  async #open(wsUrl: string, token: string | undefined, version: ProtocolVersion, timeoutMs: number, signal: AbortSignal): Promise<void> {
+    const deadline = performance.now() + timeoutMs;
+    this.#closed = false;
+    const dev = new DeviceSim({
+      url: wsUrl,
+      deviceId: this.id.deviceId,
+      clientId: this.id.clientId,
+      // The firmware prefixes "Bearer " unless the stored token already has a space in it.
+      ...(token && !token.includes(' ') ? { token } : {}),
+      ...(token && token.includes(' ') ? { extraHeaders: { Authorization: token } } : {}),
+      protocolVersion: version,
+      mcpTools: FIRMWARE_TOOLS,
+      mcpPageSize: 8,
+    });
+    this.dev = dev;
+    let refused: Refused | null = null;
+    dev.ws.on('unexpected-response', (req, res) => {
+      const ra = Number(res.headers['retry-after']);
+      if (res.statusCode === 503) refused = new Refused(res.statusCode, Number.isFinite(ra) && ra > 0 ? ra * 1000 : 5000);
+      res.resume();
+      req.destroy();
+    });
+    dev.ws.on('message', (_data: unknown, isBinary: boolean) => {
+      if (this.dev === dev) this.#onMessage(isBinary);
+    });
+    dev.ws.on('close', () => {
+      if (this.dev !== dev) return;
+      this.#closed = true;
+      this.#wake();
+    });
+    dev.ws.on('error', () => {});
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        dev.opened,
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error('WebSocket connect timed out')), Math.max(1, deadline - performance.now()));
+        }),
+      ]);
+    } catch (err) {
+      dev.drop();
+      throw refused ?? err;
+    } finally {
+      clearTimeout(timer);
+    }
+    dev.sendJson({
+      type: 'hello',
+      version,
+      features: { mcp: true },
+      transport: 'websocket',
+      audio_params: { format: 'opus', sample_rate: 16000, channels: 1, frame_duration: FRAME_MS },
+    });
+    const ok = await this.#until(() => dev.sessionId !== '', Math.max(1, deadline - performance.now()), signal);
+    if (!ok) {
+      const closed = this.#closed;
+      dev.drop();
+      throw new Error(closed ? `connection closed before the server hello (code ${dev.closeCode})` : 'no server hello in time');
+    }
+  }
+
+  #onMessage(isBinary: boolean): void {
+    const dev = this.dev;
+    if (!dev) return;
+    const live = this.#live;
+    if (isBinary) {
+      const at = dev.audio.at(-1)?.at ?? performance.now();
+      if (live) {
+        if (live.ttsStartAt !== undefined && live.ttsStopAt === undefined) live.frames.push(at);
+        else live.stray++;
+      }
+      // The simulator keeps only timestamps: drop the payloads DeviceSim recorded.
+      dev.audio.length = 0;
+      dev.timeline.length = 0;
+    } else {
+      const last = dev.json.at(-1);
+      if (live && last) {
+        const m = last.msg;
+        if (m.type === 'stt') live.sttAt ??= last.at;
+        else if (m.type === 'tts' && m.state === 'start') live.ttsStartAt ??= last.at;
+        else if (m.type === 'tts' && m.state === 'sentence_start') live.sentences++;
+        else if (m.type === 'tts' && m.state === 'stop' && live.ttsStartAt !== undefined) live.ttsStopAt ??= last.at;
+      }
+      if (dev.json.length > 200) dev.json.splice(0, dev.json.length - 20);
+      if (dev.timeline.length > 200) dev.timeline.length = 0;
+    }
+    this.#wake();
+  }
+
+  /** One spoken turn in auto mode. Never throws: failures are recorded in the result. */
+  async turn(index: number, opts: TurnOptions): Promise<TurnRecord> {
+    const dev = this.dev;
+    const live: LiveTurn = { sentences: 0, frames: [], stray: 0 };
+    const rec: TurnRecord = {
+      device: this.id.index,
+      deviceId: this.id.deviceId,
+      turn: index,
+      done: false,
+      bargeIn: false,
+      silencePackets: 0,
+      sentences: 0,
+      strayFrames: 0,
+      playback: playbackStats([]),
+    };
+    const finish = (error?: string): TurnRecord => {
+      this.#live = null;
+      if (error) rec.error = error;
+      rec.sentences = live.sentences;
+      rec.strayFrames = live.stray;
+      rec.playback = playbackStats(live.frames, FRAME_MS);
+      rec.done = live.ttsStopAt !== undefined && live.frames.length > 0;
+      if (live.frames.length > 0 && live.ttsStopAt !== undefined) rec.answerMs = live.ttsStopAt - (live.frames[0] as number);
+      return rec;
+    };
+    if (!dev || !this.connected) return finish('not connected');
+    this.#live = live;
+    dev.listen('start', { mode: 'auto' });
+
+    // Speech on a drift-free 60 ms schedule: packet k is due at t0 + k·60 ms.
+    const { speech, tail, silenceLoop } = opts.audio;
+    const t0 = performance.now();
+    let k = 0;
+    for (const p of speech) {
+      await sleepUntil(t0 + k * FRAME_MS);
+      if (!this.connected) return finish('connection closed while speaking');
+      if (opts.signal.aborted) return finish('run stopped');
+      dev.sendOpus(p);
+      k++;
+    }
+    const eosAt = performance.now();
+    // Encoded silence until the server has heard the end of speech (its `stt`), or the timeout.
+    const heard = (): boolean => live.sttAt !== undefined || live.ttsStartAt !== undefined;
+    const sttDeadline = eosAt + opts.sttTimeoutMs;
+    while (!heard()) {
+      const due = t0 + k * FRAME_MS;
+      if (due > sttDeadline) break;
+      await sleepUntil(due);
+      if (heard()) break;
+      if (!this.connected) return finish('connection closed while waiting for stt');
+      if (opts.signal.aborted) return finish('run stopped');
+      const s = rec.silencePackets < tail.length ? tail[rec.silencePackets] : silenceLoop[(rec.silencePackets - tail.length) % silenceLoop.length];
+      dev.sendOpus(s as Buffer);
+      rec.silencePackets++;
+      k++;
+    }
+    if (!heard()) return finish(`no stt within ${opts.sttTimeoutMs} ms of the end of speech`);
+    if (live.sttAt !== undefined) rec.eosToSttMs = live.sttAt - eosAt;
+
+    const stopped = (): boolean => live.ttsStopAt !== undefined;
+    if (opts.bargeInAfterFrames !== null) {
+      const mid = await this.#until(() => stopped() || live.frames.length >= (opts.bargeInAfterFrames as number), opts.answerTimeoutMs, opts.signal);
+      if (mid && !stopped()) {
+        rec.bargeIn = true;
+        const abortAt = performance.now();
+        dev.abort();
+        if (await this.#until(stopped, opts.answerTimeoutMs, opts.signal)) rec.abortToStopMs = (live.ttsStopAt as number) - abortAt;
+      }
+    }
+    const ok = await this.#until(stopped, opts.answerTimeoutMs, opts.signal);
+    if (live.frames.length > 0) rec.eosToFirstFrameMs = (live.frames[0] as number) - eosAt;
+    if (!ok) return finish(this.#closed ? 'connection closed during the answer' : opts.signal.aborted ? 'run stopped' : `no tts stop within ${opts.answerTimeoutMs} ms`);
+    if (live.frames.length === 0) return finish('tts stop without audio');
+    return finish();
+  }
+
+  close(): void {
+    this.#live = null;
+    this.dev?.close();
+    this.#wake();
+  }
+}
+
+/** A locally administered MAC for device `index` of step `step` in run `run` (0..255). */
+export function simMac(run: number, step: number, index: number): string {
+  const h = (n: number): string => (n & 255).toString(16).padStart(2, '0');
+  return ['02', h(run), h(step), h(index >> 16), h(index >> 8), h(index)].join(':');
+}

@@ -1,0 +1,241 @@
+/**
+ * Options of the fleet simulator and their command-line form (`npm run simulate -- --help`).
+ */
+import { parse as parseYaml } from 'yaml';
+
+export interface SimulationOptions {
+  /** Steps: each runs this many devices at once (fresh connections). Empty: no turn steps. */
+  devices: number[];
+  /** Spoken turns per device per step. */
+  turns: number;
+  /** ws:// URL of a running server; unset: the simulator starts its own (child process + fakes). */
+  url?: string;
+  /** OTA URL for `url` (default: http(s)://<same host>/xiaozhi/ota/). */
+  otaUrl?: string;
+  /** POST OTA before connecting (as the firmware does at boot). */
+  ota: boolean;
+  /** Token when OTA is skipped or hands out none. */
+  token?: string;
+  /** Every other turn (alternating across devices) sends `abort` mid-answer. */
+  bargeIn: boolean;
+  /** Frames of the answer to wait for before the barge-in abort. */
+  bargeInAfterFrames: number;
+  /** Idle devices for the memory measurement; 0: none. */
+  idle: number;
+  /** Write the raw results here. */
+  jsonFile?: string;
+  /** What each device says (synthesized with flite). */
+  utterance: string;
+  /** What the fake ASR answers (self-started server only). */
+  transcript: string;
+  /** What the fake LLM streams (self-started server only). */
+  answer: string;
+  /** First utterances of a step start within this many ms of each other (random). */
+  staggerMs: number;
+  /** Quiet time after a step once the server has no sessions left. */
+  settleMs: number;
+  /** Devices connected at once. */
+  batch: number;
+  /** Pause between connect batches. */
+  batchPauseMs: number;
+  /** One unreported turn first (loads espeak-ng, the codecs, JIT). */
+  warmup: boolean;
+  sttTimeoutMs: number;
+  answerTimeoutMs: number;
+  connectTimeoutMs: number;
+  /** How long a device retries upgrades refused with 503 (after each Retry-After). */
+  connectRetryMs: number;
+  /** The whole run stops after this long. */
+  maxRunMs: number;
+  /** Config overrides for the self-started server (nested object). */
+  serverConfig: Record<string, unknown>;
+  /** Extra environment for the self-started server. */
+  serverEnv: Record<string, string>;
+  /** Extra node arguments for the self-started server (e.g. --cpu-prof). */
+  serverArgs: string[];
+  /** vad.minSilenceMs of a server given by `url`, for the report (the simulator cannot read it). */
+  vadSilenceMs?: number;
+  /** Stops the run early (SIGINT). */
+  signal?: AbortSignal;
+  /** Where report lines go. */
+  print: (line: string) => void;
+}
+
+export function defaultOptions(): SimulationOptions {
+  return {
+    devices: [],
+    turns: 2,
+    ota: true,
+    bargeIn: false,
+    bargeInAfterFrames: 8,
+    idle: 0,
+    utterance: 'what is the weather like today',
+    transcript: 'what is the weather like today',
+    answer: 'It is sunny today. The high is twenty two degrees. Enjoy your day!',
+    staggerMs: 100,
+    settleMs: 1500,
+    batch: 100,
+    batchPauseMs: 1000,
+    warmup: true,
+    sttTimeoutMs: 15_000,
+    answerTimeoutMs: 60_000,
+    connectTimeoutMs: 20_000,
+    connectRetryMs: 60_000,
+    maxRunMs: 30 * 60_000,
+    serverConfig: {},
+    serverEnv: {},
+    serverArgs: [],
+    print: (line) => console.log(line),
+  };
+}
+
+export const USAGE = `Fleet simulator: many xiaozhi devices talking to the server at once.
+
+  npm run simulate -- --devices 1,10,25 --turns 2
+  npm run simulate -- --idle 1000
+  npm run simulate -- --devices 10 --url ws://127.0.0.1:8000/xiaozhi/v1/
+
+Options
+  --devices N[,N...]   steps: N devices at once each (fresh connections); default 1 unless --idle
+  --turns K            spoken turns per device per step (default 2)
+  --barge-in           every other turn sends abort mid-answer, then listen start
+  --idle N             N devices connect (OTA + hello) and stay silent: server RSS per device
+  --url WS_URL         use a running server instead of starting one (probes via its /metrics)
+  --ota-url URL        OTA endpoint for --url (default http://<same host>/xiaozhi/ota/)
+  --no-ota             skip the OTA POST (connect to the WebSocket URL directly)
+  --token T            bearer token when OTA hands out none
+  --vad-silence-ms N   vad.minSilenceMs of the --url server, for the report
+  --json FILE          write the raw results (every turn) as JSON
+  --utterance TEXT     what each device says (flite speech); default "what is the weather like today"
+  --answer TEXT        what the fake LLM streams (self-started server)
+  --set KEY=VALUE      config override for the self-started server, e.g. --set vad.provider=webrtc
+  --server-env K=V     extra environment for the self-started server
+  --server-arg ARG     extra node argument for the self-started server, e.g. --server-arg=--cpu-prof
+  --stagger-ms N       first utterances start within N ms of each other (default 100)
+  --settle-ms N        quiet time between steps (default 1500)
+  --batch N            devices connected at once (default 100)
+  --batch-pause-ms N   pause between connect batches (default 1000)
+  --no-warmup          skip the unreported warm-up turn
+  --max-minutes N      stop the whole run after N minutes (default 30)
+`;
+
+function setPath(obj: Record<string, unknown>, path: string[], value: unknown): void {
+  let cur = obj;
+  for (const key of path.slice(0, -1)) {
+    const next = cur[key];
+    if (typeof next !== 'object' || next === null || Array.isArray(next)) cur[key] = {};
+    cur = cur[key] as Record<string, unknown>;
+  }
+  cur[path[path.length - 1] as string] = value;
+}
+
+function positiveInt(flag: string, v: string | undefined, min = 1): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < min) throw new Error(`${flag} needs an integer >= ${min}, got ${JSON.stringify(v)}`);
+  return n;
+}
+
+/** Parses the command line; throws with a readable message on anything unknown. */
+export function parseArgs(argv: readonly string[]): SimulationOptions | 'help' {
+  const o = defaultOptions();
+  let devicesGiven = false;
+  const args: string[] = [];
+  for (const a of argv) {
+    // --flag=value is the same as --flag value.
+    const eq = a.startsWith('--') ? a.indexOf('=') : -1;
+    if (eq > 0) args.push(a.slice(0, eq), a.slice(eq + 1));
+    else args.push(a);
+  }
+  for (let i = 0; i < args.length; i++) {
+    const flag = args[i] as string;
+    const value = (): string => {
+      const v = args[++i];
+      if (v === undefined) throw new Error(`${flag} needs a value`);
+      return v;
+    };
+    switch (flag) {
+      case '--help':
+      case '-h':
+        return 'help';
+      case '--devices':
+        o.devices = value()
+          .split(',')
+          .map((s) => positiveInt('--devices', s.trim()));
+        devicesGiven = true;
+        break;
+      case '--turns':
+        o.turns = positiveInt(flag, value());
+        break;
+      case '--barge-in':
+        o.bargeIn = true;
+        break;
+      case '--idle':
+        o.idle = positiveInt(flag, value());
+        break;
+      case '--url':
+        o.url = value();
+        if (!/^wss?:\/\//.test(o.url)) throw new Error('--url must be a ws:// or wss:// URL');
+        break;
+      case '--ota-url':
+        o.otaUrl = value();
+        break;
+      case '--no-ota':
+        o.ota = false;
+        break;
+      case '--token':
+        o.token = value();
+        break;
+      case '--vad-silence-ms':
+        o.vadSilenceMs = positiveInt(flag, value());
+        break;
+      case '--json':
+        o.jsonFile = value();
+        break;
+      case '--utterance':
+        o.utterance = value();
+        break;
+      case '--answer':
+        o.answer = value();
+        break;
+      case '--set': {
+        const kv = value();
+        const at = kv.indexOf('=');
+        if (at <= 0) throw new Error('--set needs KEY=VALUE, e.g. --set vad.provider=webrtc');
+        setPath(o.serverConfig, kv.slice(0, at).split('.'), parseYaml(kv.slice(at + 1)) as unknown);
+        break;
+      }
+      case '--server-env': {
+        const kv = value();
+        const at = kv.indexOf('=');
+        if (at <= 0) throw new Error('--server-env needs K=V');
+        o.serverEnv[kv.slice(0, at)] = kv.slice(at + 1);
+        break;
+      }
+      case '--server-arg':
+        o.serverArgs.push(value());
+        break;
+      case '--stagger-ms':
+        o.staggerMs = positiveInt(flag, value(), 0);
+        break;
+      case '--settle-ms':
+        o.settleMs = positiveInt(flag, value(), 0);
+        break;
+      case '--batch':
+        o.batch = positiveInt(flag, value());
+        break;
+      case '--batch-pause-ms':
+        o.batchPauseMs = positiveInt(flag, value(), 0);
+        break;
+      case '--no-warmup':
+        o.warmup = false;
+        break;
+      case '--max-minutes':
+        o.maxRunMs = positiveInt(flag, value()) * 60_000;
+        break;
+      default:
+        throw new Error(`unknown argument ${flag} (see --help)`);
+    }
+  }
+  if (!devicesGiven && o.idle === 0) o.devices = [1];
+  return o;
+}

@@ -1,0 +1,162 @@
+/**
+ * Result shapes of the fleet simulator and their printed forms: one aligned row per step while the
+ * run goes on, and a Markdown table of all steps at the end.
+ */
+import type { TurnRecord } from './device.ts';
+import type { P50P95 } from './stats.ts';
+
+export interface StepResult {
+  devices: number;
+  connected: number;
+  /** WebSocket upgrades refused with 503 (capacity or load) while connecting; each was retried. */
+  connectRefusals: number;
+  turnsExpected: number;
+  turnsDone: number;
+  bargeIns: number;
+  /** Device view: last speech packet sent → first downlink frame, done turns (barge-in turns included). */
+  eosToFirstFrameMs: P50P95;
+  /** Device view: last speech packet sent → `stt`. */
+  eosToSttMs: P50P95;
+  /** abort sent → `tts stop` (barge-in turns). */
+  abortToStopMs: P50P95;
+  /** Server log (`turn timings`), null when the server is not ours: VAD decision → first frame sent. */
+  serverFirstAudioMs: P50P95 | null;
+  serverAsrMs: P50P95 | null;
+  serverLlmFirstTokenMs: P50P95 | null;
+  /** Server-side outcome counts (answered, aborted, ...) from its log. */
+  serverOutcomes: Record<string, number> | null;
+  /** Frames the server's pacer sent after their play-out time (its log). */
+  serverLateFrames: number | null;
+  frames: number;
+  intervals: number;
+  lateIntervals: number;
+  latePct: number;
+  gaps: number;
+  gapPct: number;
+  underrunMs: number;
+  /** Δ CPU seconds / Δ wall seconds of the server process over the step's turns. */
+  serverCpuCores: number | null;
+  /** The same for its exited children (espeak-ng, ...), when known. */
+  serverChildCpuCores: number | null;
+  serverPeakRssMb: number | null;
+  serverHwmMb: number | null;
+  /** prom-client event-loop lag over the step, ms beyond its 10 ms sampling tick. */
+  serverLoopP99Ms: number | null;
+  serverLoopMaxMs: number | null;
+  /** The simulator's own event-loop delay over the step, ms beyond the 10 ms sampling tick. */
+  simLoopP99Ms: number;
+  simLoopMaxMs: number;
+  /** CPU the simulator itself used over the step, in cores. */
+  simCpuCores: number;
+  /** The machine's 1-minute load average at the end of the step, and its CPU count. */
+  loadAvg1: number;
+  cpus: number;
+  wallMs: number;
+  errors: Record<string, number>;
+  turns: TurnRecord[];
+}
+
+export interface IdleResult {
+  devices: number;
+  connected: number;
+  connectRefusals: number;
+  connectMs: number;
+  sessionsActive: number | null;
+  rssBeforeMb: number | null;
+  rssIdleMb: number | null;
+  rssPerDeviceKb: number | null;
+  rssAfterDisconnectMb: number | null;
+  errors: Record<string, number>;
+}
+
+export interface SimulationResult {
+  startedServer: boolean;
+  serverPid: number | null;
+  wsUrl: string;
+  vadSilenceMs: number | null;
+  turnsPerDevice: number;
+  bargeIn: boolean;
+  steps: StepResult[];
+  idle: IdleResult | null;
+  warnings: string[];
+  serverErrors: string[];
+  wallMs: number;
+}
+
+const int = (v: number | null | undefined): string => (v === null || v === undefined || !Number.isFinite(v) ? 'n/a' : String(Math.round(v)));
+const pair = (p: P50P95 | null): string => (p === null || p.n === 0 ? 'n/a' : `${int(p.p50)} / ${int(p.p95)}`);
+const pct = (v: number): string => (Number.isFinite(v) ? v.toFixed(1) : 'n/a');
+
+export const COLUMNS = [
+  'devices',
+  'turns done',
+  'EoS→1st frame p50/p95 (device)',
+  'server-added p50/p95',
+  'ASR p50/p95',
+  'LLM 1st token p50/p95',
+  'late %',
+  'gap %',
+  'underrun ms',
+  'server CPU cores',
+  'server peak RSS MB',
+  'server loop p99/max',
+  'sim loop p99/max',
+] as const;
+
+export function stepCells(s: StepResult): string[] {
+  const cpu = s.serverCpuCores === null ? 'n/a' : `${s.serverCpuCores.toFixed(2)}${s.serverChildCpuCores !== null ? ` (+${s.serverChildCpuCores.toFixed(2)})` : ''}`;
+  const loop = (a: number | null, b: number | null): string => (a === null || b === null ? 'n/a' : `${a.toFixed(1)} / ${b.toFixed(1)}`);
+  return [
+    String(s.devices),
+    `${s.turnsDone}/${s.turnsExpected}`,
+    pair(s.eosToFirstFrameMs),
+    pair(s.serverFirstAudioMs),
+    pair(s.serverAsrMs),
+    pair(s.serverLlmFirstTokenMs),
+    pct(s.latePct),
+    pct(s.gapPct),
+    int(s.underrunMs),
+    cpu,
+    int(s.serverPeakRssMb),
+    loop(s.serverLoopP99Ms, s.serverLoopMaxMs),
+    loop(s.simLoopP99Ms, s.simLoopMaxMs),
+  ];
+}
+
+const WIDTHS = COLUMNS.map((c) => Math.max(c.length, 9));
+
+export function alignedHeader(): string {
+  return COLUMNS.map((c, i) => c.padStart(WIDTHS[i] as number)).join('  ');
+}
+
+export function alignedRow(s: StepResult): string {
+  return stepCells(s)
+    .map((c, i) => c.padStart(WIDTHS[i] as number))
+    .join('  ');
+}
+
+export function markdownTable(steps: readonly StepResult[]): string {
+  const lines = [`| ${COLUMNS.join(' | ')} |`, `|${COLUMNS.map(() => '---:').join('|')}|`];
+  for (const s of steps) lines.push(`| ${stepCells(s).join(' | ')} |`);
+  return lines.join('\n');
+}
+
+export function legend(vadSilenceMs: number | null, startedServer: boolean): string[] {
+  return [
+    `EoS→1st frame (device): last speech packet sent → first downlink audio frame; it includes the server's VAD silence window (vad.minSilenceMs = ${vadSilenceMs ?? 'unknown'} ms).`,
+    startedServer
+      ? 'server-added: the server log\'s firstAudioMs (VAD end-of-speech decision → first frame sent); ASR and LLM first token from the same log lines (fake ASR/LLM on loopback).'
+      : 'server-added, ASR, LLM: n/a (the server log is only read when the simulator starts the server).',
+    'late %: frame inter-arrival intervals over 65 ms; gap %: frames arriving after the device had played everything before them (playback modelled back to back, 60 ms a frame); underrun ms: total dry time.',
+    'server CPU: Δcpu/Δwall over the step\'s turns, in cores (in parentheses: reaped child processes such as espeak-ng); loop p99/max: event-loop delay in ms beyond the 10 ms sampling tick (server: /metrics nodejs_eventloop_lag_*; sim: this process).',
+  ];
+}
+
+export function idleLines(r: IdleResult): string[] {
+  const mb = (v: number | null): string => (v === null ? 'n/a' : `${v.toFixed(1)} MB`);
+  return [
+    `idle: ${r.connected}/${r.devices} devices connected (OTA + hello) in ${int(r.connectMs)} ms` +
+      `${r.connectRefusals ? ` (${r.connectRefusals} upgrades refused with 503 and retried after Retry-After)` : ''}; server sessions active: ${r.sessionsActive ?? 'n/a'}`,
+    `idle: server RSS with 0 devices ${mb(r.rssBeforeMb)}, with ${r.connected} idle devices ${mb(r.rssIdleMb)} → ${r.rssPerDeviceKb === null ? 'n/a' : `${r.rssPerDeviceKb.toFixed(1)} KB`} per device; after disconnecting ${mb(r.rssAfterDisconnectMb)}`,
+  ];
+}

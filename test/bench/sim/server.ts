@@ -1,0 +1,415 @@
+/**
+ * The server the fleet simulator talks to: either started here (fake LLM and fake ASR on loopback in
+ * their own process, the real server as a child process with a temporary config, its JSON log
+ * parsed line by line),
+ * or an already running one given by URL. Both expose the same probes: CPU, RSS, event-loop lag
+ * and live sessions, from /proc for a child and from /metrics when available.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { stringify } from 'yaml';
+import { freePort, spawnServer, type SpawnedServer } from '../../integration/ops/helpers/spawned-server.ts';
+import { parsePrometheus, sleep } from './stats.ts';
+
+/** One `turn timings` line of the server log. */
+export interface ServerTurnTiming {
+  deviceId: string;
+  sessionId: string;
+  source: string;
+  outcome: string;
+  asrMs?: number;
+  llmFirstTokenMs?: number;
+  firstAudioMs?: number;
+  totalMs: number;
+  lateFrames: number;
+}
+
+export interface CpuSample {
+  /** performance.now() of the sample. */
+  at: number;
+  /** CPU seconds of the server process itself. */
+  cpuS: number;
+  /** CPU seconds of its exited, reaped children (espeak-ng, ffmpeg, ...); null when unknown. */
+  childCpuS: number | null;
+}
+
+export interface MetricsSnapshot {
+  cpuS?: number;
+  rssBytes?: number;
+  sessionsActive?: number;
+  /** prom-client's event-loop lag over the time since the previous scrape (it resets on each scrape), seconds. */
+  lagP99S?: number;
+  lagMaxS?: number;
+}
+
+export interface SimServer {
+  /** True when this module started the server (and must stop it). */
+  readonly started: boolean;
+  readonly pid: number | null;
+  readonly httpUrl: string;
+  readonly wsUrl: string;
+  readonly otaUrl: string;
+  /** vad.minSilenceMs of the server, when known. */
+  readonly vadSilenceMs: number | null;
+  /** `turn timings` lines seen so far (only when started here). */
+  readonly timings: ServerTurnTiming[];
+  /** Error-level log lines (msg only), most recent last, bounded. */
+  readonly errors: string[];
+  /** Set when the child exited on its own. */
+  exitedEarly(): string | null;
+  cpu(): Promise<CpuSample | null>;
+  /** Current RSS in bytes, and the high-water mark when known. */
+  rss(): Promise<{ rss: number; hwm: number | null } | null>;
+  metrics(): Promise<MetricsSnapshot | null>;
+  /**
+   * The server's event-loop lag since `resetLag()`: prom-client resets its histogram on every
+   * scrape, so each scrape covers the time since the one before; this keeps the worst p99 and max
+   * of all scrapes since then (seconds), or null when /metrics had none.
+   */
+  lagSinceReset(): { p99S: number; maxS: number } | null;
+  resetLag(): void;
+  stop(): Promise<void>;
+}
+
+/** Pids of children started here and not yet reaped: killed synchronously if the process exits. */
+const liveChildren = new Set<number>();
+let exitHookInstalled = false;
+function guardChild(pid: number): void {
+  liveChildren.add(pid);
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on('exit', () => {
+    for (const p of liveChildren) {
+      try {
+        process.kill(p, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    }
+  });
+}
+
+let clkTck: number | null = null;
+function clockTicks(): number {
+  if (clkTck === null) {
+    try {
+      clkTck = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    } catch {
+      clkTck = 100;
+    }
+  }
+  return clkTck;
+}
+
+/** utime+stime and cutime+cstime of a process, in seconds, from /proc/<pid>/stat. */
+export function procCpu(pid: number): { self: number; children: number } | null {
+  try {
+    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const rest = s.slice(s.lastIndexOf(')') + 2).split(' ');
+    const n = (i: number): number => Number(rest[i] ?? 0);
+    // rest[0] is field 3 (state); utime is field 14, stime 15, cutime 16, cstime 17.
+    const tck = clockTicks();
+    return { self: (n(11) + n(12)) / tck, children: (n(13) + n(14)) / tck };
+  } catch {
+    return null;
+  }
+}
+
+/** VmRSS and VmHWM of a process in bytes, from /proc/<pid>/status. */
+export function procRss(pid: number): { rss: number; hwm: number } | null {
+  try {
+    const s = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (key: string): number => Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(s)?.[1] ?? NaN) * 1024;
+    return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
+  } catch {
+    return null;
+  }
+}
+
+function otaUrlFor(wsUrl: string): string {
+  const u = new URL(wsUrl);
+  u.protocol = u.protocol === 'wss:' ? 'https:' : 'http:';
+  u.pathname = '/xiaozhi/ota/';
+  u.search = '';
+  return u.toString();
+}
+
+/** /metrics of one server, remembering the worst event-loop lag seen since the last reset. */
+function scraper(httpUrl: string): Pick<SimServer, 'metrics' | 'lagSinceReset' | 'resetLag'> {
+  let lag: { p99S: number; maxS: number } | null = null;
+  return {
+    metrics: async () => {
+      const m = await scrape(httpUrl);
+      if (m?.lagP99S !== undefined && m.lagMaxS !== undefined) {
+        lag = { p99S: Math.max(lag?.p99S ?? 0, m.lagP99S), maxS: Math.max(lag?.maxS ?? 0, m.lagMaxS) };
+      }
+      return m;
+    },
+    lagSinceReset: () => lag,
+    resetLag: () => {
+      lag = null;
+    },
+  };
+}
+
+async function scrape(httpUrl: string): Promise<MetricsSnapshot | null> {
+  try {
+    const res = await fetch(`${httpUrl}/metrics`, { signal: AbortSignal.timeout(3000) });
+    if (!res.ok) return null;
+    const m = parsePrometheus(await res.text());
+    const get = (k: string): number | undefined => m.get(k);
+    const snap: MetricsSnapshot = {};
+    const set = <K extends keyof MetricsSnapshot>(key: K, v: number | undefined): void => {
+      if (v !== undefined) snap[key] = v;
+    };
+    set('cpuS', get('process_cpu_seconds_total'));
+    set('rssBytes', get('process_resident_memory_bytes'));
+    set('sessionsActive', get('xiaozhi_sessions_active'));
+    set('lagP99S', get('nodejs_eventloop_lag_p99_seconds'));
+    set('lagMaxS', get('nodejs_eventloop_lag_max_seconds'));
+    return snap;
+  } catch {
+    return null;
+  }
+}
+
+/** A server someone else runs: probes through /metrics only. */
+export function remoteServer(wsUrl: string, otaUrl?: string, vadSilenceMs?: number): SimServer {
+  const u = new URL(wsUrl);
+  const httpUrl = `${u.protocol === 'wss:' ? 'https:' : 'http:'}//${u.host}`;
+  const probe = scraper(httpUrl);
+  return {
+    started: false,
+    pid: null,
+    httpUrl,
+    wsUrl,
+    otaUrl: otaUrl ?? otaUrlFor(wsUrl),
+    vadSilenceMs: vadSilenceMs ?? null,
+    timings: [],
+    errors: [],
+    exitedEarly: () => null,
+    cpu: async () => {
+      const m = await probe.metrics();
+      return m?.cpuS === undefined ? null : { at: performance.now(), cpuS: m.cpuS, childCpuS: null };
+    },
+    rss: async () => {
+      const m = await probe.metrics();
+      return m?.rssBytes === undefined ? null : { rss: m.rssBytes, hwm: null };
+    },
+    ...probe,
+    stop: async () => {},
+  };
+}
+
+export interface LocalServerOptions {
+  /** What the fake ASR returns for every utterance. */
+  transcript: string;
+  /** What the fake LLM streams for every request. */
+  answer: string;
+  /** Extra config, deep-merged over the simulator's (dotted keys from `--set`). */
+  configOverrides: Record<string, unknown>;
+  /** Extra environment for the child. */
+  env: Record<string, string>;
+  /** Extra node arguments for the child (before the script). */
+  nodeArgs: string[];
+  readyTimeoutMs: number;
+  log: (line: string) => void;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function deepMerge(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [k, v] of Object.entries(over)) {
+    const b = out[k];
+    out[k] = isObject(b) && isObject(v) ? deepMerge(b, v) : v;
+  }
+  return out;
+}
+
+/** Environment variables the server reads as overrides: never inherited, so nothing points away from loopback. */
+const SERVER_ENV_OVERRIDES = ['HOST', 'PORT', 'PUBLIC_WS_URL', 'OPENAI_BASE_URL', 'OPENAI_API_KEY', 'LLM_MODEL', 'LOG_LEVEL', 'XIAOZHI_CONFIG'];
+
+interface Fakes {
+  proc: ChildProcess;
+  llm: string;
+  asr: string;
+  exited: Promise<void>;
+}
+
+/** Starts sim/fakes-main.ts (fake LLM + fake ASR) in its own process; it exits when our pipe to it closes. */
+async function startFakes(transcript: string, answer: string, timeoutMs: number): Promise<Fakes> {
+  const script = fileURLToPath(new URL('./fakes-main.ts', import.meta.url));
+  const proc = spawn(process.execPath, ['--import', 'tsx', script, JSON.stringify({ transcript, answer })], { stdio: ['pipe', 'pipe', 'pipe'] });
+  if (proc.pid) guardChild(proc.pid);
+  const exited = new Promise<void>((resolve) => {
+    proc.once('exit', () => {
+      if (proc.pid) liveChildren.delete(proc.pid);
+      resolve();
+    });
+    proc.once('error', () => resolve());
+  });
+  let err = '';
+  proc.stderr?.on('data', (b: Buffer) => {
+    err = (err + b.toString('utf8')).slice(-4000);
+  });
+  try {
+    const urls = await new Promise<{ llm: string; asr: string }>((resolve, reject) => {
+      let out = '';
+      const timer = setTimeout(() => reject(new Error(`fakes did not start in ${timeoutMs} ms: ${err}`)), timeoutMs);
+      proc.stdout?.on('data', (b: Buffer) => {
+        out += b.toString('utf8');
+        const nl = out.indexOf('\n');
+        if (nl < 0) return;
+        clearTimeout(timer);
+        try {
+          resolve(JSON.parse(out.slice(0, nl)) as { llm: string; asr: string });
+        } catch (e) {
+          reject(e instanceof Error ? e : new Error(String(e)));
+        }
+      });
+      void exited.then(() => {
+        clearTimeout(timer);
+        reject(new Error(`fakes exited: ${err}`));
+      });
+    });
+    for (const u of [urls.llm, urls.asr]) {
+      if (new URL(u).hostname !== '127.0.0.1') throw new Error(`fake not on loopback: ${u}`);
+    }
+    return { proc, ...urls, exited };
+  } catch (e) {
+    proc.kill('SIGKILL');
+    throw e;
+  }
+}
+
+async function stopFakes(f: Fakes): Promise<void> {
+  f.proc.stdin?.end();
+  f.proc.kill('SIGTERM');
+  await Promise.race([f.exited, sleep(3000)]);
+  if (f.proc.exitCode === null && f.proc.signalCode === null) f.proc.kill('SIGKILL');
+}
+
+/** Starts the fakes and the real server as child processes; everything on 127.0.0.1. */
+export async function startLocalServer(opts: LocalServerOptions): Promise<SimServer> {
+  let fakes: Fakes | undefined;
+  let child: SpawnedServer | undefined;
+  const dir = mkdtempSync(join(tmpdir(), 'xz-sim-'));
+  const cleanup = async (): Promise<void> => {
+    if (child) {
+      const c = child;
+      child = undefined;
+      if (c.proc.exitCode === null && c.proc.signalCode === null) {
+        c.proc.kill('SIGTERM');
+        await Promise.race([c.exited, sleep(4000)]);
+      }
+      await c.kill();
+      if (c.proc.pid) liveChildren.delete(c.proc.pid);
+    }
+    if (fakes) await stopFakes(fakes);
+    fakes = undefined;
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    fakes = await startFakes(opts.transcript, opts.answer, opts.readyTimeoutMs);
+    const port = await freePort();
+    const base: Record<string, unknown> = {
+      server: { host: '127.0.0.1', port, drainTimeoutMs: 1000 },
+      asr: { provider: 'openai', baseURL: fakes.asr, apiKey: 'sk-sim', model: 'whisper-1', language: 'en' },
+      tts: { provider: 'espeak', voice: 'en-us' },
+      llm: { baseURL: fakes.llm, apiKey: 'sk-sim', model: 'sim', maxRetries: 0 },
+      logging: { level: 'info' },
+    };
+    const config = deepMerge(base, opts.configOverrides);
+    const file = join(dir, 'config.yaml');
+    writeFileSync(file, stringify(config));
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    for (const k of SERVER_ENV_OVERRIDES) delete env[k];
+    Object.assign(env, opts.env);
+
+    const timings: ServerTurnTiming[] = [];
+    const errors: string[] = [];
+    let vadSilenceMs: number | null = null;
+    child = await spawnServer({
+      command: process.execPath,
+      args: [...opts.nodeArgs, '--import', 'tsx', 'server/main.ts', '--config', file],
+      env,
+      port,
+      readyTimeoutMs: opts.readyTimeoutMs,
+    });
+    const spawned = child;
+    const pid = spawned.proc.pid ?? null;
+    if (pid) guardChild(pid);
+    let exitNote: string | null = null;
+    void spawned.exited.then((e) => {
+      if (pid) liveChildren.delete(pid);
+      exitNote = `server exited (code ${e.code}, signal ${e.signal}); output tail:\n${spawned.output().slice(-2000)}`;
+    });
+    // Line-by-line parse of the pino JSON log: only what the report needs is kept.
+    let partial = '';
+    spawned.proc.stdout?.on('data', (b: Buffer) => {
+      const text = partial + b.toString('utf8');
+      const lines = text.split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) {
+        if (!line.startsWith('{')) continue;
+        let j: Record<string, unknown>;
+        try {
+          j = JSON.parse(line) as Record<string, unknown>;
+        } catch {
+          continue;
+        }
+        if (j.msg === 'turn timings') {
+          const num = (k: string): number | undefined => (typeof j[k] === 'number' ? (j[k] as number) : undefined);
+          const t: ServerTurnTiming = {
+            deviceId: String(j.deviceId ?? ''),
+            sessionId: String(j.sessionId ?? ''),
+            source: String(j.source ?? ''),
+            outcome: String(j.outcome ?? ''),
+            totalMs: num('totalMs') ?? NaN,
+            lateFrames: num('lateFrames') ?? 0,
+          };
+          for (const k of ['asrMs', 'llmFirstTokenMs', 'firstAudioMs'] as const) {
+            const v = num(k);
+            if (v !== undefined) t[k] = v;
+          }
+          timings.push(t);
+        } else if (typeof j.level === 'number' && j.level >= 50) {
+          errors.push(String(j.msg ?? line.slice(0, 200)));
+          if (errors.length > 50) errors.shift();
+        }
+      }
+    });
+    // The effective VAD window: the config the simulator wrote (the schema's default unless overridden).
+    const vad = config.vad;
+    vadSilenceMs = isObject(vad) && typeof vad.minSilenceMs === 'number' ? vad.minSilenceMs : 700;
+    const httpUrl = spawned.httpUrl;
+    const probe = scraper(httpUrl);
+    return {
+      started: true,
+      pid,
+      httpUrl,
+      wsUrl: spawned.wsUrl,
+      otaUrl: `${httpUrl}/xiaozhi/ota/`,
+      vadSilenceMs,
+      timings,
+      errors,
+      exitedEarly: () => exitNote,
+      cpu: async () => {
+        const c = pid ? procCpu(pid) : null;
+        return c ? { at: performance.now(), cpuS: c.self, childCpuS: c.children } : null;
+      },
+      rss: async () => (pid ? procRss(pid) : null),
+      ...probe,
+      stop: cleanup,
+    };
+  } catch (err) {
+    await cleanup();
+    throw err;
+  }
+}

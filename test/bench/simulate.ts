@@ -1,0 +1,456 @@
+/**
+ * `npm run simulate -- --devices 1,10,25 --turns 2 [--url ws://…] [--barge-in] [--idle N]`
+ *
+ * A fleet simulator: many devices speaking the real xiaozhi protocol to the server at once (OTA,
+ * WebSocket, hello, spoken turns as real-time Opus), measuring what a device would notice (end of
+ * speech → first audio frame, late and missing frames) and what the server spends (CPU, RSS,
+ * event-loop lag, per-stage latency from its log). Without `--url` it starts the fake LLM, the fake
+ * ASR and the real server as a child process on loopback, and always stops them again.
+ * See docs/simulate.md.
+ */
+import { randomInt, randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism, loadavg } from 'node:os';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { FleetDevice, prepareUtterance, simMac, type TurnRecord, type UtteranceAudio } from './sim/device.ts';
+import { defaultOptions, parseArgs, USAGE, type SimulationOptions } from './sim/options.ts';
+import { alignedHeader, alignedRow, idleLines, legend, markdownTable, type IdleResult, type SimulationResult, type StepResult } from './sim/report.ts';
+import { remoteServer, startLocalServer, type SimServer } from './sim/server.ts';
+import { p50p95, sleep, sumPlayback } from './sim/stats.ts';
+
+export type { SimulationOptions } from './sim/options.ts';
+export type { SimulationResult, StepResult, IdleResult } from './sim/report.ts';
+
+/** The sampling tick of both event-loop monitors (ours, and prom-client's default). */
+const LOOP_TICK_MS = 10;
+const MB = 1024 * 1024;
+
+/** The soft limit on open files of this process, when readable. */
+function openFileLimit(): number | null {
+  try {
+    const m = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+    return m ? Number(m[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
+function countErrors(recs: ReadonlyArray<{ error?: string }>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const r of recs) if (r.error) out[r.error] = (out[r.error] ?? 0) + 1;
+  return out;
+}
+
+class Run {
+  readonly opts: SimulationOptions;
+  readonly abort = new AbortController();
+  readonly runId = randomInt(256);
+  readonly warnings: string[] = [];
+  readonly #warned = new Set<string>();
+  server!: SimServer;
+  audio!: UtteranceAudio;
+  readonly live = new Set<FleetDevice>();
+
+  constructor(opts: SimulationOptions) {
+    this.opts = opts;
+    // Every device waits on the run's signal: hundreds of listeners are expected, not a leak.
+    setMaxListeners(0, this.abort.signal);
+  }
+
+  warn(msg: string): void {
+    if (this.#warned.has(msg)) return;
+    this.#warned.add(msg);
+    this.warnings.push(msg);
+    this.opts.print(`warning: ${msg}`);
+  }
+
+  check(): void {
+    if (this.abort.signal.aborted) throw new Error(`run stopped: ${String(this.abort.signal.reason)}`);
+    const exited = this.server.exitedEarly();
+    if (exited) throw new Error(exited);
+  }
+
+  /** Connects devices in batches; returns those that got the server hello. */
+  async connectAll(devs: FleetDevice[]): Promise<{ connected: FleetDevice[]; errors: Array<{ error: string }> }> {
+    const connected: FleetDevice[] = [];
+    const errors: Array<{ error: string }> = [];
+    for (let i = 0; i < devs.length; i += this.opts.batch) {
+      // A pause between batches lets the server's load signals (admission) calm down again.
+      if (i > 0) await sleep(this.opts.batchPauseMs);
+      this.check();
+      const batch = devs.slice(i, i + this.opts.batch);
+      const results = await Promise.allSettled(
+        batch.map((d) => {
+          this.live.add(d);
+          return d.connect({
+            wsUrl: this.server.wsUrl,
+            otaUrl: this.server.otaUrl,
+            ota: this.opts.ota,
+            ...(this.opts.token ? { token: this.opts.token } : {}),
+            timeoutMs: this.opts.connectTimeoutMs,
+            retryForMs: this.opts.connectRetryMs,
+            signal: this.abort.signal,
+            warn: (m) => this.warn(m),
+          });
+        }),
+      );
+      results.forEach((r, j) => {
+        const d = batch[j] as FleetDevice;
+        if (r.status === 'fulfilled') connected.push(d);
+        else {
+          errors.push({ error: `connect: ${r.reason instanceof Error ? r.reason.message : String(r.reason)}` });
+          d.close();
+        }
+      });
+    }
+    return { connected, errors };
+  }
+
+  async closeAll(devs: Iterable<FleetDevice>): Promise<void> {
+    const list = [...devs];
+    for (const d of list) {
+      d.close();
+      this.live.delete(d);
+    }
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(list.map((d) => d.dev?.closed)), new Promise((r) => (timer = setTimeout(r, 5000)))]);
+    clearTimeout(timer);
+  }
+
+  /** Waits until the server has no sessions left (when it says), then the settle time. */
+  async settle(extraMs = this.opts.settleMs): Promise<void> {
+    const deadline = performance.now() + 15_000;
+    while (performance.now() < deadline && !this.abort.signal.aborted) {
+      const m = await this.server.metrics();
+      if (m?.sessionsActive === undefined || m.sessionsActive === 0) break;
+      await sleep(200);
+    }
+    await sleep(extraMs);
+  }
+
+  /** Samples the server's RSS until stopped; returns the peak seen (bytes) and the last HWM. */
+  rssSampler(): { stop(): Promise<{ peak: number | null; hwm: number | null }> } {
+    let peak: number | null = null;
+    let hwm: number | null = null;
+    let running = true;
+    const period = this.server.started ? 100 : 1000;
+    const loop = (async () => {
+      while (running) {
+        const r = await this.server.rss();
+        if (r) {
+          peak = Math.max(peak ?? 0, r.rss);
+          hwm = r.hwm;
+        }
+        await sleep(period);
+      }
+    })();
+    return {
+      stop: async () => {
+        running = false;
+        await loop;
+        const r = await this.server.rss();
+        if (r) {
+          peak = Math.max(peak ?? 0, r.rss);
+          hwm = r.hwm;
+        }
+        return { peak, hwm };
+      },
+    };
+  }
+
+  async turns(devs: FleetDevice[], turns: number, staggerMs: number): Promise<TurnRecord[]> {
+    const start = performance.now() + 100;
+    const per = await Promise.all(
+      devs.map(async (d, di) => {
+        await sleep(start + Math.random() * staggerMs - performance.now());
+        const out: TurnRecord[] = [];
+        for (let t = 0; t < turns; t++) {
+          const barge = this.opts.bargeIn && (di + t) % 2 === 1;
+          out.push(
+            await d.turn(t, {
+              audio: this.audio,
+              sttTimeoutMs: this.opts.sttTimeoutMs,
+              answerTimeoutMs: this.opts.answerTimeoutMs,
+              bargeInAfterFrames: barge ? this.opts.bargeInAfterFrames : null,
+              signal: this.abort.signal,
+            }),
+          );
+          if (this.abort.signal.aborted) break;
+        }
+        return out;
+      }),
+    );
+    return per.flat();
+  }
+
+  async step(n: number, stepNo: number): Promise<StepResult> {
+    const o = this.opts;
+    const devs = Array.from({ length: n }, (_, i) => new FleetDevice({ index: i, deviceId: simMac(this.runId, stepNo, i), clientId: randomUUID() }));
+    const ids = new Set(devs.map((d) => d.id.deviceId));
+    const { connected, errors: connectErrors } = await this.connectAll(devs);
+    this.check();
+
+    await this.server.metrics(); // resets prom-client's event-loop histogram: later scrapes cover the step
+    this.server.resetLag();
+    const cpu0 = await this.server.cpu();
+    const rss = this.rssSampler();
+    const loop = monitorEventLoopDelay({ resolution: LOOP_TICK_MS });
+    loop.enable();
+    const t0 = performance.now();
+    const simCpu0 = process.cpuUsage();
+    let recs: TurnRecord[];
+    try {
+      recs = await this.turns(connected, o.turns, o.staggerMs);
+    } finally {
+      loop.disable();
+    }
+    const wallMs = performance.now() - t0;
+    const simCpu = process.cpuUsage(simCpu0);
+    const loadAvg1 = loadavg()[0] ?? NaN;
+    const cpu1 = await this.server.cpu();
+    await this.server.metrics();
+    const serverLag = this.server.lagSinceReset();
+    const mem = await rss.stop();
+    await this.closeAll(devs);
+    await this.settle();
+
+    const done = recs.filter((r) => r.done);
+    const play = sumPlayback(recs.map((r) => r.playback));
+    const wallS = cpu0 && cpu1 ? (cpu1.at - cpu0.at) / 1000 : NaN;
+    const st = this.server.started ? this.server.timings.filter((t) => ids.has(t.deviceId) && t.source === 'voice') : null;
+    const nums = (k: 'asrMs' | 'llmFirstTokenMs' | 'firstAudioMs'): number[] => (st ?? []).flatMap((t) => (t[k] === undefined ? [] : [t[k] as number]));
+    const outcomes: Record<string, number> = {};
+    for (const t of st ?? []) outcomes[t.outcome] = (outcomes[t.outcome] ?? 0) + 1;
+    const lag = (v: number | undefined): number | null => (v === undefined ? null : Math.max(0, v * 1000 - LOOP_TICK_MS));
+    return {
+      devices: n,
+      connected: connected.length,
+      connectRefusals: devs.reduce((a, d) => a + d.refusals, 0),
+      turnsExpected: n * o.turns,
+      turnsDone: done.length,
+      bargeIns: recs.filter((r) => r.bargeIn).length,
+      eosToFirstFrameMs: p50p95(done.flatMap((r) => (r.eosToFirstFrameMs === undefined ? [] : [r.eosToFirstFrameMs]))),
+      eosToSttMs: p50p95(recs.flatMap((r) => (r.eosToSttMs === undefined ? [] : [r.eosToSttMs]))),
+      abortToStopMs: p50p95(recs.flatMap((r) => (r.abortToStopMs === undefined ? [] : [r.abortToStopMs]))),
+      serverFirstAudioMs: st ? p50p95(nums('firstAudioMs')) : null,
+      serverAsrMs: st ? p50p95(nums('asrMs')) : null,
+      serverLlmFirstTokenMs: st ? p50p95(nums('llmFirstTokenMs')) : null,
+      serverOutcomes: st ? outcomes : null,
+      serverLateFrames: st ? st.reduce((a, t) => a + t.lateFrames, 0) : null,
+      frames: play.frames,
+      intervals: play.intervals,
+      lateIntervals: play.lateIntervals,
+      latePct: play.intervals > 0 ? (play.lateIntervals / play.intervals) * 100 : NaN,
+      gaps: play.gaps,
+      gapPct: play.intervals > 0 ? (play.gaps / play.intervals) * 100 : NaN,
+      underrunMs: play.underrunMs,
+      serverCpuCores: cpu0 && cpu1 && wallS > 0 ? (cpu1.cpuS - cpu0.cpuS) / wallS : null,
+      serverChildCpuCores: cpu0?.childCpuS != null && cpu1?.childCpuS != null && wallS > 0 ? (cpu1.childCpuS - cpu0.childCpuS) / wallS : null,
+      serverPeakRssMb: mem.peak === null ? null : mem.peak / MB,
+      serverHwmMb: mem.hwm === null ? null : mem.hwm / MB,
+      serverLoopP99Ms: lag(serverLag?.p99S),
+      serverLoopMaxMs: lag(serverLag?.maxS),
+      simLoopP99Ms: Math.max(0, loop.percentile(99) / 1e6 - LOOP_TICK_MS),
+      simLoopMaxMs: Math.max(0, loop.max / 1e6 - LOOP_TICK_MS),
+      simCpuCores: (simCpu.user + simCpu.system) / 1000 / wallMs,
+      loadAvg1,
+      cpus: availableParallelism(),
+      wallMs,
+      errors: countErrors([...connectErrors, ...recs]),
+      turns: recs,
+    };
+  }
+
+  /** RSS now, as the median of a few samples (bytes). */
+  async rssNow(): Promise<number | null> {
+    const xs: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const r = await this.server.rss();
+      if (r) xs.push(r.rss);
+      await sleep(300);
+    }
+    return xs.length ? (xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number) : null;
+  }
+
+  async idle(n: number): Promise<IdleResult> {
+    // One batch connects and leaves first, so that what the first sessions create once per
+    // process (codecs, models, JIT) is in the baseline and not charged to the idle devices.
+    const warm = Array.from({ length: Math.min(n, this.opts.batch) }, (_, i) => new FleetDevice({ index: i, deviceId: simMac(this.runId, 249, i), clientId: randomUUID() }));
+    await this.connectAll(warm);
+    await this.closeAll(warm);
+    await this.settle(Math.max(2000, this.opts.settleMs));
+    const before = await this.rssNow();
+    const devs = Array.from({ length: n }, (_, i) => new FleetDevice({ index: i, deviceId: simMac(this.runId, 250, i), clientId: randomUUID() }));
+    this.opts.print(`idle: connecting ${n} devices, ${this.opts.batch} at a time`);
+    const t0 = performance.now();
+    const { connected, errors } = await this.connectAll(devs);
+    const connectMs = performance.now() - t0;
+    this.check();
+    // Let the sessions finish their start-up (device MCP initialize, tools/list) before measuring.
+    await sleep(Math.max(2000, this.opts.settleMs));
+    const m = await this.server.metrics();
+    const during = await this.rssNow();
+    await this.closeAll(devs);
+    await this.settle();
+    const after = await this.rssNow();
+    return {
+      devices: n,
+      connected: connected.length,
+      connectRefusals: devs.reduce((a, d) => a + d.refusals, 0),
+      connectMs,
+      sessionsActive: m?.sessionsActive ?? null,
+      rssBeforeMb: before === null ? null : before / MB,
+      rssIdleMb: during === null ? null : during / MB,
+      rssPerDeviceKb: before !== null && during !== null && connected.length > 0 ? (during - before) / connected.length / 1024 : null,
+      rssAfterDisconnectMb: after === null ? null : after / MB,
+      errors: countErrors(errors),
+    };
+  }
+}
+
+/**
+ * Runs the simulation and returns every figure. Starts (and always stops) its own server unless
+ * `url` is given. Bounded by `maxRunMs` and every wait's own timeout.
+ */
+export async function runSimulation(partial: Partial<SimulationOptions> = {}): Promise<SimulationResult> {
+  const opts: SimulationOptions = { ...defaultOptions(), ...partial };
+  const print = opts.print;
+  const biggest = Math.max(0, opts.idle, ...opts.devices);
+  const limit = openFileLimit();
+  if (limit !== null && biggest > limit - 256) {
+    throw new Error(`${biggest} devices need more open files than this process may have (ulimit -n ${limit}); use at most ${limit - 256}`);
+  }
+  const run = new Run(opts);
+  const onAbort = (): void => run.abort.abort(opts.signal?.reason ?? 'stopped');
+  opts.signal?.addEventListener('abort', onAbort, { once: true });
+  if (opts.signal?.aborted) onAbort();
+  const watchdog = setTimeout(() => run.abort.abort(`time limit of ${Math.round(opts.maxRunMs / 1000)} s reached`), opts.maxRunMs);
+  watchdog.unref();
+  const started = performance.now();
+  const steps: StepResult[] = [];
+  let idle: IdleResult | null = null;
+  try {
+    if (opts.url) {
+      run.server = remoteServer(opts.url, opts.otaUrl, opts.vadSilenceMs);
+      print(`server: ${opts.url} (not started here; probes via ${run.server.httpUrl}/metrics)`);
+    } else {
+      print('server: starting the fake LLM, the fake ASR and the real server (child process) on 127.0.0.1 …');
+      run.server = await startLocalServer({
+        transcript: opts.transcript,
+        answer: opts.answer,
+        configOverrides: opts.serverConfig,
+        env: opts.serverEnv,
+        nodeArgs: opts.serverArgs,
+        readyTimeoutMs: 45_000,
+        log: print,
+      });
+      print(`server: pid ${run.server.pid} at ${run.server.wsUrl}`);
+    }
+    run.check();
+    if (opts.devices.length > 0) run.audio = await prepareUtterance(opts.utterance);
+    if (opts.devices.length > 0) print(`utterance: "${opts.utterance}", ${run.audio.speechMs} ms of speech, ${run.audio.speech.length} packets incl. 300 ms lead-in`);
+
+    if (opts.devices.length > 0 && opts.warmup) {
+      const w = new FleetDevice({ index: 0, deviceId: simMac(run.runId, 0, 0), clientId: randomUUID() });
+      const { connected, errors } = await run.connectAll([w]);
+      if (connected.length === 0) throw new Error(`warm-up device could not connect: ${errors[0]?.error ?? 'unknown'}`);
+      const [rec] = await run.turns(connected, 1, 0);
+      await run.closeAll([w]);
+      if (!rec?.done) run.warn(`warm-up turn did not complete (${rec?.error ?? 'unknown'})`);
+      await run.settle();
+    }
+
+    if (opts.devices.length > 0) {
+      for (const line of legend(run.server.vadSilenceMs, run.server.started)) print(line);
+      print(alignedHeader());
+      for (const [i, n] of opts.devices.entries()) {
+        run.check();
+        const s = await run.step(n, i + 1);
+        steps.push(s);
+        print(alignedRow(s));
+        const errs = Object.entries(s.errors);
+        if (errs.length) print(`  problems: ${errs.map(([e, c]) => `${c}× ${e}`).join('; ')}`);
+        print(`  sim: ${s.simCpuCores.toFixed(2)} CPU cores; machine load average ${s.loadAvg1.toFixed(1)} on ${s.cpus} CPUs; step took ${(s.wallMs / 1000).toFixed(1)} s`);
+        if (s.connectRefusals) print(`  connect: ${s.connectRefusals} upgrades refused with 503 (server admission) and retried after Retry-After`);
+        if (s.bargeIns > 0) print(`  barge-in: ${s.bargeIns} turns aborted mid-answer; abort → tts stop p50/p95 ${Math.round(s.abortToStopMs.p50)} / ${Math.round(s.abortToStopMs.p95)} ms`);
+        // A server that died during the step: its row above is the evidence; stop here.
+        run.check();
+      }
+    }
+    if (opts.idle > 0) {
+      run.check();
+      idle = await run.idle(opts.idle);
+      for (const line of idleLines(idle)) print(line);
+      const errs = Object.entries(idle.errors);
+      if (errs.length) print(`  problems: ${errs.map(([e, c]) => `${c}× ${e}`).join('; ')}`);
+    }
+    if (steps.length > 0) {
+      print('');
+      print(markdownTable(steps));
+    }
+  } finally {
+    clearTimeout(watchdog);
+    opts.signal?.removeEventListener('abort', onAbort);
+    await run.closeAll(run.live).catch(() => {});
+    await run.server?.stop();
+  }
+  const result: SimulationResult = {
+    startedServer: run.server.started,
+    serverPid: run.server.pid,
+    wsUrl: run.server.wsUrl,
+    vadSilenceMs: run.server.vadSilenceMs,
+    turnsPerDevice: opts.turns,
+    bargeIn: opts.bargeIn,
+    steps,
+    idle,
+    warnings: run.warnings,
+    serverErrors: [...run.server.errors],
+    wallMs: performance.now() - started,
+  };
+  if (result.serverErrors.length) print(`server logged ${result.serverErrors.length} error line(s), last: ${result.serverErrors.at(-1)}`);
+  if (opts.jsonFile) {
+    writeFileSync(opts.jsonFile, JSON.stringify(result, null, 2));
+    print(`raw results written to ${opts.jsonFile}`);
+  }
+  return result;
+}
+
+async function main(): Promise<void> {
+  let opts;
+  try {
+    opts = parseArgs(process.argv.slice(2));
+  } catch (err) {
+    console.error(`simulate: ${err instanceof Error ? err.message : String(err)}\n\n${USAGE}`);
+    process.exit(2);
+  }
+  if (opts === 'help') {
+    console.log(USAGE);
+    return;
+  }
+  const stop = new AbortController();
+  let signals = 0;
+  const onSignal = (sig: NodeJS.Signals): void => {
+    signals++;
+    console.error(`simulate: ${sig}: stopping (again to exit at once)`);
+    stop.abort(sig);
+    // The 'exit' hook in sim/server.ts kills the child server synchronously.
+    if (signals > 1) process.exit(130);
+    setTimeout(() => process.exit(130), 10_000).unref();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  process.on('SIGHUP', onSignal);
+  await runSimulation({ ...opts, signal: stop.signal });
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  main().then(
+    () => process.exit(process.exitCode ?? 0),
+    (err: unknown) => {
+      const stopped = err instanceof Error && err.message.startsWith('run stopped');
+      console.error(`simulate failed: ${err instanceof Error ? (stopped ? err.message : (err.stack ?? err.message)) : String(err)}`);
+      process.exit(1);
+    },
+  );
+}

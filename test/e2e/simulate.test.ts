@@ -1,0 +1,103 @@
+/**
+ * The fleet simulator (`npm run simulate`) end to end: it starts the fakes and the real server as
+ * a child process, runs 2 devices × 1 spoken turn and a tiny idle step, returns numbers for every
+ * column, and leaves no server process behind. No wall-clock thresholds beyond sanity bounds.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { runSimulation } from '../bench/simulate.ts';
+import { childProcesses } from '../helpers/speech.ts';
+
+/** The simulator's children: the server and the fakes' process. */
+const SIM_CHILDREN = /server\/main\.ts|fakes-main\.ts/;
+
+function isGone(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
+const finite = (v: unknown, what: string): void => assert.ok(typeof v === 'number' && Number.isFinite(v), `${what} is a number (got ${String(v)})`);
+
+test('simulator: 2 devices × 1 turn and 5 idle devices against a self-started server', { timeout: 90_000 }, async () => {
+  const lines: string[] = [];
+  const result = await runSimulation({
+    devices: [2],
+    turns: 1,
+    idle: 5,
+    warmup: false,
+    settleMs: 300,
+    sttTimeoutMs: 10_000,
+    answerTimeoutMs: 20_000,
+    connectTimeoutMs: 10_000,
+    maxRunMs: 80_000,
+    print: (l) => lines.push(l),
+  });
+
+  assert.equal(result.startedServer, true);
+  const pid = result.serverPid;
+  assert.ok(pid !== null && pid > 0, 'the child server had a pid');
+  assert.ok(isGone(pid), 'the child server process is gone afterwards');
+  assert.deepEqual(childProcesses(SIM_CHILDREN), [], 'no server or fakes process left');
+
+  assert.equal(result.steps.length, 1);
+  const s = result.steps[0];
+  assert.ok(s);
+  assert.equal(s.turnsExpected, 2);
+  assert.equal(s.turnsDone, 2, `both turns done; problems: ${JSON.stringify(s.errors)}`);
+  assert.equal(s.turns.length, 2);
+  for (const t of s.turns) {
+    assert.ok(t.playback.frames > 0, `turn of device ${t.device} received frames`);
+    assert.ok(t.sentences >= 1, 'a sentence_start arrived');
+    finite(t.eosToFirstFrameMs, 'end of speech → first frame');
+  }
+  finite(s.eosToFirstFrameMs.p50, 'device p50');
+  finite(s.eosToFirstFrameMs.p95, 'device p95');
+  // Sanity only: the figure includes the VAD window and must not be absurd.
+  assert.ok(s.eosToFirstFrameMs.p50 > 0 && s.eosToFirstFrameMs.p95 < 20_000);
+  assert.equal(result.vadSilenceMs, 700);
+  for (const [name, v] of [
+    ['server-added', s.serverFirstAudioMs],
+    ['ASR', s.serverAsrMs],
+    ['LLM first token', s.serverLlmFirstTokenMs],
+  ] as const) {
+    assert.ok(v && v.n === 2, `${name}: two turn-timings log lines`);
+    finite(v.p50, `${name} p50`);
+    finite(v.p95, `${name} p95`);
+  }
+  finite(s.latePct, 'late %');
+  finite(s.gapPct, 'gap %');
+  finite(s.underrunMs, 'underrun ms');
+  finite(s.serverCpuCores, 'server CPU');
+  finite(s.serverPeakRssMb, 'server peak RSS');
+  finite(s.serverLoopP99Ms, 'server loop p99');
+  finite(s.serverLoopMaxMs, 'server loop max');
+  finite(s.simLoopP99Ms, 'sim loop p99');
+  finite(s.simLoopMaxMs, 'sim loop max');
+  assert.ok((s.serverPeakRssMb as number) > 10 && (s.serverPeakRssMb as number) < 8192);
+
+  const idle = result.idle;
+  assert.ok(idle);
+  assert.equal(idle.connected, 5);
+  assert.equal(idle.sessionsActive, 5);
+  finite(idle.rssBeforeMb, 'RSS with 0 devices');
+  finite(idle.rssIdleMb, 'RSS with 5 devices');
+  finite(idle.rssPerDeviceKb, 'RSS per device');
+
+  // The printed report: a row, the Markdown table, the idle lines.
+  const printed = lines.join('\n').split('\n');
+  assert.ok(printed.some((l) => l.startsWith('| devices |')), 'Markdown table printed');
+  assert.ok(printed.some((l) => /^\| 2 \| 2\/2 \|/.test(l)), 'the step row is in the table');
+  assert.ok(printed.some((l) => l.startsWith('idle: server RSS with 0 devices')), 'idle figures printed');
+});
+
+test('simulator: a server that cannot start fails fast and leaves nothing running', { timeout: 30_000 }, async () => {
+  await assert.rejects(
+    runSimulation({ devices: [1], turns: 1, warmup: false, serverConfig: { server: { port: 'not a port' } }, maxRunMs: 25_000, print: () => {} }),
+    /did not become healthy|exited/,
+  );
+  assert.deepEqual(childProcesses(SIM_CHILDREN), [], 'no server or fakes process left');
+});
