@@ -7,7 +7,8 @@ import websocket from '@fastify/websocket';
 import type { Logger as PinoLogger } from 'pino';
 import type { Config } from './config.ts';
 import { otaRoutes } from './http/ota-route.ts';
-import { deviceWsRoute } from './http/ws-route.ts';
+import { deviceWsRoute, type WsRefusalReason } from './http/ws-route.ts';
+import type { AdmissionGate } from './admission.ts';
 import { webRoutes } from './http/web-route.ts';
 import type { ConversationFactory } from './session/conversation.ts';
 import { SessionRegistry } from './session/registry.ts';
@@ -19,7 +20,9 @@ export interface AppDeps {
   createConversation: ConversationFactory;
   registry?: SessionRegistry;
   /** Told about every refused device upgrade (metrics). */
-  onRefused?: (reason: 'unauthorized' | 'capacity' | 'draining') => void;
+  onRefused?: (reason: WsRefusalReason) => void;
+  /** Load-based admission of new devices (server/admission.ts); closed when the app closes. */
+  admission?: AdmissionGate;
   /** Extra route plugins (health, metrics, web client) registered after the core routes. */
   plugins?: Array<(app: FastifyInstance) => Promise<void>>;
 }
@@ -68,6 +71,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     createConversation: deps.createConversation,
     accepting: () => accepting,
     maxSessions: config.server.maxSessions,
+    retryAfterS: config.server.admission.retryAfterS,
+    ...(deps.admission ? { admission: deps.admission } : {}),
     ...(deps.onRefused ? { onRefused: deps.onRefused } : {}),
   });
   await fastify.register(webRoutes);
@@ -78,6 +83,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     accepting = false;
     await registry.closeAll(CloseCode.GoingAway);
   });
+  fastify.addHook('onClose', async () => deps.admission?.close());
 
   let shuttingDown: Promise<void> | undefined;
   const shutdown = (drainMs: number): Promise<void> => {

@@ -1,7 +1,7 @@
 /**
- * @module The device WebSocket endpoint (`/xiaozhi/v1/`). Authorization happens before the
- * upgrade completes (a refused device gets HTTP 401, never a socket); each accepted connection
- * becomes one DeviceSession with its own child logger.
+ * @module The device WebSocket endpoint (`/xiaozhi/v1/`). Authorization and admission happen
+ * before the upgrade completes (a refused device gets HTTP 401 or 503, never a socket); each
+ * accepted connection becomes one DeviceSession with its own child logger.
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -10,6 +10,7 @@ import { authorize, readIdentity, type AuthPolicy } from '../auth.ts';
 import { DeviceSession } from '../session/session.ts';
 import type { SessionRegistry } from '../session/registry.ts';
 import type { ConversationFactory } from '../session/conversation.ts';
+import type { AdmissionGate } from '../admission.ts';
 import { WsDeviceChannel } from './ws-channel.ts';
 
 export const DEVICE_WS_PATH = '/xiaozhi/v1/';
@@ -27,8 +28,34 @@ export interface WsRouteOptions {
   accepting: () => boolean;
   /** Concurrent sessions allowed (0: no limit); a device replacing its own session always fits. */
   maxSessions: number;
+  /** Load-based admission (event-loop delay, media queue); absent: only maxSessions limits. */
+  admission?: AdmissionGate;
+  /** `Retry-After` (seconds) on 503 refusals for capacity and overload. */
+  retryAfterS: number;
   /** Told about every refused upgrade (metrics). */
-  onRefused?: (reason: 'unauthorized' | 'capacity' | 'draining') => void;
+  onRefused?: (reason: WsRefusalReason) => void;
+}
+
+/** Why a device's WebSocket upgrade was refused (the metric's `reason` label). */
+export type WsRefusalReason = 'unauthorized' | 'capacity' | 'draining' | 'overloaded';
+
+/**
+ * One warn line per second at most for a kind of refusal: a storm of devices (or an attacker)
+ * must not flood the log. The line carries how many refusals were not logged since the last one.
+ */
+function rateLimitedWarn(intervalMs = 1000): (log: FastifyRequest['log'], fields: Record<string, unknown>, msg: string) => void {
+  let lastAt = -Infinity;
+  let suppressed = 0;
+  return (log, fields, msg) => {
+    const now = performance.now();
+    if (now - lastAt < intervalMs) {
+      suppressed++;
+      return;
+    }
+    log.warn({ ...fields, ...(suppressed > 0 ? { suppressed } : {}) }, msg);
+    lastAt = now;
+    suppressed = 0;
+  };
 }
 
 function queryOf(request: FastifyRequest): URLSearchParams {
@@ -43,6 +70,8 @@ function toBytes(data: RawData): Uint8Array {
 }
 
 export async function deviceWsRoute(app: FastifyInstance, opts: WsRouteOptions): Promise<void> {
+  const warnCapacity = rateLimitedWarn();
+  const warnOverloaded = rateLimitedWarn();
   const preValidation = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     if (!opts.accepting()) {
       opts.onRefused?.('draining');
@@ -57,11 +86,20 @@ export async function deviceWsRoute(app: FastifyInstance, opts: WsRouteOptions):
       await reply.code(401).send({ error: 'unauthorized', reason: decision.reason });
       return;
     }
+    // A device replacing its own session adds no load: it fits the budget and passes admission.
     const replacing = identity.deviceId !== null && opts.registry.byDevice(identity.deviceId) !== undefined;
-    if (opts.maxSessions > 0 && opts.registry.size >= opts.maxSessions && !replacing) {
-      request.log.warn({ deviceId: identity.deviceId, sessions: opts.registry.size, maxSessions: opts.maxSessions }, 'device refused: server at capacity');
+    if (replacing) return;
+    if (opts.maxSessions > 0 && opts.registry.size >= opts.maxSessions) {
+      warnCapacity(request.log, { deviceId: identity.deviceId, sessions: opts.registry.size, maxSessions: opts.maxSessions }, 'device refused: server at capacity');
       opts.onRefused?.('capacity');
-      await reply.code(503).header('retry-after', '10').send({ error: 'server at capacity' });
+      await reply.code(503).header('retry-after', String(opts.retryAfterS)).send({ error: 'server at capacity' });
+      return;
+    }
+    const verdict = opts.admission?.check();
+    if (verdict && !verdict.ok) {
+      warnOverloaded(request.log, { deviceId: identity.deviceId, signal: verdict.signal, value: verdict.value, limit: verdict.limit }, 'device refused: server overloaded');
+      opts.onRefused?.('overloaded');
+      await reply.code(503).header('retry-after', String(opts.retryAfterS)).send({ error: 'server overloaded', reason: verdict.signal });
     }
   };
 
