@@ -30,6 +30,12 @@ export interface PacerOptions {
   preBufferFrames?: number;
   /** Hard cap of audio queued on the device, in ms. Default 360; never more than 2400. */
   maxAheadMs?: number;
+  /**
+   * Audio kept queued on the device, in ms (overrides `preBufferFrames` × frameMs and the cap;
+   * never more than 2400). A lead of several frames keeps playback gapless when this thread is
+   * briefly busy: the device plays from its queue while the next frames wait for a free moment.
+   */
+  leadMs?: number;
   /** Delivers one frame to the device (e.g. a WebSocket send). A throw stops the pacer. */
   send: (frame: Buffer) => void;
   signal: AbortSignal;
@@ -143,8 +149,9 @@ class PacerImpl implements Pacer {
     this.#frameMs = opts.frameMs;
     const pre = Math.max(1, Math.floor(opts.preBufferFrames ?? DEFAULT_PRE_BUFFER_FRAMES));
     const cap = Math.min(opts.maxAheadMs ?? DEFAULT_MAX_AHEAD_MS, DEVICE_BUFFER_MS);
+    const lead = opts.leadMs !== undefined ? Math.min(opts.leadMs, DEVICE_BUFFER_MS) : Math.min(pre * this.#frameMs, cap);
     // The lead can never be less than one frame: a frame is played while the next is in flight.
-    this.#targetLeadMs = Math.max(this.#frameMs, Math.min(pre * this.#frameMs, cap));
+    this.#targetLeadMs = Math.max(this.#frameMs, lead);
     this.#send = opts.send;
     this.#signal = opts.signal;
     this.#log = opts.log;

@@ -17,21 +17,34 @@ export interface SystemPromptContext {
   vars?: Record<string, string>;
 }
 
+/**
+ * Intl formatters are costly to build (they showed in a 50-device profile when built every turn)
+ * and immutable: one per zone and locale, kept for the process.
+ */
+const formatters = new Map<string, { dateTime: Intl.DateTimeFormat; weekday: Intl.DateTimeFormat }>();
+let serverZone: string | undefined;
+
+function formattersFor(timeZone: string | undefined, locale: string): { dateTime: Intl.DateTimeFormat; weekday: Intl.DateTimeFormat } {
+  const key = `${timeZone ?? ''}|${locale}`;
+  let f = formatters.get(key);
+  if (!f) {
+    f = {
+      dateTime: new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }),
+      weekday: new Intl.DateTimeFormat(locale, { timeZone, weekday: 'long' }),
+    };
+    formatters.set(key, f);
+  }
+  return f;
+}
+
 function parts(now: Date, timeZone: string | undefined, locale: string): Record<string, string> {
-  const fmt = new Intl.DateTimeFormat('en-CA', {
-    timeZone,
-    year: 'numeric',
-    month: '2-digit',
-    day: '2-digit',
-    hour: '2-digit',
-    minute: '2-digit',
-    hourCycle: 'h23',
-  });
-  const p = Object.fromEntries(fmt.formatToParts(now).map((x) => [x.type, x.value]));
-  const weekday = new Intl.DateTimeFormat(locale, { timeZone, weekday: 'long' }).format(now);
+  const f = formattersFor(timeZone, locale);
+  const p = Object.fromEntries(f.dateTime.formatToParts(now).map((x) => [x.type, x.value]));
+  const weekday = f.weekday.format(now);
   const date = `${p.year}-${p.month}-${p.day}`;
   const time = `${p.hour}:${p.minute}`;
-  return { date, time, weekday, datetime: `${date} ${time} (${weekday})`, timezone: timeZone ?? Intl.DateTimeFormat().resolvedOptions().timeZone };
+  serverZone ??= Intl.DateTimeFormat().resolvedOptions().timeZone;
+  return { date, time, weekday, datetime: `${date} ${time} (${weekday})`, timezone: timeZone ?? serverZone };
 }
 
 /** Returns `template` with its placeholders filled. */

@@ -19,6 +19,8 @@ export const CloseCode = {
   Replaced: 4003,
   BadHello: 4004,
   Unauthorized: 4005,
+  /** The worker thread holding the session's audio state failed; reconnecting gets a new one. */
+  MediaLost: 4006,
 } as const;
 export type CloseCode = (typeof CloseCode)[keyof typeof CloseCode];
 
@@ -34,4 +36,5 @@ export const CloseReason: Readonly<Record<CloseCode, string>> = {
   4003: 'replaced by a newer connection from the same device',
   4004: 'invalid hello',
   4005: 'unauthorized',
+  4006: 'media worker failed; reconnect',
 };

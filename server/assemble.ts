@@ -4,6 +4,7 @@
  * (listen, signals, exit codes); tests use this to run the server exactly as production wires it.
  */
 import type { Logger as PinoLogger } from 'pino';
+import { AdmissionControl, type MediaLoad } from './admission.ts';
 import { buildApp, type App } from './app.ts';
 import type { Config } from './config.ts';
 import { createDeps, type Deps } from './deps.ts';
@@ -25,6 +26,8 @@ export interface AssembledServer {
 export interface AssembleOptions {
   /** Longest wait for MCP servers before serving anyway (they keep connecting). */
   mcpStartWaitMs?: number;
+  /** Media-worker pressure for admission control (queued media jobs per worker); absent: not judged. */
+  mediaLoad?: () => MediaLoad;
 }
 
 export async function assembleServer(config: Config, log: PinoLogger, opts: AssembleOptions = {}): Promise<AssembledServer> {
@@ -33,14 +36,32 @@ export async function assembleServer(config: Config, log: PinoLogger, opts: Asse
   const registry = new SessionRegistry();
   metrics.bind({ mcp: deps.mcp, activeSessions: () => registry.size });
   let ready = true;
-  const app = await buildApp({
-    config,
-    log,
-    registry,
-    createConversation: metrics.countSessions(deps.createConversation),
-    onRefused: (reason) => metrics.connectionRefused(reason),
-    plugins: [healthRoutes({ mcp: deps.mcp, ready: () => ready, checks: providerChecks(config) }), metricsRoute({ metrics })],
-  });
+  // Queued media requests per worker: a worker that falls behind shows here first.
+  const mediaLoad =
+    opts.mediaLoad ??
+    ((): MediaLoad => {
+      const st = deps.media.stats();
+      return { queueDepth: st.queueDepth / Math.max(1, st.workers) };
+    });
+  metrics.bind({ media: () => deps.media.stats() });
+  const admission = new AdmissionControl({ ...config.server.admission, load: mediaLoad });
+  metrics.bind({ admissionEventLoopDelayMs: () => admission.eventLoopDelayMs() });
+  let app: App;
+  try {
+    // The app closes admission control when it closes (main.ts closes the app by shutdown()).
+    app = await buildApp({
+      config,
+      log,
+      registry,
+      createConversation: metrics.countSessions(deps.createConversation),
+      onRefused: (reason) => metrics.connectionRefused(reason),
+      admission,
+      plugins: [healthRoutes({ mcp: deps.mcp, ready: () => ready, checks: providerChecks(config) }), metricsRoute({ metrics })],
+    });
+  } catch (err) {
+    admission.close();
+    throw err;
+  }
   return {
     app,
     deps,
@@ -50,6 +71,7 @@ export async function assembleServer(config: Config, log: PinoLogger, opts: Asse
     },
     close: async () => {
       await app.fastify.close();
+      admission.close();
       await deps.close();
       metrics.close();
     },

@@ -34,6 +34,17 @@ export const ServerSchema = z.strictObject({
   maxMessageBytes: z.number().int().positive().default(65_536),
   /** Concurrent device sessions accepted; more are refused with HTTP 503 before the upgrade. 0: no limit. */
   maxSessions: z.number().int().min(0).default(0),
+  /** Load-based refusal of new devices (503 + Retry-After before the upgrade; OTA and health keep answering). */
+  admission: z
+    .strictObject({
+      /** Refuse new devices while the main thread's event-loop delay (p99 of ~1 s windows) exceeds this in two windows running; 0 disables. */
+      maxEventLoopDelayMs: z.number().int().min(0).default(200),
+      /** Refuse new devices while queued media jobs per worker exceed this; 0 disables. */
+      maxMediaQueue: z.number().int().min(0).default(200),
+      /** `Retry-After` seconds on 503 refusals (capacity and overload). */
+      retryAfterS: z.number().int().min(1).max(3600).default(5),
+    })
+    .prefault({}),
   /** WebSocket pings to devices; 0 (default) sends none: some firmware drops the link on them. */
   pingIntervalMs: z.number().int().min(0).default(0),
   /** Minutes east of UTC sent in OTA server_time; null: the server's own zone. */
@@ -59,6 +70,17 @@ export const AudioSchema = z.strictObject({
   opusComplexity: z.number().int().min(0).max(10).default(5),
   /** Frames sent at once before real-time pacing starts. */
   preBufferFrames: z.number().int().min(0).max(20).default(3),
+  /**
+   * Audio kept queued on the device ahead of playback (its queue holds 2,400 ms). A lead of a few
+   * hundred ms keeps playback gapless when the server is briefly busy; barge-in is unaffected
+   * (the device drops its queue when it aborts).
+   */
+  sendAheadMs: z.number().int().min(0).max(2400).default(600),
+  /**
+   * Media worker threads (Opus decode/encode, VAD, embedded TTS), each session pinned to one:
+   * `auto` is one per core; 0 runs media on the main thread (small setups, debugging).
+   */
+  workers: z.union([z.literal('auto'), z.number().int().min(0).max(64)]).default('auto'),
   /** Extra wait after the last frame's play-out time before `tts stop`, so the device plays the tail. */
   ttsStopMarginMs: z.number().int().min(0).max(5000).default(300),
 });

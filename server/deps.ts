@@ -5,8 +5,11 @@
  */
 import type { Logger } from '../core/logger.ts';
 import { createAsr, type Asr } from '../audio/asr/asr.ts';
+import { EspeakTts } from '../audio/tts/espeak.ts';
 import { createTts, type Tts } from '../audio/tts/tts.ts';
-import { createVadModel, type VadModel } from '../audio/vad/vad.ts';
+import { createMediaEngine, resolveWorkerCount } from '../audio/media/engine.ts';
+import type { MediaEngine } from '../audio/media/media.ts';
+import type { EspeakVoice } from '../audio/tts/espeak-wasm.ts';
 import { createLlmClient } from '../llm/client.ts';
 import type { LlmClient } from '../llm/types.ts';
 import { createCompositeToolSource, type NamedToolSource } from '../mcp/composite-tool-source.ts';
@@ -21,7 +24,8 @@ import type { SessionTools, SessionToolsInput, TurnObserver, VoiceDeps } from '.
 
 export interface Deps {
   createConversation: ConversationFactory;
-  vadModel: VadModel;
+  /** Opus, VAD and embedded TTS for every session (worker threads). */
+  media: MediaEngine;
   asr: Asr;
   tts: Tts;
   llm: LlmClient;
@@ -37,11 +41,23 @@ export interface CreateDepsOptions {
 }
 
 export async function createDeps(config: Config, log: Logger, opts: CreateDepsOptions = {}): Promise<Deps> {
-  const vadModel = await createVadModel({ provider: config.vad.provider, log: log.child({ part: 'vad' }) });
+  // The embedded TTS voice the media workers load: the configured one, or the fallback's.
+  const espeak: EspeakVoice =
+    config.tts.provider === 'espeak'
+      ? { voice: config.tts.voice ?? 'en-us', ...(config.tts.speed !== undefined ? { speed: config.tts.speed } : {}) }
+      : { voice: 'en-us' };
+  const media = await createMediaEngine({
+    workers: resolveWorkerCount(config.audio.workers),
+    vadProvider: config.vad.provider,
+    espeak,
+    log: log.child({ part: 'media' }),
+  });
   const asr = await createAsr(config.asr, log.child({ part: 'asr' }));
-  const tts = await createTts(config.tts, log.child({ part: 'tts' }));
+  // The embedded TTS runs in the media workers (which checked its voice as they loaded); the
+  // provider object here only names it, so the engine is not loaded in this thread too.
+  const tts = config.tts.provider === 'espeak' ? new EspeakTts(config.tts, log) : await createTts(config.tts, log.child({ part: 'tts' }));
   // Apologies must be audible even when a remote TTS is what failed.
-  const fallbackTts = config.tts.provider === 'espeak' ? tts : await createTts({ provider: 'espeak', voice: 'en-us' }, log.child({ part: 'tts-fallback' }));
+  const fallbackTts = config.tts.provider === 'espeak' ? tts : new EspeakTts({ provider: 'espeak', voice: 'en-us' }, log);
   const llm = createLlmClient({
     baseURL: config.llm.baseURL,
     apiKey: config.llm.apiKey,
@@ -58,18 +74,18 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
   const waitMs = opts.mcpStartWaitMs ?? 5000;
   await Promise.race([started, new Promise((r) => setTimeout(r, waitMs).unref())]);
 
+  // The local tools hold no per-session state: built once (the date tool's Intl formatter is
+  // costly), shared by every session's tool source.
+  const localTools = [
+    dateTimeTool(config.tools.timeZone ? { timeZone: config.tools.timeZone } : {}),
+    endConversationTool({ goodbye: config.conversation.goodbye }),
+    // Offered only when there is something to play: a tool that always fails confuses the model.
+    ...(config.tools.music.folder || config.tools.music.allowedHosts.length > 0
+      ? [playMusicTool({ folder: config.tools.music.folder, allowedHosts: config.tools.music.allowedHosts })]
+      : []),
+  ];
   const toolsFor = (input: SessionToolsInput): SessionTools => {
-    const local = createLocalTools(
-      [
-        dateTimeTool(config.tools.timeZone ? { timeZone: config.tools.timeZone } : {}),
-        endConversationTool({ goodbye: config.conversation.goodbye }),
-        // Offered only when there is something to play: a tool that always fails confuses the model.
-        ...(config.tools.music.folder || config.tools.music.allowedHosts.length > 0
-          ? [playMusicTool({ folder: config.tools.music.folder, allowedHosts: config.tools.music.allowedHosts })]
-          : []),
-      ],
-      { log: input.log },
-    );
+    const local = createLocalTools(localTools, { log: input.log });
     const sources: NamedToolSource[] = [
       { name: 'local', source: local },
       { name: 'mcp', source: mcp.sessionView() },
@@ -89,7 +105,7 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
   const voiceDeps: VoiceDeps = {
     config,
     log,
-    vadModel,
+    media,
     asr,
     tts,
     fallbackTts,
@@ -99,14 +115,14 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
   };
   return {
     createConversation: createVoiceConversationFactory(voiceDeps),
-    vadModel,
+    media,
     asr,
     tts,
     llm,
     mcp,
     close: async () => {
       await Promise.allSettled([asr.close(), tts.close(), fallbackTts === tts ? Promise.resolve() : fallbackTts.close(), mcp.close()]);
-      await vadModel.close();
+      await media.close();
     },
   };
 }

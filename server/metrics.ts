@@ -5,6 +5,7 @@
  * MCP status and stats, child processes, Node's default metrics with event-loop lag).
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { MediaEngineStats } from '../audio/media/media.ts';
 import type { McpManager } from '../mcp/manager.ts';
 import type { McpServerState } from '../mcp/stats.ts';
 import type { ConversationFactory } from './session/conversation.ts';
@@ -26,6 +27,10 @@ export interface MetricsSources {
   /** Sessions open now (the app's SessionRegistry size). */
   activeSessions?: () => number;
   mcp?: McpMetricsSource;
+  /** The windowed event-loop delay admission control judges, in ms (AdmissionControl.eventLoopDelayMs). */
+  admissionEventLoopDelayMs?: () => number;
+  /** The media worker pool (workers alive, queued requests, restarts). */
+  media?: () => MediaEngineStats;
 }
 
 export interface ServerMetricsOptions extends MetricsSources {
@@ -58,13 +63,18 @@ export interface ServerMetrics {
 const seconds = (ms: number): number => Math.max(0, ms) / 1000;
 
 /** Why a device's WebSocket upgrade was refused. */
-export type RefusalReason = 'unauthorized' | 'capacity' | 'draining';
+export type RefusalReason = 'unauthorized' | 'capacity' | 'draining' | 'overloaded';
 
 /** Creates the metrics of one app. */
 export function createServerMetrics(opts: ServerMetricsOptions = {}): ServerMetrics {
   const registry = new Registry();
   const registers = [registry];
-  let sources: MetricsSources = { ...(opts.activeSessions ? { activeSessions: opts.activeSessions } : {}), ...(opts.mcp ? { mcp: opts.mcp } : {}) };
+  let sources: MetricsSources = {
+    ...(opts.activeSessions ? { activeSessions: opts.activeSessions } : {}),
+    ...(opts.mcp ? { mcp: opts.mcp } : {}),
+    ...(opts.admissionEventLoopDelayMs ? { admissionEventLoopDelayMs: opts.admissionEventLoopDelayMs } : {}),
+    ...(opts.media ? { media: opts.media } : {}),
+  };
   const mcpNames = new Set(opts.mcpServerNames ?? []);
   let unsubscribe: (() => void) | undefined;
 
@@ -81,9 +91,41 @@ export function createServerMetrics(opts: ServerMetricsOptions = {}): ServerMetr
   const sessionsTotal = new Counter({ name: 'xiaozhi_sessions_total', help: 'Device sessions started (after hello).', registers });
   const refused = new Counter({
     name: 'xiaozhi_connections_refused_total',
-    help: 'Device WebSocket upgrades refused: unauthorized (401), capacity (503, server.maxSessions), draining (503, shutting down).',
+    help: 'Device WebSocket upgrades refused: unauthorized (401), capacity (503, server.maxSessions), draining (503, shutting down), overloaded (503, server.admission).',
     labelNames: ['reason'],
     registers,
+  });
+  new Gauge({
+    name: 'xiaozhi_admission_event_loop_delay_seconds',
+    help: 'Event-loop delay admission control judges: the lower p99 of the last two ~1 s windows; above server.admission.maxEventLoopDelayMs new devices are refused.',
+    registers,
+    collect() {
+      this.set(seconds(sources.admissionEventLoopDelayMs?.() ?? 0));
+    },
+  });
+  new Gauge({
+    name: 'xiaozhi_media_workers',
+    help: 'Media worker threads running (Opus, VAD, embedded TTS); 0 when media runs on the main thread.',
+    registers,
+    collect() {
+      this.set(sources.media?.().workers ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'xiaozhi_media_queue_depth',
+    help: 'Requests sent to media workers and not answered yet (all workers); a growing value means the workers are saturated.',
+    registers,
+    collect() {
+      this.set(sources.media?.().queueDepth ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'xiaozhi_media_worker_restarts',
+    help: 'Media workers that died and were replaced since start (their sessions were closed with 4006).',
+    registers,
+    collect() {
+      this.set(sources.media?.().workerRestarts ?? 0);
+    },
   });
   const turns = new Counter({
     name: 'xiaozhi_turns_total',

@@ -7,17 +7,19 @@
 import { sleep } from '../../../core/abort.ts';
 import { isAbortError } from '../../../core/errors.ts';
 import type { Logger } from '../../../core/logger.ts';
-import type { OpusCodec } from '../../../audio/opus/codec.ts';
-import { encodeOpusStream } from '../../../audio/opus/encode-stream.ts';
+import type { SessionMedia } from '../../../audio/media/media.ts';
 import { createPacer, type Pacer } from '../../../audio/pacer.ts';
 import type { DeviceChannel } from '../channel.ts';
 
 export interface AudioOutOptions {
   channel: DeviceChannel;
   sessionId: string;
-  encoder: OpusCodec;
+  /** Encodes PCM to Opus (in the session's media worker). */
+  media: SessionMedia;
   frameMs: number;
   preBufferFrames: number;
+  /** Audio kept queued on the device ahead of playback, so a busy moment here is not heard. */
+  sendAheadMs: number;
   stopMarginMs: number;
   /** The turn's signal: abort stops sending within one frame. */
   signal: AbortSignal;
@@ -41,6 +43,7 @@ export class AudioOut {
     this.#pacer = createPacer({
       frameMs: opts.frameMs,
       preBufferFrames: opts.preBufferFrames,
+      leadMs: Math.max(opts.preBufferFrames * opts.frameMs, opts.sendAheadMs),
       signal: opts.signal,
       log: opts.log,
       send: (frame) => {
@@ -85,24 +88,29 @@ export class AudioOut {
   }
 
   /**
-   * Plays one segment: `sentence_start` with its text (when given), then its PCM (at the encoder's
+   * Plays one segment: `sentence_start` with its text (when given), then its PCM (at the downlink
    * rate) as paced Opus frames. Resolves when the last frame has been sent.
    */
-  async play(text: string | null, pcm: AsyncIterable<Int16Array>, onFirstFrame?: () => void): Promise<void> {
+  play(text: string | null, pcm: AsyncIterable<Int16Array>, onFirstFrame?: () => void): Promise<void> {
+    return this.playPackets(text, this.#o.media.encode(pcm, this.#o.signal), onFirstFrame);
+  }
+
+  /** Like `play`, for audio that is already Opus at the downlink rate (the embedded TTS). */
+  async playPackets(text: string | null, packets: AsyncIterable<Buffer>, onFirstFrame?: () => void): Promise<void> {
     this.start();
     if (this.#stopped) return;
     this.#onSegmentFrame = onFirstFrame;
     // The subtitle goes out with the segment's first audio, so a segment whose synthesis fails
     // before producing anything shows nothing.
-    const captioned = async function* (this: AudioOut): AsyncIterable<Int16Array> {
+    const captioned = async function* (this: AudioOut): AsyncIterable<Buffer> {
       let first = true;
-      for await (const chunk of pcm) {
+      for await (const packet of packets) {
         if (first && text) this.caption(text);
         first = false;
-        yield chunk;
+        yield packet;
       }
     }.call(this);
-    await this.#pacer.play(encodeOpusStream(captioned, this.#o.encoder, this.#o.signal));
+    await this.#pacer.play(captioned);
   }
 
   /**

@@ -4,9 +4,8 @@
  * is kept so the first syllable, spoken before the VAD was sure, still reaches ASR.
  */
 import type { Logger } from '../../../core/logger.ts';
-import type { OpusCodec } from '../../../audio/opus/codec.ts';
+import type { SessionMedia, UplinkResult } from '../../../audio/media/media.ts';
 import { concatInt16, durationMs } from '../../../audio/pcm.ts';
-import type { VadStream } from '../../../audio/vad/vad.ts';
 import type { ListenMode } from '../../../protocol/messages.ts';
 
 export type ListenerEvent =
@@ -14,8 +13,8 @@ export type ListenerEvent =
   | { type: 'utterance'; pcm: Int16Array; sampleRate: number; reason: 'vad' | 'manual' | 'max_length'; hadSpeech: boolean; endedAt: number };
 
 export interface ListenerOptions {
-  decoder: OpusCodec;
-  vad: VadStream;
+  /** Decodes and runs the VAD, off this thread when media workers are on. */
+  media: SessionMedia;
   log: Logger;
   /** Audio kept from before speech_start, in ms. */
   preRollMs: number;
@@ -33,9 +32,6 @@ const PRE_ROLL_SLACK_MS = 1500;
 /** Packets allowed to wait for the VAD: 3 s of audio, far more than network jitter bunches up. */
 const MAX_BACKLOG = 50;
 
-/** DTX packets during silence are this small; they carry no speech. */
-const DTX_MAX_BYTES = 2;
-
 export class Listener {
   readonly #o: ListenerOptions;
   #mode: ListenMode = 'auto';
@@ -46,8 +42,19 @@ export class Listener {
   #hadSpeech = false;
   /** Recent audio before speech was confirmed, with each chunk's start position (samples). */
   #preRoll: Array<{ at: number; pcm: Int16Array }> = [];
-  /** Samples fed to the VAD since the last reset (the VAD's own position). */
+  /** Samples received since the last reset (positions of the pre-roll chunks). */
   #position = 0;
+  /**
+   * Where the VAD's own positions start in `#position` terms. Packets already on their way to the
+   * media worker when the VAD is reset were scored with the old state: their audio still counts
+   * (in a barge-in it is the user's next words), their VAD events do not, and the fresh VAD's
+   * positions begin after them.
+   */
+  #vadZero = 0;
+  /** Bumped by every VAD reset; each packet remembers the epoch it was sent in. */
+  #vadEpoch = 0;
+  /** Where the VAD's latest speech began (in `#position` terms). */
+  #speechStartAt = 0;
   #utterance: Int16Array[] = [];
   #utteranceSamples = 0;
   #chain: Promise<void> = Promise.resolve();
@@ -83,6 +90,22 @@ export class Listener {
     this.#reset();
   }
 
+  /**
+   * Realtime barge-in: the speech the VAD just found over the answer becomes the next utterance.
+   * The VAD is not reset (it is in the middle of that speech) and the pre-roll kept while
+   * monitoring supplies its beginning, so nothing the user said is lost.
+   */
+  bargeIn(): void {
+    if (this.#closed || !this.#monitor) return;
+    this.#mode = 'realtime';
+    this.#active = true;
+    this.#monitor = false;
+    this.#hadSpeech = true;
+    this.#utterance = [];
+    this.#utteranceSamples = 0;
+    this.#startUtterance(this.#speechStartAt);
+  }
+
   /** `listen stop` (manual mode): the utterance is whatever was collected. */
   stop(): void {
     if (!this.#active) return;
@@ -105,18 +128,13 @@ export class Listener {
     }
     this.#backlog++;
     const gen = this.#generation;
-    const decoded = this.#o.decoder.decode(packet);
-    let pcm: Int16Array;
-    if (decoded) pcm = decoded;
-    else {
-      // A corrupt packet still took 60 ms of the device's time: count it as silence so the
-      // VAD's silence timer keeps running.
-      this.corruptPackets++;
-      pcm = new Int16Array(this.#o.decoder.frameSamples);
-    }
-    if (packet.byteLength <= DTX_MAX_BYTES) pcm = new Int16Array(pcm.length);
+    const epoch = this.#vadEpoch;
+    // Sent at once (the media worker keeps each session's packets in order); the results are
+    // handled in order on this chain.
+    const result = this.#o.media.uplink(packet);
     this.#chain = this.#chain
-      .then(() => this.#process(pcm, gen))
+      .then(() => result)
+      .then((r) => this.#process(r, gen, epoch))
       .catch((err: unknown) => {
         this.#o.log.error({ err }, 'uplink processing failed');
       })
@@ -130,33 +148,38 @@ export class Listener {
     this.#active = false;
     this.#monitor = false;
     this.#generation++;
-    this.#o.vad.close();
   }
 
-  async #process(pcm: Int16Array, gen: number): Promise<void> {
-    if (gen !== this.#generation || this.#closed) return;
+  #process(r: UplinkResult, gen: number, epoch: number): void {
+    if (r.corrupt) this.corruptPackets++;
+    if (this.#closed) return;
+    const { pcm, events } = r;
     const at = this.#position;
     this.#position += pcm.length;
-    if (this.#active) this.#collect(pcm, at);
-    const events = await this.#o.vad.push(pcm);
-    if (gen !== this.#generation) return;
+    if (this.#active || this.#monitor) this.#collect(pcm, at);
+    if (epoch !== this.#vadEpoch) {
+      this.#vadZero = this.#position;
+      return;
+    }
+    const rate = this.#o.media.uplinkSampleRate;
     for (const e of events) {
       if (e.type === 'speech_start') {
         this.#hadSpeech = true;
-        if (this.#active) this.#startUtterance(e.atMs);
+        this.#speechStartAt = this.#vadZero + (e.atMs * rate) / 1000;
+        if (this.#active) this.#startUtterance(this.#speechStartAt);
         this.#o.onEvent({ type: 'speech_start' });
       } else {
         if (this.#active && this.#mode !== 'manual') this.#emitUtterance('vad');
       }
       if (gen !== this.#generation) return;
     }
-    if (this.#active && durationMs(this.#utteranceSamples, this.#o.decoder.sampleRate) >= this.#o.maxUtteranceMs) {
+    if (this.#active && durationMs(this.#utteranceSamples, rate) >= this.#o.maxUtteranceMs) {
       this.#emitUtterance('max_length');
     }
   }
 
   #collect(pcm: Int16Array, at: number): void {
-    if (this.#mode === 'manual' || this.#hadSpeech) {
+    if (this.#active && (this.#mode === 'manual' || this.#hadSpeech)) {
       this.#utterance.push(pcm);
       this.#utteranceSamples += pcm.length;
       return;
@@ -164,14 +187,15 @@ export class Listener {
     // Until the VAD confirms speech (it needs minSpeechMs of it), keep enough recent audio to
     // reach back to where the speech began, plus the pre-roll.
     this.#preRoll.push({ at, pcm });
-    const rate = this.#o.decoder.sampleRate;
+    const rate = this.#o.media.uplinkSampleRate;
     const keep = ((this.#o.preRollMs + PRE_ROLL_SLACK_MS) * rate) / 1000;
     while (this.#preRoll.length > 1 && at - (this.#preRoll[1]?.at ?? at) >= keep) this.#preRoll.shift();
   }
 
-  /** Speech confirmed: the utterance starts `preRollMs` before where the VAD says speech began. */
-  #startUtterance(atMs: number): void {
-    const from = Math.max(0, Math.round(((atMs - this.#o.preRollMs) * this.#o.decoder.sampleRate) / 1000));
+  /** Speech confirmed: the utterance starts `preRollMs` before `atSample`, where the VAD says speech began. */
+  #startUtterance(atSample: number): void {
+    const rate = this.#o.media.uplinkSampleRate;
+    const from = Math.max(0, Math.round(atSample - (this.#o.preRollMs * rate) / 1000));
     for (const c of this.#preRoll) {
       const end = c.at + c.pcm.length;
       if (end <= from) continue;
@@ -187,7 +211,7 @@ export class Listener {
     const hadSpeech = this.#hadSpeech;
     this.#active = false;
     this.#reset();
-    this.#o.onEvent({ type: 'utterance', pcm, sampleRate: this.#o.decoder.sampleRate, reason, hadSpeech, endedAt: performance.now() });
+    this.#o.onEvent({ type: 'utterance', pcm, sampleRate: this.#o.media.uplinkSampleRate, reason, hadSpeech, endedAt: performance.now() });
   }
 
   #reset(): void {
@@ -195,8 +219,10 @@ export class Listener {
     this.#hadSpeech = false;
     this.#preRoll = [];
     this.#position = 0;
+    this.#vadZero = 0;
+    this.#vadEpoch++;
     this.#utterance = [];
     this.#utteranceSamples = 0;
-    this.#o.vad.reset();
+    this.#o.media.resetVad();
   }
 }

@@ -11,12 +11,12 @@ import type { AudioOut } from './audio-out.ts';
 /** Sentences synthesized ahead of the one playing: enough for gapless speech, bounded memory. */
 const LOOKAHEAD = 2;
 
-/** Turns one sentence into PCM at the downlink rate. */
-export type Synthesize = (text: string, signal: AbortSignal) => AsyncIterable<Int16Array>;
+/** Turns one sentence into Opus packets at the downlink rate; `urgent` for the turn's first one. */
+export type Synthesize = (text: string, signal: AbortSignal, urgent: boolean) => AsyncIterable<Buffer>;
 
 interface Item {
   text: string;
-  pcm: AsyncQueue<Int16Array>;
+  packets: AsyncQueue<Buffer>;
   /** Set when synthesis failed (the error is already recorded). */
   failed?: boolean;
 }
@@ -31,6 +31,8 @@ export class SpeechQueue {
   readonly #done: Promise<void>;
   #errors: VoiceError[] = [];
   #spoken: string[] = [];
+  /** Sentences whose synthesis was started so far. */
+  #synthStarted = 0;
   /** Sentences whose synthesis started and whose playback has not. */
   #ahead = 0;
   #roomWaiters: Array<() => void> = [];
@@ -57,7 +59,7 @@ export class SpeechQueue {
   push(text: string): void {
     const t = text.trim();
     if (!t || this.#signal.aborted) return;
-    const item: Item = { text: t, pcm: new AsyncQueue<Int16Array>() };
+    const item: Item = { text: t, packets: new AsyncQueue<Buffer>() };
     this.#pending++;
     this.#toSynth.push(item);
     this.#toPlay.push(item);
@@ -110,11 +112,14 @@ export class SpeechQueue {
       if (this.#signal.aborted) return;
       this.#ahead++;
       try {
-        for await (const chunk of this.#synth(item.text, this.#signal)) item.pcm.push(chunk);
-        item.pcm.close();
+        // The first sentence is urgent: the listener is waiting for it. Later ones have the
+        // previous sentence's play time to be ready.
+        const urgent = this.#synthStarted++ === 0;
+        for await (const packet of this.#synth(item.text, this.#signal, urgent)) item.packets.push(packet);
+        item.packets.close();
       } catch (err) {
         item.failed = true;
-        item.pcm.fail(err);
+        item.packets.fail(err);
         if (!isAbortError(err)) {
           const e = toVoiceError(err);
           this.#errors.push(e);
@@ -130,7 +135,7 @@ export class SpeechQueue {
         try {
           // The player has taken this sentence: the worker may synthesize one more.
           this.#freeRoom();
-          await this.#out.play(item.text, item.pcm);
+          await this.#out.playPackets(item.text, item.packets);
           this.#spoken.push(item.text);
         } catch (err) {
           // Synthesis errors were recorded by the worker; aborts end the loop quietly.

@@ -5,7 +5,7 @@
  */
 import { isAbortError, toVoiceError } from '../../../core/errors.ts';
 import type { Logger } from '../../../core/logger.ts';
-import type { OpusCodec } from '../../../audio/opus/codec.ts';
+import type { SessionMedia } from '../../../audio/media/media.ts';
 import { synthesizePcm } from '../../../audio/tts/to-pcm.ts';
 import type { Tts } from '../../../audio/tts/tts.ts';
 import type { History } from '../../../llm/history.ts';
@@ -15,7 +15,7 @@ import { EmotionEmoji, type Emotion } from '../../../protocol/messages.ts';
 import type { DeviceChannel } from '../channel.ts';
 import type { SessionInfo, StateControl } from '../conversation.ts';
 import { AudioOut } from './audio-out.ts';
-import { SpeechQueue } from './speech-queue.ts';
+import { SpeechQueue, type Synthesize } from './speech-queue.ts';
 import type { SessionTools, TurnTimings, VoiceDeps } from './voice-deps.ts';
 
 export type TurnInput =
@@ -28,7 +28,7 @@ export interface TurnEnv {
   info: SessionInfo;
   channel: DeviceChannel;
   log: Logger;
-  encoder: OpusCodec;
+  media: SessionMedia;
   history: History;
   tools: SessionTools;
   state: StateControl;
@@ -147,13 +147,14 @@ export class Turn {
   }
 
   #audioOut(): AudioOut {
-    const { deps, channel, info, encoder, log } = this.#env;
+    const { deps, channel, info, media, log } = this.#env;
     this.#out ??= new AudioOut({
       channel,
       sessionId: info.sessionId,
-      encoder,
+      media,
       frameMs: info.downlink.frameDurationMs,
       preBufferFrames: deps.config.audio.preBufferFrames,
+      sendAheadMs: deps.config.audio.sendAheadMs,
       stopMarginMs: deps.config.audio.ttsStopMarginMs,
       signal: this.signal,
       log,
@@ -166,9 +167,15 @@ export class Turn {
     return this.#out;
   }
 
-  #synth(tts: Tts): (text: string, signal: AbortSignal) => AsyncIterable<Int16Array> {
-    const rate = this.#env.info.downlink.sampleRate;
-    return (text, signal) => synthesizePcm(tts, text, { sampleRate: rate, signal, log: this.#env.log });
+  /**
+   * Text → Opus packets. The embedded TTS synthesises in the session's media worker, straight to
+   * Opus (no process, nothing CPU-heavy here); other providers stream bytes here and only the
+   * encoding goes to the worker.
+   */
+  #synth(tts: Tts): Synthesize {
+    const { media, info, log } = this.#env;
+    if (tts.name === 'espeak') return (text, signal, urgent) => media.speak(text, signal, urgent);
+    return (text, signal) => media.encode(synthesizePcm(tts, text, { sampleRate: info.downlink.sampleRate, signal, log }), signal);
   }
 
   async #speakPlain(out: AudioOut, text: string, tts: Tts): Promise<void> {

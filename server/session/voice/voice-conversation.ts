@@ -4,7 +4,8 @@
  */
 import { sleep } from '../../../core/abort.ts';
 import { toVoiceError } from '../../../core/errors.ts';
-import { createOpusCodec, type OpusCodec } from '../../../audio/opus/codec.ts';
+import type { SessionMedia } from '../../../audio/media/media.ts';
+import type { OpusSampleRate } from '../../../audio/opus/codec.ts';
 import { createHistory, type History } from '../../../llm/history.ts';
 import { buildSystemPrompt } from '../../../llm/system-prompt.ts';
 import { createDeviceMcp, type DeviceMcp } from '../../../mcp/device-mcp.ts';
@@ -28,10 +29,9 @@ class VoiceConversation implements Conversation {
   readonly #ctx: ConversationContext;
   readonly #history: History;
   readonly #wakeWords: Set<string>;
-  #decoder: OpusCodec | undefined;
-  #encoder: OpusCodec | undefined;
+  #media: SessionMedia | undefined;
   #listener: Listener | undefined;
-  #ready: Promise<void>;
+  #ready: Promise<void> | undefined;
   /** Packets and calls that arrived while the codecs were loading. */
   #pendingPackets: Uint8Array[] = [];
   #pendingListen: ListenMode | null = null;
@@ -67,8 +67,25 @@ class VoiceConversation implements Conversation {
         ...(dm.vision.url ? { vision: { url: dm.vision.url, token: dm.vision.token } } : {}),
       });
     }
-    this.#ready = this.#init();
-    this.#ready.catch(() => {});
+    if (this.#deviceMcp) {
+      // Not awaited: the device answers when it can; its tools join the session when listed.
+      this.#deviceMcp.initialize(ctx.signal).catch((err: unknown) => {
+        if (!this.#closed) ctx.log.warn({ err: toVoiceError(err).message }, 'device MCP initialize failed; continuing without device tools');
+      });
+    }
+  }
+
+  /**
+   * Opens the media state (codecs, VAD on a worker) and the tools on first use, not at hello: an
+   * idle device (connected, waiting for its wake word) holds no codec or VAD state, which is
+   * what lets one server keep thousands of them connected.
+   */
+  #start(): Promise<void> {
+    if (!this.#ready) {
+      this.#ready = this.#init();
+      this.#ready.catch(() => {});
+    }
+    return this.#ready;
   }
 
   async #init(): Promise<void> {
@@ -78,17 +95,28 @@ class VoiceConversation implements Conversation {
       // Uplink is always decoded at 16 kHz, whatever the device encoded at: an Opus decoder can
       // output any of its rates, and the VAD and the recognisers want 16 kHz.
       if (info.uplink.sampleRate !== 16000) log.info({ sampleRate: info.uplink.sampleRate }, 'device uplink rate is not 16 kHz; decoding at 16 kHz');
-      this.#decoder = await createOpusCodec({ sampleRate: 16000, log });
-      this.#encoder = await createOpusCodec({ sampleRate: cfg.audio.outputSampleRate, complexity: cfg.audio.opusComplexity, log });
-      this.#tools = this.#deps.toolsFor({ info, log, ...(this.#deviceMcp ? { deviceTools: this.#deviceMcp.toolSource() } : {}) });
-      const vad = this.#deps.vadModel.createStream({
-        threshold: cfg.vad.threshold,
-        minSilenceMs: cfg.vad.minSilenceMs,
-        minSpeechMs: cfg.vad.minSpeechMs,
+      const media = await this.#deps.media.open(
+        {
+          vad: { threshold: cfg.vad.threshold, minSilenceMs: cfg.vad.minSilenceMs, minSpeechMs: cfg.vad.minSpeechMs },
+          downlinkSampleRate: cfg.audio.outputSampleRate as OpusSampleRate,
+          complexity: cfg.audio.opusComplexity,
+        },
+        log,
+      );
+      this.#media = media;
+      if (this.#closed) {
+        media.close();
+        return;
+      }
+      // The worker holding this session's codec and VAD state died: the state is gone, so the
+      // session ends and the device reconnects to a fresh one.
+      media.onLost((err) => {
+        log.error({ err: err.message }, 'media worker lost; ending the session');
+        this.#ctx.closeSession(CloseCode.MediaLost, 'media worker failed');
       });
+      this.#tools = this.#deps.toolsFor({ info, log, ...(this.#deviceMcp ? { deviceTools: this.#deviceMcp.toolSource() } : {}) });
       this.#listener = new Listener({
-        decoder: this.#decoder,
-        vad,
+        media,
         log,
         preRollMs: cfg.vad.preRollMs,
         maxUtteranceMs: cfg.vad.maxUtteranceMs,
@@ -100,12 +128,6 @@ class VoiceConversation implements Conversation {
       throw err;
     }
     if (this.#closed) return;
-    if (this.#deviceMcp) {
-      // Not awaited: the device answers when it can; its tools join the session when listed.
-      this.#deviceMcp.initialize(this.#ctx.signal).catch((err: unknown) => {
-        if (!this.#closed) log.warn({ err: toVoiceError(err).message }, 'device MCP initialize failed; continuing without device tools');
-      });
-    }
     if (this.#pendingListen) this.#listener.start(this.#pendingListen);
     for (const p of this.#pendingPackets.splice(0)) this.#listener.push(p);
   }
@@ -121,6 +143,7 @@ class VoiceConversation implements Conversation {
     if (this.#turn && !this.#turn.aborted) return;
     if (!this.#listener) {
       this.#pendingListen = mode;
+      void this.#start();
       return;
     }
     this.#listener.start(mode);
@@ -138,6 +161,11 @@ class VoiceConversation implements Conversation {
   detect(text: string): void {
     const trimmed = text.trim();
     if (!trimmed) return;
+    if (!this.#media && !this.#closed) {
+      // The media state opens on first use (or is still opening): answer once it is there.
+      this.#start().then(() => this.detect(trimmed), () => {});
+      return;
+    }
     this.#turn?.abort('wake word');
     const isWake = this.#wakeWords.has(normalizeWake(trimmed));
     this.#ctx.state.apply('detect');
@@ -147,8 +175,9 @@ class VoiceConversation implements Conversation {
   audio(packet: Uint8Array): void {
     if (this.#closed) return;
     if (!this.#listener) {
-      // Bounded: about 6 s of audio while the codecs load (they load in milliseconds).
-      if (this.#pendingPackets.length < 100) this.#pendingPackets.push(packet);
+      // Kept only while the media state is opening for a listen start (bounded: about 6 s of
+      // audio; it opens in milliseconds). Audio nobody asked to be heard is dropped.
+      if (this.#pendingListen && this.#pendingPackets.length < 100) this.#pendingPackets.push(packet);
       return;
     }
     this.#listener.push(packet);
@@ -184,12 +213,11 @@ class VoiceConversation implements Conversation {
     this.#closed = true;
     this.#turn?.abort('session closed');
     await this.#turnDone;
-    await this.#ready.catch(() => {});
+    await this.#ready?.catch(() => {});
     this.#listener?.close();
     this.#deviceMcp?.close();
     await this.#tools?.close?.().catch(() => {});
-    this.#decoder?.close();
-    this.#encoder?.close();
+    this.#media?.close();
   }
 
   #onListenerEvent(e: ListenerEvent): void {
@@ -198,7 +226,7 @@ class VoiceConversation implements Conversation {
       if (this.#turn && this.#deps.config.vad.bargeIn && this.#ctx.state.mode === 'realtime') {
         this.#ctx.log.info('barge-in: speech during the answer');
         this.#turn.abort('barge-in');
-        this.#listener?.start('realtime');
+        this.#listener?.bargeIn();
       }
       return;
     }
@@ -213,7 +241,7 @@ class VoiceConversation implements Conversation {
   }
 
   #startTurn(input: TurnInput): void {
-    if (this.#closed || !this.#encoder || !this.#tools) {
+    if (this.#closed || !this.#media || !this.#tools) {
       this.#ctx.log.warn('turn requested before the pipeline was ready; ignored');
       return;
     }
@@ -226,7 +254,7 @@ class VoiceConversation implements Conversation {
         info: this.#ctx.info,
         channel: this.#ctx.channel,
         log: this.#ctx.log,
-        encoder: this.#encoder,
+        media: this.#media,
         history: this.#history,
         tools: this.#tools,
         state: this.#ctx.state,

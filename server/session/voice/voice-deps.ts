@@ -5,7 +5,7 @@
 import type { Logger } from '../../../core/logger.ts';
 import type { Asr } from '../../../audio/asr/asr.ts';
 import type { Tts } from '../../../audio/tts/tts.ts';
-import type { VadModel } from '../../../audio/vad/vad.ts';
+import type { MediaEngine } from '../../../audio/media/media.ts';
 import type { LlmClient } from '../../../llm/types.ts';
 import type { ToolSource } from '../../../mcp/tool-source.ts';
 import type { Config } from '../../config.ts';
@@ -50,7 +50,8 @@ export interface TurnTimings {
 export interface VoiceDeps {
   config: Config;
   log: Logger;
-  vadModel: VadModel;
+  /** Opens each session's media state (codecs, VAD, embedded TTS) on a worker. */
+  media: MediaEngine;
   asr: Asr;
   tts: Tts;
   /** Embedded TTS used for apologies when the primary (remote) TTS is the thing failing. */

@@ -5,16 +5,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { silentLogger } from '../../../core/logger.ts';
-import { createOpusCodec } from '../../../audio/opus/codec.ts';
-import { synthesizePcm } from '../../../audio/tts/to-pcm.ts';
-import { createTts } from '../../../audio/tts/tts.ts';
+import { createMediaEngine } from '../../../audio/media/engine.ts';
 import type { DeviceChannel } from '../../../server/session/channel.ts';
 import { AudioOut } from '../../../server/session/voice/audio-out.ts';
 import { SpeechQueue } from '../../../server/session/voice/speech-queue.ts';
 
 test('synthesis runs at most a couple of sentences ahead of playback, and everything plays in order', async () => {
-  const tts = await createTts({ provider: 'espeak', voice: 'en-us', speed: 450 }, silentLogger);
-  const encoder = await createOpusCodec({ sampleRate: 24000, complexity: 5 });
+  const engine = await createMediaEngine({ workers: 1, vadProvider: 'webrtc', espeak: { voice: 'en-us', speed: 450 }, log: silentLogger });
+  const media = await engine.open({ vad: { threshold: 0.5, minSilenceMs: 700 }, downlinkSampleRate: 24000, complexity: 5 }, silentLogger);
   const sent: string[] = [];
   let frames = 0;
   const channel: DeviceChannel = {
@@ -29,7 +27,7 @@ test('synthesis runs at most a couple of sentences ahead of playback, and everyt
     bufferedBytes: 0,
   };
   const ac = new AbortController();
-  const out = new AudioOut({ channel, sessionId: 's', encoder, frameMs: 60, preBufferFrames: 3, stopMarginMs: 0, signal: ac.signal, log: silentLogger });
+  const out = new AudioOut({ channel, sessionId: 's', media, frameMs: 60, preBufferFrames: 3, sendAheadMs: 0, stopMarginMs: 0, signal: ac.signal, log: silentLogger });
   let started = 0;
   let maxAheadOfPlayed = 0;
   const q = new SpeechQueue(
@@ -37,7 +35,7 @@ test('synthesis runs at most a couple of sentences ahead of playback, and everyt
     (text, signal) => {
       started++;
       maxAheadOfPlayed = Math.max(maxAheadOfPlayed, started - sent.length);
-      return synthesizePcm(tts, text, { sampleRate: 24000, signal });
+      return media.speak(text, signal);
     },
     ac.signal,
     silentLogger,
@@ -46,8 +44,8 @@ test('synthesis runs at most a couple of sentences ahead of playback, and everyt
   for (const t of texts) q.push(t);
   await q.end();
   ac.abort();
-  encoder.close();
-  await tts.close();
+  media.close();
+  await engine.close();
   assert.deepEqual(sent, texts);
   assert.ok(frames > 8 * 5, `${frames} frames: every sentence was heard`);
   assert.ok(maxAheadOfPlayed <= 3, `synthesis was ${maxAheadOfPlayed} sentences ahead of what had started playing`);

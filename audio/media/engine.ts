@@ -1,0 +1,19 @@
+/**
+ * @module Creates the media engine the configuration asks for: worker threads (default: one per
+ * core) or, with `workers: 0`, the in-process engine.
+ */
+import { availableParallelism } from 'node:os';
+import { createInProcessEngine } from './in-process.ts';
+import type { MediaEngine, MediaEngineOptions } from './media.ts';
+import { createWorkerPool } from './worker-pool.ts';
+
+/** `auto` (or undefined): one worker per core the process may use. */
+export function resolveWorkerCount(workers: number | 'auto' | undefined): number {
+  return workers === undefined || workers === 'auto' ? availableParallelism() : workers;
+}
+
+export async function createMediaEngine(opts: MediaEngineOptions): Promise<MediaEngine> {
+  const config = { vadProvider: opts.vadProvider, espeak: opts.espeak };
+  if (opts.workers <= 0) return createInProcessEngine(config, opts.log);
+  return createWorkerPool(opts.workers, config, opts.log);
+}

@@ -1,0 +1,142 @@
+/**
+ * @module The media work itself, for one thread: the VAD model and the espeak engine are loaded
+ * once per thread; each session gets its own decoder, encoder, VAD stream and framers. Used by
+ * the worker thread (`media-worker.ts`) and by the in-process engine alike.
+ */
+import { ErrorCode, VoiceError } from '../../core/errors.ts';
+import type { Logger } from '../../core/logger.ts';
+import { createOpusCodec, type OpusCodec } from '../opus/codec.ts';
+import { PcmFramer } from '../pcm.ts';
+import { Resampler } from '../resample.ts';
+import { checkEspeakVoice, espeakText, loadEspeakEngine, type EspeakEngine } from '../tts/espeak-wasm.ts';
+import { createVadModel, type VadModel, type VadStream } from '../vad/vad.ts';
+import { FRAME_MS, UPLINK_SAMPLE_RATE, type MediaThreadConfig, type SessionMediaOptions, type UplinkResult } from './media.ts';
+
+/** DTX packets during silence are this small; they carry no speech. */
+const DTX_MAX_BYTES = 2;
+
+/**
+ * Spoken (and discarded) after load: the first dozen syntheses run 5-20× slower until V8 has
+ * tiered the engine's WebAssembly up (measured: 240 ms → 5 ms for the same sentence).
+ */
+const WARM_UP = ['Warming up.', 'The quick brown fox jumps over the lazy dog, twice.', 'It is sunny today, with a light breeze from the west.'];
+const WARM_UP_ROUNDS = 6;
+
+export class MediaCore {
+  readonly #config: MediaThreadConfig;
+  readonly #log: Logger;
+  #vadModel: VadModel | undefined;
+  #espeak: EspeakEngine | undefined;
+
+  constructor(config: MediaThreadConfig, log: Logger) {
+    this.#config = config;
+    this.#log = log;
+  }
+
+  /** Loads the VAD model and the TTS engine; an unknown voice is a configuration error. */
+  async load(): Promise<void> {
+    this.#vadModel = await createVadModel({ provider: this.#config.vadProvider, log: this.#log });
+    this.#espeak = await loadEspeakEngine();
+    checkEspeakVoice(this.#espeak, this.#config.espeak.voice);
+  }
+
+  /**
+   * Warms the TTS engine up in the background, one sentence per macrotask, so requests that
+   * arrive meanwhile are served between them.
+   */
+  warmUp(): void {
+    const engine = this.#espeak;
+    if (!engine) return;
+    let left = WARM_UP_ROUNDS * WARM_UP.length;
+    const step = (): void => {
+      engine.synthesize(WARM_UP[left % WARM_UP.length] as string, this.#config.espeak, () => {});
+      if (--left > 0) setImmediate(step).unref();
+    };
+    setImmediate(step).unref();
+  }
+
+  async openSession(opts: SessionMediaOptions): Promise<CoreSession> {
+    if (!this.#vadModel || !this.#espeak) throw new VoiceError(ErrorCode.Internal, 'media core used before load');
+    const decoder = await createOpusCodec({ sampleRate: UPLINK_SAMPLE_RATE, frameMs: FRAME_MS, log: this.#log });
+    const encoder = await createOpusCodec({ sampleRate: opts.downlinkSampleRate, frameMs: FRAME_MS, complexity: opts.complexity, log: this.#log });
+    const vad = this.#vadModel.createStream(opts.vad);
+    return new CoreSession(decoder, encoder, vad, this.#espeak, this.#config);
+  }
+
+  async close(): Promise<void> {
+    await this.#vadModel?.close();
+  }
+}
+
+export class CoreSession {
+  readonly decoder: OpusCodec;
+  readonly encoder: OpusCodec;
+  readonly #vad: VadStream;
+  readonly #espeak: EspeakEngine;
+  readonly #thread: MediaThreadConfig;
+  /** One framer per downlink stream (each `encode` call), so streams never mix samples. */
+  readonly #framers = new Map<number, PcmFramer>();
+  #closed = false;
+
+  constructor(decoder: OpusCodec, encoder: OpusCodec, vad: VadStream, espeak: EspeakEngine, thread: MediaThreadConfig) {
+    this.decoder = decoder;
+    this.encoder = encoder;
+    this.#vad = vad;
+    this.#espeak = espeak;
+    this.#thread = thread;
+  }
+
+  async uplink(packet: Uint8Array): Promise<UplinkResult> {
+    const decoded = this.decoder.decode(packet);
+    // A corrupt packet still took 60 ms of the device's time: count it as silence so the VAD's
+    // silence timer keeps running. DTX packets are silence by definition.
+    const pcm = decoded && packet.byteLength > DTX_MAX_BYTES ? decoded : new Int16Array(this.decoder.frameSamples);
+    const events = this.#closed ? [] : await this.#vad.push(pcm);
+    return { pcm, events, corrupt: decoded === null };
+  }
+
+  resetVad(): void {
+    this.#vad.reset();
+  }
+
+  /** Frames and encodes one chunk of downlink stream `stream`; `final` pads and ends the stream. */
+  encodeChunk(stream: number, pcm: Int16Array | null, final: boolean): Buffer[] {
+    let framer = this.#framers.get(stream);
+    if (!framer) {
+      framer = new PcmFramer(this.encoder.frameSamples);
+      this.#framers.set(stream, framer);
+    }
+    const out: Buffer[] = [];
+    if (pcm) for (const f of framer.push(pcm)) out.push(this.encoder.encode(f));
+    if (final) {
+      const last = framer.flush();
+      if (last) out.push(this.encoder.encode(last));
+      this.#framers.delete(stream);
+    }
+    return out;
+  }
+
+  /** Synthesises `text` with the embedded TTS straight to Opus, handing packets out as they come. */
+  speak(text: string, emit: (packets: Buffer[]) => void): void {
+    const t = espeakText(text);
+    if (!t) return;
+    const resampler = new Resampler(this.#espeak.sampleRate, this.encoder.sampleRate);
+    const framer = new PcmFramer(this.encoder.frameSamples);
+    const encodeAll = (frames: Int16Array[]): void => {
+      if (frames.length > 0) emit(frames.map((f) => this.encoder.encode(f)));
+    };
+    this.#espeak.synthesize(t, this.#thread.espeak, (chunk) => encodeAll(framer.push(resampler.push(chunk))));
+    const tail = framer.push(resampler.flush());
+    const last = framer.flush();
+    encodeAll(last ? [...tail, last] : tail);
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#vad.close();
+    this.decoder.close();
+    this.encoder.close();
+    this.#framers.clear();
+  }
+}

@@ -1,0 +1,84 @@
+/**
+ * @module The per-session media work as one interface, wherever it runs: Opus decode + VAD for
+ * the uplink, Opus encode (with PCM framing) and embedded-TTS synthesis for the downlink. The
+ * engine runs it in a pool of worker threads (each session pinned to one worker, which holds its
+ * codec and VAD state) or, with `workers: 0`, in the calling thread. Both run the same code
+ * (`media-core.ts`), so they give bit-identical results.
+ */
+import type { VoiceError } from '../../core/errors.ts';
+import type { Logger } from '../../core/logger.ts';
+import type { OpusSampleRate } from '../opus/codec.ts';
+import type { EspeakVoice } from '../tts/espeak-wasm.ts';
+import type { VadEvent, VadProvider, VadStreamOptions } from '../vad/vad.ts';
+
+/** The uplink is always decoded at 16 kHz in 60 ms frames: what VAD and the recognisers want. */
+export const UPLINK_SAMPLE_RATE = 16000;
+export const FRAME_MS = 60;
+
+/** One uplink packet, processed. */
+export interface UplinkResult {
+  /** Decoded PCM at 16 kHz (silence for a DTX or corrupt packet, so timing is kept). */
+  pcm: Int16Array;
+  /** VAD boundaries this packet completed (positions since the last `resetVad`). */
+  events: VadEvent[];
+  /** The packet could not be decoded. */
+  corrupt: boolean;
+}
+
+export interface SessionMediaOptions {
+  vad: VadStreamOptions;
+  downlinkSampleRate: OpusSampleRate;
+  /** Opus encoder complexity 0..10. */
+  complexity: number;
+}
+
+/** The media state of one session. Calls of each kind are processed in order. */
+export interface SessionMedia {
+  readonly uplinkSampleRate: number;
+  /** Samples in one uplink frame (960). */
+  readonly uplinkFrameSamples: number;
+  /** Decodes one Opus packet and runs the VAD on it. */
+  uplink(packet: Uint8Array): Promise<UplinkResult>;
+  /** Forgets the VAD state (a new utterance); ordered after every `uplink` already called. */
+  resetVad(): void;
+  /** PCM at the downlink rate → Opus packets (the last frame padded). Pull-based. */
+  encode(pcm: AsyncIterable<Int16Array>, signal: AbortSignal): AsyncIterable<Buffer>;
+  /**
+   * Text → Opus packets with the embedded TTS (espeak-ng), synthesised where the codec lives.
+   * `urgent` marks the first sentence of a turn: a worker serves those before sentences that are
+   * only synthesised ahead, so when many turns start at once each gets its first audio early.
+   */
+  speak(text: string, signal: AbortSignal, urgent?: boolean): AsyncIterable<Buffer>;
+  /** `cb` runs once if this session's media state is lost (its worker died): end the session. */
+  onLost(cb: (err: VoiceError) => void): void;
+  close(): void;
+}
+
+export interface MediaEngineStats {
+  /** Worker threads running (0: media runs in the calling thread). */
+  workers: number;
+  sessions: number;
+  /** Requests sent to workers and not answered yet, summed over workers (admission control). */
+  queueDepth: number;
+  /** Workers that died and were replaced since start. */
+  workerRestarts: number;
+}
+
+export interface MediaEngine {
+  open(opts: SessionMediaOptions, log: Logger): Promise<SessionMedia>;
+  stats(): MediaEngineStats;
+  close(): Promise<void>;
+}
+
+/** What every thread that runs media work loads once. */
+export interface MediaThreadConfig {
+  vadProvider: VadProvider;
+  /** The embedded TTS voice (the configured espeak voice, or the fallback's). */
+  espeak: EspeakVoice;
+}
+
+export interface MediaEngineOptions extends MediaThreadConfig {
+  /** Worker threads; 0 runs media in the calling thread. */
+  workers: number;
+  log: Logger;
+}
