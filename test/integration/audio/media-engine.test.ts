@@ -1,0 +1,417 @@
+/**
+ * The media engine with real parts (native Opus, Silero VAD, espeak-ng WASM): the worker-thread
+ * engine gives bit-identical results to the in-process one (uplink decode + VAD with corrupt and
+ * DTX packets and a VAD reset, framed encode, embedded TTS); sessions spread over the workers; a
+ * crashed worker ends only its own sessions and is replaced; a recycled worker keeps its sessions
+ * working; close terminates the workers.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { AsyncQueue } from '../../../core/async-queue.ts';
+import { silentLogger } from '../../../core/logger.ts';
+import { VoiceError } from '../../../core/errors.ts';
+import { createMediaEngine } from '../../../audio/media/engine.ts';
+import type { MediaEngine, SessionMedia, SessionMediaOptions, UplinkResult } from '../../../audio/media/media.ts';
+import type { WorkerPool } from '../../../audio/media/worker-pool.ts';
+import type { VadEvent } from '../../../audio/vad/vad.ts';
+import { resample } from '../../../audio/resample.ts';
+import { decodeDownlink, speak16k, utterancePackets } from '../../helpers/speech.ts';
+import type { Worker } from 'node:worker_threads';
+import { trackWorkers } from '../../helpers/track-workers.ts';
+import { pollUntil, within } from '../../helpers/wait.ts';
+
+const OPTS: SessionMediaOptions = { vad: { threshold: 0.5, minSilenceMs: 700, minSpeechMs: 250 }, downlinkSampleRate: 24000, complexity: 5 };
+const FRAME_24K = 1440;
+/** Worker start-up (tsx in the worker, onnxruntime, espeak WASM) takes several seconds on a small box. */
+const SETUP_MS = 90_000;
+
+function engine(workers: number): Promise<MediaEngine> {
+  return createMediaEngine({ workers, vadProvider: 'silero', espeak: { voice: 'en-us' }, log: silentLogger });
+}
+
+
+/** Deterministic bytes (xorshift32), so a failure reproduces. */
+function prng(seed: number): () => number {
+  let x = seed >>> 0 || 1;
+  return () => {
+    x ^= x << 13;
+    x >>>= 0;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    x >>>= 0;
+    return x;
+  };
+}
+
+function randomPacket(next: () => number, n: number): Buffer {
+  const b = Buffer.alloc(n);
+  for (let i = 0; i < n; i++) b[i] = next() & 0xff;
+  return b;
+}
+
+async function collect(it: AsyncIterable<Buffer>): Promise<Buffer[]> {
+  const out: Buffer[] = [];
+  for await (const p of it) out.push(Buffer.from(p));
+  return out;
+}
+
+async function* chunks(pcm: Int16Array, sizes: readonly number[]): AsyncGenerator<Int16Array> {
+  let at = 0;
+  for (const n of sizes) {
+    yield pcm.slice(at, at + n);
+    at += n;
+  }
+}
+
+function speechEvents(rs: readonly UplinkResult[]): VadEvent[] {
+  return rs.flatMap((r) => r.events);
+}
+
+function hasStartAndEnd(events: readonly VadEvent[]): boolean {
+  return events.some((e) => e.type === 'speech_start') && events.some((e) => e.type === 'speech_end');
+}
+
+/** Sends every packet at once (as the session's listener does) and waits for all the answers. */
+function uplinkAll(media: SessionMedia, packets: readonly Buffer[]): Promise<UplinkResult[]> {
+  return Promise.all(packets.map((p) => media.uplink(p)));
+}
+
+function assertSameUplink(a: readonly UplinkResult[], b: readonly UplinkResult[], label: string): void {
+  assert.equal(a.length, b.length, `${label}: result count`);
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i] as UplinkResult;
+    const y = b[i] as UplinkResult;
+    assert.equal(x.corrupt, y.corrupt, `${label}: packet ${i} corrupt flag`);
+    assert.deepEqual(x.events, y.events, `${label}: packet ${i} VAD events`);
+    assert.equal(x.pcm.length, y.pcm.length, `${label}: packet ${i} PCM length`);
+    assert.ok(Buffer.from(x.pcm.buffer, x.pcm.byteOffset, x.pcm.byteLength).equals(Buffer.from(y.pcm.buffer, y.pcm.byteOffset, y.pcm.byteLength)), `${label}: packet ${i} PCM differs`);
+  }
+}
+
+function assertSamePackets(a: readonly Buffer[], b: readonly Buffer[], label: string): void {
+  assert.equal(a.length, b.length, `${label}: packet count`);
+  for (let i = 0; i < a.length; i++) assert.ok((a[i] as Buffer).equals(b[i] as Buffer), `${label}: packet ${i} differs`);
+}
+
+
+/**
+ * Waits until every thread is done with the engines' background work: the espeak warm-up runs one
+ * synthesis per macrotask after load, in the main thread (in-process engine) and in each worker.
+ * It matters for `speak`: espeak-ng carries state from one synthesis to the next (the same text
+ * twice gives slightly different PCM), so two threads give the same packets only after the same
+ * syntheses, here the warm-up's and the test's.
+ */
+async function untilThreadsIdle(workers: readonly Worker[], ms: number): Promise<void> {
+  // The main thread's warm-up is a chain of setImmediate steps: let them all run.
+  for (let i = 0; i < 100; i++) await new Promise((r) => setImmediate(r));
+  const deadline = Date.now() + ms;
+  let last = workers.map((w) => w.performance.eventLoopUtilization());
+  for (let quiet = 0; quiet < 3; ) {
+    if (Date.now() > deadline) throw new Error(`worker threads still busy after ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 200));
+    const now = workers.map((w) => w.performance.eventLoopUtilization());
+    const busiest = Math.max(0, ...workers.map((w, i) => w.performance.eventLoopUtilization(now[i], last[i]).utilization));
+    quiet = busiest < 0.05 ? quiet + 1 : 0;
+    last = now;
+  }
+}
+
+let utterance: Buffer[];
+/** Duration of `utterance` in ms. */
+let utteranceMs: number;
+
+let workerThreads: ReturnType<typeof trackWorkers>;
+
+before(async () => {
+  workerThreads = trackWorkers();
+  utterance = await utterancePackets(speak16k('what is the weather today'));
+  utteranceMs = utterance.length * 60;
+}, { timeout: 30_000 });
+after(async () => {
+  assert.equal(await workerThreads.restore(), 0, 'worker threads left running after every engine closed');
+}, { timeout: 30_000 });
+
+describe('media engine: workers give bit-identical results to the in-process engine', () => {
+  let inProcess: MediaEngine | undefined;
+  let worker: MediaEngine | undefined;
+  const opened: SessionMedia[] = [];
+  const both = (): [MediaEngine, MediaEngine] => {
+    assert.ok(inProcess && worker, 'engines started');
+    return [inProcess, worker];
+  };
+  const open = async (e: MediaEngine): Promise<SessionMedia> => {
+    const m = await within(e.open(OPTS, silentLogger), 30_000, 'open');
+    opened.push(m);
+    return m;
+  };
+
+  before(async () => {
+    [inProcess, worker] = await Promise.all([engine(0), engine(1)]);
+  }, { timeout: SETUP_MS });
+  after(async () => {
+    for (const m of opened) m.close();
+    await Promise.allSettled([inProcess?.close(), worker?.close()]);
+  }, { timeout: 30_000 });
+
+  test('engines report what they are', () => {
+    const [a, b] = both();
+    assert.equal(a.stats().workers, 0);
+    assert.equal(b.stats().workers, 1);
+  });
+
+  test('uplink: decoded PCM, VAD events and corrupt flags match, with corrupt and DTX packets and a VAD reset mid-way', { timeout: 60_000 }, async () => {
+    const next = prng(0x5eed);
+    const corrupt = [randomPacket(next, 57), randomPacket(next, 123), randomPacket(next, 9), Buffer.from([0x03, 0x00]), Buffer.alloc(0)];
+    const dtx = [Buffer.from([0xf8]), Buffer.from([0x78])];
+    // Corrupt and DTX packets before the speech and in the tail, the speech itself intact. Eight
+    // before it (480 ms, a whole number of Silero's 32 ms frames), so the model sees the speech
+    // with the same frame alignment as without them.
+    const part1 = [corrupt[0], dtx[0], corrupt[1], ...utterance.slice(0, 2), corrupt[3], dtx[1], corrupt[4], ...utterance.slice(2, 4), corrupt[2], dtx[0], ...utterance.slice(4), dtx[1], corrupt[2], corrupt[0], dtx[0]] as Buffer[];
+    /** Indices in part 1 of the packets put before the speech. */
+    const insertedBefore = [0, 1, 2, 5, 6, 7, 10, 11];
+    const part2 = utterance;
+
+    const results: Array<{ part1: UplinkResult[]; part2: UplinkResult[] }> = [];
+    for (const e of both()) {
+      const m = await open(e);
+      // Everything sent without waiting, the reset between: it is ordered after part 1's packets.
+      const p1 = uplinkAll(m, part1);
+      m.resetVad();
+      const p2 = uplinkAll(m, part2);
+      results.push({ part1: await within(p1, 30_000, 'part 1'), part2: await within(p2, 30_000, 'part 2') });
+    }
+    const [ref, work] = results as [(typeof results)[0], (typeof results)[0]];
+
+    // Not a comparison of nothing: the speech was found before and after the reset, some packets
+    // were corrupt, and DTX packets gave one frame of silence.
+    const ev1 = speechEvents(ref.part1);
+    const ev2 = speechEvents(ref.part2);
+    assert.ok(hasStartAndEnd(ev1), `part 1 events ${JSON.stringify(ev1)}`);
+    assert.ok(hasStartAndEnd(ev2), `part 2 events ${JSON.stringify(ev2)}`);
+    // After the reset positions restart at 0: the second utterance starts where the first one
+    // did, less the packets put before it in part 1.
+    const s1 = ev1.find((e) => e.type === 'speech_start')?.atMs ?? -1;
+    const s2 = ev2.find((e) => e.type === 'speech_start')?.atMs ?? -1;
+    const insertedMs = insertedBefore.reduce((ms, i) => ms + (ref.part1[i] as UplinkResult).pcm.length / 16, 0);
+    assert.equal(insertedMs, 480);
+    assert.ok(s2 < utteranceMs, `positions restarted at the reset (speech start ${s2} ms)`);
+    assert.ok(Math.abs(s1 - insertedMs - s2) <= 100, `speech start ${s1} ms before the reset (${insertedMs} ms of it inserted packets), ${s2} ms after it`);
+    assert.equal(ref.part1.filter((r) => r.corrupt).length, 7, `corrupt flags ${JSON.stringify(ref.part1.map((r) => r.corrupt))}`);
+    for (const i of [1, 6, part1.length - 1]) {
+      const r = ref.part1[i] as UplinkResult;
+      assert.equal(r.pcm.length, 960);
+      assert.ok(r.pcm.every((s) => s === 0), 'a DTX packet decodes to silence');
+    }
+    assert.ok(ref.part2.some((r) => r.pcm.some((s) => Math.abs(s) > 1000)), 'speech decoded with energy');
+
+    assertSameUplink(ref.part1, work.part1, 'before reset');
+    assertSameUplink(ref.part2, work.part2, 'after reset');
+  });
+
+  test('encode: the same odd-sized PCM chunks give the same Opus packets, ceil(samples / 1440) of them, last frame padded', { timeout: 60_000 }, async () => {
+    const pcm = resample(speak16k('the quick brown fox'), 16000, 24000);
+    const sizes = [1, 1439, 1441, 7, 3001, 999, 2881, 333];
+    const total = sizes.reduce((a, b) => a + b, 0);
+    assert.ok(pcm.length >= total);
+    assert.ok(total % FRAME_24K !== 0, 'the last frame needs padding');
+    const expected = Math.ceil(total / FRAME_24K);
+
+    const outs: Buffer[][] = [];
+    for (const e of both()) {
+      const m = await open(e);
+      outs.push(await within(collect(m.encode(chunks(pcm, sizes), new AbortController().signal)), 30_000, 'encode'));
+    }
+    const [ref, work] = outs as [Buffer[], Buffer[]];
+    assert.equal(ref.length, expected);
+    assertSamePackets(ref, work, 'encode');
+    // Every packet, the padded last one included, is a whole 60 ms frame.
+    const decoded = await decodeDownlink(work, 24000);
+    assert.equal(decoded.bad, 0);
+    assert.equal(decoded.pcm.length, expected * FRAME_24K);
+    assert.ok(decoded.rms > 300, `encoded speech has energy (rms ${decoded.rms})`);
+  });
+
+  test('encode: two streams of one session interleaved keep their own framers', { timeout: 60_000 }, async () => {
+    const rest = async (it: AsyncIterator<Buffer>): Promise<number> => {
+      let n = 0;
+      while (!(await within(it.next(), 10_000, 'encode stream')).done) n++;
+      return n;
+    };
+    for (const e of both()) {
+      const m = await open(e);
+      const qa = new AsyncQueue<Int16Array>();
+      const qb = new AsyncQueue<Int16Array>();
+      const a = m.encode(qa, new AbortController().signal)[Symbol.asyncIterator]();
+      const b = m.encode(qb, new AbortController().signal)[Symbol.asyncIterator]();
+      // 2000 samples each: one 1440-sample packet now and 560 samples left in the stream's framer
+      // (one framer for both would hold 1120 after B's chunk and give B's tail to A).
+      const next = [a.next(), b.next()];
+      qa.push(new Int16Array(2000).fill(500));
+      assert.equal((await within(next[0] as Promise<IteratorResult<Buffer>>, 10_000, 'a first packet')).done, false);
+      qb.push(new Int16Array(2000).fill(-500));
+      assert.equal((await within(next[1] as Promise<IteratorResult<Buffer>>, 10_000, 'b first packet')).done, false);
+      qa.close();
+      assert.equal(await rest(a), 1, "A's padded tail");
+      qb.close();
+      assert.equal(await rest(b), 1, "B's padded tail");
+    }
+  });
+
+  test('speak: espeak straight to Opus gives the same packets on both, decodable speech', { timeout: 60_000 }, async () => {
+    await untilThreadsIdle(
+      workerThreads.tracked.filter((t) => !t.exited).map((t) => t.worker),
+      30_000,
+    );
+    const outs: Buffer[][] = [];
+    for (const e of both()) {
+      const m = await open(e);
+      outs.push(await within(collect(m.speak('Hello there, how are you?', new AbortController().signal)), 30_000, 'speak'));
+    }
+    const [ref, work] = outs as [Buffer[], Buffer[]];
+    assertSamePackets(ref, work, 'speak');
+    const decoded = await decodeDownlink(work, 24000);
+    assert.equal(decoded.bad, 0);
+    assert.ok(decoded.ms > 500, `speech lasts ${decoded.ms} ms`);
+    assert.ok(decoded.rms > 300, `speech has energy (rms ${decoded.rms})`);
+  });
+});
+
+describe('media engine: worker pool', () => {
+  let pool: WorkerPool | undefined;
+  const opened: SessionMedia[] = [];
+  const p = (): WorkerPool => {
+    assert.ok(pool, 'pool started');
+    return pool;
+  };
+  const open = async (): Promise<SessionMedia> => {
+    const m = await within(p().open(OPTS, silentLogger), 30_000, 'open');
+    opened.push(m);
+    return m;
+  };
+  /** A whole utterance through one session: resolves with its VAD events. */
+  const hear = async (m: SessionMedia): Promise<VadEvent[]> => {
+    m.resetVad();
+    return speechEvents(await within(uplinkAll(m, utterance), 30_000, 'uplink utterance'));
+  };
+  const say = async (m: SessionMedia, text: string): Promise<number> => {
+    const packets = await within(collect(m.speak(text, new AbortController().signal)), 30_000, 'speak');
+    const d = await decodeDownlink(packets, 24000);
+    assert.equal(d.bad, 0);
+    assert.ok(d.rms > 300, `speech has energy (rms ${d.rms})`);
+    return d.ms;
+  };
+
+  before(async () => {
+    pool = (await engine(2)) as WorkerPool;
+  }, { timeout: SETUP_MS });
+  after(async () => {
+    for (const m of opened) m.close();
+    await pool?.close();
+  }, { timeout: 30_000 });
+
+  test('sessions are spread: four sessions on two workers, two each, opened one by one or all at once', { timeout: 60_000 }, async () => {
+    const check = (label: string, sessions: SessionMedia[]): void => {
+      const where = sessions.map((m) => p().workerOf(m));
+      assert.deepEqual(
+        [0, 1].map((w) => where.filter((x) => x === w).length),
+        [2, 2],
+        `${label}: workers of the sessions: ${JSON.stringify(where)}`,
+      );
+      assert.equal(p().stats().sessions, 4);
+      for (const m of sessions) m.close();
+      assert.equal(p().stats().sessions, 0);
+    };
+    check('one by one', [await open(), await open(), await open(), await open()]);
+    // Devices reconnecting together after a restart open their sessions at the same moment.
+    check('at once', await Promise.all([open(), open(), open(), open()]));
+  });
+
+  test('a crashed worker fails its sessions only, and is replaced', { timeout: 90_000 }, async () => {
+    const a = await open();
+    const b = await open();
+    const wa = p().workerOf(a);
+    const wb = p().workerOf(b);
+    assert.notEqual(wa, wb, 'A and B on different workers');
+    assert.ok(wa >= 0 && wb >= 0);
+    let lostB: VoiceError | undefined;
+    b.onLost((err) => {
+      lostB = err;
+    });
+    const lostA = new Promise<VoiceError>((resolve) => a.onLost(resolve));
+    const restartsBefore = p().stats().workerRestarts;
+
+    // A has requests in flight when its worker dies.
+    const inFlight = utterance.map((pk) => a.uplink(pk).then(() => 'ok' as const, (err: unknown) => err));
+    p().crashForTest(wa);
+    const err = await within(lostA, 20_000, "A's onLost");
+    assert.ok(err instanceof VoiceError, `onLost got ${String(err)}`);
+    assert.match(err.message, /exited|worker/);
+    const settled = await within(Promise.all(inFlight), 20_000, "A's in-flight uplinks settle");
+    assert.ok(settled.some((r) => r instanceof Error), "some of A's in-flight uplinks rejected");
+    assert.ok(settled.at(-1) instanceof Error, "A's last in-flight uplink rejected");
+    await assert.rejects(within(a.uplink(utterance[0] as Buffer), 5000, "A's next uplink"), VoiceError);
+    await assert.rejects(within(collect(a.speak('Still there?', new AbortController().signal)), 5000, "A's next speak"), VoiceError);
+    assert.equal(p().stats().workerRestarts, restartsBefore + 1);
+
+    // B never noticed.
+    assert.ok(hasStartAndEnd(await hear(b)), 'B still decodes and detects speech');
+    assert.ok((await say(b, 'I am fine.')) > 300);
+    assert.equal(lostB, undefined, "B's onLost did not fire");
+
+    // The replacement comes up and serves new sessions.
+    await pollUntil('two workers again', () => p().stats().workers === 2, 30_000);
+    const c = await open();
+    assert.equal(p().workerOf(c), wa, 'the new session goes to the (empty) replacement worker');
+    assert.ok(hasStartAndEnd(await hear(c)), 'a session on the replacement detects speech');
+    assert.ok((await say(c, 'Hello there, how are you?')) > 500);
+    assert.equal(p().stats().workerRestarts, restartsBefore + 1);
+    a.close();
+    b.close();
+    c.close();
+  });
+
+  test('a session keeps working when its worker is recycled between turns', { timeout: 90_000 }, async () => {
+    const m = await open();
+    const w = p().workerOf(m);
+    let lost: VoiceError | undefined;
+    m.onLost((err) => {
+      lost = err;
+    });
+    const restarts = p().stats().workerRestarts;
+    const before = await hear(m);
+    assert.ok(hasStartAndEnd(before), `first turn events ${JSON.stringify(before)}`);
+    assert.ok((await say(m, 'First answer.')) > 300);
+
+    await within(p().recycle(w), 60_000, 'recycle');
+    assert.equal(p().workerOf(m), w, 'the session stays on the slot, now the fresh worker');
+    assert.equal(p().stats().workers, 2);
+
+    const afterRecycle = await hear(m);
+    assert.ok(hasStartAndEnd(afterRecycle), `second turn events ${JSON.stringify(afterRecycle)}`);
+    // Fresh VAD state: positions start again at 0, so the same utterance gives the same events.
+    assert.deepEqual(afterRecycle, before);
+    assert.ok((await say(m, 'Second answer, after the recycle.')) > 500);
+    // The uplink is well within the utterance: not a frozen position from the old worker.
+    assert.ok(afterRecycle.every((e) => e.atMs <= utteranceMs));
+    assert.equal(lost, undefined, 'onLost never fired');
+    assert.equal(p().stats().workerRestarts, restarts, 'a recycle is not a restart');
+    m.close();
+  });
+
+  test('close terminates the workers and does not hang', { timeout: 30_000 }, async () => {
+    const m = await open();
+    let lost: VoiceError | undefined;
+    m.onLost((err) => {
+      lost = err;
+    });
+    await within(p().close(), 15_000, 'engine close');
+    assert.equal(p().stats().workers, 0);
+    // Every worker thread of every engine in this file has ended: the closed ones, the crashed
+    // one and the recycled one.
+    assert.ok(workerThreads.tracked.length >= 5, `${workerThreads.tracked.length} worker threads started`);
+    await pollUntil('every worker thread exited', () => workerThreads.tracked.every((t) => t.exited), 5000);
+    await assert.rejects(p().open(OPTS, silentLogger), VoiceError);
+    await assert.rejects(within(m.uplink(utterance[0] as Buffer), 5000, 'uplink after close'), VoiceError);
+    assert.ok(lost, 'open sessions are told their media is gone');
+  });
+});
