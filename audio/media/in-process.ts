@@ -5,6 +5,7 @@
  */
 import type { Logger } from '../../core/logger.ts';
 import { throwIfAborted } from '../../core/abort.ts';
+import { encodeChunks } from './encode-chunks.ts';
 import { MediaCore, type CoreSession } from './media-core.ts';
 import { FRAME_MS, UPLINK_SAMPLE_RATE, type MediaEngine, type MediaThreadConfig, type SessionMedia, type SessionMediaOptions, type UplinkResult } from './media.ts';
 
@@ -32,20 +33,9 @@ class InProcessSession implements SessionMedia {
     this.#chain = this.#chain.then(() => this.#core.resetVad());
   }
 
-  async *encode(pcm: AsyncIterable<Int16Array>, signal: AbortSignal): AsyncGenerator<Buffer> {
-    throwIfAborted(signal);
+  encode(pcm: AsyncIterable<Int16Array>, signal: AbortSignal): AsyncIterable<Buffer> {
     const stream = ++this.#streams;
-    let ended = false;
-    try {
-      for await (const chunk of pcm) {
-        throwIfAborted(signal);
-        yield* this.#core.encodeChunk(stream, chunk, false);
-      }
-      ended = true;
-      yield* this.#core.encodeChunk(stream, null, true);
-    } finally {
-      if (!ended) this.#core.encodeChunk(stream, null, true);
-    }
+    return encodeChunks(pcm, signal, (chunk, final) => this.#core.encodeChunk(stream, chunk, final));
   }
 
   async *speak(text: string, signal: AbortSignal, _urgent?: boolean): AsyncGenerator<Buffer> {
@@ -68,7 +58,7 @@ class InProcessSession implements SessionMedia {
 export async function createInProcessEngine(config: MediaThreadConfig, log: Logger): Promise<MediaEngine> {
   const core = new MediaCore(config, log);
   await core.load();
-  core.warmUp();
+  await core.warmUp();
   let sessions = 0;
   return {
     async open(opts: SessionMediaOptions): Promise<SessionMedia> {

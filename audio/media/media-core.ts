@@ -16,11 +16,17 @@ import { FRAME_MS, UPLINK_SAMPLE_RATE, type MediaThreadConfig, type SessionMedia
 const DTX_MAX_BYTES = 2;
 
 /**
- * Spoken (and discarded) after load: the first dozen syntheses run 5-20× slower until V8 has
- * tiered the engine's WebAssembly up (measured: 240 ms → 5 ms for the same sentence).
+ * Spoken (and discarded) at load: the engine is asm.js-style JavaScript, and its first syntheses
+ * run 10-30× slower (60-250 ms for a short sentence) until V8 has optimised it. Warming up before
+ * the worker reports ready keeps those slow calls away from the first devices' turns.
  */
-const WARM_UP = ['Warming up.', 'The quick brown fox jumps over the lazy dog, twice.', 'It is sunny today, with a light breeze from the west.'];
-const WARM_UP_ROUNDS = 6;
+const WARM_UP = ['Hello there.', 'The quick brown fox jumps over the lazy dog, twice.', 'It is sunny today, with a light breeze from the west.'];
+/**
+ * A fixed count, not a time budget: espeak-ng carries a little state from one synthesis to the
+ * next, so every thread must have spoken the same warm-up for their outputs to be identical.
+ * About 1.5 s of CPU.
+ */
+const WARM_UP_CALLS = 30;
 
 export class MediaCore {
   readonly #config: MediaThreadConfig;
@@ -41,18 +47,20 @@ export class MediaCore {
   }
 
   /**
-   * Warms the TTS engine up in the background, one sentence per macrotask, so requests that
-   * arrive meanwhile are served between them.
+   * Runs the whole speak path (synthesis, resampling, Opus) until V8 has optimised it, on a
+   * throwaway session.
    */
-  warmUp(): void {
-    const engine = this.#espeak;
-    if (!engine) return;
-    let left = WARM_UP_ROUNDS * WARM_UP.length;
-    const step = (): void => {
-      engine.synthesize(WARM_UP[left % WARM_UP.length] as string, this.#config.espeak, () => {});
-      if (--left > 0) setImmediate(step).unref();
-    };
-    setImmediate(step).unref();
+  async warmUp(): Promise<void> {
+    const started = performance.now();
+    const s = await this.openSession({ vad: { threshold: 0.5, minSilenceMs: 500 }, downlinkSampleRate: 24000, complexity: 5 });
+    try {
+      for (let i = 0; i < WARM_UP_CALLS; i++) {
+        s.speak(WARM_UP[i % WARM_UP.length] as string, () => {});
+      }
+    } finally {
+      s.close();
+    }
+    this.#log.debug({ ms: Math.round(performance.now() - started) }, 'espeak-ng warmed up');
   }
 
   async openSession(opts: SessionMediaOptions): Promise<CoreSession> {

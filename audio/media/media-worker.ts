@@ -157,14 +157,16 @@ function handle(m: ToWorker): void {
   }
 }
 
-core.load().then(
-  () => {
-    port.on('message', handle);
-    post({ op: 'ready' });
-    core.warmUp();
-  },
-  (err: unknown) => {
-    const e = toVoiceError(err);
-    post({ op: 'loadFailed', message: e.message, code: e.code });
-  },
-);
+core
+  .load()
+  .then(() => core.warmUp())
+  .then(
+    () => {
+      port.on('message', handle);
+      post({ op: 'ready' });
+    },
+    (err: unknown) => {
+      const e = toVoiceError(err);
+      post({ op: 'loadFailed', message: e.message, code: e.code });
+    },
+  );

@@ -12,6 +12,7 @@ import { throwIfAborted } from '../../core/abort.ts';
 import { ErrorCode, VoiceError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
 import { FRAME_MS, UPLINK_SAMPLE_RATE, type MediaEngine, type MediaEngineStats, type MediaThreadConfig, type SessionMedia, type SessionMediaOptions, type UplinkResult } from './media.ts';
+import { encodeChunks } from './encode-chunks.ts';
 import { unpackPackets, type FromWorker, type ToWorker, type WorkerData } from './worker-protocol.ts';
 
 /** A worker that cannot even load is retried after this long, not in a tight loop. */
@@ -160,21 +161,9 @@ class RemoteSession implements SessionMedia {
     this.#worker.send({ op: 'resetVad', sid: this.sid });
   }
 
-  async *encode(pcm: AsyncIterable<Int16Array>, signal: AbortSignal): AsyncGenerator<Buffer> {
-    throwIfAborted(signal);
+  encode(pcm: AsyncIterable<Int16Array>, signal: AbortSignal): AsyncIterable<Buffer> {
     const stream = ++this.#streams;
-    let ended = false;
-    try {
-      for await (const chunk of pcm) {
-        throwIfAborted(signal);
-        yield* await this.#encodeChunk(stream, chunk, false);
-      }
-      ended = true;
-      yield* await this.#encodeChunk(stream, null, true);
-    } finally {
-      // Drops the worker's framer for a stream that stopped early.
-      if (!ended && !this.#closed) void this.#encodeChunk(stream, null, true).catch(() => {});
-    }
+    return encodeChunks(pcm, signal, (chunk, final) => (final && !chunk && this.#closed ? [] : this.#encodeChunk(stream, chunk, final)));
   }
 
   #encodeChunk(stream: number, chunk: Int16Array | null, final: boolean): Promise<Buffer[]> {
