@@ -68,7 +68,8 @@ function readYaml(file: string): Record<string, unknown> {
   return data as Record<string, unknown>;
 }
 
-function setPath(obj: Record<string, unknown>, path: string[], value: unknown): void {
+/** Sets `value` at `path` in a nested object, creating the mappings on the way. */
+export function setPath(obj: Record<string, unknown>, path: string[], value: unknown): void {
   let cur = obj;
   for (const key of path.slice(0, -1)) {
     const next = cur[key];

@@ -34,7 +34,16 @@ function merge(a: Record<string, unknown>, b: Record<string, unknown>): Record<s
 
 export async function startVoiceApp(llmUrl: string, overrides: Record<string, unknown> = {}): Promise<VoiceApp> {
   const config = ConfigSchema.parse(
-    merge({ llm: { baseURL: llmUrl, apiKey: '', model: 'fake-model', maxRetries: 0, timeoutMs: 5000 }, logging: { level: 'debug' } }, overrides),
+    merge(
+      {
+        llm: { baseURL: llmUrl, apiKey: '', model: 'fake-model', maxRetries: 0, timeoutMs: 5000 },
+        logging: { level: 'debug' },
+        // Test files run two at a time on two cores: the event-loop judge would refuse devices for
+        // the machine's load, not the server's. Admission control has its own tests.
+        server: { admission: { maxEventLoopDelayMs: 0 } },
+      },
+      overrides,
+    ),
   );
   const logs = createLogSink();
   const log = createLogger({ level: config.logging.level, logContent: false, destination: logs.stream });

@@ -2,6 +2,7 @@
  * Options of the fleet simulator and their command-line form (`npm run simulate -- --help`).
  */
 import { parse as parseYaml } from 'yaml';
+import { setPath } from '../../../server/config.ts';
 
 export interface SimulationOptions {
   /** Steps: each runs this many devices at once (fresh connections). Empty: no turn steps. */
@@ -119,15 +120,6 @@ Options
   --max-minutes N      stop the whole run after N minutes (default 30)
 `;
 
-function setPath(obj: Record<string, unknown>, path: string[], value: unknown): void {
-  let cur = obj;
-  for (const key of path.slice(0, -1)) {
-    const next = cur[key];
-    if (typeof next !== 'object' || next === null || Array.isArray(next)) cur[key] = {};
-    cur = cur[key] as Record<string, unknown>;
-  }
-  cur[path[path.length - 1] as string] = value;
-}
 
 function positiveInt(flag: string, v: string | undefined, min = 1): number {
   const n = Number(v);

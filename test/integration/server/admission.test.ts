@@ -117,20 +117,11 @@ async function ota(httpUrl: string, deviceId: string): Promise<number> {
   return res.status;
 }
 
-/**
- * A typed (`listen detect`) turn answered by the fake LLM: the device can talk. The session may
- * ignore a turn asked for while its media pipeline is still loading just after hello, so the
- * detect is repeated (a few times, 3 s apart) until the server recognises it.
- */
+/** A typed (`listen detect`) turn answered by the fake LLM: the device can talk. */
 async function talk(dev: DeviceSim, text: string): Promise<void> {
   const from = dev.json.length;
-  const sttAfter = (): Record<string, unknown> | undefined => dev.json.slice(from).find((j) => j.msg.type === 'stt')?.msg;
-  let stt: Record<string, unknown> | undefined;
-  for (let i = 0; i < 5 && !stt; i++) {
-    dev.listen('detect', { text });
-    stt = await dev.waitFor('stt', sttAfter, 3000).catch(() => undefined);
-  }
-  assert.ok(stt, `no stt for "${text}"; got ${JSON.stringify(dev.json.slice(from).map((j) => j.msg))}`);
+  dev.listen('detect', { text });
+  const stt = await dev.waitFor('stt', () => dev.json.slice(from).find((j) => j.msg.type === 'stt')?.msg, 15_000);
   assert.equal(stt.text, text);
   const s = await dev.waitJson('tts', 'sentence_start', 15_000, from);
   assert.match(String(s.text), /You said/);
