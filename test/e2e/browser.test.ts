@@ -36,7 +36,7 @@ const deviceState = (page: Page): Promise<string> => page.evaluate(() => (window
 
 async function connect(page: Page): Promise<void> {
   await page.click('#connect');
-  await page.waitForFunction(() => /^[0-9a-f-]{36}$/.test(document.getElementById('session-id')?.textContent ?? ''), undefined, { timeout: 10_000 });
+  await page.waitForFunction(() => /^[0-9a-f-]{36}$/.test(document.getElementById('session-id')?.textContent ?? ''), undefined, { timeout: 30_000 });
 }
 
 /** Waits until an answer has been played out and the device left `speaking`. */

@@ -41,6 +41,9 @@ export async function startVoiceApp(llmUrl: string, overrides: Record<string, un
         // Test files run two at a time on two cores: the event-loop judge would refuse devices for
         // the machine's load, not the server's. Admission control has its own tests.
         server: { admission: { maxEventLoopDelayMs: 0 } },
+        // One media worker per test server (still the worker path): two test files run at once,
+        // and each worker's start-up (engine load and warm-up) costs about a second of CPU.
+        audio: { workers: 1 },
       },
       overrides,
     ),
