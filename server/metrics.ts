@@ -212,7 +212,7 @@ export function createServerMetrics(opts: ServerMetricsOptions = {}): ServerMetr
     const scan = opts.childProcesses || {};
     new Gauge({
       name: 'xiaozhi_child_processes',
-      help: 'Running descendant processes of the server by program (ffmpeg, espeak-ng, pocketsphinx, MCP servers).',
+      help: 'Running descendant processes of the server by program (ffmpeg, pocketsphinx, MCP servers).',
       labelNames: ['program'] as const,
       registers,
       async collect() {
