@@ -140,7 +140,8 @@ const OpenAiTtsSchema = z.strictObject({
   apiKey: z.string().default(''),
   model: z.string().min(1).default('tts-1'),
   voice: z.string().min(1).default('alloy'),
-  format: z.enum(['mp3', 'opus', 'aac', 'flac', 'wav', 'pcm']).default('mp3'),
+  /** `wav` (default) and `pcm` are parsed in-process; compressed formats need one ffmpeg per sentence. */
+  format: z.enum(['mp3', 'opus', 'aac', 'flac', 'wav', 'pcm']).default('wav'),
   timeoutMs: z.number().int().positive().default(30_000),
 });
 export const TtsSchema = z.discriminatedUnion('provider', [EspeakTtsSchema, OpenAiTtsSchema]);

@@ -13,7 +13,7 @@ import type { OpenAiTtsOptions, Tts, TtsOutputFormat } from './tts.ts';
 const DEFAULT_TIMEOUT_MS = 15_000;
 
 function formatOf(opts: OpenAiTtsOptions): TtsOutputFormat {
-  switch (opts.format ?? 'mp3') {
+  switch (opts.format ?? 'wav') {
     case 'pcm':
       return { container: 'pcm', sampleRate: opts.pcmSampleRate ?? 24000 };
     case 'wav':
@@ -65,7 +65,7 @@ export class OpenAiTts implements Tts {
           model: this.#opts.model,
           voice: this.#opts.voice,
           input: text,
-          response_format: this.#opts.format ?? 'mp3',
+          response_format: this.#opts.format ?? 'wav',
           ...(this.#opts.speed !== undefined ? { speed: this.#opts.speed } : {}),
           ...(this.#opts.instructions !== undefined ? { instructions: this.#opts.instructions } : {}),
         },

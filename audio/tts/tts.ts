@@ -44,7 +44,10 @@ export interface OpenAiTtsOptions {
   apiKey: string;
   model: string;
   voice: string;
-  /** `response_format`; default `mp3`. `pcm` (24 kHz s16le) and `wav` avoid an ffmpeg process. */
+  /**
+   * `response_format`; default `wav`. `wav` and `pcm` (24 kHz s16le) are parsed in-process; the
+   * compressed formats need one ffmpeg per sentence, and each spawn forks the whole server.
+   */
   format?: OpenAiSpeechFormat;
   /** Sample rate of `pcm` responses (OpenAI: 24000). */
   pcmSampleRate?: number;

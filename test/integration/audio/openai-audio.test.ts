@@ -5,6 +5,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createAsr } from '../../../audio/asr/asr.ts';
 import { createTts } from '../../../audio/tts/tts.ts';
+import { ConfigSchema } from '../../../server/config.ts';
 import { synthesizePcm } from '../../../audio/tts/to-pcm.ts';
 import { WavStreamParser } from '../../../audio/wav.ts';
 import { rms } from '../../../audio/pcm.ts';
@@ -94,8 +95,15 @@ describe('openai-compatible TTS', () => {
     assert.deepEqual(req?.body, { model: 'tts-1', voice: 'alloy', input: 'hello world', response_format: 'pcm' });
   });
 
-  test('mp3 response goes through one ffmpeg and yields the right duration', async () => {
+  test('without a format, WAV is asked for: parsed here, no ffmpeg process per sentence', async () => {
     const tts = await createTts({ provider: 'openai', baseURL: fake.baseURL, apiKey: 'k', model: 'tts-1', voice: 'alloy' }, silentLogger);
+    assert.deepEqual(tts.outputFormat, { container: 'wav' });
+    const config = ConfigSchema.parse({ tts: { provider: 'openai', baseURL: fake.baseURL } });
+    assert.equal(config.tts.provider === 'openai' ? config.tts.format : undefined, 'wav');
+  });
+
+  test('mp3 response goes through one ffmpeg and yields the right duration', async () => {
+    const tts = await createTts({ provider: 'openai', baseURL: fake.baseURL, apiKey: 'k', model: 'tts-1', voice: 'alloy', format: 'mp3' }, silentLogger);
     assert.deepEqual(tts.outputFormat, { container: 'mp3' });
     let samples = 0;
     let energy = 0;
