@@ -143,7 +143,14 @@ function handle(m: ToWorker): void {
       return;
     }
     case 'close': {
-      for (let i = speaks.length - 1; i >= 0; i--) if (speaks[i]?.sid === m.sid) speaks.splice(i, 1);
+      // Syntheses still waiting for a closed session are dropped, and answered so the main
+      // thread forgets them.
+      for (let i = speaks.length - 1; i >= 0; i--) {
+        const q = speaks[i];
+        if (q?.sid !== m.sid) continue;
+        speaks.splice(i, 1);
+        post({ op: 'done', rid: q.rid });
+      }
       const prev = chains.get(m.sid) ?? Promise.resolve();
       chains.delete(m.sid);
       void prev.then(() => {

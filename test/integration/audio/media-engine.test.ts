@@ -326,6 +326,19 @@ describe('media engine: worker pool', () => {
     check('at once', await Promise.all([open(), open(), open(), open()]));
   });
 
+  test('closing a session mid-answer leaves nothing pending: queued syntheses are dropped and answered', { timeout: 60_000 }, async () => {
+    const m = await open();
+    const long = Array.from({ length: 6 }, (_, i) => `Sentence number ${i + 1} of a rather long answer that nobody will hear.`).join(' ');
+    const ac = new AbortController();
+    // Several syntheses queued on one worker, their consumers still waiting.
+    const readers = Array.from({ length: 6 }, () => collect(m.speak(long, ac.signal)).catch(() => []));
+    assert.ok(p().stats().queueDepth >= 6, `queued: ${p().stats().queueDepth}`);
+    m.close();
+    ac.abort();
+    await within(Promise.all(readers), 30_000, 'the readers end');
+    await pollUntil('no request left pending', () => p().stats().queueDepth === 0, 20_000);
+  });
+
   test('a crashed worker fails its sessions only, and is replaced', { timeout: 90_000 }, async () => {
     const a = await open();
     const b = await open();
