@@ -162,6 +162,8 @@ async function musicStart(llmUrl: string, llm: FakeOpenAi, plays: number): Promi
   const files = await startHttpFileServer({ files: { '/track.mp3': { path: mp3 } } });
   const srv = await startVoiceApp(llmUrl, {
     logging: { level: 'info' },
+    // The production default (one media worker per core); the test helper's default is one.
+    audio: { workers: 'auto' },
     mcpServers: {
       audio: { command: process.execPath, args: ['--import', 'tsx', 'examples/mcp-audio-server/main.ts', '--stdio', '--urls', `Bench Track | ${files.url('/track.mp3')}`, '--allow-hosts', files.host] },
     },
@@ -190,7 +192,8 @@ export async function run(): Promise<void> {
   console.log('voice pipeline (real server, WebSocket devices, Silero VAD, pocketsphinx, espeak-ng, fake LLM)');
   const llm = await startFakeOpenAi();
   llm.rule({ when: (r) => /moon/.test(r.lastUserText), reply: fakeText('The Moon is about three hundred and eighty thousand kilometres away. It has no air.') });
-  const srv = await startVoiceApp(llm.url, { logging: { level: 'info' } });
+  // The production default (one media worker per core); the test helper's default is one.
+  const srv = await startVoiceApp(llm.url, { logging: { level: 'info' }, audio: { workers: 'auto' } });
   try {
     if (!process.env.BENCH_SKIP_SPOKEN) await spokenTurns(srv, 6);
     if (!process.env.BENCH_ONLY_MEMORY) {
