@@ -11,8 +11,8 @@
  *   fills only one window and turns nobody away (judging a single window made this repo's own
  *   test suite, on a loaded 2-core machine, see 503s for servers that were otherwise idle);
  *   a saturated loop stalls in every window and is refused after about two seconds. 200 ms is the
- *   default limit because a longer stall outlasts the pacer's 3-frame (180 ms) pre-buffer: the
- *   devices on this server already heard it.
+ *   default limit: a third of the audio the pacer keeps ahead on each device (600 ms), so a loop
+ *   stalling that badly, second after second, is close to being heard.
  * - media-worker pressure: queued media jobs per worker, read from an injected `load()` (the
  *   worker pool provides it; without one the signal is ignored).
  * Each signal has hysteresis: once over its limit it refuses until the value is back under

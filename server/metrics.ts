@@ -6,6 +6,7 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { MediaEngineStats } from '../audio/media/media.ts';
+import type { WsRefusalReason } from './http/ws-route.ts';
 import type { McpManager } from '../mcp/manager.ts';
 import type { McpServerState } from '../mcp/stats.ts';
 import type { ConversationFactory } from './session/conversation.ts';
@@ -63,7 +64,7 @@ export interface ServerMetrics {
 const seconds = (ms: number): number => Math.max(0, ms) / 1000;
 
 /** Why a device's WebSocket upgrade was refused. */
-export type RefusalReason = 'unauthorized' | 'capacity' | 'draining' | 'overloaded';
+export type RefusalReason = WsRefusalReason;
 
 /** Creates the metrics of one app. */
 export function createServerMetrics(opts: ServerMetricsOptions = {}): ServerMetrics {

@@ -62,6 +62,8 @@ export class Listener {
   #generation = 0;
   /** Decoded frames that failed (corrupt packets). */
   corruptPackets = 0;
+  /** Packets whose decoding or VAD failed (e.g. their media worker was lost). */
+  failedPackets = 0;
   /** Packets dropped because the device sent faster than they could be processed. */
   droppedPackets = 0;
   /** Packets waiting for the VAD. */
@@ -136,7 +138,13 @@ export class Listener {
       .then(() => result)
       .then((r) => this.#process(r, gen, epoch))
       .catch((err: unknown) => {
-        this.#o.log.error({ err }, 'uplink processing failed');
+        if (this.#closed) return;
+        // A lost media worker fails every packet in flight and every one sent until the session
+        // closes: the first failure is logged, then every 100th, not one line per packet.
+        this.failedPackets++;
+        if (this.failedPackets === 1 || this.failedPackets % 100 === 0) {
+          this.#o.log.error({ err: err instanceof Error ? err.message : String(err), failedPackets: this.failedPackets }, 'uplink processing failed');
+        }
       })
       .finally(() => {
         this.#backlog--;
