@@ -81,6 +81,13 @@ export const AudioSchema = z.strictObject({
    * `auto` is one per core; 0 runs media on the main thread (small setups, debugging).
    */
   workers: z.union([z.literal('auto'), z.number().int().min(0).max(64)]).default('auto'),
+  /**
+   * Scheduling niceness of the media worker threads (Linux; 0 = same as the main thread). The main
+   * thread paces every frame and talks to ASR and the LLM; when a burst of synthesis keeps all
+   * cores busy, a lower priority for the workers lets it keep its 60 ms beat. Lower it to 0 when
+   * another CPU-heavy process (a local LLM) shares the machine and media falls behind.
+   */
+  workerNice: z.number().int().min(0).max(19).default(5),
   /** Extra wait after the last frame's play-out time before `tts stop`, so the device plays the tail. */
   ttsStopMarginMs: z.number().int().min(0).max(5000).default(300),
 });

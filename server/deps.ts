@@ -48,6 +48,7 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
       : { voice: 'en-us' };
   const media = await createMediaEngine({
     workers: resolveWorkerCount(config.audio.workers),
+    workerNice: config.audio.workerNice,
     vadProvider: config.vad.provider,
     espeak,
     log: log.child({ part: 'media' }),

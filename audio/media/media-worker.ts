@@ -5,6 +5,7 @@
  * other sessions, which is why frames are sent ahead of the device's playback.
  */
 import { parentPort, workerData } from 'node:worker_threads';
+import { lowerThreadPriority } from './thread-priority.ts';
 import { toVoiceError } from '../../core/errors.ts';
 import type { LogFn, Logger } from '../../core/logger.ts';
 import { MediaCore, type CoreSession } from './media-core.ts';
@@ -41,6 +42,10 @@ function workerLogger(bindings: Record<string, unknown>): Logger {
 }
 
 const core = new MediaCore(data.config, workerLogger({}));
+if (data.nice > 0) {
+  const applied = lowerThreadPriority(data.nice);
+  if (!applied.ok) workerLogger({}).warn({ nice: data.nice, reason: applied.reason }, 'media worker priority not lowered');
+}
 const sessions = new Map<number, CoreSession>();
 /** Per-session chain: uplink packets go through the (asynchronous) VAD strictly in order. */
 const chains = new Map<number, Promise<unknown>>();

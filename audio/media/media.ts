@@ -80,5 +80,7 @@ export interface MediaThreadConfig {
 export interface MediaEngineOptions extends MediaThreadConfig {
   /** Worker threads; 0 runs media in the calling thread. */
   workers: number;
+  /** Niceness of each worker thread (0..19; Linux only, ignored elsewhere). Default 0. */
+  workerNice?: number;
   log: Logger;
 }

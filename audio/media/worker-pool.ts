@@ -43,9 +43,8 @@ class WorkerHandle {
   wasReady = false;
   readonly #log: Logger;
 
-  constructor(index: number, config: MediaThreadConfig, log: Logger, onExit: (h: WorkerHandle, err: VoiceError) => void) {
+  constructor(index: number, data: WorkerData, log: Logger, onExit: (h: WorkerHandle, err: VoiceError) => void) {
     this.#log = log;
-    const data: WorkerData = { config };
     const url = workerUrl();
     this.worker = url.pathname.endsWith('.ts')
       ? // From sources: Node 20 does not apply `--import tsx` to worker threads, so the worker
@@ -260,13 +259,18 @@ export interface WorkerPool extends MediaEngine {
   workerOf(media: SessionMedia): number;
 }
 
-export async function createWorkerPool(size: number, config: MediaThreadConfig, log: Logger): Promise<WorkerPool> {
+export interface WorkerPoolOptions {
+  /** Scheduling niceness of each worker thread (see `audio.workerNice`). */
+  nice: number;
+}
+
+export async function createWorkerPool(size: number, config: MediaThreadConfig, log: Logger, opts: WorkerPoolOptions = { nice: 0 }): Promise<WorkerPool> {
   const workers: WorkerHandle[] = [];
   let restarts = 0;
   let closed = false;
 
   const spawn = (index: number): WorkerHandle => {
-    const h = new WorkerHandle(index, config, log.child({ worker: index }), (dead, err) => {
+    const h = new WorkerHandle(index, { config, nice: opts.nice }, log.child({ worker: index }), (dead, err) => {
       if (closed) return;
       log.error({ worker: index, sessions: dead.sessions.size, err: err.message }, 'media worker died; ending its sessions and starting a new one');
       dead.lost(err);

@@ -8,6 +8,8 @@ import type { MediaThreadConfig, SessionMediaOptions } from './media.ts';
 
 export interface WorkerData {
   config: MediaThreadConfig;
+  /** Scheduling niceness the thread gives itself (0 = unchanged). */
+  nice: number;
 }
 
 export type ToWorker =

@@ -7,6 +7,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
 import { AsyncQueue } from '../../../core/async-queue.ts';
 import { silentLogger } from '../../../core/logger.ts';
 import { VoiceError } from '../../../core/errors.ts';
@@ -25,8 +26,20 @@ const FRAME_24K = 1440;
 /** Worker start-up (tsx in the worker, onnxruntime, espeak WASM) takes several seconds on a small box. */
 const SETUP_MS = 90_000;
 
-function engine(workers: number): Promise<MediaEngine> {
-  return createMediaEngine({ workers, vadProvider: 'silero', espeak: { voice: 'en-us' }, log: silentLogger });
+function engine(workers: number, workerNice = 0): Promise<MediaEngine> {
+  return createMediaEngine({ workers, workerNice, vadProvider: 'silero', espeak: { voice: 'en-us' }, log: silentLogger });
+}
+
+/** Niceness of every thread of this process, by task id (Linux `/proc/self/task/<tid>/stat`, field 19). */
+function threadNiceness(): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const tid of readdirSync('/proc/self/task')) {
+    const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces) start at state, field 3.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    out.set(Number(tid), Number(fields[19 - 3]));
+  }
+  return out;
 }
 
 
@@ -301,13 +314,24 @@ describe('media engine: worker pool', () => {
     return d.ms;
   };
 
+  const NICE = 7;
+  let nicenessBefore = new Map<number, number>();
   before(async () => {
-    pool = (await engine(2)) as WorkerPool;
+    nicenessBefore = threadNiceness();
+    pool = (await engine(2, NICE)) as WorkerPool;
   }, { timeout: SETUP_MS });
   after(async () => {
     for (const m of opened) m.close();
     await pool?.close();
   }, { timeout: 30_000 });
+
+  test('each worker thread lowers its own priority (audio.workerNice); the main thread keeps its own', { skip: process.platform !== 'linux' && 'per-thread niceness is Linux-only' }, () => {
+    const now = threadNiceness();
+    const started = [...now].filter(([tid]) => !nicenessBefore.has(tid));
+    // Threads a worker starts after lowering itself inherit its niceness, so at least the two workers.
+    assert.ok(started.filter(([, nice]) => nice === NICE).length >= 2, `the two worker threads at nice ${NICE}: ${JSON.stringify(started)}`);
+    assert.equal(now.get(process.pid), nicenessBefore.get(process.pid), 'main thread unchanged');
+  });
 
   test('sessions are spread: four sessions on two workers, two each, opened one by one or all at once', { timeout: 60_000 }, async () => {
     const check = (label: string, sessions: SessionMedia[]): void => {
