@@ -7,6 +7,7 @@
  */
 import { sleep, throwIfAborted } from '../core/abort.ts';
 import { ErrorCode, VoiceError, isAbortError } from '../core/errors.ts';
+import { ErrorCode as McpErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from '../core/logger.ts';
 import { silentLogger } from '../core/logger.ts';
 import type { ResourceContents, ResourceLinkContent, ResourceSource, ResourceTemplateInfo } from './tool-source.ts';
@@ -64,8 +65,10 @@ export interface ResourceStreamOptions {
 /**
  * Reads `link` in pages and yields each page's bytes (blob pages base64-decoded, text pages as
  * utf-8). Ends after a page whose decoded blob is exactly `[DONE]` (not yielded), a short page
- * (yielded), or an empty result. A page that times out or fails is retried after
- * `retryDelayMs`, up to `maxTries` attempts; then the iterator throws a VoiceError whose message
+ * (yielded), a page longer than asked (the server ignored paging: yielded once), or an empty
+ * result. Text entries are not audio: a first page of text only fails the stream with that text.
+ * A page that times out (or whose connection dropped) is retried after `retryDelayMs`, up to
+ * `maxTries` attempts; a JSON-RPC error fails at once. Failures throw a VoiceError whose message
  * says which resource and page failed and why. An abort throws an Aborted VoiceError at once.
  */
 export async function* readResourceStream(
@@ -107,15 +110,23 @@ export async function* readResourceStream(
       log.debug({ index, bytes: page.bytes.length, done: page.done, ms }, 'resource page read');
       opts.onPage?.({ index, bytes: page.bytes.length, ms });
       index += 1;
-      if (page.bytes.length > pageSize) {
-        log.warn({ index, bytes: page.bytes.length, pageSize }, 'resource page larger than asked; continuing after it');
+      if (page.text !== undefined && page.bytes.length === 0 && !page.done) {
+        // A text answer where audio was expected is the server's message (often an error), not audio.
+        if (offset === 0) throw new VoiceError(ErrorCode.ToolFailed, `resource ${link.uri} answered text, not audio: ${clip(page.text)}`);
+        log.warn({ index, text: clip(page.text) }, 'resource page held only text; ending the stream');
+        break;
       }
+      // A server that ignores start/end (SDK-built servers strip unknown params) answers the whole
+      // resource to every read: a page longer than asked is that whole answer, played once.
+      const unpaged = page.bytes.length > pageSize;
+      if (unpaged) log.info({ index, bytes: page.bytes.length, pageSize }, 'resource answered more than a page: taking it as the whole resource');
       offset += page.bytes.length;
       if (offset > maxBytes) {
         throw new VoiceError(ErrorCode.ToolFailed, `resource ${link.uri} exceeded the ${maxBytes}-byte stream limit`);
       }
-      // The seed's three end conditions: the [DONE] flag, a short page, an empty result.
-      const last = page.done || page.bytes.length < pageSize;
+      // The seed's three end conditions (the [DONE] flag, a short page, an empty result), and an
+      // answer that was not paged at all.
+      const last = page.done || unpaged || page.bytes.length < pageSize;
       if (page.bytes.length > 0) {
         throwIfAborted(signal);
         yield page.bytes;
@@ -179,7 +190,9 @@ async function readPageWithRetry(
   ctx: PageReadContext,
 ): Promise<ResourceContents[]> {
   let lastError: unknown;
+  let tries = 0;
   for (let attempt = 1; attempt <= ctx.maxTries; attempt++) {
+    tries = attempt;
     try {
       return await withPageSignal(`resource page ${ctx.index}`, ctx.pageTimeoutMs, ctx.signal, (s) =>
         // The source gets a little longer than our own timer so that our clearer Timeout error wins.
@@ -196,15 +209,20 @@ async function readPageWithRetry(
   const timedOut = lastError instanceof VoiceError && lastError.code === ErrorCode.Timeout;
   throw new VoiceError(
     timedOut ? ErrorCode.Timeout : ErrorCode.ToolFailed,
-    `reading ${uri} failed at page ${ctx.index} (byte ${ctx.offset}) after ${ctx.maxTries} tries: ${describe(lastError)}`,
+    `reading ${uri} failed at page ${ctx.index} (byte ${ctx.offset}) after ${tries} ${tries === 1 ? 'try' : 'tries'}: ${describe(lastError)}`,
     { cause: lastError },
   );
 }
 
-/** Everything is retried except our own definite input errors: a server hiccup may pass. */
+/**
+ * Seed 001's rule: a page that timed out is retried (after `retryDelayMs`), and so is one whose
+ * connection dropped (the connection reconnects meanwhile); a JSON-RPC error is the server's
+ * definite answer and fails the stream at once, so the user hears why without waiting.
+ */
 function worthRetrying(err: unknown): boolean {
-  if (err instanceof VoiceError) return err.retryable || !(err.code === ErrorCode.BadInput || err.code === ErrorCode.NotFound);
-  return true;
+  if (err instanceof VoiceError) return err.code === ErrorCode.Timeout || err.code === ErrorCode.ProviderUnavailable;
+  if (err instanceof McpError) return err.code === McpErrorCode.RequestTimeout || err.code === McpErrorCode.ConnectionClosed;
+  return false;
 }
 
 /**
@@ -258,6 +276,11 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
 
 function abortedError(signal: AbortSignal): VoiceError {
   return new VoiceError(ErrorCode.Aborted, 'aborted', { cause: signal.reason });
+}
+
+function clip(text: string): string {
+  const t = text.replace(/\s+/g, ' ').trim();
+  return t.length > 200 ? `${t.slice(0, 200)}…` : t;
 }
 
 function describe(err: unknown): string {

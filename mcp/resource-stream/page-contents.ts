@@ -1,6 +1,7 @@
 /**
- * @module Turns one `resources/read` answer into bytes. Blob entries are base64-decoded, text
- * entries are taken as utf-8; an entry whose bytes are exactly `[DONE]` is the seed's end flag.
+ * @module Turns one `resources/read` answer into bytes. Blob entries are base64-decoded and are the
+ * media; text entries are not (a server's note or error message, which ffmpeg must never be fed),
+ * except a text of exactly `[DONE]`, the seed's end flag in either form.
  */
 import type { ResourceContents } from '../tool-source.ts';
 
@@ -14,23 +15,31 @@ export interface DecodedPage {
   bytes: Uint8Array;
   /** True when an entry was the end flag: nothing after it is read. */
   done: boolean;
+  /** Text entries (before an end flag) joined by newlines; undefined when there were none. */
+  text?: string;
 }
 
 /** Decodes a page. Entries after an end flag are ignored, as the seed's reader returns there. */
 export function decodePage(contents: readonly ResourceContents[]): DecodedPage {
   const parts: Buffer[] = [];
+  const texts: string[] = [];
   let done = false;
   for (const entry of contents) {
-    let bytes: Buffer;
-    if (typeof entry.blob === 'string') bytes = Buffer.from(entry.blob, 'base64');
-    else if (typeof entry.text === 'string') bytes = Buffer.from(entry.text, 'utf8');
-    else continue;
-    if (bytes.equals(DONE_BYTES)) {
-      done = true;
-      break;
+    if (typeof entry.blob === 'string') {
+      const bytes = Buffer.from(entry.blob, 'base64');
+      if (bytes.equals(DONE_BYTES)) {
+        done = true;
+        break;
+      }
+      parts.push(bytes);
+    } else if (typeof entry.text === 'string') {
+      if (entry.text === STREAM_DONE_FLAG) {
+        done = true;
+        break;
+      }
+      texts.push(entry.text);
     }
-    parts.push(bytes);
   }
   const joined = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts);
-  return { bytes: joined, done };
+  return texts.length > 0 ? { bytes: joined, done, text: texts.join('\n') } : { bytes: joined, done };
 }

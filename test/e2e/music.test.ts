@@ -51,6 +51,7 @@ describe('music from MCP servers, paged', () => {
           args: ['--import', 'tsx', 'examples/mcp-audio-server/main.ts', '--stdio', '--urls', `Long Tone | ${files.url('/long.mp3')},Short Tone | ${files.url('/short.mp3')},Huge Tone | ${files.url('/huge.mp3')}`, '--allow-hosts', files.host],
         },
         seed: { command: node, args: ['--import', 'tsx', 'test/fixtures/mcp-seed-style-server.ts', '--track', `Seed Tone|${files.url('/short.mp3')}`] },
+        whole: { command: node, args: ['--import', 'tsx', 'test/fixtures/mcp-whole-resource-server.ts', '--url', files.url('/short.mp3')] },
       },
     });
   });
@@ -115,16 +116,53 @@ describe('music from MCP servers, paged', () => {
     }
   });
 
-  test('a page that always fails ends the turn with a spoken error', async () => {
+  test('an SDK-built server that ignores start/end: the track plays once, then tts stop', async () => {
     const dev = new DeviceSim({ url: srv.wsUrl });
     try {
       await dev.hello();
+      files.requests.length = 0;
+      llm.script(fakeToolCalls([{ name: 'whole__play', arguments: {} }]));
+      dev.listen('detect', { text: 'Play the tone' });
+      await dev.waitJson('tts', 'stop', 30_000);
+      const decoded = await decodeDownlink(dev.audio.map((a) => a.payload));
+      const sourceMs = tracks.short.ms;
+      assert.ok(Math.abs(decoded.ms - sourceMs) / sourceMs < 0.05, `played once: ${decoded.ms} ms vs ${sourceMs} ms`);
+      assert.equal(files.requests.filter((r) => r.path === '/short.mp3').length, 1, 'one resources/read, answered with the whole file');
+    } finally {
+      dev.close();
+    }
+  });
+
+  test('a page that always fails (a JSON-RPC error) ends the turn with a spoken error at once, not retried', async () => {
+    const dev = new DeviceSim({ url: srv.wsUrl });
+    try {
+      await dev.hello();
+      files.requests.length = 0;
       files.options.faults = [{ start: PAGE, times: Infinity, kind: 'error' }];
       llm.script(fakeToolCalls([{ name: 'audio__musicPlayer', arguments: { query: 'short tone' } }]));
       dev.listen('detect', { text: 'Play some music' });
       await dev.waitJson('tts', 'stop', 30_000);
       const said = dev.json.filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start').map((j) => String(j.msg.text));
       assert.ok(said.some((t) => /could not play/i.test(t)), `spoken: ${said.join(' | ')}`);
+      assert.equal(files.requests.filter((r) => r.range?.startsWith(`bytes=${PAGE}-`)).length, 1, 'the failing page was read once');
+    } finally {
+      files.options.faults = [];
+      dev.close();
+    }
+  });
+
+  test('a page that never answers is retried per the rules (timeout, 1 s, three tries), then a spoken error', async () => {
+    const dev = new DeviceSim({ url: srv.wsUrl });
+    try {
+      await dev.hello();
+      files.requests.length = 0;
+      files.options.faults = [{ start: PAGE, times: Infinity, kind: 'hang' }];
+      llm.script(fakeToolCalls([{ name: 'audio__musicPlayer', arguments: { query: 'short tone' } }]));
+      dev.listen('detect', { text: 'Play some music' });
+      await dev.waitJson('tts', 'stop', 40_000);
+      const said = dev.json.filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start').map((j) => String(j.msg.text));
+      assert.ok(said.some((t) => /could not play/i.test(t)), `spoken: ${said.join(' | ')}`);
+      assert.equal(files.requests.filter((r) => r.range?.startsWith(`bytes=${PAGE}-`)).length, 3, 'the hung page was asked for three times');
     } finally {
       files.options.faults = [];
       dev.close();

@@ -94,13 +94,34 @@ describe('readResourceStream: page styles', () => {
     assert.equal(s.source.reads.length, 0);
   });
 
-  test('text pages are accepted as utf-8 and the default page size is 100 KB', async () => {
-    const text = Buffer.from('héllo wörld '.repeat(10_000));
-    const s = await serve({ style: 'template', asText: true, files: { [URL_A]: text } });
+  test('the default page size is 100 KB', async () => {
+    const data = randomBytes(DEFAULT_PAGE_SIZE + 10);
+    const s = await serve({ style: 'template', files: { [URL_A]: data } });
     const pages: number[] = [];
     const got = await collect(readResourceStream(s.source, LINK, { signal: new AbortController().signal, onPage: (p) => pages.push(p.bytes) }));
-    assert.ok(got.equals(text));
-    assert.equal(pages[0], DEFAULT_PAGE_SIZE);
+    assert.ok(got.equals(data));
+    assert.deepEqual(pages, [DEFAULT_PAGE_SIZE, 10]);
+  });
+
+  test('text entries are not audio: a first page of text fails the stream with that text, nothing is yielded', async () => {
+    const s = await serve({ style: 'template', asText: true, files: { [URL_A]: Buffer.from('file not found on the NAS '.repeat(3)) } });
+    const chunks: number[] = [];
+    await assert.rejects(
+      (async () => {
+        for await (const c of readResourceStream(s.source, LINK, { pageSize: PAGE, signal: new AbortController().signal })) chunks.push(c.length);
+      })(),
+      (err: unknown) => err instanceof VoiceError && err.code === ErrorCode.ToolFailed && /answered text, not audio: file not found on the NAS/.test(err.message),
+    );
+    assert.deepEqual(chunks, []);
+    assert.equal(s.source.reads.length, 1);
+  });
+
+  test('a server that ignores start/end (whole resource to every read) is played once, then the stream ends', async () => {
+    const data = randomBytes(PAGE * 3 + 77);
+    const s = await serve({ style: 'template', ignoreRange: true, files: { [URL_A]: data } });
+    const got = await collect(readResourceStream(s.source, LINK, { pageSize: PAGE, signal: new AbortController().signal }));
+    assert.ok(got.equals(data), `got ${got.length} bytes, the resource has ${data.length}`);
+    assert.equal(s.source.reads.length, 1);
   });
 
   test('an empty result (contents: []) ends the stream', async () => {
@@ -159,20 +180,20 @@ describe('readResourceStream: backpressure, retries, abort', () => {
     assert.equal(s.abortedReads(), 1, 'the timed-out read was cancelled on the server');
   });
 
-  test('a page that always fails ends with a clear VoiceError after maxTries', async () => {
+  test('a JSON-RPC error fails the stream at once, without retries (seed 001)', async () => {
     const data = randomBytes(PAGE * 3);
     const s = await serve({ style: 'seed', files: { [URL_A]: data }, faults: [{ start: 2 * PAGE, times: Infinity, kind: 'error' }] });
     const chunks: number[] = [];
     await assert.rejects(
       (async () => {
-        for await (const c of readResourceStream(s.source, LINK, { pageSize: PAGE, retryDelayMs: 20, maxTries: 3, signal: new AbortController().signal }))
+        for await (const c of readResourceStream(s.source, LINK, { pageSize: PAGE, retryDelayMs: 1000, maxTries: 3, signal: new AbortController().signal }))
           chunks.push(c.length);
       })(),
       (err: unknown) =>
-        err instanceof VoiceError && err.code === ErrorCode.ToolFailed && /page 2 \(byte 8192\) after 3 tries/.test(err.message) && /injected page failure/.test(err.message),
+        err instanceof VoiceError && err.code === ErrorCode.ToolFailed && /page 2 \(byte 8192\) after 1 try/.test(err.message) && /injected page failure/.test(err.message),
     );
     assert.deepEqual(chunks, [PAGE, PAGE]);
-    assert.equal(s.source.reads.length, 2 + 3);
+    assert.equal(s.source.reads.length, 2 + 1, 'the failing page was read once');
   });
 
   test('a page that always times out gives a Timeout VoiceError', async () => {
@@ -203,10 +224,11 @@ describe('readResourceStream: backpressure, retries, abort', () => {
   });
 
   test('abort during the retry pause stops without another read', async () => {
-    const s = await serve({ style: 'seed', files: { [URL_A]: randomBytes(10) }, faults: [{ start: 0, times: Infinity, kind: 'error' }] });
+    const s = await serve({ style: 'seed', files: { [URL_A]: randomBytes(10) }, faults: [{ start: 0, times: Infinity, kind: 'hang' }] });
     const ac = new AbortController();
-    const p = collect(readResourceStream(s.source, LINK, { style: 'arguments', retryDelayMs: 10_000, signal: ac.signal }));
-    await new Promise((r) => setTimeout(r, 100));
+    const p = collect(readResourceStream(s.source, LINK, { style: 'arguments', pageTimeoutMs: 100, retryDelayMs: 10_000, signal: ac.signal }));
+    // The read times out after 100 ms; the stream then waits 10 s before retrying.
+    await new Promise((r) => setTimeout(r, 400));
     ac.abort();
     await assert.rejects(p, (err: unknown) => err instanceof VoiceError && err.code === ErrorCode.Aborted);
     assert.equal(s.source.reads.length, 1);
