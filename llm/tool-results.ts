@@ -31,8 +31,13 @@ function describe(c: ToolContent): string {
       return `[audio content (${c.mimeType}, about ${Math.round((c.data.length * 3) / 4 / 1024)} KB)]`;
     case 'image':
       return `[image (${c.mimeType})]`;
-    case 'resource_link':
-      return `[resource link: ${c.title ?? c.name ?? c.uri}${c.mimeType ? `, ${c.mimeType}` : ''}${c.description ? ` – ${c.description}` : ''}]`;
+    case 'resource_link': {
+      // The URI is what the model passes to a `resources_read` tool (seed 002: links are stubs
+      // the model reads on purpose), so it is always shown, with the label when there is one.
+      const label = c.title ?? c.name;
+      const named = label && label !== c.uri ? ` "${label}"` : '';
+      return `[resource link${named}: ${c.uri}${c.mimeType ? ` (${c.mimeType})` : ''}${c.description ? ` – ${c.description}` : ''}]`;
+    }
     case 'resource':
       if (c.resource.text !== undefined) return c.resource.text;
       return `[binary resource ${c.resource.uri}${c.resource.mimeType ? ` (${c.resource.mimeType})` : ''}]`;

@@ -6,7 +6,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DeviceSim } from '../fixtures/device-sim.ts';
-import { fakeText, fakeToolCalls, startFakeOpenAi, type FakeOpenAi } from '../fixtures/fake-openai.ts';
+import { fakeText, fakeToolCalls, startFakeOpenAi, type FakeOpenAi, type FakeRequestView, type FakeRule } from '../fixtures/fake-openai.ts';
+import { fixtureEntry } from '../integration/mcp/mcp-test-helpers.ts';
 import { decodeDownlink } from '../helpers/speech.ts';
 import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
 
@@ -35,6 +36,7 @@ describe('tool turns', () => {
           args: ['--import', 'tsx', 'test/fixtures/mcp-voice-tools-server.ts'],
           resources: { context: 'all', budgetChars: 2000 },
         },
+        fx: { ...fixtureEntry(), resources: { tools: true } },
       },
     });
   });
@@ -99,6 +101,37 @@ describe('tool turns', () => {
       assert.ok(toolMessages(llm.requests.at(-1)).some((t) => t.includes('21 degrees and sunny in Paris')));
       assert.match(String(s.text), /The tool said/);
       assert.match(spoken(dev), /21 degrees/);
+    } finally {
+      dev.close();
+    }
+  });
+
+  test('a resource link: the model reads it with resources_read using only the URI the tool result showed', async () => {
+    const dev = device('70:00:00:00:00:05');
+    try {
+      await dev.hello({ mcp: true });
+      const n = llm.requests.length;
+      const uriIn = (text: string): string | undefined => /[a-z][a-z0-9+.-]*:\/\/[^\s"()<>\]]+/i.exec(text.slice(text.indexOf('"linked"')))?.[0];
+      llm.script(fakeToolCalls([{ name: 'fx__links', arguments: {} }]));
+      // The second model call sees the links tool's result and must find the URI in it.
+      const read: FakeRule = {
+        when: (r: FakeRequestView) => r.toolResults.some((t) => t.content.includes('"linked"')),
+        reply: (r: FakeRequestView) => {
+          const uri = uriIn(r.toolResults.map((t) => t.content).join('\n'));
+          return uri ? fakeToolCalls([{ name: 'fx__resources_read', arguments: { uri } }]) : fakeText('I cannot see where that link points.');
+        },
+      };
+      llm.rule(read);
+      try {
+        dev.listen('detect', { text: 'What does the linked note say?' });
+        await dev.waitJson('tts', 'stop', 20_000);
+      } finally {
+        llm.reset();
+      }
+      const calls = llm.requests.slice(n).flatMap((q) => (q.body.messages ?? []).flatMap((m) => m.tool_calls ?? []));
+      assert.ok(calls.some((c) => c.function.name === 'fx__resources_read'), 'the model called resources_read');
+      assert.ok(toolMessages(llm.requests.at(-1)).some((t) => t.includes('linked secret')), 'the read returned the linked resource to the model');
+      assert.match(spoken(dev), /linked secret/);
     } finally {
       dev.close();
     }

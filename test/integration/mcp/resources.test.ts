@@ -5,6 +5,7 @@ import { describe, test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { createMcpManager, type McpManager } from '../../../mcp/manager.ts';
 import type { ToolResult } from '../../../mcp/tool-source.ts';
+import { toolResultText } from '../../../llm/tool-results.ts';
 import { fixtureEntry, recordingLogger, servers, waitFor } from './mcp-test-helpers.ts';
 
 const sig = (): AbortSignal => new AbortController().signal;
@@ -98,7 +99,11 @@ describe('MCP resources (fixture server)', () => {
     assert.equal((await b.callTool('fx__resources_read', { uri: 'fixture://secret/linked' }, { signal: s })).isError, true);
     const links = await a.callTool('fx__links', {}, { signal: s });
     assert.equal(links.content.filter((c) => c.type === 'resource_link').length, 2);
-    assert.equal(text(await a.callTool('fx__resources_read', { uri: 'fixture://secret/linked' }, { signal: s })), 'linked secret');
+    // The URI is taken from what the model is shown, not handed in by the test.
+    const shown = toolResultText(links);
+    const linked = /"linked": (\S+)/.exec(shown)?.[1];
+    assert.ok(linked, `the model sees the link's URI: ${shown}`);
+    assert.equal(text(await a.callTool('fx__resources_read', { uri: linked }, { signal: s })), 'linked secret');
     assert.equal((await b.callTool('fx__resources_read', { uri: 'fixture://secret/linked' }, { signal: s })).isError, true);
   });
 
