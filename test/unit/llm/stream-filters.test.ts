@@ -115,7 +115,7 @@ describe('tool results for the model', () => {
     });
     assert.equal(
       text,
-      'Now playing.\n[audio content (audio/mpeg, about 3 KB)]\n[image (image/png)]\n[resource link \"song\": file:///song.mp3 (audio/mpeg)]\nembedded words\n[binary resource x://b (application/octet-stream)]',
+      'Now playing.\n[audio content (audio/mpeg, about 3 KB)]\n[image (image/png)]\n[resource link "song": file:///song.mp3 (audio/mpeg)]\nembedded words\n[binary resource x://b (application/octet-stream)]',
     );
     assert.equal(toolResultText({ isError: true, content: [{ type: 'text', text: 'no such city' }] }), 'Error: no such city');
     assert.equal(toolResultText({ isError: false, content: [], structuredContent: { t: 1 } }), '{"t":1}');
