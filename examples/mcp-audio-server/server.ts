@@ -1,12 +1,16 @@
 /**
  * @module The MCP server itself: tools `musicPlayer` and `set_volume`, and the paged reader
- * template `resource://read_from_http{?url,start,end}`. One `AudioServerContext` is shared by
+ * `resource://read_from_http`, read either through the template
+ * `resource://read_from_http{?url,start,end}` (spec style) or with the seed's
+ * `arguments { url, start, end }` on the base URI (mcp-go / Go xiaozhi server style). One `AudioServerContext` is shared by
  * every McpServer instance (HTTP mode builds one per request), so the volume and the body cache
  * outlive a request.
  */
 import { realpath } from 'node:fs/promises';
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
+import { ErrorCode, McpError, ReadResourceRequestParamsSchema, ReadResourceRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { BodyCache } from './body-cache.ts';
 import type { Track } from './catalog.ts';
@@ -112,6 +116,30 @@ export function createAudioServer(ctx: AudioServerContext): McpServer {
     },
   );
 
+  const readPage = async (uri: string, vars: Record<string, unknown>, signal: AbortSignal): Promise<ReadResourceResult> => {
+    const url = decodeVar(vars.url, 'url');
+    const start = intVar(vars.start, 'start');
+    const end = intVar(vars.end, 'end');
+    if (end <= start) throw new McpError(ErrorCode.InvalidParams, `end (${end}) must be greater than start (${start})`);
+    if (end - start > ctx.maxPageBytes) {
+      throw new McpError(ErrorCode.InvalidParams, `page of ${end - start} bytes is larger than the ${ctx.maxPageBytes}-byte limit`);
+    }
+    let result;
+    try {
+      result = await readRange(url, start, end, ctx.reader, signal);
+    } catch (err) {
+      if (err instanceof ReadRefused) {
+        ctx.log('read refused', { url, start, reason: err.message });
+        throw new McpError(ErrorCode.InvalidParams, `read refused: ${err.message}`);
+      }
+      throw err;
+    }
+    const mimeType = mimeTypeFor(url);
+    const blob = result.done ? Buffer.from(DONE_FLAG).toString('base64') : result.bytes.toString('base64');
+    return { contents: [{ uri, mimeType, blob }] };
+  };
+
+  // Registered so that resources/templates/list announces the template to spec-style clients.
   mcp.registerResource(
     'read_from_http',
     new ResourceTemplate(READ_TEMPLATE, { list: undefined }),
@@ -119,34 +147,49 @@ export function createAudioServer(ctx: AudioServerContext): McpServer {
       description: 'Bytes [start, end) of a track URL, base64. A blob of [DONE] means the end was passed.',
       mimeType: 'application/octet-stream',
     },
-    async (uri, variables, extra) => {
-      const url = decodeVar(variables.url, 'url');
-      const start = intVar(variables.start, 'start');
-      const end = intVar(variables.end, 'end');
-      if (end <= start) throw new McpError(ErrorCode.InvalidParams, `end (${end}) must be greater than start (${start})`);
-      if (end - start > ctx.maxPageBytes) {
-        throw new McpError(ErrorCode.InvalidParams, `page of ${end - start} bytes is larger than the ${ctx.maxPageBytes}-byte limit`);
-      }
-      let result;
-      try {
-        result = await readRange(url, start, end, ctx.reader, extra.signal);
-      } catch (err) {
-        if (err instanceof ReadRefused) {
-          ctx.log('read refused', { url, start, reason: err.message });
-          throw new McpError(ErrorCode.InvalidParams, `read refused: ${err.message}`);
-        }
-        throw err;
-      }
-      const mimeType = mimeTypeFor(url);
-      const blob = result.done ? Buffer.from(DONE_FLAG).toString('base64') : result.bytes.toString('base64');
-      return { contents: [{ uri: uri.href, mimeType, blob }] };
-    },
+    (uri, variables, extra) => readPage(uri.href, variables, extra.signal),
   );
+
+  // The SDK's own resources/read handler strips unknown params, so the seed's style (the Go
+  // xiaozhi server, mcp-go clients: `uri` = the base URI plus `arguments { url, start, end }`)
+  // would never reach the template above. This handler reads both styles.
+  const template = new UriTemplate(READ_TEMPLATE);
+  mcp.server.setRequestHandler(SeedOrTemplateReadSchema, (req, extra) => {
+    const { uri } = req.params;
+    const args = req.params.arguments;
+    if (args !== undefined && (uri === READ_BASE_URI || uri.startsWith(`${READ_BASE_URI}?`))) {
+      // Values may come in the URI's query (`?url=…`) and in `arguments`; arguments win.
+      const fromQuery = template.match(uri) ?? {};
+      return readPage(uri, { ...fromQuery, ...stringify(args) }, extra.signal);
+    }
+    const vars = uri.startsWith(READ_BASE_URI) ? template.match(uri) : null;
+    if (!vars) throw new McpError(ErrorCode.InvalidParams, `Resource ${uri} not found`);
+    return readPage(uri, vars, extra.signal);
+  });
   return mcp;
 }
 
-function decodeVar(v: string | string[] | undefined, name: string): string {
-  const raw = Array.isArray(v) ? v[0] : v;
+/** resources/read with the seed's non-standard `arguments` kept (the SDK's schema drops it). */
+const SeedOrTemplateReadSchema = ReadResourceRequestSchema.extend({
+  params: ReadResourceRequestParamsSchema.extend({ arguments: z.record(z.string(), z.unknown()).optional() }),
+});
+
+/**
+ * Seed arguments as the strings a template match yields: numbers become digits, and strings are
+ * percent-encoded so that `decodeVar` treats both styles alike.
+ */
+function stringify(args: Record<string, unknown>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(args)) {
+    if (typeof v === 'number' && Number.isFinite(v)) out[k] = String(v);
+    else if (typeof v === 'string') out[k] = encodeURIComponent(v);
+  }
+  return out;
+}
+
+function decodeVar(v: unknown, name: string): string {
+  const first: unknown = Array.isArray(v) ? v[0] : v;
+  const raw = typeof first === 'string' ? first : undefined;
   if (raw === undefined || raw === '') throw new McpError(ErrorCode.InvalidParams, `missing ${name}`);
   try {
     // The SDK hands template variables over still percent-encoded.
@@ -156,7 +199,7 @@ function decodeVar(v: string | string[] | undefined, name: string): string {
   }
 }
 
-function intVar(v: string | string[] | undefined, name: string): number {
+function intVar(v: unknown, name: string): number {
   const s = decodeVar(v, name);
   if (!/^\d{1,15}$/.test(s)) throw new McpError(ErrorCode.InvalidParams, `${name} must be a non-negative integer, got ${s.slice(0, 20)}`);
   return Number(s);

@@ -196,12 +196,15 @@ describe('example audio server over stdio', () => {
     );
   });
 
-  test("the seed's arguments style fails clearly against this SDK server instead of looping", async () => {
+  test("the seed's read (the base URI + arguments { url, start, end }) returns the exact bytes, as the template does", async () => {
     const l = await link('remote tone');
-    await assert.rejects(
-      collect(readResourceStream(mcp.source, l, { style: 'arguments', retryDelayMs: 10, maxTries: 2, signal: new AbortController().signal })),
-      (err: unknown) => err instanceof VoiceError && /page 0 .* after 2 tries: .*not found/i.test(err.message),
-    );
+    assert.equal(l.uri, 'resource://read_from_http');
+    const readsBefore = mcp.source.reads.length;
+    const got = await collect(readResourceStream(mcp.source, l, { style: 'arguments', pageSize: PAGE, signal: new AbortController().signal }));
+    assert.ok(got.equals(tone), `got ${got.length} of ${tone.length} bytes`);
+    const reads = mcp.source.reads.slice(readsBefore);
+    assert.ok(reads.every((r) => r.uri === 'resource://read_from_http' && r.arguments !== undefined), 'every read was seed-style');
+    assert.equal(reads.length, Math.floor(tone.length / PAGE) + 1);
   });
 
   test('abort mid-stream stops the reads', async () => {
