@@ -108,10 +108,36 @@ async function rpc<T extends z.ZodType>(client: Client, method: string, params: 
   }
 }
 
-/** JSON-RPC errors and timeouts mean the link still works; anything else (fetch failed, EPIPE, closed) means it does not. */
-function isTransportFailure(err: unknown): boolean {
-  if (err instanceof McpError) return err.code === McpErrorCode.ConnectionClosed;
-  return true;
+/**
+ * What a failed request says about the link. `rpc` (a JSON-RPC error), `timeout` and `malformed`
+ * (a reply that failed the result schema) concern that one request: the link still works.
+ * `closed` (the SDK saw the connection close) and `transport` (fetch failed, EPIPE, …) mean it
+ * does not; only `transport` needs us to drop the client and reconnect (on `closed` the SDK's
+ * onclose already did).
+ */
+type McpFailure = 'rpc' | 'timeout' | 'malformed' | 'closed' | 'transport';
+
+function classifyFailure(err: unknown): McpFailure {
+  if (err instanceof McpError) {
+    if (err.code === McpErrorCode.RequestTimeout) return 'timeout';
+    return err.code === McpErrorCode.ConnectionClosed ? 'closed' : 'rpc';
+  }
+  if (isSchemaError(err)) return 'malformed';
+  return 'transport';
+}
+
+/** The SDK validates results with zod's core parser, whose errors are not our zod's ZodError class. */
+function isSchemaError(err: unknown): err is { issues: Array<{ path: PropertyKey[]; message: string }> } {
+  return err instanceof Error && (err.name === 'ZodError' || err.name === '$ZodError') && Array.isArray((err as { issues?: unknown }).issues);
+}
+
+/** The first schema issues of a malformed reply, short enough for a log line or the model. */
+function malformedSummary(err: unknown): string {
+  if (!isSchemaError(err)) return errMessage(err);
+  return err.issues
+    .slice(0, 3)
+    .map((i) => `${i.path.length > 0 ? i.path.map(String).join('.') : 'result'}: ${i.message}`)
+    .join('; ');
 }
 
 export class McpConnection {
@@ -433,18 +459,26 @@ export class McpConnection {
       this.stats.errors++;
       const msg = errMessage(err);
       if (opts.signal.aborted) return errorResult(`Tool ${tool} was cancelled.`);
-      if (err instanceof McpError && err.code === McpErrorCode.RequestTimeout) {
-        this.stats.timeouts++;
-        this.#log.warn({ tool, timeoutMs: timeout }, 'mcp tool call timed out');
-        return errorResult(`Tool ${tool} on server "${this.name}" timed out after ${timeout} ms.`);
+      const kind = classifyFailure(err);
+      this.#reconnectIfLinkBroken(kind, msg);
+      switch (kind) {
+        case 'timeout':
+          this.stats.timeouts++;
+          this.#log.warn({ tool, timeoutMs: timeout }, 'mcp tool call timed out');
+          return errorResult(`Tool ${tool} on server "${this.name}" timed out after ${timeout} ms.`);
+        case 'malformed': {
+          const why = malformedSummary(err);
+          this.#log.warn({ tool, err: why }, 'mcp tool call answered a malformed result');
+          return errorResult(`Tool ${tool} on server "${this.name}" answered a malformed result (${why}).`);
+        }
+        case 'closed':
+        case 'transport':
+          this.#log.warn({ tool, err: msg }, 'mcp tool call lost the connection');
+          return errorResult(`Tool ${tool} failed: MCP server "${this.name}" disconnected during the call (${msg}).`);
+        case 'rpc':
+          this.#log.info({ tool, err: msg }, 'mcp tool call returned an error');
+          return errorResult(`Tool ${tool} failed: ${msg}`);
       }
-      if (isTransportFailure(err)) {
-        this.#log.warn({ tool, err: msg }, 'mcp tool call lost the connection');
-        if (!(err instanceof McpError)) this.#dropAndReconnect(msg);
-        return errorResult(`Tool ${tool} failed: MCP server "${this.name}" disconnected during the call (${msg}).`);
-      }
-      this.#log.info({ tool, err: msg }, 'mcp tool call returned an error');
-      return errorResult(`Tool ${tool} failed: ${msg}`);
     } finally {
       child.dispose();
       this.stats.latencyMsSum += performance.now() - started;
@@ -452,18 +486,29 @@ export class McpConnection {
     }
   }
 
-  #toVoiceError(err: unknown, what: string, signal?: AbortSignal): VoiceError {
+  /** Only a broken transport needs a new client; a bad or failed reply leaves the link alone. */
+  #reconnectIfLinkBroken(kind: McpFailure, msg: string): void {
+    if (kind === 'transport') this.#dropAndReconnect(msg);
+  }
+
+  /** Handles a failed resource request: reconnects when the link broke, then describes the failure. */
+  #requestFailed(err: unknown, what: string, signal?: AbortSignal): VoiceError {
     if (err instanceof VoiceError) return err;
     const msg = errMessage(err);
     if (signal?.aborted) return new VoiceError(ErrorCode.Aborted, 'aborted', { cause: err });
-    if (err instanceof McpError && err.code === McpErrorCode.RequestTimeout) {
-      return new VoiceError(ErrorCode.Timeout, `${what} on MCP server "${this.name}" timed out`, { retryable: true, cause: err });
+    const kind = classifyFailure(err);
+    this.#reconnectIfLinkBroken(kind, msg);
+    switch (kind) {
+      case 'timeout':
+        return new VoiceError(ErrorCode.Timeout, `${what} on MCP server "${this.name}" timed out`, { retryable: true, cause: err });
+      case 'malformed':
+        return new VoiceError(ErrorCode.ToolFailed, `${what}: MCP server "${this.name}" answered a malformed result (${malformedSummary(err)})`, { cause: err });
+      case 'closed':
+      case 'transport':
+        return new VoiceError(ErrorCode.ProviderUnavailable, `${what}: MCP server "${this.name}" unreachable (${msg})`, { retryable: true, cause: err });
+      case 'rpc':
+        return new VoiceError(ErrorCode.ToolFailed, `${what} failed: ${msg}`, { cause: err });
     }
-    if (isTransportFailure(err)) {
-      if (!(err instanceof McpError)) this.#dropAndReconnect(msg);
-      return new VoiceError(ErrorCode.ProviderUnavailable, `${what}: MCP server "${this.name}" unreachable (${msg})`, { retryable: true, cause: err });
-    }
-    return new VoiceError(ErrorCode.ToolFailed, `${what} failed: ${msg}`, { cause: err });
   }
 
   /** One page of `resources/list` (for the model-facing list tool, which pages itself). */
@@ -474,7 +519,7 @@ export class McpConnection {
       const resources = r.resources.map(toResourceInfo).filter((x): x is ResourceInfo => x !== undefined);
       return r.nextCursor ? { resources, nextCursor: r.nextCursor } : { resources };
     } catch (err) {
-      throw this.#toVoiceError(err, 'resources/list', signal);
+      throw this.#requestFailed(err, 'resources/list', signal);
     }
   }
 
@@ -484,7 +529,7 @@ export class McpConnection {
       const raw = await this.#listPaged<unknown>('resources/list', LooseResourceList, 'resources', signal);
       return raw.map(toResourceInfo).filter((x): x is ResourceInfo => x !== undefined);
     } catch (err) {
-      throw this.#toVoiceError(err, 'resources/list', signal);
+      throw this.#requestFailed(err, 'resources/list', signal);
     }
   }
 
@@ -504,7 +549,7 @@ export class McpConnection {
       }
       return out;
     } catch (err) {
-      throw this.#toVoiceError(err, 'resources/templates/list', signal);
+      throw this.#requestFailed(err, 'resources/templates/list', signal);
     }
   }
 
@@ -531,7 +576,7 @@ export class McpConnection {
       }
       return out;
     } catch (err) {
-      throw this.#toVoiceError(err, `resources/read ${uri}`, opts.signal);
+      throw this.#requestFailed(err, `resources/read ${uri}`, opts.signal);
     }
   }
 
@@ -539,7 +584,7 @@ export class McpConnection {
     try {
       await rpc(this.#requireClient(), 'resources/subscribe', { uri }, EmptyResult, this.config.timeoutMs, signal);
     } catch (err) {
-      throw this.#toVoiceError(err, `resources/subscribe ${uri}`, signal);
+      throw this.#requestFailed(err, `resources/subscribe ${uri}`, signal);
     }
   }
 
