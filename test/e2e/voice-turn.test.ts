@@ -93,6 +93,33 @@ describe('voice turn end to end', () => {
     }
   });
 
+  test('manual mode: a press while the last answer is still being prepared is heard, and that answer is dropped', async () => {
+    const dev = new DeviceSim({ url: srv.wsUrl, deviceId: 'e2:00:00:00:00:07' });
+    try {
+      await dev.hello();
+      // The first answer takes 4 s to start: the user presses again before it does.
+      llm.script(fakeText('The first answer.', { firstDelayMs: 4000 }), fakeText('The second answer.'));
+      dev.listen('start', { mode: 'manual' });
+      await sendPaced(dev, packets.slice(0, packets.length - 15));
+      dev.listen('stop');
+      await dev.waitJson('stt', undefined, 20_000);
+      const from = dev.json.length;
+      dev.listen('start', { mode: 'manual' });
+      await sendPaced(dev, packets.slice(0, packets.length - 15));
+      dev.listen('stop');
+      const stt = await dev.waitFor('the second utterance recognised', () => dev.json.slice(from).find((j) => j.msg.type === 'stt')?.msg, 20_000);
+      assert.match(String(stt.text), /weather/i);
+      const s = await dev.waitJson('tts', 'sentence_start', 20_000, from);
+      assert.equal(s.text, 'The second answer.');
+      await dev.waitJson('tts', 'stop', 20_000, from);
+      const said = dev.json.filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start').map((j) => String(j.msg.text));
+      assert.deepEqual(said, ['The second answer.'], 'the superseded answer was never spoken');
+    } finally {
+      llm.reset();
+      dev.close();
+    }
+  });
+
   test('typed text through listen detect is answered; a bare wake word gets the greeting', async () => {
     const dev = new DeviceSim({ url: srv.wsUrl, deviceId: 'e2:00:00:00:00:03' });
     try {

@@ -137,10 +137,18 @@ class VoiceConversation implements Conversation {
   }
 
   listenStart(mode: ListenMode): void {
-    // A running turn goes on: the firmware sends `listen start` right after a wake-word `detect`
-    // (whose greeting or answer is that turn), and when it wants to interrupt it sends `abort`
-    // first. The session already noted the mode; listening resumes when the turn ends.
-    if (this.#turn && !this.#turn.aborted) return;
+    const turn = this.#turn;
+    if (turn && !turn.aborted) {
+      // In auto and realtime mode a running turn goes on: the firmware sends `listen start` right
+      // after a wake-word `detect` (whose greeting or answer is that turn), and sends `abort`
+      // first when it wants to interrupt. Listening resumes when the turn ends.
+      if (mode !== 'manual') return;
+      // Push-to-talk is only ever pressed by a person who is about to speak. A press while the
+      // last answer is still being prepared (no abort: the device is not speaking yet) means the
+      // new words win: the old turn is dropped, and the next turn waits for it to wind down.
+      turn.abort('new push-to-talk press');
+      this.#turn = undefined;
+    }
     if (!this.#listener) {
       this.#pendingListen = mode;
       void this.#start();
