@@ -14,6 +14,7 @@
  */
 import { isAbortError, toVoiceError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
+import { ffmpegInputFor } from '../../audio/ffmpeg/input-format.ts';
 import { transcodeToPcm } from '../../audio/ffmpeg/transcode.ts';
 import { decideFromActions, type DispatchDecision, type ToolCallResult } from '../../llm/react.ts';
 import { spokenResultText } from '../../llm/tool-results.ts';
@@ -119,7 +120,8 @@ export function createResultDispatcher(opts: ResultDispatcherOptions): TurnDispa
       for (const item of media) {
         const started = performance.now();
         try {
-          const pcm = transcodeToPcm(item.open(ctx.signal), { sampleRate: ctx.sampleRate, signal: ctx.signal, log: opts.log });
+          // Raw PCM has no header for ffmpeg to probe: its MIME type says what it is.
+          const pcm = transcodeToPcm(item.open(ctx.signal), { sampleRate: ctx.sampleRate, signal: ctx.signal, log: opts.log, ...ffmpegInputFor(item.mimeType) });
           await ctx.out.play(`♪ ${item.label}`, pcm, () => {
             const firstFrameMs = Math.round(performance.now() - started);
             opts.log.info({ kind: item.kind, label: item.label, firstFrameMs }, 'media started');

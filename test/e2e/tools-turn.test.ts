@@ -185,6 +185,27 @@ describe('tool turns', () => {
     }
   });
 
+  for (const format of ['pcm', 'l16'] as const) {
+    test(`raw ${format === 'pcm' ? 'audio/pcm' : 'audio/L16'} AudioContent plays at its real length (the MIME type tells ffmpeg the format)`, async () => {
+      const dev = device('70:00:00:00:00:06');
+      try {
+        await dev.hello({ mcp: true });
+        llm.script(fakeToolCalls([{ name: 'voice__raw_tone', arguments: { format } }]));
+        dev.listen('detect', { text: 'Play the tone' });
+        await dev.waitJson('tts', 'stop', 20_000);
+        const sentences = dev.json.filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start').map((j) => String(j.msg.text));
+        assert.deepEqual(sentences, ['♪ audio']);
+        const decoded = await decodeDownlink(dev.audio.map((a) => a.payload));
+        assert.equal(decoded.bad, 0);
+        // 1,500 ms of tone, padded up to whole 60 ms frames.
+        assert.ok(decoded.ms >= 1440 && decoded.ms <= 1620, `played ${decoded.ms} ms`);
+        assert.ok(decoded.rms > 1000, `the tone, not noise or silence (rms ${decoded.rms})`);
+      } finally {
+        dev.close();
+      }
+    });
+  }
+
   test('an image result is described to the model, not spoken', async () => {
     const dev = device('70:00:00:00:00:05');
     try {
