@@ -125,7 +125,7 @@ export function createMcpManager(opts: McpManagerOptions): McpManager {
     async readResourceForModel(server, uri, signal) {
       const conn = byName.get(server);
       if (!conn) throw new Error(`unknown MCP server "${server}"`);
-      return renderContentsForModel(await cache.read(conn, uri, signal));
+      return renderContentsForModel(await cache.read(conn, uri, signal ? { signal } : {}));
     },
     status() {
       return conns.map((c) => {

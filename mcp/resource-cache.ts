@@ -1,11 +1,14 @@
 /**
- * @module ResourceCache (seed 002): resource reads shared by every session, LRU-bounded, subscribed
- * to `resources/updated` when the server supports it, invalidated by updates, by
- * `resources/list_changed` and by reconnects. Rendering for the model keeps small text inline and
+ * @module ResourceCache (seed 002): resource reads shared by every session, LRU-bounded. A cached
+ * read is watched by a `resources/updated` subscription when the server supports it (subscribed
+ * before the read; dropped with the entry), and otherwise expires after the server's
+ * `cacheTtlMs`; `useCache: false` bypasses it. Updates, `resources/list_changed` and reconnects
+ * invalidate. Rendering for the model keeps small text inline and
  * turns larger text and blobs into a short stub with size and mime type.
  */
 import type { Logger } from '../core/logger.ts';
 import type { McpConnection } from './connection.ts';
+import { updateConcerns } from './resource-uri.ts';
 import type { ResourceContents, ResourceInfo } from './tool-source.ts';
 
 export interface ResourceCacheOptions {
@@ -14,6 +17,14 @@ export interface ResourceCacheOptions {
   maxEntries?: number;
   /** Most characters (text + base64) kept across all entries. */
   maxChars?: number;
+  /** Clock for expiry (tests). */
+  now?: () => number;
+}
+
+export interface CacheReadOptions {
+  signal?: AbortSignal;
+  /** false: read from the server now and refresh the entry (seed 002's `use_cache=False`). */
+  useCache?: boolean;
 }
 
 interface Entry {
@@ -21,7 +32,17 @@ interface Entry {
   uri: string;
   contents: ResourceContents[];
   chars: number;
+  /** Infinity while a subscription watches the resource; else when the read stops being fresh. */
+  expiresAt: number;
 }
+
+/** One read in flight; set when an update that concerns it arrives before its answer. */
+interface InFlight {
+  uri: string;
+  dirty: boolean;
+}
+
+const DEFAULT_TTL_MS = 60_000;
 
 function contentChars(contents: ResourceContents[]): number {
   return contents.reduce((n, c) => n + (c.text?.length ?? 0) + (c.blob?.length ?? 0), 0);
@@ -31,27 +52,32 @@ export class ResourceCache {
   #log: Logger;
   #maxEntries: number;
   #maxChars: number;
+  #now: () => number;
   #entries = new Map<string, Entry>();
   #chars = 0;
   #lists = new Map<string, ResourceInfo[]>();
+  /** Server → URIs we hold a subscription for (server-side state of the current connection). */
   #subscribed = new Map<string, Set<string>>();
-  #watched = new Set<McpConnection>();
+  #conns = new Map<string, McpConnection>();
+  #inFlight = new Map<string, Set<InFlight>>();
 
   constructor(opts: ResourceCacheOptions) {
     this.#log = opts.log;
     this.#maxEntries = opts.maxEntries ?? 256;
     this.#maxChars = opts.maxChars ?? 4_000_000;
+    this.#now = opts.now ?? Date.now;
   }
 
   /** Wires a connection's notifications to invalidation; called once per connection. */
   watch(conn: McpConnection): void {
-    if (this.#watched.has(conn)) return;
-    this.#watched.add(conn);
+    if (this.#conns.has(conn.name)) return;
+    this.#conns.set(conn.name, conn);
     conn.onResourceUpdated((uri) => this.invalidate(conn.name, uri));
     conn.onResourcesListChanged(() => this.invalidateServer(conn.name));
     conn.onStateChange((c) => {
-      // Subscriptions live in the server-side session: a new connection has none.
-      if (c.state !== 'ready') this.#subscribed.delete(conn.name);
+      // Subscriptions live in the server-side session: a new connection has none, so entries
+      // that relied on one can no longer be trusted.
+      if (c.state !== 'ready' && this.#subscribed.delete(conn.name)) this.invalidateServer(conn.name);
     });
   }
 
@@ -59,16 +85,21 @@ export class ResourceCache {
     return this.#entries.size;
   }
 
-  /** True when this server/uri is cached now (for tests and diagnostics). */
+  /** True when this server/uri is cached and fresh now (for tests and diagnostics). */
   has(server: string, uri: string): boolean {
-    return this.#entries.has(key(server, uri));
+    const e = this.#entries.get(key(server, uri));
+    return e !== undefined && e.expiresAt > this.#now();
   }
 
-  /** Reads through the cache; on a miss reads from the server and subscribes when allowed. */
-  async read(conn: McpConnection, uri: string, signal?: AbortSignal): Promise<ResourceContents[]> {
+  /**
+   * Reads through the cache. On a miss it subscribes first (when the server and the config allow),
+   * then reads, so an update that lands while the read is in flight is seen: that read is then
+   * done once more. A read that a subscription does not watch stays fresh for `cacheTtlMs`.
+   */
+  async read(conn: McpConnection, uri: string, opts: CacheReadOptions = {}): Promise<ResourceContents[]> {
     const k = key(conn.name, uri);
     const hit = this.#entries.get(k);
-    if (hit) {
+    if (hit && hit.expiresAt > this.#now() && opts.useCache !== false) {
       conn.stats.cacheHits++;
       this.#entries.delete(k);
       this.#entries.set(k, hit); // most recently used last
@@ -76,11 +107,26 @@ export class ResourceCache {
       return hit.contents;
     }
     conn.stats.cacheMisses++;
-    this.#log.debug({ server: conn.name, uri }, 'mcp resource cache miss');
-    const contents = await conn.readResource(uri, signal ? { signal } : {});
-    await this.#maybeSubscribe(conn, uri, signal);
-    this.#store({ server: conn.name, uri, contents, chars: contentChars(contents) });
-    return contents;
+    this.#log.debug({ server: conn.name, uri, bypass: opts.useCache === false }, 'mcp resource cache miss');
+    await this.#maybeSubscribe(conn, uri, opts.signal);
+    const flight: InFlight = { uri, dirty: false };
+    let flights = this.#inFlight.get(conn.name);
+    if (!flights) this.#inFlight.set(conn.name, (flights = new Set()));
+    flights.add(flight);
+    try {
+      let contents = await conn.readResource(uri, opts.signal ? { signal: opts.signal } : {});
+      if (flight.dirty) {
+        // Changed while we read it: once more, and keep it only if it held still this time.
+        this.#log.debug({ server: conn.name, uri }, 'mcp resource changed during its read; reading again');
+        flight.dirty = false;
+        contents = await conn.readResource(uri, opts.signal ? { signal: opts.signal } : {});
+      }
+      if (!flight.dirty) this.#store(conn, uri, contents);
+      return contents;
+    } finally {
+      flights.delete(flight);
+      if (!this.#entries.has(k)) this.#unsubscribe(conn.name, uri);
+    }
   }
 
   /** The server's full resource list, cached until list_changed or a reconnect. */
@@ -92,44 +138,73 @@ export class ResourceCache {
     return list;
   }
 
+  #isSubscribed(server: string, uri: string): boolean {
+    return this.#subscribed.get(server)?.has(uri) ?? false;
+  }
+
   async #maybeSubscribe(conn: McpConnection, uri: string, signal?: AbortSignal): Promise<void> {
     if (conn.config.resources?.subscribe === false || !conn.capabilities().subscribe) return;
-    let set = this.#subscribed.get(conn.name);
-    if (set?.has(uri)) return;
+    if (this.#isSubscribed(conn.name, uri)) return;
     try {
       await conn.subscribeResource(uri, signal);
-      set ??= new Set();
-      this.#subscribed.set(conn.name, set);
+      let set = this.#subscribed.get(conn.name);
+      if (!set) this.#subscribed.set(conn.name, (set = new Set()));
       set.add(uri);
     } catch (err) {
       this.#log.debug({ server: conn.name, uri, err: err instanceof Error ? err.message : String(err) }, 'mcp resource subscribe failed');
     }
   }
 
-  #store(e: Entry): void {
-    if (e.chars > this.#maxChars) return; // too big to keep at all
-    const k = key(e.server, e.uri);
+  /** Forgets our subscription and tells the server (in the background: nobody waits for it). */
+  #unsubscribe(server: string, uri: string): void {
+    const set = this.#subscribed.get(server);
+    if (!set?.delete(uri)) return;
+    // A read of the same resource in flight still wants it.
+    if ([...(this.#inFlight.get(server) ?? [])].some((f) => f.uri === uri)) {
+      set.add(uri);
+      return;
+    }
+    const conn = this.#conns.get(server);
+    if (!conn) return;
+    conn.unsubscribeResource(uri).catch((err: unknown) => {
+      this.#log.debug({ server, uri, err: err instanceof Error ? err.message : String(err) }, 'mcp resource unsubscribe failed');
+    });
+  }
+
+  #store(conn: McpConnection, uri: string, contents: ResourceContents[]): void {
+    const chars = contentChars(contents);
+    const watched = this.#isSubscribed(conn.name, uri);
+    const ttl = conn.config.resources?.cacheTtlMs ?? DEFAULT_TTL_MS;
+    if (chars > this.#maxChars || (!watched && ttl <= 0)) return; // not kept at all
+    const k = key(conn.name, uri);
     const old = this.#entries.get(k);
     if (old) this.#chars -= old.chars;
     this.#entries.delete(k);
-    this.#entries.set(k, e);
-    this.#chars += e.chars;
+    this.#entries.set(k, { server: conn.name, uri, contents, chars, expiresAt: watched ? Infinity : this.#now() + ttl });
+    this.#chars += chars;
     for (const [oldest, entry] of this.#entries) {
       if (this.#entries.size <= this.#maxEntries && this.#chars <= this.#maxChars) break;
-      this.#entries.delete(oldest);
-      this.#chars -= entry.chars;
+      this.#drop(oldest, entry);
     }
   }
 
+  /** Removes an entry; the subscription that watched it goes with it. */
+  #drop(k: string, e: Entry): void {
+    this.#entries.delete(k);
+    this.#chars -= e.chars;
+    this.#unsubscribe(e.server, e.uri);
+  }
+
   /**
-   * Drops a resource after `resources/updated`. The notified uri may be a sub-resource of the one
-   * we cached (spec), so prefixes in both directions are dropped.
+   * Drops what a `resources/updated` concerns: the resource itself, and (the spec lets servers
+   * notify sub-resources) resources above or below it on a path boundary. Reads in flight for
+   * such a resource are marked so they read again.
    */
   invalidate(server: string, uri: string): void {
+    for (const f of this.#inFlight.get(server) ?? []) if (updateConcerns(uri, f.uri)) f.dirty = true;
     for (const [k, e] of this.#entries) {
-      if (e.server === server && (e.uri === uri || uri.startsWith(e.uri) || e.uri.startsWith(uri))) {
-        this.#entries.delete(k);
-        this.#chars -= e.chars;
+      if (e.server === server && updateConcerns(uri, e.uri)) {
+        this.#drop(k, e);
         this.#log.debug({ server, uri: e.uri }, 'mcp resource cache invalidated');
       }
     }
@@ -138,14 +213,11 @@ export class ResourceCache {
   /** Drops everything cached for a server (list_changed, reconnect). */
   invalidateServer(server: string): void {
     this.#lists.delete(server);
-    for (const [k, e] of this.#entries) {
-      if (e.server === server) {
-        this.#entries.delete(k);
-        this.#chars -= e.chars;
-      }
-    }
+    for (const f of this.#inFlight.get(server) ?? []) f.dirty = true;
+    for (const [k, e] of this.#entries) if (e.server === server) this.#drop(k, e);
   }
 
+  /** Forgets everything without telling servers (the connections are closing). */
   clear(): void {
     this.#entries.clear();
     this.#lists.clear();

@@ -50,7 +50,7 @@ async function serverContext(conn: McpConnection, cache: ResourceCache, log: Log
     if (budget <= 0) break;
     let contents;
     try {
-      contents = await cache.read(conn, uri, signal);
+      contents = await cache.read(conn, uri, { signal });
     } catch (err) {
       if (signal.aborted) throw err;
       log.warn({ server: conn.name, uri, err: err instanceof Error ? err.message : String(err) }, 'mcp context resource unreadable');

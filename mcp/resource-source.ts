@@ -4,6 +4,7 @@
  * per-read `arguments`); the cached path is ResourceCache.
  */
 import type { McpConnection } from './connection.ts';
+import { uriCovers } from './resource-uri.ts';
 import type { ReadResourceOptions, ResourceContents, ResourceInfo, ResourceSource, ResourceTemplateInfo } from './tool-source.ts';
 
 /** Creates the ResourceSource for one connection. Methods throw VoiceError on failure. */
@@ -15,7 +16,8 @@ export function createMcpResourceSource(conn: McpConnection): ResourceSource {
     async subscribe(uri: string, onUpdate: () => void): Promise<() => Promise<void>> {
       // Listen before subscribing so an update sent right after the subscribe reply is not missed.
       const off = conn.onResourceUpdated((u) => {
-        if (u === uri || u.startsWith(uri)) onUpdate();
+        // The subscribed resource or a sub-resource of it (spec), never a sibling sharing a prefix.
+        if (uriCovers(uri, u)) onUpdate();
       });
       try {
         await conn.subscribeResource(uri);

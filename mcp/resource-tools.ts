@@ -58,6 +58,7 @@ export function resourceToolSpec(kind: ResourceToolKind, server: string): Omit<T
             uri: { type: 'string', description: 'A resource URI that the server listed or linked' },
             uriTemplate: { type: 'string', description: 'A template from resources_templates_list (instead of uri)' },
             variables: { type: 'object', description: 'Values for the template variables', additionalProperties: { type: 'string' } },
+            use_cache: { type: 'boolean', description: 'false reads the current version from the server instead of a cached copy (default true)' },
           },
         },
       };
@@ -159,7 +160,8 @@ export async function callResourceTool(
     if (uri === undefined) return errorResult(`${tool}: give "uri" (or "uriTemplate" with "variables").`);
     const refusal = await readRefusal(conn, cache, session, uri, signal);
     if (refusal) return errorResult(`Refused to read ${uri}: ${refusal}.`);
-    const contents = await cache.read(conn, uri, signal);
+    // seed 002: `use_cache: false` asks for the server's current version.
+    const contents = await cache.read(conn, uri, { signal, useCache: args.use_cache !== false });
     return textResult(renderContentsForModel(contents));
   } catch (err) {
     if (signal.aborted) return errorResult(`${tool} was cancelled.`);

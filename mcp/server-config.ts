@@ -17,6 +17,11 @@ export const McpResourcesConfigSchema = z
     tools: z.boolean().default(false),
     /** Subscribe to cached resources when the server supports it (updates invalidate the cache). */
     subscribe: z.boolean().default(true),
+    /**
+     * How long a cached read of this server stays fresh when no subscription watches it (the
+     * server cannot subscribe, or `subscribe: false`), in ms; 0 never caches such reads.
+     */
+    cacheTtlMs: z.number().int().min(0).default(60_000),
   })
   .strict();
 

@@ -44,7 +44,7 @@ describe('MCP resources (fixture server)', () => {
     const templates = await src.listResourceTemplates();
     assert.deepEqual(
       templates.map((t) => t.uriTemplate),
-      ['fixture://items/{id}'],
+      ['fixture://racy/{id}', 'fixture://items/{id}'],
     );
   });
 
@@ -140,11 +140,8 @@ describe('MCP resources (fixture server)', () => {
     assert.ok(await waitFor(() => !m.cache.has('fx', 'fixture://items/2')));
   });
 
-  test('a server with subscribe: false is not subscribed', async () => {
+  test('a server with subscribe: false keeps its context reads cached (their subscription check is on the server, in the cache suite below)', async () => {
     await m.contextBlocks();
-    const r = await m.sessionView().callTool('all__echo', { text: 'x' }, { signal: sig() });
-    assert.equal(r.isError, false);
-    // bump on "fx" only knows fx's subscriptions; for "all" nothing is subscribed, so its entries stay cached.
     assert.ok(m.cache.has('all', 'fixture://notes/readme'));
   });
 
@@ -166,5 +163,74 @@ describe('MCP resources (fixture server)', () => {
     assert.ok(!blocks.some((b) => b.server === 'plain'));
     const strings = await m.contextFor();
     assert.ok(strings.some((s) => s.startsWith('Context from resource fixture://notes/readme (MCP server "fx"):\n# Readme')));
+  });
+});
+
+describe('MCP resource cache: freshness and subscriptions (fixture server)', () => {
+  let m: McpManager;
+  before(async () => {
+    m = createMcpManager({
+      log: recordingLogger(),
+      cache: { maxEntries: 2 },
+      servers: servers({
+        sub: fixtureEntry([], { resources: { tools: true } }),
+        nosub: fixtureEntry([], { resources: { tools: true, subscribe: false, cacheTtlMs: 300 } }),
+      }),
+    });
+    await m.start();
+  });
+  after(() => m.close());
+
+  const read = (server: string, uri: string, more: Record<string, unknown> = {}): Promise<ToolResult> =>
+    m.sessionView().callTool(`${server}__resources_read`, { uri, ...more }, { signal: sig() });
+  /** What the server itself holds subscriptions for (not what we believe we sent). */
+  const subscriptions = async (server: string): Promise<string[]> => JSON.parse(text(await m.sessionView().callTool(`${server}__subscriptions`, {}, { signal: sig() }))) as string[];
+
+  test('a resource updated while it is first read is read again; the fresh version is what gets cached', async () => {
+    const uri = 'fixture://racy/a';
+    assert.equal(text(await read('sub', uri)), `${uri} version 2`);
+    assert.equal(text(await read('sub', uri)), `${uri} version 2`, 'served from the cache, and not stale');
+    assert.ok(m.cache.has('sub', uri));
+  });
+
+  test('entries evicted from the LRU are unsubscribed on the server', async () => {
+    m.cache.clear();
+    for (const id of ['1', '2', '3']) await read('sub', `fixture://items/${id}`);
+    const held = (await subscriptions('sub')).filter((u) => u.startsWith('fixture://items/'));
+    assert.deepEqual(held, ['fixture://items/2', 'fixture://items/3']);
+  });
+
+  test('without subscriptions: nothing is subscribed on the server, a read expires after cacheTtlMs, use_cache: false bypasses', async () => {
+    const uri = 'fixture://racy/b';
+    // The server announces the change during the first read even unsubscribed: read again.
+    assert.equal(text(await read('nosub', uri)), `${uri} version 2`);
+    assert.deepEqual(await subscriptions('nosub'), []);
+    assert.equal(text(await read('nosub', uri)), `${uri} version 2`, 'cached while fresh');
+    assert.equal(text(await read('nosub', uri, { use_cache: false })), `${uri} version 3`, 'bypassed on request');
+    assert.equal(text(await read('nosub', uri)), `${uri} version 3`, 'the bypass refreshed the entry');
+    await new Promise((r) => setTimeout(r, 400));
+    assert.equal(text(await read('nosub', uri)), `${uri} version 4`, 'expired after cacheTtlMs');
+  });
+
+  test('updates match on URI boundaries: …/1 is not notified by …/12, but is by …/1/part', async () => {
+    const src = m.resourceSources().get('sub');
+    assert.ok(src?.subscribe);
+    const seen: number[] = [];
+    let n = 0;
+    const off = await src.subscribe('fixture://items/1', () => seen.push(n));
+    try {
+      const notify = async (uri: string): Promise<void> => {
+        n++;
+        await m.sessionView().callTool('sub__notify', { uri }, { signal: sig() });
+        // A ping after the notification: it is processed by the time the reply is.
+        await m.sessionView().callTool('sub__notify', { uri: 'fixture://elsewhere' }, { signal: sig() });
+      };
+      await notify('fixture://items/12');
+      await notify('fixture://items/1');
+      await notify('fixture://items/1/part');
+      assert.deepEqual(seen, [2, 3]);
+    } finally {
+      await off();
+    }
   });
 });

@@ -20,7 +20,7 @@ describe('mcpServers config', () => {
 
   test('resources block defaults', () => {
     const c = McpServerConfigSchema.parse({ command: 'x', resources: {} });
-    assert.deepEqual(c.resources, { context: 'none', budgetChars: 4000, tools: false, subscribe: true });
+    assert.deepEqual(c.resources, { context: 'none', budgetChars: 4000, tools: false, subscribe: true, cacheTtlMs: 60000 });
     const p = McpServerConfigSchema.parse({ command: 'x', resources: { context: ['docs://*'], budgetChars: 10 } });
     assert.deepEqual(p.resources?.context, ['docs://*']);
   });
