@@ -11,6 +11,7 @@ import { fakeToolCalls, startFakeOpenAi, type FakeOpenAi } from '../fixtures/fak
 import { startHttpFileServer, type HttpFileServer } from '../fixtures/http-file-server.ts';
 import { decodedPcmBytes, makeToneMp3, removeDir, tempDir } from '../integration/examples/media-files.ts';
 import { childProcesses, decodeDownlink } from '../helpers/speech.ts';
+import { pollUntil } from '../helpers/wait.ts';
 import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
 
 describe('built-in music tool', () => {
@@ -19,15 +20,18 @@ describe('built-in music tool', () => {
   let srv: VoiceApp;
   let dir: string;
   let toneMs = 0;
+  let longSize = 0;
   before(async () => {
     dir = await tempDir('music-tool-');
     const mp3 = join(dir, 'Evening Tone.mp3');
     await makeToneMp3(mp3, 3, 64);
     await copyFile(mp3, join(dir, 'Morning Bells.mp3'));
-    await makeToneMp3(join(dir, 'long.mp3'), 60, 128);
+    // Four minutes at 256 kb/s (7.7 MB): more than loopback socket buffers hold, so a download
+    // that was not stopped would still be running when the test looks.
+    longSize = await makeToneMp3(join(dir, 'long.mp3'), 240, 256);
     const bytes = await readFile(mp3);
     toneMs = ((await decodedPcmBytes(bytes)) / 2 / 16000) * 1000;
-    files = await startHttpFileServer({ files: { '/song.mp3': bytes, '/long.mp3': await readFile(join(dir, 'long.mp3')) } });
+    files = await startHttpFileServer({ files: { '/song.mp3': bytes, '/long.mp3': { path: join(dir, 'long.mp3') } } });
     llm = await startFakeOpenAi();
     srv = await startVoiceApp(llm.url, { tools: { music: { folder: dir, allowedHosts: [files.host.split(':')[0] as string] } } });
   });
@@ -93,7 +97,17 @@ describe('built-in music tool', () => {
       await new Promise((r) => setTimeout(r, 500));
       assert.deepEqual(childProcesses(/ffmpeg/), []);
       const decoded = await decodeDownlink(dev.audio.map((a) => a.payload));
-      assert.ok(decoded.ms < 10_000, 'stopped long before the end of the 60 s track');
+      assert.ok(decoded.ms < 10_000, 'stopped long before the end of the 4 min track');
+      // The download itself stopped: the server saw the client go away mid-body, and sends no more.
+      const download = files.requests.filter((r) => r.path === '/long.mp3').at(-1);
+      assert.ok(download, 'the track was requested');
+      await pollUntil('the download connection to close before the end', () => download.closedEarly, 5000);
+      const sent = download.bytesSent;
+      await new Promise((r) => setTimeout(r, 500));
+      assert.equal(download.bytesSent, sent, 'no bytes after the close');
+      // Loopback socket buffers take several MB before backpressure reaches the server; what
+      // matters is that the rest never left.
+      assert.ok(sent < longSize, `only a part of the ${longSize}-byte track was sent (${sent})`);
     } finally {
       dev.close();
     }

@@ -17,6 +17,10 @@ export type Synthesize = (text: string, signal: AbortSignal, urgent: boolean) =>
 interface Item {
   text: string;
   packets: AsyncQueue<Buffer>;
+  /** Its synthesis has begun (it counts as ahead until the player takes it). */
+  synthStarted?: boolean;
+  /** The player has taken it. */
+  taken?: boolean;
   /** Set when synthesis failed (the error is already recorded). */
   failed?: boolean;
 }
@@ -33,7 +37,7 @@ export class SpeechQueue {
   #spoken: string[] = [];
   /** Sentences whose synthesis was started so far. */
   #synthStarted = 0;
-  /** Sentences whose synthesis started and whose playback has not. */
+  /** Sentences whose synthesis started and whose playback has not (never negative). */
   #ahead = 0;
   #roomWaiters: Array<() => void> = [];
   /** Sentences pushed and not yet finished playing. */
@@ -100,7 +104,14 @@ export class SpeechQueue {
     }
   }
 
-  #freeRoom(): void {
+  /**
+   * The player took `item`. Only a sentence already counted as ahead frees room: the player often
+   * takes the first sentence before its synthesis has begun, and counting that would let the
+   * synthesis run one sentence further ahead than LOOKAHEAD allows.
+   */
+  #freeRoom(item: Item): void {
+    item.taken = true;
+    if (!item.synthStarted) return;
     this.#ahead--;
     for (const w of this.#roomWaiters.splice(0)) w();
   }
@@ -110,7 +121,8 @@ export class SpeechQueue {
       // A model that never stops writing must not fill memory with audio nobody hears yet.
       await this.#room();
       if (this.#signal.aborted) return;
-      this.#ahead++;
+      item.synthStarted = true;
+      if (!item.taken) this.#ahead++;
       try {
         // The first sentence is urgent: the listener is waiting for it. Later ones have the
         // previous sentence's play time to be ready.
@@ -134,7 +146,7 @@ export class SpeechQueue {
       for await (const item of this.#toPlay) {
         try {
           // The player has taken this sentence: the worker may synthesize one more.
-          this.#freeRoom();
+          this.#freeRoom(item);
           await this.#out.playPackets(item.text, item.packets);
           this.#spoken.push(item.text);
         } catch (err) {
