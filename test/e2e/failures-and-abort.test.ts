@@ -8,6 +8,7 @@ import { DeviceSim } from '../fixtures/device-sim.ts';
 import { fakeError, fakeText, fakeToolCalls, startFakeOpenAi, type FakeOpenAi } from '../fixtures/fake-openai.ts';
 import { childProcesses, decodeDownlink, sendPaced, speak16k, utterancePackets } from '../helpers/speech.ts';
 import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
+import { closeAll } from '../helpers/close-all.ts';
 
 function sentences(dev: DeviceSim, from = 0): string[] {
   return dev.json.slice(from).filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start').map((j) => String(j.msg.text));
@@ -21,8 +22,7 @@ describe('failures and barge-in', () => {
     srv = await startVoiceApp(llm.url, { llm: { timeoutMs: 1500 } });
   });
   after(async () => {
-    await srv.close();
-    await llm.close();
+    await closeAll(srv, llm);
   });
 
   test('LLM answers 500: a spoken apology and tts stop; the next turn works', async () => {
@@ -171,9 +171,13 @@ describe('failures and barge-in', () => {
 describe('realtime barge-in', () => {
   test('with vad.bargeIn, speech during the answer aborts it and starts a new turn', async () => {
     const llm = await startFakeOpenAi();
-    const srv = await startVoiceApp(llm.url, { vad: { bargeIn: true } });
-    const dev = new DeviceSim({ url: srv.wsUrl });
+    let srv: VoiceApp | undefined;
+    let device: DeviceSim | undefined;
     try {
+      // Started inside the try: a server that fails to start must not leave the fake LLM running.
+      srv = await startVoiceApp(llm.url, { vad: { bargeIn: true } });
+      const dev = new DeviceSim({ url: srv.wsUrl });
+      device = dev;
       const packets = await utterancePackets(speak16k('what is the weather today'), 200, 1200);
       await dev.hello();
       const long = Array.from({ length: 10 }, (_, i) => `Sentence ${i + 1} of a very long answer.`).join(' ');
@@ -190,9 +194,8 @@ describe('realtime barge-in', () => {
       assert.ok(srv.logs.find('barge-in: speech during the answer').length >= 1);
       await dev.waitFor('second answer done', () => firstStops() >= 2, 20_000);
     } finally {
-      dev.close();
-      await srv.close();
-      await llm.close();
+      device?.close();
+      await closeAll(srv, llm);
     }
   });
 });

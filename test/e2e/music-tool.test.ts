@@ -13,6 +13,7 @@ import { decodedPcmBytes, makeToneMp3, removeDir, tempDir } from '../integration
 import { childProcesses, decodeDownlink } from '../helpers/speech.ts';
 import { pollUntil } from '../helpers/wait.ts';
 import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
+import { closeAll } from '../helpers/close-all.ts';
 
 describe('built-in music tool', () => {
   let llm: FakeOpenAi;
@@ -36,9 +37,7 @@ describe('built-in music tool', () => {
     srv = await startVoiceApp(llm.url, { tools: { music: { folder: dir, allowedHosts: [files.host.split(':')[0] as string] } } });
   });
   after(async () => {
-    await srv.close();
-    await llm.close();
-    await files.close();
+    await closeAll(srv, llm, files);
     await removeDir(dir);
   });
 

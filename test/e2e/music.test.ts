@@ -14,6 +14,7 @@ import { startHttpFileServer, type HttpFileServer } from '../fixtures/http-file-
 import { decodedPcmBytes, makeToneMp3, removeDir, tempDir } from '../integration/examples/media-files.ts';
 import { childProcesses, decodeDownlink } from '../helpers/speech.ts';
 import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
+import { closeAll } from '../helpers/close-all.ts';
 
 const PAGE = 8192;
 
@@ -56,9 +57,7 @@ describe('music from MCP servers, paged', () => {
     });
   });
   after(async () => {
-    await srv.close();
-    await llm.close();
-    await files.close();
+    await closeAll(srv, llm, files);
     await removeDir(dir);
   });
 

@@ -10,6 +10,7 @@ import { startFakeOpenAi, type FakeOpenAi } from '../fixtures/fake-openai.ts';
 import { startFakeOpenAiAudio, type FakeOpenAiAudio } from '../fixtures/fake-openai-audio.ts';
 import { decodeDownlink, sendPaced, speak16k, utterancePackets } from '../helpers/speech.ts';
 import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
+import { closeAll } from '../helpers/close-all.ts';
 
 describe('remote (OpenAI-compatible) ASR and TTS', () => {
   let llm: FakeOpenAi;
@@ -24,9 +25,7 @@ describe('remote (OpenAI-compatible) ASR and TTS', () => {
     });
   });
   after(async () => {
-    await srv.close();
-    await audio.close();
-    await llm.close();
+    await closeAll(srv, audio, llm);
   });
 
   test('speech is transcribed remotely and the answer synthesized remotely', async () => {

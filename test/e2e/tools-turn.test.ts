@@ -10,6 +10,7 @@ import { fakeText, fakeToolCalls, startFakeOpenAi, type FakeOpenAi, type FakeReq
 import { fixtureEntry } from '../integration/mcp/mcp-test-helpers.ts';
 import { decodeDownlink } from '../helpers/speech.ts';
 import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
+import { closeAll } from '../helpers/close-all.ts';
 
 const GREETING_NOTE = 'The household cat is called Mochi and she likes tuna.';
 
@@ -41,8 +42,7 @@ describe('tool turns', () => {
     });
   });
   after(async () => {
-    await srv.close();
-    await llm.close();
+    await closeAll(srv, llm);
   });
 
   function device(id: string): DeviceSim {

@@ -9,6 +9,7 @@ import { DeviceSim } from '../fixtures/device-sim.ts';
 import { startFakeOpenAi, fakeText, type FakeOpenAi } from '../fixtures/fake-openai.ts';
 import { childProcesses, decodeDownlink, sendPaced, speak16k, utterancePackets } from '../helpers/speech.ts';
 import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
+import { closeAll } from '../helpers/close-all.ts';
 
 describe('voice turn end to end', () => {
   let llm: FakeOpenAi;
@@ -20,8 +21,7 @@ describe('voice turn end to end', () => {
     packets = await utterancePackets(speak16k('what is the weather today'));
   });
   after(async () => {
-    await srv.close();
-    await llm.close();
+    await closeAll(srv, llm);
   });
 
   test('auto mode: stt, tts start, sentences with decodable speech, tts stop; then the next turn', async () => {

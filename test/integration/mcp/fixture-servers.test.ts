@@ -9,6 +9,7 @@ import type { McpStateChange } from '../../../mcp/stats.ts';
 import type { ToolResult } from '../../../mcp/tool-source.ts';
 import { startSseOnlyServer } from '../../fixtures/mcp-fixture-server.ts';
 import { fixtureEntry, pidAlive, recordingLogger, servers, waitFor } from './mcp-test-helpers.ts';
+import { closeAll } from '../../helpers/close-all.ts';
 
 const sig = (): AbortSignal => new AbortController().signal;
 const text = (r: ToolResult): string => r.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
@@ -38,7 +39,7 @@ describe('fixture servers over stdio', () => {
     for (const s of m.status()) if (s.pid !== undefined) pids.push(s.pid);
   });
   after(async () => {
-    await m.close();
+    await closeAll(m);
     // Every child process ever spawned must be gone (including the crashed one's successor).
     for (const s of m.status()) if (s.pid !== undefined) pids.push(s.pid);
     for (const pid of pids) assert.equal(pidAlive(pid), false, `child ${pid} still alive`);
@@ -152,8 +153,7 @@ describe('streamable HTTP → SSE fallback', () => {
     await m.start();
   });
   after(async () => {
-    await m.close();
-    await srv.close();
+    await closeAll(m, srv);
   });
 
   test('auto falls back to SSE on 404 and the tools work', async () => {

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { DeviceSim } from '../../fixtures/device-sim.ts';
 import { startFakeOpenAi, type FakeOpenAi } from '../../fixtures/fake-openai.ts';
 import { startMeteredApp, type MeteredApp } from './helpers/metered-app.ts';
+import { closeAll } from '../../helpers/close-all.ts';
 
 let llm: FakeOpenAi;
 let srv: MeteredApp;
@@ -12,8 +13,7 @@ before(async () => {
   srv = await startMeteredApp(llm.url, { server: { maxSessions: 1, auth: { tokens: ['t1'] } } });
 });
 after(async () => {
-  await srv.close();
-  await llm.close();
+  await closeAll(srv, llm);
 });
 
 test('xiaozhi_connections_refused_total counts capacity and unauthorized refusals', async () => {
