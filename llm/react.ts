@@ -83,14 +83,16 @@ export interface ReactOptions {
   onToolStart?: (call: ToolCall) => void;
   onToolResult?: (call: ToolCall, result: ToolResult, ms: number) => void;
   /**
-   * Routes the results of one Act phase (audio, resource links, flags) and says whether the loop
-   * goes on. Without it the loop applies the `ToolAction` flags itself: `silenceLLM` stops silently;
-   * `final` / `noFurtherResponse` speak the result's text via `onText` and stop.
+   * Routes the results of one Act phase (audio, resource links) and says whether the loop goes on;
+   * without media it should answer `decideFromActions(results)`. Without a dispatcher the loop
+   * uses `decideFromActions` itself. Either way, when the decision is `final` /
+   * `no_further_response` the loop speaks the flagged results' text via `onText` and records it in
+   * the history; `silence` stops without a word.
    */
   dispatch?: (results: ToolCallResult[]) => Promise<DispatchDecision>;
 }
 
-/** The decision the `ToolAction` flags imply when no dispatcher is given (exported for dispatchers to reuse). */
+/** The one place the `ToolAction` flags become an end-of-turn decision (the dispatcher defers to it when no media played). */
 export function decideFromActions(results: readonly ToolCallResult[]): DispatchDecision {
   const actions = results.flatMap((r) => (r.result.action ? [r.result.action] : []));
   if (actions.some((a) => a.silenceLLM)) return { continue: false, reason: 'silence' };
@@ -265,7 +267,9 @@ export async function runReact(opts: ReactOptions): Promise<ReactOutcome> {
       decision = { continue: true };
     }
     if (!decision.continue) {
-      if (!opts.dispatch && (decision.reason === 'final' || decision.reason === 'no_further_response')) {
+      // Whoever decided, the flagged results' own words are spoken here, and only here, so they
+      // enter the history the same way on every path.
+      if (decision.reason === 'final' || decision.reason === 'no_further_response') {
         const said = results
           .filter((r) => r.result.action?.final || r.result.action?.noFurtherResponse)
           .map((r) => spokenResultText(r.result))

@@ -8,8 +8,9 @@
  *    blobs, then `resource_link`s to audio (read in pages from the server that produced them).
  *    Before the first one, the model's own words so far are spoken. Each plays under a
  *    `sentence_start` saying what plays. Any media ends the turn: no further model round.
- * 3. Without media, the flags decide: `silenceLLM` ends the turn silently, `final` /
- *    `noFurtherResponse` speak the result's text and end it, otherwise the loop goes on.
+ * 3. Without media, the flags decide (`decideFromActions`, the one place): `silenceLLM` ends the
+ *    turn silently, `final` / `noFurtherResponse` end it after llm/react speaks the result's text
+ *    and records it in the history, otherwise the loop goes on.
  * An abort stops whichever branch runs (the reads, ffmpeg and the pacer all take the signal).
  */
 import { isAbortError, toVoiceError } from '../../core/errors.ts';
@@ -17,7 +18,6 @@ import type { Logger } from '../../core/logger.ts';
 import { ffmpegInputFor } from '../../audio/ffmpeg/input-format.ts';
 import { transcodeToPcm } from '../../audio/ffmpeg/transcode.ts';
 import { decideFromActions, type DispatchDecision, type ToolCallResult } from '../../llm/react.ts';
-import { spokenResultText } from '../../llm/tool-results.ts';
 import { readResourceStream } from '../../mcp/resource-stream.ts';
 import type { ResourceLinkContent, ResourceSource, ToolResult } from '../../mcp/tool-source.ts';
 import type { DispatchContext, TurnDispatcher } from '../session/voice/dispatch.ts';
@@ -104,18 +104,8 @@ export function createResultDispatcher(opts: ResultDispatcherOptions): TurnDispa
   return {
     async dispatch(results: ToolCallResult[], ctx: DispatchContext): Promise<DispatchDecision> {
       const media = results.flatMap((r) => mediaOf(r.result, opts));
-      if (media.length === 0) {
-        const decision = decideFromActions(results);
-        if (!decision.continue && (decision.reason === 'final' || decision.reason === 'no_further_response')) {
-          const said = results
-            .filter((r) => r.result.action?.final || r.result.action?.noFurtherResponse)
-            .map((r) => spokenResultText(r.result))
-            .filter((t) => t !== '');
-          for (const t of said) ctx.speak(t);
-          await ctx.flushSpeech();
-        }
-        return decision;
-      }
+      // Without media the flags decide, in llm/react (which also speaks a final result's text).
+      if (media.length === 0) return decideFromActions(results);
       await ctx.flushSpeech();
       for (const item of media) {
         const started = performance.now();

@@ -10,7 +10,7 @@ export interface DispatchContext {
   out: AudioOut;
   /** Speaks everything queued so far before media plays (the model's text before the tool call). */
   flushSpeech(): Promise<void>;
-  /** Queues a sentence to speak (e.g. a tool's final text, or an error). */
+  /** Queues a sentence to speak (a media item that could not play). */
   speak(text: string): void;
   signal: AbortSignal;
   /** Downlink PCM rate. */

@@ -7,7 +7,7 @@ import { createLlmClient } from '../../../llm/client.ts';
 import type { Emotion } from '../../../llm/emotion.ts';
 import { createHistory } from '../../../llm/history.ts';
 import type { History } from '../../../llm/history.ts';
-import { MAX_CALLS_PER_ROUND, runReact } from '../../../llm/react.ts';
+import { decideFromActions, MAX_CALLS_PER_ROUND, runReact } from '../../../llm/react.ts';
 import type { ReactOptions } from '../../../llm/react.ts';
 import { createSentenceCutter } from '../../../llm/sentences.ts';
 import { createCompositeToolSource } from '../../../mcp/composite-tool-source.ts';
@@ -207,6 +207,14 @@ describe('ReAct loop with the fake OpenAI server and local tools', { timeout: 30
     assert.equal(spoken, 'Okay.\nBye, talk soon!');
     const cutter = createSentenceCutter();
     assert.deepEqual([...cutter.push(spoken), ...cutter.flush()], ['Okay.', 'Bye, talk soon!']);
+    assert.deepEqual(history.messages().at(-1), { role: 'assistant', content: 'Bye, talk soon!' });
+  });
+
+  test('with a dispatcher that defers to the flags, a final result is spoken once and enters the history the same way', async () => {
+    fake.script(fakeToolCalls([{ name: 'end_conversation', arguments: { farewell: 'Bye, talk soon!' } }], { text: 'Okay.' }));
+    const { outcome, spoken } = await turn('goodbye', { dispatch: async (results) => decideFromActions(results) });
+    assert.equal(outcome.stopReason, 'final');
+    assert.equal(spoken, 'Okay.\nBye, talk soon!');
     assert.deepEqual(history.messages().at(-1), { role: 'assistant', content: 'Bye, talk soon!' });
   });
 
