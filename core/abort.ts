@@ -1,14 +1,120 @@
 /**
- * @module AbortSignal helpers. Every stream and provider call in the project takes a signal; these
- * keep the combination and timeout logic in one place.
+ * @module Cancellation: the one way work is tied to a turn (or a session, or a request) in this
+ * project. Every stream and provider call takes an AbortSignal; `linkedScope` gives one piece of
+ * work its own signal, aborted when a parent aborts or its timeout fires, and `runScoped` runs a
+ * call inside such a scope.
+ *
+ * Why not `AbortSignal.any`: Node keeps a combined signal reachable from its sources while it has
+ * abort listeners, and libraries add listeners they never remove (the MCP SDK adds one per request
+ * that holds the settled request). On a turn's or session's long-lived signal that kept every
+ * page, response and listener of the turn alive until the session ended (measured on the resource
+ * stream: +140 KB of heap per 100 KB page). A scope adds exactly one listener to each parent and
+ * removes it in `dispose()`; whatever libraries hang on the scope's own signal goes with it.
  */
 import { ErrorCode, VoiceError } from './errors.ts';
 
-/** Combines signals; aborted when any input aborts. Undefined inputs are ignored. */
-export function anySignal(...signals: Array<AbortSignal | undefined>): AbortSignal {
-  const present = signals.filter((s): s is AbortSignal => s !== undefined);
-  if (present.length === 1) return present[0] as AbortSignal;
-  return AbortSignal.any(present);
+export interface ScopeOptions {
+  /** Aborts the scope after this many ms with a retryable Timeout VoiceError. */
+  timeoutMs?: number;
+  /** Names the work in the timeout message. */
+  what?: string;
+}
+
+/** One piece of work's signal, linked to its parents until `dispose()`. */
+export interface Scope {
+  readonly signal: AbortSignal;
+  /** True when a parent's abort (not the timeout, not `abort()`) ended the scope. */
+  readonly abortedByParent: boolean;
+  /** True when the timeout ended the scope. */
+  readonly timedOut: boolean;
+  /** Aborts this scope only (the parents are untouched). */
+  abort(reason?: unknown): void;
+  /** Unhooks from the parents and clears the timer. Idempotent; call it when the work is over. */
+  dispose(): void;
+}
+
+type Parents = AbortSignal | undefined | ReadonlyArray<AbortSignal | undefined>;
+
+/** Creates a scope under `parents` (undefined entries are ignored). */
+export function linkedScope(parents: Parents, opts: ScopeOptions = {}): Scope {
+  const list = (Array.isArray(parents) ? parents : [parents]).filter((s): s is AbortSignal => s !== undefined);
+  const ac = new AbortController();
+  let byParent = false;
+  let timedOut = false;
+  let timer: NodeJS.Timeout | undefined;
+  const hooks: Array<() => void> = [];
+  const dispose = (): void => {
+    clearTimeout(timer);
+    timer = undefined;
+    for (const unhook of hooks.splice(0)) unhook();
+  };
+  for (const parent of list) {
+    if (parent.aborted) {
+      byParent = true;
+      ac.abort(parent.reason);
+      break;
+    }
+    const onAbort = (): void => {
+      if (!ac.signal.aborted) byParent = true;
+      ac.abort(parent.reason);
+      dispose();
+    };
+    parent.addEventListener('abort', onAbort, { once: true });
+    hooks.push(() => parent.removeEventListener('abort', onAbort));
+  }
+  if (ac.signal.aborted) dispose();
+  else if (opts.timeoutMs !== undefined) {
+    const ms = opts.timeoutMs;
+    timer = setTimeout(() => {
+      timedOut = true;
+      ac.abort(new VoiceError(ErrorCode.Timeout, `${opts.what ?? 'operation'} timed out after ${ms} ms`, { retryable: true }));
+      dispose();
+    }, ms);
+  }
+  return {
+    signal: ac.signal,
+    get abortedByParent() {
+      return byParent;
+    },
+    get timedOut() {
+      return timedOut;
+    },
+    abort(reason?: unknown) {
+      ac.abort(reason);
+      dispose();
+    },
+    dispose,
+  };
+}
+
+/**
+ * Runs `fn` with a scope's signal and disposes the scope afterwards. Settles as soon as the scope
+ * aborts, even when `fn` ignores its signal: a timeout rejects with a retryable Timeout VoiceError
+ * naming `what`, a parent's abort with an Aborted VoiceError. Otherwise `fn`'s own result or error.
+ */
+export async function runScoped<T>(parents: Parents, fn: (signal: AbortSignal) => Promise<T>, opts: ScopeOptions = {}): Promise<T> {
+  const scope = linkedScope(parents, opts);
+  const stopped = (): VoiceError =>
+    scope.timedOut ? (scope.signal.reason as VoiceError) : new VoiceError(ErrorCode.Aborted, 'aborted', { cause: scope.signal.reason });
+  if (scope.signal.aborted) {
+    scope.dispose();
+    throw stopped();
+  }
+  let onAbort = (): void => {};
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(stopped());
+    scope.signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([fn(scope.signal), aborted]);
+  } catch (err) {
+    // The work may fail with its own abort error just before our race sees the abort.
+    if (scope.signal.aborted) throw stopped();
+    throw err;
+  } finally {
+    scope.signal.removeEventListener('abort', onAbort);
+    scope.dispose();
+  }
 }
 
 /** Throws an Aborted VoiceError when the signal is already aborted. */
@@ -33,26 +139,4 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     }, ms);
     signal?.addEventListener('abort', onAbort, { once: true });
   });
-}
-
-/**
- * Runs `fn` with a signal that aborts after `ms` or when `parent` aborts. A timeout becomes a
- * retryable Timeout VoiceError named after `what`; a parent abort stays an Aborted error.
- */
-export async function withTimeout<T>(
-  what: string,
-  ms: number,
-  parent: AbortSignal | undefined,
-  fn: (signal: AbortSignal) => Promise<T>,
-): Promise<T> {
-  const timeout = new AbortController();
-  const timer = setTimeout(() => timeout.abort(new VoiceError(ErrorCode.Timeout, `${what} timed out after ${ms} ms`, { retryable: true })), ms);
-  try {
-    return await fn(anySignal(parent, timeout.signal));
-  } catch (err) {
-    if (timeout.signal.aborted && !parent?.aborted) throw timeout.signal.reason as VoiceError;
-    throw err;
-  } finally {
-    clearTimeout(timer);
-  }
 }

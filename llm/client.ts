@@ -9,7 +9,7 @@
  */
 import OpenAI from 'openai';
 import type { ChatCompletionCreateParamsStreaming } from 'openai/resources/chat/completions';
-import { sleep, throwIfAborted } from '../core/abort.ts';
+import { linkedScope, sleep, throwIfAborted } from '../core/abort.ts';
 import { ErrorCode, VoiceError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import { mapLlmError, retryAfterMs } from './errors.ts';
@@ -83,16 +83,15 @@ export function createLlmClient(opts: LlmClientOptions): LlmClient {
 
   /** One HTTP attempt. Aborting `parent` or the idle timer aborts the request and frees the socket. */
   async function* attempt(body: ChatCompletionCreateParamsStreaming, parent: AbortSignal): AsyncGenerator<LlmEvent> {
-    const ctrl = new AbortController();
-    const onParentAbort = (): void => ctrl.abort(parent.reason);
-    parent.addEventListener('abort', onParentAbort, { once: true });
+    // The request's scope: the turn's abort reaches it, and so does our idle timer.
+    const scope = linkedScope(parent);
     let timedOut = false;
     let timer: NodeJS.Timeout | undefined;
     const arm = (): void => {
       clearTimeout(timer);
       timer = setTimeout(() => {
         timedOut = true;
-        ctrl.abort();
+        scope.abort();
       }, timeoutMs);
     };
     const disarm = (): void => clearTimeout(timer);
@@ -102,7 +101,7 @@ export function createLlmClient(opts: LlmClientOptions): LlmClient {
         : new VoiceError(ErrorCode.Aborted, 'aborted', { cause: parent.reason });
     arm();
     try {
-      const stream = await sdk.chat.completions.create(body, { signal: ctrl.signal, maxRetries: 0 });
+      const stream = await sdk.chat.completions.create(body, { signal: scope.signal, maxRetries: 0 });
       arm();
       const calls = createToolCallAccumulator();
       let finishReason = 'stop';
@@ -125,19 +124,19 @@ export function createLlmClient(opts: LlmClientOptions): LlmClient {
         }
       }
       // The SDK ends iteration quietly when its signal aborts: tell that apart from a real end.
-      if (ctrl.signal.aborted) throw stopped();
+      if (scope.signal.aborted) throw stopped();
       disarm();
       const all = calls.calls();
       if (all.length > 0) yield { type: 'tool_calls', calls: all };
       yield usage ? { type: 'done', finishReason, usage } : { type: 'done', finishReason };
     } catch (err) {
-      if (ctrl.signal.aborted) throw stopped();
+      if (scope.signal.aborted) throw stopped();
       throw err;
     } finally {
       disarm();
-      parent.removeEventListener('abort', onParentAbort);
-      // Also reached when the consumer stops iterating early: closes the HTTP response.
-      ctrl.abort();
+      // Also reached when the consumer stops iterating early: closes the HTTP response, and
+      // unhooks the scope from the turn's signal.
+      scope.abort();
     }
   }
 

@@ -11,7 +11,7 @@
  * once with reason `aborted` (it does not throw): the stream's HTTP request is closed and pending
  * tool calls get the aborted signal.
  */
-import { withTimeout } from '../core/abort.ts';
+import { runScoped } from '../core/abort.ts';
 import { ErrorCode, VoiceError, isAbortError, toVoiceError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import type { ToolResult, ToolSource, ToolSpec } from '../mcp/tool-source.ts';
@@ -101,17 +101,6 @@ export function decideFromActions(results: readonly ToolCallResult[]): DispatchD
   return { continue: true };
 }
 
-/** Rejects as soon as `signal` aborts; used to stop waiting for work that may ignore its signal. */
-function abortRace<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(new VoiceError(ErrorCode.Aborted, 'aborted'));
-  let onAbort = (): void => {};
-  const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(new VoiceError(ErrorCode.Aborted, 'aborted'));
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-  return Promise.race([work, aborted]).finally(() => signal.removeEventListener('abort', onAbort));
-}
-
 /** Runs one user turn. Throws only for model failures (`VoiceError`); aborts resolve with reason `aborted`. */
 export async function runReact(opts: ReactOptions): Promise<ReactOutcome> {
   const { llm, tools, history, signal, log } = opts;
@@ -157,7 +146,7 @@ export async function runReact(opts: ReactOptions): Promise<ReactOutcome> {
   let specs: ToolSpec[] = [];
   if (opts.maxRounds > 0) {
     try {
-      specs = await abortRace(tools.listTools(signal), signal);
+      specs = await runScoped(signal, (s) => tools.listTools(s));
     } catch (err) {
       if (signal.aborted || isAbortError(err)) return finish('aborted');
       log.warn({ err: toVoiceError(err).message }, 'tool listing failed, answering without tools');
@@ -180,8 +169,8 @@ export async function runReact(opts: ReactOptions): Promise<ReactOutcome> {
         result =
           timeoutMs === undefined
             ? await tools.callTool(call.name, parsed.args, { signal })
-            : // The race makes the limit hold even for a source that ignores its signal.
-              await withTimeout(`tool ${call.name}`, timeoutMs, signal, (s) => abortRace(tools.callTool(call.name, parsed.args, { signal: s, timeoutMs }), s));
+            : // The scope makes the limit hold even for a source that ignores its signal.
+              await runScoped(signal, (s) => tools.callTool(call.name, parsed.args, { signal: s, timeoutMs }), { timeoutMs, what: `tool ${call.name}` });
       } catch (err) {
         if (signal.aborted) throw new VoiceError(ErrorCode.Aborted, 'aborted', { cause: err });
         const e = toVoiceError(err, ErrorCode.ToolFailed);
@@ -235,7 +224,7 @@ export async function runReact(opts: ReactOptions): Promise<ReactOutcome> {
     try {
       // A model asking for dozens of calls at once would fan out without bound: the first few run,
       // the rest get an error result the model can read.
-      results = await abortRace(
+      results = await runScoped(signal, () =>
         Promise.all(
           calls.map((c, i) =>
             i < MAX_CALLS_PER_ROUND
@@ -243,7 +232,6 @@ export async function runReact(opts: ReactOptions): Promise<ReactOutcome> {
               : Promise.resolve({ call: c, result: errorFor(`Not run: at most ${MAX_CALLS_PER_ROUND} tool calls per round. Call it again in the next round if it is still needed.`) }),
           ),
         ),
-        signal,
       );
     } catch (err) {
       if (roundText !== '') history.append({ role: 'assistant', content: roundText });
@@ -260,7 +248,8 @@ export async function runReact(opts: ReactOptions): Promise<ReactOutcome> {
 
     let decision: DispatchDecision;
     try {
-      decision = opts.dispatch ? await abortRace(opts.dispatch(results), signal) : decideFromActions(results);
+      const dispatch = opts.dispatch;
+      decision = dispatch ? await runScoped(signal, () => dispatch(results)) : decideFromActions(results);
     } catch (err) {
       if (signal.aborted || isAbortError(err)) return finish('aborted');
       log.warn({ err: toVoiceError(err).message }, 'tool result dispatch failed; continuing');

@@ -5,7 +5,7 @@
  * plain name and later ones are exposed as `<source>__<tool>` (calls are routed back to the
  * original name).
  */
-import { withTimeout } from '../core/abort.ts';
+import { runScoped } from '../core/abort.ts';
 import { ErrorCode, toVoiceError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import { errorResult } from './tool-source.ts';
@@ -48,7 +48,7 @@ export function createCompositeToolSource(sources: readonly NamedToolSource[], o
     const lists = await Promise.all(
       current.map(async (entry) => {
         try {
-          return await withTimeout(`listTools ${entry.name}`, listTimeoutMs, signal, (s) => entry.source.listTools(s));
+          return await runScoped(signal, (s) => entry.source.listTools(s), { timeoutMs: listTimeoutMs, what: `listTools ${entry.name}` });
         } catch (err) {
           const e = toVoiceError(err);
           if (e.code === ErrorCode.Aborted) throw e;

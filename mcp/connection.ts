@@ -14,6 +14,7 @@ import {
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { linkedScope } from '../core/abort.ts';
 import { ErrorCode, VoiceError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import { normalizeToolResult } from './normalize.ts';
@@ -81,30 +82,15 @@ function errMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-/**
- * A per-request child of the caller's signal. The SDK adds an abort listener to the signal it gets
- * and never removes it, so a turn's signal shared by many calls would pile up listeners; the
- * child takes that listener, and `dispose` unhooks the child from the parent.
- */
-function childSignal(parent: AbortSignal | undefined): { signal?: AbortSignal; dispose: () => void } {
-  if (!parent) return { dispose: () => {} };
-  const ac = new AbortController();
-  if (parent.aborted) {
-    ac.abort(parent.reason);
-    return { signal: ac.signal, dispose: () => {} };
-  }
-  const onAbort = (): void => ac.abort(parent.reason);
-  parent.addEventListener('abort', onAbort, { once: true });
-  return { signal: ac.signal, dispose: () => parent.removeEventListener('abort', onAbort) };
-}
-
 /** One raw request with a lenient result schema, a timeout and a per-request child signal. */
 async function rpc<T extends z.ZodType>(client: Client, method: string, params: Record<string, unknown>, schema: T, timeout: number, signal?: AbortSignal): Promise<z.output<T>> {
-  const child = childSignal(signal);
+  // A scope per request: the SDK adds an abort listener to the signal it gets and never removes
+  // it, so it must not be the turn's own signal.
+  const scope = linkedScope(signal);
   try {
-    return await client.request({ method, params } as never, schema, child.signal ? { timeout, signal: child.signal } : { timeout });
+    return await client.request({ method, params } as never, schema, { timeout, signal: scope.signal });
   } finally {
-    child.dispose();
+    scope.dispose();
   }
 }
 
@@ -442,10 +428,10 @@ export class McpConnection {
     const timeout = opts.timeoutMs ?? this.config.timeoutMs;
     const started = performance.now();
     this.stats.calls++;
-    const child = childSignal(opts.signal);
+    const scope = linkedScope(opts.signal);
     try {
       const raw = await client.request({ method: 'tools/call', params: { name: tool, arguments: args } }, LooseCallResult, {
-        ...(child.signal ? { signal: child.signal } : {}),
+        signal: scope.signal,
         timeout,
         resetTimeoutOnProgress: true,
         // Progress only matters for resetting the timeout; the SDK needs a callback to ask for it.
@@ -480,7 +466,7 @@ export class McpConnection {
           return errorResult(`Tool ${tool} failed: ${msg}`);
       }
     } finally {
-      child.dispose();
+      scope.dispose();
       this.stats.latencyMsSum += performance.now() - started;
       this.stats.latencyCount++;
     }

@@ -4,7 +4,7 @@
  * blocks within the server's character budget. Blobs are skipped (nothing to say about them).
  */
 import type { Logger } from '../core/logger.ts';
-import { withTimeout } from '../core/abort.ts';
+import { runScoped } from '../core/abort.ts';
 import type { McpConnection } from './connection.ts';
 import { matchesAny } from './name-patterns.ts';
 import type { ResourceCache } from './resource-cache.ts';
@@ -76,7 +76,7 @@ export async function buildResourceContext(conns: McpConnection[], cache: Resour
   const perServer = await Promise.all(
     wanted.map(async (conn) => {
       try {
-        return await withTimeout(`resource context from ${conn.name}`, opts.timeoutMs ?? 3000, opts.signal, (s) => serverContext(conn, cache, log, s));
+        return await runScoped(opts.signal, (s) => serverContext(conn, cache, log, s), { timeoutMs: opts.timeoutMs ?? 3000, what: `resource context from ${conn.name}` });
       } catch (err) {
         if (opts.signal?.aborted) throw err;
         log.warn({ server: conn.name, err: err instanceof Error ? err.message : String(err) }, 'mcp resource context skipped');

@@ -4,7 +4,7 @@
  */
 import type OpenAI from 'openai';
 import { toFile } from 'openai';
-import { throwIfAborted, withTimeout } from '../../core/abort.ts';
+import { runScoped, throwIfAborted } from '../../core/abort.ts';
 import { ErrorCode } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
 import { createOpenAiClient, mapOpenAiError } from '../openai-client.ts';
@@ -32,7 +32,7 @@ export class OpenAiAsr implements Asr {
     const file = await toFile(encodeWav(pcm, opts.sampleRate), 'utterance.wav', { type: 'audio/wav' });
     let requestSignal: AbortSignal | undefined;
     try {
-      const result = await withTimeout('openai transcription', timeoutMs, opts.signal, (signal) => {
+      const result = await runScoped(opts.signal, (signal) => {
         requestSignal = signal;
         return this.#client.audio.transcriptions.create(
           {
@@ -44,7 +44,7 @@ export class OpenAiAsr implements Asr {
           },
           { signal },
         );
-      });
+      }, { timeoutMs, what: 'openai transcription' });
       const text = typeof result.text === 'string' ? result.text.trim() : '';
       this.#log.debug({ ms: Math.round(performance.now() - started), chars: text.length }, 'openai transcription done');
       return text;

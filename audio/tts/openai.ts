@@ -4,7 +4,7 @@
  * `timeoutMs` bounds the wait for the response and every gap between body chunks.
  */
 import type OpenAI from 'openai';
-import { anySignal, throwIfAborted } from '../../core/abort.ts';
+import { linkedScope, throwIfAborted } from '../../core/abort.ts';
 import { ErrorCode, VoiceError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
 import { createOpenAiClient, mapOpenAiError } from '../openai-client.ts';
@@ -46,16 +46,18 @@ export class OpenAiTts implements Tts {
   async *synthesize(text: string, opts: { signal: AbortSignal }): AsyncGenerator<Buffer> {
     throwIfAborted(opts.signal);
     const timeoutMs = this.#opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    const idle = new AbortController();
+    // The request's own scope: the caller's abort reaches it, and so does our idle timer.
+    const scope = linkedScope(opts.signal);
+    const signal = scope.signal;
+    let idleFired = false;
     let timer: NodeJS.Timeout | undefined;
     const arm = (): void => {
       clearTimeout(timer);
-      timer = setTimeout(
-        () => idle.abort(new VoiceError(ErrorCode.Timeout, `openai tts: no data for ${timeoutMs} ms`, { retryable: true })),
-        timeoutMs,
-      );
+      timer = setTimeout(() => {
+        idleFired = true;
+        scope.abort(new VoiceError(ErrorCode.Timeout, `openai tts: no data for ${timeoutMs} ms`, { retryable: true }));
+      }, timeoutMs);
     };
-    const signal = anySignal(opts.signal, idle.signal);
     const started = performance.now();
     let bytes = 0;
     try {
@@ -84,12 +86,13 @@ export class OpenAiTts implements Tts {
       if (signal.aborted) throw signal.reason;
       if (bytes === 0) throw new VoiceError(ErrorCode.ProviderFailed, 'openai tts: response had no audio', { retryable: true });
     } catch (err) {
-      const mapped = mapOpenAiError(err, 'openai tts', idle.signal.aborted ? idle.signal : opts.signal);
+      const mapped = mapOpenAiError(err, 'openai tts', idleFired ? signal : opts.signal);
       if (mapped.code !== ErrorCode.Aborted) this.#log.warn({ code: mapped.code, err: mapped.message, bytes }, 'openai tts failed');
       throw mapped;
     } finally {
       clearTimeout(timer);
-      if (!idle.signal.aborted) idle.abort(); // cancels the body if the consumer returned early
+      scope.abort(); // cancels the body if the consumer returned early, and unhooks from the caller
+
     }
   }
 

@@ -10,7 +10,7 @@
  */
 import { connect } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import { withTimeout } from '../../core/abort.ts';
+import { runScoped } from '../../core/abort.ts';
 import type { McpManager } from '../../mcp/manager.ts';
 import type { Config } from '../config.ts';
 
@@ -94,7 +94,7 @@ function createCheckRunner(checks: readonly ReadinessCheck[], cacheMs: number, t
   const runOne = (c: ReadinessCheck): Promise<void> => {
     const inFlight = running.get(c.name);
     if (inFlight) return inFlight;
-    const p = withTimeout(`readiness check ${c.name}`, timeoutMs, undefined, (s) => c.check(s))
+    const p = runScoped(undefined, (s) => c.check(s), { timeoutMs, what: `readiness check ${c.name}` })
       .then(
         () => void cache.set(c.name, { at: Date.now(), ok: true }),
         (err: unknown) => void cache.set(c.name, { at: Date.now(), ok: false, error: err instanceof Error ? err.message : String(err) }),

@@ -3,6 +3,7 @@
  * text cut into sentences and spoken while the model is still writing → `tts stop`. A failure is
  * spoken as a short apology, never silence. Everything the turn starts stops with its signal.
  */
+import { linkedScope, type Scope } from '../../../core/abort.ts';
 import { isAbortError, toVoiceError } from '../../../core/errors.ts';
 import type { Logger } from '../../../core/logger.ts';
 import type { SessionMedia } from '../../../audio/media/media.ts';
@@ -51,42 +52,34 @@ export function isNoiseTranscript(text: string): boolean {
 export class Turn {
   readonly #env: TurnEnv;
   readonly #input: TurnInput;
-  readonly #abort = new AbortController();
+  /** The turn's cancellation, under the session's: a session end aborts it too. */
+  readonly #scope: Scope;
   readonly signal: AbortSignal;
   #out: AudioOut | undefined;
   #firstFrameAt: number | null = null;
-
-  /** Forwards the session's end to this turn; removed when the turn ends. */
-  readonly #onSessionEnd = (): void => {
-    this.#cancelled = true;
-    this.#abort.abort('session closed');
-  };
-  /** Set by an abort (device, barge-in, session end); the end-of-turn release does not set it. */
+  /** Set by an abort (device, barge-in); a session end shows through the scope. */
   #cancelled = false;
 
   constructor(env: TurnEnv, input: TurnInput) {
     this.#env = env;
     this.#input = input;
-    // Linked by hand rather than with AbortSignal.any: a combined signal stays reachable from the
-    // session's signal, with every listener the turn's work attached to it, until the session ends.
-    this.signal = this.#abort.signal;
-    if (env.sessionSignal.aborted) this.#onSessionEnd();
-    else env.sessionSignal.addEventListener('abort', this.#onSessionEnd, { once: true });
+    this.#scope = linkedScope(env.sessionSignal);
+    this.signal = this.#scope.signal;
   }
 
   /** Barge-in / abort: stops audio within one frame, cancels the model, tools and synthesis. */
   abort(reason: string): void {
-    if (this.#abort.signal.aborted) return;
+    if (this.signal.aborted) return;
     this.#cancelled = true;
     this.#env.log.info({ reason }, 'turn aborted');
-    this.#abort.abort(reason);
+    this.#scope.abort(reason);
     if (this.#out) this.#out.stop();
     else this.#env.channel.sendJson({ type: 'tts', state: 'stop', session_id: this.#env.info.sessionId });
   }
 
   /** True when the turn was interrupted (not when it simply finished). */
   get aborted(): boolean {
-    return this.#cancelled;
+    return this.#cancelled || this.#scope.abortedByParent;
   }
 
   async run(): Promise<TurnResult> {
@@ -138,9 +131,10 @@ export class Turn {
       timings.lateFrames = this.#out?.pacerStats.lateFrames ?? 0;
       if (this.aborted && this.#out) this.#out.stop();
     }
-    this.#env.sessionSignal.removeEventListener('abort', this.#onSessionEnd);
-    // Releases whatever still listens to the turn (the pacer's place on the shared clock, ...).
-    if (!this.#abort.signal.aborted) this.#abort.abort('turn finished');
+    // Releases whatever still listens to the turn (the pacer's place on the shared clock, ...)
+    // and unhooks the turn from the session's signal.
+    if (!this.signal.aborted) this.#scope.abort('turn finished');
+    this.#scope.dispose();
     log.info({ ...timings }, 'turn timings');
     deps.observer?.onTurn?.(timings);
     return { timings, endSession };

@@ -110,7 +110,7 @@ describe('paged stream against the seed-style (mcp-go) server', () => {
     }
   });
 
-  test('a page that always fails ends with a clear error after maxTries', async () => {
+  test('a page the server fails with a JSON-RPC error ends the stream at once with that error (no retry, seed 001)', async () => {
     files.options.faults = [{ start: 2 * PAGE, times: Infinity, kind: 'error' }];
     try {
       const link = await musicLink('tone');
@@ -121,9 +121,9 @@ describe('paged stream against the seed-style (mcp-go) server', () => {
             // consume
           }
         })(),
-        (err: unknown) => err instanceof VoiceError && err.code === ErrorCode.ToolFailed && /page 2 .* after 3 tries: .*HTTP 500/.test(err.message),
+        (err: unknown) => err instanceof VoiceError && err.code === ErrorCode.ToolFailed && /page 2 .* after 1 try: .*HTTP 500/.test(err.message),
       );
-      assert.equal(mcp.source.reads.length - readsBefore, 2 + 3);
+      assert.equal(mcp.source.reads.length - readsBefore, 2 + 1);
     } finally {
       files.options.faults = [];
     }

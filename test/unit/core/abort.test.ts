@@ -1,0 +1,75 @@
+import { getEventListeners } from 'node:events';
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { linkedScope, runScoped } from '../../../core/abort.ts';
+import { ErrorCode, VoiceError } from '../../../core/errors.ts';
+
+const listeners = (s: AbortSignal): number => getEventListeners(s, 'abort').length;
+const isCode = (code: ErrorCode) => (err: unknown) => err instanceof VoiceError && err.code === code;
+
+describe('linkedScope', () => {
+  test("a parent's abort reaches the scope; dispose unhooks it, and it is idempotent", () => {
+    const parent = new AbortController();
+    const scope = linkedScope([parent.signal, undefined]);
+    assert.equal(listeners(parent.signal), 1);
+    parent.abort('bye');
+    assert.equal(scope.signal.aborted, true);
+    assert.equal(scope.signal.reason, 'bye');
+    assert.equal(scope.abortedByParent, true);
+    assert.equal(listeners(parent.signal), 0, 'unhooked when it fired');
+    scope.dispose();
+    scope.dispose();
+  });
+
+  test('the scope can be aborted alone; the parent is untouched and no listener is left', () => {
+    const parent = new AbortController();
+    const scope = linkedScope(parent.signal);
+    scope.abort('done');
+    assert.equal(scope.signal.aborted, true);
+    assert.equal(scope.abortedByParent, false);
+    assert.equal(parent.signal.aborted, false);
+    assert.equal(listeners(parent.signal), 0);
+  });
+
+  test('an already aborted parent gives an aborted scope; a timeout aborts with a retryable Timeout', async () => {
+    assert.equal(linkedScope(AbortSignal.abort('x')).abortedByParent, true);
+    const scope = linkedScope(undefined, { timeoutMs: 20, what: 'slow thing' });
+    await new Promise((r) => setTimeout(r, 60));
+    assert.equal(scope.timedOut, true);
+    const reason = scope.signal.reason as VoiceError;
+    assert.equal(reason.code, ErrorCode.Timeout);
+    assert.equal(reason.retryable, true);
+    assert.match(reason.message, /slow thing timed out after 20 ms/);
+  });
+});
+
+describe('runScoped', () => {
+  test('10,000 calls on one long-lived signal leave no listener on it, even when the work leaks listeners on its own signal', async () => {
+    const turn = new AbortController();
+    for (let i = 0; i < 10_000; i++) {
+      await runScoped(turn.signal, async (s) => {
+        // What the MCP SDK does per request: a listener it never removes.
+        s.addEventListener('abort', () => {});
+        return i;
+      }, { timeoutMs: 60_000 });
+    }
+    assert.equal(listeners(turn.signal), 0);
+  });
+
+  test('settles at once when the parent aborts, even if the work ignores its signal', async () => {
+    const turn = new AbortController();
+    const p = runScoped(turn.signal, () => new Promise<never>(() => {}));
+    setTimeout(() => turn.abort('barge-in'), 10);
+    await assert.rejects(p, isCode(ErrorCode.Aborted));
+    assert.equal(listeners(turn.signal), 0);
+  });
+
+  test("a timeout rejects with Timeout; the work's own result and error pass through", async () => {
+    await assert.rejects(runScoped(undefined, () => new Promise<never>(() => {}), { timeoutMs: 20, what: 'page 3' }), (err: unknown) => isCode(ErrorCode.Timeout)(err) && /page 3 timed out/.test((err as Error).message));
+    assert.equal(await runScoped(undefined, async () => 42), 42);
+    await assert.rejects(runScoped(undefined, async () => {
+      throw new Error('own failure');
+    }), /own failure/);
+    await assert.rejects(runScoped(AbortSignal.abort(), async () => 1), isCode(ErrorCode.Aborted));
+  });
+});
