@@ -1,41 +1,30 @@
 /**
- * @module One configured MCP server for the whole process: connects, pages its tool list, refreshes
- * it on `tools/list_changed`, reconnects with backoff when the server dies, and offers tool calls
- * and resource requests that turn every failure into a clear result or a VoiceError. All device
- * sessions share this one connection.
+ * @module One configured MCP server for the whole process, as the rest of the server sees it: its
+ * tool list (paged, refreshed on `tools/list_changed`), tool calls and resource requests, each of
+ * which turns every failure into a clear result or a VoiceError. The link itself (connect,
+ * reconnect, notifications, close) is McpLink's job; a request that finds the transport broken
+ * tells the link, which reconnects. All device sessions share this one connection.
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import {
-  ErrorCode as McpErrorCode,
-  LoggingMessageNotificationSchema,
-  McpError,
-  ResourceListChangedNotificationSchema,
-  ResourceUpdatedNotificationSchema,
-  ToolListChangedNotificationSchema,
-} from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { linkedScope } from '../core/abort.ts';
 import { ErrorCode, VoiceError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
+import { classifyFailure, errMessage, malformedSummary, type McpFailure } from './mcp-failure.ts';
+import { McpLink, type ReconnectPolicy } from './mcp-link.ts';
 import { normalizeToolResult } from './normalize.ts';
 import { passesFilter } from './name-patterns.ts';
 import type { McpServerConfig } from './server-config.ts';
 import { emptyStats, type McpServerState, type McpServerStats, type McpStateChange } from './stats.ts';
 import type { JsonSchema, ResourceContents, ResourceInfo, ResourceTemplateInfo, ToolResult } from './tool-source.ts';
 import { errorResult } from './tool-source.ts';
-import { openClient, type ClientInfo, type McpTransportKind } from './transports.ts';
+import type { ClientInfo, McpTransportKind } from './transports.ts';
 
 /** A tool as the server described it (name unsanitized), after our filters. */
 export interface McpToolInfo {
   name: string;
   description?: string;
   inputSchema: JsonSchema;
-}
-
-export interface ReconnectPolicy {
-  /** First retry delay in ms; doubles each failure up to `maxMs`. */
-  initialMs: number;
-  maxMs: number;
 }
 
 export interface McpConnectionOptions {
@@ -59,8 +48,6 @@ export interface McpCallOptions {
   timeoutMs?: number;
 }
 
-const DEFAULT_RECONNECT: ReconnectPolicy = { initialMs: 500, maxMs: 30_000 };
-
 // Lenient result schemas: the SDK's strict ones throw on one odd block and lose the whole reply.
 const LooseCallResult = z.looseObject({});
 const LooseToolList = z.looseObject({ tools: z.array(z.unknown()).default([]), nextCursor: z.string().optional() });
@@ -78,10 +65,6 @@ function optStr(o: Record<string, unknown>, k: string): string | undefined {
   return typeof v === 'string' ? v : undefined;
 }
 
-function errMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
 /** One raw request with a lenient result schema, a timeout and a per-request child signal. */
 async function rpc<T extends z.ZodType>(client: Client, method: string, params: Record<string, unknown>, schema: T, timeout: number, signal?: AbortSignal): Promise<z.output<T>> {
   // A scope per request: the SDK adds an abort listener to the signal it gets and never removes
@@ -94,82 +77,50 @@ async function rpc<T extends z.ZodType>(client: Client, method: string, params: 
   }
 }
 
-/**
- * What a failed request says about the link. `rpc` (a JSON-RPC error), `timeout` and `malformed`
- * (a reply that failed the result schema) concern that one request: the link still works.
- * `closed` (the SDK saw the connection close) and `transport` (fetch failed, EPIPE, …) mean it
- * does not; only `transport` needs us to drop the client and reconnect (on `closed` the SDK's
- * onclose already did).
- */
-type McpFailure = 'rpc' | 'timeout' | 'malformed' | 'closed' | 'transport';
-
-function classifyFailure(err: unknown): McpFailure {
-  if (err instanceof McpError) {
-    if (err.code === McpErrorCode.RequestTimeout) return 'timeout';
-    return err.code === McpErrorCode.ConnectionClosed ? 'closed' : 'rpc';
-  }
-  if (isSchemaError(err)) return 'malformed';
-  return 'transport';
-}
-
-/** The SDK validates results with zod's core parser, whose errors are not our zod's ZodError class. */
-function isSchemaError(err: unknown): err is { issues: Array<{ path: PropertyKey[]; message: string }> } {
-  return err instanceof Error && (err.name === 'ZodError' || err.name === '$ZodError') && Array.isArray((err as { issues?: unknown }).issues);
-}
-
-/** The first schema issues of a malformed reply, short enough for a log line or the model. */
-function malformedSummary(err: unknown): string {
-  if (!isSchemaError(err)) return errMessage(err);
-  return err.issues
-    .slice(0, 3)
-    .map((i) => `${i.path.length > 0 ? i.path.map(String).join('.') : 'result'}: ${i.message}`)
-    .join('; ');
-}
-
 export class McpConnection {
   readonly name: string;
   readonly config: McpServerConfig;
   readonly stats: McpServerStats = emptyStats();
   #log: Logger;
   #opts: McpConnectionOptions;
-  #state: McpServerState = 'closed';
-  #lastError: string | undefined;
-  #client: Client | undefined;
-  #pid: number | undefined;
-  #kind: McpTransportKind | undefined;
+  #link: McpLink;
   #tools: McpToolInfo[] = [];
   #toolsVersion = 0;
-  #closing = false;
-  #everConnected = false;
-  #attempt = 0;
-  #retryTimer: NodeJS.Timeout | undefined;
-  #debounceTimer: NodeJS.Timeout | undefined;
-  #connecting: Promise<void> | undefined;
-  #connectAbort: AbortController | undefined;
-  #stateListeners = new Set<(c: McpStateChange) => void>();
   #toolListeners = new Set<() => void>();
-  #updateListeners = new Set<(uri: string) => void>();
-  #listChangedListeners = new Set<() => void>();
 
   constructor(opts: McpConnectionOptions) {
     this.name = opts.name;
     this.config = opts.config;
     this.#opts = opts;
     this.#log = opts.log.child({ mcpServer: opts.name });
+    this.#link = new McpLink({
+      name: opts.name,
+      config: opts.config,
+      log: this.#log,
+      clientInfo: opts.clientInfo,
+      stats: this.stats,
+      ...(opts.reconnect ? { reconnect: opts.reconnect } : {}),
+      ...(opts.connectTimeoutMs !== undefined ? { connectTimeoutMs: opts.connectTimeoutMs } : {}),
+      ...(opts.listChangedDebounceMs !== undefined ? { listChangedDebounceMs: opts.listChangedDebounceMs } : {}),
+      afterConnect: () => this.#refreshTools(),
+      onToolsListChanged: () => {
+        this.#refreshTools().catch((err: unknown) => this.#log.warn({ err: errMessage(err) }, 'mcp tool list refresh failed'));
+      },
+    });
   }
 
   get state(): McpServerState {
-    return this.#state;
+    return this.#link.state;
   }
   get lastError(): string | undefined {
-    return this.#lastError;
+    return this.#link.lastError;
   }
   get transportKind(): McpTransportKind | undefined {
-    return this.#kind;
+    return this.#link.transportKind;
   }
   /** Child process id of a stdio server while connected. */
   get pid(): number | undefined {
-    return this.#pid;
+    return this.#link.pid;
   }
   /** Bumped whenever the tool list changes (names must be re-mapped). */
   get toolsVersion(): number {
@@ -179,20 +130,12 @@ export class McpConnection {
   tools(): McpToolInfo[] {
     return this.#tools;
   }
-
   /** What the server said it supports (undefined until connected). */
   capabilities(): { resources: boolean; subscribe: boolean; resourcesListChanged: boolean } {
-    const caps = this.#client?.getServerCapabilities();
-    return {
-      resources: caps?.resources !== undefined,
-      subscribe: caps?.resources?.subscribe === true,
-      resourcesListChanged: caps?.resources?.listChanged === true,
-    };
+    return this.#link.capabilities();
   }
-
   onStateChange(fn: (c: McpStateChange) => void): () => void {
-    this.#stateListeners.add(fn);
-    return () => this.#stateListeners.delete(fn);
+    return this.#link.onStateChange(fn);
   }
   onToolsChanged(fn: () => void): () => void {
     this.#toolListeners.add(fn);
@@ -200,13 +143,11 @@ export class McpConnection {
   }
   /** `notifications/resources/updated` (uri as the server sent it). */
   onResourceUpdated(fn: (uri: string) => void): () => void {
-    this.#updateListeners.add(fn);
-    return () => this.#updateListeners.delete(fn);
+    return this.#link.onResourceUpdated(fn);
   }
   /** `notifications/resources/list_changed`, and every (re)connect (server-side session state is new). */
   onResourcesListChanged(fn: () => void): () => void {
-    this.#listChangedListeners.add(fn);
-    return () => this.#listChangedListeners.delete(fn);
+    return this.#link.onResourcesListChanged(fn);
   }
 
   /**
@@ -214,152 +155,12 @@ export class McpConnection {
    * and retried in the background with backoff. Never throws.
    */
   start(): Promise<void> {
-    this.#closing = false;
-    return this.#connectOnce();
+    return this.#link.start();
   }
 
-  #setState(state: McpServerState, error?: string): void {
-    const previous = this.#state;
-    if (error !== undefined) this.#lastError = error;
-    if (previous === state) return;
-    this.#state = state;
-    const change: McpStateChange = error === undefined ? { server: this.name, state, previous } : { server: this.name, state, previous, error };
-    if (state === 'failed') this.#log.warn({ state, previous, error }, 'mcp server state changed');
-    else this.#log.info({ state, previous, transport: this.#kind }, 'mcp server state changed');
-    for (const fn of this.#stateListeners) {
-      try {
-        fn(change);
-      } catch (err) {
-        this.#log.error({ err: errMessage(err) }, 'mcp state listener threw');
-      }
-    }
-  }
-
-  #connectOnce(): Promise<void> {
-    if (this.#connecting) return this.#connecting;
-    this.#connecting = this.#doConnect().finally(() => {
-      this.#connecting = undefined;
-    });
-    return this.#connecting;
-  }
-
-  async #doConnect(): Promise<void> {
-    this.#setState('connecting');
-    const started = performance.now();
-    let opened: Awaited<ReturnType<typeof openClient>> | undefined;
-    const abort = new AbortController();
-    this.#connectAbort = abort;
-    try {
-      opened = await openClient(this.name, this.config, {
-        clientInfo: this.#opts.clientInfo,
-        log: this.#log,
-        connectTimeoutMs: this.#opts.connectTimeoutMs ?? 15_000,
-        setup: (c) => this.#installHandlers(c),
-        signal: abort.signal,
-      });
-      if (this.#closing) {
-        await this.#closeClient(opened.client, opened.pid);
-        return;
-      }
-      this.#client = opened.client;
-      this.#pid = opened.pid;
-      this.#kind = opened.kind;
-      const client = opened.client;
-      client.onclose = () => this.#onClientClosed(client);
-      client.onerror = (err) => this.#log.debug({ err: err.message }, 'mcp transport error');
-      await this.#refreshTools();
-      if (this.#closing || this.#client !== client) return;
-      if (this.#everConnected) this.stats.reconnects++;
-      this.#everConnected = true;
-      this.#attempt = 0;
-      this.#log.info({ ms: Math.round(performance.now() - started), tools: this.#tools.length, transport: opened.kind, pid: opened.pid }, 'mcp server connected');
-      this.#setState('ready');
-      for (const fn of this.#listChangedListeners) fn();
-    } catch (err) {
-      const msg = errMessage(err);
-      if (opened && this.#client === opened.client) {
-        this.#client = undefined;
-        await this.#closeClient(opened.client, opened.pid);
-      }
-      if (this.#closing) return;
-      this.#setState('failed', msg);
-      this.#scheduleReconnect();
-    } finally {
-      if (this.#connectAbort === abort) this.#connectAbort = undefined;
-    }
-  }
-
-  #installHandlers(client: Client): void {
-    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
-      if (this.#client !== client) return;
-      // Servers often send a burst (one per registered tool): refresh once, all pages.
-      clearTimeout(this.#debounceTimer);
-      this.#debounceTimer = setTimeout(() => {
-        this.#debounceTimer = undefined;
-        this.#refreshTools().catch((err: unknown) => this.#log.warn({ err: errMessage(err) }, 'mcp tool list refresh failed'));
-      }, this.#opts.listChangedDebounceMs ?? 300);
-    });
-    client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
-      this.#log.debug({ uri: n.params.uri }, 'mcp resource updated');
-      for (const fn of this.#updateListeners) fn(n.params.uri);
-    });
-    client.setNotificationHandler(ResourceListChangedNotificationSchema, () => {
-      this.#log.debug('mcp resource list changed');
-      for (const fn of this.#listChangedListeners) fn();
-    });
-    client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
-      this.#log.debug({ level: n.params.level, data: n.params.data }, 'mcp server log message');
-    });
-  }
-
-  #onClientClosed(client: Client): void {
-    if (this.#client !== client) return;
-    this.#client = undefined;
-    this.#pid = undefined;
-    if (this.#closing) return;
-    this.#setState('failed', 'connection closed');
-    this.#scheduleReconnect();
-  }
-
-  /** Drops a broken link (e.g. an HTTP server that went away) and reconnects in the background. */
-  #dropAndReconnect(reason: string): void {
-    const client = this.#client;
-    const pid = this.#pid;
-    if (!client || this.#closing) return;
-    this.#client = undefined;
-    this.#pid = undefined;
-    this.#setState('failed', reason);
-    void this.#closeClient(client, pid);
-    this.#scheduleReconnect();
-  }
-
-  #scheduleReconnect(): void {
-    if (this.#closing || this.#retryTimer) return;
-    const policy = this.#opts.reconnect ?? DEFAULT_RECONNECT;
-    const base = Math.min(policy.maxMs, policy.initialMs * 2 ** this.#attempt);
-    // ±20 % jitter so several servers that died together do not retry in lockstep.
-    const delay = Math.round(base * (0.8 + Math.random() * 0.4));
-    this.#attempt++;
-    this.#log.info({ delayMs: delay, attempt: this.#attempt }, 'mcp server reconnect scheduled');
-    this.#retryTimer = setTimeout(() => {
-      this.#retryTimer = undefined;
-      void this.#connectOnce();
-    }, delay);
-  }
-
-  async #closeClient(client: Client, pid: number | undefined): Promise<void> {
-    client.onclose = undefined;
-    // SDK stdio close() waits up to 2 s + 2 s for the child; bound it and make sure the child is gone.
-    await Promise.race([client.close().catch(() => undefined), new Promise((r) => setTimeout(r, 4500).unref())]);
-    if (pid !== undefined) {
-      try {
-        process.kill(pid, 0);
-        process.kill(pid, 'SIGKILL');
-        this.#log.warn({ pid }, 'mcp server child killed after close timeout');
-      } catch {
-        // already gone
-      }
-    }
+  /** Closes the client and makes sure a stdio child is gone; no reconnect afterwards. Bounded (~5 s). */
+  close(): Promise<void> {
+    return this.#link.close();
   }
 
   async #listPaged<T>(
@@ -368,7 +169,7 @@ export class McpConnection {
     key: string,
     signal?: AbortSignal,
   ): Promise<T[]> {
-    const client = this.#requireClient();
+    const client = this.#link.requireClient();
     const out: T[] = [];
     const seen = new Set<string>();
     let cursor: string | undefined;
@@ -388,12 +189,6 @@ export class McpConnection {
     }
     this.#log.warn({ method, maxPages }, 'mcp list page cap reached');
     return out;
-  }
-
-  #requireClient(): Client {
-    const c = this.#client;
-    if (!c) throw new VoiceError(ErrorCode.ProviderUnavailable, `MCP server "${this.name}" is not connected`, { retryable: true });
-    return c;
   }
 
   async #refreshTools(): Promise<void> {
@@ -420,9 +215,9 @@ export class McpConnection {
 
   /** Calls a tool by its server-side name. Never throws: every failure is an `isError` result. */
   async callTool(tool: string, args: Record<string, unknown>, opts: McpCallOptions): Promise<ToolResult> {
-    const client = this.#client;
-    if (!client || this.#state !== 'ready') {
-      return errorResult(`MCP server "${this.name}" is not connected right now (${this.#state}${this.#lastError ? `: ${this.#lastError}` : ''}); try again later.`);
+    const client = this.#link.client;
+    if (!client || this.#link.state !== 'ready') {
+      return errorResult(`MCP server "${this.name}" is not connected right now (${this.#link.state}${this.#link.lastError ? `: ${this.#link.lastError}` : ''}); try again later.`);
     }
     if (opts.signal.aborted) return errorResult(`Tool ${tool} was cancelled before it started.`);
     const timeout = opts.timeoutMs ?? this.config.timeoutMs;
@@ -474,7 +269,7 @@ export class McpConnection {
 
   /** Only a broken transport needs a new client; a bad or failed reply leaves the link alone. */
   #reconnectIfLinkBroken(kind: McpFailure, msg: string): void {
-    if (kind === 'transport') this.#dropAndReconnect(msg);
+    if (kind === 'transport') this.#link.dropAndReconnect(msg);
   }
 
   /** Handles a failed resource request: reconnects when the link broke, then describes the failure. */
@@ -500,7 +295,7 @@ export class McpConnection {
   /** One page of `resources/list` (for the model-facing list tool, which pages itself). */
   async listResourcesPage(cursor: string | undefined, signal?: AbortSignal): Promise<{ resources: ResourceInfo[]; nextCursor?: string }> {
     try {
-      const client = this.#requireClient();
+      const client = this.#link.requireClient();
       const r = await rpc(client, 'resources/list', cursor ? { cursor } : {}, LooseResourceList, this.config.timeoutMs, signal);
       const resources = r.resources.map(toResourceInfo).filter((x): x is ResourceInfo => x !== undefined);
       return r.nextCursor ? { resources, nextCursor: r.nextCursor } : { resources };
@@ -545,7 +340,7 @@ export class McpConnection {
    */
   async readResource(uri: string, opts: { signal?: AbortSignal; timeoutMs?: number; arguments?: Record<string, unknown> } = {}): Promise<ResourceContents[]> {
     try {
-      const client = this.#requireClient();
+      const client = this.#link.requireClient();
       const params: Record<string, unknown> = { uri };
       if (opts.arguments) params.arguments = opts.arguments;
       const r = await rpc(client, 'resources/read', params, LooseReadResult, opts.timeoutMs ?? this.config.timeoutMs, opts.signal);
@@ -568,38 +363,20 @@ export class McpConnection {
 
   async subscribeResource(uri: string, signal?: AbortSignal): Promise<void> {
     try {
-      await rpc(this.#requireClient(), 'resources/subscribe', { uri }, EmptyResult, this.config.timeoutMs, signal);
+      await rpc(this.#link.requireClient(), 'resources/subscribe', { uri }, EmptyResult, this.config.timeoutMs, signal);
     } catch (err) {
       throw this.#requestFailed(err, `resources/subscribe ${uri}`, signal);
     }
   }
 
   async unsubscribeResource(uri: string): Promise<void> {
-    const client = this.#client;
+    const client = this.#link.client;
     if (!client) return; // subscriptions die with the server-side session anyway
     try {
       await client.request({ method: 'resources/unsubscribe', params: { uri } }, EmptyResult, { timeout: this.config.timeoutMs });
     } catch (err) {
       this.#log.debug({ uri, err: errMessage(err) }, 'mcp unsubscribe failed');
     }
-  }
-
-  /** Closes the client and makes sure a stdio child is gone; no reconnect afterwards. Bounded (~5 s). */
-  async close(): Promise<void> {
-    this.#closing = true;
-    this.#connectAbort?.abort(new VoiceError(ErrorCode.Aborted, 'mcp manager closing'));
-    clearTimeout(this.#retryTimer);
-    this.#retryTimer = undefined;
-    clearTimeout(this.#debounceTimer);
-    this.#debounceTimer = undefined;
-    const client = this.#client;
-    const pid = this.#pid;
-    this.#client = undefined;
-    this.#pid = undefined;
-    if (client) await this.#closeClient(client, pid);
-    // A connect in flight finishes by closing what it opened (it checks #closing).
-    if (this.#connecting) await Promise.race([this.#connecting, new Promise((r) => setTimeout(r, 5000).unref())]);
-    this.#setState('closed');
   }
 }
 

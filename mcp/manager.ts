@@ -4,7 +4,8 @@
  * context for Think, status and stats for logs and metrics, and a bounded close.
  */
 import type { Logger } from '../core/logger.ts';
-import { McpConnection, type ReconnectPolicy } from './connection.ts';
+import { McpConnection } from './connection.ts';
+import type { ReconnectPolicy } from './mcp-link.ts';
 import { McpToolCatalog, McpToolSource } from './mcp-tool-source.ts';
 import { ResourceCache, renderContentsForModel } from './resource-cache.ts';
 import { buildResourceContext, formatContextBlock, type BuildContextOptions, type ContextBlock } from './resource-context.ts';
