@@ -18,7 +18,7 @@ import type { Logger } from '../../core/logger.ts';
 import { ffmpegInputFor } from '../../audio/ffmpeg/input-format.ts';
 import { transcodeToPcm } from '../../audio/ffmpeg/transcode.ts';
 import { decideFromActions, type DispatchDecision, type ToolCallResult } from '../../llm/react.ts';
-import { readResourceStream } from '../../mcp/resource-stream.ts';
+import { readResourceStream } from '../../mcp/resource-stream/stream.ts';
 import type { ResourceLinkContent, ResourceSource, ToolResult } from '../../mcp/tool-source.ts';
 import type { DispatchContext, TurnDispatcher } from '../session/voice/dispatch.ts';
 

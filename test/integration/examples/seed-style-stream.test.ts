@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { z } from 'zod';
 import { ErrorCode, VoiceError } from '../../../core/errors.ts';
-import { readResourceStream } from '../../../mcp/resource-stream.ts';
+import { readResourceStream } from '../../../mcp/resource-stream/stream.ts';
 import type { ResourceLinkContent } from '../../../mcp/tool-source.ts';
 import type { HttpFileServer } from '../../fixtures/http-file-server.ts';
 import { startHttpFileServer } from '../../fixtures/http-file-server.ts';

@@ -4,7 +4,7 @@ import { runInNewContext } from 'node:vm';
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ErrorCode, VoiceError } from '../../../core/errors.ts';
-import { DEFAULT_PAGE_SIZE, readResourceStream } from '../../../mcp/resource-stream.ts';
+import { DEFAULT_PAGE_SIZE, readResourceStream } from '../../../mcp/resource-stream/stream.ts';
 import type { ResourceLinkContent } from '../../../mcp/tool-source.ts';
 import type { PagedServer, PagedServerOptions } from '../../fixtures/mcp-paged-server.ts';
 import { PAGED_TEMPLATE, startPagedServer } from '../../fixtures/mcp-paged-server.ts';

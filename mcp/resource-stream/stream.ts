@@ -5,18 +5,18 @@
  * memory stays at about one page whatever the length, and a slow consumer (the real-time pacer
  * behind ffmpeg) slows the reads down. Depends only on the `ResourceSource` interface.
  */
-import { runScoped, sleep, throwIfAborted } from '../core/abort.ts';
-import { ErrorCode, VoiceError, isAbortError } from '../core/errors.ts';
+import { runScoped, sleep, throwIfAborted } from '../../core/abort.ts';
+import { ErrorCode, VoiceError, isAbortError } from '../../core/errors.ts';
 import { ErrorCode as McpErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
-import type { Logger } from '../core/logger.ts';
-import { silentLogger } from '../core/logger.ts';
-import type { ResourceContents, ResourceLinkContent, ResourceSource, ResourceTemplateInfo } from './tool-source.ts';
-import { decodePage } from './resource-stream/page-contents.ts';
-import type { PagePlan, PageStyle } from './resource-stream/page-request.ts';
-import { argumentsPlan, templatePlan } from './resource-stream/page-request.ts';
+import type { Logger } from '../../core/logger.ts';
+import { silentLogger } from '../../core/logger.ts';
+import type { ResourceContents, ResourceLinkContent, ResourceSource, ResourceTemplateInfo } from '../tool-source.ts';
+import { decodePage } from './page-contents.ts';
+import type { PagePlan, PageStyle } from './page-request.ts';
+import { argumentsPlan, templatePlan } from './page-request.ts';
 
-export { STREAM_DONE_FLAG } from './resource-stream/page-contents.ts';
-export type { PageStyle } from './resource-stream/page-request.ts';
+export { STREAM_DONE_FLAG } from './page-contents.ts';
+export type { PageStyle } from './page-request.ts';
 
 /** McpReadResourcePageSize of the seed: 100 KB. */
 export const DEFAULT_PAGE_SIZE = 100 * 1024;
