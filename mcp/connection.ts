@@ -17,7 +17,8 @@ import { passesFilter } from './name-patterns.ts';
 import type { McpServerConfig } from './server-config.ts';
 import { emptyStats, type McpServerState, type McpServerStats, type McpStateChange } from './stats.ts';
 import type { JsonSchema, ResourceContents, ResourceInfo, ResourceTemplateInfo, ToolResult } from './tool-source.ts';
-import { errorResult } from './tool-source.ts';
+import { errorResult, type ResourceSource } from './tool-source.ts';
+import { createMcpResourceSource } from './resource-source.ts';
 import type { ClientInfo, McpTransportKind } from './transports.ts';
 
 /** A tool as the server described it (name unsanitized), after our filters. */
@@ -81,6 +82,8 @@ export class McpConnection {
   readonly name: string;
   readonly config: McpServerConfig;
   readonly stats: McpServerStats = emptyStats();
+  /** This server's resources for the paged stream and subscriptions (the one ResourceSource per server). */
+  readonly resources: ResourceSource;
   #log: Logger;
   #opts: McpConnectionOptions;
   #link: McpLink;
@@ -93,6 +96,7 @@ export class McpConnection {
     this.config = opts.config;
     this.#opts = opts;
     this.#log = opts.log.child({ mcpServer: opts.name });
+    this.resources = createMcpResourceSource(this);
     this.#link = new McpLink({
       name: opts.name,
       config: opts.config,

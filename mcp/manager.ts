@@ -7,12 +7,10 @@ import type { Logger } from '../core/logger.ts';
 import { McpConnection } from './connection.ts';
 import type { ReconnectPolicy } from './mcp-link.ts';
 import { McpToolCatalog, McpToolSource } from './mcp-tool-source.ts';
-import { ResourceCache, renderContentsForModel } from './resource-cache.ts';
-import { buildResourceContext, formatContextBlock, type BuildContextOptions, type ContextBlock } from './resource-context.ts';
-import { createMcpResourceSource } from './resource-source.ts';
+import { ResourceCache } from './resource-cache.ts';
+import { buildResourceContext, formatContextBlock, type BuildContextOptions } from './resource-context.ts';
 import type { McpServersConfig } from './server-config.ts';
 import type { McpServerState, McpServerStats, McpStateChange } from './stats.ts';
-import type { ResourceSource, ToolSource } from './tool-source.ts';
 import type { ClientInfo, McpTransportKind } from './transports.ts';
 
 export interface McpManagerOptions {
@@ -43,18 +41,10 @@ export interface McpServerStatus {
 export interface McpManager {
   /** Connects every enabled server in parallel; a failing one is logged and retried in the background. Never throws. */
   start(): Promise<void>;
-  /** A process-wide ToolSource (its linked-URI memory is shared); sessions should prefer `sessionView()`. */
-  toolSource(): ToolSource;
   /** A fresh ToolSource for one device session: same tools, its own memory of linked resource URIs. */
   sessionView(): McpToolSource;
-  /** One ResourceSource per connected-or-connecting server, by server name. */
-  resourceSources(): Map<string, ResourceSource>;
-  /** Context blocks to inject before Think, per each server's policy and budget (read through the cache). */
-  contextBlocks(opts?: BuildContextOptions): Promise<ContextBlock[]>;
-  /** The same as `contextBlocks`, formatted: one string per block, for a system message each. */
+  /** Context to inject before Think, per each server's policy and budget (read through the cache): one string per resource. */
   contextFor(opts?: BuildContextOptions): Promise<string[]>;
-  /** Reads one resource through the cache and renders it for the model (small text inline, else a stub). */
-  readResourceForModel(server: string, uri: string, signal?: AbortSignal): Promise<string>;
   status(): McpServerStatus[];
   stats(): Record<string, McpServerStats>;
   /** Subscribes to connection state changes (for metrics); returns an unsubscribe function. */
@@ -97,9 +87,6 @@ export function createMcpManager(opts: McpManagerOptions): McpManager {
     });
   }
   const sessionView = (): McpToolSource => new McpToolSource({ catalog, cache, log });
-  let shared: McpToolSource | undefined;
-  const byName = new Map(conns.map((c) => [c.name, c]));
-  const sources = new Map(conns.map((c) => [c.name, createMcpResourceSource(c)]));
 
   return {
     cache,
@@ -109,24 +96,9 @@ export function createMcpManager(opts: McpManagerOptions): McpManager {
       const ready = conns.filter((c) => c.state === 'ready').length;
       log.info({ servers: conns.length, ready, ms: Math.round(performance.now() - started) }, 'mcp servers started');
     },
-    toolSource() {
-      shared ??= sessionView();
-      return shared;
-    },
     sessionView,
-    resourceSources() {
-      return new Map(sources);
-    },
-    contextBlocks(o) {
-      return buildResourceContext(conns, cache, log, o);
-    },
     async contextFor(o) {
       return (await buildResourceContext(conns, cache, log, o)).map(formatContextBlock);
-    },
-    async readResourceForModel(server, uri, signal) {
-      const conn = byName.get(server);
-      if (!conn) throw new Error(`unknown MCP server "${server}"`);
-      return renderContentsForModel(await cache.read(conn, uri, signal ? { signal } : {}));
     },
     status() {
       return conns.map((c) => {

@@ -10,9 +10,8 @@ import { linkedUris } from './normalize.ts';
 import { ToolNameMap } from './name-patterns.ts';
 import type { ResourceCache } from './resource-cache.ts';
 import { RESOURCE_TOOL_KINDS, SessionUris, callResourceTool, resourceToolSpec, type ResourceToolKind } from './resource-tools.ts';
-import type { CallToolOptions, ResourceSource, ToolResult, ToolSource, ToolSpec } from './tool-source.ts';
+import type { CallToolOptions, ToolResult, ToolSource, ToolSpec } from './tool-source.ts';
 import { errorResult } from './tool-source.ts';
-import { createMcpResourceSource } from './resource-source.ts';
 
 /** What an exposed name routes to. */
 export interface McpToolTarget {
@@ -21,18 +20,6 @@ export interface McpToolTarget {
   tool: string;
   kind: 'tool' | ResourceToolKind;
   spec: ToolSpec;
-}
-
-const resourceSources = new WeakMap<McpConnection, ResourceSource>();
-
-/** One ResourceSource per connection, made on first use. */
-function resourceSourceOf(conn: McpConnection): ResourceSource {
-  let src = resourceSources.get(conn);
-  if (!src) {
-    src = createMcpResourceSource(conn);
-    resourceSources.set(conn, src);
-  }
-  return src;
 }
 
 /** Separator between server and tool in exposed names. */
@@ -135,11 +122,9 @@ export class McpToolSource implements ToolSource {
     const result = await conn.callTool(target.tool, args, opts.timeoutMs === undefined ? { signal: opts.signal } : { signal: opts.signal, timeoutMs: opts.timeoutMs });
     this.#log.info({ server: conn.name, tool: target.tool, ms: Math.round(performance.now() - started), isError: result.isError }, 'mcp tool called');
     const uris = linkedUris(result);
-    if (uris.length > 0) {
-      this.uris.add(conn.name, uris);
-      // The dispatcher reads linked resources (e.g. paged audio) from the server that made them.
-      result.resources = resourceSourceOf(conn);
-    }
+    if (uris.length > 0) this.uris.add(conn.name, uris);
+    // The dispatcher reads linked resources (e.g. paged audio) from the server that made them.
+    result.resources = conn.resources;
     return result;
   }
 }

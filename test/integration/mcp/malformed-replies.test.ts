@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { ErrorCode, VoiceError } from '../../../core/errors.ts';
 import { createMcpManager, type McpManager } from '../../../mcp/manager.ts';
 import type { ToolResult } from '../../../mcp/tool-source.ts';
-import { recordingLogger, REPO_ROOT, servers } from './mcp-test-helpers.ts';
+import { recordingLogger, REPO_ROOT, resourcesOf, servers } from './mcp-test-helpers.ts';
 
 const MALFORMED = fileURLToPath(new URL('../../fixtures/mcp-malformed-server.ts', import.meta.url));
 const sig = (): AbortSignal => new AbortController().signal;
@@ -39,7 +39,7 @@ describe('MCP: a malformed reply fails one call, not the connection', () => {
   });
 
   test('a resources/read whose contents is not an array: a ToolFailed error, then reads work', async () => {
-    const src = m.resourceSources().get('odd');
+    const src = await resourcesOf(m, 'odd__good');
     assert.ok(src);
     await assert.rejects(
       src.readResource('bad://page'),

@@ -3,7 +3,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from '../../../core/logger.ts';
+import type { McpManager } from '../../../mcp/manager.ts';
 import type { McpServerConfig } from '../../../mcp/server-config.ts';
+import type { ResourceSource } from '../../../mcp/tool-source.ts';
 import { parseMcpServersConfig } from '../../../mcp/server-config.ts';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -117,4 +119,21 @@ export async function startEverythingHttp(mode: 'sse' | 'streamableHttp'): Promi
     await close();
   }
   throw new Error(`server-everything ${mode} did not start`);
+}
+
+/**
+ * A server's ResourceSource as production code gets it: attached to that server's tool results
+ * (the dispatcher reads resource links through it). `tool` is any cheap tool of that server.
+ */
+export async function resourcesOf(m: McpManager, tool: string, args: Record<string, unknown> = {}): Promise<ResourceSource> {
+  const r = await m.sessionView().callTool(tool, args, { signal: new AbortController().signal });
+  if (!r.resources) throw new Error(`${tool} returned no ResourceSource (isError ${r.isError})`);
+  return r.resources;
+}
+
+/** A context string from McpManager.contextFor, taken apart again. */
+export function parseContextBlock(s: string): { uri: string; server: string; text: string; truncated: boolean } {
+  const m = /^Context from resource (\S+) \(MCP server "([^"]+)"\):\n([\s\S]*?)(\n\[…truncated\])?$/.exec(s);
+  if (!m) throw new Error(`not a context block: ${s.slice(0, 80)}`);
+  return { uri: m[1] as string, server: m[2] as string, text: m[3] as string, truncated: m[4] !== undefined };
 }

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { createMcpManager, type McpManager } from '../../../mcp/manager.ts';
 import type { ToolResult } from '../../../mcp/tool-source.ts';
 import { toolResultText } from '../../../llm/tool-results.ts';
-import { fixtureEntry, recordingLogger, servers, waitFor } from './mcp-test-helpers.ts';
+import { fixtureEntry, parseContextBlock, recordingLogger, resourcesOf, servers, waitFor } from './mcp-test-helpers.ts';
 
 const sig = (): AbortSignal => new AbortController().signal;
 const text = (r: ToolResult): string => r.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
@@ -27,13 +27,13 @@ describe('MCP resources (fixture server)', () => {
   after(() => m.close());
 
   test('resources/list is followed over all pages', async () => {
-    const list = await m.resourceSources().get('fx')?.listResources();
+    const list = await (await resourcesOf(m, 'fx__echo', { text: 'x' })).listResources();
     assert.equal(list?.length, 28);
     assert.ok(list?.some((r) => r.uri === 'fixture://items/25'));
   });
 
   test('ResourceSource reads text and blobs, passes arguments, and rejects unknown URIs', async () => {
-    const src = m.resourceSources().get('fx');
+    const src = await resourcesOf(m, 'fx__echo', { text: 'x' });
     assert.ok(src);
     const [item] = await src.readResource('fixture://items/4', { arguments: { page: 2 } });
     assert.equal(item?.text, 'Item 4 body');
@@ -49,7 +49,7 @@ describe('MCP resources (fixture server)', () => {
   });
 
   test('ResourceSource.subscribe delivers updates until unsubscribed', async () => {
-    const src = m.resourceSources().get('fx');
+    const src = await resourcesOf(m, 'fx__echo', { text: 'x' });
     let updates = 0;
     const unsubscribe = await src?.subscribe?.('fixture://items/7', () => updates++);
     assert.ok(unsubscribe);
@@ -141,12 +141,13 @@ describe('MCP resources (fixture server)', () => {
   });
 
   test('a server with subscribe: false keeps its context reads cached (their subscription check is on the server, in the cache suite below)', async () => {
-    await m.contextBlocks();
+    await m.contextFor();
     assert.ok(m.cache.has('all', 'fixture://notes/readme'));
   });
 
   test('context injection follows policy and budget', async () => {
-    const blocks = await m.contextBlocks();
+    const strings = await m.contextFor();
+    const blocks = strings.map(parseContextBlock);
     const fx = blocks.filter((b) => b.server === 'fx');
     assert.deepEqual(
       fx.map((b) => b.uri),
@@ -161,7 +162,6 @@ describe('MCP resources (fixture server)', () => {
     assert.ok(all.length >= 1);
     assert.ok(all.reduce((n, b) => n + b.text.length, 0) <= 100);
     assert.ok(!blocks.some((b) => b.server === 'plain'));
-    const strings = await m.contextFor();
     assert.ok(strings.some((s) => s.startsWith('Context from resource fixture://notes/readme (MCP server "fx"):\n# Readme')));
   });
 });
@@ -213,7 +213,7 @@ describe('MCP resource cache: freshness and subscriptions (fixture server)', () 
   });
 
   test('updates match on URI boundaries: …/1 is not notified by …/12, but is by …/1/part', async () => {
-    const src = m.resourceSources().get('sub');
+    const src = await resourcesOf(m, 'sub__echo', { text: 'x' });
     assert.ok(src?.subscribe);
     const seen: number[] = [];
     let n = 0;

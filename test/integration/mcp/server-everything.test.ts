@@ -4,7 +4,7 @@
 import { describe, test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { createMcpManager, type McpManager } from '../../../mcp/manager.ts';
-import { EVERYTHING, pidAlive, recordingLogger, servers, startEverythingHttp, waitFor } from './mcp-test-helpers.ts';
+import { EVERYTHING, pidAlive, recordingLogger, resourcesOf, servers, startEverythingHttp, waitFor } from './mcp-test-helpers.ts';
 
 function signal(): AbortSignal {
   return new AbortController().signal;
@@ -86,7 +86,7 @@ describe('server-everything over stdio', () => {
   });
 
   test('resources are listed, templates listed, reads return text and blobs', async () => {
-    const src = m.resourceSources().get('everything');
+    const src = await resourcesOf(m, 'everything__echo', { message: 'x' });
     assert.ok(src);
     const list = await src.listResources();
     assert.ok(list.length >= 7);
