@@ -22,7 +22,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
-COPY package.json package-lock.json .npmrc ./
+COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund --loglevel=warn \
  && node -e "require('@discordjs/opus')" \
  || { echo 'npm ci failed or @discordjs/opus did not build' >&2; exit 1; }

@@ -73,7 +73,7 @@ describe('deployment files', () => {
     const lines = readFileSync('.dockerignore', 'utf8').split('\n').map((l) => l.trim());
     assert.equal(lines.find((l) => l && !l.startsWith('#')), '*', 'a whitelist: everything is excluded first');
     for (const dir of build.include) assert.ok(lines.includes(`!${dir}/`), `${dir}/ reaches the build`);
-    for (const f of ['package.json', 'package-lock.json', '.npmrc', 'tsconfig.json', 'tsconfig.build.json']) assert.ok(lines.includes(`!${f}`), f);
+    for (const f of ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json']) assert.ok(lines.includes(`!${f}`), f);
     assert.ok(!lines.includes('!config.yaml') && !lines.includes('!.env'));
   });
 });
