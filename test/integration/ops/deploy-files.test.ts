@@ -97,6 +97,15 @@ describe('deployment files', () => {
     assert.match(df, /npm_config_nodedir=\/usr\/local/);
   });
 
+  test('Dockerfile: the image can be extended with apt (nothing force-removed; apt-get check in the build; a derived image in the smoke)', () => {
+    const df = readFileSync('Dockerfile', 'utf8');
+    assert.doesNotMatch(df, /--force-depends|dpkg --purge|dpkg -P\b/);
+    assert.match(df, /&& apt-get check \\/);
+    assert.match(df, /\/etc\/dpkg\/dpkg\.cfg\.d\/xiaozhi-slim/, 'slimmed by dpkg path-exclude instead');
+    const smoke = readFileSync('.ci/container-smoke.sh', 'utf8');
+    assert.match(smoke, /FROM \$IMAGE[\s\S]*apt-get install -y/);
+  });
+
   test('.dockerignore lets through every folder the build compiles, and no secrets', () => {
     const build = JSON.parse(readFileSync('tsconfig.build.json', 'utf8')) as { include: string[] };
     const lines = readFileSync('.dockerignore', 'utf8').split('\n').map((l) => l.trim());
