@@ -22,7 +22,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
-COPY package.json package-lock.json .npmrc ./
+COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund --loglevel=warn \
  && node -e "require('@discordjs/opus')" \
  || { echo 'npm ci failed or @discordjs/opus did not build' >&2; exit 1; }
@@ -53,12 +53,26 @@ SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 # ffmpeg: any audio -> PCM; espeak-ng: embedded TTS; pocketsphinx: embedded ASR; tini: PID 1 that
 # forwards SIGTERM to Node and reaps the TTS/ASR children.
 # ffmpeg's SDL/X11 output devices pull Mesa's GPU drivers and LLVM (~160 MB). A headless server
-# never loads them (they are dlopen()ed, not linked, as the checks below prove), so they go.
-RUN apt-get update \
+# never loads them (they are dlopen()ed, not linked, as the checks below prove), so dpkg leaves
+# their files out (path-exclude), with docs, man pages and translations. The packages stay
+# installed: apt's database is consistent (`apt-get check` below), so images built FROM this one
+# can `apt-get install` more. Need Mesa back? Delete /etc/dpkg/dpkg.cfg.d/xiaozhi-slim and
+# `apt-get install --reinstall libgl1-mesa-dri libllvm15 libz3-4`.
+RUN printf '%s\n' \
+      'path-exclude=/usr/lib/*/dri/*' \
+      'path-exclude=/usr/lib/*/libLLVM-15.so*' \
+      'path-exclude=/usr/lib/llvm-15/*' \
+      'path-exclude=/usr/lib/*/libz3.so*' \
+      'path-exclude=/usr/share/doc/*' \
+      'path-include=/usr/share/doc/*/copyright' \
+      'path-exclude=/usr/share/man/*' \
+      'path-exclude=/usr/share/info/*' \
+      'path-exclude=/usr/share/locale/*' \
+      > /etc/dpkg/dpkg.cfg.d/xiaozhi-slim \
+ && apt-get update \
  && apt-get install -y --no-install-recommends ffmpeg espeak-ng pocketsphinx pocketsphinx-en-us tini \
- && dpkg --purge --force-depends libgl1-mesa-dri libllvm15 libz3-4 \
+ && apt-get check \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/* /var/log/apt /var/log/dpkg.log \
-           /usr/share/doc/* /usr/share/man/* /usr/share/info/* /usr/share/locale/* \
  && test "$(ffmpeg -hide_banner -loglevel error -f lavfi -i sine=d=0.5 -ac 1 -ar 16000 -f s16le - | wc -c)" = 16000 \
  && espeak-ng -w /tmp/check.wav hello && test -s /tmp/check.wav && rm /tmp/check.wav \
  && command -v pocketsphinx_continuous >/dev/null \

@@ -86,6 +86,26 @@ say "image $IMAGE built in $build_s s; size $size"
 # Untagged leftovers of earlier builds: drop the final images only, keep the step cache.
 if [ "$driver" = vfs ]; then "${B[@]}" rmi --prune >/dev/null 2>&1 || true; fi
 
+# 3b. Others can build on the image: a derived image installs one more Debian package (apt's
+# database must be consistent for that: nothing force-removed) and the server's tools still run.
+t=$(now)
+derived=$(mktemp -d)
+trap 'rm -rf "$derived"' EXIT
+cat >"$derived/Dockerfile" <<DOCKERFILE
+FROM $IMAGE
+USER root
+RUN apt-get check && apt-get update && apt-get install -y --no-install-recommends jq \\
+ && jq --version && ffmpeg -hide_banner -version >/dev/null && rm -rf /var/lib/apt/lists/*
+USER node
+DOCKERFILE
+timeout 600 "${B[@]}" bud --isolation chroot --pull=never --format docker --layers=false -t xiaozhi-derived:ci "$derived" \
+  >/tmp/xiaozhi-derived-build.log 2>&1 \
+  || { tail -30 /tmp/xiaozhi-derived-build.log >&2; die "a derived image could not apt-get install (log: /tmp/xiaozhi-derived-build.log)"; }
+"${B[@]}" rmi xiaozhi-derived:ci >/dev/null 2>&1 || true
+rm -rf "$derived"
+trap - EXIT
+say "derived image FROM $IMAGE: apt-get install jq ok ($(since "$t") s)"
+
 # 4. Run the server in the image and talk to it from the host.
 "${B[@]}" rm "$CONTAINER" >/dev/null 2>&1 || true
 "${B[@]}" from --name "$CONTAINER" --pull=never "$IMAGE" >/dev/null
@@ -95,3 +115,21 @@ timeout 300 npx --no-install tsx test/container/smoke.ts --timeout-ms 240000 -- 
   "${B[@]}" run --isolation chroot --user node "$CONTAINER" -- \
   || die "smoke test against the container failed"
 say "smoke test passed ($(since "$t") s); image build $build_s s, size $size"
+
+# 5. The shipped configuration: the compose stack's two services from this image, on the host
+# network (no Docker engine here): mcp-audio in one container, the server with docker/server.yaml
+# in another whose /etc/hosts maps the compose name mcp-audio to 127.0.0.1. The LLM is the
+# documented cloud switch (OPENAI_BASE_URL) pointing at the fake LLM on the host.
+t=$(now)
+music=$(mktemp -d)
+ffmpeg -hide_banner -loglevel error -f lavfi -i 'sine=f=440:d=4' -ac 1 -ar 22050 -b:a 64k "$music/Blue Sky.mp3"
+chmod -R a+rX "$music"
+"${B[@]}" rm xiaozhi-mcp-audio xiaozhi-shipped >/dev/null 2>&1 || true
+"${B[@]}" from --name xiaozhi-mcp-audio --pull=never "$IMAGE" >/dev/null
+"${B[@]}" from --name xiaozhi-shipped --pull=never --add-host mcp-audio:127.0.0.1 "$IMAGE" >/dev/null
+trap '"${B[@]}" rm "$CONTAINER" xiaozhi-mcp-audio xiaozhi-shipped >/dev/null 2>&1 || true; rm -rf "$music"' EXIT
+timeout 300 npx --no-install tsx test/container/shipped-config.ts --timeout-ms 240000 -- \
+  "${B[@]}" run --isolation chroot --user node -v "$music:/music:ro" xiaozhi-mcp-audio -- \
+  --- "${B[@]}" run --isolation chroot --user node -v "$music:/music:ro" -v "$PWD/docker/server.yaml:/app/config.yaml:ro" xiaozhi-shipped -- \
+  || die "shipped-config smoke (docker/server.yaml + mcp-audio, a track through MCP) failed"
+say "shipped-config smoke passed ($(since "$t") s)"

@@ -10,6 +10,7 @@ import type { Config } from './config.ts';
 import { createDeps, type Deps } from './deps.ts';
 import { healthRoutes, providerChecks } from './http/health-route.ts';
 import { metricsRoute } from './http/metrics-route.ts';
+import { createProviderDoctor } from './provider-doctor.ts';
 import { createServerMetrics, type ServerMetrics } from './metrics.ts';
 import { SessionRegistry } from './session/registry.ts';
 
@@ -44,6 +45,9 @@ export async function assembleServer(config: Config, log: PinoLogger, opts: Asse
       return { queueDepth: st.queueDepth / Math.max(1, st.workers) };
     });
   metrics.bind({ media: () => deps.media.stats() });
+  // Before serving: one log line per provider that cannot work, naming what to set.
+  const doctor = createProviderDoctor(config);
+  await doctor.reportAtStartup(log);
   const admission = new AdmissionControl({ ...config.server.admission, load: mediaLoad });
   metrics.bind({ admissionEventLoopDelayMs: () => admission.eventLoopDelayMs() });
   let app: App;
@@ -56,7 +60,7 @@ export async function assembleServer(config: Config, log: PinoLogger, opts: Asse
       createConversation: metrics.countSessions(deps.createConversation),
       onRefused: (reason) => metrics.connectionRefused(reason),
       admission,
-      plugins: [healthRoutes({ mcp: deps.mcp, ready: () => ready, checks: providerChecks(config) }), metricsRoute({ metrics })],
+      plugins: [healthRoutes({ mcp: deps.mcp, ready: () => ready, checks: providerChecks(config), problems: () => doctor.problems() }), metricsRoute({ metrics })],
     });
   } catch (err) {
     admission.close();

@@ -4,13 +4,10 @@
  * README's configuration reference is checked against this schema by a test.
  */
 import { z } from 'zod';
+import { LANGUAGES, LANGUAGE_PACKS } from './language.ts';
 
-const DEFAULT_SYSTEM_PROMPT = [
-  'You are Xiaozhi, a friendly voice assistant speaking through a small smart speaker.',
-  'Answer in the language the user speaks. Keep answers short and conversational: one to three sentences,',
-  'no markdown, no lists, no emoji in the text. Use the tools when they help; never invent tool results.',
-  'Now: {datetime} ({timezone}).',
-].join(' ');
+const EN = LANGUAGE_PACKS.en;
+const DEFAULT_SYSTEM_PROMPT = EN.systemPrompt;
 
 export const ServerSchema = z.strictObject({
   host: z.string().min(1).default('0.0.0.0'),
@@ -110,13 +107,21 @@ export const VadSchema = z.strictObject({
 export const ConversationSchema = z.strictObject({
   /** `listen detect` texts that are only a wake word get the greeting; anything else is answered as speech. */
   wakeWords: z.array(z.string().min(1)).default(['你好小智', '小智', '你好小志', 'hi xiaozhi', 'hey xiaozhi', 'hello xiaozhi', 'xiaozhi']),
-  greeting: z.string().min(1).default('Hi! What can I do for you?'),
-  /** Spoken when the model or a provider fails, so the device never goes silent. */
-  apology: z.string().min(1).default('Sorry, something went wrong on my side. Please try again.'),
+  greeting: z.string().min(1).default(EN.conversation.greeting),
+  /** Spoken when a turn fails for a reason none of `apologies` names, so the device never goes silent. */
+  apology: z.string().min(1).default(EN.conversation.apology),
+  /** Spoken when that part failed (unreachable, key refused, model missing): the user hears which part to fix. */
+  apologies: z
+    .strictObject({
+      llm: z.string().min(1).default(EN.conversation.apologies.llm),
+      asr: z.string().min(1).default(EN.conversation.apologies.asr),
+      tts: z.string().min(1).default(EN.conversation.apologies.tts),
+    })
+    .prefault({}),
   /** Spoken when a track or audio result cannot be played; `{name}` is what was to play. */
-  playbackError: z.string().min(1).default('Sorry, I could not play {name}.'),
+  playbackError: z.string().min(1).default(EN.conversation.playbackError),
   /** Spoken by the end-conversation tool. */
-  goodbye: z.string().min(1).default('Goodbye!'),
+  goodbye: z.string().min(1).default(EN.conversation.goodbye),
 });
 
 const OpenAiAsrSchema = z.strictObject({
@@ -216,6 +221,11 @@ export const LoggingSchema = z.strictObject({
 
 export function createConfigSchema<M extends z.ZodType>(mcpServersSchema: M) {
   return z.strictObject({
+    /**
+     * Switches together the default system prompt, spoken texts, ASR language hint and embedded
+     * TTS voice (`zh`: Mandarin, espeak-ng `cmn-latn-pinyin`). Keys set explicitly still win.
+     */
+    language: z.enum(LANGUAGES).default('en'),
     server: ServerSchema.prefault({}),
     audio: AudioSchema.prefault({}),
     vad: VadSchema.prefault({}),

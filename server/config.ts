@@ -6,12 +6,16 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
-import type { z } from 'zod';
+import { z } from 'zod';
 import { createConfigSchema } from './config-schema.ts';
+import { applyLanguageDefaults } from './language.ts';
 import { McpServersConfigSchema } from '../mcp/server-config.ts';
 
-export const ConfigSchema = createConfigSchema(McpServersConfigSchema.default({}));
-export type Config = z.infer<typeof ConfigSchema>;
+/** The configuration's keys, as validated (its `.shape` lists the top-level sections). */
+export const ConfigShapeSchema = createConfigSchema(McpServersConfigSchema.default({}));
+/** What every configuration goes through: `language` fills the keys it switches, then validation. */
+export const ConfigSchema = z.preprocess(applyLanguageDefaults, ConfigShapeSchema);
+export type Config = z.output<typeof ConfigShapeSchema>;
 
 /** A configuration problem: start-up stops with exit code 2 and this message. */
 export class ConfigError extends Error {

@@ -13,6 +13,7 @@ import type { FastifyInstance } from 'fastify';
 import { runScoped } from '../../core/abort.ts';
 import type { McpManager } from '../../mcp/manager.ts';
 import type { Config } from '../config.ts';
+import type { ProviderProblem } from '../provider-doctor.ts';
 
 /** One cheap dependency check shown in `/readyz`. */
 export interface ReadinessCheck {
@@ -33,6 +34,11 @@ export interface HealthOptions {
   checkCacheMs?: number;
   /** Bound on one check, ms. Default 2 000. */
   checkTimeoutMs?: number;
+  /**
+   * Provider problems with their fix (`problems` in the body, for the browser page's banner).
+   * Public by design: component, problem kind and config keys to set, never hosts or remote text.
+   */
+  problems?: () => Promise<readonly ProviderProblem[]>;
 }
 
 export interface CheckResult {
@@ -122,12 +128,12 @@ export function healthRoutes(opts: HealthOptions) {
     app.get('/readyz', { logLevel: 'warn' }, async (_req, reply) => {
       const mcpServers = opts.mcp?.status() ?? [];
       if (!opts.ready()) {
-        await reply.code(503).send({ status: 'not_ready', mcpServers, checks: [] });
+        await reply.code(503).send({ status: 'not_ready', mcpServers, checks: [], problems: [] });
         return;
       }
-      const checks = await runChecks();
-      const degraded = checks.some((c) => !c.ok) || mcpServers.some((s) => s.state !== 'ready');
-      await reply.code(200).send({ status: degraded ? 'degraded' : 'ready', mcpServers, checks });
+      const [checks, problems] = await Promise.all([runChecks(), opts.problems?.() ?? []]);
+      const degraded = checks.some((c) => !c.ok) || problems.length > 0 || mcpServers.some((s) => s.state !== 'ready');
+      await reply.code(200).send({ status: degraded ? 'degraded' : 'ready', mcpServers, checks, problems });
     });
   };
 }

@@ -32,7 +32,7 @@ describe('failures and barge-in', () => {
       llm.script(fakeError(500, 'upstream exploded'));
       dev.listen('detect', { text: 'hello there' });
       await dev.waitJson('tts', 'stop', 15_000);
-      assert.deepEqual(sentences(dev), [srv.config.conversation.apology]);
+      assert.deepEqual(sentences(dev), [srv.config.conversation.apologies.llm]);
       const decoded = await decodeDownlink(dev.audio.map((a) => a.payload));
       assert.ok(decoded.ms > 1000 && decoded.rms > 300, 'the apology is audible');
       const from = dev.json.length;
@@ -54,7 +54,7 @@ describe('failures and barge-in', () => {
       dev.listen('detect', { text: 'are you there' });
       await dev.waitJson('tts', 'stop', 20_000);
       assert.ok(Date.now() - t0 < 15_000);
-      assert.deepEqual(sentences(dev), [srv.config.conversation.apology]);
+      assert.deepEqual(sentences(dev), [srv.config.conversation.apologies.llm]);
       const failed = srv.logs.find('turn failed; apologising').at(-1);
       assert.equal(failed?.code, 'timeout');
     } finally {

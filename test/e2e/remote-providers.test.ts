@@ -58,7 +58,7 @@ describe('remote (OpenAI-compatible) ASR and TTS', () => {
       dev.listen('detect', { text: 'hello' });
       await dev.waitJson('tts', 'stop', 20_000);
       const said = dev.json.filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start').map((j) => String(j.msg.text));
-      assert.deepEqual(said, [srv.config.conversation.apology], 'the apology shown once');
+      assert.deepEqual(said, [srv.config.conversation.apologies.tts], 'the apology shown once');
       assert.equal(srv.logs.find('apology could not be spoken with this TTS').length >= 1, true, 'the remote TTS was tried first');
       const decoded = await decodeDownlink(dev.audio.map((a) => a.payload));
       assert.ok(decoded.ms > 1000 && decoded.rms > 300, 'the apology is audible');

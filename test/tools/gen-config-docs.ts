@@ -128,7 +128,7 @@ export function configTables(): KeyTable[] {
     if (rows.length > 0) tables.push({ title, rows });
     for (const n of nested) n();
   };
-  walk(root, '', '');
+  walk(root, '', '(top level)');
   // Shared parts of union variants (e.g. `mcpServers.<name>.resources`) are listed once.
   const seen = new Set<string>();
   return tables.filter((t) => {

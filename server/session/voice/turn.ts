@@ -4,7 +4,7 @@
  * spoken as a short apology, never silence. Everything the turn starts stops with its signal.
  */
 import { linkedScope, type Scope } from '../../../core/abort.ts';
-import { isAbortError, toVoiceError } from '../../../core/errors.ts';
+import { ErrorCode, isAbortError, toVoiceError, type VoiceError } from '../../../core/errors.ts';
 import type { Logger } from '../../../core/logger.ts';
 import type { SessionMedia } from '../../../audio/media/media.ts';
 import { synthesizePcm } from '../../../audio/tts/to-pcm.ts';
@@ -49,6 +49,36 @@ export function isNoiseTranscript(text: string): boolean {
   return NOISE_RE.test(text.trim());
 }
 
+/** A part of the pipeline the user can be told to fix. */
+export type FailedPart = 'llm' | 'asr' | 'tts';
+
+/** Codes that mean a provider (not our code) failed: unreachable, key refused, model missing, overloaded. */
+const PROVIDER_CODES: ReadonlySet<string> = new Set([
+  ErrorCode.ProviderUnavailable,
+  ErrorCode.ProviderRejected,
+  ErrorCode.ProviderFailed,
+  ErrorCode.RateLimited,
+  ErrorCode.Timeout,
+  ErrorCode.NotFound,
+]);
+
+/** Tags an error with the part it came from, so the apology can say which part failed. */
+class PartError extends Error {
+  readonly part: FailedPart;
+  constructor(part: FailedPart, cause: unknown) {
+    super(part, { cause });
+    this.part = part;
+  }
+}
+
+async function inPart<T>(part: FailedPart, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    throw isAbortError(err) ? err : new PartError(part, err);
+  }
+}
+
 export class Turn {
   readonly #env: TurnEnv;
   readonly #input: TurnInput;
@@ -91,7 +121,8 @@ export class Turn {
       let text: string;
       if (input.source === 'voice') {
         const t0 = performance.now();
-        text = (await deps.asr.transcribe(input.pcm, { signal: this.signal, sampleRate: input.sampleRate })).trim();
+        const pcm = input.pcm;
+        text = (await inPart('asr', () => deps.asr.transcribe(pcm, { signal: this.signal, sampleRate: input.sampleRate }))).trim();
         timings.asrMs = Math.round(performance.now() - t0);
         if (isNoiseTranscript(text)) {
           timings.outcome = 'no_speech';
@@ -119,10 +150,11 @@ export class Turn {
       if (isAbortError(err) || this.aborted) {
         timings.outcome = 'aborted';
       } else {
-        const e = toVoiceError(err);
+        const part = err instanceof PartError ? err.part : undefined;
+        const e = toVoiceError(err instanceof PartError ? err.cause : err);
         timings.outcome = 'failed';
-        log.error({ code: e.code, err: e.message }, 'turn failed; apologising');
-        await this.#apologise();
+        log.error({ code: e.code, err: e.message, ...(part ? { part } : {}) }, 'turn failed; apologising');
+        await this.#apologise(this.#apologyFor(part, e));
       }
     } finally {
       if (this.aborted) timings.outcome = 'aborted';
@@ -188,7 +220,7 @@ export class Turn {
       return [] as string[];
     }) : [];
     let emotionSent = false;
-    const outcome = await runReact({
+    const outcome = await inPart('llm', () => runReact({
       llm: deps.llm,
       tools: tools.tools,
       history: context.length > 0 ? withContext(history, context) : history,
@@ -230,23 +262,28 @@ export class Turn {
             });
           }
         : undefined,
-    });
+    }));
     for (const s of cutter.flush()) speech.push(s);
     await speech.end();
     if (outcome.firstTokenMs !== undefined) timings.llmFirstTokenMs = outcome.firstTokenMs;
     if (outcome.reason !== 'aborted' && speech.errors.length > 0 && speech.spoken.length === 0 && out.framesSent === 0) {
-      throw speech.errors[0];
+      throw new PartError('tts', speech.errors[0]);
     }
     log.info({ reason: outcome.reason, rounds: outcome.rounds, pii: { text: outcome.text } }, 'assistant answered');
     return outcome;
   }
 
+  /** The part's own apology when a provider failed (the user hears what to fix), else the generic one. */
+  #apologyFor(part: FailedPart | undefined, err: VoiceError): string {
+    const conv = this.#env.deps.config.conversation;
+    return part && PROVIDER_CODES.has(err.code) ? conv.apologies[part] : conv.apology;
+  }
+
   /** Speaks the apology, with the embedded TTS when the primary one may be what failed. */
-  async #apologise(): Promise<void> {
+  async #apologise(text: string): Promise<void> {
     const { deps, log } = this.#env;
     if (this.aborted) return;
     const out = this.#audioOut();
-    const text = deps.config.conversation.apology;
     const order = deps.fallbackTts && deps.fallbackTts !== deps.tts ? [deps.tts, deps.fallbackTts] : [deps.tts];
     let spoken = false;
     for (const tts of order) {

@@ -17,6 +17,9 @@ interface ComposeService {
   ports?: string[];
   volumes?: string[];
   profiles?: string[];
+  pull_policy?: string;
+  entrypoint?: string[];
+  environment?: Record<string, string>;
   healthcheck?: { test: string[] };
   depends_on?: Record<string, { condition: string }>;
 }
@@ -34,7 +37,7 @@ describe('deployment files', () => {
     const cmd = services['mcp-audio']?.command ?? [];
     assert.equal(cmd[cmd.indexOf('--port') + 1], url.port, 'the port the service listens on');
     assert.equal(cmd[cmd.indexOf('--host') + 1], '0.0.0.0', 'reachable from the server container');
-    assert.equal(new URL(config.llm.baseURL).hostname, 'ollama', 'the default LLM is the ollama profile service');
+    assert.equal(new URL(config.llm.baseURL).hostname, 'ollama', 'the default LLM is the ollama service');
     assert.equal(config.server.port, 8000);
   });
 
@@ -52,9 +55,35 @@ describe('deployment files', () => {
     assert.match(entry, /^dist\/examples\/.+\.js$/);
     assert.ok(existsSync(entry.replace(/^dist\//, '').replace(/\.js$/, '.ts')), `${entry} is built from an existing source`);
     assert.equal(services['mcp-audio']?.ports, undefined, 'the unauthenticated MCP server is not published');
-    assert.deepEqual(services.ollama?.profiles, ['ollama']);
-    assert.deepEqual(services['ollama-pull']?.profiles, ['ollama']);
     assert.ok('ollama' in compose.volumes, 'models persist in a named volume');
+  });
+
+  test('compose: `docker compose up` alone gives a talking stack (Ollama and its model in the default stack, the server waits for them)', () => {
+    const server = services.server;
+    for (const name of ['ollama', 'ollama-pull']) assert.equal(services[name]?.profiles, undefined, `${name} is in the default stack`);
+    assert.equal(server?.depends_on?.ollama?.condition, 'service_healthy');
+    assert.equal(server?.depends_on?.['ollama-pull']?.condition, 'service_completed_successfully', 'no turn before the model is there');
+    // Every dependency exists, and every service_healthy one has a health check to become healthy.
+    for (const [name, svc] of Object.entries(services)) {
+      for (const [dep, { condition }] of Object.entries(svc.depends_on ?? {})) {
+        assert.ok(services[dep], `${name} depends on a defined service ${dep}`);
+        if (condition === 'service_healthy') assert.ok(services[dep]?.healthcheck?.test.length, `${dep} has a health check`);
+      }
+    }
+    // The model pulled is the model the server asks for; a cloud LLM (OPENAI_BASE_URL in .env) skips the pull.
+    const { config } = loadConfig({ argv: ['--config', 'docker/server.yaml'], env: {}, cwd: process.cwd() });
+    const pull = services['ollama-pull'];
+    const script = pull?.entrypoint?.join(' ') ?? '';
+    assert.ok(script.includes(`\${OLLAMA_MODEL:-${config.llm.model}}`) || pull?.environment?.OLLAMA_MODEL === `\${OLLAMA_MODEL:-${config.llm.model}}`, script);
+    assert.match(script, /OPENAI_BASE_URL/);
+    assert.match(readFileSync('docker/.env.example', 'utf8'), /^# OPENAI_BASE_URL=/m);
+  });
+
+  test('compose: mcp-audio uses the image the server service builds, never pulled; the minimum Compose version is stated', () => {
+    assert.equal(services['mcp-audio']?.image, services.server?.image);
+    assert.equal(services['mcp-audio']?.pull_policy, 'never');
+    assert.match(readFileSync('docker/compose.yml', 'utf8'), /Docker Compose 2\.24 or newer/);
+    assert.match(readFileSync('docs/deployment.md', 'utf8'), /Docker Compose 2\.24 or newer/);
   });
 
   test('Dockerfile: official base, runs compiled JS as a non-root user, health check, signals reach Node', () => {
@@ -68,12 +97,21 @@ describe('deployment files', () => {
     assert.match(df, /npm_config_nodedir=\/usr\/local/);
   });
 
+  test('Dockerfile: the image can be extended with apt (nothing force-removed; apt-get check in the build; a derived image in the smoke)', () => {
+    const df = readFileSync('Dockerfile', 'utf8');
+    assert.doesNotMatch(df, /--force-depends|dpkg --purge|dpkg -P\b/);
+    assert.match(df, /&& apt-get check \\/);
+    assert.match(df, /\/etc\/dpkg\/dpkg\.cfg\.d\/xiaozhi-slim/, 'slimmed by dpkg path-exclude instead');
+    const smoke = readFileSync('.ci/container-smoke.sh', 'utf8');
+    assert.match(smoke, /FROM \$IMAGE[\s\S]*apt-get install -y/);
+  });
+
   test('.dockerignore lets through every folder the build compiles, and no secrets', () => {
     const build = JSON.parse(readFileSync('tsconfig.build.json', 'utf8')) as { include: string[] };
     const lines = readFileSync('.dockerignore', 'utf8').split('\n').map((l) => l.trim());
     assert.equal(lines.find((l) => l && !l.startsWith('#')), '*', 'a whitelist: everything is excluded first');
     for (const dir of build.include) assert.ok(lines.includes(`!${dir}/`), `${dir}/ reaches the build`);
-    for (const f of ['package.json', 'package-lock.json', '.npmrc', 'tsconfig.json', 'tsconfig.build.json']) assert.ok(lines.includes(`!${f}`), f);
+    for (const f of ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json']) assert.ok(lines.includes(`!${f}`), f);
     assert.ok(!lines.includes('!config.yaml') && !lines.includes('!.env'));
   });
 });

@@ -1,0 +1,126 @@
+/**
+ * @module Tells the user what to fix when a remote provider cannot work: the LLM (or an
+ * OpenAI-compatible ASR/TTS) is unreachable, refuses the key, or lacks the model. One `GET
+ * /models` per provider (no tokens spent) classifies it; the start-up log gets one line per problem
+ * naming the config keys and environment variables to set, and `/readyz` shows the same fix
+ * (config key names only: no URL, host or remote error text) for the browser page's banner.
+ */
+import type { Logger } from '../core/logger.ts';
+import type { Config } from './config.ts';
+
+export type ProviderPart = 'llm' | 'asr' | 'tts';
+export type ProviderProblemKind = 'unreachable' | 'key_refused' | 'model_missing';
+
+/** What `/readyz` shows publicly: which part, what is wrong, and what to set. */
+export interface ProviderProblem {
+  component: ProviderPart;
+  problem: ProviderProblemKind;
+  fix: string;
+}
+
+interface Target {
+  part: ProviderPart;
+  baseURL: string;
+  apiKey: string;
+  /** Checked against the `/models` list; absent: the list is not checked (transcription/speech models are often unlisted). */
+  model?: string;
+}
+
+/** What to set, per part and problem. Names config keys and env variables only. */
+export function fixFor(part: ProviderPart, problem: ProviderProblemKind): string {
+  if (part === 'llm') {
+    if (problem === 'unreachable') {
+      return 'No LLM answers at llm.baseURL. Start one (Ollama: `ollama serve` and `ollama pull qwen2.5:3b`; LM Studio or a llama.cpp server also work), or point llm.baseURL (env OPENAI_BASE_URL), llm.apiKey (env OPENAI_API_KEY) and llm.model (env LLM_MODEL) at an OpenAI-compatible service.';
+    }
+    if (problem === 'key_refused') return 'The LLM refused the API key: set llm.apiKey (env OPENAI_API_KEY) to a valid key for llm.baseURL (env OPENAI_BASE_URL).';
+    return 'The LLM does not have the model named in llm.model: pull it (Ollama: `ollama pull <model>`) or set llm.model (env LLM_MODEL) to a model the service lists.';
+  }
+  const label = part === 'asr' ? 'speech recognition (ASR)' : 'speech synthesis (TTS)';
+  if (problem === 'unreachable') return `The remote ${label} does not answer at ${part}.baseURL: start it, fix ${part}.baseURL, or set ${part}.provider to the embedded one (${part === 'asr' ? 'pocketsphinx' : 'espeak'}).`;
+  if (problem === 'key_refused') return `The remote ${label} refused the API key: set ${part}.apiKey.`;
+  return `The remote ${label} does not have the model named in ${part}.model: set ${part}.model.`;
+}
+
+function targets(config: Pick<Config, 'llm' | 'asr' | 'tts'>): Target[] {
+  const out: Target[] = [{ part: 'llm', baseURL: config.llm.baseURL, apiKey: config.llm.apiKey, model: config.llm.model }];
+  if (config.asr.provider === 'openai') out.push({ part: 'asr', baseURL: config.asr.baseURL, apiKey: config.asr.apiKey });
+  if (config.tts.provider === 'openai') out.push({ part: 'tts', baseURL: config.tts.baseURL, apiKey: config.tts.apiKey });
+  return out;
+}
+
+/** Largest `/models` answer read; a bigger one is not a model list we can judge. */
+const MAX_LIST_BYTES = 1024 * 1024;
+
+/** Classifies one provider; null when nothing is known to be wrong (including answers we cannot judge). */
+async function diagnose(t: Target, timeoutMs: number): Promise<{ problem: ProviderProblemKind; detail: string } | null> {
+  const url = `${t.baseURL.replace(/\/+$/, '')}/models`;
+  let res: Response;
+  try {
+    res = await fetch(url, { headers: t.apiKey ? { authorization: `Bearer ${t.apiKey}` } : {}, signal: AbortSignal.timeout(timeoutMs) });
+  } catch (err) {
+    const cause = err instanceof Error && err.cause instanceof Error ? err.cause.message : err instanceof Error ? err.message : String(err);
+    return { problem: 'unreachable', detail: cause };
+  }
+  try {
+    if (res.status === 401 || res.status === 403) return { problem: 'key_refused', detail: `HTTP ${res.status}` };
+    if (!res.ok || t.model === undefined) return null;
+    const text = await res.text();
+    if (text.length > MAX_LIST_BYTES) return null;
+    const body = JSON.parse(text) as { data?: Array<{ id?: unknown }> };
+    if (!Array.isArray(body.data)) return null;
+    const ids = body.data.map((m) => String(m.id));
+    // Ollama lists `name:tag`; a model given without a tag means `:latest`.
+    const wanted = [t.model, t.model.includes(':') ? t.model : `${t.model}:latest`];
+    return ids.some((id) => wanted.includes(id)) ? null : { problem: 'model_missing', detail: `not among ${ids.length} listed models` };
+  } catch {
+    return null;
+  } finally {
+    await res.body?.cancel().catch(() => undefined);
+  }
+}
+
+export interface ProviderDoctor {
+  /** Current problems (cached for `cacheMs`; concurrent callers share one run). */
+  problems(): Promise<ProviderProblem[]>;
+  /** Runs the checks once and logs one error line per problem, naming what to set. */
+  reportAtStartup(log: Logger): Promise<ProviderProblem[]>;
+}
+
+export interface ProviderDoctorOptions {
+  /** Per request, ms. Default 3 000. */
+  timeoutMs?: number;
+  /** How long a result is reused, ms. Default 10 000. */
+  cacheMs?: number;
+}
+
+export function createProviderDoctor(config: Pick<Config, 'llm' | 'asr' | 'tts'>, opts: ProviderDoctorOptions = {}): ProviderDoctor {
+  const list = targets(config);
+  const timeoutMs = opts.timeoutMs ?? 3_000;
+  const cacheMs = opts.cacheMs ?? 10_000;
+  let cached: { at: number; found: Array<{ t: Target; problem: ProviderProblemKind; detail: string }> } | undefined;
+  let running: Promise<NonNullable<typeof cached>> | undefined;
+  const run = (): Promise<NonNullable<typeof cached>> => {
+    if (cached && Date.now() - cached.at < cacheMs) return Promise.resolve(cached);
+    running ??= Promise.all(list.map(async (t) => ({ t, r: await diagnose(t, timeoutMs) })))
+      .then((rs) => {
+        cached = { at: Date.now(), found: rs.flatMap(({ t, r }) => (r ? [{ t, ...r }] : [])) };
+        return cached;
+      })
+      .finally(() => {
+        running = undefined;
+      });
+    return running;
+  };
+  const pub = (f: { t: Target; problem: ProviderProblemKind }): ProviderProblem => ({ component: f.t.part, problem: f.problem, fix: fixFor(f.t.part, f.problem) });
+  return {
+    problems: async () => (await run()).found.map(pub),
+    reportAtStartup: async (log) => {
+      const { found } = await run();
+      for (const f of found) {
+        // The log is the operator's: it may name the URL and the model; the fix text names the keys.
+        log.error({ component: f.t.part, problem: f.problem, baseURL: f.t.baseURL, ...(f.t.model ? { model: f.t.model } : {}), detail: f.detail }, fixFor(f.t.part, f.problem));
+      }
+      return found.map(pub);
+    },
+  };
+}
