@@ -29,6 +29,11 @@ export interface AppDeps {
   admission?: AdmissionGate;
   /** activation mode: the device registry; absent: the JSON file named by `server.auth.registryFile`. */
   devices?: DeviceRegistry;
+  /**
+   * Told every secret value this app creates or hands out (the device-token secret at start, each
+   * token OTA issues), so the log redaction can register it by value.
+   */
+  onSecret?: (value: string) => void;
   /** Extra route plugins (health, metrics, web client) registered after the core routes. */
   plugins?: Array<(app: FastifyInstance) => Promise<void>>;
 }
@@ -63,6 +68,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   });
   const mode = resolveAuthMode(config.server.auth);
   const devices = mode === 'activation' ? (deps.devices ?? openDeviceRegistry(config)) : undefined;
+  if (devices) deps.onSecret?.(devices.secret());
   devices?.onRevoked((gone) => {
     for (const d of gone) registry.closeIdentity(pairKey(d.deviceId, d.clientId), CloseCode.Unauthorized);
   });
@@ -70,6 +76,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     publicWsUrl: config.server.publicWsUrl,
     mode,
     ...(devices ? { devices } : {}),
+    ...(deps.onSecret ? { onSecret: deps.onSecret } : {}),
     allowedOrigins: config.server.allowedOrigins,
     protocolVersion: config.server.protocolVersion,
     timezoneOffsetMinutes: config.server.timezoneOffsetMinutes,

@@ -20,6 +20,8 @@ export interface OtaRouteOptions {
   /** activation mode only. */
   devices?: DeviceRegistry;
   allowedOrigins: readonly string[];
+  /** Told each device token handed out (log redaction by value). */
+  onSecret?: (value: string) => void;
   protocolVersion: 1 | 2 | 3;
   /** Minutes east of UTC; null: the server's zone. */
   timezoneOffsetMinutes: number | null;
@@ -90,7 +92,10 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
     if (opts.mode === 'open') response.websocket.token = '';
     if (opts.mode === 'activation' && opts.devices) {
       const credential = activationAnswer(opts.devices, deviceId, clientId);
-      if ('token' in credential) response.websocket.token = credential.token;
+      if ('token' in credential) {
+        opts.onSecret?.(credential.token);
+        response.websocket.token = credential.token;
+      }
       else if (credential.activation) response.activation = credential.activation;
       else {
         request.log.warn({ deviceId }, 'OTA: activation refused (no Device-Id/Client-Id, or too many codes pending)');
