@@ -12,6 +12,11 @@ import { request } from 'node:http';
 import { DeviceSim } from '../../fixtures/device-sim.ts';
 import { recordingConversation } from '../../helpers/recording-conversation.ts';
 import { startTestApp, type TestApp } from '../../helpers/test-app.ts';
+import { buildApp } from '../../../server/app.ts';
+import { ConfigSchema } from '../../../server/config.ts';
+import { createLogger } from '../../../server/logger.ts';
+import { createLogSink } from '../../helpers/log-sink.ts';
+import { listenOnLoopback } from '../../helpers/listen.ts';
 
 interface Answer {
   status: number;
@@ -235,6 +240,33 @@ describe('finding 10: long tokens', () => {
       assert.equal((await upgrade(t.port, { Authorization: `Bearer ${long.slice(0, 299)}` })).status, 401);
     } finally {
       await t.close();
+    }
+  });
+});
+
+describe('secrets for log redaction', () => {
+  test('onSecret is told the token secret at start and every token OTA hands out', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'identity-secret-'));
+    const seen: string[] = [];
+    const config = ConfigSchema.parse({ server: { auth: { mode: 'activation', registryFile: join(dir, 'devices.json') } } });
+    const app = await buildApp({
+      config,
+      log: createLogger({ level: 'debug', logContent: false, destination: createLogSink().stream }),
+      createConversation: recordingConversation().factory,
+      onSecret: (v) => seen.push(v),
+    });
+    try {
+      const { port } = await listenOnLoopback(app);
+      assert.deepEqual(seen, [app.devices?.secret()]);
+      const pair = { 'Device-Id': 'a0:00:00:00:00:09', 'Client-Id': 'c-9' };
+      const code = app.devices?.pendingCode(pair['Device-Id'], pair['Client-Id'])?.code ?? '';
+      app.devices?.bind(code);
+      const body = JSON.parse((await post(port, '/xiaozhi/ota/', { ...FIRMWARE, ...pair })).body) as { websocket: { token?: string } };
+      assert.ok(body.websocket.token);
+      assert.equal(seen.at(-1), body.websocket.token);
+    } finally {
+      await app.fastify.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
