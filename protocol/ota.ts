@@ -23,7 +23,8 @@ export type OtaRequest = z.infer<typeof OtaRequestSchema>;
 
 export interface OtaResponse {
   server_time: { timestamp: number; timezone_offset: number };
-  websocket: { url: string; token: string; version: number };
+  /** `token` absent: the device keeps what it stored (tokens mode never hands one out). */
+  websocket: { url: string; token?: string; version: number };
   firmware?: { version: string; url: string; force?: number };
   activation?: { code: string; message: string; challenge: string };
 }

@@ -13,6 +13,10 @@ import { webRoutes } from './http/web-route.ts';
 import type { ConversationFactory } from './session/conversation.ts';
 import { SessionRegistry } from './session/registry.ts';
 import { CloseCode } from '../protocol/close-codes.ts';
+import { resolveAuthMode } from './auth.ts';
+import type { DeviceRegistry } from './identity/device-registry.ts';
+import { JsonDeviceRegistry } from './identity/json-device-registry.ts';
+import { pairKey, verifyDeviceToken } from './identity/device-token.ts';
 
 export interface AppDeps {
   config: Config;
@@ -23,6 +27,13 @@ export interface AppDeps {
   onRefused?: (reason: WsRefusalReason) => void;
   /** Load-based admission of new devices (server/admission.ts); closed when the app closes. */
   admission?: AdmissionGate;
+  /** activation mode: the device registry; absent: the JSON file named by `server.auth.registryFile`. */
+  devices?: DeviceRegistry;
+  /**
+   * Told every secret value this app creates or hands out (the device-token secret at start, each
+   * token OTA issues), so the log redaction can register it by value.
+   */
+  onSecret?: (value: string) => void;
   /** Extra route plugins (health, metrics, web client) registered after the core routes. */
   plugins?: Array<(app: FastifyInstance) => Promise<void>>;
 }
@@ -30,6 +41,8 @@ export interface AppDeps {
 export interface App {
   fastify: FastifyInstance;
   registry: SessionRegistry;
+  /** activation mode only. Its secret() and every issued token must be redacted from logs by value. */
+  devices?: DeviceRegistry;
   /** Stops accepting devices, lets turns finish until `deadline`, closes sessions and the server. */
   shutdown(drainMs: number): Promise<void>;
 }
@@ -53,15 +66,32 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       perMessageDeflate: false,
     },
   });
+  const mode = resolveAuthMode(config.server.auth);
+  const devices = mode === 'activation' ? (deps.devices ?? openDeviceRegistry(config)) : undefined;
+  if (devices) deps.onSecret?.(devices.secret());
+  devices?.onRevoked((gone) => {
+    for (const d of gone) registry.closeIdentity(pairKey(d.deviceId, d.clientId), CloseCode.Unauthorized);
+  });
   await fastify.register(otaRoutes, {
     publicWsUrl: config.server.publicWsUrl,
-    token: config.server.auth.tokens[0] ?? '',
+    mode,
+    ...(devices ? { devices } : {}),
+    ...(deps.onSecret ? { onSecret: deps.onSecret } : {}),
+    allowedOrigins: config.server.allowedOrigins,
     protocolVersion: config.server.protocolVersion,
     timezoneOffsetMinutes: config.server.timezoneOffsetMinutes,
     firmware: config.server.firmware,
   });
   await fastify.register(deviceWsRoute, {
-    auth: config.server.auth,
+    auth: {
+      mode,
+      tokens: config.server.auth.tokens,
+      allowedDevices: config.server.auth.allowedDevices,
+      ...(devices
+        ? { verifyDevice: (d: string, c: string, token: string) => verifyDeviceToken(devices.secret(), d, c, token) && devices.isBound(d, c) }
+        : {}),
+    },
+    allowedOrigins: config.server.allowedOrigins,
     registry,
     helloTimeoutMs: config.server.helloTimeoutMs,
     idleTimeoutMs: config.server.idleTimeoutMs,
@@ -83,7 +113,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     accepting = false;
     await registry.closeAll(CloseCode.GoingAway);
   });
-  fastify.addHook('onClose', async () => deps.admission?.close());
+  fastify.addHook('onClose', async () => {
+    deps.admission?.close();
+    devices?.close();
+  });
 
   let shuttingDown: Promise<void> | undefined;
   const shutdown = (drainMs: number): Promise<void> => {
@@ -94,5 +127,11 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     })();
     return shuttingDown;
   };
-  return { fastify, registry, shutdown };
+  return { fastify, registry, ...(devices ? { devices } : {}), shutdown };
+}
+
+/** The embedded registry, watched for changes the `devices` CLI makes while the server runs. */
+export function openDeviceRegistry(config: Config, watchIntervalMs = 1000): JsonDeviceRegistry {
+  const a = config.server.auth;
+  return new JsonDeviceRegistry({ file: a.registryFile, secret: a.secret, codeTtlMs: a.codeTtlS * 1000, watchIntervalMs });
 }

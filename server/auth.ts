@@ -20,20 +20,24 @@ function first(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v[0] : v;
 }
 
+/** Longest identity value read; device tokens are 43 characters, but other clients may use JWTs. */
+const MAX_VALUE_CHARS = 4096;
+
 /** Reads identity from headers first, then the query string. Values are trimmed and length-capped. */
 export function readIdentity(headers: HeaderBag, query: URLSearchParams): DeviceIdentity {
-  const pick = (header: string, param: string): string | null => {
+  const pick = (header: string, param: string, max = 200): string | null => {
     const raw = first(headers[header]) ?? query.get(param) ?? undefined;
     const v = raw?.trim();
-    return v ? v.slice(0, 200) : null;
+    return v ? v.slice(0, max) : null;
   };
-  const auth = pick('authorization', 'authorization');
+  const auth = pick('authorization', 'authorization', MAX_VALUE_CHARS + 16);
   // "Bearer x" → "x"; a value with another scheme is kept whole (the firmware sends it verbatim).
-  const token = auth ? (/^bearer\s+/i.test(auth) ? auth.replace(/^bearer\s+/i, '') : auth) : null;
+  // The scheme is stripped before the cap, so a long token is not cut short.
+  const token = auth ? (/^bearer\s+/i.test(auth) ? auth.replace(/^bearer\s+/i, '') : auth).slice(0, MAX_VALUE_CHARS) : null;
   const pv = pick('protocol-version', 'protocol-version');
   return {
     deviceId: pick('device-id', 'device-id')?.toLowerCase() ?? null,
-    clientId: pick('client-id', 'client-id'),
+    clientId: pick('client-id', 'client-id')?.toLowerCase() ?? null,
     token,
     protocolVersion: pv && /^\d+$/.test(pv) ? Number(pv) : null,
   };
@@ -45,19 +49,35 @@ function safeEqual(a: string, b: string): boolean {
   return ab.length === bb.length && timingSafeEqual(ab, bb);
 }
 
+export type AuthMode = 'open' | 'tokens' | 'activation';
+
 export interface AuthPolicy {
+  mode: AuthMode;
   tokens: readonly string[];
   allowedDevices: readonly string[];
+  /** activation: is this pair bound, and is this its token? */
+  verifyDevice?: (deviceId: string, clientId: string, token: string) => boolean;
 }
 
+/** The mode in force: the configured one, else tokens when tokens are listed, else open. */
+export function resolveAuthMode(auth: { mode?: AuthMode | undefined; tokens: readonly string[] }): AuthMode {
+  return auth.mode ?? (auth.tokens.length > 0 ? 'tokens' : 'open');
+}
+
+/** `reason` is for the log only: the answer to the client never says which check failed. */
 export type AuthDecision = { ok: true } | { ok: false; reason: string };
 
-/** Empty token list: no token needed. Empty allowlist: any device. */
 export function authorize(identity: DeviceIdentity, policy: AuthPolicy): AuthDecision {
-  if (policy.tokens.length > 0) {
+  if (policy.mode === 'tokens') {
     if (!identity.token) return { ok: false, reason: 'missing token' };
     const token = identity.token;
     if (!policy.tokens.some((t) => safeEqual(t, token))) return { ok: false, reason: 'invalid token' };
+  }
+  if (policy.mode === 'activation') {
+    const { deviceId, clientId, token } = identity;
+    if (!deviceId || !clientId) return { ok: false, reason: 'missing Device-Id or Client-Id' };
+    if (!token) return { ok: false, reason: 'missing token' };
+    if (!policy.verifyDevice?.(deviceId, clientId, token)) return { ok: false, reason: 'not a bound device or wrong token' };
   }
   if (policy.allowedDevices.length > 0) {
     const id = identity.deviceId;

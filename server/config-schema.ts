@@ -18,12 +18,26 @@ export const ServerSchema = z.strictObject({
   protocolVersion: z.union([z.literal(1), z.literal(2), z.literal(3)]).default(1),
   auth: z
     .strictObject({
-      /** Accepted bearer tokens; empty: no auth. OTA hands out the first one. */
+      /**
+       * open: no credential (LAN). tokens: the static `tokens` below, never handed out by OTA.
+       * activation: devices bind by a spoken 6-digit code, then OTA gives each its own token.
+       * Unset: tokens when `tokens` lists any, else open.
+       */
+      mode: z.enum(['open', 'tokens', 'activation']).optional(),
+      /** Static bearer tokens accepted in `tokens` mode (for clients other than devices). */
       tokens: z.array(z.string().min(1)).default([]),
       /** Device-Id (MAC) allowlist; empty: any device. */
       allowedDevices: z.array(z.string().min(1)).default([]),
+      /** activation: HMAC key of device tokens; replicas share it. Empty: one generated and kept in the registry file. */
+      secret: z.union([z.literal(''), z.string().min(32, 'must be at least 32 characters')]).default(''),
+      /** activation: the device registry (JSON file; put it on a volume). */
+      registryFile: z.string().min(1).default('data/devices.json'),
+      /** activation: how long a spoken code stays valid. */
+      codeTtlS: z.number().int().min(30).max(86_400).default(600),
     })
     .prefault({}),
+  /** Browser origins allowed to call OTA and open the WebSocket, besides the server's own page. Devices send no Origin. */
+  allowedOrigins: z.array(z.url()).default([]),
   helloTimeoutMs: z.number().int().positive().default(10_000),
   /** No data from the device for this long closes the session (the firmware itself gives up after 120 s). */
   idleTimeoutMs: z.number().int().positive().default(120_000),

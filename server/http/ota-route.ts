@@ -6,13 +6,22 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { OtaRequestSchema, type OtaResponse } from '../../protocol/ota.ts';
 import { DEVICE_WS_PATH } from './ws-route.ts';
+import type { AuthMode } from '../auth.ts';
+import type { DeviceRegistry } from '../identity/device-registry.ts';
+import { deviceToken } from '../identity/device-token.ts';
+import { originAllowed } from '../identity/origin.ts';
 
 export const OTA_PATH = '/xiaozhi/ota/';
 
 export interface OtaRouteOptions {
   publicWsUrl: string;
-  /** Handed to the device as `websocket.token`: the first configured token, or empty. */
-  token: string;
+  /** open: token "" (none needed); tokens: no token key ever; activation: each bound device its own. */
+  mode: AuthMode;
+  /** activation mode only. */
+  devices?: DeviceRegistry;
+  allowedOrigins: readonly string[];
+  /** Told each device token handed out (log redaction by value). */
+  onSecret?: (value: string) => void;
   protocolVersion: 1 | 2 | 3;
   /** Minutes east of UTC; null: the server's zone. */
   timezoneOffsetMinutes: number | null;
@@ -20,7 +29,6 @@ export interface OtaRouteOptions {
 }
 
 const CORS_HEADERS = {
-  'access-control-allow-origin': '*',
   'access-control-allow-methods': 'GET, POST, OPTIONS',
   'access-control-allow-headers': 'Content-Type, Device-Id, Client-Id, Authorization, Activation-Version, Accept-Language, Serial-Number, Protocol-Version',
   'access-control-max-age': '600',
@@ -37,9 +45,17 @@ export function wsUrlFor(request: FastifyRequest, publicWsUrl: string): string {
 }
 
 export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Promise<void> {
-  // Third-party web test pages call OTA from another origin with custom headers: answer CORS.
-  app.addHook('onSend', async (request, reply) => {
-    if (request.url.startsWith('/xiaozhi/ota')) {
+  // Browser pages of the configured origins may call OTA with custom headers (CORS); any other
+  // origin is refused before the handler runs, so it neither reads an answer nor creates a code.
+  app.addHook('onRequest', async (request, reply) => {
+    if (!request.url.startsWith('/xiaozhi/ota')) return;
+    if (!originAllowed(request, opts.allowedOrigins)) {
+      await reply.code(403).send({ error: 'origin not allowed' });
+      return reply;
+    }
+    const origin = request.headers.origin;
+    if (origin !== undefined) {
+      reply.header('access-control-allow-origin', origin).header('vary', 'Origin');
       for (const [k, v] of Object.entries(CORS_HEADERS)) reply.header(k, v);
     }
   });
@@ -66,12 +82,27 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
     const parsed = OtaRequestSchema.safeParse(body ?? {});
     const device = parsed.success ? parsed.data : {};
     if (!parsed.success) request.log.warn({ issue: parsed.error.issues[0]?.message }, 'OTA body not understood; answering anyway');
-    const deviceId = (request.headers['device-id'] as string | undefined) ?? device.mac_address;
+    const deviceId = headerValue(request, 'device-id') ?? device.mac_address?.toLowerCase();
+    const clientId = headerValue(request, 'client-id') ?? device.uuid?.toLowerCase();
     const offset = opts.timezoneOffsetMinutes ?? -new Date().getTimezoneOffset();
     const response: OtaResponse = {
       server_time: { timestamp: Date.now(), timezone_offset: offset },
-      websocket: { url: wsUrlFor(request, opts.publicWsUrl), token: opts.token, version: opts.protocolVersion },
+      websocket: { url: wsUrlFor(request, opts.publicWsUrl), version: opts.protocolVersion },
     };
+    if (opts.mode === 'open') response.websocket.token = '';
+    if (opts.mode === 'activation' && opts.devices) {
+      const credential = activationAnswer(opts.devices, deviceId, clientId);
+      if ('token' in credential) {
+        opts.onSecret?.(credential.token);
+        response.websocket.token = credential.token;
+      }
+      else if (credential.activation) response.activation = credential.activation;
+      else {
+        request.log.warn({ deviceId }, 'OTA: activation refused (no Device-Id/Client-Id, or too many codes pending)');
+        await reply.code(503).header('retry-after', '30').send({ error: 'activation unavailable' });
+        return;
+      }
+    }
     if (opts.firmware.version) {
       response.firmware = { version: opts.firmware.version, url: opts.firmware.url, ...(opts.firmware.force ? { force: 1 } : {}) };
     }
@@ -88,9 +119,13 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
       .send(`OTA endpoint is working. Devices POST here; the WebSocket address handed out is ${wsUrlFor(request, opts.publicWsUrl)}\n`);
   };
 
-  const activate = async (_req: FastifyRequest, reply: FastifyReply): Promise<void> => {
-    // No activation flow: every device is considered bound.
-    await reply.code(200).type('text/plain').send('success');
+  // The firmware polls this after speaking its code: 202 "not yet" until the owner binds it.
+  const activate = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    const deviceId = headerValue(request, 'device-id');
+    const clientId = headerValue(request, 'client-id');
+    const bound = opts.mode !== 'activation' || (deviceId !== undefined && clientId !== undefined && opts.devices?.isBound(deviceId, clientId) === true);
+    if (bound) await reply.code(200).type('text/plain').send('success');
+    else await reply.code(202).type('text/plain').send('waiting for the owner to bind this device');
   };
 
   app.post(OTA_PATH, post);
@@ -99,4 +134,29 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
   app.get('/xiaozhi/ota', get);
   app.post(`${OTA_PATH}activate`, activate);
   app.post('/xiaozhi/ota/activate/', activate);
+}
+
+function headerValue(request: FastifyRequest, name: string): string | undefined {
+  const v = request.headers[name];
+  const s = (Array.isArray(v) ? v[0] : v)?.trim();
+  return s ? s.slice(0, 200).toLowerCase() : undefined;
+}
+
+/** A bound pair gets its token; an unknown one a spoken code (null: none can be issued now). */
+function activationAnswer(
+  devices: DeviceRegistry,
+  deviceId: string | undefined,
+  clientId: string | undefined,
+): { token: string } | { activation: OtaResponse['activation'] | null } {
+  if (!deviceId || !clientId) return { activation: null };
+  if (devices.isBound(deviceId, clientId)) return { token: deviceToken(devices.secret(), deviceId, clientId) };
+  const pending = devices.pendingCode(deviceId, clientId);
+  if (!pending) return { activation: null };
+  return {
+    activation: {
+      code: pending.code,
+      message: `Activation code ${pending.code}: run npm run devices -- bind ${pending.code} on the server`,
+      challenge: deviceId,
+    },
+  };
 }

@@ -12,11 +12,15 @@ import type { SessionRegistry } from '../session/registry.ts';
 import type { ConversationFactory } from '../session/conversation.ts';
 import type { AdmissionGate } from '../admission.ts';
 import { WsDeviceChannel } from './ws-channel.ts';
+import { pairKey } from '../identity/device-token.ts';
+import { originAllowed } from '../identity/origin.ts';
 
 export const DEVICE_WS_PATH = '/xiaozhi/v1/';
 
 export interface WsRouteOptions {
   auth: AuthPolicy;
+  /** Browser origins allowed besides the server's own page (devices send no Origin). */
+  allowedOrigins: readonly string[];
   registry: SessionRegistry;
   helloTimeoutMs: number;
   idleTimeoutMs: number;
@@ -63,6 +67,11 @@ function queryOf(request: FastifyRequest): URLSearchParams {
   return new URLSearchParams(i >= 0 ? request.url.slice(i + 1) : '');
 }
 
+/** Who may replace whom: the Device-Id + Client-Id pair (a MAC alone is not an identity). */
+export function identityKey(identity: { deviceId: string | null; clientId: string | null }): string | null {
+  return identity.deviceId ? pairKey(identity.deviceId, identity.clientId ?? '') : null;
+}
+
 function toBytes(data: RawData): Uint8Array {
   if (Array.isArray(data)) return Buffer.concat(data);
   if (data instanceof ArrayBuffer) return new Uint8Array(data);
@@ -72,10 +81,17 @@ function toBytes(data: RawData): Uint8Array {
 export async function deviceWsRoute(app: FastifyInstance, opts: WsRouteOptions): Promise<void> {
   const warnCapacity = rateLimitedWarn();
   const warnOverloaded = rateLimitedWarn();
+  const warnOrigin = rateLimitedWarn();
   const preValidation = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     if (!opts.accepting()) {
       opts.onRefused?.('draining');
       await reply.code(503).send({ error: 'server is shutting down' });
+      return;
+    }
+    if (!originAllowed(request, opts.allowedOrigins)) {
+      warnOrigin(request.log, { origin: String(request.headers.origin).slice(0, 100) }, 'WebSocket refused: origin not allowed');
+      opts.onRefused?.('unauthorized');
+      await reply.code(403).send({ error: 'origin not allowed' });
       return;
     }
     const identity = readIdentity(request.headers, queryOf(request));
@@ -83,11 +99,13 @@ export async function deviceWsRoute(app: FastifyInstance, opts: WsRouteOptions):
     if (!decision.ok) {
       request.log.warn({ deviceId: identity.deviceId, reason: decision.reason }, 'device refused');
       opts.onRefused?.('unauthorized');
-      await reply.code(401).send({ error: 'unauthorized', reason: decision.reason });
+      // The same answer for every failed check: a stranger learns nothing (e.g. which MACs are allowed).
+      await reply.code(401).send({ error: 'unauthorized' });
       return;
     }
     // A device replacing its own session adds no load: it fits the budget and passes admission.
-    const replacing = identity.deviceId !== null && opts.registry.byDevice(identity.deviceId) !== undefined;
+    const key = identityKey(identity);
+    const replacing = key !== null && opts.registry.byIdentity(key) !== undefined;
     if (replacing) return;
     if (opts.maxSessions > 0 && opts.registry.size >= opts.maxSessions) {
       warnCapacity(request.log, { deviceId: identity.deviceId, sessions: opts.registry.size, maxSessions: opts.maxSessions }, 'device refused: server at capacity');
@@ -125,7 +143,7 @@ export async function deviceWsRoute(app: FastifyInstance, opts: WsRouteOptions):
       onEnded: (ended) => opts.registry.remove(ended),
     });
     holder.session = s;
-    opts.registry.add(s);
+    opts.registry.add(s, identityKey(identity));
     log.info({ clientId: identity.clientId, protocolVersion: identity.protocolVersion, remote: request.ip }, 'device connected');
 
     socket.on('message', (data: RawData, isBinary: boolean) => {

@@ -1,25 +1,28 @@
 /**
- * @module All live sessions. One session per connection; a new connection from the same Device-Id
- * replaces the older one (a device that rebooted or lost Wi-Fi reconnects before the server has
- * noticed the old TCP connection is dead).
+ * @module All live sessions. One session per connection; a new connection from the same identity
+ * (Device-Id + Client-Id, server/identity/device-token.ts pairKey) replaces the older one (a device
+ * that rebooted or lost Wi-Fi reconnects before the server has noticed the old TCP connection is
+ * dead). Knowing a MAC alone is not enough to replace anyone.
  */
 import { CloseCode } from '../../protocol/close-codes.ts';
 import type { DeviceSession } from './session.ts';
 
 export class SessionRegistry {
   #all = new Set<DeviceSession>();
-  #byDevice = new Map<string, DeviceSession>();
+  #byIdentity = new Map<string, DeviceSession>();
+  #identityOf = new Map<DeviceSession, string>();
 
   get size(): number {
     return this.#all.size;
   }
 
-  /** Adds a session; an older session of the same device is closed with `Replaced`. */
-  add(session: DeviceSession): void {
+  /** Adds a session; an older session of the same identity is closed with `Replaced`. */
+  add(session: DeviceSession, identity: string | null): void {
     this.#all.add(session);
-    if (session.deviceId) {
-      const old = this.#byDevice.get(session.deviceId);
-      this.#byDevice.set(session.deviceId, session);
+    if (identity !== null) {
+      this.#identityOf.set(session, identity);
+      const old = this.#byIdentity.get(identity);
+      this.#byIdentity.set(identity, session);
       if (old && old !== session) {
         old.log.info({ newSession: session.id }, 'replaced by a newer connection');
         old.close(CloseCode.Replaced);
@@ -29,11 +32,22 @@ export class SessionRegistry {
 
   remove(session: DeviceSession): void {
     this.#all.delete(session);
-    if (session.deviceId && this.#byDevice.get(session.deviceId) === session) this.#byDevice.delete(session.deviceId);
+    const identity = this.#identityOf.get(session);
+    this.#identityOf.delete(session);
+    if (identity !== undefined && this.#byIdentity.get(identity) === session) this.#byIdentity.delete(identity);
   }
 
-  byDevice(deviceId: string): DeviceSession | undefined {
-    return this.#byDevice.get(deviceId);
+  byIdentity(identity: string): DeviceSession | undefined {
+    return this.#byIdentity.get(identity);
+  }
+
+  /** Ends the session of an identity that lost its right to connect (a revoked device). */
+  closeIdentity(identity: string, code: CloseCode): void {
+    const s = this.#byIdentity.get(identity);
+    if (s) {
+      s.log.info('device revoked: session closed');
+      s.close(code);
+    }
   }
 
   list(): DeviceSession[] {

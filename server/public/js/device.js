@@ -126,12 +126,35 @@ export class Device {
         if (this.codecPreference === 'webcodecs' && !wc) throw new Error('WebCodecs Opus is not available in this browser');
         this.codec = wc ? 'webcodecs' : 'wasm';
       }
-      const ota = await this.#ota();
+      let ota = await this.#ota();
+      // activation mode: show the code, poll /activate like the firmware, then ask OTA again for our token.
+      while (ota.activation) {
+        this.#emit('activation', ota.activation);
+        await this.#waitActivated();
+        ota = await this.#ota();
+      }
+      this.#emit('activation', null);
       await this.#openSocket(ota.url, this.token || ota.token);
       this.#setState('idle');
     } catch (err) {
       this.#log({ kind: 'error', text: err instanceof Error ? err.message : String(err) });
       this.disconnect();
+    }
+  }
+
+  /** Polls `<ota>activate` every 3 s (as the firmware does) until 200; stops if the user disconnects. */
+  async #waitActivated() {
+    const url = this.otaUrl.endsWith('/') ? `${this.otaUrl}activate` : `${this.otaUrl}/activate`;
+    for (;;) {
+      if (this.state !== 'connecting') throw new Error('activation cancelled');
+      const res = await fetch(url, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'Device-Id': this.identity.deviceId, 'Client-Id': this.identity.clientId, 'Activation-Version': '1' },
+        body: '{}',
+      });
+      if (res.status === 200) return;
+      if (res.status !== 202) throw new Error(`activation answered HTTP ${res.status}`);
+      await new Promise((resolve) => setTimeout(resolve, 3000));
     }
   }
 
@@ -157,7 +180,6 @@ export class Device {
     }
     if (!res.ok) throw new Error(`OTA answered HTTP ${res.status}`);
     const json = await res.json().catch(() => null);
-    if (json?.activation) this.#log({ kind: 'system', text: `Server asks for activation: ${json.activation.message ?? ''}` });
     const ws = json?.websocket;
     if (!ws || typeof ws.url !== 'string' || !ws.url) {
       throw new Error(json?.mqtt ? 'OTA offers only MQTT; this page speaks WebSocket' : 'OTA response has no websocket.url');
@@ -165,7 +187,9 @@ export class Device {
     const v = Number(ws.version);
     this.protocolVersion = v === 2 || v === 3 ? v : 1;
     this.#emit('ota', json);
-    return { url: ws.url, token: typeof ws.token === 'string' ? ws.token : '' };
+    const a = json?.activation;
+    const activation = a && typeof a.code === 'string' ? { code: a.code, message: typeof a.message === 'string' ? a.message : '' } : null;
+    return { url: ws.url, token: typeof ws.token === 'string' ? ws.token : '', activation };
   }
 
   /**

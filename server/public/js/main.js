@@ -161,6 +161,15 @@ device.subscribe((type, detail) => {
       if (d) addEntry({ kind: 'system', text: `Connected · session ${d.sessionId.slice(0, 8)}…` });
       break;
     }
+    case 'activation': {
+      // activation mode: this page is a new device; the owner binds it with the code shown.
+      const a = /** @type {{ code: string } | null} */ (detail);
+      const el = $('activation');
+      el.hidden = !a;
+      el.textContent = a ? `Activation code ${a.code}. On the server run: npm run devices -- bind ${a.code}` : '';
+      if (a) addEntry({ kind: 'system', text: `Waiting for activation: code ${a.code}` });
+      break;
+    }
     case 'turn':
       renderTurn(/** @type {any} */ (detail));
       break;

@@ -56,7 +56,8 @@ describe('OTA endpoint', () => {
     assert.equal(res.status, 200);
     const body = JSON.parse(res.body) as Record<string, Record<string, unknown>>;
     assert.equal(body.websocket?.url, 'ws://speaker-host.lan:8123/xiaozhi/v1/');
-    assert.equal(body.websocket?.token, 'tok-1');
+    // tokens mode: the static token is never handed out (issue 13, finding 1).
+    assert.equal(body.websocket !== undefined && 'token' in body.websocket, false);
     assert.equal(body.websocket?.version, 1);
     assert.equal(typeof body.server_time?.timestamp, 'number');
     assert.ok(Math.abs((body.server_time?.timestamp as number) - Date.now()) < 60_000);
@@ -87,17 +88,19 @@ describe('OTA endpoint', () => {
     assert.equal(act.status, 200);
   });
 
-  test('CORS preflight from another origin with Device-Id and Client-Id headers', async () => {
+  test('CORS preflight from an allowed origin with Device-Id and Client-Id headers; other origins refused', async () => {
+    const own = `http://127.0.0.1:${t.port}`;
     const res = await fetch(`${t.httpUrl}/xiaozhi/ota/`, {
       method: 'OPTIONS',
-      headers: { Origin: 'https://some-test-page.example', 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'device-id,client-id,content-type' },
+      headers: { Origin: own, 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'device-id,client-id,content-type' },
     });
     assert.equal(res.status, 204);
-    assert.equal(res.headers.get('access-control-allow-origin'), '*');
+    assert.equal(res.headers.get('access-control-allow-origin'), own);
     assert.match(res.headers.get('access-control-allow-headers') ?? '', /Device-Id/);
     assert.match(res.headers.get('access-control-allow-headers') ?? '', /Client-Id/);
     const post = await fetch(`${t.httpUrl}/xiaozhi/ota/`, { method: 'POST', headers: { Origin: 'https://x.example', 'Content-Type': 'application/json' }, body: '{}' });
-    assert.equal(post.headers.get('access-control-allow-origin'), '*');
+    assert.equal(post.status, 403);
+    assert.equal(post.headers.get('access-control-allow-origin'), null);
   });
 });
 
@@ -289,7 +292,7 @@ describe('timeouts and replacement', () => {
       assert.equal(b.closeCode, null);
       await b.waitFor('old conversation closed', () => rec.sessions[0]?.closed === true);
       assert.equal(t.app.registry.size, 1);
-      assert.equal(t.app.registry.byDevice('cc:00:00:00:00:01')?.id, b.sessionId);
+      assert.equal(t.app.registry.byIdentity('cc:00:00:00:00:01\n')?.id, b.sessionId);
       b.close();
       await b.closed;
       await b.waitFor('registry empty', () => t.app.registry.size === 0);

@@ -31,7 +31,7 @@ describe('config', () => {
     assert.equal(config.server.port, 8000);
     assert.equal(config.server.host, '0.0.0.0');
     assert.equal(config.server.protocolVersion, 1);
-    assert.deepEqual(config.server.auth, { tokens: [], allowedDevices: [] });
+    assert.deepEqual(config.server.auth, { tokens: [], allowedDevices: [], secret: '', registryFile: 'data/devices.json', codeTtlS: 600 });
     assert.equal(config.server.helloTimeoutMs, 10000);
     assert.equal(config.server.idleTimeoutMs, 120000);
     assert.equal(config.audio.outputSampleRate, 24000);

@@ -1,0 +1,59 @@
+/**
+ * The owner's tool for activation mode: bind a device by the code it speaks, list, revoke.
+ * It changes the same registry file the server uses (under its lock), also while the server runs;
+ * the server notices within a second, and a revoked device's session ends.
+ *
+ *   npm run devices -- bind 123456
+ *   npm run devices -- list
+ *   npm run devices -- revoke <id | Device-Id | Client-Id>
+ *
+ * The registry file is `server.auth.registryFile` of the usual configuration (--config FILE,
+ * XIAOZHI_CONFIG, ./config.yaml) or --file PATH.
+ */
+import { ConfigError, loadConfig } from '../server/config.ts';
+import { openDeviceRegistry } from '../server/app.ts';
+import { JsonDeviceRegistry } from '../server/identity/json-device-registry.ts';
+
+const USAGE = 'usage: npm run devices -- bind CODE | list | revoke ID [--file PATH] [--config FILE]';
+
+function fail(message: string): never {
+  process.stderr.write(`${message}\n`);
+  process.exit(1);
+}
+
+function main(argv: string[]): void {
+  const fileAt = argv.indexOf('--file');
+  const file = fileAt >= 0 ? argv[fileAt + 1] : undefined;
+  if (fileAt >= 0 && !file) fail(USAGE);
+  const words = argv.filter((a, i) => !a.startsWith('--') && i !== fileAt + 1 && !(argv[i - 1] === '--config'));
+  const [command, arg] = words;
+  const devices = file
+    ? new JsonDeviceRegistry({ file, secret: '', codeTtlMs: 0, watchIntervalMs: 0 })
+    : openDeviceRegistry(loadConfig({ argv }).config, 0);
+  try {
+    if (command === 'bind' && arg) {
+      const r = devices.bind(arg);
+      if (!r.ok) fail(`not bound: ${r.reason}`);
+      process.stdout.write(`bound ${r.device.id} (Device-Id ${r.device.deviceId}, Client-Id ${r.device.clientId})\n`);
+    } else if (command === 'list') {
+      const { bound, pending } = devices.list();
+      for (const d of bound) process.stdout.write(`bound    ${d.id}  ${d.deviceId}  ${d.clientId}  since ${d.boundAt}\n`);
+      for (const p of pending) process.stdout.write(`pending  code ${p.code}  ${p.deviceId}  ${p.clientId}  until ${new Date(p.expiresAt).toISOString()}\n`);
+      if (bound.length + pending.length === 0) process.stdout.write('no devices\n');
+    } else if (command === 'revoke' && arg) {
+      const gone = devices.revoke(arg);
+      if (gone.length === 0) fail(`no bound device matches ${arg}`);
+      for (const d of gone) process.stdout.write(`revoked ${d.id} (${d.deviceId})\n`);
+    } else {
+      fail(USAGE);
+    }
+  } finally {
+    devices.close();
+  }
+}
+
+try {
+  main(process.argv.slice(2));
+} catch (err) {
+  fail(err instanceof ConfigError ? err.message : `devices: ${(err as Error).message}`);
+}

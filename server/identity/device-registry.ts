@@ -1,0 +1,38 @@
+/**
+ * @module What the server needs from a device registry (activation mode): bound pairs, pending
+ * spoken codes, the token secret. The embedded store is a JSON file (json-device-registry.ts);
+ * a shared database can implement the same interface for several replicas.
+ */
+
+export interface BoundDevice {
+  /** Stable id for `devices revoke`: the pair's first hex digits. */
+  id: string;
+  deviceId: string;
+  clientId: string;
+  boundAt: string;
+}
+
+export interface PendingCode {
+  code: string;
+  deviceId: string;
+  clientId: string;
+  /** ms since epoch */
+  expiresAt: number;
+}
+
+export type BindResult = { ok: true; device: BoundDevice } | { ok: false; reason: 'unknown or expired code' | 'registry full' };
+
+export interface DeviceRegistry {
+  /** The HMAC key of device tokens. */
+  secret(): string;
+  isBound(deviceId: string, clientId: string): boolean;
+  /** The pending code for this pair, created (or renewed when expired) if needed; null when too many are pending. */
+  pendingCode(deviceId: string, clientId: string): PendingCode | null;
+  bind(code: string): BindResult;
+  list(): { bound: BoundDevice[]; pending: PendingCode[] };
+  /** Removes a binding by id, MAC or Client-Id; returns what was removed. */
+  revoke(idOrDevice: string): BoundDevice[];
+  /** Called with the pairs no longer bound when a change (also from another process) is seen. */
+  onRevoked(listener: (devices: BoundDevice[]) => void): void;
+  close(): void;
+}

@@ -1,0 +1,272 @@
+/**
+ * Device identity and origins (issue 13, findings 1, 3, 10b) against the real server on loopback:
+ * what OTA hands to a stranger in each auth mode, cross-origin reads, activation by code, per-device
+ * tokens, who may replace a session, and long tokens.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { request } from 'node:http';
+import { DeviceSim } from '../../fixtures/device-sim.ts';
+import { recordingConversation } from '../../helpers/recording-conversation.ts';
+import { startTestApp, type TestApp } from '../../helpers/test-app.ts';
+import { buildApp } from '../../../server/app.ts';
+import { ConfigSchema } from '../../../server/config.ts';
+import { createLogger } from '../../../server/logger.ts';
+import { createLogSink } from '../../helpers/log-sink.ts';
+import { listenOnLoopback } from '../../helpers/listen.ts';
+
+interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+function post(port: number, path: string, headers: Record<string, string>, body = '{}'): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path, method: 'POST', headers: { 'Content-Length': Buffer.byteLength(body), ...headers } }, (res) => {
+      let data = '';
+      res.on('data', (c: Buffer) => (data += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: data }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** A WebSocket upgrade whose refusal body we can read (a WebSocket client hides it). */
+function upgrade(port: number, headers: Record<string, string>, query = ''): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = request({
+      host: '127.0.0.1',
+      port,
+      path: `/xiaozhi/v1/${query}`,
+      agent: false,
+      headers: { Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Version': '13', 'Sec-WebSocket-Key': 'dGhlIHNhbXBsZSBub25jZQ==', ...headers },
+    });
+    req.on('upgrade', (res, socket) => {
+      socket.destroy();
+      resolve({ status: res.statusCode ?? 0, headers: res.headers, body: '' });
+    });
+    req.on('response', (res) => {
+      let data = '';
+      res.on('data', (c: Buffer) => (data += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: data }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+const FIRMWARE = { 'Content-Type': 'application/json', 'Activation-Version': '1' };
+
+describe('finding 1: OTA gives no credential to a stranger', () => {
+  test('tokens mode: OTA never hands out a token, to anyone', async () => {
+    const t = await startTestApp({ createConversation: recordingConversation().factory, config: { server: { auth: { mode: 'tokens', tokens: ['static-secret-1'] } } } });
+    try {
+      for (const headers of [{}, { 'Device-Id': 'aa:bb:cc:00:00:01', 'Client-Id': 'c1' }] as Array<Record<string, string>>) {
+        const res = await post(t.port, '/xiaozhi/ota/', { ...FIRMWARE, ...headers });
+        assert.equal(res.status, 200);
+        const body = JSON.parse(res.body) as { websocket: Record<string, unknown> };
+        assert.equal('token' in body.websocket, false, res.body);
+        assert.equal(res.body.includes('static-secret-1'), false);
+      }
+    } finally {
+      await t.close();
+    }
+  });
+
+  test('tokens listed without a mode means tokens mode (an existing config keeps its protection)', async () => {
+    const t = await startTestApp({ createConversation: recordingConversation().factory, config: { server: { auth: { tokens: ['tok-legacy'] } } } });
+    try {
+      const res = await post(t.port, '/xiaozhi/ota/', FIRMWARE);
+      assert.equal(res.body.includes('tok-legacy'), false);
+      assert.equal((await upgrade(t.port, { 'Device-Id': 'aa:bb:cc:00:00:01' })).status, 401);
+      assert.equal((await upgrade(t.port, { 'Device-Id': 'aa:bb:cc:00:00:01', Authorization: 'Bearer tok-legacy' })).status, 101);
+    } finally {
+      await t.close();
+    }
+  });
+
+  describe('origins', () => {
+    let t: TestApp;
+    before(async () => {
+      t = await startTestApp({ createConversation: recordingConversation().factory, config: { server: { allowedOrigins: ['https://console.example.org'] } } });
+    });
+    after(() => t.close());
+
+    test('a cross-origin page cannot read the OTA answer (refused, no CORS grant)', async () => {
+      const res = await post(t.port, '/xiaozhi/ota/', { ...FIRMWARE, Origin: 'https://evil.example' });
+      assert.equal(res.status, 403);
+      assert.equal(res.headers['access-control-allow-origin'], undefined);
+      assert.equal(res.body.includes('websocket'), false);
+    });
+
+    test('the server own page and configured origins may; devices send no Origin and are unaffected', async () => {
+      const own = await post(t.port, '/xiaozhi/ota/', { ...FIRMWARE, Origin: `http://127.0.0.1:${t.port}` });
+      assert.equal(own.status, 200);
+      assert.equal(own.headers['access-control-allow-origin'], `http://127.0.0.1:${t.port}`);
+      const listed = await post(t.port, '/xiaozhi/ota/', { ...FIRMWARE, Origin: 'https://console.example.org' });
+      assert.equal(listed.status, 200);
+      assert.equal(listed.headers['access-control-allow-origin'], 'https://console.example.org');
+      const device = await post(t.port, '/xiaozhi/ota/', FIRMWARE);
+      assert.equal(device.status, 200);
+      assert.equal(device.headers['access-control-allow-origin'], undefined);
+    });
+
+    test('a cross-origin page cannot open the WebSocket', async () => {
+      assert.equal((await upgrade(t.port, { Origin: 'https://evil.example' }, '?device-id=aa:bb:cc:00:00:05')).status, 403);
+      assert.equal((await upgrade(t.port, { Origin: `http://127.0.0.1:${t.port}` }, '?device-id=aa:bb:cc:00:00:05')).status, 101);
+      assert.equal((await upgrade(t.port, { 'Device-Id': 'aa:bb:cc:00:00:06' })).status, 101);
+    });
+  });
+});
+
+describe('activation mode', () => {
+  let t: TestApp;
+  let dir: string;
+  const pair = { 'Device-Id': 'a0:b1:c2:d3:e4:f5', 'Client-Id': '6f1c1d2e-1111-4222-8333-444455556666' };
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'identity-'));
+    t = await startTestApp({
+      createConversation: recordingConversation().factory,
+      config: { server: { auth: { mode: 'activation', registryFile: join(dir, 'devices.json') } } },
+    });
+  });
+  after(async () => {
+    await t.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('a stranger gets a spoken code and no token; /activate answers 202 until bound', async () => {
+    const bare = await post(t.port, '/xiaozhi/ota/', FIRMWARE);
+    assert.equal(bare.status, 503, 'no identity: no code and no credential');
+    assert.equal(bare.body.includes('token'), false);
+    const res = await post(t.port, '/xiaozhi/ota/', { ...FIRMWARE, ...pair });
+    assert.equal(res.status, 200);
+    const body = JSON.parse(res.body) as { websocket: Record<string, unknown>; activation?: { code: string; message: string; challenge: string } };
+    assert.equal('token' in body.websocket, false);
+    assert.match(body.activation?.code ?? '', /^\d{6}$/);
+    assert.equal(body.activation?.challenge, pair['Device-Id']);
+    assert.ok(body.activation?.message.includes(body.activation.code));
+    // Asking again gives the same code (the device repeats OTA after each activate loop).
+    const again = JSON.parse((await post(t.port, '/xiaozhi/ota/', { ...FIRMWARE, ...pair })).body) as { activation?: { code: string } };
+    assert.equal(again.activation?.code, body.activation?.code);
+    assert.equal((await post(t.port, '/xiaozhi/ota/activate', { ...FIRMWARE, ...pair })).status, 202);
+    // Unbound: the WebSocket refuses it whatever it presents.
+    assert.equal((await upgrade(t.port, { ...pair })).status, 401);
+  });
+
+  test('bound by its code: OTA hands that device its own token; only that pair can use it; revoking ends the session', async () => {
+    const devices = t.app.devices;
+    assert.ok(devices);
+    const code = devices.pendingCode(pair['Device-Id'], pair['Client-Id'])?.code ?? '';
+    assert.equal(devices.bind(code).ok, true);
+    assert.equal((await post(t.port, '/xiaozhi/ota/activate', { ...FIRMWARE, ...pair })).status, 200);
+    const body = JSON.parse((await post(t.port, '/xiaozhi/ota/', { ...FIRMWARE, ...pair })).body) as { websocket: { token?: string }; activation?: unknown };
+    assert.equal(body.activation, undefined);
+    const token = body.websocket.token ?? '';
+    assert.ok(token.length >= 40);
+
+    // The same token for the same MAC with another Client-Id, or another MAC: refused.
+    assert.equal((await upgrade(t.port, { ...pair, 'Client-Id': 'ffffffff-1111-4222-8333-444455556666', Authorization: `Bearer ${token}` })).status, 401);
+    assert.equal((await upgrade(t.port, { ...pair, 'Device-Id': 'a0:b1:c2:d3:e4:00', Authorization: `Bearer ${token}` })).status, 401);
+    // A stranger's OTA still carries no credential.
+    const stranger = await post(t.port, '/xiaozhi/ota/', { ...FIRMWARE, 'Device-Id': pair['Device-Id'], 'Client-Id': 'ffffffff-1111-4222-8333-444455556666' });
+    assert.equal(stranger.body.includes(token), false);
+
+    const dev = new DeviceSim({ url: t.wsUrl, deviceId: pair['Device-Id'], clientId: pair['Client-Id'], token });
+    await dev.hello();
+    assert.equal(devices.revoke(pair['Device-Id']).length, 1);
+    assert.equal(await dev.closed, 4005);
+    assert.equal((await upgrade(t.port, { ...pair, Authorization: `Bearer ${token}` })).status, 401);
+  });
+});
+
+describe('finding 3: a spoofed Device-Id cannot replace a session', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await startTestApp({ createConversation: recordingConversation().factory, config: { server: { maxSessions: 1 } } });
+  });
+  after(() => t.close());
+
+  test('another Client-Id claiming the MAC, in any case, header or query, kicks no one and gets no room at capacity', async () => {
+    const real = new DeviceSim({ url: t.wsUrl, deviceId: 'cc:00:00:00:00:01', clientId: '11111111-2222-4333-8444-555555555555' });
+    await real.hello();
+    for (const [headers, query] of [
+      [{ 'Device-Id': 'CC:00:00:00:00:01' }, ''],
+      [{ 'Device-Id': 'cc:00:00:00:00:01', 'Client-Id': 'evil' }, ''],
+      [{}, '?device-id=Cc:00:00:00:00:01'],
+      [{}, '?device-id=cc:00:00:00:00:01&client-id=evil'],
+    ] as const) {
+      const res = await upgrade(t.port, headers, query);
+      assert.equal(res.status, 503, `${JSON.stringify(headers)}${query}`);
+    }
+    assert.equal(real.closeCode, null, 'the real device is still connected');
+    // The same identity (a device that rebooted) still replaces its old session, in any case.
+    const again = new DeviceSim({ url: t.wsUrl, deviceId: 'CC:00:00:00:00:01', clientId: '11111111-2222-4333-8444-555555555555' });
+    await again.hello();
+    assert.equal(await real.closed, 4003);
+    again.close();
+    await again.closed;
+  });
+
+  test('the 401 answer does not say whether a MAC is allowlisted', async () => {
+    const a = await startTestApp({
+      createConversation: recordingConversation().factory,
+      config: { server: { auth: { mode: 'tokens', tokens: ['tok-x'], allowedDevices: ['aa:00:00:00:00:01'] } } },
+    });
+    try {
+      const allowed = await upgrade(a.port, { 'Device-Id': 'aa:00:00:00:00:01', Authorization: 'Bearer wrong' });
+      const notAllowed = await upgrade(a.port, { 'Device-Id': 'aa:00:00:00:00:02', Authorization: 'Bearer tok-x' });
+      assert.equal(allowed.status, 401);
+      assert.equal(notAllowed.status, 401);
+      assert.equal(allowed.body, notAllowed.body);
+    } finally {
+      await a.close();
+    }
+  });
+});
+
+describe('finding 10: long tokens', () => {
+  test('a 300-character token works in the header and the query', async () => {
+    const long = 'k'.repeat(300);
+    const t = await startTestApp({ createConversation: recordingConversation().factory, config: { server: { auth: { mode: 'tokens', tokens: [long] } } } });
+    try {
+      assert.equal((await upgrade(t.port, { Authorization: `Bearer ${long}` })).status, 101);
+      assert.equal((await upgrade(t.port, {}, `?authorization=${encodeURIComponent(`Bearer ${long}`)}`)).status, 101);
+      assert.equal((await upgrade(t.port, { Authorization: `Bearer ${long.slice(0, 299)}` })).status, 401);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('secrets for log redaction', () => {
+  test('onSecret is told the token secret at start and every token OTA hands out', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'identity-secret-'));
+    const seen: string[] = [];
+    const config = ConfigSchema.parse({ server: { auth: { mode: 'activation', registryFile: join(dir, 'devices.json') } } });
+    const app = await buildApp({
+      config,
+      log: createLogger({ level: 'debug', logContent: false, destination: createLogSink().stream }),
+      createConversation: recordingConversation().factory,
+      onSecret: (v) => seen.push(v),
+    });
+    try {
+      const { port } = await listenOnLoopback(app);
+      assert.deepEqual(seen, [app.devices?.secret()]);
+      const pair = { 'Device-Id': 'a0:00:00:00:00:09', 'Client-Id': 'c-9' };
+      const code = app.devices?.pendingCode(pair['Device-Id'], pair['Client-Id'])?.code ?? '';
+      app.devices?.bind(code);
+      const body = JSON.parse((await post(port, '/xiaozhi/ota/', { ...FIRMWARE, ...pair })).body) as { websocket: { token?: string } };
+      assert.ok(body.websocket.token);
+      assert.equal(seen.at(-1), body.websocket.token);
+    } finally {
+      await app.fastify.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
