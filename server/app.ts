@@ -71,6 +71,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     createConversation: deps.createConversation,
     accepting: () => accepting,
     maxSessions: config.server.maxSessions,
+    maxOutputBufferBytes: config.server.maxOutputBufferBytes,
+    controlRate: config.server.controlMessages,
     retryAfterS: config.server.admission.retryAfterS,
     ...(deps.admission ? { admission: deps.admission } : {}),
     ...(deps.onRefused ? { onRefused: deps.onRefused } : {}),

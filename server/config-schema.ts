@@ -32,6 +32,19 @@ export const ServerSchema = z.strictObject({
   idleTimeoutMs: z.number().int().positive().default(120_000),
   /** Largest WebSocket message accepted from a device. The firmware never sends more than 65535 bytes. */
   maxMessageBytes: z.number().int().positive().default(65_536),
+  /**
+   * Bytes queued for a device that is not reading; beyond this the connection closes with 4007.
+   * The downlink keeps only ~600 ms of Opus queued (a few KB), so 1 MiB is only reached by a
+   * client that stopped reading.
+   */
+  maxOutputBufferBytes: z.number().int().positive().default(1024 * 1024),
+  /** Control messages (listen, abort, hello, mcp) per connection: a token bucket; excess is dropped. */
+  controlMessages: z
+    .strictObject({
+      perSecond: z.number().positive().default(20),
+      burst: z.number().int().positive().default(100),
+    })
+    .prefault({}),
   /** Concurrent device sessions accepted; more are refused with HTTP 503 before the upgrade. 0: no limit. */
   maxSessions: z.number().int().min(0).default(0),
   /** Load-based refusal of new devices (503 + Retry-After before the upgrade; OTA and health keep answering). */

@@ -12,6 +12,8 @@ import type { SessionRegistry } from '../session/registry.ts';
 import type { ConversationFactory } from '../session/conversation.ts';
 import type { AdmissionGate } from '../admission.ts';
 import { WsDeviceChannel } from './ws-channel.ts';
+import { CloseCode } from '../../protocol/close-codes.ts';
+import type { RateLimit } from '../../core/token-bucket.ts';
 
 export const DEVICE_WS_PATH = '/xiaozhi/v1/';
 
@@ -32,6 +34,10 @@ export interface WsRouteOptions {
   admission?: AdmissionGate;
   /** `Retry-After` (seconds) on 503 refusals for capacity and overload. */
   retryAfterS: number;
+  /** Bytes queued for a device beyond which it counts as not reading (closed with 4007). */
+  maxOutputBufferBytes: number;
+  /** Control messages per connection. */
+  controlRate: RateLimit;
   /** Told about every refused upgrade (metrics). */
   onRefused?: (reason: WsRefusalReason) => void;
 }
@@ -109,7 +115,13 @@ export async function deviceWsRoute(app: FastifyInstance, opts: WsRouteOptions):
     const log = request.log.child({ sessionId, deviceId: identity.deviceId ?? undefined });
     // The channel frames audio for the version the hello negotiates, which is known only later.
     const holder: { session?: DeviceSession } = {};
-    const channel = new WsDeviceChannel(socket, () => holder.session?.protocolVersion ?? 1);
+    const channel = new WsDeviceChannel(socket, () => holder.session?.protocolVersion ?? 1, {
+      maxBufferedBytes: opts.maxOutputBufferBytes,
+      onOverflow: (bufferedBytes) => {
+        log.warn({ bufferedBytes, limit: opts.maxOutputBufferBytes }, 'output buffer over limit: closing');
+        holder.session?.close(CloseCode.SlowReader);
+      },
+    });
     const s = new DeviceSession({
       sessionId,
       deviceId: identity.deviceId,
@@ -122,6 +134,7 @@ export async function deviceWsRoute(app: FastifyInstance, opts: WsRouteOptions):
       outputSampleRate: opts.outputSampleRate,
       frameDurationMs: opts.frameDurationMs,
       createConversation: opts.createConversation,
+      controlRate: opts.controlRate,
       onEnded: (ended) => opts.registry.remove(ended),
     });
     holder.session = s;
