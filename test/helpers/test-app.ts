@@ -2,6 +2,8 @@
 import { buildApp, type App, type AppDeps } from '../../server/app.ts';
 import { ConfigSchema, type Config } from '../../server/config.ts';
 import { createLogger } from '../../server/logger.ts';
+import { SecretValues } from '../../core/secret-values.ts';
+import { registerConfigSecrets } from '../../server/config-secrets.ts';
 import type { ConversationFactory } from '../../server/session/conversation.ts';
 import { createLogSink, type LogSink } from './log-sink.ts';
 import { listenOnLoopback } from './listen.ts';
@@ -25,7 +27,9 @@ export interface TestAppOptions {
 export async function startTestApp(opts: TestAppOptions): Promise<TestApp> {
   const config = ConfigSchema.parse({ ...(opts.config ?? {}) });
   const logs = createLogSink();
-  const log = createLogger({ level: 'debug', logContent: false, destination: logs.stream });
+  const secrets = new SecretValues();
+  registerConfigSecrets(secrets, config);
+  const log = createLogger({ level: 'debug', logContent: false, destination: logs.stream, secrets });
   const app = await buildApp({ config, log, createConversation: opts.createConversation, plugins: opts.plugins });
   return { app, config, logs, ...(await listenOnLoopback(app)), close: () => app.fastify.close() };
 }
