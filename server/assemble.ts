@@ -56,7 +56,7 @@ export async function assembleServer(config: Config, log: PinoLogger, opts: Asse
       createConversation: metrics.countSessions(deps.createConversation),
       onRefused: (reason) => metrics.connectionRefused(reason),
       admission,
-      plugins: [healthRoutes({ mcp: deps.mcp, ready: () => ready, checks: providerChecks(config) }), metricsRoute({ metrics })],
+      plugins: [healthRoutes({ mcp: deps.mcp, ready: () => ready, checks: providerChecks(config), adminSecret: config.server.adminSecret }), metricsRoute({ metrics })],
     });
   } catch (err) {
     admission.close();

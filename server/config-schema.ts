@@ -27,6 +27,11 @@ export const ServerSchema = z.strictObject({
       allowedDevices: z.array(z.string().min(1)).default([]),
     })
     .prefault({}),
+  /**
+   * Secret for admin access over the network (`Authorization: Bearer <secret>`), e.g. the details
+   * of `/readyz`. Empty: admin details only from loopback (and not through a local proxy).
+   */
+  adminSecret: z.string().default(''),
   helloTimeoutMs: z.number().int().positive().default(10_000),
   /** No data from the device for this long closes the session (the firmware itself gives up after 120 s). */
   idleTimeoutMs: z.number().int().positive().default(120_000),

@@ -5,11 +5,14 @@
  *   devices); otherwise 200 with `ready`, or `degraded` when an MCP server is not connected or a
  *   provider endpoint does not accept connections. A dependency outage never fails readiness:
  *   the server still answers devices (with an apology), and restarting it would not help.
+ * Only the status is public: the details (error texts of remote services, provider host:port,
+ * MCP server states) go to loopback callers that are not proxied, or with the admin secret.
  * Provider checks are TCP connects (no tokens spent, no auth needed), cached so probes cannot
  * hammer a provider.
  */
 import { connect } from 'node:net';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { isAdmin } from './admin-access.ts';
 import { withTimeout } from '../../core/abort.ts';
 import type { McpManager } from '../../mcp/manager.ts';
 import type { Config } from '../config.ts';
@@ -33,6 +36,8 @@ export interface HealthOptions {
   checkCacheMs?: number;
   /** Bound on one check, ms. Default 2 000. */
   checkTimeoutMs?: number;
+  /** `server.adminSecret`: with it, a remote caller sees the details too. Empty: loopback only. */
+  adminSecret?: string;
 }
 
 export interface CheckResult {
@@ -119,15 +124,17 @@ export function healthRoutes(opts: HealthOptions) {
   return async (app: FastifyInstance): Promise<void> => {
     // Probes every few seconds would flood the info log; errors are still logged.
     app.get('/healthz', { logLevel: 'warn' }, async () => ({ status: 'ok' }));
-    app.get('/readyz', { logLevel: 'warn' }, async (_req, reply) => {
+    app.get('/readyz', { logLevel: 'warn' }, async (req: FastifyRequest, reply) => {
+      const details = isAdmin(req, opts.adminSecret ?? '');
       const mcpServers = opts.mcp?.status() ?? [];
       if (!opts.ready()) {
-        await reply.code(503).send({ status: 'not_ready', mcpServers, checks: [] });
+        await reply.code(503).send(details ? { status: 'not_ready', mcpServers, checks: [] } : { status: 'not_ready' });
         return;
       }
       const checks = await runChecks();
       const degraded = checks.some((c) => !c.ok) || mcpServers.some((s) => s.state !== 'ready');
-      await reply.code(200).send({ status: degraded ? 'degraded' : 'ready', mcpServers, checks });
+      const status = degraded ? 'degraded' : 'ready';
+      await reply.code(200).send(details ? { status, mcpServers, checks } : { status });
     });
   };
 }
