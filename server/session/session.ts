@@ -5,6 +5,7 @@
  */
 import type { Logger } from '../../core/logger.ts';
 import { TokenBucket, type RateLimit } from '../../core/token-bucket.ts';
+import { truncateForLog } from '../../core/log-fields.ts';
 import { CloseCode, CloseReason } from '../../protocol/close-codes.ts';
 import { isProtocolVersion, unframeAudio, type ProtocolVersion } from '../../protocol/framing.ts';
 import { parseDeviceMessage, serverHello, type DeviceHello, type ListenMode } from '../../protocol/messages.ts';
@@ -59,6 +60,9 @@ export class DeviceSession {
   #abort = new AbortController();
   #startedAt = Date.now();
   #controlBudget: TokenBucket | undefined;
+  /** Warn lines about rejected messages: a few at once, then one per second with a count. */
+  #rejectWarnBudget = new TokenBucket({ perSecond: 1, burst: 5 });
+  #rejectSuppressed = 0;
 
   constructor(opts: SessionOptions) {
     this.#opts = opts;
@@ -101,7 +105,7 @@ export class DeviceSession {
     const parsed = parseDeviceMessage(text);
     if (!parsed.ok) {
       this.counters.badMessages++;
-      this.log.warn({ kind: parsed.kind, type: parsed.type, error: parsed.error, bytes: text.length }, 'device message rejected');
+      this.#warnRejected({ kind: parsed.kind, type: truncateForLog(parsed.type), error: truncateForLog(parsed.error), bytes: text.length });
       if (!this.#helloDone && parsed.type === 'hello') this.#end(CloseCode.BadHello);
       return;
     }
@@ -269,6 +273,16 @@ export class DeviceSession {
     }
   }
 
+  /** A client sending garbage in a loop must not write one log line per frame (issue 13). */
+  #warnRejected(fields: Record<string, unknown>): void {
+    if (!this.#rejectWarnBudget.take()) {
+      this.#rejectSuppressed++;
+      return;
+    }
+    this.log.warn({ ...fields, ...(this.#rejectSuppressed > 0 ? { suppressed: this.#rejectSuppressed } : {}) }, 'device message rejected');
+    this.#rejectSuppressed = 0;
+  }
+
   #sendHello(): void {
     this.#channel.sendJson(serverHello(this.id, this.#opts.outputSampleRate, this.#opts.frameDurationMs));
   }
@@ -316,7 +330,10 @@ export class DeviceSession {
     }
     const conv = this.#conversation;
     const finish = (): void => {
-      this.log.info({ ...this.counters, ms: Date.now() - this.#startedAt, code }, 'session ended');
+      this.log.info(
+        { ...this.counters, ...(this.#rejectSuppressed > 0 ? { suppressedWarnings: this.#rejectSuppressed } : {}), ms: Date.now() - this.#startedAt, code },
+        'session ended',
+      );
       this.#opts.onEnded?.(this);
       this.#closedResolve();
     };
