@@ -14,6 +14,7 @@ import type { AdmissionGate } from '../admission.ts';
 import { WsDeviceChannel } from './ws-channel.ts';
 import { CloseCode } from '../../protocol/close-codes.ts';
 import type { RateLimit } from '../../core/token-bucket.ts';
+import { PerIpLimits } from './per-ip-limits.ts';
 
 export const DEVICE_WS_PATH = '/xiaozhi/v1/';
 
@@ -38,12 +39,16 @@ export interface WsRouteOptions {
   maxOutputBufferBytes: number;
   /** Control messages per connection. */
   controlRate: RateLimit;
+  /** Concurrent sessions from one IP; 0: no limit. */
+  maxSessionsPerIp: number;
+  /** Upgrade attempts per IP. */
+  upgradeRate: RateLimit;
   /** Told about every refused upgrade (metrics). */
   onRefused?: (reason: WsRefusalReason) => void;
 }
 
 /** Why a device's WebSocket upgrade was refused (the metric's `reason` label). */
-export type WsRefusalReason = 'unauthorized' | 'capacity' | 'draining' | 'overloaded';
+export type WsRefusalReason = 'unauthorized' | 'capacity' | 'draining' | 'overloaded' | 'per_ip';
 
 /**
  * One warn line per second at most for a kind of refusal: a storm of devices (or an attacker)
@@ -78,10 +83,26 @@ function toBytes(data: RawData): Uint8Array {
 export async function deviceWsRoute(app: FastifyInstance, opts: WsRouteOptions): Promise<void> {
   const warnCapacity = rateLimitedWarn();
   const warnOverloaded = rateLimitedWarn();
+  const warnPerIp = rateLimitedWarn();
+  const perIp = new PerIpLimits(opts.upgradeRate);
   const preValidation = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     if (!opts.accepting()) {
       opts.onRefused?.('draining');
       await reply.code(503).send({ error: 'server is shutting down' });
+      return;
+    }
+    // Before auth: a stranger hammering upgrades or opening sockets by the hundred is refused
+    // before any work is done for it (issue 13: 300 sessions from one IP were accepted).
+    if (!perIp.takeUpgrade(request.ip)) {
+      warnPerIp(request.log, { remote: request.ip }, 'device refused: upgrade rate per IP');
+      opts.onRefused?.('per_ip');
+      await reply.code(429).header('retry-after', String(opts.retryAfterS)).send({ error: 'too many connection attempts' });
+      return;
+    }
+    if (opts.maxSessionsPerIp > 0 && perIp.sessions(request.ip) >= opts.maxSessionsPerIp) {
+      warnPerIp(request.log, { remote: request.ip, limit: opts.maxSessionsPerIp }, 'device refused: sessions per IP');
+      opts.onRefused?.('per_ip');
+      await reply.code(429).header('retry-after', String(opts.retryAfterS)).send({ error: 'too many sessions from this address' });
       return;
     }
     const identity = readIdentity(request.headers, queryOf(request));
@@ -139,6 +160,8 @@ export async function deviceWsRoute(app: FastifyInstance, opts: WsRouteOptions):
     });
     holder.session = s;
     opts.registry.add(s);
+    perIp.opened(request.ip);
+    s.signal.addEventListener('abort', () => perIp.closed(request.ip), { once: true });
     log.info({ clientId: identity.clientId, protocolVersion: identity.protocolVersion, remote: request.ip }, 'device connected');
 
     socket.on('message', (data: RawData, isBinary: boolean) => {

@@ -8,6 +8,9 @@ import type { ConversationFactory } from '../../server/session/conversation.ts';
 import { createLogSink, type LogSink } from './log-sink.ts';
 import { listenOnLoopback } from './listen.ts';
 
+/** Per-IP limits lifted: tests (and the simulator) run many devices from one loopback address. */
+export const LOOPBACK_CLIENTS = { maxSessionsPerIp: 0, upgradeRate: { perSecond: 1_000_000, burst: 1_000_000 } };
+
 export interface TestApp {
   app: App;
   config: Config;
@@ -25,7 +28,11 @@ export interface TestAppOptions {
 }
 
 export async function startTestApp(opts: TestAppOptions): Promise<TestApp> {
-  const config = ConfigSchema.parse({ ...(opts.config ?? {}) });
+  const given = opts.config ?? {};
+  // Every test device comes from 127.0.0.1: the per-IP limits are off unless a test sets them
+  // (they have their own tests in server-bounds.test.ts).
+  const server = { ...LOOPBACK_CLIENTS, ...((given.server as Record<string, unknown> | undefined) ?? {}) };
+  const config = ConfigSchema.parse({ ...given, server });
   const logs = createLogSink();
   const secrets = new SecretValues();
   registerConfigSecrets(secrets, config);
