@@ -21,6 +21,8 @@ export const CloseCode = {
   Unauthorized: 4005,
   /** The worker thread holding the session's audio state failed; reconnecting gets a new one. */
   MediaLost: 4006,
+  /** The device stopped reading: more than `server.maxOutputBufferBytes` queued for it. */
+  SlowReader: 4007,
 } as const;
 export type CloseCode = (typeof CloseCode)[keyof typeof CloseCode];
 
@@ -37,4 +39,5 @@ export const CloseReason: Readonly<Record<CloseCode, string>> = {
   4004: 'invalid hello',
   4005: 'unauthorized',
   4006: 'media worker failed; reconnect',
+  4007: 'output buffer over limit (client not reading)',
 };

@@ -2,6 +2,7 @@
  * @module buildApp(deps): the Fastify application without listening, so tests and main.ts wire it
  * the same way. Routes: OTA, the device WebSocket, health; later issues add metrics and the page.
  */
+import { createServer } from 'node:http';
 import Fastify, { type FastifyInstance } from 'fastify';
 import websocket from '@fastify/websocket';
 import type { Logger as PinoLogger } from 'pino';
@@ -56,6 +57,17 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     // The firmware's OTA body is a few KB; leave headroom but refuse floods.
     bodyLimit: 256 * 1024,
     forceCloseConnections: true,
+    // A stranger trickling a body or headers must not hold a socket for minutes (issue 13). The
+    // checking interval is how often Node enforces these; its default (30 s) would triple them.
+    serverFactory: (handler) =>
+      createServer(
+        {
+          requestTimeout: config.server.httpRequestTimeoutMs,
+          headersTimeout: Math.min(config.server.httpHeadersTimeoutMs, config.server.httpRequestTimeoutMs),
+          connectionsCheckingInterval: Math.min(1000, config.server.httpHeadersTimeoutMs),
+        },
+        handler,
+      ),
     // The pino instance is typed with its own Logger; Fastify's default generic is the base
     // logger interface it implements, which is what every route plugin expects.
   }) as unknown as FastifyInstance;
@@ -101,6 +113,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     createConversation: deps.createConversation,
     accepting: () => accepting,
     maxSessions: config.server.maxSessions,
+    maxOutputBufferBytes: config.server.maxOutputBufferBytes,
+    maxSessionsPerIp: config.server.maxSessionsPerIp,
+    upgradeRate: config.server.upgradeRate,
+    controlRate: config.server.controlMessages,
     retryAfterS: config.server.admission.retryAfterS,
     ...(deps.admission ? { admission: deps.admission } : {}),
     ...(deps.onRefused ? { onRefused: deps.onRefused } : {}),

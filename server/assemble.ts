@@ -29,6 +29,8 @@ export interface AssembleOptions {
   mcpStartWaitMs?: number;
   /** Media-worker pressure for admission control (queued media jobs per worker); absent: not judged. */
   mediaLoad?: () => MediaLoad;
+  /** Where secrets made at run time go (the device-token secret, each issued token), for log redaction by value. */
+  onSecret?: (value: string) => void;
 }
 
 export async function assembleServer(config: Config, log: PinoLogger, opts: AssembleOptions = {}): Promise<AssembledServer> {
@@ -60,7 +62,8 @@ export async function assembleServer(config: Config, log: PinoLogger, opts: Asse
       createConversation: metrics.countSessions(deps.createConversation),
       onRefused: (reason) => metrics.connectionRefused(reason),
       admission,
-      plugins: [healthRoutes({ mcp: deps.mcp, ready: () => ready, checks: providerChecks(config), problems: () => doctor.problems() }), metricsRoute({ metrics })],
+      ...(opts.onSecret ? { onSecret: opts.onSecret } : {}),
+      plugins: [healthRoutes({ mcp: deps.mcp, ready: () => ready, checks: providerChecks(config), problems: () => doctor.problems(), adminSecret: config.server.adminSecret }), metricsRoute({ metrics })],
     });
   } catch (err) {
     admission.close();

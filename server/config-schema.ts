@@ -38,13 +38,52 @@ export const ServerSchema = z.strictObject({
     .prefault({}),
   /** Browser origins allowed to call OTA and open the WebSocket, besides the server's own page. Devices send no Origin. */
   allowedOrigins: z.array(z.url()).default([]),
+  /**
+   * Secret for admin access over the network (`Authorization: Bearer <secret>`), e.g. the details
+   * of `/readyz`. Empty: admin details only from loopback (and not through a local proxy).
+   */
+  adminSecret: z.string().default(''),
   helloTimeoutMs: z.number().int().positive().default(10_000),
   /** No data from the device for this long closes the session (the firmware itself gives up after 120 s). */
   idleTimeoutMs: z.number().int().positive().default(120_000),
   /** Largest WebSocket message accepted from a device. The firmware never sends more than 65535 bytes. */
   maxMessageBytes: z.number().int().positive().default(65_536),
-  /** Concurrent device sessions accepted; more are refused with HTTP 503 before the upgrade. 0: no limit. */
-  maxSessions: z.number().int().min(0).default(0),
+  /**
+   * Bytes queued for a device that is not reading; beyond this the connection closes with 4007.
+   * The downlink keeps only ~600 ms of Opus queued (a few KB), so 1 MiB is only reached by a
+   * client that stopped reading.
+   */
+  maxOutputBufferBytes: z.number().int().positive().default(1024 * 1024),
+  /** Control messages (listen, abort, hello, mcp) per connection: a token bucket; excess is dropped. */
+  controlMessages: z
+    .strictObject({
+      perSecond: z.number().positive().default(20),
+      burst: z.number().int().positive().default(100),
+    })
+    .prefault({}),
+  /**
+   * Concurrent device sessions accepted; more are refused with HTTP 503 before the upgrade. 0: no
+   * limit. Default 1000 from BENCHMARKS.md (2 cores): with ~10 % of a fleet talking at its busiest
+   * minute that is 100 talkers, which completed every turn (0.2 % gaps); 5,000 idle sessions took
+   * 487 MB, so 1000 idle ones fit a 1 GB instance with room. Raise it on bigger machines.
+   */
+  maxSessions: z.number().int().min(0).default(1000),
+  /**
+   * Concurrent sessions from one IP address; 0: no limit. Behind a reverse proxy every device has
+   * the proxy's address: raise it or set 0 there.
+   */
+  maxSessionsPerIp: z.number().int().min(0).default(64),
+  /** WebSocket upgrades per IP address (token bucket); over it: 429 before the upgrade. */
+  upgradeRate: z
+    .strictObject({
+      perSecond: z.number().positive().default(5),
+      burst: z.number().int().positive().default(20),
+    })
+    .prefault({}),
+  /** Whole HTTP request (headers and body) must arrive within this; a slow body is cut off with 408. */
+  httpRequestTimeoutMs: z.number().int().positive().default(10_000),
+  /** Request headers must arrive within this. */
+  httpHeadersTimeoutMs: z.number().int().positive().default(5_000),
   /** Load-based refusal of new devices (503 + Retry-After before the upgrade; OTA and health keep answering). */
   admission: z
     .strictObject({

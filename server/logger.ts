@@ -1,9 +1,11 @@
 /**
  * @module Builds the one pino instance (handed to Fastify and down to every session as a child).
- * Secrets are redacted by path, and tokens in query strings are cut out of logged URLs, because
- * browsers must put `authorization` in the WebSocket URL.
+ * Secrets are redacted three ways: by path (known fields), in logged URLs by query key (browsers
+ * must put `authorization` in the WebSocket URL), and by value on every finished line (a key
+ * echoed in an error text, a token under an oddly encoded key, a child's stderr).
  */
 import { pino, type DestinationStream, type Logger as PinoLogger } from 'pino';
+import { SecretValues } from '../core/secret-values.ts';
 
 export const REDACT_PATHS = [
   'req.headers.authorization',
@@ -25,9 +27,22 @@ export const REDACT_PATHS = [
   'server.auth.tokens',
 ];
 
-/** Removes secret-bearing query parameters from a URL path for logging. */
+const SECRET_QUERY_KEY = /^(?:authorization|token|access_token|api_key|apikey|key)$/i;
+
+/**
+ * Removes secret-bearing query parameters from a URL path for logging. Keys are matched after
+ * percent-decoding, as the auth code reads them (`?%61uthorization=` is `authorization`).
+ */
 export function redactUrl(url: string): string {
-  return url.replace(/([?&](?:authorization|token|access_token|api_key|key)=)[^&]*/gi, '$1[Redacted]');
+  return url.replace(/([?&])([^=&#]*)=([^&#]*)/g, (whole, sep: string, key: string) => {
+    let decoded = key;
+    try {
+      decoded = decodeURIComponent(key.replace(/\+/g, ' '));
+    } catch {
+      // A malformed escape: match the raw key.
+    }
+    return SECRET_QUERY_KEY.test(decoded.trim()) ? `${sep}${key}=[Redacted]` : whole;
+  });
 }
 
 export interface LoggerOptions {
@@ -35,13 +50,18 @@ export interface LoggerOptions {
   /** Drops transcripts, prompts and tool arguments logged under `pii`. */
   logContent: boolean;
   destination?: DestinationStream;
+  /** Secret values redacted from every line; register more at any time (tokens handed out). */
+  secrets?: SecretValues;
 }
 
 export function createLogger(opts: LoggerOptions): PinoLogger {
   const paths = opts.logContent ? REDACT_PATHS : [...REDACT_PATHS, 'pii', '*.pii'];
+  const secrets = opts.secrets ?? new SecretValues();
   return pino(
     {
       level: opts.level,
+      // The finished line, so messages, error texts and nested fields are all covered.
+      hooks: { streamWrite: (line) => secrets.redact(line) },
       redact: { paths, censor: '[Redacted]' },
       serializers: {
         req(req: { method?: string; url?: string; headers?: Record<string, unknown>; socket?: { remoteAddress?: string } }) {

@@ -6,6 +6,8 @@
 import { ErrorCode, VoiceError } from '../core/errors.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { createLogger } from './logger.ts';
+import { SecretValues } from '../core/secret-values.ts';
+import { registerConfigSecrets } from './config-secrets.ts';
 import { assembleServer } from './assemble.ts';
 
 /** Exit code for configuration errors (documented in the README). */
@@ -25,10 +27,14 @@ async function main(): Promise<void> {
     throw err;
   }
   const { config } = loaded;
-  const log = createLogger({ level: config.logging.level, logContent: config.logging.logContent });
+  // Every secret in the configuration is redacted by value from every log line.
+  const secrets = new SecretValues();
+  registerConfigSecrets(secrets, config);
+  const log = createLogger({ level: config.logging.level, logContent: config.logging.logContent, secrets });
   log.info({ file: loaded.file ?? '(embedded defaults)', overrides: loaded.overrides }, 'configuration loaded');
 
-  const server = await assembleServer(config, log);
+  // Run-time secrets (the device-token secret, every token OTA issues) are redacted like configured ones.
+  const server = await assembleServer(config, log, { onSecret: (v) => secrets.add(v) });
   const { app, deps } = server;
   let stopping = false;
   await app.fastify.listen({ host: config.server.host, port: config.server.port });

@@ -92,7 +92,7 @@ export function createServerMetrics(opts: ServerMetricsOptions = {}): ServerMetr
   const sessionsTotal = new Counter({ name: 'xiaozhi_sessions_total', help: 'Device sessions started (after hello).', registers });
   const refused = new Counter({
     name: 'xiaozhi_connections_refused_total',
-    help: 'Device WebSocket upgrades refused: unauthorized (401), capacity (503, server.maxSessions), draining (503, shutting down), overloaded (503, server.admission).',
+    help: 'Device WebSocket upgrades refused: unauthorized (401), capacity (503, server.maxSessions), draining (503, shutting down), overloaded (503, server.admission), per_ip (429, server.maxSessionsPerIp or server.upgradeRate).',
     labelNames: ['reason'],
     registers,
   });

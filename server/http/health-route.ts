@@ -5,12 +5,15 @@
  *   devices); otherwise 200 with `ready`, or `degraded` when an MCP server is not connected or a
  *   provider endpoint does not accept connections. A dependency outage never fails readiness:
  *   the server still answers devices (with an apology), and restarting it would not help.
+ * Only the status is public: the details (error texts of remote services, provider host:port,
+ * MCP server states) go to loopback callers that are not proxied, or with the admin secret.
  * Provider checks are TCP connects (no tokens spent, no auth needed), cached so probes cannot
  * hammer a provider.
  */
 import { connect } from 'node:net';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { runScoped } from '../../core/abort.ts';
+import { isAdmin } from './admin-access.ts';
 import type { McpManager } from '../../mcp/manager.ts';
 import type { Config } from '../config.ts';
 import type { ProviderProblem } from '../provider-doctor.ts';
@@ -39,6 +42,8 @@ export interface HealthOptions {
    * Public by design: component, problem kind and config keys to set, never hosts or remote text.
    */
   problems?: () => Promise<readonly ProviderProblem[]>;
+  /** `server.adminSecret`: with it, a remote caller sees the details too. Empty: loopback only. */
+  adminSecret?: string;
 }
 
 export interface CheckResult {
@@ -125,15 +130,19 @@ export function healthRoutes(opts: HealthOptions) {
   return async (app: FastifyInstance): Promise<void> => {
     // Probes every few seconds would flood the info log; errors are still logged.
     app.get('/healthz', { logLevel: 'warn' }, async () => ({ status: 'ok' }));
-    app.get('/readyz', { logLevel: 'warn' }, async (_req, reply) => {
+    app.get('/readyz', { logLevel: 'warn' }, async (req: FastifyRequest, reply) => {
+      const details = isAdmin(req, opts.adminSecret ?? '');
       const mcpServers = opts.mcp?.status() ?? [];
       if (!opts.ready()) {
-        await reply.code(503).send({ status: 'not_ready', mcpServers, checks: [], problems: [] });
+        // Problems (with their fix) are public: the browser page shows them; everything else is
+        // for admins (server.adminSecret) or loopback.
+        await reply.code(503).send(details ? { status: 'not_ready', mcpServers, checks: [], problems: [] } : { status: 'not_ready', problems: [] });
         return;
       }
       const [checks, problems] = await Promise.all([runChecks(), opts.problems?.() ?? []]);
       const degraded = checks.some((c) => !c.ok) || problems.length > 0 || mcpServers.some((s) => s.state !== 'ready');
-      await reply.code(200).send({ status: degraded ? 'degraded' : 'ready', mcpServers, checks, problems });
+      const status = degraded ? 'degraded' : 'ready';
+      await reply.code(200).send(details ? { status, mcpServers, checks, problems } : { status, problems });
     });
   };
 }

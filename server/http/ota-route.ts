@@ -3,6 +3,7 @@
  * the WebSocket URL the device can actually reach: the configured public URL, or else the address
  * the device itself used to reach us (its Host header), never a guessed LAN IP.
  */
+import { truncateForLog } from '../../core/log-fields.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { OtaRequestSchema, type OtaResponse } from '../../protocol/ota.ts';
 import { DEVICE_WS_PATH } from './ws-route.ts';
@@ -107,7 +108,7 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
       response.firmware = { version: opts.firmware.version, url: opts.firmware.url, ...(opts.firmware.force ? { force: 1 } : {}) };
     }
     request.log.info(
-      { deviceId, board: device.board?.type, appVersion: device.application?.version, wsUrl: response.websocket.url },
+      { deviceId: truncateForLog(deviceId), board: truncateForLog(device.board?.type), appVersion: truncateForLog(device.application?.version), wsUrl: response.websocket.url },
       'OTA check',
     );
     await reply.code(200).send(response);

@@ -11,17 +11,27 @@ import type { DeviceChannel } from '../session/channel.ts';
 /** ws readyState OPEN. */
 const OPEN = 1;
 
+export interface OutputLimit {
+  /** Bytes queued in the socket beyond which the client counts as not reading. */
+  maxBufferedBytes: number;
+  /** Called once when the limit is passed; sends stop at that point. */
+  onOverflow: (bufferedBytes: number) => void;
+}
+
 export class WsDeviceChannel implements DeviceChannel {
   #ws: WebSocket;
   #version: () => ProtocolVersion;
+  #limit: OutputLimit | undefined;
+  #overflowed = false;
 
-  constructor(ws: WebSocket, version: () => ProtocolVersion) {
+  constructor(ws: WebSocket, version: () => ProtocolVersion, limit?: OutputLimit) {
     this.#ws = ws;
     this.#version = version;
+    this.#limit = limit;
   }
 
   get isOpen(): boolean {
-    return this.#ws.readyState === OPEN;
+    return this.#ws.readyState === OPEN && !this.#overflowed;
   }
 
   get bufferedBytes(): number {
@@ -31,15 +41,32 @@ export class WsDeviceChannel implements DeviceChannel {
   sendJson(message: ServerMessage): void {
     if (!this.isOpen) return;
     this.#ws.send(JSON.stringify(message));
+    this.#checkLimit();
   }
 
   sendAudio(opus: Uint8Array): void {
     if (!this.isOpen) return;
     this.#ws.send(frameAudio(this.#version(), opus), { binary: true });
+    this.#checkLimit();
+  }
+
+  /**
+   * A client that stops reading would otherwise make every answer pile up in this process's
+   * memory (issue 13: 500 MB from one socket). Past the limit nothing more is queued.
+   */
+  #checkLimit(): void {
+    if (!this.#limit || this.#overflowed) return;
+    const queued = this.#ws.bufferedAmount;
+    if (queued <= this.#limit.maxBufferedBytes) return;
+    this.#overflowed = true;
+    this.#limit.onOverflow(queued);
   }
 
   close(code: CloseCode, reason?: string): void {
     if (this.#ws.readyState > OPEN) return;
     this.#ws.close(code, reason?.slice(0, 120));
+    // A client that does not read will not read the close frame either: do not wait the 30 s
+    // closing handshake of ws with its buffer held.
+    if (this.#overflowed) this.#ws.terminate();
   }
 }

@@ -14,6 +14,9 @@ import type { AdmissionGate } from '../admission.ts';
 import { WsDeviceChannel } from './ws-channel.ts';
 import { pairKey } from '../identity/device-token.ts';
 import { originAllowed } from '../identity/origin.ts';
+import { CloseCode } from '../../protocol/close-codes.ts';
+import type { RateLimit } from '../../core/token-bucket.ts';
+import { PerIpLimits } from './per-ip-limits.ts';
 
 export const DEVICE_WS_PATH = '/xiaozhi/v1/';
 
@@ -36,12 +39,20 @@ export interface WsRouteOptions {
   admission?: AdmissionGate;
   /** `Retry-After` (seconds) on 503 refusals for capacity and overload. */
   retryAfterS: number;
+  /** Bytes queued for a device beyond which it counts as not reading (closed with 4007). */
+  maxOutputBufferBytes: number;
+  /** Control messages per connection. */
+  controlRate: RateLimit;
+  /** Concurrent sessions from one IP; 0: no limit. */
+  maxSessionsPerIp: number;
+  /** Upgrade attempts per IP. */
+  upgradeRate: RateLimit;
   /** Told about every refused upgrade (metrics). */
   onRefused?: (reason: WsRefusalReason) => void;
 }
 
 /** Why a device's WebSocket upgrade was refused (the metric's `reason` label). */
-export type WsRefusalReason = 'unauthorized' | 'capacity' | 'draining' | 'overloaded';
+export type WsRefusalReason = 'unauthorized' | 'capacity' | 'draining' | 'overloaded' | 'per_ip';
 
 /**
  * One warn line per second at most for a kind of refusal: a storm of devices (or an attacker)
@@ -82,6 +93,8 @@ export async function deviceWsRoute(app: FastifyInstance, opts: WsRouteOptions):
   const warnCapacity = rateLimitedWarn();
   const warnOverloaded = rateLimitedWarn();
   const warnOrigin = rateLimitedWarn();
+  const warnPerIp = rateLimitedWarn();
+  const perIp = new PerIpLimits(opts.upgradeRate);
   const preValidation = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     if (!opts.accepting()) {
       opts.onRefused?.('draining');
@@ -92,6 +105,20 @@ export async function deviceWsRoute(app: FastifyInstance, opts: WsRouteOptions):
       warnOrigin(request.log, { origin: String(request.headers.origin).slice(0, 100) }, 'WebSocket refused: origin not allowed');
       opts.onRefused?.('unauthorized');
       await reply.code(403).send({ error: 'origin not allowed' });
+      return;
+    }
+    // Before auth: a stranger hammering upgrades or opening sockets by the hundred is refused
+    // before any work is done for it (issue 13: 300 sessions from one IP were accepted).
+    if (!perIp.takeUpgrade(request.ip)) {
+      warnPerIp(request.log, { remote: request.ip }, 'device refused: upgrade rate per IP');
+      opts.onRefused?.('per_ip');
+      await reply.code(429).header('retry-after', String(opts.retryAfterS)).send({ error: 'too many connection attempts' });
+      return;
+    }
+    if (opts.maxSessionsPerIp > 0 && perIp.sessions(request.ip) >= opts.maxSessionsPerIp) {
+      warnPerIp(request.log, { remote: request.ip, limit: opts.maxSessionsPerIp }, 'device refused: sessions per IP');
+      opts.onRefused?.('per_ip');
+      await reply.code(429).header('retry-after', String(opts.retryAfterS)).send({ error: 'too many sessions from this address' });
       return;
     }
     const identity = readIdentity(request.headers, queryOf(request));
@@ -127,7 +154,13 @@ export async function deviceWsRoute(app: FastifyInstance, opts: WsRouteOptions):
     const log = request.log.child({ sessionId, deviceId: identity.deviceId ?? undefined });
     // The channel frames audio for the version the hello negotiates, which is known only later.
     const holder: { session?: DeviceSession } = {};
-    const channel = new WsDeviceChannel(socket, () => holder.session?.protocolVersion ?? 1);
+    const channel = new WsDeviceChannel(socket, () => holder.session?.protocolVersion ?? 1, {
+      maxBufferedBytes: opts.maxOutputBufferBytes,
+      onOverflow: (bufferedBytes) => {
+        log.warn({ bufferedBytes, limit: opts.maxOutputBufferBytes }, 'output buffer over limit: closing');
+        holder.session?.close(CloseCode.SlowReader);
+      },
+    });
     const s = new DeviceSession({
       sessionId,
       deviceId: identity.deviceId,
@@ -140,10 +173,13 @@ export async function deviceWsRoute(app: FastifyInstance, opts: WsRouteOptions):
       outputSampleRate: opts.outputSampleRate,
       frameDurationMs: opts.frameDurationMs,
       createConversation: opts.createConversation,
+      controlRate: opts.controlRate,
       onEnded: (ended) => opts.registry.remove(ended),
     });
     holder.session = s;
     opts.registry.add(s, identityKey(identity));
+    perIp.opened(request.ip);
+    s.signal.addEventListener('abort', () => perIp.closed(request.ip), { once: true });
     log.info({ clientId: identity.clientId, protocolVersion: identity.protocolVersion, remote: request.ip }, 'device connected');
 
     socket.on('message', (data: RawData, isBinary: boolean) => {

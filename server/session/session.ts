@@ -4,6 +4,8 @@
  * Transport-agnostic: it talks to a DeviceChannel and is fed frames by the WebSocket route.
  */
 import type { Logger } from '../../core/logger.ts';
+import { TokenBucket, type RateLimit } from '../../core/token-bucket.ts';
+import { truncateForLog } from '../../core/log-fields.ts';
 import { CloseCode, CloseReason } from '../../protocol/close-codes.ts';
 import { isProtocolVersion, unframeAudio, type ProtocolVersion } from '../../protocol/framing.ts';
 import { parseDeviceMessage, serverHello, type DeviceHello, type ListenMode } from '../../protocol/messages.ts';
@@ -24,6 +26,8 @@ export interface SessionOptions {
   outputSampleRate: number;
   frameDurationMs: number;
   createConversation: ConversationFactory;
+  /** Budget for control messages (listen, abort, hello, mcp); over it they are dropped. */
+  controlRate?: RateLimit;
   /** Called once when the session has ended (registry bookkeeping). */
   onEnded?: (session: DeviceSession) => void;
 }
@@ -34,13 +38,15 @@ export interface SessionCounters {
   audioFrames: number;
   droppedAudioFrames: number;
   badMessages: number;
+  /** Control messages dropped by the rate limit. */
+  ratedOut: number;
 }
 
 export class DeviceSession {
   readonly id: string;
   readonly deviceId: string | null;
   readonly log: Logger;
-  readonly counters: SessionCounters = { textFrames: 0, audioFrames: 0, droppedAudioFrames: 0, badMessages: 0 };
+  readonly counters: SessionCounters = { textFrames: 0, audioFrames: 0, droppedAudioFrames: 0, badMessages: 0, ratedOut: 0 };
   #opts: SessionOptions;
   #channel: DeviceChannel;
   #state: SessionState = SessionState.Idle;
@@ -53,6 +59,10 @@ export class DeviceSession {
   #conversation: Conversation | undefined;
   #abort = new AbortController();
   #startedAt = Date.now();
+  #controlBudget: TokenBucket | undefined;
+  /** Warn lines about rejected messages: a few at once, then one per second with a count. */
+  #rejectWarnBudget = new TokenBucket({ perSecond: 1, burst: 5 });
+  #rejectSuppressed = 0;
 
   constructor(opts: SessionOptions) {
     this.#opts = opts;
@@ -60,6 +70,7 @@ export class DeviceSession {
     this.deviceId = opts.deviceId;
     this.log = opts.log;
     this.#channel = opts.channel;
+    if (opts.controlRate) this.#controlBudget = new TokenBucket(opts.controlRate);
     this.#helloTimer = setTimeout(() => this.#end(CloseCode.HelloTimeout), opts.helloTimeoutMs);
     this.#touch();
   }
@@ -89,15 +100,22 @@ export class DeviceSession {
   handleText(text: string): void {
     if (this.#ended) return;
     this.counters.textFrames++;
-    this.#touch();
+    // The idle timer is not touched here: only audio and a valid listen count as activity, so
+    // chatter cannot hold a session (and its slot) open forever.
     const parsed = parseDeviceMessage(text);
     if (!parsed.ok) {
       this.counters.badMessages++;
-      this.log.warn({ kind: parsed.kind, type: parsed.type, error: parsed.error, bytes: text.length }, 'device message rejected');
+      this.#warnRejected({ kind: parsed.kind, type: truncateForLog(parsed.type), error: truncateForLog(parsed.error), bytes: text.length });
       if (!this.#helloDone && parsed.type === 'hello') this.#end(CloseCode.BadHello);
       return;
     }
     const msg = parsed.message;
+    if (this.#controlBudget && !this.#controlBudget.take()) {
+      // Every control message can make the server answer or work; one socket must not set the pace.
+      this.counters.ratedOut++;
+      if (this.counters.ratedOut === 1) this.log.warn({ type: msg.type }, 'control messages over the rate limit: dropped');
+      return;
+    }
     if (msg.type === 'hello') {
       this.#onHello(msg as DeviceHello);
       return;
@@ -112,6 +130,7 @@ export class DeviceSession {
     try {
       switch (msg.type) {
         case 'listen':
+          this.#touch();
           if (msg.state === 'start') {
             this.#mode = msg.mode;
             this.#apply('listen_start');
@@ -146,7 +165,6 @@ export class DeviceSession {
   /** One binary frame from the device. Never throws. */
   handleBinary(data: Uint8Array): void {
     if (this.#ended) return;
-    this.#touch();
     if (!this.#helloDone) {
       this.counters.droppedAudioFrames++;
       if (this.counters.droppedAudioFrames === 1) this.log.warn({ bytes: data.byteLength }, 'binary frame before hello dropped');
@@ -160,6 +178,7 @@ export class DeviceSession {
       return;
     }
     this.counters.audioFrames++;
+    this.#touch();
     try {
       this.#conversation?.audio(res.frame.payload, res.frame.timestamp);
     } catch (err) {
@@ -199,8 +218,9 @@ export class DeviceSession {
 
   #onHello(hello: DeviceHello): void {
     if (this.#helloDone) {
-      // A repeated hello on the same socket: answer again, nothing else changes.
-      this.#sendHello();
+      // A repeated hello on the same socket changes nothing and is not answered again: answering
+      // let a client that never reads grow our output buffer without limit (issue 13).
+      this.log.debug('repeated hello ignored');
       return;
     }
     const requested = hello.version ?? this.#opts.headerProtocolVersion ?? 1;
@@ -253,6 +273,16 @@ export class DeviceSession {
     }
   }
 
+  /** A client sending garbage in a loop must not write one log line per frame (issue 13). */
+  #warnRejected(fields: Record<string, unknown>): void {
+    if (!this.#rejectWarnBudget.take()) {
+      this.#rejectSuppressed++;
+      return;
+    }
+    this.log.warn({ ...fields, ...(this.#rejectSuppressed > 0 ? { suppressed: this.#rejectSuppressed } : {}) }, 'device message rejected');
+    this.#rejectSuppressed = 0;
+  }
+
   #sendHello(): void {
     this.#channel.sendJson(serverHello(this.id, this.#opts.outputSampleRate, this.#opts.frameDurationMs));
   }
@@ -300,7 +330,10 @@ export class DeviceSession {
     }
     const conv = this.#conversation;
     const finish = (): void => {
-      this.log.info({ ...this.counters, ms: Date.now() - this.#startedAt, code }, 'session ended');
+      this.log.info(
+        { ...this.counters, ...(this.#rejectSuppressed > 0 ? { suppressedWarnings: this.#rejectSuppressed } : {}), ms: Date.now() - this.#startedAt, code },
+        'session ended',
+      );
       this.#opts.onEnded?.(this);
       this.#closedResolve();
     };

@@ -2,9 +2,14 @@
 import { buildApp, type App, type AppDeps } from '../../server/app.ts';
 import { ConfigSchema, type Config } from '../../server/config.ts';
 import { createLogger } from '../../server/logger.ts';
+import { SecretValues } from '../../core/secret-values.ts';
+import { registerConfigSecrets } from '../../server/config-secrets.ts';
 import type { ConversationFactory } from '../../server/session/conversation.ts';
 import { createLogSink, type LogSink } from './log-sink.ts';
 import { listenOnLoopback } from './listen.ts';
+
+/** Per-IP limits lifted: tests (and the simulator) run many devices from one loopback address. */
+export const LOOPBACK_CLIENTS = { maxSessionsPerIp: 0, upgradeRate: { perSecond: 1_000_000, burst: 1_000_000 } };
 
 export interface TestApp {
   app: App;
@@ -23,9 +28,15 @@ export interface TestAppOptions {
 }
 
 export async function startTestApp(opts: TestAppOptions): Promise<TestApp> {
-  const config = ConfigSchema.parse({ ...(opts.config ?? {}) });
+  const given = opts.config ?? {};
+  // Every test device comes from 127.0.0.1: the per-IP limits are off unless a test sets them
+  // (they have their own tests in server-bounds.test.ts).
+  const server = { ...LOOPBACK_CLIENTS, ...((given.server as Record<string, unknown> | undefined) ?? {}) };
+  const config = ConfigSchema.parse({ ...given, server });
   const logs = createLogSink();
-  const log = createLogger({ level: 'debug', logContent: false, destination: logs.stream });
+  const secrets = new SecretValues();
+  registerConfigSecrets(secrets, config);
+  const log = createLogger({ level: 'debug', logContent: false, destination: logs.stream, secrets });
   const app = await buildApp({ config, log, createConversation: opts.createConversation, plugins: opts.plugins });
   return { app, config, logs, ...(await listenOnLoopback(app)), close: () => app.fastify.close() };
 }

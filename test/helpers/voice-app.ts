@@ -2,6 +2,7 @@
  * The real server with real providers (Silero VAD, pocketsphinx, espeak-ng, the openai SDK against
  * the fake OpenAI server) on 127.0.0.1:0, for end-to-end voice tests.
  */
+import { LOOPBACK_CLIENTS } from './test-app.ts';
 import type { App } from '../../server/app.ts';
 import { assembleServer } from '../../server/assemble.ts';
 import { ConfigSchema, type Config } from '../../server/config.ts';
@@ -40,7 +41,7 @@ export async function startVoiceApp(llmUrl: string, overrides: Record<string, un
         logging: { level: 'debug' },
         // Test files run two at a time on two cores: the event-loop judge would refuse devices for
         // the machine's load, not the server's. Admission control has its own tests.
-        server: { admission: { maxEventLoopDelayMs: 0 } },
+        server: { admission: { maxEventLoopDelayMs: 0 }, ...LOOPBACK_CLIENTS },
         // One media worker per test server (still the worker path): two test files run at once,
         // and each worker's start-up (engine load and warm-up) costs about a second of CPU.
         audio: { workers: 1 },

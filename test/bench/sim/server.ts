@@ -319,7 +319,8 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<SimSer
     fakes = await startFakes(opts.transcript, opts.answer, opts.readyTimeoutMs);
     const port = await freePort();
     const base: Record<string, unknown> = {
-      server: { host: '127.0.0.1', port, drainTimeoutMs: 1000 },
+      // The simulated fleet comes from one loopback address and measures capacity itself.
+      server: { host: '127.0.0.1', port, drainTimeoutMs: 1000, maxSessions: 0, maxSessionsPerIp: 0, upgradeRate: { perSecond: 1_000_000, burst: 1_000_000 } },
       asr: { provider: 'openai', baseURL: fakes.asr, apiKey: 'sk-sim', model: 'whisper-1', language: 'en' },
       tts: { provider: 'espeak', voice: 'en-us' },
       llm: { baseURL: fakes.llm, apiKey: 'sk-sim', model: 'sim', maxRetries: 0 },

@@ -1,0 +1,48 @@
+/**
+ * Issue 13, finding 7: one stranger must not be able to fill the disk through the log. Bad frames
+ * are warned about at a bounded rate per session, client protocol errors carry no stacks, and
+ * long client-supplied fields are cut before they are logged.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { DeviceSim } from '../../fixtures/device-sim.ts';
+import { recordingConversation } from '../../helpers/recording-conversation.ts';
+import { startTestApp, type TestApp } from '../../helpers/test-app.ts';
+
+describe('log flooding', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await startTestApp({ createConversation: recordingConversation().factory });
+  });
+  after(() => t.close());
+
+  test('5000 bad messages give a handful of warn lines, with the count of those not logged', async () => {
+    const dev = new DeviceSim({ url: t.wsUrl, deviceId: 'bb:00:00:00:00:01' });
+    try {
+      await dev.hello();
+      for (let i = 0; i < 5000; i++) dev.sendRaw(`{bad ${i}`);
+      dev.close();
+      await dev.closed;
+      await new Promise((r) => setTimeout(r, 300));
+      const rejected = t.logs.find('device message rejected');
+      assert.ok(rejected.length >= 1 && rejected.length <= 20, `${rejected.length} lines`);
+      assert.ok(rejected.every((l) => l.level === 40 && l.err === undefined && l.stack === undefined));
+      // Nothing is lost from the record: the end-of-session line counts every bad message and
+      // the warnings that were not written.
+      const ended = t.logs.find('session ended').at(-1);
+      assert.equal(ended?.badMessages, 5000);
+      const suppressed = rejected.reduce((n, l) => n + ((l.suppressed as number | undefined) ?? 0), 0) + ((ended?.suppressedWarnings as number | undefined) ?? 0);
+      assert.equal(suppressed + rejected.length, 5000);
+    } finally {
+      dev.close();
+    }
+  });
+
+  test('an OTA board.type of 100 KB is logged cut to a short prefix', async () => {
+    const type = 'x'.repeat(100_000);
+    const res = await fetch(`${t.httpUrl}/xiaozhi/ota/`, { method: 'POST', headers: { 'content-type': 'application/json', 'device-id': 'bb:00:00:00:00:02' }, body: JSON.stringify({ board: { type } }) });
+    assert.equal(res.status, 200);
+    const line = t.logs.find('OTA check').at(-1)!;
+    assert.ok(typeof line.board === 'string' && line.board.length <= 200, `board logged with ${String(line.board).length} chars`);
+  });
+});

@@ -1,0 +1,99 @@
+/**
+ * Issue 13, finding 5: secrets are redacted by their value wherever they appear in a log line, not
+ * only under known keys: percent-encoded query keys, provider error text echoing the key, child
+ * stderr passed through as a string.
+ */
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { SecretValues } from '../../../core/secret-values.ts';
+import { createLogger, redactUrl } from '../../../server/logger.ts';
+import { registerConfigSecrets } from '../../../server/config-secrets.ts';
+import { ConfigSchema } from '../../../server/config.ts';
+import { createLogSink } from '../../helpers/log-sink.ts';
+
+const KEY = 'sk-test-0123456789abcdefXYZ';
+const TOKEN = 'dev/token+with spaces&odd=chars';
+
+describe('secret values', () => {
+  test('redacts a value, its percent-encoded and JSON-escaped forms', () => {
+    const s = new SecretValues();
+    s.add(TOKEN);
+    const text = `a ${TOKEN} b ${encodeURIComponent(TOKEN)} c ${JSON.stringify(TOKEN)}`;
+    const out = s.redact(text);
+    assert.ok(!out.includes('token+with'), out);
+    assert.ok(!out.includes(encodeURIComponent(TOKEN)), out);
+    assert.equal(out.match(/\[Redacted\]/g)?.length, 3);
+  });
+
+  test('ignores values too short to be secrets and keeps a bounded number', () => {
+    const s = new SecretValues({ maxValues: 3 });
+    s.add('');
+    s.add('abc');
+    assert.equal(s.redact('abc'), 'abc');
+    for (let i = 0; i < 10; i++) s.add(`secret-value-${i}`);
+    assert.equal(s.size, 3);
+  });
+
+  test('the longest value wins when one secret contains another', () => {
+    const s = new SecretValues();
+    s.add('abcdefgh');
+    s.add('abcdefgh-ijkl');
+    assert.equal(s.redact('x abcdefgh-ijkl y'), 'x [Redacted] y');
+  });
+});
+
+describe('the logger redacts every line by value', () => {
+  function setup(): { sink: ReturnType<typeof createLogSink>; log: ReturnType<typeof createLogger> } {
+    const config = ConfigSchema.parse({ llm: { apiKey: KEY }, server: { auth: { tokens: [TOKEN] } } });
+    const secrets = new SecretValues();
+    registerConfigSecrets(secrets, config);
+    const sink = createLogSink();
+    const log = createLogger({ level: 'debug', logContent: true, destination: sink.stream, secrets });
+    return { sink, log };
+  }
+
+  test('an LLM 401 body that echoes the API key is logged without it', () => {
+    const { sink, log } = setup();
+    const body = `{"error":{"message":"Incorrect API key provided: ${KEY}. You can find your API key at ..."}}`;
+    log.error({ err: new Error(`401 ${body}`), body }, 'llm request failed');
+    assert.ok(!sink.text().includes(KEY), sink.text());
+    assert.ok(sink.text().includes('[Redacted]'));
+  });
+
+  test('a token in a URL under a percent-encoded query key is logged without it', () => {
+    const { sink, log } = setup();
+    log.info({ url: `/xiaozhi/v1/?%61uthorization=Bearer%20${encodeURIComponent(TOKEN)}` }, 'request');
+    log.info(`child stderr: auth failed for ${TOKEN}`);
+    assert.ok(!sink.text().includes(encodeURIComponent(TOKEN)), sink.text());
+    assert.ok(!sink.text().includes(TOKEN));
+  });
+
+  test('redactUrl decodes query keys before matching them', () => {
+    assert.equal(redactUrl('/x?%61uthorization=Bearer%20abc&device-id=1'), '/x?%61uthorization=[Redacted]&device-id=1');
+    assert.equal(redactUrl('/x?TOKEN=abc'), '/x?TOKEN=[Redacted]');
+  });
+});
+
+describe('over a real WebSocket', () => {
+  test('a token sent under a percent-encoded query key never reaches the log', async () => {
+    const { startTestApp } = await import('../../helpers/test-app.ts');
+    const { recordingConversation } = await import('../../helpers/recording-conversation.ts');
+    const { DeviceSim } = await import('../../fixtures/device-sim.ts');
+    const t = await startTestApp({ createConversation: recordingConversation().factory, config: { server: { auth: { tokens: [TOKEN] } } } });
+    try {
+      const guess = 'stranger-guess-987654';
+      for (const tok of [TOKEN, guess]) {
+        const dev = new DeviceSim({ url: `${t.wsUrl}?%61uthorization=${encodeURIComponent(`Bearer ${tok}`)}` });
+        await dev.opened.catch(() => {});
+        if (tok === TOKEN) await dev.hello();
+        dev.close();
+        await dev.closed;
+      }
+      const text = t.logs.text();
+      assert.ok(text.includes('%61uthorization'), 'the URL was logged');
+      for (const tok of [TOKEN, encodeURIComponent(TOKEN), 'stranger-guess-987654']) assert.ok(!text.includes(tok), `${tok} in the log`);
+    } finally {
+      await t.close();
+    }
+  });
+});
