@@ -62,7 +62,9 @@ async function main(): Promise<void> {
   let llm: FakeOpenAi | undefined;
   let srv: SpawnedServer | undefined;
   const [mcpCmd, ...mcpPrefix] = mcp as [string, ...string[]];
-  const mcpProc = spawn(mcpCmd, [...mcpPrefix, 'node', 'dist/examples/mcp-audio-server/main.js', '--http', '--host', '127.0.0.1', '--port', String(MCP_PORT), '--music-dir', '/music'], {
+  // As in docker/compose.yml: bound to all interfaces, so requests for Host `mcp-audio` are served
+  // (bound to loopback, the server accepts loopback Host headers only).
+  const mcpProc = spawn(mcpCmd, [...mcpPrefix, 'node', 'dist/examples/mcp-audio-server/main.js', '--http', '--host', '0.0.0.0', '--port', String(MCP_PORT), '--music-dir', '/music'], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let mcpOut = '';
@@ -73,7 +75,7 @@ async function main(): Promise<void> {
     await waitHttp(`http://127.0.0.1:${MCP_PORT}/mcp`, 60_000);
     llm = await startFakeOpenAi();
     llm.rule(onToolResults(fakeText('Enjoy.')));
-    llm.rule(onUserText(/music/i, fakeToolCalls([{ name: 'musicPlayer', arguments: '{"query":"music"}' }])));
+    llm.rule(onUserText(/music/i, fakeToolCalls([{ name: 'music__musicPlayer', arguments: '{"query":"music"}' }])));
     const [cmd, ...prefix] = server as [string, ...string[]];
     step('server container with docker/server.yaml');
     srv = await spawnServer({
