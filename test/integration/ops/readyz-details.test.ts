@@ -26,13 +26,14 @@ describe('/readyz details are gated', () => {
   test('a remote caller without the secret gets only the status', async () => {
     const res = await t.app.fastify.inject({ method: 'GET', url: '/readyz', remoteAddress: '203.0.113.7' });
     assert.equal(res.statusCode, 200);
-    assert.deepEqual(res.json(), { status: 'degraded' });
+    // The provider problems stay public (config keys only): the browser page's banner needs them.
+    assert.deepEqual(res.json(), { status: 'degraded', problems: [] });
     assert.ok(!res.body.includes('127.0.0.1:9'));
   });
 
   test('a remote caller with a wrong secret gets only the status', async () => {
     const res = await t.app.fastify.inject({ method: 'GET', url: '/readyz', remoteAddress: '203.0.113.7', headers: { authorization: 'Bearer nope' } });
-    assert.deepEqual(Object.keys(res.json<object>()), ['status']);
+    assert.deepEqual(Object.keys(res.json<object>()), ['status', 'problems']);
   });
 
   test('a remote caller with the admin secret gets the details', async () => {
@@ -45,6 +46,6 @@ describe('/readyz details are gated', () => {
     const direct = (await (await fetch(`${t.httpUrl}/readyz`)).json()) as Record<string, unknown>;
     assert.ok(Array.isArray(direct.checks));
     const proxied = (await (await fetch(`${t.httpUrl}/readyz`, { headers: { 'x-forwarded-for': '198.51.100.2' } })).json()) as Record<string, unknown>;
-    assert.deepEqual(Object.keys(proxied), ['status']);
+    assert.deepEqual(Object.keys(proxied), ['status', 'problems']);
   });
 });
