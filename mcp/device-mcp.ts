@@ -11,6 +11,26 @@ import { ToolNameMap } from './name-patterns.ts';
 import type { CallToolOptions, JsonSchema, ToolResult, ToolSource, ToolSpec } from './tool-source.ts';
 import { errorResult } from './tool-source.ts';
 
+/**
+ * What a device may announce (issue 13, finding 4: 11,843 tools added 2.39 MB to every LLM request,
+ * and a 30,000-deep schema overflowed the stack). Stock firmware has about a dozen tools with flat
+ * schemas, so these leave ample room.
+ */
+export const DEVICE_TOOL_LIMITS = { tools: 64, listed: 256, nameChars: 128, descriptionChars: 1000, schemaDepth: 16, schemaChars: 16_384 } as const;
+
+/** Why a tool's input schema is refused, checked without recursion (depth first, then size). */
+function schemaProblem(schema: Record<string, unknown>): 'schemaTooDeep' | 'schemaTooLarge' | undefined {
+  const stack: Array<{ v: unknown; depth: number }> = [{ v: schema, depth: 1 }];
+  let nodes = 0;
+  while (stack.length > 0) {
+    const { v, depth } = stack.pop() as { v: unknown; depth: number };
+    if (depth > DEVICE_TOOL_LIMITS.schemaDepth) return 'schemaTooDeep';
+    if (++nodes > DEVICE_TOOL_LIMITS.schemaChars) return 'schemaTooLarge';
+    if (typeof v === 'object' && v !== null) for (const child of Object.values(v)) stack.push({ v: child, depth: depth + 1 });
+  }
+  return JSON.stringify(schema).length > DEVICE_TOOL_LIMITS.schemaChars ? 'schemaTooLarge' : undefined;
+}
+
 export interface DeviceMcpOptions {
   /** Sends one JSON-RPC payload to the device (the server wraps it in `{"type":"mcp","payload":...}`). */
   send: (payload: Record<string, unknown>) => void;
@@ -154,14 +174,31 @@ export function createDeviceMcp(opts: DeviceMcpOptions): DeviceMcp {
     const map = new ToolNameMap<string>();
     const out: ToolSpec[] = [];
     const seen = new Set<string>();
+    const dropped = { overCount: 0, badName: 0, schemaTooDeep: 0, schemaTooLarge: 0 };
     for (const t of raw) {
       if (!isRecord(t) || typeof t.name !== 'string' || t.name === '' || seen.has(t.name)) continue;
+      if (t.name.length > DEVICE_TOOL_LIMITS.nameChars) {
+        dropped.badName++;
+        continue;
+      }
+      if (out.length >= DEVICE_TOOL_LIMITS.tools) {
+        dropped.overCount++;
+        continue;
+      }
+      const problem = isRecord(t.inputSchema) ? schemaProblem(t.inputSchema) : undefined;
+      if (problem) {
+        dropped[problem]++;
+        continue;
+      }
       seen.add(t.name);
       const schema: JsonSchema = isRecord(t.inputSchema) ? { ...(t.inputSchema as JsonSchema) } : { type: 'object', properties: {} };
       if (schema.type === undefined) schema.type = 'object';
       const name = map.add(`${prefix}${t.name}`, t.name);
-      out.push(typeof t.description === 'string' ? { name, description: t.description, inputSchema: schema } : { name, inputSchema: schema });
+      const description = typeof t.description === 'string' ? t.description.slice(0, DEVICE_TOOL_LIMITS.descriptionChars) : undefined;
+      out.push(description !== undefined ? { name, description, inputSchema: schema } : { name, inputSchema: schema });
     }
+    // Once per initialize: every device tool goes into every LLM request of the session.
+    if (Object.values(dropped).some((n) => n > 0)) log.warn({ dropped, kept: out.length, limits: DEVICE_TOOL_LIMITS }, 'device mcp tools dropped: over the limits');
     specs = out;
     names = map;
   }
@@ -188,7 +225,8 @@ export function createDeviceMcp(opts: DeviceMcpOptions): DeviceMcp {
         break;
       }
       const result = isRecord(r.result) ? r.result : {};
-      if (Array.isArray(result.tools)) all.push(...result.tools);
+      // Bounded while collecting: a device may announce thousands (setTools keeps the first few dozen).
+      if (Array.isArray(result.tools)) for (const t of result.tools.slice(0, Math.max(0, DEVICE_TOOL_LIMITS.listed - all.length))) all.push(t);
       const next = result.nextCursor;
       // The cursor is the name of the first tool not yet returned; absent (or empty) on the last page.
       if (typeof next !== 'string' || next === '') break;

@@ -1,0 +1,38 @@
+// A device announcing far too many tools, a 30,000-deep schema and a huge one (issue 13, finding 4):
+// the session keeps a bounded, flat tool list, says once what it dropped, and nothing overflows.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createDeviceMcp, DEVICE_TOOL_LIMITS } from '../../../mcp/device-mcp.ts';
+import { recordingLogger } from './mcp-test-helpers.ts';
+
+test('a device with 300 tools, a 30,000-deep schema and a 20 KB schema: at most 64 flat tools, one warning', async () => {
+  const log = recordingLogger();
+  const flat = Array.from({ length: 300 }, (_, i) => ({ name: `self.tool_${i}`, description: 'x'.repeat(5000), inputSchema: { type: 'object', properties: {} } }));
+  // The deep schema travels as raw JSON text, as a device would send it (building it as an object
+  // and stringifying it here would overflow this test's own stack).
+  const deep = `{"name":"self.deep","description":"d","inputSchema":${'{"a":'.repeat(30_000)}1${'}'.repeat(30_000)}}`;
+  const huge = JSON.stringify({ name: 'self.huge', description: 'h', inputSchema: { type: 'object', properties: Object.fromEntries(Array.from({ length: 800 }, (_, i) => [`p${i}`, { type: 'string', description: 'y'.repeat(20) }])) } });
+  const toolsText = `[${deep},${huge},${flat.map((t) => JSON.stringify(t)).join(',')}]`;
+  const dm = createDeviceMcp({
+    log,
+    send: (payload) => {
+      const id = payload.id as number | undefined;
+      if (id === undefined) return;
+      const result =
+        payload.method === 'initialize' ? JSON.stringify({ protocolVersion: '2024-11-05', capabilities: { tools: {} }, serverInfo: { name: 'dev', version: '1' } }) : `{"tools":${toolsText}}`;
+      setImmediate(() => dm.handleMessage(`{"jsonrpc":"2.0","id":${id},"result":${result}}`));
+    },
+  });
+  await dm.initialize();
+  const tools = dm.tools();
+  assert.equal(tools.length, DEVICE_TOOL_LIMITS.tools);
+  assert.ok(!tools.some((t) => /deep|huge/.test(t.name)), 'the oversized schemas were dropped');
+  assert.ok(tools.every((t) => (t.description ?? '').length <= DEVICE_TOOL_LIMITS.descriptionChars));
+  // What every LLM request of the session would carry: bounded, and serialisable.
+  assert.ok(JSON.stringify(tools).length < 100_000, `${JSON.stringify(tools).length} bytes of tools`);
+  const warnings = log.records.filter((r) => r.msg === 'device mcp tools dropped: over the limits');
+  assert.equal(warnings.length, 1);
+  // 302 announced; 256 collected at most; of those 2 refused for their schema, 64 kept, 190 over the count.
+  assert.deepEqual(warnings[0]?.obj.dropped, { overCount: 190, badName: 0, schemaTooDeep: 1, schemaTooLarge: 1 });
+  dm.close();
+});
