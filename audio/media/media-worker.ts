@@ -7,9 +7,10 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { lowerThreadPriority } from './thread-priority.ts';
 import { toVoiceError } from '../../core/errors.ts';
-import type { LogFn, Logger } from '../../core/logger.ts';
+import type { Logger } from '../../core/logger.ts';
+import { createThreadLogger } from '../../core/thread-logger.ts';
 import { MediaCore, type CoreSession } from './media-core.ts';
-import { packPackets, type FromWorker, type LogLevel, type ToWorker, type WorkerData } from './worker-protocol.ts';
+import { packPackets, type FromWorker, type ToWorker, type WorkerData } from './worker-protocol.ts';
 
 const port = parentPort;
 if (!port) throw new Error('media-worker.ts must run as a worker thread');
@@ -19,26 +20,12 @@ function post(msg: FromWorker, transfer: ArrayBuffer[] = []): void {
   port?.postMessage(msg, transfer);
 }
 
-/** A Logger whose records go to the main thread's pino (one log pipeline, redaction included). */
+/** A Logger whose records go to the main thread's pino, under the session's logger when `sid` is bound. */
 function workerLogger(bindings: Record<string, unknown>): Logger {
-  const fn =
-    (level: LogLevel): LogFn =>
-    (a: object | string, b?: string) => {
-      const obj = typeof a === 'string' ? {} : { ...(a as Record<string, unknown>) };
-      const msg = typeof a === 'string' ? a : (b ?? '');
-      for (const [k, v] of Object.entries(obj)) if (v instanceof Error) obj[k] = v.message;
-      const sid = typeof bindings['sid'] === 'number' ? bindings['sid'] : undefined;
-      post({ op: 'log', ...(sid !== undefined ? { sid } : {}), level, obj, msg });
-    };
-  return {
-    trace: fn('trace'),
-    debug: fn('debug'),
-    info: fn('info'),
-    warn: fn('warn'),
-    error: fn('error'),
-    fatal: fn('fatal'),
-    child: (more) => workerLogger({ ...bindings, ...more }),
-  };
+  return createThreadLogger(({ level, obj, msg, bindings: b }) => {
+    const sid = typeof b['sid'] === 'number' ? b['sid'] : undefined;
+    post({ op: 'log', ...(sid !== undefined ? { sid } : {}), level, obj, msg });
+  }, bindings);
 }
 
 const core = new MediaCore(data.config, workerLogger({}));
@@ -164,6 +151,10 @@ function handle(m: ToWorker): void {
       });
       return;
     }
+    case 'exit':
+      // Between two macrotasks: never inside the Opus encoder or a synthesis.
+      process.exit(0);
+      return;
     case 'crash':
       throw new Error('media worker crash requested (test)');
   }

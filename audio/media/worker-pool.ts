@@ -6,7 +6,8 @@
  * sessions never notice. `recycle()` replaces a worker gracefully: its sessions move to the new
  * worker with fresh codec and VAD state (safe between turns).
  */
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startModuleWorker } from '../../core/start-worker.ts';
 import { AsyncQueue } from '../../core/async-queue.ts';
 import { throwIfAborted } from '../../core/abort.ts';
 import { ErrorCode, VoiceError } from '../../core/errors.ts';
@@ -17,6 +18,8 @@ import { unpackPackets, type FromWorker, type ToWorker, type WorkerData } from '
 
 /** A worker that cannot even load is retried after this long, not in a tight loop. */
 const RESTART_DELAY_MS = 1000;
+/** A worker asked to exit gets this long (it finishes the synthesis it is in) before it is terminated. */
+const EXIT_GRACE_MS = 3000;
 /** A recycled worker gets this long to answer what is in flight before it is terminated. */
 const RECYCLE_GRACE_MS = 2000;
 
@@ -24,12 +27,6 @@ type Pending = {
   onMessage(m: FromWorker): void;
   onLost(err: VoiceError): void;
 };
-
-/** The worker script next to this file: `.ts` from sources (tsx), `.js` when compiled. */
-function workerUrl(): URL {
-  const ext = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
-  return new URL(`./media-worker${ext}`, import.meta.url);
-}
 
 class WorkerHandle {
   readonly worker: Worker;
@@ -45,12 +42,7 @@ class WorkerHandle {
 
   constructor(index: number, data: WorkerData, log: Logger, onExit: (h: WorkerHandle, err: VoiceError) => void) {
     this.#log = log;
-    const url = workerUrl();
-    this.worker = url.pathname.endsWith('.ts')
-      ? // From sources: Node 20 does not apply `--import tsx` to worker threads, so the worker
-        // registers tsx's loader itself before importing the TypeScript entry.
-        new Worker(`import('tsx/esm/api').then((m) => { m.register(); return import(${JSON.stringify(url.href)}); });`, { eval: true, workerData: data, name: `media-${index}` })
-      : new Worker(url, { workerData: data, name: `media-${index}` });
+    this.worker = startModuleWorker(import.meta.url, './media-worker', { workerData: data, name: `media-${index}` });
     this.ready = new Promise<void>((resolve, reject) => {
       const first = (m: FromWorker): void => {
         if (m.op === 'ready') {
@@ -92,6 +84,28 @@ class WorkerHandle {
 
   send(m: ToWorker, transfer: ArrayBuffer[] = []): void {
     if (this.alive) this.worker.postMessage(m, transfer);
+  }
+
+  /**
+   * Ends the worker: asked first, so it exits between two pieces of work; terminated only if it
+   * does not within `graceMs`. Terminating a worker that is inside the native Opus encoder makes
+   * the addon's error throw fail, which aborts the whole process (seen at shutdown mid-answer).
+   */
+  async retire(graceMs = EXIT_GRACE_MS): Promise<void> {
+    this.retiring = true;
+    if (!this.alive) return;
+    const exited = new Promise<void>((resolve) => this.worker.once('exit', () => resolve()));
+    this.send({ op: 'exit' });
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), graceMs);
+    });
+    const outcome = await Promise.race([exited, late]);
+    clearTimeout(timer);
+    if (outcome === 'late') {
+      this.#log.warn({ graceMs }, 'media worker did not exit when asked; terminating it');
+      await this.worker.terminate();
+    }
   }
 
   /** Fails everything in flight and tells every session: the state they had is gone. */
@@ -288,7 +302,7 @@ export async function createWorkerPool(size: number, config: MediaThreadConfig, 
     await Promise.all(workers.map((w) => w.ready));
   } catch (err) {
     closed = true;
-    await Promise.allSettled(workers.map((w) => ((w.retiring = true), w.worker.terminate())));
+    await Promise.allSettled(workers.map((w) => w.retire()));
     throw err;
   }
   log.info({ workers: size }, 'media workers ready');
@@ -337,7 +351,7 @@ export async function createWorkerPool(size: number, config: MediaThreadConfig, 
       const deadline = Date.now() + RECYCLE_GRACE_MS;
       while (old.pending.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
       old.lost(new VoiceError(ErrorCode.Internal, 'media worker recycled'));
-      await old.worker.terminate();
+      await old.retire();
       log.info({ worker: index }, 'media worker recycled');
     },
     crashForTest(index: number): void {
@@ -350,9 +364,8 @@ export async function createWorkerPool(size: number, config: MediaThreadConfig, 
       closed = true;
       await Promise.allSettled(
         workers.map((w) => {
-          w.retiring = true;
           w.lost(new VoiceError(ErrorCode.Aborted, 'media engine closed'));
-          return w.worker.terminate();
+          return w.retire();
         }),
       );
     },

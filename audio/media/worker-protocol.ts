@@ -3,6 +3,7 @@
  * (`sid`); those expecting an answer carry a request id (`rid`). PCM and packets travel as
  * transferred ArrayBuffers, never copied by structured clone.
  */
+import type { ThreadLogLevel } from '../../core/thread-logger.ts';
 import type { VadEvent } from '../vad/vad.ts';
 import type { MediaThreadConfig, SessionMediaOptions } from './media.ts';
 
@@ -22,6 +23,8 @@ export type ToWorker =
   /** The consumer stopped listening (barge-in): drop the request if it has not started. */
   | { op: 'cancel'; rid: number }
   | { op: 'close'; sid: number }
+  /** Ends the worker thread between two pieces of work (shutdown, recycle). */
+  | { op: 'exit' }
   /** Tests only: makes the worker throw from its message handler (a crash). */
   | { op: 'crash' };
 
@@ -40,9 +43,8 @@ export type FromWorker =
   | { op: 'packets'; rid: number; packets: PackedPackets; last: boolean }
   | { op: 'error'; rid: number; message: string; code: string }
   /** A log record from the worker, re-logged by the main thread (under the session's logger when `sid` is set). */
-  | { op: 'log'; sid?: number; level: LogLevel; obj: Record<string, unknown>; msg: string };
+  | { op: 'log'; sid?: number; level: ThreadLogLevel; obj: Record<string, unknown>; msg: string };
 
-export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal';
 
 export function packPackets(packets: readonly Buffer[]): PackedPackets {
   let total = 0;
