@@ -10,12 +10,12 @@ import { createTts, type Tts } from '../audio/tts/tts.ts';
 import { createMediaEngine, resolveWorkerCount } from '../audio/media/engine.ts';
 import type { MediaEngine } from '../audio/media/media.ts';
 import type { EspeakVoice } from '../audio/tts/espeak-wasm.ts';
-import { createLlmClient } from '../llm/client.ts';
 import type { LlmClient } from '../llm/types.ts';
 import { createCompositeToolSource, type NamedToolSource } from '../mcp/composite-tool-source.ts';
 import { createLocalTools, dateTimeTool, endConversationTool } from '../mcp/local-tools.ts';
 import { createMcpManager, type McpManager } from '../mcp/manager.ts';
 import { playMusicTool } from '../mcp/local-tools/play-music.ts';
+import { startProviderThread, type ProviderThread } from './providers/provider-thread.ts';
 import { createResultDispatcher } from './dispatch/result-dispatcher.ts';
 import type { Config } from './config.ts';
 import type { ConversationFactory } from './session/conversation.ts';
@@ -29,6 +29,8 @@ export interface Deps {
   asr: Asr;
   tts: Tts;
   llm: LlmClient;
+  /** The thread the LLM client and a remote ASR run on. */
+  providers: ProviderThread;
   mcp: McpManager;
   /** Releases providers, child processes and MCP connections. */
   close(): Promise<void>;
@@ -53,23 +55,34 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
     espeak,
     log: log.child({ part: 'media' }),
   });
-  const asr = await createAsr(config.asr, log.child({ part: 'asr' }));
+  // The LLM client and a remote ASR run on the provider thread (server/providers/): their HTTP
+  // and SSE work would otherwise hold up the main thread's frame pacing under a burst of turns.
+  const providers = await startProviderThread(
+    {
+      llm: {
+        baseURL: config.llm.baseURL,
+        apiKey: config.llm.apiKey,
+        model: config.llm.model,
+        timeoutMs: config.llm.timeoutMs,
+        maxRetries: config.llm.maxRetries,
+        headers: config.llm.headers,
+        extraBody: config.llm.extraBody,
+        ...(config.llm.temperature !== undefined ? { temperature: config.llm.temperature } : {}),
+      },
+      ...(config.asr.provider === 'openai' ? { asr: config.asr } : {}),
+    },
+    log,
+  ).catch(async (err: unknown) => {
+    await media.close();
+    throw err;
+  });
+  const asr = providers.asr ?? (await createAsr(config.asr, log.child({ part: 'asr' })));
   // The embedded TTS runs in the media workers (which checked its voice as they loaded); the
   // provider object here only names it, so the engine is not loaded in this thread too.
   const tts = config.tts.provider === 'espeak' ? new EspeakTts(config.tts, log) : await createTts(config.tts, log.child({ part: 'tts' }));
   // Apologies must be audible even when a remote TTS is what failed.
   const fallbackTts = config.tts.provider === 'espeak' ? tts : new EspeakTts({ provider: 'espeak', voice: 'en-us' }, log);
-  const llm = createLlmClient({
-    baseURL: config.llm.baseURL,
-    apiKey: config.llm.apiKey,
-    model: config.llm.model,
-    timeoutMs: config.llm.timeoutMs,
-    maxRetries: config.llm.maxRetries,
-    headers: config.llm.headers,
-    extraBody: config.llm.extraBody,
-    ...(config.llm.temperature !== undefined ? { temperature: config.llm.temperature } : {}),
-    log: log.child({ part: 'llm' }),
-  });
+  const llm = providers.llm;
   const mcp = createMcpManager({ servers: config.mcpServers, log: log.child({ part: 'mcp' }) });
   const started = mcp.start();
   const waitMs = opts.mcpStartWaitMs ?? 5000;
@@ -120,10 +133,11 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
     asr,
     tts,
     llm,
+    providers,
     mcp,
     close: async () => {
       await Promise.allSettled([asr.close(), tts.close(), fallbackTts === tts ? Promise.resolve() : fallbackTts.close(), mcp.close()]);
-      await media.close();
+      await Promise.allSettled([media.close(), providers.close()]);
     },
   };
 }

@@ -99,10 +99,14 @@ describe('voice turn end to end', () => {
       await dev.hello();
       // The first answer takes 4 s to start: the user presses again before it does.
       llm.script(fakeText('The first answer.', { firstDelayMs: 4000 }), fakeText('The second answer.'));
+      const requestsBefore = llm.requests.length;
       dev.listen('start', { mode: 'manual' });
       await sendPaced(dev, packets.slice(0, packets.length - 15));
       dev.listen('stop');
       await dev.waitJson('stt', undefined, 20_000);
+      // The first answer is being prepared once the model has its request (and not before: a
+      // request aborted before it leaves the server never takes the first scripted reply).
+      await llm.waitForRequests(requestsBefore + 1);
       const from = dev.json.length;
       dev.listen('start', { mode: 'manual' });
       await sendPaced(dev, packets.slice(0, packets.length - 15));

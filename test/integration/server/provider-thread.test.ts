@@ -1,0 +1,159 @@
+/**
+ * The provider thread (server/providers/): the LLM client and the OpenAI-compatible ASR running on a
+ * worker thread behave like the in-process clients (same events, same error codes, aborts reach the
+ * HTTP request), their log lines come out of the main logger, and a thread that dies fails only what
+ * was in flight and is replaced.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ErrorCode, VoiceError } from '../../../core/errors.ts';
+import { silentLogger } from '../../../core/logger.ts';
+import { createLlmClient } from '../../../llm/client.ts';
+import type { LlmEvent } from '../../../llm/types.ts';
+import { createLogger } from '../../../server/logger.ts';
+import { startProviderThread, type ProviderThread } from '../../../server/providers/provider-thread.ts';
+import { fakeError, fakeText, fakeToolCalls, startFakeOpenAi, type FakeOpenAi } from '../../fixtures/fake-openai.ts';
+import { startFakeOpenAiAudio, type FakeOpenAiAudio } from '../../fixtures/fake-openai-audio.ts';
+import { createLogSink, type LogSink } from '../../helpers/log-sink.ts';
+import { pollUntil, within } from '../../helpers/wait.ts';
+
+async function collect(it: AsyncIterable<LlmEvent>): Promise<LlmEvent[]> {
+  const out: LlmEvent[] = [];
+  for await (const ev of it) out.push(ev);
+  return out;
+}
+
+async function codeOf(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (err) {
+    assert.ok(err instanceof VoiceError, `expected a VoiceError, got ${String(err)}`);
+    return err.code;
+  }
+  assert.fail('expected the call to fail');
+}
+
+const user = [{ role: 'user' as const, content: 'hello' }];
+const tools = [{ name: 'get_time', description: 'The time', inputSchema: { type: 'object', properties: {} } }];
+
+describe('provider thread', { timeout: 60_000 }, () => {
+  let llm: FakeOpenAi;
+  let audio: FakeOpenAiAudio;
+  let logs: LogSink;
+  let thread: ProviderThread;
+
+  before(async () => {
+    llm = await startFakeOpenAi();
+    audio = await startFakeOpenAiAudio({ transcript: 'what time is it' });
+    logs = createLogSink();
+    const log = createLogger({ level: 'debug', logContent: false, destination: logs.stream });
+    thread = await startProviderThread(
+      {
+        llm: { baseURL: llm.url, apiKey: 'sk-thread-test', model: 'fake-model', timeoutMs: 30_000, maxRetries: 1 },
+        asr: { provider: 'openai', baseURL: audio.baseURL, apiKey: 'sk-asr', model: 'whisper-1' },
+      },
+      log,
+    );
+  });
+  after(async () => {
+    await thread?.close();
+    await llm?.close();
+    await audio?.close();
+  });
+
+  test('a streamed answer with tool calls gives the same events as the in-process client', async () => {
+    const replies = [fakeToolCalls([{ id: 'call_1', name: 'get_time', arguments: { zone: 'UTC' } }], { text: 'Let me check.' }), fakeText('It is noon.')];
+    const inProcess = createLlmClient({ baseURL: llm.url, apiKey: 'sk-thread-test', model: 'fake-model', log: silentLogger });
+    llm.script(...replies);
+    const direct = [...(await collect(inProcess.stream({ messages: user, tools, signal: new AbortController().signal }))),
+      ...(await collect(inProcess.stream({ messages: user, tools, signal: new AbortController().signal })))];
+    llm.script(...replies);
+    const viaThread = [...(await collect(thread.llm.stream({ messages: user, tools, signal: new AbortController().signal }))),
+      ...(await collect(thread.llm.stream({ messages: user, tools, signal: new AbortController().signal })))];
+    assert.deepEqual(viaThread, direct);
+    assert.ok(viaThread.some((e) => e.type === 'tool_calls'), 'the tool call crossed the thread');
+    // The request really left from the provider thread with the configured key and the tools.
+    const last = llm.requests.at(-1);
+    assert.equal(last?.headers.authorization, 'Bearer sk-thread-test');
+    assert.equal(last?.body.tools?.[0]?.function.name, 'get_time');
+  });
+
+  test('provider errors keep their code, and the thread logs through the main logger', async () => {
+    llm.script(fakeError(401, 'bad key'));
+    assert.equal(await codeOf(collect(thread.llm.stream({ messages: user, tools: [], signal: new AbortController().signal }))), ErrorCode.ProviderRejected);
+    // 429 is retried once inside the thread (maxRetries 1), then reported as rate limited.
+    llm.script(fakeError(429, 'slow down'), fakeError(429, 'slow down'));
+    assert.equal(await codeOf(collect(thread.llm.stream({ messages: user, tools: [], signal: new AbortController().signal }))), ErrorCode.RateLimited);
+    const failed = logs.find('llm request failed');
+    assert.ok(failed.length >= 2, 'the final failures were logged');
+    assert.equal(failed[0]?.part, 'llm');
+    assert.equal(failed[0]?.level, 40);
+    assert.ok(logs.find('llm request failed, retrying').length >= 1, 'the retry was logged');
+  });
+
+  test('an abort mid-stream rejects at once and closes the HTTP request', async () => {
+    llm.script({ kind: 'stall', text: 'Still thinking' });
+    const before = llm.requests.length;
+    const ac = new AbortController();
+    const seen: LlmEvent[] = [];
+    const run = (async () => {
+      for await (const ev of thread.llm.stream({ messages: user, tools: [], signal: ac.signal })) seen.push(ev);
+    })();
+    await pollUntil('the first delta', () => seen.length > 0, 5000);
+    ac.abort();
+    assert.equal(await codeOf(run), ErrorCode.Aborted);
+    const req = llm.requests[before];
+    assert.ok(req, 'the request was made');
+    // Well before the 30 s idle timeout: the abort itself reached the request in the thread.
+    await within(req.finished, 5000, 'the request closed after the abort');
+    assert.equal(req.closedEarly, true, 'the provider thread closed the connection');
+  });
+
+  test('a consumer that stops reading early closes the HTTP request too', async () => {
+    llm.script({ kind: 'stall', text: 'Partial answer' });
+    const before = llm.requests.length;
+    for await (const ev of thread.llm.stream({ messages: user, tools: [], signal: new AbortController().signal })) {
+      assert.equal(ev.type, 'text_delta');
+      break;
+    }
+    const req = llm.requests[before];
+    assert.ok(req);
+    await within(req.finished, 5000, 'the request closed after the consumer left');
+    assert.equal(req.closedEarly, true);
+  });
+
+  test('the OpenAI ASR transcribes through the thread, and the caller keeps its PCM', async () => {
+    assert.ok(thread.asr, 'the thread serves the configured OpenAI ASR');
+    const pcm = new Int16Array(16000).map((_, i) => Math.round(8000 * Math.sin(i / 5)));
+    const text = await thread.asr.transcribe(pcm, { signal: new AbortController().signal, sampleRate: 16000 });
+    assert.equal(text, 'what time is it');
+    assert.equal(pcm.length, 16000, 'the PCM was copied, not transferred away from the caller');
+    const sent = audio.transcriptions.at(-1);
+    assert.equal(sent?.authorization, 'Bearer sk-asr');
+    assert.equal(sent?.file.subarray(0, 4).toString(), 'RIFF');
+    audio.transcriptionMode = 'error500';
+    try {
+      assert.equal(await codeOf(thread.asr.transcribe(pcm, { signal: new AbortController().signal, sampleRate: 16000 })), ErrorCode.ProviderFailed);
+    } finally {
+      audio.transcriptionMode = 'ok';
+    }
+  });
+
+  test('a thread that dies fails what was in flight, and the next request goes to a new thread', async () => {
+    llm.script({ kind: 'stall', text: 'Half' });
+    const seen: LlmEvent[] = [];
+    const run = (async () => {
+      for await (const ev of thread.llm.stream({ messages: user, tools: [], signal: new AbortController().signal })) seen.push(ev);
+    })();
+    await pollUntil('the first delta', () => seen.length > 0, 5000);
+    const restartsBefore = thread.restarts;
+    thread.crashForTest();
+    assert.equal(await codeOf(run), ErrorCode.ProviderFailed);
+    await pollUntil('the replacement', () => thread.restarts === restartsBefore + 1, 5000);
+    llm.script(fakeText('Back again.'));
+    // The new thread may still be loading: the request waits for it rather than failing.
+    const events = await collect(thread.llm.stream({ messages: user, tools: [], signal: new AbortController().signal }));
+    assert.equal(events.filter((e) => e.type === 'text_delta').map((e) => (e.type === 'text_delta' ? e.text : '')).join(''), 'Back again.');
+    assert.ok(logs.find('provider thread exited; starting a new one').length >= 1);
+  });
+});
