@@ -15,6 +15,7 @@ import { WsDeviceChannel } from './ws-channel.ts';
 import { pairKey } from '../identity/device-token.ts';
 import { originAllowed } from '../identity/origin.ts';
 import { CloseCode } from '../../protocol/close-codes.ts';
+import { createLogRateLimit } from '../../core/log-rate-limit.ts';
 import type { RateLimit } from '../../core/token-bucket.ts';
 import { PerIpLimits } from './per-ip-limits.ts';
 
@@ -54,25 +55,6 @@ export interface WsRouteOptions {
 /** Why a device's WebSocket upgrade was refused (the metric's `reason` label). */
 export type WsRefusalReason = 'unauthorized' | 'capacity' | 'draining' | 'overloaded' | 'per_ip';
 
-/**
- * One warn line per second at most for a kind of refusal: a storm of devices (or an attacker)
- * must not flood the log. The line carries how many refusals were not logged since the last one.
- */
-function rateLimitedWarn(intervalMs = 1000): (log: FastifyRequest['log'], fields: Record<string, unknown>, msg: string) => void {
-  let lastAt = -Infinity;
-  let suppressed = 0;
-  return (log, fields, msg) => {
-    const now = performance.now();
-    if (now - lastAt < intervalMs) {
-      suppressed++;
-      return;
-    }
-    log.warn({ ...fields, ...(suppressed > 0 ? { suppressed } : {}) }, msg);
-    lastAt = now;
-    suppressed = 0;
-  };
-}
-
 function queryOf(request: FastifyRequest): URLSearchParams {
   const i = request.url.indexOf('?');
   return new URLSearchParams(i >= 0 ? request.url.slice(i + 1) : '');
@@ -90,10 +72,10 @@ function toBytes(data: RawData): Uint8Array {
 }
 
 export async function deviceWsRoute(app: FastifyInstance, opts: WsRouteOptions): Promise<void> {
-  const warnCapacity = rateLimitedWarn();
-  const warnOverloaded = rateLimitedWarn();
-  const warnOrigin = rateLimitedWarn();
-  const warnPerIp = rateLimitedWarn();
+  // A storm of refused devices (or an attacker) must not flood the log: one line per second per
+  // kind of refusal, carrying how many were not logged since the last one.
+  const refusals = createLogRateLimit({ perSecond: 1, burst: 1 });
+  const warnRefused = (log: FastifyRequest['log'], fields: Record<string, unknown>, msg: string): void => refusals.wrap(log).warn(fields, msg);
   const perIp = new PerIpLimits(opts.upgradeRate);
   const preValidation = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     if (!opts.accepting()) {
@@ -102,7 +84,7 @@ export async function deviceWsRoute(app: FastifyInstance, opts: WsRouteOptions):
       return;
     }
     if (!originAllowed(request, opts.allowedOrigins)) {
-      warnOrigin(request.log, { origin: String(request.headers.origin).slice(0, 100) }, 'WebSocket refused: origin not allowed');
+      warnRefused(request.log, { origin: String(request.headers.origin).slice(0, 100) }, 'WebSocket refused: origin not allowed');
       opts.onRefused?.('unauthorized');
       await reply.code(403).send({ error: 'origin not allowed' });
       return;
@@ -110,13 +92,13 @@ export async function deviceWsRoute(app: FastifyInstance, opts: WsRouteOptions):
     // Before auth: a stranger hammering upgrades or opening sockets by the hundred is refused
     // before any work is done for it (issue 13: 300 sessions from one IP were accepted).
     if (!perIp.takeUpgrade(request.ip)) {
-      warnPerIp(request.log, { remote: request.ip }, 'device refused: upgrade rate per IP');
+      warnRefused(request.log, { remote: request.ip }, 'device refused: upgrade rate per IP');
       opts.onRefused?.('per_ip');
       await reply.code(429).header('retry-after', String(opts.retryAfterS)).send({ error: 'too many connection attempts' });
       return;
     }
     if (opts.maxSessionsPerIp > 0 && perIp.sessions(request.ip) >= opts.maxSessionsPerIp) {
-      warnPerIp(request.log, { remote: request.ip, limit: opts.maxSessionsPerIp }, 'device refused: sessions per IP');
+      warnRefused(request.log, { remote: request.ip, limit: opts.maxSessionsPerIp }, 'device refused: sessions per IP');
       opts.onRefused?.('per_ip');
       await reply.code(429).header('retry-after', String(opts.retryAfterS)).send({ error: 'too many sessions from this address' });
       return;
@@ -135,14 +117,14 @@ export async function deviceWsRoute(app: FastifyInstance, opts: WsRouteOptions):
     const replacing = key !== null && opts.registry.byIdentity(key) !== undefined;
     if (replacing) return;
     if (opts.maxSessions > 0 && opts.registry.size >= opts.maxSessions) {
-      warnCapacity(request.log, { deviceId: identity.deviceId, sessions: opts.registry.size, maxSessions: opts.maxSessions }, 'device refused: server at capacity');
+      warnRefused(request.log, { deviceId: identity.deviceId, sessions: opts.registry.size, maxSessions: opts.maxSessions }, 'device refused: server at capacity');
       opts.onRefused?.('capacity');
       await reply.code(503).header('retry-after', String(opts.retryAfterS)).send({ error: 'server at capacity' });
       return;
     }
     const verdict = opts.admission?.check();
     if (verdict && !verdict.ok) {
-      warnOverloaded(request.log, { deviceId: identity.deviceId, signal: verdict.signal, value: verdict.value, limit: verdict.limit }, 'device refused: server overloaded');
+      warnRefused(request.log, { deviceId: identity.deviceId, signal: verdict.signal, value: verdict.value, limit: verdict.limit }, 'device refused: server overloaded');
       opts.onRefused?.('overloaded');
       await reply.code(503).header('retry-after', String(opts.retryAfterS)).send({ error: 'server overloaded', reason: verdict.signal });
     }

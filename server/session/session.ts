@@ -4,6 +4,7 @@
  * Transport-agnostic: it talks to a DeviceChannel and is fed frames by the WebSocket route.
  */
 import type { Logger } from '../../core/logger.ts';
+import { createLogRateLimit } from '../../core/log-rate-limit.ts';
 import { TokenBucket, type RateLimit } from '../../core/token-bucket.ts';
 import { truncateForLog } from '../../core/log-fields.ts';
 import { CloseCode, CloseReason } from '../../protocol/close-codes.ts';
@@ -31,6 +32,9 @@ export interface SessionOptions {
   /** Called once when the session has ended (registry bookkeeping). */
   onEnded?: (session: DeviceSession) => void;
 }
+
+/** Warn and error lines per message: a few at once, then one a second (with the count dropped). */
+const SESSION_WARNINGS: RateLimit = { perSecond: 1, burst: 5 };
 
 /** Counters for the session's lifetime; logged at the end. */
 export interface SessionCounters {
@@ -60,15 +64,15 @@ export class DeviceSession {
   #abort = new AbortController();
   #startedAt = Date.now();
   #controlBudget: TokenBucket | undefined;
-  /** Warn lines about rejected messages: a few at once, then one per second with a count. */
-  #rejectWarnBudget = new TokenBucket({ perSecond: 1, burst: 5 });
-  #rejectSuppressed = 0;
+  readonly #warnings = createLogRateLimit(SESSION_WARNINGS);
 
   constructor(opts: SessionOptions) {
     this.#opts = opts;
     this.id = opts.sessionId;
     this.deviceId = opts.deviceId;
-    this.log = opts.log;
+    // Every warning of the session, wherever it comes from (protocol, listener, turn, device MCP),
+    // is bounded: a device repeating the same bad input costs a few lines, then one a second.
+    this.log = this.#warnings.wrap(opts.log);
     this.#channel = opts.channel;
     if (opts.controlRate) this.#controlBudget = new TokenBucket(opts.controlRate);
     this.#helloTimer = setTimeout(() => this.#end(CloseCode.HelloTimeout), opts.helloTimeoutMs);
@@ -273,14 +277,9 @@ export class DeviceSession {
     }
   }
 
-  /** A client sending garbage in a loop must not write one log line per frame (issue 13). */
+  /** Bounded by the session logger's rate limit (core/log-rate-limit.ts): a client sending garbage in a loop costs a few lines. */
   #warnRejected(fields: Record<string, unknown>): void {
-    if (!this.#rejectWarnBudget.take()) {
-      this.#rejectSuppressed++;
-      return;
-    }
-    this.log.warn({ ...fields, ...(this.#rejectSuppressed > 0 ? { suppressed: this.#rejectSuppressed } : {}) }, 'device message rejected');
-    this.#rejectSuppressed = 0;
+    this.log.warn(fields, 'device message rejected');
   }
 
   #sendHello(): void {
@@ -331,7 +330,7 @@ export class DeviceSession {
     const conv = this.#conversation;
     const finish = (): void => {
       this.log.info(
-        { ...this.counters, ...(this.#rejectSuppressed > 0 ? { suppressedWarnings: this.#rejectSuppressed } : {}), ms: Date.now() - this.#startedAt, code },
+        { ...this.counters, ...(this.#warnings.suppressed() > 0 ? { suppressedWarnings: this.#warnings.suppressed() } : {}), ms: Date.now() - this.#startedAt, code },
         'session ended',
       );
       this.#opts.onEnded?.(this);

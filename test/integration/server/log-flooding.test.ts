@@ -8,6 +8,8 @@ import assert from 'node:assert/strict';
 import { DeviceSim } from '../../fixtures/device-sim.ts';
 import { recordingConversation } from '../../helpers/recording-conversation.ts';
 import { startTestApp, type TestApp } from '../../helpers/test-app.ts';
+import { startVoiceApp, type VoiceApp } from '../../helpers/voice-app.ts';
+import { startFakeOpenAi, type FakeOpenAi } from '../../fixtures/fake-openai.ts';
 
 describe('log flooding', () => {
   let t: TestApp;
@@ -44,5 +46,37 @@ describe('log flooding', () => {
     assert.equal(res.status, 200);
     const line = t.logs.find('OTA check').at(-1)!;
     assert.ok(typeof line.board === 'string' && line.board.length <= 200, `board logged with ${String(line.board).length} chars`);
+  });
+});
+
+describe('log flooding: any repeated warning of a session is bounded', () => {
+  let llm: FakeOpenAi;
+  let app: VoiceApp;
+  before(async () => {
+    llm = await startFakeOpenAi();
+    app = await startVoiceApp(llm.url);
+  });
+  after(async () => {
+    await app?.close();
+    await llm?.close();
+  });
+
+  test('99 device MCP replies without a usable id give a few warn lines, with the count of the rest', async () => {
+    const dev = new DeviceSim({ url: app.wsUrl, deviceId: 'bb:00:00:00:00:03' });
+    try {
+      await dev.hello({ mcp: true });
+      // Within the control-message budget (burst 100): every one reaches the device MCP handler.
+      for (let i = 0; i < 99; i++) dev.sendJson({ session_id: dev.sessionId, type: 'mcp', payload: { jsonrpc: '2.0', id: `no-${i}`, result: {} } });
+      dev.close();
+      await dev.closed;
+      await new Promise((r) => setTimeout(r, 300));
+      const warned = app.logs.find('device mcp reply without an integer id ignored');
+      assert.ok(warned.length >= 1 && warned.length <= 10, `${warned.length} lines`);
+      const ended = app.logs.lines.filter((l) => l.msg === 'session ended' && l.deviceId === 'bb:00:00:00:00:03').at(-1);
+      const suppressed = warned.reduce((n, l) => n + ((l.suppressed as number | undefined) ?? 0), 0) + ((ended?.suppressedWarnings as number | undefined) ?? 0);
+      assert.equal(suppressed + warned.length, 99, 'every payload is either logged or counted');
+    } finally {
+      dev.close();
+    }
   });
 });
