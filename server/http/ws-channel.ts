@@ -11,6 +11,9 @@ import type { DeviceChannel } from '../session/channel.ts';
 /** ws readyState OPEN. */
 const OPEN = 1;
 
+/** How long a device may take to answer our close frame before its socket is dropped. */
+export const CLOSE_HANDSHAKE_GRACE_MS = 2000;
+
 export interface OutputLimit {
   /** Bytes queued in the socket beyond which the client counts as not reading. */
   maxBufferedBytes: number;
@@ -64,9 +67,18 @@ export class WsDeviceChannel implements DeviceChannel {
 
   close(code: CloseCode, reason?: string): void {
     if (this.#ws.readyState > OPEN) return;
-    this.#ws.close(code, reason?.slice(0, 120));
+    const ws = this.#ws;
+    ws.close(code, reason?.slice(0, 120));
     // A client that does not read will not read the close frame either: do not wait the 30 s
     // closing handshake of ws with its buffer held.
-    if (this.#overflowed) this.#ws.terminate();
+    if (this.#overflowed) {
+      ws.terminate();
+      return;
+    }
+    // A device that went silent may be gone without a FIN (power cut, Wi-Fi lost: half-open).
+    // ws would hold its socket for 30 s waiting for the close reply; a live device answers in
+    // milliseconds, so after a short grace the socket is dropped.
+    const grace = setTimeout(() => ws.terminate(), CLOSE_HANDSHAKE_GRACE_MS);
+    ws.once('close', () => clearTimeout(grace));
   }
 }
