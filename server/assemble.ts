@@ -46,7 +46,7 @@ export async function assembleServer(config: Config, log: PinoLogger, opts: Asse
       const st = deps.media.stats();
       return { queueDepth: st.queueDepth / Math.max(1, st.workers) };
     });
-  metrics.bind({ media: () => deps.media.stats() });
+  metrics.bind({ media: () => deps.media.stats(), providerThreadRestarts: () => deps.providers.restarts });
   // Before serving: one log line per provider that cannot work, naming what to set.
   const doctor = createProviderDoctor(config);
   await doctor.reportAtStartup(log);

@@ -32,6 +32,8 @@ export interface MetricsSources {
   admissionEventLoopDelayMs?: () => number;
   /** The media worker pool (workers alive, queued requests, restarts). */
   media?: () => MediaEngineStats;
+  /** Times the provider thread (LLM client, OpenAI ASR) died and was replaced. */
+  providerThreadRestarts?: () => number;
 }
 
 export interface ServerMetricsOptions extends MetricsSources {
@@ -126,6 +128,14 @@ export function createServerMetrics(opts: ServerMetricsOptions = {}): ServerMetr
     registers,
     collect() {
       this.set(sources.media?.().workerRestarts ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'xiaozhi_provider_thread_restarts',
+    help: 'Times the provider thread (LLM client and OpenAI-compatible ASR) died and was replaced since start (the turns in flight apologised).',
+    registers,
+    collect() {
+      this.set(sources.providerThreadRestarts?.() ?? 0);
     },
   });
   const turns = new Counter({
