@@ -257,9 +257,10 @@ export class McpConnection {
           return errorResult(`Tool ${tool} on server "${this.name}" answered a malformed result (${why}).`);
         }
         case 'closed':
-        case 'transport':
+        case 'transport': {
           this.#log.warn({ tool, err: msg }, 'mcp tool call lost the connection');
-          return errorResult(`Tool ${tool} failed: MCP server "${this.name}" disconnected during the call (${msg}).`);
+          return errorResult(`Tool ${tool} failed: MCP server "${this.name}" disconnected during the call (${this.#whyClosed(kind, msg)}).`);
+        }
         case 'rpc':
           this.#log.info({ tool, err: msg }, 'mcp tool call returned an error');
           return errorResult(`Tool ${tool} failed: ${msg}`);
@@ -269,6 +270,15 @@ export class McpConnection {
       this.stats.latencyMsSum += performance.now() - started;
       this.stats.latencyCount++;
     }
+  }
+
+  /**
+   * Why a request lost its connection: the SDK says only "Connection closed" to the requests it
+   * fails when the link is dropped; the link knows why (set just before they are failed).
+   */
+  #whyClosed(kind: McpFailure, msg: string): string {
+    const why = this.#link.lastError;
+    return kind === 'closed' && this.#link.state !== 'ready' && why !== undefined ? why : msg;
   }
 
   /** Only a broken transport needs a new client; a bad or failed reply leaves the link alone. */
@@ -290,7 +300,7 @@ export class McpConnection {
         return new VoiceError(ErrorCode.ToolFailed, `${what}: MCP server "${this.name}" answered a malformed result (${malformedSummary(err)})`, { cause: err });
       case 'closed':
       case 'transport':
-        return new VoiceError(ErrorCode.ProviderUnavailable, `${what}: MCP server "${this.name}" unreachable (${msg})`, { retryable: true, cause: err });
+        return new VoiceError(ErrorCode.ProviderUnavailable, `${what}: MCP server "${this.name}" unreachable (${this.#whyClosed(kind, msg)})`, { retryable: true, cause: err });
       case 'rpc':
         return new VoiceError(ErrorCode.ToolFailed, `${what} failed: ${msg}`, { cause: err });
     }

@@ -1,8 +1,9 @@
 /**
  * @module The link to one MCP server: opens the client over its transport, tracks its state,
  * forwards its notifications, reconnects with backoff when it dies, and closes it (killing a
- * stdio child that does not exit). It makes no requests of its own: McpConnection (tools and
- * resources) asks it for the current client, and tells it when a request found the link broken.
+ * stdio child that does not exit). Its only request is a ping when the transport reports an
+ * error (is the server still there?); McpConnection (tools and resources) asks it for the current
+ * client, and tells it when a request found the link broken.
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import {
@@ -13,7 +14,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { ErrorCode, VoiceError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
-import { errMessage } from './mcp-failure.ts';
+import { classifyFailure, errMessage } from './mcp-failure.ts';
 import type { McpServerConfig } from './server-config.ts';
 import type { McpServerState, McpServerStats, McpStateChange } from './stats.ts';
 import { openClient, type ClientInfo, type McpTransportKind } from './transports.ts';
@@ -43,6 +44,11 @@ export interface McpLinkOptions {
 }
 
 const DEFAULT_RECONNECT: ReconnectPolicy = { initialMs: 500, maxMs: 30_000 };
+/**
+ * Bound on the ping that checks the server after a transport error. A dead local server refuses
+ * at once; this is for one that no longer answers at all, and is still well under a tool timeout.
+ */
+const LIVENESS_TIMEOUT_MS = 5000;
 
 export class McpLink {
   readonly name: string;
@@ -61,6 +67,8 @@ export class McpLink {
   #debounceTimer: NodeJS.Timeout | undefined;
   #connecting: Promise<void> | undefined;
   #connectAbort: AbortController | undefined;
+  /** The client whose liveness is being checked (one check at a time: errors come in bursts). */
+  #checking: Client | undefined;
   #stateListeners = new Set<(c: McpStateChange) => void>();
   #updateListeners = new Set<(uri: string) => void>();
   #listChangedListeners = new Set<() => void>();
@@ -168,6 +176,7 @@ export class McpLink {
         log: this.#log,
         connectTimeoutMs: this.#opts.connectTimeoutMs ?? 15_000,
         setup: (c) => this.#installHandlers(c),
+        onTransportError: (c, err) => this.#onTransportError(c, err),
         signal: abort.signal,
       });
       if (this.#closing) {
@@ -232,6 +241,38 @@ export class McpLink {
     if (this.#closing) return;
     this.#setState('failed', 'connection closed');
     this.#scheduleReconnect();
+  }
+
+  /**
+   * A transport error may be harmless (a long-lived SSE stream cut by a proxy and resumed, one
+   * unparsable event) or mean the server is gone. Over HTTP the SDK reports a server that died
+   * mid-request only here, and the request then waits for its timeout (30 s by default); over
+   * stdio the child's exit closes the client at once. So the server is asked a ping: when that
+   * fails too (connection refused, no answer, unknown session), the link is dropped, which fails
+   * every request in flight at once (the SDK rejects them as "Connection closed") and reconnects.
+   * Judged by the ping's outcome, not by the error's text, which the SDK does not promise.
+   */
+  #onTransportError(client: Client, err: Error): void {
+    if (this.#client !== client || this.#closing) return;
+    this.#log.debug({ err: err.message }, 'mcp transport error');
+    if (this.#checking === client) return;
+    this.#checking = client;
+    client
+      .ping({ timeout: LIVENESS_TIMEOUT_MS })
+      .then(
+        () => this.#log.info({ err: err.message }, 'mcp transport error, server still answers'),
+        (pingErr: unknown) => {
+          const kind = classifyFailure(pingErr);
+          // A JSON-RPC error (ping not implemented) or an odd reply is still an answer.
+          if (kind === 'rpc' || kind === 'malformed') return;
+          if (this.#client !== client || this.#closing) return;
+          this.#log.warn({ err: err.message, ping: errMessage(pingErr) }, 'mcp server lost after a transport error');
+          this.dropAndReconnect(`server stopped answering after a transport error: ${err.message}`);
+        },
+      )
+      .finally(() => {
+        if (this.#checking === client) this.#checking = undefined;
+      });
   }
 
   /** Drops a broken link (e.g. an HTTP server that went away) and reconnects in the background. */

@@ -10,6 +10,7 @@ import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontex
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { Logger } from '../core/logger.ts';
+import { requestScopedFetch } from './request-scoped-fetch.ts';
 import { isStdioConfig, type McpHttpServerConfig, type McpServerConfig, type McpStdioServerConfig } from './server-config.ts';
 
 export type McpTransportKind = 'stdio' | 'streamable-http' | 'sse';
@@ -35,6 +36,12 @@ export interface OpenClientOptions {
   setup: (client: Client) => void;
   /** Aborts the handshake (shutdown while connecting); the SDK then closes the transport. */
   signal?: AbortSignal;
+  /**
+   * Errors the transport itself reports (a broken response stream, a failed reconnect of the
+   * SSE stream, a child process error), as opposed to the protocol's own complaints: over HTTP
+   * the SDK reports a server that died mid-request only this way, leaving the request pending.
+   */
+  onTransportError?: (client: Client, err: Error) => void;
 }
 
 /** Longest stderr line we forward to the log; servers sometimes dump whole payloads there. */
@@ -44,11 +51,29 @@ function connectOptions(opts: OpenClientOptions): { timeout: number; signal?: Ab
   return opts.signal ? { timeout: opts.connectTimeoutMs, signal: opts.signal } : { timeout: opts.connectTimeoutMs };
 }
 
-function newClient(opts: OpenClientOptions): Client {
+function newClient(opts: OpenClientOptions, transport: Transport): Client {
   // Our own list_changed handling pages through every cursor; the SDK's autoRefresh reads page 1 only.
   const client = new Client(opts.clientInfo, { capabilities: {} });
   opts.setup(client);
+  // Set before connect: the client keeps a handler it finds there and calls it before its own.
+  const onTransportError = opts.onTransportError;
+  if (onTransportError) transport.onerror = (err) => onTransportError(client, err);
   return client;
+}
+
+/**
+ * Connects, and closes the transport when that fails. The SDK closes it only when the initialize
+ * request fails, not when the transport's start does: a legacy SSE transport whose server is down
+ * keeps its EventSource, which retries on its own every few seconds for ever (each failed
+ * reconnect attempt added one) and, once the server is back, holds a stream nobody reads.
+ */
+async function connectOrClose(client: Client, transport: Transport, opts: OpenClientOptions): Promise<void> {
+  try {
+    await client.connect(transport, connectOptions(opts));
+  } catch (err) {
+    await transport.close().catch(() => undefined);
+    throw err;
+  }
 }
 
 async function openStdio(name: string, cfg: McpStdioServerConfig, opts: OpenClientOptions): Promise<ConnectedClient> {
@@ -74,8 +99,8 @@ async function openStdio(name: string, cfg: McpStdioServerConfig, opts: OpenClie
       if (buf.length > 64 * 1024) buf = buf.slice(-MAX_STDERR_LINE);
     });
   }
-  const client = newClient(opts);
-  await client.connect(transport, connectOptions(opts));
+  const client = newClient(opts, transport);
+  await connectOrClose(client, transport, opts);
   const pid = transport.pid;
   return pid === null ? { client, kind: 'stdio' } : { client, kind: 'stdio', pid };
 }
@@ -85,8 +110,8 @@ function httpInit(cfg: McpHttpServerConfig): RequestInit | undefined {
 }
 
 async function openWith(transport: Transport, kind: McpTransportKind, opts: OpenClientOptions): Promise<ConnectedClient> {
-  const client = newClient(opts);
-  await client.connect(transport, connectOptions(opts));
+  const client = newClient(opts, transport);
+  await connectOrClose(client, transport, opts);
   return { client, kind };
 }
 
@@ -100,7 +125,8 @@ async function openHttp(name: string, cfg: McpHttpServerConfig, opts: OpenClient
   const init = httpInit(cfg);
   const sse = (): Promise<ConnectedClient> => openWith(new SSEClientTransport(url, init ? { requestInit: init } : undefined), 'sse', opts);
   if (cfg.transport === 'sse') return sse();
-  const streamable = new StreamableHTTPClientTransport(url, init ? { requestInit: init } : undefined);
+  // Each request's response stream is closed when the request is given up (request-scoped-fetch.ts).
+  const streamable = new StreamableHTTPClientTransport(url, { ...(init ? { requestInit: init } : {}), fetch: requestScopedFetch() });
   try {
     return await openWith(streamable, 'streamable-http', opts);
   } catch (err) {

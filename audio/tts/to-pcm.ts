@@ -6,6 +6,7 @@
  *   `transcodeToPcm`.
  */
 import { throwIfAborted } from '../../core/abort.ts';
+import { ErrorCode, VoiceError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
 import { transcodeToPcm } from '../ffmpeg/transcode.ts';
 import { ByteAligner } from '../pcm.ts';
@@ -64,7 +65,18 @@ export async function* ttsToPcm(bytes: AsyncIterable<Buffer>, format: TtsOutputF
   }
 }
 
-/** Synthesises `text` with `tts` straight to PCM at `opts.sampleRate`. */
-export function synthesizePcm(tts: Tts, text: string, opts: TtsPcmOptions): AsyncIterable<Int16Array> {
-  return ttsToPcm(tts.synthesize(text, { signal: opts.signal }), tts.outputFormat, opts);
+/**
+ * Synthesises `text` with `tts` straight to PCM at `opts.sampleRate`. Whatever goes wrong here is
+ * the TTS service's failure: bytes ffmpeg cannot decode are its answer, and a stream that broke
+ * (ffmpeg reports it as a failed input) keeps the service's own error (timeout, connection lost).
+ * So the turn's apology names the voice service, not "something went wrong on my side".
+ */
+export async function* synthesizePcm(tts: Tts, text: string, opts: TtsPcmOptions): AsyncGenerator<Int16Array> {
+  try {
+    yield* ttsToPcm(tts.synthesize(text, { signal: opts.signal }), tts.outputFormat, opts);
+  } catch (err) {
+    if (!(err instanceof VoiceError) || err.code !== ErrorCode.BadInput) throw err;
+    if (err.cause instanceof VoiceError) throw err.cause;
+    throw new VoiceError(ErrorCode.ProviderFailed, `${tts.name} tts answered ${tts.outputFormat.container} that cannot be decoded (${err.message})`, { cause: err });
+  }
 }

@@ -12,6 +12,7 @@
  * fault tests use it. Unref'd timers are not counted by Node: a leak check cannot see those.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { listDescendants } from '../../server/metrics/child-processes.ts';
 import type { App } from '../../server/app.ts';
 
@@ -20,6 +21,14 @@ import type { App } from '../../server/app.ts';
  * the next by chance, so they are not compared. Everything else is a handle something holds.
  */
 const TRANSIENT = /Req(Wrap|Callback|Promise)?$|^Immediate$|^WriteWrap$|^ShutdownWrap$|^TCPConnectWrap$|^FileHandleCloseReq$/;
+
+/**
+ * Programs that are not the server's: tsx's esbuild compile service, started on demand (depending
+ * on tsx's disk cache) by this test process and by every TypeScript fixture process (a stdio MCP
+ * server, a restarted HTTP one), and gone when its parent goes. The server never starts one in
+ * production, and whether one is running says nothing about a leak.
+ */
+const NOT_THE_SERVERS = new Set(['esbuild']);
 
 export interface Holdings {
   /** Active handles by type. */
@@ -54,7 +63,7 @@ async function gauges(app: App): Promise<Holdings['gauge']> {
     if (s) sessions = Number(s[1]);
   }
   // A program whose count fell to 0 may be reported as 0 or not at all: the same thing.
-  for (const [k, v] of Object.entries(children)) if (v === 0) delete children[k];
+  for (const [k, v] of Object.entries(children)) if (v === 0 || NOT_THE_SERVERS.has(k)) delete children[k];
   return { children, sessions };
 }
 
@@ -69,7 +78,10 @@ export async function holdings(app: App): Promise<Holdings> {
   );
   return {
     handles,
-    programs: countBy(procs, (p) => p.name),
+    programs: countBy(
+      procs.filter((p) => !NOT_THE_SERVERS.has(p.name)),
+      (p) => p.name,
+    ),
     pids: procs.map(({ pid, name, args }) => ({ pid, name, args })),
     connections,
     sessions: app.registry.size,
@@ -134,4 +146,22 @@ export async function assertNoLeaks(app: App, before: Holdings, opts: NoLeakOpti
     if (Date.now() > deadline) assert.fail(`resources not released after the fault:\n${diff.join('\n')}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** TCP states that hold no socket of a process any more (TIME_WAIT, CLOSE): the kernel's alone. */
+const KERNEL_ONLY_TCP_STATES = new Set(['06', '07']);
+
+/**
+ * Open TCP connections on this machine from a client to 127.0.0.1:`port` (IPv4 loopback, from
+ * /proc/net/tcp: the client ends, whose remote port is `port`). Counts every process's, so use it
+ * for a port only this test talks to.
+ */
+export function loopbackConnectionsTo(port: number): number {
+  const want = `0100007F:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  let n = 0;
+  for (const line of readFileSync('/proc/net/tcp', 'utf8').split('\n').slice(1)) {
+    const f = line.trim().split(/\s+/);
+    if (f[2] === want && !KERNEL_ONLY_TCP_STATES.has(f[3] ?? '')) n++;
+  }
+  return n;
 }

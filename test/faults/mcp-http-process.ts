@@ -1,6 +1,7 @@
 /**
- * The fixture MCP server as its own streamable HTTP server process (so a test can SIGKILL it and
- * start it again on the same port). Start-up failures reject within `startMs`, never hang.
+ * The fixture MCP server as its own HTTP server process, streamable HTTP or legacy SSE (so a test
+ * can SIGKILL it and start it again on the same port). Start-up failures reject within `startMs`,
+ * never hang.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -17,8 +18,18 @@ export interface McpHttpProcess {
   kill(): Promise<void>;
 }
 
-export async function startMcpHttpProcess(port = 0, startMs = 15_000): Promise<McpHttpProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE, '--http', '--port', String(port)], {
+export interface McpHttpProcessOptions {
+  /** Port to listen on (0: any free one). */
+  port?: number;
+  /** `streamable-http` (POST /mcp, stateless) or `sse` (GET /sse + POST /messages). Default streamable HTTP. */
+  transport?: 'streamable-http' | 'sse';
+  startMs?: number;
+}
+
+export async function startMcpHttpProcess(opts: McpHttpProcessOptions = {}): Promise<McpHttpProcess> {
+  const startMs = opts.startMs ?? 15_000;
+  const sse = opts.transport === 'sse';
+  const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE, sse ? '--sse' : '--http', '--port', String(opts.port ?? 0)], {
     cwd: REPO_ROOT,
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -46,7 +57,7 @@ export async function startMcpHttpProcess(port = 0, startMs = 15_000): Promise<M
     });
     // Nothing more is read from stdout; it must not hold a handle of its own once ready.
     child.stdout?.destroy();
-    return { child, pid: child.pid as number, port: bound, url: `http://127.0.0.1:${bound}/mcp`, kill };
+    return { child, pid: child.pid as number, port: bound, url: `http://127.0.0.1:${bound}/${sse ? 'sse' : 'mcp'}`, kill };
   } catch (err) {
     await kill();
     throw err;

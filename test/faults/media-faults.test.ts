@@ -5,7 +5,7 @@
  * (the device reconnects) and the worker is replaced, so a new device talks; garbage music is the
  * spoken playback error; nothing is left behind. The same crash with two workers (the other
  * worker's sessions unaffected) is in test/e2e/media-workers.test.ts; remote TTS bytes through ffmpeg
- * is not covered here yet.
+ * (garbage, a cut answer) are in tts-faults.test.ts.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
