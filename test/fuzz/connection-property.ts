@@ -10,6 +10,7 @@ import { within } from '../helpers/wait.ts';
 import { ServerMessageSchema } from '../../protocol/messages.ts';
 import { expectedEnd, type ConnectionScript, type FuzzInput } from './inputs.ts';
 import type { FuzzServer } from './fuzz-server.ts';
+import type { ProtocolVersion } from '../../protocol/framing.ts';
 
 /** Bound on each wait of a case (connect, answer, close): far above loopback latency. */
 export const STEP_MS = 5000;
@@ -21,6 +22,12 @@ function send(dev: DeviceSim, input: FuzzInput): void {
   // A Buffer sent as a text frame goes out byte for byte: ws does not check what it sends.
   else if (input.kind === 'badUtf8') dev.ws.send(input.bytes, { binary: false });
   else dev.sendRaw(Buffer.from(input.bytes.buffer, input.bytes.byteOffset, input.bytes.byteLength), true);
+}
+
+/** The protocol version a (valid) hello asks for, if it names one. */
+function helloVersion(text: string): ProtocolVersion | undefined {
+  const v = (JSON.parse(text) as { version?: unknown }).version;
+  return v === undefined ? undefined : (Number(v) as ProtocolVersion);
 }
 
 /** One WebSocket ping answered: the server has read everything sent before it. */
@@ -53,8 +60,14 @@ export async function runConnection(fz: FuzzServer, script: ConnectionScript): P
   dev.ws.on('error', (err) => clientErrors.push(err));
   try {
     await within(dev.opened, STEP_MS, 'the WebSocket to open');
+    let negotiated = false;
     for (const input of script.inputs) {
       if (dev.ws.readyState !== OPEN) break;
+      if (!negotiated && input.kind === 'text' && input.cls === 'hello') {
+        // The first valid hello sets the framing of the server's audio; it may differ from the header.
+        negotiated = true;
+        dev.version = helloVersion(input.text) ?? script.headerVersion;
+      }
       send(dev, input);
       fz.count(input.kind);
     }

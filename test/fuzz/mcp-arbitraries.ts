@@ -12,10 +12,14 @@ export type Decoy =
   | { kind: 'otherId'; delta: number; body: 'result' | 'error' }
   | { kind: 'stringId' | 'fractionalId' | 'nullId' | 'noId' | 'withMethod' | 'noResult' | 'brokenJson' | 'payloadNotObject' };
 
-/** The settling reply: `result` or `error` (raw JSON text), and whether `jsonrpc` is present. */
+/**
+ * The settling reply: `result` or `error` (raw JSON text), and whether `jsonrpc` is present; or
+ * `brokenError`, an error message pasted unescaped as the firmware does (the frame is not JSON).
+ */
 export interface FinalReply {
   result?: string;
   error?: string;
+  brokenError?: string;
   jsonrpc: boolean;
 }
 
@@ -44,6 +48,10 @@ function plan(result: fc.Arbitrary<string>, weightError = 1): fc.Arbitrary<Reply
       { weight: 4, arbitrary: fc.record({ result, jsonrpc: fc.boolean() }) },
       { weight: weightError, arbitrary: fc.record({ error: errorValue, jsonrpc: fc.boolean() }) },
       { weight: weightError, arbitrary: fc.record({ result, error: errorValue, jsonrpc: fc.boolean() }) },
+      {
+        weight: weightError,
+        arbitrary: fc.record({ brokenError: fc.string({ maxLength: 40 }).map((m) => `Unknown tool: "${m}"`), jsonrpc: fc.constant(true) }),
+      },
     ),
   });
 }
@@ -157,19 +165,20 @@ export function renderDecoy(d: Decoy, id: number): string {
     case 'noResult':
       return wrap(`{"jsonrpc":"2.0","id":${id}}`);
     case 'brokenJson':
-      // The firmware pastes error text unescaped; the whole frame is then not JSON.
-      return wrap(`{"jsonrpc":"2.0","id":${id},"error":{"message":"Failed "tool" x"}}`);
+      // The firmware pastes error text unescaped; the whole frame is then not JSON (salvaged, but for another id).
+      return wrap(`{"jsonrpc":"2.0","id":${id + 1000},"error":{"message":"Failed "tool" x"}}`);
     case 'payloadNotObject':
       return `{"type":"mcp","payload":[{"jsonrpc":"2.0","id":${id},"result":{}}]}`;
   }
 }
 
 export function renderFinal(f: FinalReply, id: number): string {
+  if (f.brokenError !== undefined) return `{"session_id":"s","type":"mcp","payload":{"jsonrpc":"2.0","id":${id},"error":{"message":"${f.brokenError}"}}}`;
   const parts = [...(f.jsonrpc ? ['"jsonrpc":"2.0"'] : []), `"id":${id}`, ...(f.result !== undefined ? [`"result":${f.result}`] : []), ...(f.error !== undefined ? [`"error":${f.error}`] : [])];
   return `{"type":"mcp","payload":{${parts.join(',')}}}`;
 }
 
 /** Whether the final reply settles the request as a success (the server checks `error` first). */
 export function succeeds(f: FinalReply): boolean {
-  return f.error === undefined;
+  return f.error === undefined && f.brokenError === undefined;
 }
