@@ -72,6 +72,8 @@ function depth(value: unknown): number {
 export async function runMcpExchange(fz: FuzzServer, script: McpScript): Promise<void> {
   fz.stats.cases++;
   const dev = new DeviceSim({ url: fz.srv.wsUrl, deviceId: fz.nextDeviceId(), protocolVersion: 1 });
+  // A reset while we still write (after a reply over the limit) must not become an uncaught 'error'.
+  dev.ws.on('error', () => {});
   const marker = `${PROBE_TEXT} case ${fz.stats.cases}`;
   try {
     await dev.hello({ mcp: true });
