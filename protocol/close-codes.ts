@@ -7,8 +7,10 @@ export const CloseCode = {
   Normal: 1000,
   /** Server is shutting down. */
   GoingAway: 1001,
-  /** Binary before hello, a frame we cannot parse at all. */
+  /** A frame that breaks RFC 6455 (`ws` closes with it). Binary audio before hello is dropped, not closed. */
   ProtocolError: 1002,
+  /** A text frame that is not UTF-8: `ws` closes with it before the session sees the frame. */
+  InvalidPayload: 1007,
   /** Oversize frame. */
   TooBig: 1009,
   /** Unexpected server failure. */
@@ -31,6 +33,7 @@ export const CloseReason: Readonly<Record<CloseCode, string>> = {
   1000: 'bye',
   1001: 'server shutting down',
   1002: 'protocol error',
+  1007: 'invalid UTF-8 in a text frame',
   1009: 'frame too large',
   1011: 'internal error',
   4001: 'no hello received in time',

@@ -122,6 +122,29 @@ export function parseDeviceMessage(text: string): ParseResult {
   return { ok: true, message: parsed.data as DeviceMessage };
 }
 
+/** Longest broken `mcp` frame handed on for salvage. */
+export const MAX_BROKEN_MCP_CHARS = 4096;
+
+/**
+ * The payload text of an `mcp` frame that is not JSON. The firmware builds its MCP replies by
+ * concatenation and pastes error text unescaped (spec §9: `"message":"Unknown tool: a"b"`), so a
+ * reply can break the whole frame; its payload is still worth handing to the device MCP, which
+ * salvages the id and the error message. Undefined unless the text looks like such a frame.
+ */
+export function brokenMcpPayload(text: string): string | undefined {
+  // The salvage regex backtracks (quadratic in the text: 60 KB of repeated `"error":{"message":"`
+  // took 200 ms); a firmware error reply is a few hundred bytes.
+  if (text.length > MAX_BROKEN_MCP_CHARS) return undefined;
+  if (!text.trimStart().startsWith('{') || !/"type"\s*:\s*"mcp"/.test(text)) return undefined;
+  const key = /"payload"\s*:\s*/.exec(text);
+  if (!key) return undefined;
+  const start = key.index + key[0].length;
+  // The frame's own closing brace ends the payload (the firmware puts `payload` last).
+  const end = text.lastIndexOf('}');
+  const payload = text.slice(start, end).trim();
+  return payload.startsWith('{') ? payload : undefined;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Server → device. Builders return plain objects; the caller serializes them.
 

@@ -9,6 +9,7 @@ import type { Logger as PinoLogger } from 'pino';
 import type { Config } from './config.ts';
 import { otaRoutes } from './http/ota-route.ts';
 import { deviceWsRoute, type WsRefusalReason } from './http/ws-route.ts';
+import { webSocketErrorHandler } from './http/ws-errors.ts';
 import type { AdmissionGate } from './admission.ts';
 import { webRoutes } from './http/web-route.ts';
 import type { ConversationFactory } from './session/conversation.ts';
@@ -77,6 +78,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       // The firmware offers no extensions; compression would only cost CPU.
       perMessageDeflate: false,
     },
+    errorHandler: (err, socket, request) => webSocketErrorHandler(err, socket, request),
   });
   const mode = resolveAuthMode(config.server.auth);
   const devices = mode === 'activation' ? (deps.devices ?? openDeviceRegistry(config)) : undefined;

@@ -48,8 +48,11 @@ export interface Conversation {
   /** One uplink Opus packet (already unframed). */
   audio(packet: Uint8Array, timestamp: number): void;
   abort(reason: string | undefined): void;
-  /** The JSON-RPC payload of a device `mcp` message. */
-  mcp(payload: Record<string, unknown>): void;
+  /**
+   * The JSON-RPC payload of a device `mcp` message; or its raw text when the frame is not JSON
+   * (the firmware pastes error text unescaped), for the device MCP to salvage.
+   */
+  mcp(payload: Record<string, unknown> | string): void;
   /** True while a turn is running (thinking or speaking). */
   readonly busy: boolean;
   /** Lets a running turn finish, up to the deadline (ms since epoch), then aborts it. */

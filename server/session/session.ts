@@ -9,7 +9,7 @@ import { TokenBucket, type RateLimit } from '../../core/token-bucket.ts';
 import { truncateForLog } from '../../core/log-fields.ts';
 import { CloseCode, CloseReason } from '../../protocol/close-codes.ts';
 import { isProtocolVersion, unframeAudio, type ProtocolVersion } from '../../protocol/framing.ts';
-import { parseDeviceMessage, serverHello, type DeviceHello, type ListenMode } from '../../protocol/messages.ts';
+import { brokenMcpPayload, parseDeviceMessage, serverHello, type DeviceHello, type ListenMode } from '../../protocol/messages.ts';
 import type { DeviceChannel } from './channel.ts';
 import type { Conversation, ConversationFactory, SessionInfo, StateControl } from './conversation.ts';
 import { nextState, SessionState, type SessionEvent } from './state.ts';
@@ -111,6 +111,7 @@ export class DeviceSession {
       this.counters.badMessages++;
       this.#warnRejected({ kind: parsed.kind, type: truncateForLog(parsed.type), error: truncateForLog(parsed.error), bytes: text.length });
       if (!this.#helloDone && parsed.type === 'hello') this.#end(CloseCode.BadHello);
+      else if (parsed.kind === 'json') this.#forwardBrokenMcp(text);
       return;
     }
     const msg = parsed.message;
@@ -273,6 +274,23 @@ export class DeviceSession {
       });
     } catch (err) {
       this.log.error({ err }, 'could not start the conversation');
+      this.#end(CloseCode.InternalError);
+    }
+  }
+
+  /** An MCP reply the firmware broke with unescaped error text: its payload goes to the device MCP to salvage. */
+  #forwardBrokenMcp(text: string): void {
+    const conv = this.#conversation;
+    const payload = conv ? brokenMcpPayload(text) : undefined;
+    if (!conv || payload === undefined) return;
+    if (this.#controlBudget && !this.#controlBudget.take()) {
+      this.counters.ratedOut++;
+      return;
+    }
+    try {
+      conv.mcp(payload);
+    } catch (err) {
+      this.log.error({ err }, 'conversation failed handling a device message');
       this.#end(CloseCode.InternalError);
     }
   }

@@ -33,7 +33,8 @@ function merge(a: Record<string, unknown>, b: Record<string, unknown>): Record<s
   return out;
 }
 
-export async function startVoiceApp(llmUrl: string, overrides: Record<string, unknown> = {}): Promise<VoiceApp> {
+/** `logs`: where the server logs go (default: an in-memory sink that keeps every line). */
+export async function startVoiceApp(llmUrl: string, overrides: Record<string, unknown> = {}, logs: LogSink = createLogSink()): Promise<VoiceApp> {
   const config = ConfigSchema.parse(
     merge(
       {
@@ -49,7 +50,6 @@ export async function startVoiceApp(llmUrl: string, overrides: Record<string, un
       overrides,
     ),
   );
-  const logs = createLogSink();
   const log = createLogger({ level: config.logging.level, logContent: false, destination: logs.stream });
   // Wired exactly as server/main.ts wires it.
   const server = await assembleServer(config, log);

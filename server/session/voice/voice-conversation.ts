@@ -202,7 +202,7 @@ class VoiceConversation implements Conversation {
     this.#ctx.state.apply('abort');
   }
 
-  mcp(payload: Record<string, unknown>): void {
+  mcp(payload: Record<string, unknown> | string): void {
     if (this.#deviceMcp) this.#deviceMcp.handleMessage(payload);
     else this.#ctx.log.debug('mcp message from a device without the mcp feature ignored');
   }
