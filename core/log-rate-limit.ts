@@ -50,16 +50,11 @@ export function createLogRateLimit(limit: RateLimit, now?: () => number): LogRat
       inner(suppressed > 0 ? { ...obj, suppressed } : obj, msg);
     };
   const wrap = (log: Logger): Logger => {
-    const out: Logger = {
-      trace: log.trace.bind(log),
-      debug: log.debug.bind(log),
-      info: log.info.bind(log),
-      warn: log.warn.bind(log),
-      error: log.error.bind(log),
-      fatal: log.fatal.bind(log),
-      child: (bindings) => wrap(log.child(bindings)),
-    };
+    // Everything but warn, error and child is the wrapped logger's own (through the prototype),
+    // so a pino logger keeps its level, bindings() and the rest.
+    const out = Object.create(log) as Logger;
     for (const level of LIMITED_LEVELS) out[level] = limited(log[level].bind(log) as LogFn);
+    out.child = (bindings) => wrap(log.child(bindings));
     return out;
   };
   const suppressed = (): number => {
