@@ -81,6 +81,9 @@ export class JsonDeviceRegistry implements DeviceRegistry {
     const now = this.#now();
     const live = this.#state.pending.find((p) => pairKey(p.deviceId, p.clientId) === key && p.expiresAt > now);
     if (live) return live;
+    // Decided from memory before touching the file: a stranger inventing fresh identities must not
+    // turn every OTA request into a locked read and write of the registry once it is full.
+    if (this.#state.pending.filter((p) => p.expiresAt > now).length >= MAX_PENDING) return null;
     let made: PendingCode | null = null;
     this.#mutate((s) => {
       s.pending = s.pending.filter((p) => p.expiresAt > now && pairKey(p.deviceId, p.clientId) !== key);
