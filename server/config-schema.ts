@@ -236,8 +236,17 @@ export const ToolsSchema = z.strictObject({
     .strictObject({
       /** Folder of audio files the tool may play; empty: none. */
       folder: z.string().default(''),
-      /** Hosts from which the tool may stream http(s) URLs; empty: no URLs. */
+      /**
+       * Hosts from which the tool may stream http(s) URLs (`example.com`, `*.example.com`); empty: no
+       * URLs. Only ports 80 and 443 unless an entry names its port (`music.lan:8080`).
+       */
       allowedHosts: z.array(z.string().min(1)).default([]),
+      /**
+       * Also play from hosts that resolve to loopback, private, link-local or other non-public
+       * addresses (a music server on your LAN). Off by default: an allowed name pointing inside
+       * your network must not let a model fetch from it.
+       */
+      allowPrivateAddresses: z.boolean().default(false),
     })
     .prefault({}),
   /** IANA time zone for the date/time tool; empty: the server's zone. */

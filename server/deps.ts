@@ -95,7 +95,7 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
     endConversationTool({ goodbye: config.conversation.goodbye }),
     // Offered only when there is something to play: a tool that always fails confuses the model.
     ...(config.tools.music.folder || config.tools.music.allowedHosts.length > 0
-      ? [playMusicTool({ folder: config.tools.music.folder, allowedHosts: config.tools.music.allowedHosts })]
+      ? [playMusicTool({ folder: config.tools.music.folder, allowedHosts: config.tools.music.allowedHosts, allowPrivateAddresses: config.tools.music.allowPrivateAddresses })]
       : []),
   ];
   const toolsFor = (input: SessionToolsInput): SessionTools => {

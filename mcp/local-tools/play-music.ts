@@ -2,20 +2,32 @@
  * @module Built-in tool: play music without any MCP server, from a configured folder or an
  * http(s) URL on an allowlisted host (online playback is what xiaozhi users ask for most). The
  * result carries a MediaStream that the dispatcher plays through the same ffmpeg → Opus → pacer
- * path as MCP audio; an abort stops the download or file read at once.
+ * path as MCP audio; an abort stops the download or file read at once. URLs are checked by host,
+ * port and resolved address (address-guard.ts), redirects included.
  */
 import { createReadStream } from 'node:fs';
+import { get as httpGet, type IncomingMessage } from 'node:http';
+import { get as httpsGet } from 'node:https';
+import { isIP } from 'node:net';
 import { readdir } from 'node:fs/promises';
 import { basename, extname, join } from 'node:path';
 import { ErrorCode, VoiceError } from '../../core/errors.ts';
 import type { LocalTool } from '../local-tools.ts';
+import { guardedLookup, resolveChecked, type AddressGuardOptions } from './address-guard.ts';
 import { errorResult, type MediaStream, type ToolResult } from '../tool-source.ts';
 
 export interface PlayMusicToolOptions {
   /** Folder searched for audio files; empty: none. */
   folder: string;
-  /** Hosts URLs may come from (exact, or `*.example.com` for subdomains); empty: no URLs. */
+  /**
+   * Hosts URLs may come from (exact, or `*.example.com` for subdomains); empty: no URLs. Only ports
+   * 80/443 unless an entry names its port (`music.lan:8080`).
+   */
   allowedHosts: readonly string[];
+  /** Also connect when a host resolves to a loopback, private or link-local address (a LAN music server). */
+  allowPrivateAddresses?: boolean;
+  /** Tests only: the resolver the address check uses. */
+  resolve?: AddressGuardOptions['resolve'];
   name?: string;
 }
 
@@ -66,15 +78,22 @@ export function pickTrack(files: readonly string[], query: string): string | und
   return best;
 }
 
-export function hostAllowed(host: string, allowed: readonly string[]): boolean {
+const DEFAULT_PORTS: Record<string, string> = { 'http:': '80', 'https:': '443' };
+
+/** Whether `host` on `port` is on the list: an entry without a port allows only the scheme's default port. */
+export function hostAllowed(host: string, allowed: readonly string[], port = '', protocol = 'http:'): boolean {
   const h = host.toLowerCase();
+  const effective = port || DEFAULT_PORTS[protocol] || '';
   return allowed.some((a) => {
-    const p = a.toLowerCase();
-    return p.startsWith('*.') ? h.endsWith(p.slice(1)) && h.length > p.length - 1 : h === p;
+    const m = /^(.*?)(?::(\d+))?$/.exec(a.trim().toLowerCase());
+    const name = m?.[1] ?? '';
+    const entryPort = m?.[2] ?? DEFAULT_PORTS[protocol] ?? '';
+    if (entryPort !== effective) return false;
+    return name.startsWith('*.') ? h.endsWith(name.slice(1)) && h.length > name.length - 1 : h === name;
   });
 }
 
-/** Why a URL may not be played, or null when it may. */
+/** Why a URL may not be played, or null when it may (its address is checked again at connect time). */
 export function urlProblem(raw: string, allowed: readonly string[]): string | null {
   let u: URL;
   try {
@@ -85,7 +104,9 @@ export function urlProblem(raw: string, allowed: readonly string[]): string | nu
   if (u.protocol !== 'http:' && u.protocol !== 'https:') return `only http and https URLs can be played, not ${u.protocol}`;
   if (u.username || u.password) return 'URLs with credentials are not played';
   if (allowed.length === 0) return 'playing URLs is not enabled on this server (tools.music.allowedHosts is empty)';
-  if (!hostAllowed(u.hostname, allowed)) return `the host ${u.hostname} is not on the allowed list`;
+  if (!hostAllowed(u.hostname, allowed, u.port, u.protocol)) {
+    return u.port ? `the host ${u.hostname} on port ${u.port} is not on the allowed list` : `the host ${u.hostname} is not on the allowed list`;
+  }
   return null;
 }
 
@@ -94,34 +115,51 @@ async function* fileBytes(path: string, signal: AbortSignal): AsyncIterable<Uint
   for await (const chunk of stream) yield chunk as Buffer;
 }
 
-async function* urlBytes(url: string, allowed: readonly string[], signal: AbortSignal): AsyncIterable<Uint8Array> {
-  let current = url;
+/** One GET whose connection goes only to checked addresses (see address-guard.ts). */
+async function getChecked(url: URL, guard: AddressGuardOptions, signal: AbortSignal): Promise<IncomingMessage> {
+  const host = url.hostname;
+  // An IP literal is connected to without any lookup: check it here.
+  if (isIP(host.replace(/^\[|\]$/g, ''))) {
+    const r = await resolveChecked(host, guard);
+    if (!r.ok) throw new VoiceError(ErrorCode.BadInput, r.reason);
+  }
+  const get = url.protocol === 'https:' ? httpsGet : httpGet;
+  return new Promise<IncomingMessage>((resolve, reject) => {
+    const req = get(url, { signal, lookup: guardedLookup(guard), headers: { accept: 'audio/*, */*' } }, resolve);
+    req.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EADDRNOTALLOWED') reject(new VoiceError(ErrorCode.BadInput, err.message));
+      else reject(err);
+    });
+  });
+}
+
+async function* urlBytes(url: string, opts: PlayMusicToolOptions, signal: AbortSignal): AsyncIterable<Uint8Array> {
+  const guard: AddressGuardOptions = { allowPrivate: opts.allowPrivateAddresses === true, ...(opts.resolve ? { resolve: opts.resolve } : {}) };
+  let current = new URL(url);
   for (let hop = 0; ; hop++) {
-    const res = await fetch(current, { signal, redirect: 'manual' });
-    if (res.status >= 300 && res.status < 400) {
-      const next = res.headers.get('location');
-      await res.body?.cancel();
+    const res = await getChecked(current, guard, signal);
+    const status = res.statusCode ?? 0;
+    if (status >= 300 && status < 400) {
+      const next = res.headers.location;
+      res.resume();
       if (!next || hop >= MAX_REDIRECTS) throw new VoiceError(ErrorCode.ToolFailed, `too many redirects for ${url}`);
-      const target = new URL(next, current).toString();
-      const problem = urlProblem(target, allowed);
+      const target = new URL(next, current);
+      // Host, port and (at connect time) address are checked again for every hop.
+      const problem = urlProblem(target.toString(), opts.allowedHosts);
       if (problem) throw new VoiceError(ErrorCode.BadInput, `redirect refused: ${problem}`);
       current = target;
       continue;
     }
-    if (!res.ok || !res.body) {
-      await res.body?.cancel();
-      throw new VoiceError(ErrorCode.ToolFailed, `the music URL answered HTTP ${res.status}`);
+    if (status < 200 || status >= 300) {
+      res.resume();
+      throw new VoiceError(ErrorCode.ToolFailed, `the music URL answered HTTP ${status}`);
     }
-    const reader = res.body.getReader();
     try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) return;
-        yield value;
-      }
+      for await (const chunk of res) yield chunk as Buffer;
     } finally {
-      await reader.cancel().catch(() => {});
+      res.destroy();
     }
+    return;
   }
 }
 
@@ -145,7 +183,7 @@ export function playMusicTool(opts: PlayMusicToolOptions): LocalTool {
         const problem = urlProblem(url, opts.allowedHosts);
         if (problem) return errorResult(`Cannot play that URL: ${problem}.`);
         const label = decodeURIComponent(basename(new URL(url).pathname)) || new URL(url).hostname;
-        media = { label, open: (signal) => urlBytes(url, opts.allowedHosts, signal) };
+        media = { label, open: (signal) => urlBytes(url, opts, signal) };
       } else {
         if (!opts.folder) return errorResult('No music library is configured on this server (tools.music.folder).');
         const files = await listAudio(opts.folder);

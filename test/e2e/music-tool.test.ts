@@ -34,7 +34,7 @@ describe('built-in music tool', () => {
     toneMs = ((await decodedPcmBytes(bytes)) / 2 / 16000) * 1000;
     files = await startHttpFileServer({ files: { '/song.mp3': bytes, '/long.mp3': { path: join(dir, 'long.mp3') } } });
     llm = await startFakeOpenAi();
-    srv = await startVoiceApp(llm.url, { tools: { music: { folder: dir, allowedHosts: [files.host.split(':')[0] as string] } } });
+    srv = await startVoiceApp(llm.url, { tools: { music: { folder: dir, allowedHosts: [files.host], allowPrivateAddresses: true } } });
   });
   after(async () => {
     await closeAll(srv, llm, files);
