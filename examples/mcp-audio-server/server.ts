@@ -36,6 +36,20 @@ export interface AudioServerContext {
   log: (msg: string, fields?: Record<string, unknown>) => void;
 }
 
+function normalizedHref(raw: string): string | undefined {
+  try {
+    return new URL(raw).href;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether `url` names one of the catalog's tracks (compared as normalised URLs). */
+function isCatalogUrl(tracks: readonly Track[], url: string): boolean {
+  const href = normalizedHref(url);
+  return href !== undefined && tracks.some((t) => normalizedHref(t.url) === href);
+}
+
 /** Loads the catalog and builds the shared context. Bad URL entries are logged and skipped. */
 export async function createContext(config: AudioServerConfig, log: AudioServerContext['log']): Promise<AudioServerContext> {
   const tracks: Track[] = [];
@@ -123,6 +137,12 @@ export function createAudioServer(ctx: AudioServerContext): McpServer {
     if (end <= start) throw new McpError(ErrorCode.InvalidParams, `end (${end}) must be greater than start (${start})`);
     if (end - start > ctx.maxPageBytes) {
       throw new McpError(ErrorCode.InvalidParams, `page of ${end - start} bytes is larger than the ${ctx.maxPageBytes}-byte limit`);
+    }
+    // Only tracks of the catalog are read: a client must not make this server fetch other URLs
+    // (SSRF) or read other files of the music folder.
+    if (!isCatalogUrl(ctx.tracks, url)) {
+      ctx.log('read refused', { url, start, reason: 'not a catalog track' });
+      throw new McpError(ErrorCode.InvalidParams, 'read refused: not a track of this server\'s catalog');
     }
     let result;
     try {

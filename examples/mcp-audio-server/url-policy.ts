@@ -7,7 +7,7 @@ import { sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export interface UrlPolicy {
-  /** `example.com`, `*.example.com` or `host:port` entries, lower case. */
+  /** `example.com`, `*.example.com` (default port only) or `host:port` entries, lower case. */
   allowHosts: readonly string[];
   /** Real path of the local music folder; file:// URLs must be inside it. */
   musicRoot?: string;
@@ -56,6 +56,7 @@ function hostAllowed(url: URL, allow: readonly string[]): boolean {
   const host = url.host.toLowerCase();
   return allow.some((entry) => {
     if (entry.startsWith('*.')) return hostname.endsWith(entry.slice(1)) && hostname.length > entry.length - 1;
-    return entry.includes(':') && !entry.startsWith('[') ? entry === host : entry === hostname || entry === host;
+    // An entry without a port allows only the scheme's default port (url.port is '' then).
+    return entry.includes(':') && !entry.startsWith('[') ? entry === host : entry === host || (entry === hostname && url.port === '');
   });
 }

@@ -41,11 +41,13 @@ describe('example audio server parts', () => {
 
   test('URL policy: exact hosts, host:port, wildcards, schemes, credentials', async () => {
     const policy = { allowHosts: normalizeHosts(['Music.Test', '127.0.0.1:8080', '*.cdn.test', 'https://with-scheme.test/path']) };
-    for (const ok of ['http://music.test/a.mp3', 'https://music.test:8443/a', 'http://127.0.0.1:8080/a', 'https://x.cdn.test/a', 'http://with-scheme.test/a']) {
+    for (const ok of ['http://music.test/a.mp3', 'https://music.test/a', 'http://127.0.0.1:8080/a', 'https://x.cdn.test/a', 'http://with-scheme.test/a']) {
       assert.equal((await checkUrl(ok, policy)).ok, true, ok);
     }
     const refused: Array<[string, RegExp]> = [
       ['http://127.0.0.1:8081/a', /not in the allowlist/],
+      // An entry without a port allows only the scheme's default port.
+      ['https://music.test:8443/a', /not in the allowlist/],
       ['http://cdn.test/a', /not in the allowlist/],
       ['http://evilcdn.test/a', /not in the allowlist/],
       ['http://music.test.evil.com/a', /not in the allowlist/],

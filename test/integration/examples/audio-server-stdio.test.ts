@@ -2,6 +2,7 @@
 // tools, Range 206 / ignored Range 200 / 416, the allowlist, and the paged stream end to end.
 import { copyFile, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ErrorCode, VoiceError } from '../../../core/errors.ts';
@@ -50,6 +51,8 @@ before(async () => {
   speech = await readFile(join(dir, 'speech.mp3'));
   tone = await readFile(join(dir, 'tone.mp3'));
   await copyFile(join(dir, 'speech.mp3'), join(musicDir, 'Local Speech.mp3'));
+  // Not a track: a file in the music folder that the server must not serve.
+  await (await import('node:fs/promises')).writeFile(join(musicDir, 'notes.txt'), 'private notes');
   files = await startHttpFileServer({
     files: { '/tone.mp3': tone, '/speech.mp3': speech, '/plain/tone.mp3': tone },
     redirects: { '/elsewhere.mp3': 'http://localhost:1/tone.mp3', '/same-host.mp3': '/tone.mp3' },
@@ -62,7 +65,8 @@ before(async () => {
     '--music-dir',
     musicDir,
     '--urls',
-    `Remote Tone | ${files.url('/tone.mp3')},Remote Speech | ${files.url('/speech.mp3')}`,
+    // Redirecting entries are catalog tracks too: the redirect check is what must refuse them.
+    `Remote Tone | ${files.url('/tone.mp3')},Remote Speech | ${files.url('/speech.mp3')},Plain Tone | ${files.url('/plain/tone.mp3')},Moved Away | ${files.url('/elsewhere.mp3')},Moved Here | ${files.url('/same-host.mp3')}`,
     '--allow-hosts',
     files.host,
   ]);
@@ -167,12 +171,14 @@ describe('example audio server over stdio', () => {
     }
   });
 
-  test('the allowlist refuses other hosts, other schemes, escaping paths and off-list redirects, and says why', async () => {
+  test('only catalog tracks are read: other URLs, other files of the folder and off-list redirects are refused, and it says why', async () => {
+    const notInCatalog = /not a track of this server's catalog/;
     const cases: Array<[string, RegExp]> = [
-      [`http://localhost:${files.port}/tone.mp3`, /host localhost:\d+ is not in the allowlist/],
-      ['http://169.254.169.254/latest/meta-data', /not in the allowlist/],
-      ['ftp://127.0.0.1/tone.mp3', /ftp scheme is refused/],
-      ['file:///etc/passwd', /outside the music folder/],
+      [`http://localhost:${files.port}/tone.mp3`, notInCatalog],
+      ['http://169.254.169.254/latest/meta-data', notInCatalog],
+      ['ftp://127.0.0.1/tone.mp3', notInCatalog],
+      ['file:///etc/passwd', notInCatalog],
+      [pathToFileURL(join(musicDir, 'notes.txt')).href, notInCatalog],
       [files.url('/elsewhere.mp3'), /redirect refused: host localhost:1 is not in the allowlist/],
     ];
     for (const [url, why] of cases) {
@@ -192,7 +198,7 @@ describe('example audio server over stdio', () => {
     const l: ResourceLinkContent = { type: 'resource_link', uri: 'resource://read_from_http', description: 'http://evil.test/x.mp3' };
     await assert.rejects(
       collect(readResourceStream(mcp.source, l, { retryDelayMs: 10, maxTries: 2, signal: new AbortController().signal })),
-      (err: unknown) => err instanceof VoiceError && err.code === ErrorCode.ToolFailed && /not in the allowlist/.test(err.message),
+      (err: unknown) => err instanceof VoiceError && err.code === ErrorCode.ToolFailed && /not a track of this server's catalog/.test(err.message),
     );
   });
 
