@@ -11,10 +11,11 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Socket } from 'node:net';
 import { CLOSE_HANDSHAKE_GRACE_MS } from '../../server/http/ws-channel.ts';
-import { DeviceSim } from '../fixtures/device-sim.ts';
-import { fakeText, startFakeOpenAi, type FakeOpenAi } from '../fixtures/fake-openai.ts';
+import { FaultRig } from './rig.ts';
+import type { DeviceSim } from '../fixtures/device-sim.ts';
+import { fakeText, startFakeOpenAi } from '../fixtures/fake-openai.ts';
 import { closeAll } from '../helpers/close-all.ts';
-import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
+import { startVoiceApp } from '../helpers/voice-app.ts';
 import { pollUntil, within } from '../helpers/wait.ts';
 import { assertNoLeaks, holdings } from './leak-check.ts';
 
@@ -26,18 +27,8 @@ function socketOf(dev: DeviceSim): Socket {
 }
 
 describe('fault: the device vanishes, goes silent or stops reading', { timeout: 90_000 }, () => {
-  let llm: FakeOpenAi | undefined;
-  let srv: VoiceApp | undefined;
-  let n = 0;
-  const server = (): VoiceApp => {
-    assert.ok(srv, 'server started');
-    return srv;
-  };
-  const fake = (): FakeOpenAi => {
-    assert.ok(llm, 'fake LLM started');
-    return llm;
-  };
-  const device = (): DeviceSim => new DeviceSim({ url: server().wsUrl, deviceId: `fa:00:00:00:03:${String(++n).padStart(2, '0')}` });
+  const rig = new FaultRig('fa:00:00:00:03');
+  const { server, fake, device } = rig;
 
   async function quickTurn(dev: DeviceSim, answer: string): Promise<void> {
     const from = dev.json.length;
@@ -47,8 +38,8 @@ describe('fault: the device vanishes, goes silent or stops reading', { timeout: 
   }
 
   before(async () => {
-    llm = await startFakeOpenAi({ keepAlive: false });
-    srv = await startVoiceApp(llm.url, { server: { idleTimeoutMs: IDLE_MS } });
+    rig.llm = await startFakeOpenAi({ keepAlive: false });
+    rig.srv = await startVoiceApp(rig.llm.url, { server: { idleTimeoutMs: IDLE_MS } });
     const dev = device();
     try {
       await within(dev.hello(), 20_000, 'hello');
@@ -61,7 +52,7 @@ describe('fault: the device vanishes, goes silent or stops reading', { timeout: 
   }, { timeout: 60_000 });
 
   after(async () => {
-    await closeAll(srv, llm);
+    await closeAll(rig.srv, rig.llm);
   });
 
   test('a device vanishing mid-answer (socket destroyed, no close frame): the session and its turn end at once', async () => {

@@ -8,10 +8,11 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DeviceSim } from '../fixtures/device-sim.ts';
-import { fakeText, startFakeOpenAi, type FakeOpenAi, type FakeReply } from '../fixtures/fake-openai.ts';
+import { FaultRig } from './rig.ts';
+import type { DeviceSim } from '../fixtures/device-sim.ts';
+import { fakeText, startFakeOpenAi, type FakeReply } from '../fixtures/fake-openai.ts';
 import { closeAll } from '../helpers/close-all.ts';
-import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
+import { startVoiceApp } from '../helpers/voice-app.ts';
 import { pollUntil, within } from '../helpers/wait.ts';
 import { assertNoLeaks, holdings } from './leak-check.ts';
 
@@ -20,18 +21,8 @@ function spoken(dev: DeviceSim, from = 0): string[] {
 }
 
 describe('fault: the LLM rate-limits or breaks its stream', { timeout: 90_000 }, () => {
-  let llm: FakeOpenAi | undefined;
-  let srv: VoiceApp | undefined;
-  let n = 0;
-  const server = (): VoiceApp => {
-    assert.ok(srv, 'server started');
-    return srv;
-  };
-  const fake = (): FakeOpenAi => {
-    assert.ok(llm, 'fake LLM started');
-    return llm;
-  };
-  const device = (): DeviceSim => new DeviceSim({ url: server().wsUrl, deviceId: `fa:00:00:00:02:${String(++n).padStart(2, '0')}` });
+  const rig = new FaultRig('fa:00:00:00:02');
+  const { server, fake, device } = rig;
   const apology = (): string => server().config.conversation.apologies.llm;
 
   async function turn(dev: DeviceSim, text: string, ...replies: FakeReply[]): Promise<string[]> {
@@ -61,8 +52,8 @@ describe('fault: the LLM rate-limits or breaks its stream', { timeout: 90_000 },
   }
 
   before(async () => {
-    llm = await startFakeOpenAi({ keepAlive: false });
-    srv = await startVoiceApp(llm.url, { llm: { timeoutMs: 2000, maxRetries: 1 } });
+    rig.llm = await startFakeOpenAi({ keepAlive: false });
+    rig.srv = await startVoiceApp(rig.llm.url, { llm: { timeoutMs: 2000, maxRetries: 1 } });
     const dev = device();
     try {
       await within(dev.hello(), 20_000, 'hello');
@@ -75,7 +66,7 @@ describe('fault: the LLM rate-limits or breaks its stream', { timeout: 90_000 },
   }, { timeout: 60_000 });
 
   after(async () => {
-    await closeAll(srv, llm);
+    await closeAll(rig.srv, rig.llm);
   });
 
   test('429 with a short Retry-After: waited, retried, answered', () =>

@@ -15,28 +15,19 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { WorkerPool } from '../../audio/media/worker-pool.ts';
 import { CloseCode } from '../../protocol/close-codes.ts';
-import { DeviceSim } from '../fixtures/device-sim.ts';
-import { fakeText, fakeToolCalls, startFakeOpenAi, type FakeOpenAi } from '../fixtures/fake-openai.ts';
+import { FaultRig } from './rig.ts';
+import type { DeviceSim } from '../fixtures/device-sim.ts';
+import { fakeText, fakeToolCalls, startFakeOpenAi } from '../fixtures/fake-openai.ts';
 import { childProcesses } from '../helpers/speech.ts';
 import { closeAll } from '../helpers/close-all.ts';
-import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
+import { startVoiceApp } from '../helpers/voice-app.ts';
 import { pollUntil, within } from '../helpers/wait.ts';
 import { assertNoLeaks, holdings } from './leak-check.ts';
 
 describe('fault: the media worker dies mid-sentence; ffmpeg is fed garbage', { timeout: 90_000 }, () => {
-  let llm: FakeOpenAi | undefined;
-  let srv: VoiceApp | undefined;
   const dir = mkdtempSync(join(tmpdir(), 'fault-music-'));
-  let n = 0;
-  const server = (): VoiceApp => {
-    assert.ok(srv, 'server started');
-    return srv;
-  };
-  const fake = (): FakeOpenAi => {
-    assert.ok(llm, 'fake LLM started');
-    return llm;
-  };
-  const device = (): DeviceSim => new DeviceSim({ url: server().wsUrl, deviceId: `fa:00:00:00:04:${String(++n).padStart(2, '0')}` });
+  const rig = new FaultRig('fa:00:00:00:04');
+  const { server, fake, device } = rig;
 
   async function quickTurn(dev: DeviceSim, answer: string): Promise<string[]> {
     const from = dev.json.length;
@@ -49,8 +40,8 @@ describe('fault: the media worker dies mid-sentence; ffmpeg is fed garbage', { t
   before(async () => {
     // 64 KB of random bytes with an audio file's name: ffmpeg finds no stream it can decode.
     writeFileSync(join(dir, 'Noise Song.mp3'), randomBytes(64 * 1024));
-    llm = await startFakeOpenAi({ keepAlive: false });
-    srv = await startVoiceApp(llm.url, { audio: { workers: 1 }, tools: { music: { folder: dir } } });
+    rig.llm = await startFakeOpenAi({ keepAlive: false });
+    rig.srv = await startVoiceApp(rig.llm.url, { audio: { workers: 1 }, tools: { music: { folder: dir } } });
     const dev = device();
     try {
       await within(dev.hello(), 20_000, 'hello');
@@ -64,7 +55,7 @@ describe('fault: the media worker dies mid-sentence; ffmpeg is fed garbage', { t
 
   after(async () => {
     try {
-      await closeAll(srv, llm);
+      await closeAll(rig.srv, rig.llm);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

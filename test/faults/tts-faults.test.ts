@@ -15,12 +15,13 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { DeviceSim } from '../fixtures/device-sim.ts';
-import { fakeText, startFakeOpenAi, type FakeOpenAi } from '../fixtures/fake-openai.ts';
+import { FaultRig } from './rig.ts';
+import type { DeviceSim } from '../fixtures/device-sim.ts';
+import { fakeText, startFakeOpenAi } from '../fixtures/fake-openai.ts';
 import { startFakeOpenAiAudio, tonePcm24k, type FakeOpenAiAudio } from '../fixtures/fake-openai-audio.ts';
 import { childProcesses } from '../helpers/speech.ts';
 import { closeAll } from '../helpers/close-all.ts';
-import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
+import { startVoiceApp } from '../helpers/voice-app.ts';
 import { pollUntil, within } from '../helpers/wait.ts';
 import { assertNoLeaks, holdings } from './leak-check.ts';
 
@@ -42,26 +43,16 @@ interface Heard {
 }
 
 describe('fault: remote mp3 TTS answers garbage or is cut mid-answer', { timeout: 120_000 }, () => {
-  let llm: FakeOpenAi | undefined;
   let tts: FakeOpenAiAudio | undefined;
-  let srv: VoiceApp | undefined;
   let garbage = false;
   /** Frames of a whole one-sentence answer (the 2 s tone), measured in the warm-up. */
   let fullFrames = 0;
-  let n = 0;
-  const server = (): VoiceApp => {
-    assert.ok(srv, 'server started');
-    return srv;
-  };
-  const fake = (): FakeOpenAi => {
-    assert.ok(llm, 'fake LLM started');
-    return llm;
-  };
+  const rig = new FaultRig('fa:00:00:00:05');
+  const { server, fake, device } = rig;
   const speech = (): FakeOpenAiAudio => {
     assert.ok(tts, 'fake TTS started');
     return tts;
   };
-  const device = (): DeviceSim => new DeviceSim({ url: server().wsUrl, deviceId: `fa:00:00:00:05:${String(++n).padStart(2, '0')}` });
 
   /** One typed turn answered with `answer`; what the device was told and sent until `tts stop`. */
   async function turn(dev: DeviceSim, answer: string): Promise<Heard> {
@@ -79,8 +70,8 @@ describe('fault: remote mp3 TTS answers garbage or is cut mid-answer', { timeout
     // 16 KB of random bytes where an mp3 is expected: ffmpeg finds no frame it can decode.
     // `cut` sends 100 bytes of the mp3 (less than one frame) and drops the connection.
     tts = await startFakeOpenAiAudio({ keepAlive: false, cutAfterBytes: 100, speechAudio: (format) => (format !== 'mp3' ? Buffer.alloc(0) : garbage ? randomBytes(16 * 1024) : mp3) });
-    llm = await startFakeOpenAi({ keepAlive: false });
-    srv = await startVoiceApp(llm.url, {
+    rig.llm = await startFakeOpenAi({ keepAlive: false });
+    rig.srv = await startVoiceApp(rig.llm.url, {
       tts: { provider: 'openai', baseURL: tts.baseURL, apiKey: 'sk-tts', model: 'tts-1', voice: 'alloy', format: 'mp3' },
     });
     const dev = device();
@@ -99,7 +90,7 @@ describe('fault: remote mp3 TTS answers garbage or is cut mid-answer', { timeout
   }, { timeout: 60_000 });
 
   after(async () => {
-    await closeAll(srv, llm, tts);
+    await closeAll(rig.srv, rig.llm, tts);
   });
 
   test('the TTS answers garbage for mp3: ffmpeg rejects it, the voice-service apology is spoken with the embedded voice, no ffmpeg left', async () => {
