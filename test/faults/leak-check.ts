@@ -15,6 +15,9 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { listDescendants } from '../../server/metrics/child-processes.ts';
 import type { App } from '../../server/app.ts';
+import { pidAlive } from '../integration/mcp/mcp-test-helpers.ts';
+
+export { pidAlive };
 
 /**
  * Short-lived requests (a file read, a DNS lookup, a write in flight): present at one instant or
@@ -121,15 +124,6 @@ export interface NoLeakOptions {
   deadPids?: readonly number[];
 }
 
-/** True while `pid` exists (a zombie counts: it was not reaped). */
-export function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /**
  * Waits until what the process holds is back to `before` (sessions at 0), failing with the
