@@ -37,12 +37,12 @@ function tapWeight(d: number, cutoff: number, half: number): number {
   return (a === 0 ? 1 : Math.sin(a) / a) * cutoff * w;
 }
 
-function kernelFor(fromRate: number, toRate: number): Kernel {
-  const key = `${fromRate}:${toRate}`;
+function kernelFor(fromRate: number, toRate: number, zeroCrossings: number): Kernel {
+  const key = `${fromRate}:${toRate}:${zeroCrossings}`;
   const cached = kernels.get(key);
   if (cached) return cached;
   const cutoff = Math.min(1, toRate / fromRate) * CUTOFF;
-  const half = Math.ceil(ZERO_CROSSINGS / cutoff);
+  const half = Math.ceil(zeroCrossings / cutoff);
   const phases = toRate / gcd(fromRate, toRate);
   let table: Float32Array | null = null;
   if (phases <= MAX_TABLE_PHASES) {
@@ -84,13 +84,18 @@ export class Resampler {
   #outIndex = 0;
   #flushed = false;
 
-  constructor(fromRate: number, toRate: number) {
+  /**
+   * `zeroCrossings`: half-width of the kernel (default 16). Fewer is cheaper and widens the
+   * transition band below the lower Nyquist frequency; 8 suits speech with little energy there.
+   */
+  constructor(fromRate: number, toRate: number, zeroCrossings = ZERO_CROSSINGS) {
     if (!(fromRate > 0 && toRate > 0) || !Number.isInteger(fromRate) || !Number.isInteger(toRate)) {
       throw new RangeError('sample rates must be positive integers');
     }
+    if (!Number.isInteger(zeroCrossings) || zeroCrossings < 2) throw new RangeError('zeroCrossings must be an integer >= 2');
     this.fromRate = fromRate;
     this.toRate = toRate;
-    this.#kernel = kernelFor(fromRate, toRate);
+    this.#kernel = kernelFor(fromRate, toRate, zeroCrossings);
     const g = gcd(fromRate, toRate);
     this.#num = fromRate / g;
     this.#den = toRate / g;
