@@ -53,6 +53,7 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
     workerNice: config.audio.workerNice,
     vadProvider: config.vad.provider,
     espeak,
+    sendAheadMs: config.audio.sendAheadMs,
     log: log.child({ part: 'media' }),
   });
   // The LLM client and a remote ASR run on the provider thread (server/providers/): their HTTP

@@ -13,7 +13,7 @@ export function resolveWorkerCount(workers: number | 'auto' | undefined): number
 }
 
 export async function createMediaEngine(opts: MediaEngineOptions): Promise<MediaEngine> {
-  const config = { vadProvider: opts.vadProvider, espeak: opts.espeak };
+  const config = { vadProvider: opts.vadProvider, espeak: opts.espeak, ...(opts.sendAheadMs !== undefined ? { sendAheadMs: opts.sendAheadMs } : {}) };
   if (opts.workers <= 0) return createInProcessEngine(config, opts.log);
   return createWorkerPool(opts.workers, config, opts.log, { nice: opts.workerNice ?? 0 });
 }

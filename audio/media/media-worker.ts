@@ -1,15 +1,16 @@
 /**
  * @module Entry of one media worker thread: loads the VAD model and the espeak engine, then
  * serves the sessions pinned to it. Requests of one session run in the order they arrive (the
- * uplink chain is per session); a synthesis is synchronous and briefly holds up this worker's
- * other sessions, which is why frames are sent ahead of the device's playback.
+ * uplink chain is per session); syntheses are cut into slices of a few frames, served by
+ * deadline, so no session's sentence holds up the others' for long.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { lowerThreadPriority } from './thread-priority.ts';
 import { toVoiceError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
 import { createThreadLogger } from '../../core/thread-logger.ts';
-import { MediaCore, type CoreSession } from './media-core.ts';
+import { MediaCore, type CoreSession, type SpeechJob } from './media-core.ts';
+import { FRAME_MS } from './media.ts';
 import { packPackets, type FromWorker, type ToWorker, type WorkerData } from './worker-protocol.ts';
 
 const port = parentPort;
@@ -49,12 +50,48 @@ function session(sid: number): CoreSession {
 }
 
 /**
- * Syntheses wait here and run one per macrotask, so uplink and encode requests (short) are served
- * between them, and first sentences (`urgent`) go before look-ahead ones: when fifty turns start at
- * once, each gets its first audio after fifty short syntheses, not behind others' later sentences.
+ * Syntheses are served by deadline, a few frames at a time, one slice per macrotask (uplink and
+ * encode requests, which are short, run between slices). A sentence's text becomes PCM in its
+ * first slice (espeak and resampling, most of its cost); its Opus frames are then encoded a
+ * little before the pacer will send them:
+ * - the first sentence of a turn (`urgent`) is due shortly after it arrives, and its first slice
+ *   is the whole send-ahead (what the pacer sends at once);
+ * - after that, frame n of the turn is due ENCODE_AHEAD_MS before the pacer sends it: the turn's
+ *   first slice time + (n - lead + 1) frame durations.
+ * So when fifty turns start together every device gets its first audio after fifty short slices,
+ * not behind others' whole sentences, and no started answer runs dry while others start.
  */
-const speaks: Array<Extract<ToWorker, { op: 'speak' }>> = [];
+interface SpeakTask {
+  m: Extract<ToWorker, { op: 'speak' }>;
+  job?: SpeechJob;
+  due: number;
+  /** Arrival order: ties go to the older request. */
+  seq: number;
+}
+/** The downlink of a session's current turn: when its first frames left and how many since. */
+interface TurnClock {
+  startedAt: number;
+  frames: number;
+}
+const SLICE_FRAMES = 5;
+/**
+ * Frames are ready this long before the pacer needs them: covers the trip to the main thread and
+ * the next sentence's request, which is sent when this one is done.
+ */
+const ENCODE_AHEAD_MS = 600;
+/** A turn's first sentence may wait this long for slices of answers already playing. */
+const URGENT_GRACE_MS = 200;
+const leadFrames = Math.max(1, Math.round((data.config.sendAheadMs ?? 600) / FRAME_MS));
+const speaks: SpeakTask[] = [];
+const clocks = new Map<number, TurnClock>();
+let speakSeq = 0;
 let speakScheduled = false;
+
+function dueOf(sid: number, now: number): number {
+  const c = clocks.get(sid);
+  if (!c) return now + URGENT_GRACE_MS;
+  return c.startedAt + Math.max(0, c.frames - leadFrames + 1) * FRAME_MS - ENCODE_AHEAD_MS;
+}
 
 function scheduleSpeak(): void {
   if (speakScheduled || speaks.length === 0) return;
@@ -62,19 +99,41 @@ function scheduleSpeak(): void {
   setImmediate(runSpeak);
 }
 
+function nextTask(): SpeakTask | undefined {
+  let best = -1;
+  for (let i = 0; i < speaks.length; i++) {
+    const t = speaks[i] as SpeakTask;
+    const b = speaks[best];
+    if (!b || t.due < b.due || (t.due === b.due && t.seq < b.seq)) best = i;
+  }
+  return speaks[best];
+}
+
+function finishTask(task: SpeakTask): void {
+  speaks.splice(speaks.indexOf(task), 1);
+  post({ op: 'done', rid: task.m.rid });
+}
+
 function runSpeak(): void {
   speakScheduled = false;
-  let i = speaks.findIndex((q) => q.urgent);
-  if (i < 0) i = 0;
-  const [m] = speaks.splice(i, 1);
-  if (m) {
+  const task = nextTask();
+  if (task) {
+    const { m } = task;
     try {
-      session(m.sid).speak(m.text, (p) => {
+      task.job ??= session(m.sid).startSpeech(m.text) ?? undefined;
+      const clock = clocks.get(m.sid);
+      const p = task.job?.take(clock ? SLICE_FRAMES : leadFrames) ?? [];
+      if (p.length > 0) {
+        const now = performance.now();
+        if (clock) clock.frames += p.length;
+        else clocks.set(m.sid, { startedAt: now, frames: p.length });
         const packets = packPackets(p);
         post({ op: 'packets', rid: m.rid, packets, last: false }, [packets.bytes.buffer as ArrayBuffer]);
-      });
-      post({ op: 'done', rid: m.rid });
+        task.due = dueOf(m.sid, now);
+      }
+      if (!task.job || task.job.finished) finishTask(task);
     } catch (err) {
+      speaks.splice(speaks.indexOf(task), 1);
       fail(m.rid, err);
     }
   }
@@ -122,27 +181,25 @@ function handle(m: ToWorker): void {
         fail(m.rid, err);
       }
       return;
-    case 'speak':
-      speaks.push(m);
+    case 'speak': {
+      const now = performance.now();
+      // A turn's first sentence starts the turn's clock again.
+      if (m.urgent) clocks.delete(m.sid);
+      speaks.push({ m, due: dueOf(m.sid, now), seq: speakSeq++ });
       scheduleSpeak();
       return;
+    }
     case 'cancel': {
-      const i = speaks.findIndex((q) => q.rid === m.rid);
-      if (i >= 0) {
-        speaks.splice(i, 1);
-        post({ op: 'done', rid: m.rid });
-      }
+      // Started or not: what is left of it is dropped.
+      const task = speaks.find((q) => q.m.rid === m.rid);
+      if (task) finishTask(task);
       return;
     }
     case 'close': {
       // Syntheses still waiting for a closed session are dropped, and answered so the main
       // thread forgets them.
-      for (let i = speaks.length - 1; i >= 0; i--) {
-        const q = speaks[i];
-        if (q?.sid !== m.sid) continue;
-        speaks.splice(i, 1);
-        post({ op: 'done', rid: q.rid });
-      }
+      for (const q of speaks.filter((t) => t.m.sid === m.sid)) finishTask(q);
+      clocks.delete(m.sid);
       const prev = chains.get(m.sid) ?? Promise.resolve();
       chains.delete(m.sid);
       void prev.then(() => {

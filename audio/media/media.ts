@@ -75,6 +75,12 @@ export interface MediaThreadConfig {
   vadProvider: VadProvider;
   /** The embedded TTS voice (the configured espeak voice, or the fallback's). */
   espeak: EspeakVoice;
+  /**
+   * Audio the pacer sends at once when an answer starts (`audio.sendAheadMs`): a worker encodes
+   * that much of a turn's first sentence in one go, and the rest as the pacer will need it.
+   * Default 600 (the configuration's default).
+   */
+  sendAheadMs?: number;
 }
 
 export interface MediaEngineOptions extends MediaThreadConfig {

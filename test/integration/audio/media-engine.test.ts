@@ -452,3 +452,43 @@ describe('media engine: worker pool', () => {
     assert.ok(lost, 'open sessions are told their media is gone');
   });
 });
+
+describe('media engine: a worker serves syntheses by deadline, a few frames at a time', () => {
+  let pool: MediaEngine | undefined;
+  const opened: SessionMedia[] = [];
+  before(async () => {
+    pool = await engine(1);
+  }, { timeout: SETUP_MS });
+  after(async () => {
+    for (const m of opened) m.close();
+    await pool?.close();
+  }, { timeout: 30_000 });
+
+  test('a turn that starts while another session speaks a long sentence gets its first audio before that sentence ends', { timeout: 60_000 }, async () => {
+    assert.ok(pool, 'pool started');
+    const a = await within(pool.open(OPTS, silentLogger), 30_000, 'open a');
+    const b = await within(pool.open(OPTS, silentLogger), 30_000, 'open b');
+    opened.push(a, b);
+    // Both on the one worker. The old worker spoke a whole sentence in one go, so every packet
+    // of A's arrived before the first of B's.
+    const order: string[] = [];
+    const take = async (who: string, it: AsyncIterable<Buffer>): Promise<number> => {
+      let n = 0;
+      for await (const _ of it) {
+        order.push(who);
+        n++;
+      }
+      return n;
+    };
+    const long = 'This is a long sentence that goes on and on about the weather, the wind, the clouds and the rain, for many seconds of speech.';
+    const signal = new AbortController().signal;
+    const [na, nb] = await within(Promise.all([take('a', a.speak(long, signal, true)), take('b', b.speak('Hello there.', signal, true))]), 30_000, 'speak both');
+    assert.ok(na > 60, `the long sentence is several seconds (${na} frames)`);
+    assert.ok(nb > 5, `the short one is spoken (${nb} frames)`);
+    const firstB = order.indexOf('b');
+    const lastA = order.lastIndexOf('a');
+    assert.ok(firstB < lastA, `B's first packet (#${firstB}) came before A's last (#${lastA})`);
+    // A's first slice is the whole send-ahead (600 ms = 10 frames): its device is never left waiting.
+    assert.ok(order.slice(0, 10).every((w) => w === 'a'), `A's send-ahead came first: ${order.slice(0, 12).join('')}`);
+  });
+});
