@@ -132,27 +132,37 @@ export class CoreSession {
 
   /** Synthesises `text` with the embedded TTS straight to Opus, handing packets out as they come. */
   speak(text: string, emit: (packets: Buffer[]) => void): void {
-    const job = this.startSpeech(text);
-    while (job && !job.finished) emit(job.take(Infinity));
+    this.startSpeech(text, Infinity, emit);
   }
 
   /**
-   * Synthesises and resamples `text` at once (a few ms) and leaves the Opus encoding, the larger
-   * share of the cost, to `take`: a worker hands out each session's next few frames by deadline
-   * instead of one whole sentence after another. Null when there is nothing to say.
+   * Synthesises and resamples `text` at once (a few ms) and leaves most of the Opus encoding,
+   * the larger share of the cost, to the job's `take`: a worker hands out each session's next few
+   * frames by deadline instead of one whole sentence after another. The first `first` frames are
+   * encoded and emitted while espeak-ng is still speaking, so they are not held up by the rest
+   * of the sentence. Null when there is nothing to say.
    */
-  startSpeech(text: string): SpeechJob | null {
+  startSpeech(text: string, first: number, emit: (packets: Buffer[]) => void): SpeechJob | null {
     const t = espeakText(text);
     if (!t) return null;
     const resampler = new Resampler(this.#espeak.sampleRate, this.encoder.sampleRate, TTS_RESAMPLE_ZERO_CROSSINGS);
     const framer = new PcmFramer(this.encoder.frameSamples);
-    const frames: Int16Array[] = [];
-    this.#espeak.synthesize(t, this.#thread.espeak, (chunk) => frames.push(...framer.push(resampler.push(chunk))));
-    frames.push(...framer.push(resampler.flush()));
+    const job = new SpeechJob(this.encoder);
+    let owed = first;
+    const add = (frames: Int16Array[]): void => {
+      job.add(frames);
+      if (owed <= 0) return;
+      const p = job.take(owed);
+      owed -= p.length;
+      if (p.length > 0) emit(p);
+    };
+    this.#espeak.synthesize(t, this.#thread.espeak, (chunk) => add(framer.push(resampler.push(chunk))));
+    const tail = framer.push(resampler.flush());
     const last = framer.flush();
-    if (last) frames.push(last);
-    return new SpeechJob(frames, this.encoder);
+    add(last ? [...tail, last] : tail);
+    return job;
   }
+
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
@@ -165,15 +175,19 @@ export class CoreSession {
 
 /** One sentence's frames waiting to be encoded, in order, by the session's (stateful) encoder. */
 export class SpeechJob {
-  readonly #frames: Int16Array[];
+  readonly #frames: Int16Array[] = [];
   readonly #encoder: OpusCodec;
   #next = 0;
 
-  constructor(frames: Int16Array[], encoder: OpusCodec) {
-    this.#frames = frames;
+  constructor(encoder: OpusCodec) {
     this.#encoder = encoder;
   }
 
+  add(frames: readonly Int16Array[]): void {
+    for (const f of frames) this.#frames.push(f);
+  }
+
+  /** Every frame added so far has been taken. */
   get finished(): boolean {
     return this.#next >= this.#frames.length;
   }

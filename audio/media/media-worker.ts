@@ -120,16 +120,22 @@ function runSpeak(): void {
   if (task) {
     const { m } = task;
     try {
-      task.job ??= session(m.sid).startSpeech(m.text) ?? undefined;
-      const clock = clocks.get(m.sid);
-      const p = task.job?.take(clock ? SLICE_FRAMES : leadFrames) ?? [];
-      if (p.length > 0) {
+      const postSlice = (p: Buffer[]): void => {
         const now = performance.now();
+        const clock = clocks.get(m.sid);
         if (clock) clock.frames += p.length;
         else clocks.set(m.sid, { startedAt: now, frames: p.length });
         const packets = packPackets(p);
         post({ op: 'packets', rid: m.rid, packets, last: false }, [packets.bytes.buffer as ArrayBuffer]);
         task.due = dueOf(m.sid, now);
+      };
+      if (task.job) {
+        const p = task.job.take(SLICE_FRAMES);
+        if (p.length > 0) postSlice(p);
+      } else {
+        // The first slice leaves while espeak-ng is still speaking the rest of the sentence.
+        const first = clocks.has(m.sid) ? SLICE_FRAMES : leadFrames;
+        task.job = session(m.sid).startSpeech(m.text, first, postSlice) ?? undefined;
       }
       if (!task.job || task.job.finished) finishTask(task);
     } catch (err) {
