@@ -189,6 +189,32 @@ async function ffmpegFigures(speech24k: Int16Array): Promise<void> {
   console.log(`in-process resampler 24 → 16 kHz: ${fmt((rs / (big.length / 24000)) * 1, 2)} ms CPU per audio second`);
 }
 
+/** A fresh media worker, as at server start: how long each of its first sentences takes to speak. */
+async function workerSpeakFigures(): Promise<void> {
+  console.log('-- Media worker (1 thread, fresh): three sessions speak the same three sentences in turn');
+  const engine = await createMediaEngine({ workers: 1, workerNice: 0, vadProvider: 'webrtc', espeak: { voice: 'en-us' }, log: silentLogger });
+  const never = new AbortController().signal;
+  const sentences = ['It is sunny today.', 'The high is twenty two degrees.', 'Enjoy your day!'];
+  try {
+    for (let k = 0; k < 3; k++) {
+      const media = await engine.open({ vad: { threshold: 0.5, minSilenceMs: 700 }, downlinkSampleRate: 24000, complexity: 5 }, silentLogger);
+      const firsts: string[] = [];
+      const totals: string[] = [];
+      for (const text of sentences) {
+        const t0 = performance.now();
+        let first = 0;
+        for await (const _ of media.speak(text, never, true)) if (first === 0) first = performance.now() - t0;
+        firsts.push(fmt(first, 1));
+        totals.push(fmt(performance.now() - t0, 1));
+      }
+      media.close();
+      console.log(`session ${k + 1}: first packet ${firsts.join(' / ')} ms, whole sentence ${totals.join(' / ')} ms`);
+    }
+  } finally {
+    await engine.close();
+  }
+}
+
 async function pacerFigures(): Promise<void> {
   console.log('-- Pacer: 100 concurrent pacers (starts spread over 1 s), 60 ms frames, 5 s each, each frame Opus-encoded (24 kHz c5) on the same event loop');
   const codec = await createOpusCodec({ sampleRate: 24000, complexity: 5 });
@@ -218,5 +244,6 @@ export async function run(): Promise<void> {
   await vadFigures(speech[16000]);
   await sessionFigures(speech);
   await ffmpegFigures(speech[24000]);
+  await workerSpeakFigures();
   await pacerFigures();
 }
