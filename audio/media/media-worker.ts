@@ -109,8 +109,13 @@ function nextTask(): SpeakTask | undefined {
   return speaks[best];
 }
 
+function removeTask(task: SpeakTask): void {
+  const i = speaks.indexOf(task);
+  if (i >= 0) speaks.splice(i, 1);
+}
+
 function finishTask(task: SpeakTask): void {
-  speaks.splice(speaks.indexOf(task), 1);
+  removeTask(task);
   post({ op: 'done', rid: task.m.rid });
 }
 
@@ -139,7 +144,7 @@ function runSpeak(): void {
       }
       if (!task.job || task.job.finished) finishTask(task);
     } catch (err) {
-      speaks.splice(speaks.indexOf(task), 1);
+      removeTask(task);
       fail(m.rid, err);
     }
   }
