@@ -6,10 +6,19 @@
 import { AsyncQueue } from '../../../core/async-queue.ts';
 import { isAbortError, toVoiceError, type VoiceError } from '../../../core/errors.ts';
 import type { Logger } from '../../../core/logger.ts';
+import { createSentenceCutter } from '../../../llm/sentences.ts';
 import type { AudioOut } from './audio-out.ts';
 
 /** Sentences synthesized ahead of the one playing: enough for gapless speech, bounded memory. */
 const LOOKAHEAD = 2;
+/**
+ * Longest text one `push` speaks (about a minute). Model text arrives already cut into sentences;
+ * this bounds the rest (a title from an MCP server, a configured phrase), which a media worker
+ * would otherwise synthesise, and hold as PCM, in one piece.
+ */
+const MAX_PUSH_CHARS = 1000;
+/** Pieces of a longer text are cut to this (the sentence cutter's default for model text). */
+const PIECE_CHARS = 160;
 
 /** Turns one sentence into Opus packets at the downlink rate; `urgent` for the turn's first one. */
 export type Synthesize = (text: string, signal: AbortSignal, urgent: boolean) => AsyncIterable<Buffer>;
@@ -59,11 +68,25 @@ export class SpeechQueue {
     }, { once: true });
   }
 
-  /** Queues a sentence. */
+  /** Queues a sentence; a long text is cut into sentences (and over MAX_PUSH_CHARS, shortened). */
   push(text: string): void {
-    const t = text.trim();
+    let t = text.trim();
     if (!t || this.#signal.aborted) return;
-    const item: Item = { text: t, packets: new AsyncQueue<Buffer>() };
+    if (t.length > MAX_PUSH_CHARS) {
+      this.#log.warn({ chars: t.length, kept: MAX_PUSH_CHARS }, 'text to speak is too long; only its start is spoken');
+      t = t.slice(0, MAX_PUSH_CHARS);
+    }
+    if (t.length <= PIECE_CHARS) {
+      this.#queue(t);
+      return;
+    }
+    // Cut like model text, but with no early cut at a comma: only length forces a cut.
+    const cutter = createSentenceCutter({ maxChars: PIECE_CHARS, firstCutMinChars: Number.MAX_SAFE_INTEGER });
+    for (const piece of [...cutter.push(t), ...cutter.flush()]) this.#queue(piece);
+  }
+
+  #queue(text: string): void {
+    const item: Item = { text, packets: new AsyncQueue<Buffer>() };
     this.#pending++;
     this.#toSynth.push(item);
     this.#toPlay.push(item);

@@ -9,6 +9,8 @@ import { createMediaEngine } from '../../../audio/media/engine.ts';
 import type { DeviceChannel } from '../../../server/session/channel.ts';
 import { AudioOut } from '../../../server/session/voice/audio-out.ts';
 import { SpeechQueue } from '../../../server/session/voice/speech-queue.ts';
+import type { SessionMedia } from '../../../audio/media/media.ts';
+import { within } from '../../helpers/wait.ts';
 
 test('synthesis runs at most a couple of sentences ahead of playback, and everything plays in order', async () => {
   const engine = await createMediaEngine({ workers: 1, vadProvider: 'webrtc', espeak: { voice: 'en-us', speed: 450 }, log: silentLogger });
@@ -61,4 +63,35 @@ test('synthesis runs at most a couple of sentences ahead of playback, and everyt
   assert.ok(maxAhead <= 2, `synthesis was ${maxAhead} sentences ahead of the player`);
   assert.equal(maxAhead, 2, 'and it does run ahead');
   assert.deepEqual(q.errors, []);
+});
+
+test('a very long text (an MCP title, say) is spoken in sentence-sized pieces, at most MAX_PUSH_CHARS of it, with a warning', async () => {
+  const channel: DeviceChannel = { sendJson: () => {}, sendAudio: () => {}, close: () => {}, isOpen: true, bufferedBytes: 0 };
+  const ac = new AbortController();
+  const warnings: unknown[] = [];
+  const log = { ...silentLogger, warn: (obj: unknown) => void warnings.push(obj), child: () => log };
+  // No audio: only what the queue hands to synthesis matters here.
+  const media = { speak: async function* () {}, encode: async function* () {} } as unknown as SessionMedia;
+  const out = new AudioOut({ channel, sessionId: 's', media, frameMs: 60, preBufferFrames: 3, sendAheadMs: 0, stopMarginMs: 0, signal: ac.signal, log: silentLogger });
+  const synthesized: string[] = [];
+  const q = new SpeechQueue(
+    out,
+    (text) => {
+      synthesized.push(text);
+      return (async function* () {})();
+    },
+    ac.signal,
+    log,
+  );
+  q.push(`Sorry, I could not play ${'a very long title '.repeat(3000)}`);
+  q.push('Short and sweet, as before.');
+  await within(q.end(), 10_000, 'queue end');
+  ac.abort();
+  assert.equal(synthesized.at(-1), 'Short and sweet, as before.', 'a short text is spoken as it is');
+  const pieces = synthesized.slice(0, -1);
+  assert.ok(pieces.length >= 5, `${pieces.length} pieces: ${pieces.map((p) => p.length).join(',')}`);
+  for (const p of pieces) assert.ok(p.length <= 220, `piece of ${p.length} chars`);
+  const total = pieces.join(' ').length;
+  assert.ok(total <= 1010 && total >= 900, `${total} chars spoken of 54,000`);
+  assert.equal(warnings.length, 1);
 });
