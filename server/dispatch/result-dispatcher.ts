@@ -53,9 +53,12 @@ async function* once(bytes: Uint8Array): AsyncIterable<Uint8Array> {
   yield bytes;
 }
 
+/** A label is spoken ("could not play …") and logged: a server's title of any size is cut to this. */
+const MAX_LABEL_CHARS = 80;
+
 function labelOf(link: ResourceLinkContent): string {
   const raw = link.title ?? link.name ?? (link.description && !/^https?:/i.test(link.description) ? link.description : undefined);
-  if (raw) return raw;
+  if (raw) return raw.length > MAX_LABEL_CHARS ? `${raw.slice(0, MAX_LABEL_CHARS - 1)}…` : raw;
   try {
     const u = new URL(link.description && /^https?:/i.test(link.description) ? link.description : link.uri);
     return decodeURIComponent(u.pathname.split('/').pop() ?? '') || u.hostname || 'audio';

@@ -21,6 +21,13 @@ function result(r: Partial<ToolResult>): ToolResult {
 }
 
 describe('mediaOf', () => {
+  test('a link title of any size becomes a label of at most 80 characters', () => {
+    const [item] = mediaOf(result({ resources: NO_SOURCE, content: [{ type: 'resource_link', uri: 'x://t.mp3', name: 't', title: 'long '.repeat(20_000) }] }), OPTS);
+    assert.ok(item, 'the link is media');
+    assert.equal(item.label.length, 80);
+    assert.ok(item.label.endsWith('…'));
+  });
+
   test('local media first, then content in order: audio, embedded audio, audio links', () => {
     const items = mediaOf(
       result({
