@@ -7,6 +7,7 @@
 #   deps       all npm packages (dev too), native modules compiled here
 #   prod-deps  deps minus dev packages, minus other platforms' binaries
 #   build      TypeScript -> dist/
+#   native     build/espeak-pcm, the embedded TTS's native espeak-ng helper (C, against libespeak-ng1)
 #   runtime    node + apt runtime packages + prod-deps + dist, non-root
 
 ARG NODE_IMAGE=node:22-bookworm-slim
@@ -47,6 +48,16 @@ FROM deps AS build
 COPY . .
 RUN npx tsc -p tsconfig.build.json \
  && cp -r server/public dist/server/public
+
+FROM deps AS native
+# Linked against the runtime library the runtime stage's espeak-ng package brings (same Debian
+# release); no -dev package is needed. A failed build is an error here, not a silent WASM fallback.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends libespeak-ng1 \
+ && rm -rf /var/lib/apt/lists/*
+COPY scripts/build-espeak-helper.sh scripts/
+COPY audio/tts/native/espeak-pcm.c audio/tts/native/
+RUN bash scripts/build-espeak-helper.sh && test -x build/espeak-pcm
 
 FROM ${NODE_IMAGE} AS runtime
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
@@ -95,4 +106,5 @@ CMD ["node", "dist/server/main.js"]
 USER node
 COPY package.json ./
 COPY --from=prod-deps /app/node_modules ./node_modules
+COPY --from=native /app/build/espeak-pcm ./build/espeak-pcm
 COPY --from=build /app/dist ./dist

@@ -138,6 +138,12 @@ export const AudioSchema = z.strictObject({
    * another CPU-heavy process (a local LLM) shares the machine and media falls behind.
    */
   workerNice: z.number().int().min(0).max(19).default(5),
+  /**
+   * Which espeak-ng speaks for the embedded TTS: `native`, the Debian library in one helper
+   * process per media thread (built by scripts/setup.sh and in the image; ~5× cheaper than WASM);
+   * `wasm`, the WebAssembly build inside the thread; `auto`, native when its helper is built.
+   */
+  espeakEngine: z.enum(['auto', 'native', 'wasm']).default('auto'),
   /** Extra wait after the last frame's play-out time before `tts stop`, so the device plays the tail. */
   ttsStopMarginMs: z.number().int().min(0).max(5000).default(300),
 });

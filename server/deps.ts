@@ -53,6 +53,7 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
     workerNice: config.audio.workerNice,
     vadProvider: config.vad.provider,
     espeak,
+    espeakEngine: config.audio.espeakEngine,
     sendAheadMs: config.audio.sendAheadMs,
     log: log.child({ part: 'media' }),
   });

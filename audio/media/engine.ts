@@ -13,7 +13,12 @@ export function resolveWorkerCount(workers: number | 'auto' | undefined): number
 }
 
 export async function createMediaEngine(opts: MediaEngineOptions): Promise<MediaEngine> {
-  const config = { vadProvider: opts.vadProvider, espeak: opts.espeak, ...(opts.sendAheadMs !== undefined ? { sendAheadMs: opts.sendAheadMs } : {}) };
+  const config = {
+    vadProvider: opts.vadProvider,
+    espeak: opts.espeak,
+    ...(opts.espeakEngine !== undefined ? { espeakEngine: opts.espeakEngine } : {}),
+    ...(opts.sendAheadMs !== undefined ? { sendAheadMs: opts.sendAheadMs } : {}),
+  };
   if (opts.workers <= 0) return createInProcessEngine(config, opts.log);
   return createWorkerPool(opts.workers, config, opts.log, { nice: opts.workerNice ?? 0 });
 }

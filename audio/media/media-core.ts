@@ -8,9 +8,10 @@ import type { Logger } from '../../core/logger.ts';
 import { createOpusCodec, type OpusCodec } from '../opus/codec.ts';
 import { PcmFramer } from '../pcm.ts';
 import { Resampler } from '../resample.ts';
+import { startNativeEspeak, type NativeEspeakEngine } from '../tts/espeak-native.ts';
 import { checkEspeakVoice, espeakText, loadEspeakEngine, type EspeakEngine } from '../tts/espeak-wasm.ts';
 import { createVadModel, type VadModel, type VadStream } from '../vad/vad.ts';
-import { FRAME_MS, UPLINK_SAMPLE_RATE, type MediaThreadConfig, type SessionMediaOptions, type UplinkResult } from './media.ts';
+import { FRAME_MS, UPLINK_SAMPLE_RATE, type EspeakEngineChoice, type MediaThreadConfig, type SessionMediaOptions, type UplinkResult } from './media.ts';
 
 /** DTX packets during silence are this small; they carry no speech. */
 const DTX_MAX_BYTES = 2;
@@ -40,17 +41,36 @@ export class MediaCore {
   readonly #log: Logger;
   #vadModel: VadModel | undefined;
   #espeak: EspeakEngine | undefined;
+  #native: NativeEspeakEngine | undefined;
+  readonly #nice: number;
 
-  constructor(config: MediaThreadConfig, log: Logger) {
+  /** `nice`: the thread's niceness, given to the native espeak-ng helper too. */
+  constructor(config: MediaThreadConfig, log: Logger, opts: { nice?: number } = {}) {
     this.#config = config;
     this.#log = log;
+    this.#nice = opts.nice ?? 0;
   }
 
   /** Loads the VAD model and the TTS engine; an unknown voice is a configuration error. */
   async load(): Promise<void> {
     this.#vadModel = await createVadModel({ provider: this.#config.vadProvider, log: this.#log });
-    this.#espeak = await loadEspeakEngine();
+    this.#espeak = await this.#loadEspeak(this.#config.espeakEngine ?? 'auto');
     checkEspeakVoice(this.#espeak, this.#config.espeak.voice);
+  }
+
+  /** The native helper when it is built (`auto`) or required (`native`), else the WASM build. */
+  async #loadEspeak(choice: EspeakEngineChoice): Promise<EspeakEngine> {
+    if (choice !== 'wasm') {
+      try {
+        this.#native = await startNativeEspeak({ nice: this.#nice, log: this.#log });
+        this.#log.debug('espeak-ng: native helper started');
+        return this.#native;
+      } catch (err) {
+        if (choice === 'native') throw err;
+        this.#log.info({ reason: err instanceof Error ? err.message : String(err) }, 'espeak-ng: native helper unavailable, using the WebAssembly build');
+      }
+    }
+    return loadEspeakEngine();
   }
 
   /**
@@ -85,6 +105,9 @@ export class MediaCore {
   }
 
   async close(): Promise<void> {
+    const native = this.#native;
+    this.#native = undefined;
+    await native?.close();
     await this.#vadModel?.close();
   }
 }

@@ -29,7 +29,7 @@ function workerLogger(bindings: Record<string, unknown>): Logger {
   }, bindings);
 }
 
-const core = new MediaCore(data.config, workerLogger({}));
+const core = new MediaCore(data.config, workerLogger({}), { nice: data.nice });
 if (data.nice > 0) {
   const applied = lowerThreadPriority(data.nice);
   if (!applied.ok) workerLogger({}).warn({ nice: data.nice, reason: applied.reason }, 'media worker priority not lowered');
@@ -220,8 +220,9 @@ function handle(m: ToWorker): void {
       return;
     }
     case 'exit':
-      // Between two macrotasks: never inside the Opus encoder or a synthesis.
-      process.exit(0);
+      // Between two macrotasks: never inside the Opus encoder or a synthesis. The TTS helper is
+      // reaped first: a child whose thread has ended stays a zombie.
+      void core.close().finally(() => process.exit(0));
       return;
     case 'crash':
       throw new Error('media worker crash requested (test)');

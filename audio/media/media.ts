@@ -70,11 +70,19 @@ export interface MediaEngine {
   close(): Promise<void>;
 }
 
+export type EspeakEngineChoice = 'auto' | 'native' | 'wasm';
+
 /** What every thread that runs media work loads once. */
 export interface MediaThreadConfig {
   vadProvider: VadProvider;
   /** The embedded TTS voice (the configured espeak voice, or the fallback's). */
   espeak: EspeakVoice;
+  /**
+   * Which espeak-ng runs the embedded TTS (`audio.espeakEngine`): `native`, the Debian library in
+   * one helper process per thread (about 5× cheaper); `wasm`, the WebAssembly build inside the
+   * thread; `auto` (default), native when its helper is built, else WASM.
+   */
+  espeakEngine?: EspeakEngineChoice;
   /**
    * Audio the pacer sends at once when an answer starts (`audio.sendAheadMs`): a worker encodes
    * that much of a turn's first sentence in one go, and the rest as the pacer will need it.

@@ -92,6 +92,10 @@ async function main(): Promise<void> {
     const pocketsphinx = metricValue(metrics, 'xiaozhi_child_processes', 'program="pocketsphinx_continuous"');
     assert.ok((pocketsphinx ?? 0) >= 1, 'the child-process gauge sees pocketsphinx inside the container');
 
+    // The image ships the native espeak-ng helper: one per media worker, not the WASM fallback.
+    const helpers = (await srv.descendants()).filter((p) => p.name === 'espeak-pcm');
+    assert.ok(helpers.length >= 1, `the native espeak-ng helper runs in the container (${helpers.length})`);
+
     step('SIGTERM to the container init');
     const tini = (await srv.descendants()).find((p) => p.name === 'tini');
     assert.ok(tini, 'tini runs in the container');

@@ -1,7 +1,7 @@
 /**
- * The media engine with real parts (native Opus, Silero VAD, espeak-ng WASM): the worker-thread
- * engine gives bit-identical results to the in-process one (uplink decode + VAD with corrupt and
- * DTX packets and a VAD reset, framed encode, embedded TTS); sessions spread over the workers; a
+ * The media engine with real parts (native Opus, Silero VAD, espeak-ng native and WASM): the
+ * worker-thread engine gives bit-identical results to the in-process one (uplink decode + VAD with
+ * corrupt and DTX packets and a VAD reset, framed encode, embedded TTS with either espeak-ng); sessions spread over the workers; a
  * crashed worker ends only its own sessions and is replaced; a recycled worker keeps its sessions
  * working; close terminates the workers.
  */
@@ -12,7 +12,7 @@ import { AsyncQueue } from '../../../core/async-queue.ts';
 import { silentLogger } from '../../../core/logger.ts';
 import { VoiceError } from '../../../core/errors.ts';
 import { createMediaEngine } from '../../../audio/media/engine.ts';
-import type { MediaEngine, SessionMedia, SessionMediaOptions, UplinkResult } from '../../../audio/media/media.ts';
+import type { EspeakEngineChoice, MediaEngine, SessionMedia, SessionMediaOptions, UplinkResult } from '../../../audio/media/media.ts';
 import type { WorkerPool } from '../../../audio/media/worker-pool.ts';
 import type { VadEvent } from '../../../audio/vad/vad.ts';
 import { resample } from '../../../audio/resample.ts';
@@ -26,8 +26,9 @@ const FRAME_24K = 1440;
 /** Worker start-up (tsx in the worker, onnxruntime, espeak WASM) takes several seconds on a small box. */
 const SETUP_MS = 90_000;
 
-function engine(workers: number, workerNice = 0): Promise<MediaEngine> {
-  return createMediaEngine({ workers, workerNice, vadProvider: 'silero', espeak: { voice: 'en-us' }, log: silentLogger });
+/** `native` unless asked: the helper is built by scripts/setup.sh, and a missing one must fail here. */
+function engine(workers: number, workerNice = 0, espeakEngine: EspeakEngineChoice = 'native'): Promise<MediaEngine> {
+  return createMediaEngine({ workers, workerNice, vadProvider: 'silero', espeak: { voice: 'en-us' }, espeakEngine, log: silentLogger });
 }
 
 /** Niceness of every thread of this process, by task id (Linux `/proc/self/task/<tid>/stat`, field 19). */
@@ -286,6 +287,37 @@ describe('media engine: workers give bit-identical results to the in-process eng
     assert.equal(decoded.bad, 0);
     assert.ok(decoded.ms > 500, `speech lasts ${decoded.ms} ms`);
     assert.ok(decoded.rms > 300, `speech has energy (rms ${decoded.rms})`);
+  });
+});
+
+describe('media engine: the WebAssembly espeak-ng (audio.espeakEngine: wasm) gives the same packets in a worker and in-process', () => {
+  const engines: MediaEngine[] = [];
+  const opened: SessionMedia[] = [];
+  before(async () => {
+    engines.push(...(await Promise.all([engine(0, 0, 'wasm'), engine(1, 0, 'wasm')])));
+  }, { timeout: SETUP_MS });
+  after(async () => {
+    for (const m of opened) m.close();
+    await Promise.allSettled(engines.map((e) => e.close()));
+  }, { timeout: 30_000 });
+
+  test('speak: same packets on both, decodable speech', { timeout: 60_000 }, async () => {
+    assert.equal(engines.length, 2, 'engines started');
+    await untilThreadsIdle(
+      workerThreads.tracked.filter((t) => !t.exited).map((t) => t.worker),
+      30_000,
+    );
+    const outs: Buffer[][] = [];
+    for (const e of engines) {
+      const m = await within(e.open(OPTS, silentLogger), 30_000, 'open');
+      opened.push(m);
+      outs.push(await within(collect(m.speak('Hello there, how are you?', new AbortController().signal)), 30_000, 'speak'));
+    }
+    const [ref, work] = outs as [Buffer[], Buffer[]];
+    assertSamePackets(ref, work, 'speak (wasm)');
+    const decoded = await decodeDownlink(work, 24000);
+    assert.equal(decoded.bad, 0);
+    assert.ok(decoded.ms > 500, `speech lasts ${decoded.ms} ms`);
   });
 });
 

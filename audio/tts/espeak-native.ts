@@ -1,0 +1,224 @@
+/**
+ * @module espeak-ng through the Debian library, in one long-lived helper process per media thread
+ * (`native/espeak-pcm.c`, built by `scripts/setup.sh` and in the image). A short sentence costs
+ * 2-3 ms there against 10-15 ms of the thread's own CPU with the WebAssembly build, and the
+ * synthesis work leaves the worker thread. Nothing is spawned per sentence: the helper is started
+ * when the thread loads and serves all of its sentences.
+ *
+ * The engine interface is synchronous (a worker synthesises a sentence in one step and hands out
+ * its first frames from inside the call), so requests and answers go over two FIFOs that this
+ * thread opened itself and reads with blocking `readSync`: Node has no blocking read on a
+ * child's stdio pipes. A helper that dies ends its FIFO (end of file), so a read never waits on a
+ * dead process; the failed sentence throws and a new helper is started in the background.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { accessSync, closeSync, constants, mkdtempSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ErrorCode, VoiceError } from '../../core/errors.ts';
+import type { Logger } from '../../core/logger.ts';
+import type { EspeakEngine, EspeakVoice } from './espeak-wasm.ts';
+
+/** Where `scripts/setup.sh` and the image put the helper: `build/` at the project root (from sources or from `dist/`). */
+const HELPER_CANDIDATES = ['../../build/espeak-pcm', '../../../build/espeak-pcm'].map((rel) => fileURLToPath(new URL(rel, import.meta.url)));
+/** The helper's start (library load, FIFOs) takes ~10 ms; this bounds a broken one. */
+const START_TIMEOUT_MS = 5000;
+/** How long `close` waits for the killed helper to be reaped. */
+const REAP_WAIT_MS = 1000;
+/** One answer chunk is at most this large (the helper sends 100 ms of audio at a time). */
+const MAX_CHUNK_BYTES = 1 << 20;
+
+/** The helper's path when it has been built, else undefined. */
+export function nativeEspeakHelper(): string | undefined {
+  for (const p of HELPER_CANDIDATES) {
+    try {
+      accessSync(p, constants.X_OK);
+      return p;
+    } catch {
+      // not at this place
+    }
+  }
+  return undefined;
+}
+
+export interface NativeEspeakEngine extends EspeakEngine {
+  /**
+   * Stops the helper; resolves once it has exited (and been reaped: a thread that ends first
+   * would leave a zombie behind) or after a second.
+   */
+  close(): Promise<void>;
+}
+
+interface Helper {
+  proc: ChildProcess;
+  req: number;
+  resp: number;
+}
+
+/** Starts a helper and opens its FIFOs once it has created them. */
+async function startHelper(path: string, nice: number, log: Logger): Promise<Helper> {
+  const dir = mkdtempSync(join(tmpdir(), 'xiaozhi-espeak-'));
+  const proc = spawn(path, [dir, String(nice)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  proc.stderr?.setEncoding('utf8');
+  proc.stderr?.on('data', (line: string) => log.warn({ helper: line.trim().slice(0, 500) }, 'espeak-ng helper said'));
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no answer within ${START_TIMEOUT_MS} ms`)), START_TIMEOUT_MS);
+      const done = (err?: Error): void => {
+        clearTimeout(timer);
+        proc.stdout?.removeAllListeners('data');
+        proc.removeListener('exit', onExit);
+        if (err) reject(err);
+        else resolve();
+      };
+      const onExit = (code: number | null): void => done(new Error(`exited with ${code ?? 'a signal'} before it was ready`));
+      proc.once('error', (err) => done(err));
+      proc.once('exit', onExit);
+      proc.stdout?.once('data', (b: Buffer) => (b.toString().startsWith('ready') ? done() : done(new Error(`unexpected answer '${b.toString().trim()}'`))));
+    });
+    // The helper is blocked in open() on both FIFOs: these opens meet it at once.
+    const req = openSync(join(dir, 'req'), 'w');
+    const resp = openSync(join(dir, 'resp'), 'r');
+    proc.stdout?.resume();
+    return { proc, req, resp };
+  } catch (err) {
+    proc.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+    throw new VoiceError(ErrorCode.ProviderUnavailable, `espeak-ng helper ${path} did not start: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
+}
+
+/** Kills the helper; resolves once it has exited, or after `REAP_WAIT_MS`. */
+function stopHelper(h: Helper): Promise<void> {
+  for (const fd of [h.req, h.resp]) {
+    try {
+      closeSync(fd);
+    } catch {
+      // already closed
+    }
+  }
+  if (h.proc.exitCode !== null || h.proc.signalCode !== null) return Promise.resolve();
+  const exited = new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, REAP_WAIT_MS);
+    h.proc.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+  h.proc.kill('SIGKILL');
+  return exited;
+}
+
+/**
+ * Starts the native engine: the helper, and the list of voices it knows. Rejects with a
+ * ProviderUnavailable VoiceError when the helper is not built or does not start.
+ */
+export async function startNativeEspeak(opts: { nice?: number; log: Logger }): Promise<NativeEspeakEngine> {
+  const path = nativeEspeakHelper();
+  if (!path) throw new VoiceError(ErrorCode.ProviderUnavailable, 'espeak-ng helper not built (run scripts/setup.sh)');
+  const nice = Math.max(0, Math.min(19, Math.round(opts.nice ?? 0)));
+  const { log } = opts;
+  let helper: Helper | undefined = await startHelper(path, nice, log);
+  let restarting: Promise<void> | undefined;
+  let closed = false;
+  const head = Buffer.alloc(4);
+
+  const restart = (why: string): void => {
+    if (helper) void stopHelper(helper);
+    helper = undefined;
+    if (closed || restarting) return;
+    log.error({ why }, 'espeak-ng helper failed; starting a new one');
+    restarting = startHelper(path, nice, log).then(
+      (h) => {
+        restarting = undefined;
+        if (closed) void stopHelper(h);
+        else helper = h;
+      },
+      (err: unknown) => {
+        restarting = undefined;
+        log.error({ err }, 'espeak-ng helper did not restart');
+      },
+    );
+  };
+
+  const readExactly = (h: Helper, buf: Buffer, n: number): void => {
+    let got = 0;
+    while (got < n) {
+      const r = readSync(h.resp, buf, got, n - got, null);
+      if (r === 0) throw new Error('the helper ended');
+      got += r;
+    }
+  };
+
+  /** Sends one request; hands each answer chunk to `onChunk`. */
+  const call = (kind: 'S' | 'V', voice: EspeakVoice, text: string, onChunk: (b: Buffer) => void): void => {
+    const h = helper;
+    if (!h) throw new VoiceError(ErrorCode.ProviderUnavailable, closed ? 'espeak-ng engine closed' : 'espeak-ng helper is restarting');
+    const v = Buffer.from(voice.voice, 'utf8');
+    const t = Buffer.from(text, 'utf8');
+    if (v.length >= 256) throw new VoiceError(ErrorCode.ConfigInvalid, `espeak-ng voice name too long: ${voice.voice.slice(0, 40)}…`);
+    const msg = Buffer.alloc(20 + v.length + t.length);
+    msg.writeUInt32LE(kind.charCodeAt(0), 0);
+    msg.writeUInt32LE(Math.round(voice.speed ?? 175), 4);
+    msg.writeUInt32LE(Math.round(voice.pitch ?? 50), 8);
+    msg.writeUInt32LE(v.length, 12);
+    msg.writeUInt32LE(t.length, 16);
+    v.copy(msg, 20);
+    t.copy(msg, 20 + v.length);
+    let status = 0;
+    try {
+      writeSync(h.req, msg);
+      for (;;) {
+        readExactly(h, head, 4);
+        const n = head.readInt32LE(0);
+        if (n <= 0) {
+          status = n;
+          break;
+        }
+        if (n > MAX_CHUNK_BYTES) throw new Error(`answer chunk of ${n} bytes`);
+        const chunk = Buffer.allocUnsafe(n);
+        readExactly(h, chunk, n);
+        onChunk(chunk);
+      }
+    } catch (err) {
+      restart(err instanceof Error ? err.message : String(err));
+      throw new VoiceError(ErrorCode.ProviderFailed, `espeak-ng helper failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    }
+    if (status === -2) throw new VoiceError(ErrorCode.ConfigInvalid, `espeak-ng voice '${voice.voice}' does not exist (see \`espeak-ng --voices\`)`);
+    if (status < 0) throw new VoiceError(ErrorCode.ProviderFailed, 'espeak-ng could not synthesise the text');
+  };
+
+  const names: Buffer[] = [];
+  call('V', { voice: '' }, '', (b) => names.push(b));
+  const known = new Set(
+    Buffer.concat(names)
+      .toString('utf8')
+      .split('\0')
+      .filter((n) => n.length > 0)
+      .map((n) => n.toLowerCase()),
+  );
+
+  const close = (): Promise<void> => {
+    closed = true;
+    process.removeListener('exit', close);
+    const h = helper;
+    helper = undefined;
+    return h ? stopHelper(h) : Promise.resolve();
+  };
+  // A thread that ends without closing (a crash) must not keep the FIFOs open in the process.
+  process.once('exit', close);
+
+  return {
+    sampleRate: 22050,
+    knownVoices: () => known,
+    synthesize(text, voice, onChunk) {
+      call('S', voice, text, (b) => {
+        // An odd byte count cannot happen (whole samples); keep the view aligned regardless.
+        const samples = new Int16Array(b.buffer, b.byteOffset, b.byteLength >> 1);
+        if (samples.length > 0) onChunk(b.byteOffset % 2 === 0 ? samples : samples.slice());
+      });
+    },
+    close,
+  };
+}
