@@ -146,19 +146,23 @@ export class Resampler {
     const out = new Int16Array(maxOut);
     let count = 0;
     const buf = this.#buf;
+    const num = this.#num;
+    const den = this.#den;
+    const bufStart = this.#bufStart;
+    const inputTotal = this.#inputTotal;
+    // Output n sits at input index i + phase/den; both advance incrementally (no division per sample).
+    let n = this.#outIndex;
+    let i = Math.floor((n * num) / den);
+    let phase = n * num - i * den;
     while (count < maxOut) {
-      const n = this.#outIndex;
-      const scaled = n * this.#num;
-      const i = Math.floor(scaled / this.#den);
-      if (i + half >= available || (final && i >= this.#inputTotal)) break;
-      const phase = scaled - i * this.#den;
-      const base = i - half + 1 - this.#bufStart;
+      if (i + half >= available || (final && i >= inputTotal)) break;
+      const base = i - half + 1 - bufStart;
       let acc = 0;
       if (table !== null) {
         const row = phase * taps; // phases === den, so the phase index is the table row
         for (let j = 0; j < taps; j++) acc += (buf[base + j] as number) * (table[row + j] as number);
       } else {
-        const frac = phase / this.#den;
+        const frac = phase / den;
         let sum = 0;
         for (let j = 0; j < taps; j++) {
           const w = tapWeight(frac + half - 1 - j, cutoff, half);
@@ -169,8 +173,14 @@ export class Resampler {
       }
       const s = Math.round(acc * 32768);
       out[count++] = s > 32767 ? 32767 : s < -32768 ? -32768 : s;
-      this.#outIndex++;
+      n++;
+      phase += num;
+      while (phase >= den) {
+        phase -= den;
+        i++;
+      }
     }
+    this.#outIndex = n;
     // Drop input that no future output needs.
     const nextI = Math.floor((this.#outIndex * this.#num) / this.#den);
     const keepFrom = nextI - half + 1 - this.#bufStart;
