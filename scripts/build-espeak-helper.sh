@@ -8,10 +8,10 @@ src=audio/tts/native/espeak-pcm.c
 out=build/espeak-pcm
 if [ -x "$out" ] && [ "$out" -nt "$src" ]; then exit 0; fi
 mkdir -p build
-if "${CC:-cc}" -O2 -Wall -o "$out.tmp" "$src" -l:libespeak-ng.so.1; then
+if "${CC:-cc}" -O2 -Wall -o "$out.tmp" "$src" -l:libespeak-ng.so.1 -lm; then
   mv "$out.tmp" "$out"
   echo "setup: built $out (native espeak-ng for the embedded TTS)"
 else
   rm -f "$out.tmp"
-  echo "setup: $out not built (no C compiler or libespeak-ng1); the embedded TTS uses the WebAssembly build" >&2
+  echo "setup: $out not built (see above: a C compiler and libespeak-ng1 are needed); the embedded TTS uses the WebAssembly build" >&2
 fi

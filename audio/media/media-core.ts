@@ -175,7 +175,6 @@ export class CoreSession {
   startSpeech(text: string, first: number, emit: (packets: Buffer[]) => void): SpeechJob | null {
     const t = espeakText(text);
     if (!t) return null;
-    const resampler = new Resampler(this.#espeak.sampleRate, this.encoder.sampleRate, TTS_RESAMPLE_ZERO_CROSSINGS);
     const framer = new PcmFramer(this.encoder.frameSamples);
     const job = new SpeechJob(this.encoder);
     let owed = first;
@@ -186,7 +185,16 @@ export class CoreSession {
       owed -= p.length;
       if (p.length > 0) emit(p);
     };
-    this.#espeak.synthesize(t, this.#thread.espeak, (chunk) => add(framer.push(resampler.push(chunk))));
+    const espeak = this.#espeak;
+    if (espeak.resamples) {
+      // The native helper resamples as it goes, at a tenth of the JavaScript resampler's cost.
+      espeak.synthesize(t, this.#thread.espeak, (chunk) => add(framer.push(chunk)), this.encoder.sampleRate);
+      const last = framer.flush();
+      add(last ? [last] : []);
+      return job;
+    }
+    const resampler = new Resampler(espeak.sampleRate, this.encoder.sampleRate, TTS_RESAMPLE_ZERO_CROSSINGS);
+    espeak.synthesize(t, this.#thread.espeak, (chunk) => add(framer.push(resampler.push(chunk))));
     const tail = framer.push(resampler.flush());
     const last = framer.flush();
     add(last ? [...tail, last] : tail);

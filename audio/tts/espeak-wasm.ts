@@ -45,8 +45,13 @@ export interface EspeakEngine {
   readonly sampleRate: number;
   /** Lower-case names a voice may be given by: language codes, identifiers, file names. */
   knownVoices(): Set<string>;
-  /** Synthesises `text`, handing PCM chunks (engine rate) to `onChunk` as they are produced. */
-  synthesize(text: string, voice: EspeakVoice, onChunk: (pcm: Int16Array) => void): void;
+  /**
+   * Synthesises `text`, handing PCM chunks to `onChunk` as they are produced: at `sampleRate`, or
+   * at `outRate` when the engine resamples by itself (`resamples`).
+   */
+  synthesize(text: string, voice: EspeakVoice, onChunk: (pcm: Int16Array) => void, outRate?: number): void;
+  /** The engine delivers any `outRate` itself (native helper); otherwise the caller resamples. */
+  readonly resamples?: boolean;
 }
 
 let loading: Promise<EspeakEngine> | undefined;

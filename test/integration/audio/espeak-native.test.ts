@@ -1,6 +1,7 @@
 /**
  * The native espeak-ng engine (`audio/tts/espeak-native.ts` + the `build/espeak-pcm` helper built by
- * scripts/setup.sh): real speech from the Debian library, one helper process for many sentences,
+ * scripts/setup.sh): real speech from the Debian library, resampled in the helper like the
+ * JavaScript resampler does it, one helper process for many sentences,
  * a clear error for an unknown voice, a killed helper replaced without hanging the caller, and
  * nothing left behind (process, FIFOs) after close.
  */
@@ -12,6 +13,7 @@ import { silentLogger } from '../../../core/logger.ts';
 import { ErrorCode, VoiceError } from '../../../core/errors.ts';
 import { nativeEspeakHelper, startNativeEspeak, type NativeEspeakEngine } from '../../../audio/tts/espeak-native.ts';
 import { pollUntil, within } from '../../helpers/wait.ts';
+import { Resampler } from '../../../audio/resample.ts';
 
 /** Pids of this process's children that run the helper (Linux /proc). */
 function helperChildren(): number[] {
@@ -32,9 +34,9 @@ function helperChildren(): number[] {
 
 const fifoDirs = (): string[] => readdirSync(tmpdir()).filter((n) => n.startsWith('xiaozhi-espeak-'));
 
-function speak(e: NativeEspeakEngine, text: string, voice = 'en-us'): Int16Array {
+function speak(e: NativeEspeakEngine, text: string, voice = 'en-us', outRate?: number): Int16Array {
   const chunks: Int16Array[] = [];
-  e.synthesize(text, { voice }, (c) => chunks.push(c.slice()));
+  e.synthesize(text, { voice }, (c) => chunks.push(c.slice()), outRate);
   const out = new Int16Array(chunks.reduce((n, c) => n + c.length, 0));
   let at = 0;
   for (const c of chunks) {
@@ -76,6 +78,36 @@ describe('native espeak-ng engine', { skip: process.platform !== 'linux' && 'the
     e().synthesize('It is sunny today.', { voice: 'en-us', speed: 350 }, (c) => fast.push(c.slice()));
     const fastLen = fast.reduce((n, c) => n + c.length, 0);
     assert.ok(fastLen < pcm.length * 0.75, `speed 350 is shorter (${fastLen} < ${pcm.length} samples)`);
+  });
+
+  test('resamples in the helper as audio/resample.ts does (8 zero crossings), to 24 and 16 kHz', () => {
+    // espeak-ng's output varies a little from one call to the next (a few samples of length), so
+    // the helper's resampler is compared on one recorded sentence, then used on live synthesis.
+    const text = 'The weather is fine and warm, with a light breeze.';
+    const a = speak(e(), text);
+    for (const rate of [24000, 16000]) {
+      const ref = new Resampler(22050, rate, 8);
+      const r1 = ref.push(a);
+      const r2 = ref.flush();
+      const expected = new Int16Array(r1.length + r2.length);
+      expected.set(r1);
+      expected.set(r2, r1.length);
+      const got = e().resample(a, 22050, rate);
+      assert.equal(got.length, expected.length, `${rate} Hz: as many samples as the JavaScript resampler gives`);
+      let err = 0;
+      let sig = 0;
+      for (let i = 0; i < got.length; i++) {
+        err += ((got[i] as number) - (expected[i] as number)) ** 2;
+        sig += (expected[i] as number) ** 2;
+      }
+      const snr = 10 * Math.log10(sig / Math.max(1, err));
+      assert.ok(snr > 60, `${rate} Hz: ${snr.toFixed(1)} dB from the JavaScript resampler`);
+      const live = speak(e(), text, 'en-us', rate);
+      const ratio = live.length / a.length;
+      assert.ok(Math.abs(ratio - rate / 22050) < 0.01, `${rate} Hz: a live synthesis has the resampled length (${ratio.toFixed(4)})`);
+      assert.ok(Math.abs(rms(live) / rms(a) - 1) < 0.1, `${rate} Hz: and the same level (${rms(live).toFixed(0)} vs ${rms(a).toFixed(0)})`);
+    }
+    assert.throws(() => speak(e(), 'Hi.', 'en-us', 1_000_000), (err: unknown) => err instanceof VoiceError && err.code === ErrorCode.ConfigInvalid);
   });
 
   test('one helper serves every sentence: no process per sentence, nothing left on disk', () => {
