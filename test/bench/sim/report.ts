@@ -148,7 +148,7 @@ export function legend(vadSilenceMs: number | null, startedServer: boolean): str
       ? 'server-added: the server log\'s firstAudioMs (VAD end-of-speech decision → first frame sent); ASR and LLM first token from the same log lines (fake ASR/LLM on loopback).'
       : 'server-added, ASR, LLM: n/a (the server log is only read when the simulator starts the server).',
     'late %: frame inter-arrival intervals over 65 ms; gap %: frames arriving after the device had played everything before them (playback modelled back to back, 60 ms a frame); underrun ms: total dry time.',
-    'server CPU: Δcpu/Δwall over the step\'s turns, in cores (in parentheses: reaped child processes such as espeak-ng); loop p99/max: event-loop delay in ms beyond the 10 ms sampling tick (server: /metrics nodejs_eventloop_lag_*; sim: this process).',
+    'server CPU: Δcpu/Δwall over the step\'s turns, in cores (in parentheses: its child processes, such as the espeak-ng helpers); loop p99/max: event-loop delay in ms beyond the 10 ms sampling tick (server: /metrics nodejs_eventloop_lag_*; sim: this process).',
   ];
 }
 

@@ -6,7 +6,7 @@
  * and live sessions, from /proc for a child and from /metrics when available.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -32,7 +32,7 @@ export interface CpuSample {
   at: number;
   /** CPU seconds of the server process itself. */
   cpuS: number;
-  /** CPU seconds of its exited, reaped children (espeak-ng, ffmpeg, ...); null when unknown. */
+  /** CPU seconds of its children, live (espeak-ng helpers, pocketsphinx) and reaped (ffmpeg, ...); null when unknown. */
   childCpuS: number | null;
 }
 
@@ -104,29 +104,65 @@ function clockTicks(): number {
   return clkTck;
 }
 
-/** utime+stime and cutime+cstime of a process, in seconds, from /proc/<pid>/stat. */
-export function procCpu(pid: number): { self: number; children: number } | null {
+/** Pids of the live direct children of `pid` (the espeak-ng helpers, pocketsphinx, ffmpeg), from /proc. */
+function childPids(pid: number): number[] {
+  const out: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const s = readFileSync(`/proc/${name}/stat`, 'utf8');
+      if (Number(s.slice(s.lastIndexOf(')') + 2).split(' ')[1]) === pid) out.push(Number(name));
+    } catch {
+      // ended while we looked
+    }
+  }
+  return out;
+}
+
+/** Fields of /proc/<pid>/stat after the command name: rest[0] is field 3 (state). */
+function statFields(pid: number): string[] | null {
   try {
     const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const rest = s.slice(s.lastIndexOf(')') + 2).split(' ');
-    const n = (i: number): number => Number(rest[i] ?? 0);
-    // rest[0] is field 3 (state); utime is field 14, stime 15, cutime 16, cstime 17.
-    const tck = clockTicks();
-    return { self: (n(11) + n(12)) / tck, children: (n(13) + n(14)) / tck };
+    return s.slice(s.lastIndexOf(')') + 2).split(' ');
   } catch {
     return null;
   }
 }
 
-/** VmRSS and VmHWM of a process in bytes, from /proc/<pid>/status. */
-export function procRss(pid: number): { rss: number; hwm: number } | null {
-  try {
-    const s = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const kb = (key: string): number => Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(s)?.[1] ?? NaN) * 1024;
-    return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
-  } catch {
-    return null;
+/**
+ * CPU seconds of a process (utime+stime) and of its children: the reaped ones (cutime+cstime)
+ * plus the live ones (the long-lived espeak-ng helpers and pocketsphinx work all run long).
+ */
+export function procCpu(pid: number): { self: number; children: number } | null {
+  const rest = statFields(pid);
+  if (!rest) return null;
+  const tck = clockTicks();
+  // utime is field 14, stime 15, cutime 16, cstime 17.
+  const n = (f: string[], i: number): number => Number(f[i] ?? 0);
+  let children = n(rest, 13) + n(rest, 14);
+  for (const c of childPids(pid)) {
+    const f = statFields(c);
+    if (f) children += n(f, 11) + n(f, 12) + n(f, 13) + n(f, 14);
   }
+  return { self: (n(rest, 11) + n(rest, 12)) / tck, children: children / tck };
+}
+
+/** VmRSS and VmHWM of a process in bytes, from /proc/<pid>/status; `rss` includes its live children's. */
+export function procRss(pid: number): { rss: number; hwm: number } | null {
+  const read = (p: number): { rss: number; hwm: number } | null => {
+    try {
+      const s = readFileSync(`/proc/${p}/status`, 'utf8');
+      const kb = (key: string): number => Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(s)?.[1] ?? NaN) * 1024;
+      return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
+    } catch {
+      return null;
+    }
+  };
+  const own = read(pid);
+  if (!own) return null;
+  let kids = 0;
+  for (const c of childPids(pid)) kids += read(c)?.rss ?? 0;
+  return { rss: own.rss + kids, hwm: own.hwm + kids };
 }
 
 function otaUrlFor(wsUrl: string): string {
