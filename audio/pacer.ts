@@ -22,6 +22,11 @@ const DEFAULT_MAX_AHEAD_MS = 360;
 const LOCAL_QUEUE_FRAMES = 4;
 /** A frame due this soon is sent in the current tick: timers fire ~1 ms late anyway. */
 const EARLY_MS = 2;
+/**
+ * A send interval longer than a frame by more than this is a late interval (65 ms for 60 ms
+ * frames): the measure the Java xiaozhi server publishes, here counted as sent.
+ */
+const LATE_INTERVAL_MARGIN_MS = 5;
 
 export interface PacerOptions {
   /** Duration of each frame in ms (60 for xiaozhi). */
@@ -52,6 +57,10 @@ export interface PacerStats {
   maxLateMs: number;
   /** Times the device ran dry while frames were still expected (producer or scheduler too slow). */
   underruns: number;
+  /** Intervals between two frames sent (across `play` calls, until `stop`). */
+  intervals: number;
+  /** Of those, intervals over a frame's duration + 5 ms (over 65 ms for 60 ms frames). */
+  lateIntervals: number;
 }
 
 export interface PacerResult {
@@ -142,7 +151,9 @@ class PacerImpl implements Pacer {
   #spaceWaiter: (() => void) | undefined;
   #drainWaiter: (() => void) | undefined;
   #sendError: unknown;
-  readonly stats: PacerStats = { framesSent: 0, lateFrames: 0, maxLateMs: 0, underruns: 0 };
+  /** When the previous frame was sent (NaN: none since the start or the last stop). */
+  #lastSentAt = NaN;
+  readonly stats: PacerStats = { framesSent: 0, lateFrames: 0, maxLateMs: 0, underruns: 0, intervals: 0, lateIntervals: 0 };
 
   constructor(opts: PacerOptions) {
     if (!(opts.frameMs > 0)) throw new VoiceError(ErrorCode.ConfigInvalid, 'pacer: frameMs must be positive');
@@ -177,6 +188,7 @@ class PacerImpl implements Pacer {
     this.#generation++;
     this.#queue = [];
     this.#streaming = false;
+    this.#lastSentAt = NaN;
     this.#wakeWaiters();
   }
 
@@ -276,6 +288,11 @@ class PacerImpl implements Pacer {
         return Infinity;
       }
       sent = true;
+      if (!Number.isNaN(this.#lastSentAt)) {
+        this.stats.intervals++;
+        if (now - this.#lastSentAt > this.#frameMs + LATE_INTERVAL_MARGIN_MS) this.stats.lateIntervals++;
+      }
+      this.#lastSentAt = now;
       this.#streaming = true;
       this.#playEnd = Math.max(this.#playEnd, now) + this.#frameMs;
       this.stats.framesSent++;

@@ -159,6 +159,16 @@ export function createServerMetrics(opts: ServerMetricsOptions = {}): ServerMetr
     help: 'Downlink audio frames sent after their play-out time (the device may have stuttered).',
     registers,
   });
+  const frameIntervals = new Counter({
+    name: 'xiaozhi_downlink_intervals_total',
+    help: 'Intervals between two downlink audio frames sent within a turn.',
+    registers,
+  });
+  const lateIntervals = new Counter({
+    name: 'xiaozhi_downlink_late_intervals_total',
+    help: 'Of those, intervals over 65 ms (60 ms frames): the late-frame rate the Java xiaozhi server publishes, as sent by this server.',
+    registers,
+  });
   const toolCalls = new Counter({
     name: 'xiaozhi_tool_calls_total',
     help: 'Tool calls by source server (MCP server name, local, device) and outcome.',
@@ -247,6 +257,8 @@ export function createServerMetrics(opts: ServerMetricsOptions = {}): ServerMetr
     if (t.firstAudioMs !== undefined) firstAudio.observe(seconds(t.firstAudioMs));
     turnTotal.observe(seconds(t.totalMs));
     if (t.lateFrames > 0) lateFrames.inc(t.lateFrames);
+    if (t.frameIntervals > 0) frameIntervals.inc(t.frameIntervals);
+    if (t.lateIntervals > 0) lateIntervals.inc(t.lateIntervals);
     for (const call of t.tools) {
       const server = toolServer(call.name, mcpNames);
       toolCalls.inc({ server, outcome: call.isError ? 'error' : 'ok' });

@@ -16,7 +16,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { FleetDevice, prepareUtterance, simMac, type TurnRecord, type UtteranceAudio } from './sim/device.ts';
 import { defaultOptions, parseArgs, USAGE, type SimulationOptions } from './sim/options.ts';
 import { alignedHeader, alignedRow, idleLines, legend, markdownTable, type IdleResult, type SimulationResult, type StepResult } from './sim/report.ts';
-import { remoteServer, startLocalServer, type SimServer } from './sim/server.ts';
+import { remoteServer, startLocalServer, type ServerTurnTiming, type SimServer } from './sim/server.ts';
 import { p50p95, sleep, sumPlayback } from './sim/stats.ts';
 
 export type { SimulationOptions } from './sim/options.ts';
@@ -34,6 +34,12 @@ function openFileLimit(): number | null {
   } catch {
     return null;
   }
+}
+
+/** Late send intervals (over 65 ms) as a share of all, from the server's turn timings; NaN without frames. */
+function sentLatePct(st: ReadonlyArray<ServerTurnTiming>): number {
+  const all = st.reduce((a, t) => a + t.frameIntervals, 0);
+  return all > 0 ? (st.reduce((a, t) => a + t.lateIntervals, 0) / all) * 100 : NaN;
 }
 
 function countErrors(recs: ReadonlyArray<{ error?: string }>): Record<string, number> {
@@ -238,6 +244,7 @@ class Run {
       serverLlmFirstTokenMs: st ? p50p95(nums('llmFirstTokenMs')) : null,
       serverOutcomes: st ? outcomes : null,
       serverLateFrames: st ? st.reduce((a, t) => a + t.lateFrames, 0) : null,
+      serverLatePct: st ? sentLatePct(st) : null,
       frames: play.frames,
       intervals: play.intervals,
       lateIntervals: play.lateIntervals,

@@ -69,6 +69,7 @@ test('simulator: 2 devices × 1 turn and 5 idle devices against a self-started s
     finite(v.p95, `${name} p95`);
   }
   finite(s.latePct, 'late %');
+  finite(s.serverLatePct, 'sent late %');
   finite(s.gapPct, 'gap %');
   finite(s.underrunMs, 'underrun ms');
   finite(s.serverCpuCores, 'server CPU');

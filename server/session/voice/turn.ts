@@ -115,7 +115,7 @@ export class Turn {
   async run(): Promise<TurnResult> {
     const { deps, log } = this.#env;
     const input = this.#input;
-    const timings: TurnTimings = { source: input.source, outcome: 'answered', totalMs: 0, lateFrames: 0, tools: [] };
+    const timings: TurnTimings = { source: input.source, outcome: 'answered', totalMs: 0, lateFrames: 0, frameIntervals: 0, lateIntervals: 0, tools: [] };
     let endSession = false;
     try {
       let text: string;
@@ -160,7 +160,10 @@ export class Turn {
       if (this.aborted) timings.outcome = 'aborted';
       timings.totalMs = Math.round(performance.now() - input.endedAt);
       if (this.#firstFrameAt !== null) timings.firstAudioMs = Math.round(this.#firstFrameAt - input.endedAt);
-      timings.lateFrames = this.#out?.pacerStats.lateFrames ?? 0;
+      const stats = this.#out?.pacerStats;
+      timings.lateFrames = stats?.lateFrames ?? 0;
+      timings.frameIntervals = stats?.intervals ?? 0;
+      timings.lateIntervals = stats?.lateIntervals ?? 0;
       if (this.aborted && this.#out) this.#out.stop();
     }
     // Releases whatever still listens to the turn (the pacer's place on the shared clock, ...)

@@ -44,6 +44,9 @@ export interface TurnTimings {
   firstAudioMs?: number;
   totalMs: number;
   lateFrames: number;
+  /** Intervals between the downlink frames sent, and those over 65 ms (the pacer's count). */
+  frameIntervals: number;
+  lateIntervals: number;
   tools: Array<{ name: string; ms: number; isError: boolean }>;
 }
 

@@ -27,6 +27,8 @@ export interface StepResult {
   serverOutcomes: Record<string, number> | null;
   /** Frames the server's pacer sent after their play-out time (its log). */
   serverLateFrames: number | null;
+  /** Late intervals as the server sent them (its pacer, from its log), in %: the rest of `latePct` arose on the way or in the simulator. */
+  serverLatePct: number | null;
   frames: number;
   intervals: number;
   lateIntervals: number;
@@ -95,6 +97,7 @@ export const COLUMNS = [
   'ASR p50/p95',
   'LLM 1st token p50/p95',
   'late %',
+  'sent late %',
   'gap %',
   'underrun ms',
   'server CPU cores',
@@ -114,6 +117,7 @@ export function stepCells(s: StepResult): string[] {
     pair(s.serverAsrMs),
     pair(s.serverLlmFirstTokenMs),
     pct(s.latePct),
+    s.serverLatePct === null ? 'n/a' : pct(s.serverLatePct),
     pct(s.gapPct),
     int(s.underrunMs),
     cpu,
@@ -147,7 +151,7 @@ export function legend(vadSilenceMs: number | null, startedServer: boolean): str
     startedServer
       ? 'server-added: the server log\'s firstAudioMs (VAD end-of-speech decision → first frame sent); ASR and LLM first token from the same log lines (fake ASR/LLM on loopback).'
       : 'server-added, ASR, LLM: n/a (the server log is only read when the simulator starts the server).',
-    'late %: frame inter-arrival intervals over 65 ms; gap %: frames arriving after the device had played everything before them (playback modelled back to back, 60 ms a frame); underrun ms: total dry time.',
+    'late %: frame inter-arrival intervals over 65 ms at the device; sent late %: the same measure at the server\'s send (its pacer, /metrics xiaozhi_downlink_late_intervals_total): the difference arose on the way, mostly in this process\'s own scheduling on a shared machine; gap %: frames arriving after the device had played everything before them (playback modelled back to back, 60 ms a frame); underrun ms: total dry time.',
     'server CPU: Δcpu/Δwall over the step\'s turns, in cores (in parentheses: its child processes, such as the espeak-ng helpers); loop p99/max: event-loop delay in ms beyond the 10 ms sampling tick (server: /metrics nodejs_eventloop_lag_*; sim: this process).',
   ];
 }

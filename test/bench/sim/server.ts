@@ -25,6 +25,9 @@ export interface ServerTurnTiming {
   firstAudioMs?: number;
   totalMs: number;
   lateFrames: number;
+  /** Send intervals of the turn's frames, and those over 65 ms (the server's pacer). */
+  frameIntervals: number;
+  lateIntervals: number;
 }
 
 export interface CpuSample {
@@ -410,6 +413,8 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<SimSer
             outcome: String(j.outcome ?? ''),
             totalMs: num('totalMs') ?? NaN,
             lateFrames: num('lateFrames') ?? 0,
+            frameIntervals: num('frameIntervals') ?? 0,
+            lateIntervals: num('lateIntervals') ?? 0,
           };
           for (const k of ['asrMs', 'llmFirstTokenMs', 'firstAudioMs'] as const) {
             const v = num(k);

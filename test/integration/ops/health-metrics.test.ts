@@ -141,10 +141,12 @@ describe('health and metrics routes', () => {
       const text = (await other.render()).body;
       assert.equal(metricValue(text, 'xiaozhi_sessions_total'), 0);
       assert.equal(metricValue(text, 'xiaozhi_sessions_active'), 0);
-      other.observeTurn({ source: 'voice', outcome: 'failed', totalMs: 1200, lateFrames: 3, tools: [] });
+      other.observeTurn({ source: 'voice', outcome: 'failed', totalMs: 1200, lateFrames: 3, frameIntervals: 40, lateIntervals: 2, tools: [] });
       const after = (await other.render()).body;
       assert.equal(metricValue(after, 'xiaozhi_turns_total', 'source="voice",outcome="failed"'), 1);
       assert.equal(metricValue(after, 'xiaozhi_late_frames_total'), 3);
+      assert.equal(metricValue(after, 'xiaozhi_downlink_intervals_total'), 40);
+      assert.equal(metricValue(after, 'xiaozhi_downlink_late_intervals_total'), 2);
       assert.equal(metricValue(after, 'xiaozhi_turn_duration_seconds_bucket', 'le="1"'), 0);
       assert.equal(metricValue(after, 'xiaozhi_turn_duration_seconds_bucket', 'le="2"'), 1);
       // The first app did not see this turn.

@@ -98,6 +98,10 @@ describe('metrics after real turns', () => {
       // loopback cannot have more late frames than frames.
       const late = num(m, 'xiaozhi_late_frames_total');
       assert.ok(Number.isInteger(late) && late <= dev.audio.length, `late frames ${late} of ${dev.audio.length}`);
+      // One interval between each two frames of the answer; the late ones are some of them.
+      assert.equal(num(m, 'xiaozhi_downlink_intervals_total'), dev.audio.length - 1);
+      const lateIntervals = num(m, 'xiaozhi_downlink_late_intervals_total');
+      assert.ok(Number.isInteger(lateIntervals) && lateIntervals < dev.audio.length, `late intervals ${lateIntervals}`);
     } finally {
       dev.close();
       await dev.closed;

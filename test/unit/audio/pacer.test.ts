@@ -32,6 +32,32 @@ describe('pacer', () => {
     assert.ok(Math.abs(pacer.playbackEndsAt() - (t0 + elapsed + 120)) < 200, 'playback ends ~ 2 frames after the last send');
   });
 
+  test('counts send intervals and those over a frame + 5 ms, as the device would see them', async () => {
+    const ac = new AbortController();
+    const sentAt: number[] = [];
+    let blocked = false;
+    const pacer = createPacer({
+      frameMs: 60,
+      preBufferFrames: 2,
+      send: () => {
+        sentAt.push(performance.now());
+        // Once, mid-stream, this thread is busy for 150 ms: the next frame leaves late.
+        if (sentAt.length === 8 && !blocked) {
+          blocked = true;
+          const until = performance.now() + 150;
+          while (performance.now() < until);
+        }
+      },
+      signal: ac.signal,
+    });
+    await pacer.play(frames(15));
+    ac.abort();
+    assert.equal(pacer.stats.intervals, 14, 'one interval between each two frames sent');
+    const over = sentAt.slice(1).filter((t, i) => t - (sentAt[i] as number) > 65).length;
+    assert.ok(over >= 1, 'the busy stretch made at least one interval over 65 ms');
+    assert.equal(pacer.stats.lateIntervals, over, `the pacer counted the same late intervals as measured (${over})`);
+  });
+
   test('cadence continues across play calls and queued calls run in order', async () => {
     const ac = new AbortController();
     const got: number[] = [];
