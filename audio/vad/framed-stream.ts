@@ -1,6 +1,6 @@
 /**
  * @module The shared body of a VAD stream: cuts pushed PCM into the model's frame size, gates
- * near-silent frames to probability 0, serialises pushes, tracks the stream position and feeds the
+ * near-silent frames to probability 0 (and rests the model through long pauses), serialises pushes, tracks the stream position and feeds the
  * segmenter. A provider only supplies `probability(frame)`.
  */
 import { PcmFramer, dbfs } from '../pcm.ts';
@@ -9,6 +9,13 @@ import type { VadEvent, VadStream, VadStreamOptions } from './vad.ts';
 
 const SAMPLE_RATE = 16000;
 const DEFAULT_MIN_DBFS = -55;
+/**
+ * Quiet frames (under `minDbfs`) still go through the model this long (~0.25 s), so its recurrent
+ * state follows the audio into a pause; after that the model is not run until sound returns, and
+ * then starts from a fresh state, as at the start of a stream. A device's silence is mostly DTX
+ * packets (decoded as zeros): Silero was 40 % of a media worker's CPU, half of it on silence.
+ */
+const QUIET_MS_SCORED = 250;
 
 /** What a provider implements for one stream. */
 export interface FrameScorer {
@@ -29,6 +36,11 @@ export class FramedVadStream implements VadStream {
   #closed = false;
   /** Bumped by reset(): frames of a push that straddles a reset are discarded. */
   #epoch = 0;
+  /** Quiet frames in a row; past `#quietScored` the model rests. */
+  #quietRun = 0;
+  readonly #quietScored: number;
+  /** Frames given to the model (tests check that silence is skipped). */
+  scored = 0;
 
   constructor(scorer: FrameScorer, frameSamples: number, opts: VadStreamOptions) {
     this.#scorer = scorer;
@@ -36,6 +48,7 @@ export class FramedVadStream implements VadStream {
     this.#frameMs = (frameSamples * 1000) / SAMPLE_RATE;
     this.#segmenter = new Segmenter(opts);
     this.#minDbfs = opts.minDbfs ?? DEFAULT_MIN_DBFS;
+    this.#quietScored = Math.ceil(QUIET_MS_SCORED / this.#frameMs);
   }
 
   get inSpeech(): boolean {
@@ -56,11 +69,21 @@ export class FramedVadStream implements VadStream {
     const events: VadEvent[] = [];
     for (const frame of frames) {
       if (this.#closed || epoch !== this.#epoch) return [];
-      // Run the model even on quiet frames so its recurrent state follows the audio.
-      const p = await this.#scorer.probability(frame);
-      if (this.#closed || epoch !== this.#epoch) return [];
-      const gated = dbfs(frame) < this.#minDbfs ? 0 : p;
-      this.#segmenter.frame(gated, this.#positionMs, this.#frameMs, events);
+      const quiet = dbfs(frame) < this.#minDbfs;
+      if (quiet) this.#quietRun++;
+      else if (this.#quietRun > this.#quietScored) {
+        // The model rested through a long pause: it starts again as on a new stream.
+        this.#scorer.reset();
+        this.#quietRun = 0;
+      } else this.#quietRun = 0;
+      let p = 0;
+      if (this.#quietRun <= this.#quietScored) {
+        // Quiet frames at the start of a pause still go through the model, so its state follows.
+        this.scored++;
+        p = await this.#scorer.probability(frame);
+        if (this.#closed || epoch !== this.#epoch) return [];
+      }
+      this.#segmenter.frame(quiet ? 0 : p, this.#positionMs, this.#frameMs, events);
       this.#positionMs += this.#frameMs;
     }
     return events;
@@ -71,6 +94,7 @@ export class FramedVadStream implements VadStream {
     this.#framer.reset();
     this.#segmenter.reset();
     this.#scorer.reset();
+    this.#quietRun = 0;
     this.#positionMs = 0;
   }
 

@@ -4,6 +4,7 @@ import { createVadModel, type VadEvent, type VadModel, type VadProvider } from '
 import { concatInt16 } from '../../../audio/pcm.ts';
 import { audibleSpan, espeakPcm, flitePcm, makeTempDir, noise, silence } from '../../fixtures/audio/make-audio.ts';
 import { resample } from '../../../audio/resample.ts';
+import { FramedVadStream } from '../../../audio/vad/framed-stream.ts';
 
 const RATE = 16000;
 const tmp = makeTempDir();
@@ -63,6 +64,25 @@ for (const provider of ['silero', 'webrtc'] as VadProvider[]) {
     test('silence and near-silence never trigger speech', async () => {
       const quiet = concatInt16([silence(2000, RATE), noise(2000, RATE, 40), silence(1000, RATE), noise(1000, RATE, 150)]);
       assert.deepEqual(await runVad(model, quiet), []);
+    });
+
+    test('rests the model through long pauses: silence is not scored, and speech after it is still found', async () => {
+      const stream = model.createStream({ threshold: 0.5, minSilenceMs: 500, minSpeechMs: 150 });
+      assert.ok(stream instanceof FramedVadStream);
+      const pause = silence(5000, RATE);
+      const events: VadEvent[] = [];
+      for (let at = 0; at < pause.length; at += 960) events.push(...(await stream.push(pause.subarray(at, at + 960))));
+      // ~0.25 s of the pause goes through the model (its state follows), the rest does not.
+      const frameMs = (model.frameSamples * 1000) / RATE;
+      assert.ok(stream.scored <= Math.ceil(250 / frameMs) + 1, `${stream.scored} frames of a 5 s pause scored`);
+      for (let at = 0; at < signal16k.length; at += 960) events.push(...(await stream.push(signal16k.subarray(at, at + 960))));
+      stream.close();
+      assert.deepEqual(
+        events.map((e) => e.type),
+        ['speech_start', 'speech_end', 'speech_start', 'speech_end'],
+      );
+      const first = events[0];
+      assert.ok(first && Math.abs(first.atMs - 5000 - (truth[0]?.[0] ?? 0)) <= 200, `speech after the pause starts at ${first?.atMs} ms`);
     });
 
     test('one shared model serves interleaved streams independently', async () => {
