@@ -162,11 +162,8 @@ async function ffmpegFigures(speech24k: Int16Array): Promise<void> {
   // espeak-ng as WebAssembly (the embedded TTS): warmed up first, as the media workers do.
   const tts = await createTts({ provider: 'espeak' }, silentLogger);
   for (let i = 0; i < 15; i++) for await (const _ of tts.synthesize(TEXT, { signal: never })) void _;
-  const engine = await createMediaEngine({ workers: 0, vadProvider: 'webrtc', espeak: { voice: 'en-us' }, log: silentLogger });
-  const media = await engine.open({ vad: { threshold: 0.5, minSilenceMs: 700 }, downlinkSampleRate: 24000, complexity: 5 }, silentLogger);
   const eTotal: number[] = [];
   const pTotal: number[] = [];
-  const oTotal: number[] = [];
   for (let r = 0; r < 7; r++) {
     let t0 = performance.now();
     for await (const _ of tts.synthesize(TEXT, { signal: never })) void _;
@@ -174,14 +171,24 @@ async function ffmpegFigures(speech24k: Int16Array): Promise<void> {
     t0 = performance.now();
     for await (const _ of synthesizePcm(tts, TEXT, { sampleRate: 24000, signal: never })) void _;
     pTotal.push(performance.now() - t0);
-    t0 = performance.now();
-    for await (const _ of media.speak(TEXT, never)) void _;
-    oTotal.push(performance.now() - t0);
   }
-  media.close();
-  await engine.close();
   console.log(`espeak-ng (WASM, warm) synthesis of a 5.5 s sentence: ${fmt(med(eTotal), 1)} ms CPU, no process`);
-  console.log(`  … → PCM 24 kHz (resampled in-process): ${fmt(med(pTotal), 1)} ms; → Opus packets (what a media worker does per sentence): ${fmt(med(oTotal), 1)} ms`);
+  console.log(`  … → PCM 24 kHz (resampled in-process): ${fmt(med(pTotal), 1)} ms`);
+  // What a media worker does per sentence (text → 24 kHz Opus packets), with each espeak-ng engine.
+  for (const espeakEngine of ['wasm', 'native'] as const) {
+    const engine = await createMediaEngine({ workers: 0, vadProvider: 'webrtc', espeak: { voice: 'en-us' }, espeakEngine, log: silentLogger });
+    const media = await engine.open({ vad: { threshold: 0.5, minSilenceMs: 700 }, downlinkSampleRate: 24000, complexity: 5 }, silentLogger);
+    const oTotal: number[] = [];
+    for (let r = 0; r < 7; r++) {
+      const t0 = performance.now();
+      for await (const _ of media.speak(TEXT, never)) void _;
+      oTotal.push(performance.now() - t0);
+    }
+    media.close();
+    await engine.close();
+    const how = espeakEngine === 'native' ? 'native helper (resamples too), one long-lived process' : 'WASM in the thread, JavaScript resampler';
+    console.log(`media.speak, 5.5 s sentence → Opus packets, espeak-ng ${how}: ${fmt(med(oTotal), 1)} ms`);
+  }
   const big = speech24k;
   const t0 = performance.now();
   resample(big, 24000, 16000);
@@ -190,9 +197,9 @@ async function ffmpegFigures(speech24k: Int16Array): Promise<void> {
 }
 
 /** A fresh media worker, as at server start: how long each of its first sentences takes to speak. */
-async function workerSpeakFigures(): Promise<void> {
-  console.log('-- Media worker (1 thread, fresh): three sessions speak the same three sentences in turn');
-  const engine = await createMediaEngine({ workers: 1, workerNice: 0, vadProvider: 'webrtc', espeak: { voice: 'en-us' }, log: silentLogger });
+async function workerSpeakFigures(espeakEngine: 'native' | 'wasm'): Promise<void> {
+  console.log(`-- Media worker (1 thread, fresh, espeak-ng ${espeakEngine}): three sessions speak the same three sentences in turn`);
+  const engine = await createMediaEngine({ workers: 1, workerNice: 0, vadProvider: 'webrtc', espeak: { voice: 'en-us' }, espeakEngine, log: silentLogger });
   const never = new AbortController().signal;
   const sentences = ['It is sunny today.', 'The high is twenty two degrees.', 'Enjoy your day!'];
   try {
@@ -244,6 +251,7 @@ export async function run(): Promise<void> {
   await vadFigures(speech[16000]);
   await sessionFigures(speech);
   await ffmpegFigures(speech[24000]);
-  await workerSpeakFigures();
+  await workerSpeakFigures('native');
+  await workerSpeakFigures('wasm');
   await pacerFigures();
 }
