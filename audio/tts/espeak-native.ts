@@ -3,8 +3,10 @@
  * (`native/espeak-pcm.c`, built by `scripts/setup.sh` and in the image). A short sentence costs
  * 2-3 ms there against 10-15 ms of the thread's own CPU with the WebAssembly build, and the
  * synthesis work leaves the worker thread; the helper also resamples to the rate asked for
- * (2.6 ms of JavaScript per short sentence, a tenth of that in C). Nothing is spawned per sentence: the helper is started
- * when the thread loads and serves all of its sentences.
+ * (2.6 ms of JavaScript per short sentence, a fraction of that in C). Nothing is spawned per
+ * sentence: the helper is started when the thread loads and serves all of its sentences.
+ * A request that takes the helper more than 20 s (a hung library) kills it (`alarm`), so a
+ * blocking read cannot wait forever.
  *
  * The engine interface is synchronous (a worker synthesises a sentence in one step and hands out
  * its first frames from inside the call), so requests and answers go over two FIFOs that this
@@ -27,7 +29,7 @@ const HELPER_CANDIDATES = ['../../build/espeak-pcm', '../../../build/espeak-pcm'
 const START_TIMEOUT_MS = 5000;
 /** How long `close` waits for the killed helper to be reaped. */
 const REAP_WAIT_MS = 1000;
-/** One answer chunk is at most this large (the helper sends 100 ms of audio at a time). */
+/** One answer chunk is at most this large (the helper sends a few thousand samples at a time). */
 const MAX_CHUNK_BYTES = 1 << 20;
 
 /** The helper's path when it has been built, else undefined. */
@@ -195,7 +197,14 @@ export async function startNativeEspeak(opts: { nice?: number; log: Logger }): P
   };
 
   const names: Buffer[] = [];
-  call('V', { voice: '' }, '', (b) => names.push(b));
+  try {
+    call('V', { voice: '' }, '', (b) => names.push(b));
+  } catch (err) {
+    // The engine is never handed out: nothing may keep (or restart) its helper.
+    closed = true;
+    if (helper) await stopHelper(helper);
+    throw new VoiceError(ErrorCode.ProviderUnavailable, `espeak-ng helper does not answer: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
   const known = new Set(
     Buffer.concat(names)
       .toString('utf8')

@@ -61,6 +61,9 @@ extern const espeak_VOICE **espeak_ListVoices(espeak_VOICE *spec);
 
 enum { AUDIO_OUTPUT_SYNCHRONOUS = 2, POS_CHARACTER = 1, CHARS_UTF8 = 1, PARAM_RATE = 1, PARAM_PITCH = 3 };
 enum { INIT_DONT_EXIT = 0x8000, MAX_FIELD = 1 << 20 };
+/* A request that takes longer than this kills the helper (SIGALRM): its caller blocks on the
+   answer, so a hung library must end in end-of-file, not in a wait forever. */
+enum { REQUEST_TIMEOUT_S = 20 };
 
 static int out_fd = -1;
 static void chunk(const void *data, int32_t bytes);
@@ -288,6 +291,7 @@ int main(int argc, char **argv) {
     if (!text || !read_all(in_fd, voice, voice_len) || !read_all(in_fd, text, text_len)) return 0;
     voice[voice_len] = 0;
     text[text_len] = 0;
+    alarm(REQUEST_TIMEOUT_S);
     if (kind == 'V') {
       list_voices();
       chunk(NULL, 0);
@@ -317,6 +321,7 @@ int main(int argc, char **argv) {
         chunk(NULL, err == 0 ? 0 : -1);
       }
     }
+    alarm(0);
     free(text);
   }
 }
