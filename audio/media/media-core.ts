@@ -8,7 +8,7 @@ import type { Logger } from '../../core/logger.ts';
 import { createOpusCodec, type OpusCodec } from '../opus/codec.ts';
 import { PcmFramer } from '../pcm.ts';
 import { Resampler } from '../resample.ts';
-import { startNativeEspeak, type NativeEspeakEngine } from '../tts/espeak-native.ts';
+import { localHelperSource, startNativeEspeak, type EspeakHelperSource, type NativeEspeakEngine } from '../tts/espeak-native.ts';
 import { checkEspeakVoice, espeakText, loadEspeakEngine, type EspeakEngine } from '../tts/espeak-wasm.ts';
 import { createVadModel, type VadModel, type VadStream } from '../vad/vad.ts';
 import { FRAME_MS, UPLINK_SAMPLE_RATE, type EspeakEngineChoice, type MediaThreadConfig, type SessionMediaOptions, type UplinkResult } from './media.ts';
@@ -42,13 +42,16 @@ export class MediaCore {
   #vadModel: VadModel | undefined;
   #espeak: EspeakEngine | undefined;
   #native: NativeEspeakEngine | undefined;
-  readonly #nice: number;
+  readonly #helpers: EspeakHelperSource | undefined;
 
-  /** `nice`: the thread's niceness, given to the native espeak-ng helper too. */
-  constructor(config: MediaThreadConfig, log: Logger, opts: { nice?: number } = {}) {
+  /**
+   * `espeakHelpers`: where the native espeak-ng engine gets its helper processes. A worker asks
+   * the main thread (which owns and reaps them); without it this thread spawns its own.
+   */
+  constructor(config: MediaThreadConfig, log: Logger, opts: { espeakHelpers?: EspeakHelperSource } = {}) {
     this.#config = config;
     this.#log = log;
-    this.#nice = opts.nice ?? 0;
+    this.#helpers = opts.espeakHelpers;
   }
 
   /** Loads the VAD model and the TTS engine; an unknown voice is a configuration error. */
@@ -62,7 +65,7 @@ export class MediaCore {
   async #loadEspeak(choice: EspeakEngineChoice): Promise<EspeakEngine> {
     if (choice !== 'wasm') {
       try {
-        this.#native = await startNativeEspeak({ nice: this.#nice, log: this.#log });
+        this.#native = await startNativeEspeak({ helpers: this.#helpers ?? localHelperSource({ log: this.#log }), log: this.#log });
         this.#log.debug('espeak-ng: native helper started');
         return this.#native;
       } catch (err) {

@@ -6,10 +6,11 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { lowerThreadPriority } from './thread-priority.ts';
-import { toVoiceError } from '../../core/errors.ts';
+import { ErrorCode, VoiceError, toVoiceError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
 import { createThreadLogger } from '../../core/thread-logger.ts';
 import { MediaCore, type CoreSession, type SpeechJob } from './media-core.ts';
+import type { EspeakHelperSource } from '../tts/espeak-native.ts';
 import { FRAME_MS } from './media.ts';
 import { packPackets, type FromWorker, type ToWorker, type WorkerData } from './worker-protocol.ts';
 
@@ -29,7 +30,20 @@ function workerLogger(bindings: Record<string, unknown>): Logger {
   }, bindings);
 }
 
-const core = new MediaCore(data.config, workerLogger({}), { nice: data.nice });
+/** Helper processes come from the main thread, which owns them (see `espeak-native.ts`). */
+const helperAnswers = new Map<number, { resolve: (dir: string) => void; reject: (err: Error) => void }>();
+let nextHid = 1;
+const espeakHelpers: EspeakHelperSource = {
+  next: () =>
+    new Promise<string>((resolve, reject) => {
+      const hid = nextHid++;
+      helperAnswers.set(hid, { resolve, reject });
+      post({ op: 'espeakHelper', hid });
+    }),
+  // The main thread stops this worker's helper when the worker exits.
+  close: async () => {},
+};
+const core = new MediaCore(data.config, workerLogger({}), { espeakHelpers });
 if (data.nice > 0) {
   const applied = lowerThreadPriority(data.nice);
   if (!applied.ok) workerLogger({}).warn({ nice: data.nice, reason: applied.reason }, 'media worker priority not lowered');
@@ -226,15 +240,31 @@ function handle(m: ToWorker): void {
       return;
     case 'crash':
       throw new Error('media worker crash requested (test)');
+    case 'espeakHelper':
+      return; // answered by the listener installed before loading
   }
 }
+
+function answerHelper(m: Extract<ToWorker, { op: 'espeakHelper' }>): void {
+  const waiting = helperAnswers.get(m.hid);
+  helperAnswers.delete(m.hid);
+  if (m.dir !== undefined) waiting?.resolve(m.dir);
+  else waiting?.reject(new VoiceError((m.code as ErrorCode | undefined) ?? ErrorCode.ProviderUnavailable, m.message ?? 'no espeak-ng helper'));
+}
+
+// Helper answers can be needed while loading (before `handle` listens for everything else).
+port.on('message', (m: ToWorker) => {
+  if (m.op === 'espeakHelper') answerHelper(m);
+});
 
 core
   .load()
   .then(() => core.warmUp())
   .then(
     () => {
-      port.on('message', handle);
+      port.on('message', (m: ToWorker) => {
+        if (m.op !== 'espeakHelper') handle(m);
+      });
       post({ op: 'ready' });
     },
     (err: unknown) => {

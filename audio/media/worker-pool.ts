@@ -10,7 +10,8 @@ import type { Worker } from 'node:worker_threads';
 import { startModuleWorker } from '../../core/start-worker.ts';
 import { AsyncQueue } from '../../core/async-queue.ts';
 import { throwIfAborted } from '../../core/abort.ts';
-import { ErrorCode, VoiceError } from '../../core/errors.ts';
+import { ErrorCode, VoiceError, toVoiceError } from '../../core/errors.ts';
+import { spawnEspeakHelper, type EspeakHelperProcess } from '../tts/espeak-native.ts';
 import type { Logger } from '../../core/logger.ts';
 import { FRAME_MS, UPLINK_SAMPLE_RATE, type MediaEngine, type MediaEngineStats, type MediaThreadConfig, type SessionMedia, type SessionMediaOptions, type UplinkResult } from './media.ts';
 import { encodeChunks } from './encode-chunks.ts';
@@ -39,9 +40,13 @@ class WorkerHandle {
   /** Set once the worker has loaded: one that dies before that is replaced only after a delay. */
   wasReady = false;
   readonly #log: Logger;
+  readonly #nice: number;
+  /** The worker's espeak-ng helper: spawned here so that this thread owns and reaps it. */
+  #helper: Promise<EspeakHelperProcess | undefined> = Promise.resolve(undefined);
 
   constructor(index: number, data: WorkerData, log: Logger, onExit: (h: WorkerHandle, err: VoiceError) => void) {
     this.#log = log;
+    this.#nice = data.nice;
     this.worker = startModuleWorker(import.meta.url, './media-worker', { workerData: data, name: `media-${index}` });
     this.ready = new Promise<void>((resolve, reject) => {
       const first = (m: FromWorker): void => {
@@ -61,6 +66,7 @@ class WorkerHandle {
       });
       this.worker.on('exit', (code) => {
         this.alive = false;
+        void this.stopHelper();
         reject(new VoiceError(ErrorCode.Internal, `media worker exited (${code}) before it was ready`));
         if (this.retiring) return;
         onExit(this, new VoiceError(ErrorCode.Internal, `media worker exited with code ${code}`));
@@ -69,7 +75,37 @@ class WorkerHandle {
     this.ready.catch(() => {});
   }
 
+  /** Stops the worker's helper (the worker exited, or asks for a new one). */
+  async stopHelper(): Promise<void> {
+    const h = await this.#helper;
+    this.#helper = Promise.resolve(undefined);
+    await h?.stop();
+  }
+
+  /** A (new) helper for the worker's espeak-ng engine; the previous one is stopped first. */
+  #giveHelper(hid: number): void {
+    const previous = this.#helper;
+    const next = previous
+      .then((h) => h?.stop())
+      .then(() => spawnEspeakHelper({ nice: this.#nice, log: this.#log }));
+    this.#helper = next.catch(() => undefined);
+    next.then(
+      (h) => {
+        if (this.alive) this.send({ op: 'espeakHelper', hid, dir: h.dir });
+        else void h.stop();
+      },
+      (err: unknown) => {
+        const e = toVoiceError(err);
+        this.send({ op: 'espeakHelper', hid, message: e.message, code: e.code });
+      },
+    );
+  }
+
   #dispatch(m: FromWorker): void {
+    if (m.op === 'espeakHelper') {
+      this.#giveHelper(m.hid);
+      return;
+    }
     if (m.op === 'log') {
       const target = m.sid !== undefined ? [...this.sessions].find((s) => s.sid === m.sid)?.log : undefined;
       (target ?? this.#log)[m.level](m.obj, m.msg);
@@ -93,7 +129,7 @@ class WorkerHandle {
    */
   async retire(graceMs = EXIT_GRACE_MS): Promise<void> {
     this.retiring = true;
-    if (!this.alive) return;
+    if (!this.alive) return this.stopHelper();
     const exited = new Promise<void>((resolve) => this.worker.once('exit', () => resolve()));
     this.send({ op: 'exit' });
     let timer: NodeJS.Timeout | undefined;
@@ -106,6 +142,7 @@ class WorkerHandle {
       this.#log.warn({ graceMs }, 'media worker did not exit when asked; terminating it');
       await this.worker.terminate();
     }
+    await this.stopHelper();
   }
 
   /** Fails everything in flight and tells every session: the state they had is gone. */

@@ -26,7 +26,9 @@ export type ToWorker =
   /** Ends the worker thread between two pieces of work (shutdown, recycle). */
   | { op: 'exit' }
   /** Tests only: makes the worker throw from its message handler (a crash). */
-  | { op: 'crash' };
+  | { op: 'crash' }
+  /** A fresh espeak-ng helper for the worker (its FIFO directory), or why there is none. */
+  | { op: 'espeakHelper'; hid: number; dir?: string; message?: string; code?: string };
 
 /** Opus packets as one buffer plus lengths: one transfer instead of one clone per packet. */
 export interface PackedPackets {
@@ -43,7 +45,12 @@ export type FromWorker =
   | { op: 'packets'; rid: number; packets: PackedPackets; last: boolean }
   | { op: 'error'; rid: number; message: string; code: string }
   /** A log record from the worker, re-logged by the main thread (under the session's logger when `sid` is set). */
-  | { op: 'log'; sid?: number; level: ThreadLogLevel; obj: Record<string, unknown>; msg: string };
+  | { op: 'log'; sid?: number; level: ThreadLogLevel; obj: Record<string, unknown>; msg: string }
+  /**
+   * The worker's espeak-ng engine needs a (new) helper process. The main thread spawns it, so
+   * that it owns and reaps it even if the worker dies, and stops the one it gave before.
+   */
+  | { op: 'espeakHelper'; hid: number };
 
 
 export function packPackets(packets: readonly Buffer[]): PackedPackets {

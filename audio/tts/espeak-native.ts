@@ -5,16 +5,21 @@
  * synthesis work leaves the worker thread; the helper also resamples to the rate asked for
  * (2.6 ms of JavaScript per short sentence, a fraction of that in C). Nothing is spawned per
  * sentence: the helper is started when the thread loads and serves all of its sentences.
- * A request that takes the helper more than 20 s (a hung library) kills it (`alarm`), so a
- * blocking read cannot wait forever.
  *
- * The engine interface is synchronous (a worker synthesises a sentence in one step and hands out
- * its first frames from inside the call), so requests and answers go over two FIFOs that this
- * thread opened itself and reads with blocking `readSync`: Node has no blocking read on a
- * child's stdio pipes. A helper that dies ends its FIFO (end of file), so a read never waits on a
- * dead process; the failed sentence throws and a new helper is started in the background.
+ * Two halves, because a child belongs to the thread that spawned it (only that thread's event
+ * loop reaps it), and a media worker that crashes must not leave a zombie behind:
+ * - `spawnEspeakHelper` starts and stops helper processes; the main thread calls it (the worker
+ *   pool, once per worker, and again when a worker asks for a new helper), or the media thread
+ *   itself when media runs in-process (`localHelperSource`);
+ * - `startNativeEspeak` is the engine the media thread synthesises with. The engine interface is
+ *   synchronous (a worker synthesises a sentence in one step and hands out its first frames from
+ *   inside the call), so requests and answers go over two FIFOs that this thread opened itself and
+ *   reads with blocking `readSync`: Node has no blocking read on a child's stdio pipes. A helper
+ *   that dies ends its FIFO (end of file), so a read never waits on a dead process; the failed
+ *   sentence throws and a new helper is asked for in the background. A request that takes the
+ *   helper more than 20 s (a hung library) kills it (`alarm`).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { accessSync, closeSync, constants, mkdtempSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,7 +32,7 @@ import type { EspeakEngine, EspeakVoice } from './espeak-wasm.ts';
 const HELPER_CANDIDATES = ['../../build/espeak-pcm', '../../../build/espeak-pcm'].map((rel) => fileURLToPath(new URL(rel, import.meta.url)));
 /** The helper's start (library load, FIFOs) takes ~10 ms; this bounds a broken one. */
 const START_TIMEOUT_MS = 5000;
-/** How long `close` waits for the killed helper to be reaped. */
+/** How long `stop` waits for the killed helper to be reaped. */
 const REAP_WAIT_MS = 1000;
 /** One answer chunk is at most this large (the helper sends a few thousand samples at a time). */
 const MAX_CHUNK_BYTES = 1 << 20;
@@ -46,27 +51,48 @@ export function nativeEspeakHelper(): string | undefined {
 }
 
 export interface NativeEspeakEngine extends EspeakEngine {
-  /**
-   * Stops the helper; resolves once it has exited (and been reaped: a thread that ends first
-   * would leave a zombie behind) or after a second.
-   */
+  /** Disconnects and closes the helper source (its helper is stopped). */
   close(): Promise<void>;
   /** Resamples PCM with the helper's resampler (tests compare it with audio/resample.ts). */
   resample(pcm: Int16Array, fromRate: number, toRate: number): Int16Array;
 }
 
-interface Helper {
-  proc: ChildProcess;
-  req: number;
-  resp: number;
+/** A running helper, owned by the thread that spawned it. */
+export interface EspeakHelperProcess {
+  /** Where its FIFOs are (`req`, `resp`): what a media thread connects to. */
+  readonly dir: string;
+  readonly pid: number | undefined;
+  /** Kills it; resolves once it has exited (and was reaped) or after a second. */
+  stop(): Promise<void>;
 }
 
-/** Starts a helper and opens its FIFOs once it has created them. */
-async function startHelper(path: string, nice: number, log: Logger): Promise<Helper> {
+/** Where a media thread gets a fresh helper's directory; `close` stops the last one it gave. */
+export interface EspeakHelperSource {
+  next(): Promise<string>;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts one helper and waits until it has created its FIFOs. Rejects with a ProviderUnavailable
+ * VoiceError when the helper is not built or does not start.
+ */
+export async function spawnEspeakHelper(opts: { nice?: number; log: Logger }): Promise<EspeakHelperProcess> {
+  const path = nativeEspeakHelper();
+  if (!path) throw new VoiceError(ErrorCode.ProviderUnavailable, 'espeak-ng helper not built (run scripts/setup.sh)');
+  const nice = Math.max(0, Math.min(19, Math.round(opts.nice ?? 0)));
+  const { log } = opts;
   const dir = mkdtempSync(join(tmpdir(), 'xiaozhi-espeak-'));
   const proc = spawn(path, [dir, String(nice)], { stdio: ['ignore', 'pipe', 'pipe'] });
   proc.stderr?.setEncoding('utf8');
   proc.stderr?.on('data', (line: string) => log.warn({ helper: line.trim().slice(0, 500) }, 'espeak-ng helper said'));
+  const exited = new Promise<void>((resolve) => proc.once('close', () => resolve()));
+  const stop = async (): Promise<void> => {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([exited, new Promise<void>((resolve) => (timer = setTimeout(resolve, REAP_WAIT_MS)))]);
+    clearTimeout(timer);
+    releaseFifos(dir);
+  };
   try {
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`no answer within ${START_TIMEOUT_MS} ms`)), START_TIMEOUT_MS);
@@ -82,63 +108,97 @@ async function startHelper(path: string, nice: number, log: Logger): Promise<Hel
       proc.once('exit', onExit);
       proc.stdout?.once('data', (b: Buffer) => (b.toString().startsWith('ready') ? done() : done(new Error(`unexpected answer '${b.toString().trim()}'`))));
     });
-    // The helper is blocked in open() on both FIFOs: these opens meet it at once.
-    const req = openSync(join(dir, 'req'), 'w');
-    const resp = openSync(join(dir, 'resp'), 'r');
     proc.stdout?.resume();
-    return { proc, req, resp };
   } catch (err) {
-    proc.kill('SIGKILL');
-    rmSync(dir, { recursive: true, force: true });
+    await stop();
     throw new VoiceError(ErrorCode.ProviderUnavailable, `espeak-ng helper ${path} did not start: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
+  // A helper that dies before both ends are open would leave its connecting thread blocked in
+  // open(): opening the other ends (without blocking) releases it, and the read then sees the end.
+  proc.once('exit', () => releaseFifos(dir));
+  return { dir, pid: proc.pid, stop };
+}
+
+/** Opens the FIFOs' other ends without blocking (releasing a blocked opener), then removes them. */
+function releaseFifos(dir: string): void {
+  for (const [name, flags] of [
+    ['req', constants.O_RDONLY | constants.O_NONBLOCK],
+    ['resp', constants.O_WRONLY | constants.O_NONBLOCK],
+  ] as const) {
+    try {
+      closeSync(openSync(join(dir, name), flags));
+    } catch {
+      // gone already (the helper removes them once connected), or nobody waits on it
+    }
+  }
+  rmSync(dir, { recursive: true, force: true });
+}
+
+/** Helpers spawned by the calling thread itself (media in-process, tests): one at a time. */
+export function localHelperSource(opts: { nice?: number; log: Logger }): EspeakHelperSource {
+  let current: EspeakHelperProcess | undefined;
+  let closed = false;
+  return {
+    async next() {
+      if (closed) throw new VoiceError(ErrorCode.ProviderUnavailable, 'espeak-ng engine closed');
+      await current?.stop();
+      current = await spawnEspeakHelper(opts);
+      return current.dir;
+    },
+    async close() {
+      closed = true;
+      await current?.stop();
+      current = undefined;
+    },
+  };
+}
+
+interface Connection {
+  req: number;
+  resp: number;
+}
+
+/** Opens a helper's FIFOs: it waits in open() on both, so these meet it at once. */
+function connect(dir: string): Connection {
+  const req = openSync(join(dir, 'req'), 'w');
+  try {
+    return { req, resp: openSync(join(dir, 'resp'), 'r') };
+  } catch (err) {
+    closeSync(req);
+    throw err;
   }
 }
 
-/** Kills the helper; resolves once it has exited, or after `REAP_WAIT_MS`. */
-function stopHelper(h: Helper): Promise<void> {
-  for (const fd of [h.req, h.resp]) {
+function disconnect(c: Connection): void {
+  for (const fd of [c.req, c.resp]) {
     try {
       closeSync(fd);
     } catch {
       // already closed
     }
   }
-  if (h.proc.exitCode !== null || h.proc.signalCode !== null) return Promise.resolve();
-  const exited = new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, REAP_WAIT_MS);
-    h.proc.once('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
-  h.proc.kill('SIGKILL');
-  return exited;
 }
 
 /**
- * Starts the native engine: the helper, and the list of voices it knows. Rejects with a
- * ProviderUnavailable VoiceError when the helper is not built or does not start.
+ * Starts the native engine on a helper from `helpers`, and reads the voices it knows. Rejects
+ * with a ProviderUnavailable VoiceError when no helper can be had.
  */
-export async function startNativeEspeak(opts: { nice?: number; log: Logger }): Promise<NativeEspeakEngine> {
-  const path = nativeEspeakHelper();
-  if (!path) throw new VoiceError(ErrorCode.ProviderUnavailable, 'espeak-ng helper not built (run scripts/setup.sh)');
-  const nice = Math.max(0, Math.min(19, Math.round(opts.nice ?? 0)));
-  const { log } = opts;
-  let helper: Helper | undefined = await startHelper(path, nice, log);
+export async function startNativeEspeak(opts: { helpers: EspeakHelperSource; log: Logger }): Promise<NativeEspeakEngine> {
+  const { helpers, log } = opts;
+  let conn: Connection | undefined = connect(await helpers.next());
   let restarting: Promise<void> | undefined;
   let closed = false;
   const head = Buffer.alloc(4);
 
   const restart = (why: string): void => {
-    if (helper) void stopHelper(helper);
-    helper = undefined;
+    if (conn) disconnect(conn);
+    conn = undefined;
     if (closed || restarting) return;
     log.error({ why }, 'espeak-ng helper failed; starting a new one');
-    restarting = startHelper(path, nice, log).then(
-      (h) => {
+    restarting = helpers.next().then(
+      (dir) => {
         restarting = undefined;
-        if (closed) void stopHelper(h);
-        else helper = h;
+        if (!closed) conn = connect(dir);
       },
       (err: unknown) => {
         restarting = undefined;
@@ -147,7 +207,7 @@ export async function startNativeEspeak(opts: { nice?: number; log: Logger }): P
     );
   };
 
-  const readExactly = (h: Helper, buf: Buffer, n: number): void => {
+  const readExactly = (h: Connection, buf: Buffer, n: number): void => {
     let got = 0;
     while (got < n) {
       const r = readSync(h.resp, buf, got, n - got, null);
@@ -158,7 +218,7 @@ export async function startNativeEspeak(opts: { nice?: number; log: Logger }): P
 
   /** Sends one request; hands each answer chunk to `onChunk`. */
   const call = (kind: 'S' | 'V' | 'R', voice: EspeakVoice, text: string | Buffer, onChunk: (b: Buffer) => void, outRate = 0): void => {
-    const h = helper;
+    const h = conn;
     if (!h) throw new VoiceError(ErrorCode.ProviderUnavailable, closed ? 'espeak-ng engine closed' : 'espeak-ng helper is restarting');
     const v = Buffer.from(voice.voice, 'utf8');
     const t = typeof text === 'string' ? Buffer.from(text, 'utf8') : text;
@@ -202,7 +262,8 @@ export async function startNativeEspeak(opts: { nice?: number; log: Logger }): P
   } catch (err) {
     // The engine is never handed out: nothing may keep (or restart) its helper.
     closed = true;
-    if (helper) await stopHelper(helper);
+    if (conn) disconnect(conn);
+    await helpers.close();
     throw new VoiceError(ErrorCode.ProviderUnavailable, `espeak-ng helper does not answer: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   }
   const known = new Set(
@@ -216,9 +277,9 @@ export async function startNativeEspeak(opts: { nice?: number; log: Logger }): P
   const close = (): Promise<void> => {
     closed = true;
     process.removeListener('exit', close);
-    const h = helper;
-    helper = undefined;
-    return h ? stopHelper(h) : Promise.resolve();
+    if (conn) disconnect(conn);
+    conn = undefined;
+    return helpers.close();
   };
   // A thread that ends without closing (a crash) must not keep the FIFOs open in the process.
   process.once('exit', close);

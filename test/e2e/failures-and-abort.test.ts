@@ -17,9 +17,12 @@ function sentences(dev: DeviceSim, from = 0): string[] {
 describe('failures and barge-in', () => {
   let llm: FakeOpenAi;
   let srv: VoiceApp;
+  let helpersAtStart: string[] = [];
   before(async () => {
     llm = await startFakeOpenAi();
     srv = await startVoiceApp(llm.url, { llm: { timeoutMs: 1500 } });
+    helpersAtStart = childProcesses(/espeak-pcm/);
+    assert.ok(helpersAtStart.length >= 1, 'each media worker has its espeak-ng helper');
   });
   after(async () => {
     await closeAll(srv, llm);
@@ -97,7 +100,9 @@ describe('failures and barge-in', () => {
       assert.ok(inFlight <= srv.config.audio.preBufferFrames, `${inFlight} frames were in flight`);
       assert.ok(stop.at - abortAt < 1500, `tts stop ${Math.round(stop.at - abortAt)} ms after abort`);
       assert.ok(llm.requests.at(-1)?.closedEarly, 'the LLM stream was cancelled');
-      assert.deepEqual(childProcesses(/ffmpeg|espeak/), []);
+      // No process per turn: the media workers' espeak-ng helpers (espeak-pcm) live as long as they do.
+      assert.deepEqual(childProcesses(/ffmpeg|espeak-ng /), []);
+      assert.deepEqual(childProcesses(/espeak-pcm/), helpersAtStart, 'the same espeak-ng helpers as at the start');
       // The session is still usable.
       const from = dev.json.length;
       llm.script(fakeText('Okay.'));

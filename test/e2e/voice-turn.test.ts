@@ -14,10 +14,13 @@ import { closeAll } from '../helpers/close-all.ts';
 describe('voice turn end to end', () => {
   let llm: FakeOpenAi;
   let srv: VoiceApp;
+  let helpersAtStart: string[] = [];
   let packets: Buffer[];
   before(async () => {
     llm = await startFakeOpenAi();
     srv = await startVoiceApp(llm.url);
+    helpersAtStart = childProcesses(/espeak-pcm/);
+    assert.ok(helpersAtStart.length >= 1, 'each media worker has its espeak-ng helper');
     packets = await utterancePackets(speak16k('what is the weather today'));
   });
   after(async () => {
@@ -200,6 +203,8 @@ describe('voice turn end to end', () => {
       dev.close();
     }
     await new Promise((r) => setTimeout(r, 300));
-    assert.deepEqual(childProcesses(/ffmpeg|espeak/), []);
+    // No process per turn: the media workers' espeak-ng helpers (espeak-pcm) live as long as they do.
+    assert.deepEqual(childProcesses(/ffmpeg|espeak-ng /), []);
+    assert.deepEqual(childProcesses(/espeak-pcm/), helpersAtStart, 'the same espeak-ng helpers as at the start');
   });
 });

@@ -11,7 +11,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { silentLogger } from '../../../core/logger.ts';
 import { ErrorCode, VoiceError } from '../../../core/errors.ts';
-import { nativeEspeakHelper, startNativeEspeak, type NativeEspeakEngine } from '../../../audio/tts/espeak-native.ts';
+import { localHelperSource, nativeEspeakHelper, startNativeEspeak, type NativeEspeakEngine } from '../../../audio/tts/espeak-native.ts';
 import { pollUntil, within } from '../../helpers/wait.ts';
 import { Resampler } from '../../../audio/resample.ts';
 
@@ -62,7 +62,7 @@ describe('native espeak-ng engine', { skip: process.platform !== 'linux' && 'the
 
   before(async () => {
     assert.ok(nativeEspeakHelper(), 'build/espeak-pcm is built (scripts/setup.sh runs scripts/build-espeak-helper.sh)');
-    engine = await within(startNativeEspeak({ log: silentLogger }), 10_000, 'helper start');
+    engine = await within(startNativeEspeak({ helpers: localHelperSource({ log: silentLogger }), log: silentLogger }), 10_000, 'helper start');
   });
   after(() => engine?.close());
 
