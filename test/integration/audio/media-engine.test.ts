@@ -145,6 +145,28 @@ after(async () => {
   assert.equal(await workerThreads.restore(), 0, 'worker threads left running after every engine closed');
 }, { timeout: 30_000 });
 
+/**
+ * Once the threads are idle (the espeak warm-up done), one session of each engine speaks the same
+ * sentence: the packets must be identical and decode to speech.
+ */
+async function assertSameSpeech(engines: readonly MediaEngine[], open: (e: MediaEngine) => Promise<SessionMedia>, what: string): Promise<void> {
+  await untilThreadsIdle(
+    workerThreads.tracked.filter((t) => !t.exited).map((t) => t.worker),
+    30_000,
+  );
+  const outs: Buffer[][] = [];
+  for (const e of engines) {
+    const m = await open(e);
+    outs.push(await within(collect(m.speak('Hello there, how are you?', new AbortController().signal)), 30_000, 'speak'));
+  }
+  const [ref, work] = outs as [Buffer[], Buffer[]];
+  assertSamePackets(ref, work, what);
+  const decoded = await decodeDownlink(work, 24000);
+  assert.equal(decoded.bad, 0);
+  assert.ok(decoded.ms > 500, `speech lasts ${decoded.ms} ms`);
+  assert.ok(decoded.rms > 300, `speech has energy (rms ${decoded.rms})`);
+}
+
 describe('media engine: workers give bit-identical results to the in-process engine', () => {
   let inProcess: MediaEngine | undefined;
   let worker: MediaEngine | undefined;
@@ -272,21 +294,7 @@ describe('media engine: workers give bit-identical results to the in-process eng
   });
 
   test('speak: espeak straight to Opus gives the same packets on both, decodable speech', { timeout: 60_000 }, async () => {
-    await untilThreadsIdle(
-      workerThreads.tracked.filter((t) => !t.exited).map((t) => t.worker),
-      30_000,
-    );
-    const outs: Buffer[][] = [];
-    for (const e of both()) {
-      const m = await open(e);
-      outs.push(await within(collect(m.speak('Hello there, how are you?', new AbortController().signal)), 30_000, 'speak'));
-    }
-    const [ref, work] = outs as [Buffer[], Buffer[]];
-    assertSamePackets(ref, work, 'speak');
-    const decoded = await decodeDownlink(work, 24000);
-    assert.equal(decoded.bad, 0);
-    assert.ok(decoded.ms > 500, `speech lasts ${decoded.ms} ms`);
-    assert.ok(decoded.rms > 300, `speech has energy (rms ${decoded.rms})`);
+    await assertSameSpeech(both(), open, 'speak');
   });
 });
 
@@ -303,21 +311,12 @@ describe('media engine: the WebAssembly espeak-ng (audio.espeakEngine: wasm) giv
 
   test('speak: same packets on both, decodable speech', { timeout: 60_000 }, async () => {
     assert.equal(engines.length, 2, 'engines started');
-    await untilThreadsIdle(
-      workerThreads.tracked.filter((t) => !t.exited).map((t) => t.worker),
-      30_000,
-    );
-    const outs: Buffer[][] = [];
-    for (const e of engines) {
+    const open = async (e: MediaEngine): Promise<SessionMedia> => {
       const m = await within(e.open(OPTS, silentLogger), 30_000, 'open');
       opened.push(m);
-      outs.push(await within(collect(m.speak('Hello there, how are you?', new AbortController().signal)), 30_000, 'speak'));
-    }
-    const [ref, work] = outs as [Buffer[], Buffer[]];
-    assertSamePackets(ref, work, 'speak (wasm)');
-    const decoded = await decodeDownlink(work, 24000);
-    assert.equal(decoded.bad, 0);
-    assert.ok(decoded.ms > 500, `speech lasts ${decoded.ms} ms`);
+      return m;
+    };
+    await assertSameSpeech(engines, open, 'speak (wasm)');
   });
 });
 
