@@ -32,6 +32,8 @@ import type { EspeakEngine, EspeakVoice } from './espeak-wasm.ts';
 const HELPER_CANDIDATES = ['../../build/espeak-pcm', '../../../build/espeak-pcm'].map((rel) => fileURLToPath(new URL(rel, import.meta.url)));
 /** The helper's start (library load, FIFOs) takes ~10 ms; this bounds a broken one. */
 const START_TIMEOUT_MS = 5000;
+/** A new helper is asked for at most this often. */
+const RESTART_INTERVAL_MS = 1000;
 /** How long `stop` waits for the killed helper to be reaped. */
 const REAP_WAIT_MS = 1000;
 /** One answer chunk is at most this large (the helper sends a few thousand samples at a time). */
@@ -190,21 +192,41 @@ export async function startNativeEspeak(opts: { helpers: EspeakHelperSource; log
   let closed = false;
   const head = Buffer.alloc(4);
 
+  let lastRestartAt = -Infinity;
+  let restartTimer: NodeJS.Timeout | undefined;
+  /**
+   * Asks for a new helper, at most once per `RESTART_INTERVAL_MS`: a helper that keeps dying
+   * must not become a process per sentence. Also called when a sentence finds no helper (an
+   * earlier restart failed), so the engine keeps trying instead of staying without one.
+   */
   const restart = (why: string): void => {
     if (conn) disconnect(conn);
     conn = undefined;
     if (closed || restarting) return;
-    log.error({ why }, 'espeak-ng helper failed; starting a new one');
-    restarting = helpers.next().then(
-      (dir) => {
-        restarting = undefined;
-        if (!closed) conn = connect(dir);
-      },
-      (err: unknown) => {
-        restarting = undefined;
-        log.error({ err }, 'espeak-ng helper did not restart');
-      },
-    );
+    const wait = Math.max(0, lastRestartAt + RESTART_INTERVAL_MS - performance.now());
+    log.error({ why, inMs: Math.round(wait) }, 'espeak-ng helper failed; starting a new one');
+    restarting = new Promise<void>((resolve) => {
+      restartTimer = setTimeout(resolve, wait);
+    })
+      .then(() => {
+        lastRestartAt = performance.now();
+        return closed ? undefined : helpers.next();
+      })
+      .then(
+        (dir) => {
+          restarting = undefined;
+          if (dir === undefined || closed) return;
+          try {
+            conn = connect(dir);
+          } catch (err) {
+            log.error({ err }, 'espeak-ng helper could not be connected');
+          }
+        },
+        (err: unknown) => {
+          restarting = undefined;
+          log.error({ err }, 'espeak-ng helper did not restart');
+        },
+      );
   };
 
   const readExactly = (h: Connection, buf: Buffer, n: number): void => {
@@ -219,7 +241,10 @@ export async function startNativeEspeak(opts: { helpers: EspeakHelperSource; log
   /** Sends one request; hands each answer chunk to `onChunk`. */
   const call = (kind: 'S' | 'V' | 'R', voice: EspeakVoice, text: string | Buffer, onChunk: (b: Buffer) => void, outRate = 0): void => {
     const h = conn;
-    if (!h) throw new VoiceError(ErrorCode.ProviderUnavailable, closed ? 'espeak-ng engine closed' : 'espeak-ng helper is restarting');
+    if (!h) {
+      if (!closed) restart('no helper');
+      throw new VoiceError(ErrorCode.ProviderUnavailable, closed ? 'espeak-ng engine closed' : 'espeak-ng helper is restarting');
+    }
     const v = Buffer.from(voice.voice, 'utf8');
     const t = typeof text === 'string' ? Buffer.from(text, 'utf8') : text;
     if (v.length >= 256) throw new VoiceError(ErrorCode.ConfigInvalid, `espeak-ng voice name too long: ${voice.voice.slice(0, 40)}…`);
@@ -276,6 +301,7 @@ export async function startNativeEspeak(opts: { helpers: EspeakHelperSource; log
 
   const close = (): Promise<void> => {
     closed = true;
+    clearTimeout(restartTimer);
     process.removeListener('exit', close);
     if (conn) disconnect(conn);
     conn = undefined;

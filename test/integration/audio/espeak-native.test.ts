@@ -147,6 +147,44 @@ describe('native espeak-ng engine', { skip: process.platform !== 'linux' && 'the
     assert.notEqual(now[0], pid);
   });
 
+  test('when a new helper cannot be had, a later sentence asks again, at most once a second', { timeout: 20_000 }, async () => {
+    const local = localHelperSource({ log: silentLogger });
+    let asked = 0;
+    const flaky = {
+      next: async (): Promise<string> => {
+        asked++;
+        // The first restart fails (as when the helper cannot start for a moment).
+        if (asked === 2) throw new VoiceError(ErrorCode.ProviderUnavailable, 'not now');
+        return local.next();
+      },
+      close: () => local.close(),
+    };
+    const mine = new Set(helperChildren());
+    const other = await within(startNativeEspeak({ helpers: flaky, log: silentLogger }), 10_000, 'start');
+    try {
+      const [pid] = helperChildren().filter((p) => !mine.has(p));
+      assert.ok(pid, 'the second engine has its own helper');
+      process.kill(pid, 'SIGKILL');
+      await pollUntil('the helper is gone', () => !helperChildren().includes(pid), 5000);
+      assert.throws(() => other.synthesize('One.', { voice: 'en-us' }, () => {}), VoiceError);
+      // The failed restart left the engine without a helper; sentences keep asking for one.
+      const t0 = performance.now();
+      await pollUntil('a helper again', () => {
+        try {
+          let n = 0;
+          other.synthesize('Two.', { voice: 'en-us' }, (c) => (n += c.length));
+          return n > 0;
+        } catch {
+          return false;
+        }
+      }, 10_000);
+      assert.equal(asked, 3, 'one start, one failed restart, one good one');
+      assert.ok(performance.now() - t0 >= 900, 'the second restart waited about a second after the first');
+    } finally {
+      await other.close();
+    }
+  });
+
   test('close stops the helper; a closed engine refuses to speak', async () => {
     const pids = helperChildren();
     assert.equal(pids.length, 1);
