@@ -5,6 +5,7 @@
  */
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import { ErrorCode, VoiceError, isAbortError } from '../core/errors.ts';
+import { httpFetch } from '../core/http-fetch.ts';
 
 /** Wraps an openai SDK error (or anything else) from the request named `what`. */
 export function mapOpenAiError(err: unknown, what: string, signal?: AbortSignal): VoiceError {
@@ -35,6 +36,7 @@ export function createOpenAiClient(opts: { baseURL: string; apiKey: string; time
     apiKey: opts.apiKey || 'unused',
     maxRetries: 0,
     timeout: opts.timeoutMs,
+    fetch: httpFetch,
     ...(opts.apiKey ? {} : { defaultHeaders: { Authorization: null } }),
   });
 }

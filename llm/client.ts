@@ -8,6 +8,7 @@
  * is retried only while nothing has been yielded yet.
  */
 import OpenAI from 'openai';
+import { httpFetch } from '../core/http-fetch.ts';
 import type { ChatCompletionCreateParamsStreaming } from 'openai/resources/chat/completions';
 import { linkedScope, sleep, throwIfAborted } from '../core/abort.ts';
 import { ErrorCode, VoiceError } from '../core/errors.ts';
@@ -67,6 +68,7 @@ export function createLlmClient(opts: LlmClientOptions): LlmClient {
     timeout: timeoutMs * 2,
     defaultHeaders: { ...opts.headers, ...(noKey ? { Authorization: null } : {}) },
     logLevel: 'off',
+    fetch: httpFetch,
   });
 
   function buildBody(req: LlmStreamRequest): ChatCompletionCreateParamsStreaming {
