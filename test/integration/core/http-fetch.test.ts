@@ -207,7 +207,7 @@ test('FormData is sent as multipart that the platform parser reads back', async 
   form.append('model', 'whisper-1');
   form.append('file', new File([new Uint8Array([1, 2, 3, 250])], 'a "b".wav', { type: 'audio/wav' }));
   const encoded = await encodeMultipart(form);
-  const parsed = await new Response(encoded.body, { headers: { 'content-type': encoded.contentType } }).formData();
+  const parsed = await new Response(new Uint8Array(encoded.body), { headers: { 'content-type': encoded.contentType } }).formData();
   assert.equal(parsed.get('model'), 'whisper-1');
   const file = parsed.get('file') as File;
   assert.equal(file.name, 'a "b".wav');
