@@ -11,7 +11,8 @@
  * a data: URL) goes to the global fetch unchanged. Redirects are followed as fetch does (at most
  * 20; 303, and 301/302 after a POST, become a GET; credentials are dropped across origins).
  * Network failures reject with `TypeError('fetch failed')` and the cause, as undici does, so the
- * SDK maps them to connection errors; an abort rejects with the signal's reason.
+ * SDK maps them to connection errors; a connection lost mid-body fails the body with
+ * `TypeError('terminated')`; an abort rejects with the signal's reason.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -59,12 +60,27 @@ function abortReason(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
 }
 
-/** A Response as far as the SDK and our callers use one; the body is a Node stream. */
+/**
+ * The body as the caller iterates it. A connection lost mid-body fails the iteration with
+ * `TypeError('terminated')` and the cause, as undici's fetch does (Node's own error says
+ * "aborted", which reads like a cancellation); an abort keeps the signal's reason.
+ */
+async function* bodyChunks(stream: Readable, signal: AbortSignal | undefined): AsyncGenerator<Buffer> {
+  try {
+    for await (const chunk of stream as AsyncIterable<Buffer>) yield chunk;
+  } catch (err) {
+    if (signal?.aborted) throw err;
+    throw new TypeError('terminated', { cause: err });
+  }
+}
+
+/** A Response as far as the SDK and our callers use one; the body is an async iterable of bytes. */
 class NodeResponse {
   readonly ok: boolean;
   readonly redirected: boolean;
   readonly type = 'basic';
-  readonly body: Readable | null;
+  readonly body: AsyncIterable<Buffer> | null;
+  readonly #stream: Readable | null;
   #used = false;
 
   readonly status: number;
@@ -72,14 +88,15 @@ class NodeResponse {
   readonly headers: Headers;
   readonly url: string;
 
-  constructor(status: number, statusText: string, headers: Headers, url: string, body: Readable | null, redirects: number) {
+  constructor(status: number, statusText: string, headers: Headers, url: string, stream: Readable | null, signal: AbortSignal | undefined, redirects: number) {
     this.status = status;
     this.statusText = statusText;
     this.headers = headers;
     this.url = url;
     this.ok = status >= 200 && status < 300;
     this.redirected = redirects > 0;
-    this.body = body;
+    this.#stream = stream;
+    this.body = stream ? bodyChunks(stream, signal) : null;
   }
 
   get bodyUsed(): boolean {
@@ -105,10 +122,10 @@ class NodeResponse {
     if (!this.body) return Buffer.alloc(0);
     const chunks: Buffer[] = [];
     let size = 0;
-    for await (const chunk of this.body as AsyncIterable<Buffer>) {
+    for await (const chunk of this.body) {
       size += chunk.length;
       if (size > MAX_BUFFERED_BODY) {
-        this.body.destroy();
+        this.#stream?.destroy();
         throw new TypeError(`response body over ${MAX_BUFFERED_BODY} bytes`);
       }
       chunks.push(chunk);
@@ -222,7 +239,7 @@ async function nodeFetch(input: string | URL | Request, init: RequestInit = {}):
       signal.addEventListener('abort', onAbort, { once: true });
       stream.once('close', () => signal.removeEventListener('abort', onAbort));
     }
-    const response = new NodeResponse(status, res.statusMessage ?? '', responseHeaders(res.rawHeaders), attempt.url.href, body, redirects);
+    const response = new NodeResponse(status, res.statusMessage ?? '', responseHeaders(res.rawHeaders), attempt.url.href, body, signal, redirects);
     return response as unknown as Response;
   }
 }

@@ -59,6 +59,11 @@ before(async () => {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         res.write('data: first\n\n');
         return;
+      case '/cut':
+        res.writeHead(200, { 'content-type': 'audio/mpeg', 'content-length': '1000' });
+        res.write(Buffer.alloc(100));
+        setTimeout(() => res.socket?.destroy(), 20);
+        return;
       case '/no-headers':
         return; // never answers
       case '/gzip':
@@ -156,6 +161,18 @@ test('an abort mid-body ends the iteration with AbortError and closes the connec
   );
   assert.deepEqual(chunks, ['data: first\n\n']);
   while (main.closed() === closedBefore) await new Promise((r) => setTimeout(r, 5));
+});
+
+test('a connection lost mid-body fails the iteration as undici does: TypeError terminated', async () => {
+  const res = await httpFetch(`${main.url}/cut`, { method: 'POST', body: '{}' });
+  let bytes = 0;
+  await assert.rejects(
+    (async () => {
+      for await (const chunk of res.body as unknown as AsyncIterable<Buffer>) bytes += chunk.length;
+    })(),
+    (err: unknown) => err instanceof TypeError && err.message === 'terminated' && err.cause instanceof Error,
+  );
+  assert.equal(bytes, 100);
 });
 
 test('an already aborted signal sends nothing', async () => {
