@@ -4,9 +4,15 @@
  * once and then one frame per frame duration, keeping the device's queue at a constant lead.
  *
  * The model: `playEnd` is when the device will have played everything sent so far. A frame is
- * sent while the lead (`playEnd - now`) stays within `targetLead = preBufferFrames × frameMs`
- * (capped by `maxAheadMs`). Lateness of the event loop therefore never causes a burst larger
- * than the cap: after a stall the pacer refills to the target lead and carries on.
+ * sent while the lead (`playEnd - now`) stays within the target lead (`leadMs`, or
+ * `preBufferFrames × frameMs` capped by `maxAheadMs`). Lateness of the event loop therefore
+ * never causes a burst larger than the target: after a stall the pacer refills it and carries on.
+ *
+ * A lead larger than the pre-buffer is built up, not sent at once: when the device's queue is
+ * empty the pre-buffer goes out, then the allowed lead grows by 1 ms per ms, i.e. one frame every
+ * half frame duration, until it reaches the target (420 ms later for 3 frames → 600 ms). Why: the
+ * encoder then has 240 ms, not 60 ms, before a new answer's 11th frame is due, which is time to
+ * start other answers when many start at once, and the device still sees no interval over a frame.
  *
  * Every pacer in the process shares one clock: a single timer armed for the earliest due frame,
  * so 100 concurrent pacers cost one timer callback per due instant, not 100 setTimeout chains.
@@ -27,6 +33,18 @@ const EARLY_MS = 2;
  * frames): the measure the Java xiaozhi server publishes, here counted as sent.
  */
 const LATE_INTERVAL_MARGIN_MS = 5;
+/** How fast the allowed lead grows after the pre-buffer: ms of lead per ms of time (1: frames at twice real time). */
+export const LEAD_RAMP = 1;
+
+/**
+ * When (ms after a stream started on an empty device queue) the pacer may send frame `index`
+ * (0-based), given the pre-buffer, the target lead and the frame duration: the schedule the media
+ * workers encode against.
+ */
+export function rampSendTime(index: number, preMs: number, leadMs: number, frameMs: number): number {
+  const played = (index + 1) * frameMs;
+  return Math.max(0, (played - preMs) / (1 + LEAD_RAMP), played - leadMs);
+}
 
 export interface PacerOptions {
   /** Duration of each frame in ms (60 for xiaozhi). */
@@ -135,6 +153,10 @@ const clock = new PacerClock();
 class PacerImpl implements Pacer {
   readonly #frameMs: number;
   readonly #targetLeadMs: number;
+  /** Lead allowed at once when the device's queue is empty (the pre-buffer), ≤ the target. */
+  readonly #preLeadMs: number;
+  /** When the current ramp began (a frame sent to an empty device queue). */
+  #rampFrom = -Infinity;
   readonly #send: (frame: Buffer) => void;
   readonly #signal: AbortSignal;
   readonly #log: Logger | undefined;
@@ -163,6 +185,7 @@ class PacerImpl implements Pacer {
     const lead = opts.leadMs !== undefined ? Math.min(opts.leadMs, DEVICE_BUFFER_MS) : Math.min(pre * this.#frameMs, cap);
     // The lead can never be less than one frame: a frame is played while the next is in flight.
     this.#targetLeadMs = Math.max(this.#frameMs, lead);
+    this.#preLeadMs = Math.min(this.#targetLeadMs, Math.max(this.#frameMs, pre * this.#frameMs));
     this.#send = opts.send;
     this.#signal = opts.signal;
     this.#log = opts.log;
@@ -268,12 +291,14 @@ class PacerImpl implements Pacer {
     if (this.#queue.length === 0) return Infinity;
     let sent = false;
     while (this.#queue.length > 0) {
-      const lead = Math.max(0, this.#playEnd - now);
-      if (lead + this.#frameMs > this.#targetLeadMs + EARLY_MS) break;
+      // The device's queue ran empty: the pre-buffer may go at once and the ramp starts again.
+      if (this.#playEnd <= now) this.#rampFrom = now;
+      const sendableAt = this.#nextSendAt();
+      if (now < sendableAt - EARLY_MS) break;
       const item = this.#queue.shift() as QueuedFrame;
-      // When should this frame have gone out? When the lead fell to target - frame, or when it
-      // became available if that was later.
-      const dueAt = Math.max(this.#playEnd - this.#targetLeadMs + this.#frameMs, item.readyAt);
+      // When should this frame have gone out? When the lead allowed it, or when it became
+      // available if that was later.
+      const dueAt = Math.max(sendableAt, item.readyAt);
       const late = Math.max(0, now - dueAt);
       if (this.#streaming && now > this.#playEnd) this.stats.underruns++;
       if (late > this.#lateThresholdMs) this.stats.lateFrames++;
@@ -310,7 +335,18 @@ class PacerImpl implements Pacer {
       }
     }
     if (this.#queue.length === 0) return Infinity;
-    return this.#playEnd - this.#targetLeadMs + this.#frameMs - EARLY_MS;
+    return this.#nextSendAt() - EARLY_MS;
+  }
+
+  /**
+   * The earliest time the next frame fits the allowed lead: playEnd + frame - t ≤ the target, and
+   * ≤ pre-buffer + LEAD_RAMP × (t - rampFrom) while the lead is being built up.
+   */
+  #nextSendAt(): number {
+    const after = this.#playEnd + this.#frameMs;
+    const steady = after - this.#targetLeadMs;
+    const ramp = (after - this.#preLeadMs + LEAD_RAMP * this.#rampFrom) / (1 + LEAD_RAMP);
+    return Math.max(steady, ramp);
   }
 
   #dispose(): void {

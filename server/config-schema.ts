@@ -118,12 +118,13 @@ export const AudioSchema = z.strictObject({
   frameDurationMs: z.literal(60).default(60),
   /** Downlink encoder complexity 0–10: 5 costs about half of libopus' default 9 (see npm run bench). */
   opusComplexity: z.number().int().min(0).max(10).default(5),
-  /** Frames sent at once before real-time pacing starts. */
+  /** Frames sent at once when an answer starts; the rest of `sendAheadMs` follows at twice real time. */
   preBufferFrames: z.number().int().min(0).max(20).default(3),
   /**
    * Audio kept queued on the device ahead of playback (its queue holds 2,400 ms). A lead of a few
    * hundred ms keeps playback gapless when the server is briefly busy; barge-in is unaffected
-   * (the device drops its queue when it aborts).
+   * (the device drops its queue when it aborts). Built up after the pre-buffer, one frame per
+   * half frame duration, so no send interval exceeds a frame.
    */
   sendAheadMs: z.number().int().min(0).max(2400).default(600),
   /**

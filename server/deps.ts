@@ -55,6 +55,7 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
     espeak,
     espeakEngine: config.audio.espeakEngine,
     sendAheadMs: config.audio.sendAheadMs,
+    preBufferFrames: config.audio.preBufferFrames,
     log: log.child({ part: 'media' }),
   });
   // The LLM client and a remote ASR run on the provider thread (server/providers/): their HTTP

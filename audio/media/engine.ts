@@ -18,6 +18,7 @@ export async function createMediaEngine(opts: MediaEngineOptions): Promise<Media
     espeak: opts.espeak,
     ...(opts.espeakEngine !== undefined ? { espeakEngine: opts.espeakEngine } : {}),
     ...(opts.sendAheadMs !== undefined ? { sendAheadMs: opts.sendAheadMs } : {}),
+    ...(opts.preBufferFrames !== undefined ? { preBufferFrames: opts.preBufferFrames } : {}),
   };
   if (opts.workers <= 0) return createInProcessEngine(config, opts.log);
   return createWorkerPool(opts.workers, config, opts.log, { nice: opts.workerNice ?? 0 });

@@ -12,6 +12,7 @@ import { createThreadLogger } from '../../core/thread-logger.ts';
 import { MediaCore, type CoreSession, type SpeechJob } from './media-core.ts';
 import type { EspeakHelperSource } from '../tts/espeak-native.ts';
 import { FRAME_MS } from './media.ts';
+import { rampSendTime } from '../pacer.ts';
 import { packPackets, type FromWorker, type ToWorker, type WorkerData } from './worker-protocol.ts';
 
 const port = parentPort;
@@ -67,13 +68,16 @@ function session(sid: number): CoreSession {
  * Syntheses are served by deadline, a few frames at a time, one slice per macrotask (uplink and
  * encode requests, which are short, run between slices). A sentence's text becomes PCM in its
  * first slice (espeak and resampling, most of its cost); its Opus frames are then encoded a
- * little before the pacer will send them:
- * - the first sentence of a turn (`urgent`) is due shortly after it arrives, and its first slice
- *   is the whole send-ahead (what the pacer sends at once);
- * - after that, frame n of the turn is due ENCODE_AHEAD_MS before the pacer sends it: the turn's
- *   first slice time + (n - lead + 1) frame durations.
+ * little before the pacer will send them (earliest deadline first):
+ * - the first sentence of a turn (`urgent`) is due when it arrives, and its first slice is the
+ *   whole send-ahead;
+ * - after that, frame n of the turn is due ENCODE_AHEAD_MS before the pacer may send it, on the
+ *   pacer's schedule (`rampSendTime`: the pre-buffer at once, then the lead built up at twice
+ *   real time, then real time).
  * So when fifty turns start together every device gets its first audio after fifty short slices,
- * not behind others' whole sentences, and no started answer runs dry while others start.
+ * not behind others' whole sentences or frames nobody needs yet, and no started answer runs dry
+ * while others start. Measured (BENCHMARKS.md): with a 600 ms margin and a 200 ms grace for new
+ * answers, the last first sentence of a 50-device burst waited ~400 ms in the worker; now ~200.
  */
 interface SpeakTask {
   m: Extract<ToWorker, { op: 'speak' }>;
@@ -89,13 +93,13 @@ interface TurnClock {
 }
 const SLICE_FRAMES = 5;
 /**
- * Frames are ready this long before the pacer needs them: covers the trip to the main thread and
- * the next sentence's request, which is sent when this one is done.
+ * Frames are ready this long before the pacer may send them: covers the trip to the main thread
+ * and the next sentence's request, which is sent when this one is done.
  */
-const ENCODE_AHEAD_MS = 600;
-/** A turn's first sentence may wait this long for slices of answers already playing. */
-const URGENT_GRACE_MS = 200;
-const leadFrames = Math.max(1, Math.round((data.config.sendAheadMs ?? 600) / FRAME_MS));
+const ENCODE_AHEAD_MS = 200;
+const preMs = Math.max(1, data.config.preBufferFrames ?? 3) * FRAME_MS;
+const leadMs = Math.max(preMs, data.config.sendAheadMs ?? 600);
+const leadFrames = Math.max(1, Math.round(leadMs / FRAME_MS));
 const speaks: SpeakTask[] = [];
 const clocks = new Map<number, TurnClock>();
 let speakSeq = 0;
@@ -103,8 +107,8 @@ let speakScheduled = false;
 
 function dueOf(sid: number, now: number): number {
   const c = clocks.get(sid);
-  if (!c) return now + URGENT_GRACE_MS;
-  return c.startedAt + Math.max(0, c.frames - leadFrames + 1) * FRAME_MS - ENCODE_AHEAD_MS;
+  if (!c) return now;
+  return c.startedAt + rampSendTime(c.frames, preMs, leadMs, FRAME_MS) - ENCODE_AHEAD_MS;
 }
 
 function scheduleSpeak(): void {

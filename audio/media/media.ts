@@ -84,11 +84,13 @@ export interface MediaThreadConfig {
    */
   espeakEngine?: EspeakEngineChoice;
   /**
-   * Audio the pacer sends at once when an answer starts (`audio.sendAheadMs`): a worker encodes
-   * that much of a turn's first sentence in one go, and the rest as the pacer will need it.
+   * Audio the pacer keeps queued on the device (`audio.sendAheadMs`): a worker encodes that much
+   * of a turn's first sentence in one go, and the rest as the pacer will need it.
    * Default 600 (the configuration's default).
    */
   sendAheadMs?: number;
+  /** Frames the pacer sends at once before it builds the lead up (`audio.preBufferFrames`). Default 3. */
+  preBufferFrames?: number;
 }
 
 export interface MediaEngineOptions extends MediaThreadConfig {

@@ -1,6 +1,6 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { createPacer } from '../../../audio/pacer.ts';
+import { createPacer, rampSendTime } from '../../../audio/pacer.ts';
 
 async function* frames(n: number, delayEveryMs = 0): AsyncGenerator<Buffer> {
   for (let i = 0; i < n; i++) {
@@ -30,6 +30,26 @@ describe('pacer', () => {
     // Generous: other test files load the CPU at the same time; the bench measures the real figure.
     assert.ok(pacer.stats.maxLateMs < 250, `max late ${pacer.stats.maxLateMs}`);
     assert.ok(Math.abs(pacer.playbackEndsAt() - (t0 + elapsed + 120)) < 200, 'playback ends ~ 2 frames after the last send');
+  });
+
+  test('a lead above the pre-buffer is built up: pre-buffer at once, then a frame per half frame, then real time', async () => {
+    const ac = new AbortController();
+    const sentAt: number[] = [];
+    const t0 = performance.now();
+    const pacer = createPacer({ frameMs: 60, preBufferFrames: 3, leadMs: 600, send: () => sentAt.push(performance.now() - t0), signal: ac.signal });
+    await pacer.play(frames(30)); // all available at once: only the pacer decides when they leave
+    ac.abort();
+    assert.ok((sentAt[2] as number) < 20, `pre-buffer at once (${sentAt[2]} ms)`);
+    assert.ok((sentAt[3] as number) >= 20, `the 4th frame waits for the ramp (${sentAt[3]} ms), not sent with the pre-buffer`);
+    // The media workers encode against rampSendTime: it must be the schedule the pacer keeps.
+    sentAt.forEach((t, i) => {
+      const planned = rampSendTime(i, 180, 600, 60);
+      assert.ok(t >= planned - 5 && t < planned + 150, `frame ${i}: sent at ${t.toFixed(0)} ms, schedule ${planned} ms`);
+    });
+    // No interval over a frame (the device's late measure), yet the full lead is reached.
+    assert.equal(pacer.stats.lateIntervals, 0);
+    const lead = 30 * 60 - (sentAt[29] as number);
+    assert.ok(lead > 540 && lead <= 605, `lead at the end ${lead.toFixed(0)} ms`);
   });
 
   test('counts send intervals and those over a frame + 5 ms, as the device would see them', async () => {
