@@ -177,7 +177,8 @@ function send(attempt: Attempt, signal: AbortSignal | undefined): Promise<http.I
       signal?.removeEventListener('abort', onAbort);
       resolve(res);
     });
-    request.once('error', (err) => {
+    // `on`, not `once`: a socket error after the response still reaches the request.
+    request.on('error', (err) => {
       signal?.removeEventListener('abort', onAbort);
       reject(new TypeError('fetch failed', { cause: err }));
     });
@@ -203,7 +204,8 @@ async function nodeFetch(input: string | URL | Request, init: RequestInit = {}):
 
   for (let redirects = 0; ; redirects++) {
     if (attempt.body) attempt.headers['content-length'] = String(attempt.body.length);
-    else delete attempt.headers['content-length'];
+    else if (attempt.method === 'GET' || attempt.method === 'HEAD') delete attempt.headers['content-length'];
+    else attempt.headers['content-length'] = '0';
     const res = await send(attempt, signal);
     if (signal?.aborted) {
       res.destroy();
