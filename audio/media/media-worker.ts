@@ -76,8 +76,10 @@ function session(sid: number): CoreSession {
  *   real time, then real time).
  * So when fifty turns start together every device gets its first audio after fifty short slices,
  * not behind others' whole sentences or frames nobody needs yet, and no started answer runs dry
- * while others start. Measured (BENCHMARKS.md): with a 600 ms margin and a 200 ms grace for new
- * answers, the last first sentence of a 50-device burst waited ~400 ms in the worker; now ~200.
+ * while others start. Measured (BENCHMARKS.md): with the lead sent at once, a 600 ms margin and
+ * a 200 ms grace for new answers, the last first sentence of a 50-device burst waited ~400 ms in
+ * its worker. A 200 ms margin halved that but let a competing CPU burst (a compile) dry devices
+ * out at 50 and doubled late intervals at 100; 400 keeps most of the gain without either.
  */
 interface SpeakTask {
   m: Extract<ToWorker, { op: 'speak' }>;
@@ -93,10 +95,11 @@ interface TurnClock {
 }
 const SLICE_FRAMES = 5;
 /**
- * Frames are ready this long before the pacer may send them: covers the trip to the main thread
- * and the next sentence's request, which is sent when this one is done.
+ * Frames are ready this long before the pacer may send them: covers the trip to the main thread,
+ * the next sentence's request (sent when this one is done) and moments when other processes
+ * take the cores.
  */
-const ENCODE_AHEAD_MS = 200;
+const ENCODE_AHEAD_MS = 400;
 const preMs = Math.max(1, data.config.preBufferFrames ?? 3) * FRAME_MS;
 const leadMs = Math.max(preMs, data.config.sendAheadMs ?? 600);
 const leadFrames = Math.max(1, Math.round(leadMs / FRAME_MS));
