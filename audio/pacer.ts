@@ -34,7 +34,7 @@ const EARLY_MS = 2;
  */
 const LATE_INTERVAL_MARGIN_MS = 5;
 /** How fast the allowed lead grows after the pre-buffer: ms of lead per ms of time (1: frames at twice real time). */
-export const LEAD_RAMP = 1;
+const LEAD_RAMP = 1;
 
 /**
  * When (ms after a stream started on an empty device queue) the pacer may send frame `index`

@@ -26,7 +26,11 @@ export type Fetch = (input: string | URL | Request, init?: RequestInit) => Promi
 /** text()/json()/arrayBuffer() refuse bodies beyond this: they hold the whole body in memory. */
 const MAX_BUFFERED_BODY = 32 * 1024 * 1024;
 const MAX_REDIRECTS = 20;
-/** Idle keep-alive sockets close after this, before the usual 5 s of servers, to avoid reusing a socket the server is closing. */
+/**
+ * Idle keep-alive sockets close after this, before the usual 5 s of servers, to avoid reusing a
+ * socket the server is closing. Node's agent applies it to free sockets only: a response that
+ * pauses longer (a thinking model) is not cut (tested).
+ */
 const IDLE_SOCKET_MS = 4_000;
 const NULL_BODY_STATUS = new Set([101, 204, 205, 304]);
 const CROSS_ORIGIN_DROPPED = ['authorization', 'cookie', 'proxy-authorization'];

@@ -59,6 +59,12 @@ before(async () => {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         res.write('data: first\n\n');
         return;
+      case '/pause':
+        // Longer than the agent's idle-socket timeout (4 s), which must only close free sockets.
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('data: before\n\n');
+        setTimeout(() => res.end('data: after\n\n'), 4_500);
+        return;
       case '/cut':
         res.writeHead(200, { 'content-type': 'audio/mpeg', 'content-length': '1000' });
         res.write(Buffer.alloc(100));
@@ -173,6 +179,11 @@ test('a connection lost mid-body fails the iteration as undici does: TypeError t
     (err: unknown) => err instanceof TypeError && err.message === 'terminated' && err.cause instanceof Error,
   );
   assert.equal(bytes, 100);
+});
+
+test('a pause longer than the idle-socket timeout inside a response does not cut it (a thinking model)', async () => {
+  const res = await httpFetch(`${main.url}/pause`, { method: 'POST', body: '{}' });
+  assert.equal(await res.text(), 'data: before\n\ndata: after\n\n');
 });
 
 test('an already aborted signal sends nothing', async () => {
