@@ -78,6 +78,28 @@ async function* bodyChunks(stream: Readable, signal: AbortSignal | undefined): A
   }
 }
 
+/**
+ * The body as an async iterable whose `return()` closes the connection even before the first
+ * read: that is how the SDK cancels a body it will not read (`CancelReadableStream`), and a fresh
+ * generator's `return()` would never reach the stream.
+ */
+function cancellableBody(stream: Readable, signal: AbortSignal | undefined): AsyncIterable<Buffer> {
+  let chunks: AsyncGenerator<Buffer> | undefined;
+  return {
+    [Symbol.asyncIterator]: () => {
+      chunks ??= bodyChunks(stream, signal);
+      const it = chunks;
+      return {
+        next: () => it.next(),
+        return: (value?: unknown) => {
+          stream.destroy();
+          return it.return(value as undefined);
+        },
+      };
+    },
+  };
+}
+
 /** A Response as far as the SDK and our callers use one; the body is an async iterable of bytes. */
 class NodeResponse {
   readonly ok: boolean;
@@ -100,7 +122,7 @@ class NodeResponse {
     this.ok = status >= 200 && status < 300;
     this.redirected = redirects > 0;
     this.#stream = stream;
-    this.body = stream ? bodyChunks(stream, signal) : null;
+    this.body = stream ? cancellableBody(stream, signal) : null;
   }
 
   get bodyUsed(): boolean {

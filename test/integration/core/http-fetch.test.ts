@@ -186,6 +186,15 @@ test('a pause longer than the idle-socket timeout inside a response does not cut
   assert.equal(await res.text(), 'data: before\n\ndata: after\n\n');
 });
 
+test('cancelling a body before reading it (as the SDK does) closes the connection', async () => {
+  const closedBefore = main.closed();
+  const res = await httpFetch(`${main.url}/hang`, { method: 'POST', body: '{}' });
+  await (res.body as unknown as AsyncIterable<Buffer>)[Symbol.asyncIterator]().return?.();
+  const until = performance.now() + 2000;
+  while (main.closed() === closedBefore && performance.now() < until) await new Promise((r) => setTimeout(r, 5));
+  assert.notEqual(main.closed(), closedBefore, 'the server saw the connection close');
+});
+
 test('an already aborted signal sends nothing', async () => {
   const count = main.seen.length;
   await assert.rejects(httpFetch(`${main.url}/echo`, { method: 'POST', body: 'x', signal: AbortSignal.abort() }), { name: 'AbortError' });
