@@ -1,19 +1,17 @@
 /**
- * @module The chat model client: streaming chat completions with tool calls over the openai SDK,
- * against any OpenAI-compatible endpoint (OpenAI, Ollama, vLLM, ...).
+ * @module The chat model client: streaming chat completions with tool calls against any
+ * OpenAI-compatible endpoint (OpenAI, Ollama, vLLM, ...), over `core/openai-wire.ts`.
  *
- * Timeouts and retries are ours, not the SDK's: the SDK's timeout only covers the wait for response
- * headers and its retries would repeat a stream after text was already spoken. Here `timeoutMs` is
- * the longest silence allowed (before the first chunk and between chunks), and a retryable failure
- * is retried only while nothing has been yielded yet.
+ * `timeoutMs` is the longest silence allowed (before the first chunk and between chunks), and a
+ * retryable failure is retried only while nothing has been yielded yet: a retry after spoken text
+ * would repeat it. Every chunk is validated (`stream-chunk.ts`) before it is read.
  */
-import OpenAI from 'openai';
-import { httpFetch } from '../core/http-fetch.ts';
-import type { ChatCompletionCreateParamsStreaming } from 'openai/resources/chat/completions';
 import { linkedScope, sleep, throwIfAborted } from '../core/abort.ts';
+import { createWireClient, sseJson } from '../core/openai-wire.ts';
 import { ErrorCode, VoiceError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import { mapLlmError, retryAfterMs } from './errors.ts';
+import { parseChatChunk } from './stream-chunk.ts';
 import { toOpenAiMessages, toOpenAiTools } from './to-openai.ts';
 import { createToolCallAccumulator } from './tool-call-accumulator.ts';
 import type { LlmClient, LlmEvent, LlmStreamRequest, LlmUsage } from './types.ts';
@@ -52,26 +50,9 @@ export function createLlmClient(opts: LlmClientOptions): LlmClient {
   const timeoutMs = opts.timeoutMs ?? 30_000;
   const maxRetries = opts.maxRetries ?? 2;
   const log = opts.log;
-  const noKey = opts.apiKey === '';
-  const sdk = new OpenAI({
-    // The SDK refuses to start without a key; with none configured we pass a placeholder and
-    // remove the Authorization header it would produce (a null header is dropped).
-    apiKey: noKey ? 'unused' : opts.apiKey,
-    baseURL: opts.baseURL,
-    // Explicit nulls keep the SDK from reading OPENAI_* environment variables on its own.
-    organization: null,
-    project: null,
-    webhookSecret: null,
-    adminAPIKey: null,
-    maxRetries: 0,
-    // Ours fires first; the SDK's is only a backstop.
-    timeout: timeoutMs * 2,
-    defaultHeaders: { ...opts.headers, ...(noKey ? { Authorization: null } : {}) },
-    logLevel: 'off',
-    fetch: httpFetch,
-  });
+  const wire = createWireClient({ baseURL: opts.baseURL, apiKey: opts.apiKey, ...(opts.headers ? { headers: opts.headers } : {}) });
 
-  function buildBody(req: LlmStreamRequest): ChatCompletionCreateParamsStreaming {
+  function buildBody(req: LlmStreamRequest): Record<string, unknown> {
     const body: Record<string, unknown> = {
       model: opts.model,
       messages: toOpenAiMessages(req.messages),
@@ -80,11 +61,11 @@ export function createLlmClient(opts: LlmClientOptions): LlmClient {
     };
     if (opts.temperature !== undefined) body.temperature = opts.temperature;
     if (req.tools.length > 0) body.tools = toOpenAiTools(req.tools);
-    return { ...body, ...opts.extraBody, stream: true } as ChatCompletionCreateParamsStreaming;
+    return { ...body, ...opts.extraBody, stream: true };
   }
 
   /** One HTTP attempt. Aborting `parent` or the idle timer aborts the request and frees the socket. */
-  async function* attempt(body: ChatCompletionCreateParamsStreaming, parent: AbortSignal): AsyncGenerator<LlmEvent> {
+  async function* attempt(body: Record<string, unknown>, parent: AbortSignal): AsyncGenerator<LlmEvent> {
     // The request's scope: the turn's abort reaches it, and so does our idle timer.
     const scope = linkedScope(parent);
     let timedOut = false;
@@ -103,17 +84,16 @@ export function createLlmClient(opts: LlmClientOptions): LlmClient {
         : new VoiceError(ErrorCode.Aborted, 'aborted', { cause: parent.reason });
     arm();
     try {
-      const stream = await sdk.chat.completions.create(body, { signal: scope.signal, maxRetries: 0 });
+      const res = await wire.post('/chat/completions', { json: body }, { signal: scope.signal, accept: 'text/event-stream' });
       arm();
       const calls = createToolCallAccumulator();
       let finishReason = 'stop';
       let usage: LlmUsage | undefined;
-      for await (const chunk of stream) {
+      for await (const raw of sseJson(res)) {
         arm();
-        if (chunk.usage) {
-          usage = { promptTokens: chunk.usage.prompt_tokens, completionTokens: chunk.usage.completion_tokens, totalTokens: chunk.usage.total_tokens };
-        }
-        const choice = chunk.choices[0];
+        const chunk = parseChatChunk(raw);
+        if (chunk.usage) usage = chunk.usage;
+        const choice = chunk.choices?.[0];
         if (!choice) continue;
         for (const tc of choice.delta?.tool_calls ?? []) calls.add(tc);
         if (choice.finish_reason) finishReason = choice.finish_reason;
@@ -125,7 +105,6 @@ export function createLlmClient(opts: LlmClientOptions): LlmClient {
           arm();
         }
       }
-      // The SDK ends iteration quietly when its signal aborts: tell that apart from a real end.
       if (scope.signal.aborted) throw stopped();
       disarm();
       const all = calls.calls();

@@ -1,12 +1,24 @@
 /**
- * @module Converts our `ChatMessage` and `ToolSpec` shapes to the openai SDK's request params. The
- * only place that knows the SDK's message shape, so history and the loop stay SDK-free.
+ * @module Converts our `ChatMessage` and `ToolSpec` shapes to the chat-completions request's
+ * `messages` and `tools`. The only place that knows that wire shape, so history and the loop stay
+ * free of it.
  */
-import type { ChatCompletionFunctionTool, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type { ToolSpec } from '../mcp/tool-source.ts';
 import type { ChatMessage } from './types.ts';
 
-/** Our messages → the SDK's; an assistant message with tool calls keeps them as `function` calls. */
+/** A chat-completions message as sent. */
+export type ChatCompletionMessageParam =
+  | { role: 'system' | 'user'; content: string }
+  | { role: 'tool'; tool_call_id: string; content: string }
+  | { role: 'assistant'; content: string | null; tool_calls?: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }> };
+
+/** A `tools` entry as sent. */
+export interface ChatCompletionFunctionTool {
+  type: 'function';
+  function: { name: string; description?: string; parameters: Record<string, unknown> };
+}
+
+/** Our messages → the wire's; an assistant message with tool calls keeps them as `function` calls. */
 export function toOpenAiMessages(messages: readonly ChatMessage[]): ChatCompletionMessageParam[] {
   return messages.map((m): ChatCompletionMessageParam => {
     switch (m.role) {

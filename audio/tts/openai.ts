@@ -3,11 +3,11 @@
  * servers, local TTS servers). The response body is streamed to the caller as it arrives.
  * `timeoutMs` bounds the wait for the response and every gap between body chunks.
  */
-import type OpenAI from 'openai';
 import { linkedScope, throwIfAborted } from '../../core/abort.ts';
 import { ErrorCode, VoiceError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
-import { createOpenAiClient, mapOpenAiError } from '../openai-client.ts';
+import { createWireClient, type WireClient } from '../../core/openai-wire.ts';
+import { mapOpenAiError } from '../openai-errors.ts';
 import type { OpenAiTtsOptions, Tts, TtsOutputFormat } from './tts.ts';
 
 const DEFAULT_TIMEOUT_MS = 15_000;
@@ -33,14 +33,14 @@ export class OpenAiTts implements Tts {
   readonly name = 'openai';
   readonly outputFormat: TtsOutputFormat;
   readonly #opts: OpenAiTtsOptions;
-  readonly #client: OpenAI;
+  readonly #wire: WireClient;
   readonly #log: Logger;
 
   constructor(opts: OpenAiTtsOptions, log: Logger) {
     this.#opts = opts;
     this.#log = log;
     this.outputFormat = formatOf(opts);
-    this.#client = createOpenAiClient({ baseURL: opts.baseURL, apiKey: opts.apiKey, timeoutMs: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS });
+    this.#wire = createWireClient({ baseURL: opts.baseURL, apiKey: opts.apiKey });
   }
 
   async *synthesize(text: string, opts: { signal: AbortSignal }): AsyncGenerator<Buffer> {
@@ -62,26 +62,27 @@ export class OpenAiTts implements Tts {
     let bytes = 0;
     try {
       arm();
-      const response = await this.#client.audio.speech.create(
+      const response = await this.#wire.post(
+        '/audio/speech',
         {
-          model: this.#opts.model,
-          voice: this.#opts.voice,
-          input: text,
-          response_format: this.#opts.format ?? 'wav',
-          ...(this.#opts.speed !== undefined ? { speed: this.#opts.speed } : {}),
-          ...(this.#opts.instructions !== undefined ? { instructions: this.#opts.instructions } : {}),
+          json: {
+            model: this.#opts.model,
+            voice: this.#opts.voice,
+            input: text,
+            response_format: this.#opts.format ?? 'wav',
+            ...(this.#opts.speed !== undefined ? { speed: this.#opts.speed } : {}),
+            ...(this.#opts.instructions !== undefined ? { instructions: this.#opts.instructions } : {}),
+          },
         },
-        { signal },
+        { signal, accept: 'application/octet-stream' },
       );
-      const body = response.body;
-      if (!body) throw new VoiceError(ErrorCode.ProviderFailed, 'openai tts: empty response body', { retryable: true });
       arm();
-      for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
+      for await (const chunk of response.chunks()) {
         if (signal.aborted) break;
         if (bytes === 0) this.#log.debug({ ms: performance.now() - started }, 'openai tts first byte');
         bytes += chunk.byteLength;
         arm();
-        yield Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+        yield chunk;
       }
       if (signal.aborted) throw signal.reason;
       if (bytes === 0) throw new VoiceError(ErrorCode.ProviderFailed, 'openai tts: response had no audio', { retryable: true });

@@ -1,6 +1,6 @@
 /**
  * @module Entry of the provider thread: the LLM client and the OpenAI-compatible ASR run here, so
- * their HTTP streaming, SSE parsing, multipart uploads and the openai SDK's per-chunk work stay off
+ * their HTTP streaming, SSE parsing, chunk validation and multipart uploads stay off
  * the main thread, which keeps every device's 60 ms frame beat (measured: about a third of the
  * main thread's work at 50 devices answering at once was in these clients).
  */

@@ -219,6 +219,33 @@ describe('llm client against the fake OpenAI server', { timeout: 30_000 }, () =>
     assert.match(err.message, /overloaded/);
   });
 
+  test('a chunk of another shape fails the request once, naming the field; it is not retried', async () => {
+    const before = fake.requests.length;
+    fake.script({ kind: 'raw', data: ['{"choices":[{"delta":{"content":"Hi"}}]}', '{"choices":[{"delta":{"content":42}}]}', '[DONE]'] });
+    const got: LlmEvent[] = [];
+    const err = await rejectsWith(
+      (async () => {
+        for await (const ev of client().stream({ messages: user, tools: [], signal: new AbortController().signal })) got.push(ev);
+      })(),
+      ErrorCode.ProviderFailed,
+    );
+    assert.deepEqual(got, [{ type: 'text_delta', text: 'Hi' }]);
+    assert.match(err.message, /choices\.0\.delta\.content/);
+    assert.equal(err.retryable, false);
+    assert.equal(fake.requests.length, before + 1);
+  });
+
+  test('a stream error event is retried before any text; data that is not JSON is not', async () => {
+    const before = fake.requests.length;
+    fake.script({ kind: 'stream_error', message: 'overloaded' }, fakeText('Fine now.'));
+    const events = await collect(client({ maxRetries: 1 }).stream({ messages: user, tools: [], signal: new AbortController().signal }));
+    assert.equal(events.filter((e) => e.type === 'text_delta').map((e) => (e as { text: string }).text).join(''), 'Fine now.');
+    assert.equal(fake.requests.length, before + 2);
+    fake.script({ kind: 'raw', data: ['{"choices":[{"delta":{"content":"Hel', '[DONE]'] });
+    await rejectsWith(collect(client({ maxRetries: 1 }).stream({ messages: user, tools: [], signal: new AbortController().signal })), ErrorCode.ProviderFailed);
+    assert.equal(fake.requests.length, before + 3, 'no retry of an unreadable stream');
+  });
+
   test('a refused connection is provider_unavailable and retryable', async () => {
     // A port that was just free: nothing listens there.
     const srv = createServer();

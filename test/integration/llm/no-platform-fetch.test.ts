@@ -1,7 +1,7 @@
 /**
- * The LLM, ASR and TTS clients send through core/http-fetch.ts, not the platform fetch: the point
- * is the provider thread's CPU per turn (BENCHMARKS.md). The platform fetch is wrapped with a
- * counter before any client exists, so a client that fell back to it would be counted.
+ * The LLM, ASR and TTS clients speak through core/openai-wire.ts (node:http), not the platform
+ * fetch: the point is the provider thread's CPU per turn (BENCHMARKS.md). The platform fetch is
+ * wrapped with a counter before any client exists, so a client that fell back to it is counted.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
