@@ -212,7 +212,10 @@ export function createWireClient(opts: WireClientOptions): WireClient {
       const req = mod.request(url, { method: 'POST', agent, headers }, (r) => {
         res = r;
         const status = r.statusCode ?? 0;
-        r.once('close', () => signal.removeEventListener('abort', onAbort));
+        // Once the answer is over, a later abort (callers abort their scope when done) has nothing to end.
+        const unhook = (): void => signal.removeEventListener('abort', onAbort);
+        r.once('end', unhook);
+        r.once('close', unhook);
         if (status < 200 || status > 299) {
           readText(r, MAX_ERROR_BODY, signal).then(
             (text) => reject(new WireStatusError(status, r.headers, messageOf(text, status, r.statusMessage))),
@@ -241,7 +244,9 @@ export function createWireClient(opts: WireClientOptions): WireClient {
 }
 
 /**
- * The JSON objects of a server-sent event stream, in order, until `[DONE]` or the end. An `error`
+ * The JSON objects of a server-sent event stream, in order, until `[DONE]` or the end. After
+ * `[DONE]` the rest of the body is read and ignored: stopping there would leave the answer's last
+ * bytes unread and cost the keep-alive connection (measured: a new connection per request). An `error`
  * event, or an object carrying `error`, throws `WireStreamError` (OpenAI reports failures that
  * happen after the headers that way). Lines may end in LF, CRLF or CR; comments are skipped.
  */
@@ -270,7 +275,9 @@ export async function* sseJson(res: WireResponse): AsyncGenerator<unknown> {
     }
     return obj;
   };
+  let done = false;
   for await (const chunk of res.chunks()) {
+    if (done) continue;
     buf += decoder.decode(chunk, { stream: true });
     let start = 0;
     for (;;) {
@@ -283,7 +290,10 @@ export async function* sseJson(res: WireResponse): AsyncGenerator<unknown> {
       start = end + (buf.charCodeAt(end) === 13 && buf.charCodeAt(end + 1) === 10 ? 2 : 1);
       if (line === '') {
         const obj = dispatch();
-        if (obj === DONE) return;
+        if (obj === DONE) {
+          done = true;
+          break;
+        }
         if (obj !== undefined) yield obj;
         continue;
       }
@@ -295,7 +305,7 @@ export async function* sseJson(res: WireResponse): AsyncGenerator<unknown> {
       if (field === 'data') data.push(value);
       else if (field === 'event') event = value;
     }
-    buf = buf.slice(start);
+    buf = done ? '' : buf.slice(start);
     if (buf.length + data.reduce((n, d) => n + d.length, 0) > MAX_EVENT_CHARS) {
       throw new WireStreamError(`an event exceeded ${MAX_EVENT_CHARS} characters`, true);
     }

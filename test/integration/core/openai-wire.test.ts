@@ -273,6 +273,17 @@ test('events split anywhere (even inside a CRLF) arrive whole; comments, blank d
   assert.deepEqual(await collect(await wire.post('/sse', { json: {} }, { signal: signal() })), [{ b: 2 }]);
 });
 
+test('a stream read to its [DONE] leaves the connection reusable for the next request', async () => {
+  const wire = createWireClient({ baseURL: url, apiKey: '' });
+  for (let i = 0; i < 2; i++) {
+    // [DONE] and the end of the body arrive apart, as from a real server.
+    ssePieces = ['data: {"n":1}\n\n', 'data: [DONE]\n\n'];
+    assert.deepEqual(await collect(await wire.post('/sse', { json: {} }, { signal: signal() })), [{ n: 1 }]);
+  }
+  const [a, b] = seen.slice(-2) as [Seen, Seen];
+  assert.equal(a.socketPort, b.socketPort, 'one keep-alive connection for both streams');
+});
+
 test('an error event, an error object or a non-JSON payload fails the stream with WireStreamError', async () => {
   const wire = createWireClient({ baseURL: url, apiKey: '' });
   const cases: Array<[string, RegExp, boolean]> = [
