@@ -521,5 +521,8 @@ describe('media engine: a worker serves syntheses by deadline, a few frames at a
     assert.ok(firstB < lastA, `B's first packet (#${firstB}) came before A's last (#${lastA})`);
     // A's first slice is the whole send-ahead (600 ms = 10 frames): its device is never left waiting.
     assert.ok(order.slice(0, 10).every((w) => w === 'a'), `A's send-ahead came first: ${order.slice(0, 12).join('')}`);
+    // B's first slice then goes ahead of A's next frames, which the pacer needs only 240 ms and
+    // more after A's first (without the head start they went first, up to ~400 ms: 16+ frames).
+    assert.ok(firstB <= 12, `B's first packet (#${firstB}) right after A's send-ahead: ${order.slice(0, 24).join('')}`);
   });
 });
