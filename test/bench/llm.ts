@@ -3,6 +3,7 @@
  * the local fake OpenAI server (real HTTP + SSE on loopback, no model time), plus the time from the
  * start of a turn to the first speakable sentence piece.
  */
+import { OpenAiAsr } from '../../audio/asr/openai.ts';
 import { silentLogger } from '../../core/logger.ts';
 import { createLlmClient } from '../../llm/client.ts';
 import { createHistory } from '../../llm/history.ts';
@@ -10,6 +11,7 @@ import { runReact } from '../../llm/react.ts';
 import { createSentenceCutter } from '../../llm/sentences.ts';
 import { createLocalTools, dateTimeTool } from '../../mcp/local-tools.ts';
 import { fakeText, fakeToolCalls, startFakeOpenAi } from '../fixtures/fake-openai.ts';
+import { procCpu, startFakes, stopFakes } from './sim/server.ts';
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -70,7 +72,57 @@ async function benchReact(): Promise<void> {
   }
 }
 
+/**
+ * What the provider thread pays per turn when fifty turns start at once: 50 ASR uploads (2.5 s
+ * WAV) and 50 chat streams (a voice prompt, 12 tools) together against the simulator's fakes in
+ * their own process, as in `npm run simulate`. Prints this process's CPU per turn (the clients)
+ * and the fakes' (their own queue in a burst), median of the rounds after the first.
+ */
+async function benchProviderBurst(): Promise<void> {
+  const fakes = await startFakes('what is the weather like today', 'It is sunny today. The high is twenty two degrees. Enjoy your day!', 20_000);
+  try {
+    const llm = createLlmClient({ baseURL: fakes.llm, apiKey: '', model: 'fake', log: silentLogger });
+    const asr = new OpenAiAsr({ provider: 'openai', baseURL: fakes.asr, apiKey: '', model: 'whisper-1' }, silentLogger);
+    const tools = Array.from({ length: 12 }, (_, i) => ({
+      name: `device_tool_${i}`,
+      description: 'Sets or reads something on the speaker, such as its volume, screen or battery. '.repeat(2),
+      inputSchema: { type: 'object', properties: { value: { type: 'string' }, level: { type: 'number' } }, required: ['value'] },
+    }));
+    const messages = [
+      { role: 'system' as const, content: 'You are a friendly voice assistant on a small speaker. Answer briefly. '.repeat(25) },
+      { role: 'user' as const, content: 'what is the weather like today' },
+    ];
+    const pcm = new Int16Array(16000 * 2.5).map((_, i) => Math.round(3000 * Math.sin(i / 5)));
+    const clients: number[] = [];
+    const fakesMs: number[] = [];
+    const turns = 50;
+    for (let round = 0; round < 6; round++) {
+      const c0 = process.cpuUsage();
+      const f0 = procCpu(fakes.proc.pid ?? 0)?.self ?? 0;
+      await Promise.all(
+        Array.from({ length: turns }, async () => {
+          const signal = new AbortController().signal;
+          await asr.transcribe(pcm, { signal, sampleRate: 16000 });
+          for await (const _ev of llm.stream({ messages, tools, signal })) {
+            // drained, as the turn would
+          }
+        }),
+      );
+      const c = process.cpuUsage(c0);
+      if (round > 0) {
+        clients.push((c.user + c.system) / 1000 / turns);
+        fakesMs.push((((procCpu(fakes.proc.pid ?? 0)?.self ?? 0) - f0) * 1000) / turns);
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    console.log(`provider clients, ${turns} turns at once (ASR upload + chat stream): ${median(clients).toFixed(2)} ms of CPU per turn here, ${median(fakesMs).toFixed(2)} ms in the fakes' process`);
+  } finally {
+    await stopFakes(fakes);
+  }
+}
+
 export async function run(): Promise<void> {
   benchCutter();
   await benchReact();
+  await benchProviderBurst();
 }

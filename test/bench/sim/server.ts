@@ -274,7 +274,7 @@ function deepMerge(base: Record<string, unknown>, over: Record<string, unknown>)
 /** Environment variables the server reads as overrides: never inherited, so nothing points away from loopback. */
 const SERVER_ENV_OVERRIDES = ['HOST', 'PORT', 'PUBLIC_WS_URL', 'OPENAI_BASE_URL', 'OPENAI_API_KEY', 'LLM_MODEL', 'LOG_LEVEL', 'XIAOZHI_CONFIG'];
 
-interface Fakes {
+export interface Fakes {
   proc: ChildProcess;
   llm: string;
   asr: string;
@@ -282,7 +282,7 @@ interface Fakes {
 }
 
 /** Starts sim/fakes-main.ts (fake LLM + fake ASR) in its own process; it exits when our pipe to it closes. */
-async function startFakes(transcript: string, answer: string, timeoutMs: number): Promise<Fakes> {
+export async function startFakes(transcript: string, answer: string, timeoutMs: number): Promise<Fakes> {
   const script = fileURLToPath(new URL('./fakes-main.ts', import.meta.url));
   const proc = spawn(process.execPath, ['--import', 'tsx', script, JSON.stringify({ transcript, answer })], { stdio: ['pipe', 'pipe', 'pipe'] });
   if (proc.pid) guardChild(proc.pid);
@@ -327,7 +327,7 @@ async function startFakes(transcript: string, answer: string, timeoutMs: number)
   }
 }
 
-async function stopFakes(f: Fakes): Promise<void> {
+export async function stopFakes(f: Fakes): Promise<void> {
   f.proc.stdin?.end();
   f.proc.kill('SIGTERM');
   await Promise.race([f.exited, sleep(3000)]);
