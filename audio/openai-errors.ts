@@ -7,8 +7,9 @@ import { WireConnectionError, WireStatusError } from '../core/openai-wire.ts';
 
 /** Wraps an error from the request named `what`. A timeout raised through `signal` arrives as its reason. */
 export function mapOpenAiError(err: unknown, what: string, signal?: AbortSignal): VoiceError {
-  if (err instanceof VoiceError) return err;
+  // Checked first: the request then rejects with Aborted, but the reason (a timeout) is what happened.
   if (signal?.aborted && signal.reason instanceof VoiceError) return signal.reason;
+  if (err instanceof VoiceError) return err;
   if (isAbortError(err)) return new VoiceError(ErrorCode.Aborted, 'aborted', { cause: err });
   if (err instanceof WireConnectionError) {
     return new VoiceError(err.midAnswer ? ErrorCode.ProviderFailed : ErrorCode.ProviderUnavailable, `${what}: ${err.message}`, { retryable: true, cause: err });

@@ -15,6 +15,7 @@
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
+import { ErrorCode, VoiceError } from './errors.ts';
 
 /**
  * Idle keep-alive sockets close after this, before the usual 5 s of servers, so a socket the
@@ -90,7 +91,7 @@ export type WireBody = { json: unknown } | { form: readonly FormField[] };
 export interface WireResponse {
   readonly status: number;
   readonly headers: http.IncomingHttpHeaders;
-  /** The body as it arrives. A connection lost mid-body throws `WireConnectionError`; an abort, the abort. */
+  /** The body as it arrives. A connection lost mid-body throws `WireConnectionError`; an abort, an Aborted `VoiceError`. */
   chunks(): AsyncGenerator<Buffer>;
   /** The whole body as text; throws when it exceeds `maxBytes`. */
   text(maxBytes: number): Promise<string>;
@@ -99,7 +100,7 @@ export interface WireResponse {
 export interface WireClient {
   /**
    * POSTs `body` to `path` under the base URL and resolves once a 2xx answer's headers arrive.
-   * Rejects with `WireStatusError`, `WireConnectionError`, or (on abort) an `AbortError`.
+   * Rejects with `WireStatusError`, `WireConnectionError`, or (on abort) an Aborted `VoiceError`.
    * Aborting `signal` later also ends the body.
    */
   post(path: string, body: WireBody, opts: { signal: AbortSignal; accept?: string }): Promise<WireResponse>;
@@ -134,11 +135,9 @@ function encodeForm(fields: readonly FormField[]): { bytes: Buffer; contentType:
   return { bytes: Buffer.concat(parts), contentType: `multipart/form-data; boundary=${boundary}` };
 }
 
-/** What an aborted request rejects with: an `AbortError` carrying the signal's reason. */
-function abortError(signal: AbortSignal): Error {
-  const err = new Error('This operation was aborted', { cause: signal.reason });
-  err.name = 'AbortError';
-  return err;
+/** What an aborted request rejects with: the project's Aborted error, as `throwIfAborted` throws it. */
+function abortError(signal: AbortSignal): VoiceError {
+  return new VoiceError(ErrorCode.Aborted, 'aborted', { cause: signal.reason });
 }
 
 /** The provider's message from an error body: OpenAI's `{error: {message}}`, a bare `message`/`error`, or the text. */
