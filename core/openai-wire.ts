@@ -6,7 +6,7 @@
  * Why not the openai SDK: with fifty turns starting at once, the provider thread's per-request
  * work (the SDK's request building, fetch and web streams, its SSE decoder, FormData and File
  * objects for an upload) queued every turn's ASR and first token behind the others. The same
- * calls on this module took ASR p50 at 50 devices from ~150–230 ms to ~30–40 ms (BENCHMARKS.md).
+ * calls on this module took ASR p50 at 50 devices from 127–236 ms to 48–122 ms (BENCHMARKS.md).
  *
  * What it does not do, on purpose: retries and timeouts (the callers own them: a retry after
  * spoken text would repeat it), redirects (an OpenAI-compatible POST endpoint does not move; a
