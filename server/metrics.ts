@@ -147,6 +147,7 @@ export function createServerMetrics(opts: ServerMetricsOptions = {}): ServerMetr
   const stage = (name: string, help: string): Histogram => new Histogram({ name, help, buckets: [...STAGE_BUCKETS_S], registers });
   const asr = stage('xiaozhi_asr_duration_seconds', 'Speech recognition: end of speech to recognised text.');
   const llmFirst = stage('xiaozhi_llm_first_token_seconds', 'LLM request to its first streamed token.');
+  const firstSentence = stage('xiaozhi_first_sentence_seconds', 'End of speech (server decision) to the answer\'s first sentence, ready to be spoken.');
   const firstAudio = stage('xiaozhi_first_audio_seconds', 'End of speech (server decision) to the first audio frame sent to the device.');
   const turnTotal = new Histogram({
     name: 'xiaozhi_turn_duration_seconds',
@@ -254,6 +255,7 @@ export function createServerMetrics(opts: ServerMetricsOptions = {}): ServerMetr
     turns.inc({ source: t.source, outcome: t.outcome });
     if (t.asrMs !== undefined) asr.observe(seconds(t.asrMs));
     if (t.llmFirstTokenMs !== undefined) llmFirst.observe(seconds(t.llmFirstTokenMs));
+    if (t.firstSentenceMs !== undefined) firstSentence.observe(seconds(t.firstSentenceMs));
     if (t.firstAudioMs !== undefined) firstAudio.observe(seconds(t.firstAudioMs));
     turnTotal.observe(seconds(t.totalMs));
     if (t.lateFrames > 0) lateFrames.inc(t.lateFrames);

@@ -15,9 +15,9 @@ import { availableParallelism, loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { FleetDevice, prepareUtterance, simMac, type TurnRecord, type UtteranceAudio } from './sim/device.ts';
 import { defaultOptions, parseArgs, USAGE, type SimulationOptions } from './sim/options.ts';
-import { alignedHeader, alignedRow, idleLines, legend, markdownTable, type IdleResult, type SimulationResult, type StepResult } from './sim/report.ts';
+import { alignedHeader, alignedRow, idleLines, legend, markdownTable, stagesLine, type IdleResult, type SimulationResult, type StepResult, type TurnStages } from './sim/report.ts';
 import { remoteServer, startLocalServer, type ServerTurnTiming, type SimServer } from './sim/server.ts';
-import { p50p95, sleep, sumPlayback } from './sim/stats.ts';
+import { p50p95, sleep, sumPlayback, type P50P95 } from './sim/stats.ts';
 
 export type { SimulationOptions } from './sim/options.ts';
 export type { SimulationResult, StepResult, IdleResult } from './sim/report.ts';
@@ -40,6 +40,25 @@ function openFileLimit(): number | null {
 function sentLatePct(st: ReadonlyArray<ServerTurnTiming>): number {
   const all = st.reduce((a, t) => a + t.frameIntervals, 0);
   return all > 0 ? (st.reduce((a, t) => a + t.lateIntervals, 0) / all) * 100 : NaN;
+}
+
+/**
+ * Stage figures of each device's first turn in the step (the log holds them in order) and of its
+ * later turns: the first turns start together, the later ones as the answers before them end.
+ */
+function turnStages(st: ReadonlyArray<ServerTurnTiming>): { first: TurnStages; later: TurnStages } {
+  const seen = new Set<string>();
+  const first: ServerTurnTiming[] = [];
+  const later: ServerTurnTiming[] = [];
+  for (const t of st) {
+    (seen.has(t.deviceId) ? later : first).push(t);
+    seen.add(t.deviceId);
+  }
+  const of = (ts: ServerTurnTiming[]): TurnStages => {
+    const ms = (k: 'asrMs' | 'firstSentenceMs' | 'firstAudioMs'): P50P95 => p50p95(ts.flatMap((t) => (t[k] === undefined ? [] : [t[k] as number])));
+    return { turns: ts.length, asr: ms('asrMs'), firstSentence: ms('firstSentenceMs'), firstFrame: ms('firstAudioMs') };
+  };
+  return { first: of(first), later: of(later) };
 }
 
 function countErrors(recs: ReadonlyArray<{ error?: string }>): Record<string, number> {
@@ -225,7 +244,7 @@ class Run {
     const play = sumPlayback(recs.map((r) => r.playback));
     const wallS = cpu0 && cpu1 ? (cpu1.at - cpu0.at) / 1000 : NaN;
     const st = this.server.started ? this.server.timings.filter((t) => ids.has(t.deviceId) && t.source === 'voice') : null;
-    const nums = (k: 'asrMs' | 'llmFirstTokenMs' | 'firstAudioMs'): number[] => (st ?? []).flatMap((t) => (t[k] === undefined ? [] : [t[k] as number]));
+    const nums = (k: 'asrMs' | 'llmFirstTokenMs' | 'firstSentenceMs' | 'firstAudioMs'): number[] => (st ?? []).flatMap((t) => (t[k] === undefined ? [] : [t[k] as number]));
     const outcomes: Record<string, number> = {};
     for (const t of st ?? []) outcomes[t.outcome] = (outcomes[t.outcome] ?? 0) + 1;
     const lag = (v: number | undefined): number | null => (v === undefined ? null : Math.max(0, v * 1000 - LOOP_TICK_MS));
@@ -242,6 +261,9 @@ class Run {
       serverFirstAudioMs: st ? p50p95(nums('firstAudioMs')) : null,
       serverAsrMs: st ? p50p95(nums('asrMs')) : null,
       serverLlmFirstTokenMs: st ? p50p95(nums('llmFirstTokenMs')) : null,
+      serverFirstSentenceMs: st ? p50p95(nums('firstSentenceMs')) : null,
+      serverStages: st ? turnStages(st) : null,
+      serverTurns: st,
       serverOutcomes: st ? outcomes : null,
       serverLateFrames: st ? st.reduce((a, t) => a + t.lateFrames, 0) : null,
       serverLatePct: st ? sentLatePct(st) : null,
@@ -349,6 +371,7 @@ export async function runSimulation(partial: Partial<SimulationOptions> = {}): P
         configOverrides: opts.serverConfig,
         env: opts.serverEnv,
         nodeArgs: opts.serverArgs,
+        ...(opts.serverLog ? { logFile: opts.serverLog } : {}),
         readyTimeoutMs: 45_000,
         log: print,
       });
@@ -378,6 +401,8 @@ export async function runSimulation(partial: Partial<SimulationOptions> = {}): P
         print(alignedRow(s));
         const errs = Object.entries(s.errors);
         if (errs.length) print(`  problems: ${errs.map(([e, c]) => `${c}× ${e}`).join('; ')}`);
+        const stages = stagesLine(s);
+        if (stages) print(stages);
         print(`  sim: ${s.simCpuCores.toFixed(2)} CPU cores; machine load average ${s.loadAvg1.toFixed(1)} on ${s.cpus} CPUs; step took ${(s.wallMs / 1000).toFixed(1)} s`);
         if (s.connectRefusals) print(`  connect: ${s.connectRefusals} upgrades refused with 503 (server admission) and retried after Retry-After`);
         if (s.bargeIns > 0) print(`  barge-in: ${s.bargeIns} turns aborted mid-answer; abort → tts stop p50/p95 ${Math.round(s.abortToStopMs.p50)} / ${Math.round(s.abortToStopMs.p95)} ms`);

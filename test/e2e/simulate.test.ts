@@ -63,11 +63,18 @@ test('simulator: 2 devices × 1 turn and 5 idle devices against a self-started s
     ['server-added', s.serverFirstAudioMs],
     ['ASR', s.serverAsrMs],
     ['LLM first token', s.serverLlmFirstTokenMs],
+    ['first sentence', s.serverFirstSentenceMs],
   ] as const) {
     assert.ok(v && v.n === 2, `${name}: two turn-timings log lines`);
     finite(v.p50, `${name} p50`);
     finite(v.p95, `${name} p95`);
   }
+  // One turn per device: both are first turns (the burst), none is a later one.
+  assert.equal(s.serverStages?.first.turns, 2);
+  assert.equal(s.serverStages?.later.turns, 0);
+  finite(s.serverStages?.first.firstSentence.p95, 'first turns: first sentence p95');
+  assert.ok((s.serverStages?.first.firstSentence.p50 ?? NaN) <= (s.serverStages?.first.firstFrame.p50 ?? NaN), 'the first sentence is cut before its first frame leaves');
+  assert.equal(s.serverTurns?.length, 2, 'the server log lines are in the JSON');
   finite(s.latePct, 'late %');
   finite(s.serverLatePct, 'sent late %');
   finite(s.gapPct, 'gap %');
@@ -91,6 +98,7 @@ test('simulator: 2 devices × 1 turn and 5 idle devices against a self-started s
   // The printed report: a row, the Markdown table, the idle lines.
   const printed = lines.join('\n').split('\n');
   assert.ok(printed.some((l) => l.startsWith('| devices |')), 'Markdown table printed');
+  assert.ok(printed.some((l) => /^ {2}stages \(server.*first turns ASR \d+ \/ \d+/.test(l)), 'the stages line printed under the row');
   assert.ok(printed.some((l) => /^\| 2 \| 2\/2 \|/.test(l)), 'the step row is in the table');
   assert.ok(printed.some((l) => l.startsWith('idle: server RSS with 0 devices')), 'idle figures printed');
 });

@@ -64,6 +64,8 @@ describe('voice turn end to end', () => {
       // Timings are logged.
       const t = srv.logs.find('turn timings').at(-1);
       assert.ok(t && typeof t.firstAudioMs === 'number' && typeof t.asrMs === 'number');
+      // By stage: the first sentence is cut after the transcript and before the first frame leaves.
+      assert.ok(typeof t.firstSentenceMs === 'number' && t.firstSentenceMs >= t.asrMs && t.firstSentenceMs <= t.firstAudioMs, JSON.stringify(t));
 
       // The next turn on the same connection.
       const before = dev.json.length;

@@ -218,6 +218,11 @@ export class Turn {
     const { deps, log, tools, history, channel, info } = this.#env;
     const speech = new SpeechQueue(out, this.#synth(deps.tts), this.signal, log);
     const cutter = createSentenceCutter();
+    /** Every sentence of the answer goes to the speech queue here; the first one is timed. */
+    const say = (sentence: string): void => {
+      timings.firstSentenceMs ??= Math.round(performance.now() - this.#input.endedAt);
+      speech.push(sentence);
+    };
     const context = tools.context ? await tools.context(this.signal).catch((err: unknown) => {
       log.warn({ err: toVoiceError(err).message }, 'resource context unavailable for this turn');
       return [] as string[];
@@ -233,7 +238,7 @@ export class Turn {
       log,
       toolTimeoutMs: deps.config.llm.toolTimeoutMs,
       onText: (delta) => {
-        for (const s of cutter.push(delta)) speech.push(s);
+        for (const s of cutter.push(delta)) say(s);
       },
       onEmotion: (emotion) => {
         if (emotionSent) return;
@@ -254,19 +259,19 @@ export class Turn {
               signal: this.signal,
               sampleRate: info.downlink.sampleRate,
               flushSpeech: async () => {
-                for (const s of cutter.flush()) speech.push(s);
+                for (const s of cutter.flush()) say(s);
                 await speech.idle();
               },
               speak: (text) => {
-                for (const s of cutter.flush()) speech.push(s);
-                speech.push(text);
+                for (const s of cutter.flush()) say(s);
+                say(text);
                 history.append({ role: 'assistant', content: text });
               },
             });
           }
         : undefined,
     }));
-    for (const s of cutter.flush()) speech.push(s);
+    for (const s of cutter.flush()) say(s);
     await speech.end();
     if (outcome.firstTokenMs !== undefined) timings.llmFirstTokenMs = outcome.firstTokenMs;
     if (outcome.reason !== 'aborted' && speech.errors.length > 0 && speech.spoken.length === 0 && out.framesSent === 0) {

@@ -40,6 +40,8 @@ export interface TurnTimings {
   outcome: 'answered' | 'no_speech' | 'aborted' | 'failed' | 'greeted';
   asrMs?: number;
   llmFirstTokenMs?: number;
+  /** End of speech (server's decision) → the answer's first sentence cut from the model's text. */
+  firstSentenceMs?: number;
   /** End of speech (server's decision) → first audio frame sent. */
   firstAudioMs?: number;
   totalMs: number;

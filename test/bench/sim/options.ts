@@ -54,6 +54,8 @@ export interface SimulationOptions {
   serverEnv: Record<string, string>;
   /** Extra node arguments for the self-started server (e.g. --cpu-prof). */
   serverArgs: string[];
+  /** File that receives the self-started server's whole output (its JSON log, --trace-gc lines …). */
+  serverLog?: string;
   /** vad.minSilenceMs of a server given by `url`, for the report (the simulator cannot read it). */
   vadSilenceMs?: number;
   /** Stops the run early (SIGINT). */
@@ -112,6 +114,7 @@ Options
   --set KEY=VALUE      config override for the self-started server, e.g. --set vad.provider=webrtc
   --server-env K=V     extra environment for the self-started server
   --server-arg ARG     extra node argument for the self-started server, e.g. --server-arg=--cpu-prof
+  --server-log FILE    write the self-started server's whole output to FILE (e.g. with --server-arg=--trace-gc)
   --stagger-ms N       first utterances start within N ms of each other (default 100)
   --settle-ms N        quiet time between steps (default 1500)
   --batch N            devices connected at once (default 100)
@@ -205,6 +208,9 @@ export function parseArgs(argv: readonly string[]): SimulationOptions | 'help' {
       }
       case '--server-arg':
         o.serverArgs.push(value());
+        break;
+      case '--server-log':
+        o.serverLog = value();
         break;
       case '--stagger-ms':
         o.staggerMs = positiveInt(flag, value(), 0);

@@ -3,6 +3,7 @@
  * run goes on, and a Markdown table of all steps at the end.
  */
 import type { TurnRecord } from './device.ts';
+import type { ServerTurnTiming } from './server.ts';
 import type { P50P95 } from './stats.ts';
 
 export interface StepResult {
@@ -23,6 +24,15 @@ export interface StepResult {
   serverFirstAudioMs: P50P95 | null;
   serverAsrMs: P50P95 | null;
   serverLlmFirstTokenMs: P50P95 | null;
+  /** The server log's firstSentenceMs: end of speech → the answer's first sentence cut. */
+  serverFirstSentenceMs: P50P95 | null;
+  /**
+   * Stages from the server's end-of-speech decision, for each device's first turn of the step
+   * (all devices at once: the burst) and its later turns (spread by the answers before them).
+   */
+  serverStages: { first: TurnStages; later: TurnStages } | null;
+  /** The server's turn-timings lines of the step's devices (JSON only). */
+  serverTurns: ServerTurnTiming[] | null;
   /** Server-side outcome counts (answered, aborted, ...) from its log. */
   serverOutcomes: Record<string, number> | null;
   /** Frames the server's pacer sent after their play-out time (its log). */
@@ -88,6 +98,22 @@ export interface SimulationResult {
 const int = (v: number | null | undefined): string => (v === null || v === undefined || !Number.isFinite(v) ? 'n/a' : String(Math.round(v)));
 const pair = (p: P50P95 | null): string => (p === null || p.n === 0 ? 'n/a' : `${int(p.p50)} / ${int(p.p95)}`);
 const pct = (v: number): string => (Number.isFinite(v) ? v.toFixed(1) : 'n/a');
+
+/** p50/p95 ms from the server's end-of-speech decision to: the transcript, the first sentence cut, the first frame sent. */
+export interface TurnStages {
+  turns: number;
+  asr: P50P95;
+  firstSentence: P50P95;
+  firstFrame: P50P95;
+}
+
+/** The per-stage line printed under a step's row (self-started server only). */
+export function stagesLine(s: StepResult): string | null {
+  const st = s.serverStages;
+  if (!st) return null;
+  const one = (t: TurnStages): string => `ASR ${pair(t.asr)} → 1st sentence ${pair(t.firstSentence)} → 1st frame ${pair(t.firstFrame)}`;
+  return `  stages (server, ms p50 / p95 from its end-of-speech decision): first turns ${one(st.first)}; later turns ${one(st.later)}`;
+}
 
 export const COLUMNS = [
   'devices',

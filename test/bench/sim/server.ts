@@ -6,7 +6,7 @@
  * and live sessions, from /proc for a child and from /metrics when available.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,6 +22,7 @@ export interface ServerTurnTiming {
   outcome: string;
   asrMs?: number;
   llmFirstTokenMs?: number;
+  firstSentenceMs?: number;
   firstAudioMs?: number;
   totalMs: number;
   lateFrames: number;
@@ -254,6 +255,8 @@ export interface LocalServerOptions {
   env: Record<string, string>;
   /** Extra node arguments for the child (before the script). */
   nodeArgs: string[];
+  /** File that receives the child's whole output. */
+  logFile?: string;
   readyTimeoutMs: number;
   log: (line: string) => void;
 }
@@ -392,7 +395,14 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<SimSer
     });
     // Line-by-line parse of the pino JSON log: only what the report needs is kept.
     let partial = '';
+    const logFile = opts.logFile ? createWriteStream(opts.logFile) : null;
+    if (logFile) {
+      logFile.on('error', (e) => opts.log(`server log ${opts.logFile}: ${e.message}`));
+      spawned.proc.stderr?.pipe(logFile, { end: false });
+      void spawned.exited.then(() => logFile.end());
+    }
     spawned.proc.stdout?.on('data', (b: Buffer) => {
+      logFile?.write(b);
       const text = partial + b.toString('utf8');
       const lines = text.split('\n');
       partial = lines.pop() ?? '';
@@ -416,7 +426,7 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<SimSer
             frameIntervals: num('frameIntervals') ?? 0,
             lateIntervals: num('lateIntervals') ?? 0,
           };
-          for (const k of ['asrMs', 'llmFirstTokenMs', 'firstAudioMs'] as const) {
+          for (const k of ['asrMs', 'llmFirstTokenMs', 'firstSentenceMs', 'firstAudioMs'] as const) {
             const v = num(k);
             if (v !== undefined) t[k] = v;
           }

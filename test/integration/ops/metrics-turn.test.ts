@@ -85,7 +85,7 @@ describe('metrics after real turns', () => {
       assert.equal(num(m, 'xiaozhi_sessions_active'), 1);
       assert.equal(num(m, 'xiaozhi_sessions_total'), 1);
       assert.equal(num(m, 'xiaozhi_turns_total', 'source="voice",outcome="answered"'), 1);
-      for (const h of ['xiaozhi_asr_duration_seconds', 'xiaozhi_llm_first_token_seconds', 'xiaozhi_first_audio_seconds', 'xiaozhi_turn_duration_seconds']) {
+      for (const h of ['xiaozhi_asr_duration_seconds', 'xiaozhi_llm_first_token_seconds', 'xiaozhi_first_sentence_seconds', 'xiaozhi_first_audio_seconds', 'xiaozhi_turn_duration_seconds']) {
         assert.equal(num(m, `${h}_count`), 1, `${h} observed once`);
         const sum = num(m, `${h}_sum`);
         // Generous sanity bounds only: positive, and well under the 30 s a turn may take.
@@ -94,6 +94,9 @@ describe('metrics after real turns', () => {
       }
       // End of speech → first frame includes ASR and the LLM's first token.
       assert.ok(num(m, 'xiaozhi_first_audio_seconds_sum') >= num(m, 'xiaozhi_llm_first_token_seconds_sum'));
+      // The first sentence is ready after the transcript and before the first frame leaves.
+      const firstSentence = num(m, 'xiaozhi_first_sentence_seconds_sum');
+      assert.ok(firstSentence >= num(m, 'xiaozhi_asr_duration_seconds_sum') && firstSentence <= num(m, 'xiaozhi_first_audio_seconds_sum'), `first sentence ${firstSentence}`);
       // Registered and counted (a missing metric reads as NaN); one short answer on an idle
       // loopback cannot have more late frames than frames.
       const late = num(m, 'xiaozhi_late_frames_total');
