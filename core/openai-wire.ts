@@ -18,11 +18,14 @@ import https from 'node:https';
 import { ErrorCode, VoiceError } from './errors.ts';
 
 /**
- * Idle keep-alive sockets close after this, before the usual 5 s of servers, so a socket the
- * server is closing is not reused. Node applies it to free sockets only: an answer that pauses
- * longer (a thinking model) is not cut (tested).
+ * Idle keep-alive sockets are kept this long, so a burst of turns after a quiet spell does not
+ * open a connection (a TLS handshake with a remote provider) per request. A server that announces
+ * a shorter `Keep-Alive: timeout=N` (Node's own: 5 s) is obeyed, one second early, by Node's agent;
+ * one that closes a socket without announcing it costs one resend (`isStaleSocketError`). Node
+ * applies this to free sockets only: an answer that pauses longer (a thinking model) is not cut
+ * (tested).
  */
-const IDLE_SOCKET_MS = 4_000;
+const IDLE_SOCKET_MS = 30_000;
 /** How much of an error answer is read for its message. */
 const MAX_ERROR_BODY = 64 * 1024;
 /** One server-sent event may not exceed this (a stream without line breaks would grow forever). */
@@ -182,6 +185,12 @@ async function* bodyChunks(res: http.IncomingMessage, signal: AbortSignal): Asyn
   }
 }
 
+/** How a reused keep-alive socket fails when the server had closed it: reset, or the write hit a closed pipe. */
+function isStaleSocketError(err: Error): boolean {
+  const code = (err as NodeJS.ErrnoException).code;
+  return code === 'ECONNRESET' || code === 'EPIPE';
+}
+
 export function createWireClient(opts: WireClientOptions): WireClient {
   const base = opts.baseURL.endsWith('/') ? opts.baseURL.slice(0, -1) : opts.baseURL;
   const fixed: Record<string, string> = { 'accept-encoding': 'identity', 'user-agent': 'xiaozhi-ts-server' };
@@ -202,40 +211,48 @@ export function createWireClient(opts: WireClientOptions): WireClient {
     const agent = url.protocol === 'https:' ? agents['https:'] : agents['http:'];
     const mod = url.protocol === 'https:' ? https : http;
     return new Promise<WireResponse>((resolve, reject) => {
-      let res: http.IncomingMessage | undefined;
-      const onAbort = (): void => {
-        const err = abortError(signal);
-        req.destroy(err);
-        res?.destroy(err);
-      };
-      const req = mod.request(url, { method: 'POST', agent, headers }, (r) => {
-        res = r;
-        const status = r.statusCode ?? 0;
-        // Once the answer is over, a later abort (callers abort their scope when done) has nothing to end.
-        const unhook = (): void => signal.removeEventListener('abort', onAbort);
-        r.once('end', unhook);
-        r.once('close', unhook);
-        if (status < 200 || status > 299) {
-          readText(r, MAX_ERROR_BODY, signal).then(
-            (text) => reject(new WireStatusError(status, r.headers, messageOf(text, status, r.statusMessage))),
-            () => reject(new WireStatusError(status, r.headers, r.statusMessage || `status ${status}`)),
-          );
-          return;
-        }
-        resolve({
-          status,
-          headers: r.headers,
-          chunks: () => bodyChunks(r, signal),
-          text: (maxBytes) => readText(r, maxBytes, signal),
+      const send = (resent: boolean): void => {
+        let res: http.IncomingMessage | undefined;
+        const onAbort = (): void => {
+          const err = abortError(signal);
+          req.destroy(err);
+          res?.destroy(err);
+        };
+        const req = mod.request(url, { method: 'POST', agent, headers }, (r) => {
+          res = r;
+          const status = r.statusCode ?? 0;
+          // Once the answer is over, a later abort (callers abort their scope when done) has nothing to end.
+          const unhook = (): void => signal.removeEventListener('abort', onAbort);
+          r.once('end', unhook);
+          r.once('close', unhook);
+          if (status < 200 || status > 299) {
+            readText(r, MAX_ERROR_BODY, signal).then(
+              (text) => reject(new WireStatusError(status, r.headers, messageOf(text, status, r.statusMessage))),
+              () => reject(new WireStatusError(status, r.headers, r.statusMessage || `status ${status}`)),
+            );
+            return;
+          }
+          resolve({
+            status,
+            headers: r.headers,
+            chunks: () => bodyChunks(r, signal),
+            text: (maxBytes) => readText(r, maxBytes, signal),
+          });
         });
-      });
-      // A socket error after the answer arrived reaches the response; this keeps the request's quiet.
-      req.on('error', (err) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(signal.aborted ? abortError(signal) : new WireConnectionError(`cannot reach ${url.host}: ${err.message}`, err));
-      });
-      signal.addEventListener('abort', onAbort, { once: true });
-      req.end(encoded.bytes);
+        // A socket error after the answer arrived reaches the response; this keeps the request's quiet.
+        req.on('error', (err) => {
+          signal.removeEventListener('abort', onAbort);
+          if (signal.aborted) return reject(abortError(signal));
+          // An idle keep-alive connection that the server closed as this request went out: the
+          // server did not take the request, so it is sent once more (Node's own advice for
+          // `reusedSocket`). Only once: a second failure is the server's answer.
+          if (!res && req.reusedSocket && !resent && isStaleSocketError(err)) return send(true);
+          reject(new WireConnectionError(`cannot reach ${url.host}: ${err.message}`, err));
+        });
+        signal.addEventListener('abort', onAbort, { once: true });
+        req.end(encoded.bytes);
+      };
+      send(false);
     });
   }
 

@@ -82,7 +82,8 @@ before(async () => {
           res.write('data: {"n":1}\n\n');
           return;
         case '/pause':
-          // Longer than the agent's idle-socket timeout (4 s), which must only close free sockets.
+          // Longer than a free socket's timeout here (4 s: this server's 5 s keep-alive hint, less
+          // the second Node's agent keeps in hand), which must not close a socket in use.
           res.writeHead(200, { 'content-type': 'text/event-stream' });
           res.write('data: {"n":1}\n\n');
           setTimeout(() => res.end('data: {"n":2}\n\n'), 4_500);
@@ -310,6 +311,64 @@ test('an event that never ends is cut at 1 MB, not held forever', async () => {
   const err = await collect(await wire.post('/sse', { json: {} }, { signal: signal() })).catch((e: unknown) => e);
   assert.ok(err instanceof WireStreamError, String(err));
   assert.match(err.message, /exceeded/);
+});
+
+/** A server of its own whose requests after the first are answered by closing the connection. */
+async function closingServer(closeFrom: number, closeUntil: number): Promise<{ url: string; ports: number[]; close(): void }> {
+  const ports: number[] = [];
+  const srv = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      ports.push(req.socket.remotePort ?? 0);
+      const n = ports.length;
+      // As a server that has just closed its idle side of a kept-alive connection.
+      if (n >= closeFrom && n <= closeUntil) return void req.socket.destroy();
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ n }));
+    });
+  });
+  srv.listen(0, '127.0.0.1');
+  await once(srv, 'listening');
+  return {
+    url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}/v1`,
+    ports,
+    close: () => {
+      srv.closeAllConnections();
+      srv.close();
+    },
+  };
+}
+
+test('a request on a kept-alive connection the server has closed is sent once more on a new one', async () => {
+  const srv = await closingServer(2, 2);
+  try {
+    const wire = createWireClient({ baseURL: srv.url, apiKey: '' });
+    assert.equal(await (await wire.post('/x', { json: 1 }, { signal: signal() })).text(100), '{"n":1}');
+    assert.equal(await (await wire.post('/x', { json: 2 }, { signal: signal() })).text(100), '{"n":3}');
+    const [first, reused, fresh] = srv.ports;
+    assert.equal(srv.ports.length, 3);
+    assert.equal(reused, first, 'the second request went out on the kept-alive connection');
+    assert.notEqual(fresh, first, 'and was sent again on a new one');
+  } finally {
+    srv.close();
+  }
+});
+
+test('a request is sent again only once, and only after a kept-alive connection failed', async () => {
+  const srv = await closingServer(2, Infinity);
+  try {
+    const wire = createWireClient({ baseURL: srv.url, apiKey: '' });
+    await (await wire.post('/x', { json: 1 }, { signal: signal() })).text(100);
+    await assert.rejects(wire.post('/x', { json: 2 }, { signal: signal() }), WireConnectionError);
+    assert.equal(srv.ports.length, 3, 'the reused connection and one new one, no more');
+    // A new connection that fails is the server's answer: not sent again.
+    const fresh = createWireClient({ baseURL: srv.url, apiKey: '' });
+    const agentIdle = srv.ports.length;
+    await assert.rejects(fresh.post('/x', { json: 3 }, { signal: signal() }), WireConnectionError);
+    assert.equal(srv.ports.length, agentIdle + 1);
+  } finally {
+    srv.close();
+  }
 });
 
 test('a pause longer than the idle-socket timeout inside an answer does not cut it (a thinking model)', async () => {
