@@ -47,7 +47,9 @@ describe('fixture servers over stdio', () => {
 
   test('a server that fails to start is logged and skipped; the others work', () => {
     const byName = Object.fromEntries(m.status().map((s) => [s.name, s]));
-    assert.equal(byName.broken?.state, 'failed');
+    // Failed, or already in its next attempt (reconnects start ~100 ms after a failure here, and a
+    // busy machine can read the state after that): never ready, and its error is kept.
+    assert.ok(byName.broken?.state === 'failed' || byName.broken?.state === 'connecting', `broken: ${byName.broken?.state}`);
     assert.match(byName.broken?.lastError ?? '', /ENOENT/);
     assert.equal(byName.off, undefined, 'disabled servers are not started');
     for (const n of ['paged', 'flaky', 'filtered', 'weird name!']) assert.equal(byName[n]?.state, 'ready', n);
