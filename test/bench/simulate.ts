@@ -46,6 +46,13 @@ function sentLatePct(st: ReadonlyArray<ServerTurnTiming>): number {
  * Stage figures of each device's first turn in the step (the log holds them in order) and of its
  * later turns: the first turns start together, the later ones as the answers before them end.
  */
+type TimingKey = 'asrMs' | 'llmFirstTokenMs' | 'firstSentenceMs' | 'firstAudioMs';
+
+/** The figures of one stage over some turns (a turn that has none, e.g. no answer, is left out). */
+function stageMs(ts: ReadonlyArray<ServerTurnTiming>, k: TimingKey): number[] {
+  return ts.flatMap((t) => (t[k] === undefined ? [] : [t[k] as number]));
+}
+
 function turnStages(st: ReadonlyArray<ServerTurnTiming>): { first: TurnStages; later: TurnStages } {
   const seen = new Set<string>();
   const first: ServerTurnTiming[] = [];
@@ -55,7 +62,7 @@ function turnStages(st: ReadonlyArray<ServerTurnTiming>): { first: TurnStages; l
     seen.add(t.deviceId);
   }
   const of = (ts: ServerTurnTiming[]): TurnStages => {
-    const ms = (k: 'asrMs' | 'firstSentenceMs' | 'firstAudioMs'): P50P95 => p50p95(ts.flatMap((t) => (t[k] === undefined ? [] : [t[k] as number])));
+    const ms = (k: TimingKey): P50P95 => p50p95(stageMs(ts, k));
     return { turns: ts.length, asr: ms('asrMs'), firstSentence: ms('firstSentenceMs'), firstFrame: ms('firstAudioMs') };
   };
   return { first: of(first), later: of(later) };
@@ -244,7 +251,7 @@ class Run {
     const play = sumPlayback(recs.map((r) => r.playback));
     const wallS = cpu0 && cpu1 ? (cpu1.at - cpu0.at) / 1000 : NaN;
     const st = this.server.started ? this.server.timings.filter((t) => ids.has(t.deviceId) && t.source === 'voice') : null;
-    const nums = (k: 'asrMs' | 'llmFirstTokenMs' | 'firstSentenceMs' | 'firstAudioMs'): number[] => (st ?? []).flatMap((t) => (t[k] === undefined ? [] : [t[k] as number]));
+    const nums = (k: TimingKey): number[] => stageMs(st ?? [], k);
     const outcomes: Record<string, number> = {};
     for (const t of st ?? []) outcomes[t.outcome] = (outcomes[t.outcome] ?? 0) + 1;
     const lag = (v: number | undefined): number | null => (v === undefined ? null : Math.max(0, v * 1000 - LOOP_TICK_MS));

@@ -399,7 +399,9 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<SimSer
     if (logFile) {
       logFile.on('error', (e) => opts.log(`server log ${opts.logFile}: ${e.message}`));
       spawned.proc.stderr?.pipe(logFile, { end: false });
-      void spawned.exited.then(() => logFile.end());
+      // 'close' comes after the child's output streams have ended ('exit' may come before the
+      // last of its output is read), so nothing is written after the end.
+      spawned.proc.once('close', () => logFile.end());
     }
     spawned.proc.stdout?.on('data', (b: Buffer) => {
       logFile?.write(b);
