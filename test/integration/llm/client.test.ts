@@ -183,6 +183,18 @@ describe('llm client against the fake OpenAI server', { timeout: 30_000 }, () =>
     assert.equal(fake.requests.length - before, 1, 'no retry after text was yielded');
   });
 
+  test('a consumer slower than the idle limit does not time the stream out', async () => {
+    fake.script(fakeText('one two three four'));
+    const got: string[] = [];
+    for await (const e of client({ timeoutMs: 150, maxRetries: 0 }).stream({ messages: user, tools: [], signal: new AbortController().signal })) {
+      if (e.type !== 'text_delta') continue;
+      // Longer than the limit, twice: the limit is the provider's silence, not ours.
+      if (got.length < 2) await new Promise((r) => setTimeout(r, 400));
+      got.push(e.text);
+    }
+    assert.equal(got.join(''), 'one two three four');
+  });
+
   test('aborting mid-stream stops promptly and closes the connection', async () => {
     fake.script({ kind: 'stall', text: 'streaming forever' });
     const ctrl = new AbortController();
