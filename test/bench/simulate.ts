@@ -13,9 +13,10 @@ import { setMaxListeners } from 'node:events';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { startCpuSampler, type CpuSampler } from './sim/cpu-window.ts';
 import { FleetDevice, prepareUtterance, simMac, type TurnRecord, type UtteranceAudio } from './sim/device.ts';
 import { defaultOptions, parseArgs, USAGE, type SimulationOptions } from './sim/options.ts';
-import { alignedHeader, alignedRow, idleLines, legend, markdownTable, stagesLine, type IdleResult, type SimulationResult, type StepResult, type TurnStages } from './sim/report.ts';
+import { alignedHeader, alignedRow, burstLine, idleLines, legend, markdownTable, stagesLine, type BurstCpu, type IdleResult, type SimulationResult, type StepResult, type TurnStages } from './sim/report.ts';
 import { remoteServer, startLocalServer, type ServerTurnTiming, type SimServer } from './sim/server.ts';
 import { p50p95, sleep, sumPlayback, type P50P95 } from './sim/stats.ts';
 
@@ -66,6 +67,35 @@ function turnStages(st: ReadonlyArray<ServerTurnTiming>): { first: TurnStages; l
     return { turns: ts.length, asr: ms('asrMs'), firstSentence: ms('firstSentenceMs'), firstFrame: ms('firstAudioMs') };
   };
   return { first: of(first), later: of(later) };
+}
+
+/** Every 20 ms: two samples a 60 ms frame, cheap enough to leave on. */
+const CPU_SAMPLE_MS = 20;
+/** Bursts shorter than this are not reported: /proc counts CPU time in 10 ms ticks. */
+const MIN_BURST_MS = 200;
+
+/**
+ * CPU use during the burst of the step's first turns, as the server saw it: from its first
+ * end-of-speech decision to the moment it had sent 95 % of those turns' first frames. Null when
+ * the server is not ours (no log) or too few first turns got a frame.
+ */
+function burstCpu(st: ReadonlyArray<ServerTurnTiming> | null, sampler: CpuSampler | null): BurstCpu | null {
+  if (!sampler || !st) return null;
+  const seen = new Set<string>();
+  const first: ServerTurnTiming[] = [];
+  for (const t of st) {
+    if (seen.has(t.deviceId)) continue;
+    seen.add(t.deviceId);
+    if (t.endedAt !== undefined) first.push(t);
+  }
+  const frames = first.flatMap((t) => (t.firstAudioMs === undefined ? [] : [(t.endedAt as number) + t.firstAudioMs])).sort((a, b) => a - b);
+  if (first.length === 0 || frames.length < Math.ceil(first.length / 2)) return null;
+  const from = Math.min(...first.map((t) => t.endedAt as number));
+  const to = frames[Math.min(frames.length - 1, Math.ceil(0.95 * frames.length) - 1)] as number;
+  const w = sampler.window(from, to);
+  // A lone device's burst lasts a few ms: less than the ticks /proc counts in.
+  if (!w || w.ms < MIN_BURST_MS) return null;
+  return { windowMs: w.ms, machineBusyPct: w.machineBusyPct, serverPct: w.watchedPct, cpus: availableParallelism() };
 }
 
 function countErrors(recs: ReadonlyArray<{ error?: string }>): Record<string, number> {
@@ -227,6 +257,7 @@ class Run {
     this.server.resetLag();
     const cpu0 = await this.server.cpu();
     const rss = this.rssSampler();
+    const cpuWindow = startCpuSampler(CPU_SAMPLE_MS, this.server.processIds());
     const loop = monitorEventLoopDelay({ resolution: LOOP_TICK_MS });
     loop.enable();
     const t0 = performance.now();
@@ -236,6 +267,7 @@ class Run {
       recs = await this.turns(connected, o.turns, o.staggerMs);
     } finally {
       loop.disable();
+      cpuWindow?.stop();
     }
     const wallMs = performance.now() - t0;
     const simCpu = process.cpuUsage(simCpu0);
@@ -272,6 +304,7 @@ class Run {
       serverStages: st ? turnStages(st) : null,
       serverTurns: st,
       serverOutcomes: st ? outcomes : null,
+      burstCpu: burstCpu(st, cpuWindow),
       serverLateFrames: st ? st.reduce((a, t) => a + t.lateFrames, 0) : null,
       serverLatePct: st ? sentLatePct(st) : null,
       frames: play.frames,
@@ -410,6 +443,8 @@ export async function runSimulation(partial: Partial<SimulationOptions> = {}): P
         if (errs.length) print(`  problems: ${errs.map(([e, c]) => `${c}× ${e}`).join('; ')}`);
         const stages = stagesLine(s);
         if (stages) print(stages);
+        const burst = burstLine(s);
+        if (burst) print(burst);
         print(`  sim: ${s.simCpuCores.toFixed(2)} CPU cores; machine load average ${s.loadAvg1.toFixed(1)} on ${s.cpus} CPUs; step took ${(s.wallMs / 1000).toFixed(1)} s`);
         if (s.connectRefusals) print(`  connect: ${s.connectRefusals} upgrades refused with 503 (server admission) and retried after Retry-After`);
         if (s.bargeIns > 0) print(`  barge-in: ${s.bargeIns} turns aborted mid-answer; abort → tts stop p50/p95 ${Math.round(s.abortToStopMs.p50)} / ${Math.round(s.abortToStopMs.p95)} ms`);

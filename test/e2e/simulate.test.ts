@@ -75,6 +75,8 @@ test('simulator: 2 devices × 1 turn and 5 idle devices against a self-started s
   finite(s.serverStages?.first.firstSentence.p95, 'first turns: first sentence p95');
   assert.ok((s.serverStages?.first.firstSentence.p50 ?? NaN) <= (s.serverStages?.first.firstFrame.p50 ?? NaN), 'the first sentence is cut before its first frame leaves');
   assert.equal(s.serverTurns?.length, 2, 'the server log lines are in the JSON');
+  // The server's end-of-speech decisions, moved onto this process's clock: within the run.
+  for (const t of s.serverTurns ?? []) assert.ok(t.endedAt !== undefined && t.endedAt > 0 && t.endedAt < performance.now(), `endedAt ${t.endedAt} on this clock`);
   finite(s.latePct, 'late %');
   finite(s.serverLatePct, 'sent late %');
   finite(s.gapPct, 'gap %');

@@ -35,6 +35,12 @@ export interface StepResult {
   serverTurns: ServerTurnTiming[] | null;
   /** Server-side outcome counts (answered, aborted, ...) from its log. */
   serverOutcomes: Record<string, number> | null;
+  /**
+   * The burst of the step's first turns, from the server's first end-of-speech decision to the time
+   * it had sent 95 % of their first frames: how busy all CPUs were, and the share of them the
+   * server and its helpers used. Null off Linux or when the server was not started here.
+   */
+  burstCpu: BurstCpu | null;
   /** Frames the server's pacer sent after their play-out time (its log). */
   serverLateFrames: number | null;
   /** Late intervals as the server sent them (its pacer, from its log), in %: the rest of `latePct` arose on the way or in the simulator. */
@@ -98,6 +104,20 @@ export interface SimulationResult {
 const int = (v: number | null | undefined): string => (v === null || v === undefined || !Number.isFinite(v) ? 'n/a' : String(Math.round(v)));
 const pair = (p: P50P95 | null): string => (p === null || p.n === 0 ? 'n/a' : `${int(p.p50)} / ${int(p.p95)}`);
 const pct = (v: number): string => (Number.isFinite(v) ? v.toFixed(1) : 'n/a');
+
+export interface BurstCpu {
+  windowMs: number;
+  machineBusyPct: number;
+  serverPct: number;
+  cpus: number;
+}
+
+/** The burst line printed under a step's row: was the machine saturated while the devices waited? */
+export function burstLine(s: StepResult): string | null {
+  const b = s.burstCpu;
+  if (!b) return null;
+  return `  burst (first turns): ${Math.round(b.windowMs)} ms from the server's first end-of-speech decision to 95 % of first frames sent; all ${b.cpus} CPUs ${Math.round(b.machineBusyPct)} % busy, the server and its helpers ${Math.round(b.serverPct)} %`;
+}
 
 /** p50/p95 ms from the server's end-of-speech decision to: the transcript, the first sentence cut, the first frame sent. */
 export interface TurnStages {

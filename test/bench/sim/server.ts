@@ -25,6 +25,11 @@ export interface ServerTurnTiming {
   firstSentenceMs?: number;
   firstAudioMs?: number;
   totalMs: number;
+  /**
+   * The server's end-of-speech decision on this process's performance.now() clock (the log line's
+   * wall-clock time less `totalMs`; both processes read the same system clock).
+   */
+  endedAt?: number;
   lateFrames: number;
   /** Send intervals of the turn's frames, and those over 65 ms (the server's pacer). */
   frameIntervals: number;
@@ -65,6 +70,8 @@ export interface SimServer {
   /** Set when the child exited on its own. */
   exitedEarly(): string | null;
   cpu(): Promise<CpuSample | null>;
+  /** The server process and its live children (espeak-ng helpers, pocketsphinx), when started here; else empty. */
+  processIds(): number[];
   /** Current RSS in bytes, and the high-water mark when known. */
   rss(): Promise<{ rss: number; hwm: number | null } | null>;
   metrics(): Promise<MetricsSnapshot | null>;
@@ -108,8 +115,19 @@ function clockTicks(): number {
   return clkTck;
 }
 
-/** Pids of the live direct children of `pid` (the espeak-ng helpers, pocketsphinx, ffmpeg), from /proc. */
+/** How long a list of children is reused: a scan reads every /proc/<n>/stat of the machine. */
+const CHILD_LIST_TTL_MS = 1000;
+const childCache = new Map<number, { at: number; pids: number[] }>();
+
+/**
+ * Pids of the live direct children of `pid` (the espeak-ng helpers, pocketsphinx, ffmpeg), from
+ * /proc. Reused for a second: the RSS sampler asks ten times a second, and the scan cost the
+ * simulator more CPU than anything but its devices (they are long-lived; a replaced helper shows
+ * up a second later).
+ */
 function childPids(pid: number): number[] {
+  const cached = childCache.get(pid);
+  if (cached && performance.now() - cached.at < CHILD_LIST_TTL_MS) return cached.pids;
   const out: number[] = [];
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
@@ -120,6 +138,7 @@ function childPids(pid: number): number[] {
       // ended while we looked
     }
   }
+  childCache.set(pid, { at: performance.now(), pids: out });
   return out;
 }
 
@@ -239,6 +258,7 @@ export function remoteServer(wsUrl: string, otaUrl?: string, vadSilenceMs?: numb
       const m = await probe.metrics();
       return m?.rssBytes === undefined ? null : { rss: m.rssBytes, hwm: null };
     },
+    processIds: () => [],
     ...probe,
     stop: async () => {},
   };
@@ -432,6 +452,8 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<SimSer
             const v = num(k);
             if (v !== undefined) t[k] = v;
           }
+          const time = num('time');
+          if (time !== undefined && Number.isFinite(t.totalMs)) t.endedAt = time - t.totalMs - performance.timeOrigin;
           timings.push(t);
         } else if (typeof j.level === 'number' && j.level >= 50) {
           errors.push(String(j.msg ?? line.slice(0, 200)));
@@ -459,6 +481,7 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<SimSer
         return c ? { at: performance.now(), cpuS: c.self, childCpuS: c.children } : null;
       },
       rss: async () => (pid ? procRss(pid) : null),
+      processIds: () => (pid ? [pid, ...childPids(pid)] : []),
       ...probe,
       stop: cleanup,
     };
