@@ -5,6 +5,7 @@
  * deadline, so no session's sentence holds up the others' for long.
  */
 import { parentPort, workerData } from 'node:worker_threads';
+import { nameThisThread } from '../../core/thread-name.ts';
 import { lowerThreadPriority } from './thread-priority.ts';
 import { ErrorCode, VoiceError, toVoiceError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
@@ -45,6 +46,7 @@ const espeakHelpers: EspeakHelperSource = {
   close: async () => {},
 };
 const core = new MediaCore(data.config, workerLogger({}), { espeakHelpers });
+nameThisThread(`xz-media-${data.index}`);
 if (data.nice > 0) {
   const applied = lowerThreadPriority(data.nice);
   if (!applied.ok) workerLogger({}).warn({ nice: data.nice, reason: applied.reason }, 'media worker priority not lowered');

@@ -321,7 +321,7 @@ export async function createWorkerPool(size: number, config: MediaThreadConfig, 
   let closed = false;
 
   const spawn = (index: number): WorkerHandle => {
-    const h = new WorkerHandle(index, { config, nice: opts.nice }, log.child({ worker: index }), (dead, err) => {
+    const h = new WorkerHandle(index, { config, index, nice: opts.nice }, log.child({ worker: index }), (dead, err) => {
       if (closed) return;
       log.error({ worker: index, sessions: dead.sessions.size, err: err.message }, 'media worker died; ending its sessions and starting a new one');
       dead.lost(err);

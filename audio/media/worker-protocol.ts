@@ -9,6 +9,8 @@ import type { MediaThreadConfig, SessionMediaOptions } from './media.ts';
 
 export interface WorkerData {
   config: MediaThreadConfig;
+  /** The worker's place in the pool (its thread is named `xz-media-<index>`). */
+  index: number;
   /** Scheduling niceness the thread gives itself (0 = unchanged). */
   nice: number;
 }

@@ -8,12 +8,14 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { OpenAiAsr } from '../../audio/asr/openai.ts';
 import { toVoiceError } from '../../core/errors.ts';
 import { createThreadLogger } from '../../core/thread-logger.ts';
+import { nameThisThread } from '../../core/thread-name.ts';
 import { createLlmClient } from '../../llm/client.ts';
 import type { FromProvider, ProviderThreadData, ToProvider } from './provider-protocol.ts';
 
 const port = parentPort;
 if (!port) throw new Error('provider-worker.ts must run as a worker thread');
 const data = workerData as ProviderThreadData;
+nameThisThread('xz-providers');
 
 function post(msg: FromProvider): void {
   port?.postMessage(msg);

@@ -14,6 +14,7 @@ import { VoiceError } from '../../../core/errors.ts';
 import { createMediaEngine } from '../../../audio/media/engine.ts';
 import type { EspeakEngineChoice, MediaEngine, SessionMedia, SessionMediaOptions, UplinkResult } from '../../../audio/media/media.ts';
 import type { WorkerPool } from '../../../audio/media/worker-pool.ts';
+import { threadNames } from '../../helpers/threads.ts';
 import type { VadEvent } from '../../../audio/vad/vad.ts';
 import { resample } from '../../../audio/resample.ts';
 import { decodeDownlink, speak16k, utterancePackets } from '../../helpers/speech.ts';
@@ -362,6 +363,12 @@ describe('media engine: worker pool', () => {
     // Threads a worker starts after lowering itself inherit its niceness, so at least the two workers.
     assert.ok(started.filter(([, nice]) => nice === NICE).length >= 2, `the two worker threads at nice ${NICE}: ${JSON.stringify(started)}`);
     assert.equal(now.get(process.pid), nicenessBefore.get(process.pid), 'main thread unchanged');
+  });
+
+  test('each worker thread names itself xz-media-<index>, for top -H and /proc', { skip: process.platform !== 'linux' && 'thread names are read from Linux /proc' }, () => {
+    const names = threadNames();
+    assert.equal(names.filter((n) => n === 'xz-media-0').length, 1, `one xz-media-0 among ${JSON.stringify(names)}`);
+    assert.equal(names.filter((n) => n === 'xz-media-1').length, 1, 'one xz-media-1');
   });
 
   test('sessions are spread: four sessions on two workers, two each, opened one by one or all at once', { timeout: 60_000 }, async () => {

@@ -16,6 +16,7 @@ import { fakeError, fakeText, fakeToolCalls, startFakeOpenAi, type FakeOpenAi } 
 import { startFakeOpenAiAudio, type FakeOpenAiAudio } from '../../fixtures/fake-openai-audio.ts';
 import { createLogSink, type LogSink } from '../../helpers/log-sink.ts';
 import { pollUntil, within } from '../../helpers/wait.ts';
+import { threadNames } from '../../helpers/threads.ts';
 
 async function collect(it: AsyncIterable<LlmEvent>): Promise<LlmEvent[]> {
   const out: LlmEvent[] = [];
@@ -59,6 +60,10 @@ describe('provider thread', { timeout: 60_000 }, () => {
     await thread?.close();
     await llm?.close();
     await audio?.close();
+  });
+
+  test('the thread names itself xz-providers, for top -H and /proc', { skip: process.platform !== 'linux' && 'thread names are read from Linux /proc' }, () => {
+    assert.equal(threadNames().filter((n) => n === 'xz-providers').length, 1, JSON.stringify(threadNames()));
   });
 
   test('a streamed answer with tool calls gives the same events as the in-process client', async () => {
