@@ -94,8 +94,8 @@ function burstCpu(st: ReadonlyArray<ServerTurnTiming> | null, sampler: CpuSample
   const to = frames[Math.min(frames.length - 1, Math.ceil(0.95 * frames.length) - 1)] as number;
   const w = sampler.window(from, to);
   // A lone device's burst lasts a few ms: less than the ticks /proc counts in.
-  if (!w || w.ms < MIN_BURST_MS) return null;
-  return { windowMs: w.ms, machineBusyPct: w.machineBusyPct, serverPct: w.watchedPct, cpus: availableParallelism() };
+  if (!w?.server || w.ms < MIN_BURST_MS) return null;
+  return { windowMs: w.ms, machineBusyPct: w.machineBusyPct, server: w.server, cpus: availableParallelism() };
 }
 
 function countErrors(recs: ReadonlyArray<{ error?: string }>): Record<string, number> {
@@ -257,7 +257,7 @@ class Run {
     this.server.resetLag();
     const cpu0 = await this.server.cpu();
     const rss = this.rssSampler();
-    const cpuWindow = startCpuSampler(CPU_SAMPLE_MS, this.server.processIds());
+    const cpuWindow = startCpuSampler(CPU_SAMPLE_MS, this.server.processTree());
     const loop = monitorEventLoopDelay({ resolution: LOOP_TICK_MS });
     loop.enable();
     const t0 = performance.now();

@@ -1,23 +1,29 @@
 /**
  * @module How busy the machine was in a window of a step: samples `/proc/stat` (all CPUs) and the
- * CPU ticks of a few processes (the server and its helpers) every few ms, so that the report can
- * say whether the CPUs were saturated from the first end of speech of a burst until most devices
- * had their first frame. A burst that waits on a full machine needs less work per turn or more
- * cores; one that waits on an idle machine has a queue to find.
+ * CPU ticks of the server's threads and helper processes every few ms, so that the report can say
+ * whether the CPUs were saturated from a burst's first end of speech until most devices had their
+ * first frame, and which of the server's threads used them. A burst that waits on a full machine
+ * needs less work per turn or more cores; one that waits on an idle machine has a queue to find.
  *
- * Linux only (`start` returns null elsewhere). One read of /proc/stat and one per process per
- * sample: about 150 small reads a second, far below what the step itself costs.
+ * The server's threads are told apart by the names they give themselves (`core/thread-name.ts`):
+ * the main thread (the process's own id), `xz-providers`, `xz-media-<n>`; the rest of the process
+ * (V8's and libuv's helpers) is `other`. Linux only (`startCpuSampler` returns null elsewhere).
+ * About 400 small reads a second, far below what the step itself costs.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
-interface Sample {
-  /** performance.now() of the sample. */
-  at: number;
-  /** Jiffies of all CPUs: busy (not idle or iowait) and total. */
-  busy: number;
+/** What the server used of all CPUs' time in a window, in %. */
+export interface ServerCpuShare {
+  /** The whole process (every thread) plus its helper processes. */
   total: number;
-  /** utime+stime of the watched processes, in the same jiffies. */
-  procs: number;
+  main: number;
+  providers: number;
+  /** All media worker threads together. */
+  media: number;
+  /** The process's other threads: V8's garbage collector and compiler, libuv's pool. */
+  other: number;
+  /** Child processes: the espeak-ng helpers, pocketsphinx. */
+  helpers: number;
 }
 
 export interface CpuWindow {
@@ -25,14 +31,27 @@ export interface CpuWindow {
   ms: number;
   /** Share of all CPUs' time that was busy, %. */
   machineBusyPct: number;
-  /** Share of all CPUs' time used by the watched processes, %. */
-  watchedPct: number;
+  /** Null when no server process was given. */
+  server: ServerCpuShare | null;
 }
 
 export interface CpuSampler {
   /** CPU use between two performance.now() times; null when the samples do not cover them. */
   window(from: number, to: number): CpuWindow | null;
   stop(): void;
+}
+
+type Group = 'process' | 'main' | 'providers' | 'media' | 'helpers';
+const GROUPS: readonly Group[] = ['process', 'main', 'providers', 'media', 'helpers'];
+
+interface Sample {
+  /** performance.now() of the sample. */
+  at: number;
+  /** Jiffies of all CPUs: busy (not idle or iowait) and total. */
+  busy: number;
+  total: number;
+  /** utime+stime of each group, in the same jiffies. */
+  ticks: Record<Group, number>;
 }
 
 function readMachine(): { busy: number; total: number } | null {
@@ -48,27 +67,51 @@ function readMachine(): { busy: number; total: number } | null {
   }
 }
 
-function readProcTicks(pid: number): number {
+/** utime+stime of a /proc/<pid>/stat or /proc/<pid>/task/<tid>/stat file; 0 once it is gone. */
+function readTicks(statPath: string): number {
   try {
-    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const s = readFileSync(statPath, 'utf8');
     const rest = s.slice(s.lastIndexOf(')') + 2).split(' ');
     // utime is field 14, stime 15 (rest[0] is field 3).
     return Number(rest[11] ?? 0) + Number(rest[12] ?? 0);
   } catch {
-    return 0; // ended: its ticks drop out of later samples (a helper replaced mid-window skews little)
+    return 0;
   }
 }
 
-/** Starts sampling every `everyMs`; `pids` are the processes to account (read once). */
-export function startCpuSampler(everyMs: number, pids: readonly number[]): CpuSampler | null {
+/** The stat files of each group, found once: a thread started later counts under `other`. */
+function groupFiles(pid: number, children: readonly number[]): Record<Group, string[]> {
+  const files: Record<Group, string[]> = { process: [`/proc/${pid}/stat`], main: [`/proc/${pid}/task/${pid}/stat`], providers: [], media: [], helpers: children.map((c) => `/proc/${c}/stat`) };
+  let tids: string[] = [];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    // the server is gone: only its totals (zero) remain
+  }
+  for (const tid of tids) {
+    let name = '';
+    try {
+      name = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+    } catch {
+      continue;
+    }
+    if (name === 'xz-providers') files.providers.push(`/proc/${pid}/task/${tid}/stat`);
+    else if (name.startsWith('xz-media-')) files.media.push(`/proc/${pid}/task/${tid}/stat`);
+  }
+  return files;
+}
+
+/** Starts sampling every `everyMs`; `server` is the process whose threads are accounted, if any. */
+export function startCpuSampler(everyMs: number, server: { pid: number; children: readonly number[] } | null): CpuSampler | null {
   if (!readMachine()) return null;
+  const files = server ? groupFiles(server.pid, server.children) : null;
   const samples: Sample[] = [];
   const take = (): void => {
     const m = readMachine();
     if (!m) return;
-    let procs = 0;
-    for (const p of pids) procs += readProcTicks(p);
-    samples.push({ at: performance.now(), busy: m.busy, total: m.total, procs });
+    const ticks: Record<Group, number> = { process: 0, main: 0, providers: 0, media: 0, helpers: 0 };
+    if (files) for (const g of GROUPS) for (const f of files[g]) ticks[g] += readTicks(f);
+    samples.push({ at: performance.now(), busy: m.busy, total: m.total, ticks });
   };
   take();
   const timer = setInterval(take, everyMs);
@@ -84,11 +127,12 @@ export function startCpuSampler(everyMs: number, pids: readonly number[]): CpuSa
       }
       if (!a || !b || b.total <= a.total) return null;
       const total = b.total - a.total;
-      return {
-        ms: to - from,
-        machineBusyPct: (100 * (b.busy - a.busy)) / total,
-        watchedPct: (100 * Math.max(0, b.procs - a.procs)) / total,
+      const pct = (g: Group): number => (100 * Math.max(0, b.ticks[g] - a.ticks[g])) / total;
+      const share = (): ServerCpuShare => {
+        const [proc, main, providers, media, helpers] = [pct('process'), pct('main'), pct('providers'), pct('media'), pct('helpers')];
+        return { total: proc + helpers, main, providers, media, other: Math.max(0, proc - main - providers - media), helpers };
       };
+      return { ms: to - from, machineBusyPct: (100 * (b.busy - a.busy)) / total, server: files ? share() : null };
     },
     stop(): void {
       clearInterval(timer);

@@ -5,6 +5,7 @@
 import type { TurnRecord } from './device.ts';
 import type { ServerTurnTiming } from './server.ts';
 import type { P50P95 } from './stats.ts';
+import type { ServerCpuShare } from './cpu-window.ts';
 
 export interface StepResult {
   devices: number;
@@ -108,7 +109,8 @@ const pct = (v: number): string => (Number.isFinite(v) ? v.toFixed(1) : 'n/a');
 export interface BurstCpu {
   windowMs: number;
   machineBusyPct: number;
-  serverPct: number;
+  /** Shares of all CPUs' time, by thread group of the server (see sim/cpu-window.ts). */
+  server: ServerCpuShare;
   cpus: number;
 }
 
@@ -116,7 +118,9 @@ export interface BurstCpu {
 export function burstLine(s: StepResult): string | null {
   const b = s.burstCpu;
   if (!b) return null;
-  return `  burst (first turns): ${Math.round(b.windowMs)} ms from the server's first end-of-speech decision to 95 % of first frames sent; all ${b.cpus} CPUs ${Math.round(b.machineBusyPct)} % busy, the server and its helpers ${Math.round(b.serverPct)} %`;
+  const v = b.server;
+  const parts = `main ${int(v.main)}, providers ${int(v.providers)}, media ${int(v.media)}, other threads ${int(v.other)}, helpers ${int(v.helpers)}`;
+  return `  burst (first turns): ${int(b.windowMs)} ms from the server's first end-of-speech decision to 95 % of first frames sent; all ${b.cpus} CPUs ${int(b.machineBusyPct)} % busy, the server ${int(v.total)} % (${parts})`;
 }
 
 /** p50/p95 ms from the server's end-of-speech decision to: the transcript, the first sentence cut, the first frame sent. */

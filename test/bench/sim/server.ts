@@ -70,8 +70,8 @@ export interface SimServer {
   /** Set when the child exited on its own. */
   exitedEarly(): string | null;
   cpu(): Promise<CpuSample | null>;
-  /** The server process and its live children (espeak-ng helpers, pocketsphinx), when started here; else empty. */
-  processIds(): number[];
+  /** The server process and its live children (espeak-ng helpers, pocketsphinx), when started here. */
+  processTree(): { pid: number; children: number[] } | null;
   /** Current RSS in bytes, and the high-water mark when known. */
   rss(): Promise<{ rss: number; hwm: number | null } | null>;
   metrics(): Promise<MetricsSnapshot | null>;
@@ -258,7 +258,7 @@ export function remoteServer(wsUrl: string, otaUrl?: string, vadSilenceMs?: numb
       const m = await probe.metrics();
       return m?.rssBytes === undefined ? null : { rss: m.rssBytes, hwm: null };
     },
-    processIds: () => [],
+    processTree: () => null,
     ...probe,
     stop: async () => {},
   };
@@ -481,7 +481,7 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<SimSer
         return c ? { at: performance.now(), cpuS: c.self, childCpuS: c.children } : null;
       },
       rss: async () => (pid ? procRss(pid) : null),
-      processIds: () => (pid ? [pid, ...childPids(pid)] : []),
+      processTree: () => (pid ? { pid, children: childPids(pid) } : null),
       ...probe,
       stop: cleanup,
     };

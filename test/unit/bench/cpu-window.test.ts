@@ -1,43 +1,70 @@
 /**
- * The simulator's CPU-window sampler reads /proc: a window in which this process spins shows it
- * busy, a window in which it sleeps does not. Bounds are loose (CI's other tests share the CPUs).
+ * The simulator's CPU-window sampler reads /proc: a window in which a thread spins shows that
+ * thread's group busy (the main thread, or a worker named `xz-media-0`), and a window in which
+ * everything sleeps does not. Bounds are loose: CI's other tests share the CPUs.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
+import { Worker } from 'node:worker_threads';
 import { startCpuSampler } from '../../bench/sim/cpu-window.ts';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const SPIN_MS = 400;
 
-test('cpu window: this process spinning is counted, sleeping is not', { skip: existsSync('/proc/stat') ? false : 'needs Linux /proc (the simulator reports null elsewhere)' }, async () => {
-  const sampler = startCpuSampler(20, [process.pid]);
+/** A worker that names itself as a media thread and spins for SPIN_MS on each message. */
+const WORKER = `
+const { parentPort } = require('node:worker_threads');
+require('node:fs').writeFileSync('/proc/thread-self/comm', 'xz-media-0');
+parentPort.on('message', () => {
+  const t = performance.now(); let x = 0;
+  while (performance.now() - t < ${SPIN_MS}) x += Math.sqrt(x + 1);
+  parentPort.postMessage(x > 0);
+});
+parentPort.postMessage('ready');
+`;
+
+test('cpu window: a spinning thread is counted in its group, sleeping threads are not', { skip: existsSync('/proc/stat') ? false : 'needs Linux /proc (the simulator reports null elsewhere)' }, async () => {
+  const worker = new Worker(WORKER, { eval: true });
+  const next = (): Promise<unknown> => new Promise((resolve) => worker.once('message', resolve));
+  assert.equal(await next(), 'ready');
+  const sampler = startCpuSampler(20, { pid: process.pid, children: [] });
   assert.ok(sampler, 'a sampler on Linux');
   try {
     await sleep(60);
-    const spinFrom = performance.now();
+    const mainFrom = performance.now();
     let x = 0;
-    while (performance.now() - spinFrom < 400) x += Math.sqrt(x + 1);
-    const spinTo = performance.now();
+    while (performance.now() - mainFrom < SPIN_MS) x += Math.sqrt(x + 1);
+    const mainTo = performance.now();
     assert.ok(x > 0);
     await sleep(60);
+    const workerFrom = performance.now();
+    worker.postMessage('spin');
+    await next();
+    const workerTo = performance.now();
+    await sleep(60);
     const restFrom = performance.now();
-    await sleep(400);
+    await sleep(SPIN_MS);
     const restTo = performance.now();
     await sleep(60);
     sampler.stop();
 
-    const spin = sampler.window(spinFrom, spinTo);
-    const rest = sampler.window(restFrom, restTo);
-    assert.ok(spin && rest, 'both windows are covered by samples');
+    const main = sampler.window(mainFrom, mainTo)?.server;
+    const media = sampler.window(workerFrom, workerTo)?.server;
+    const rest = sampler.window(restFrom, restTo)?.server;
+    assert.ok(main && media && rest, 'every window is covered by samples');
     // One busy thread is 1/n of all CPUs; at least a third of that even on a crowded machine.
-    const oneCpu = 100 / availableParallelism();
-    assert.ok(spin.watchedPct > oneCpu / 3, `spinning: ${spin.watchedPct.toFixed(1)} % of all CPUs`);
-    assert.ok(spin.machineBusyPct >= spin.watchedPct - 5, 'the machine is at least as busy as this process');
-    assert.ok(rest.watchedPct < spin.watchedPct / 2, `sleeping: ${rest.watchedPct.toFixed(1)} % against ${spin.watchedPct.toFixed(1)} % spinning`);
-    assert.ok(spin.ms >= 400 && spin.ms < 1000, `window length ${spin.ms}`);
+    const floor = 100 / availableParallelism() / 3;
+    assert.ok(main.main > floor && main.media < main.main / 2, `main spinning: ${JSON.stringify(main)}`);
+    assert.ok(media.media > floor && media.main < media.media / 2, `media thread spinning: ${JSON.stringify(media)}`);
+    assert.ok(rest.total < Math.min(main.total, media.total) / 2, `sleeping: ${JSON.stringify(rest)}`);
+    assert.ok(Math.abs(main.total - (main.main + main.providers + main.media + main.other + main.helpers)) < 0.01, 'the groups add up to the total');
+    const w = sampler.window(mainFrom, mainTo);
+    assert.ok(w && w.machineBusyPct >= main.total - 5, 'the machine is at least as busy as this process');
     assert.equal(sampler.window(restTo, restFrom), null, 'an empty window is null');
   } finally {
     sampler?.stop();
+    await worker.terminate();
   }
 });
