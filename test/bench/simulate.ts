@@ -43,10 +43,6 @@ function sentLatePct(st: ReadonlyArray<ServerTurnTiming>): number {
   return all > 0 ? (st.reduce((a, t) => a + t.lateIntervals, 0) / all) * 100 : NaN;
 }
 
-/**
- * Stage figures of each device's first turn in the step (the log holds them in order) and of its
- * later turns: the first turns start together, the later ones as the answers before them end.
- */
 type TimingKey = 'asrMs' | 'llmFirstTokenMs' | 'firstSentenceMs' | 'firstAudioMs';
 
 /** The figures of one stage over some turns (a turn that has none, e.g. no answer, is left out). */
@@ -54,7 +50,8 @@ function stageMs(ts: ReadonlyArray<ServerTurnTiming>, k: TimingKey): number[] {
   return ts.flatMap((t) => (t[k] === undefined ? [] : [t[k] as number]));
 }
 
-function turnStages(st: ReadonlyArray<ServerTurnTiming>): { first: TurnStages; later: TurnStages } {
+/** Each device's first turn of the step (the burst: all end within --stagger-ms), and the rest. */
+function splitTurns(st: ReadonlyArray<ServerTurnTiming>): { first: ServerTurnTiming[]; later: ServerTurnTiming[] } {
   const seen = new Set<string>();
   const first: ServerTurnTiming[] = [];
   const later: ServerTurnTiming[] = [];
@@ -62,6 +59,15 @@ function turnStages(st: ReadonlyArray<ServerTurnTiming>): { first: TurnStages; l
     (seen.has(t.deviceId) ? later : first).push(t);
     seen.add(t.deviceId);
   }
+  return { first, later };
+}
+
+/**
+ * Stage figures of each device's first turn in the step (the log holds them in order) and of its
+ * later turns: the first turns start together, the later ones as the answers before them end.
+ */
+function turnStages(st: ReadonlyArray<ServerTurnTiming>): { first: TurnStages; later: TurnStages } {
+  const { first, later } = splitTurns(st);
   const of = (ts: ServerTurnTiming[]): TurnStages => {
     const ms = (k: TimingKey): P50P95 => p50p95(stageMs(ts, k));
     return { turns: ts.length, asr: ms('asrMs'), firstSentence: ms('firstSentenceMs'), firstFrame: ms('firstAudioMs') };
@@ -81,13 +87,7 @@ const MIN_BURST_MS = 200;
  */
 function burstCpu(st: ReadonlyArray<ServerTurnTiming> | null, sampler: CpuSampler | null): BurstCpu | null {
   if (!sampler || !st) return null;
-  const seen = new Set<string>();
-  const first: ServerTurnTiming[] = [];
-  for (const t of st) {
-    if (seen.has(t.deviceId)) continue;
-    seen.add(t.deviceId);
-    if (t.endedAt !== undefined) first.push(t);
-  }
+  const first = splitTurns(st).first.filter((t) => t.endedAt !== undefined);
   const frames = first.flatMap((t) => (t.firstAudioMs === undefined ? [] : [(t.endedAt as number) + t.firstAudioMs])).sort((a, b) => a - b);
   if (first.length === 0 || frames.length < Math.ceil(first.length / 2)) return null;
   const from = Math.min(...first.map((t) => t.endedAt as number));

@@ -121,9 +121,9 @@ const childCache = new Map<number, { at: number; pids: number[] }>();
 
 /**
  * Pids of the live direct children of `pid` (the espeak-ng helpers, pocketsphinx, ffmpeg), from
- * /proc. Reused for a second: the RSS sampler asks ten times a second, and the scan cost the
- * simulator more CPU than anything but its devices (they are long-lived; a replaced helper shows
- * up a second later).
+ * /proc. Reused for a second: the RSS sampler asks ten times a second, and the scan was the
+ * largest single item of the simulator's own CPU profile (the children are long-lived; a replaced
+ * helper shows up a second later).
  */
 function childPids(pid: number): number[] {
   const cached = childCache.get(pid);
