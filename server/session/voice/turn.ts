@@ -218,9 +218,10 @@ export class Turn {
     const { deps, log, tools, history, channel, info } = this.#env;
     const speech = new SpeechQueue(out, this.#synth(deps.tts), this.signal, log);
     const cutter = createSentenceCutter();
-    /** Every sentence of the answer goes to the speech queue here; the first one is timed. */
+    /** Every sentence of the answer goes to the speech queue here; the first one it speaks is timed. */
     const say = (sentence: string): void => {
-      timings.firstSentenceMs ??= Math.round(performance.now() - this.#input.endedAt);
+      // The queue drops blank text (e.g. an apology configured as ""): that is not a first sentence.
+      if (sentence.trim()) timings.firstSentenceMs ??= Math.round(performance.now() - this.#input.endedAt);
       speech.push(sentence);
     };
     const context = tools.context ? await tools.context(this.signal).catch((err: unknown) => {
