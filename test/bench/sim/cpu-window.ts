@@ -130,7 +130,11 @@ export function startCpuSampler(everyMs: number, server: { pid: number; children
       const pct = (g: Group): number => (100 * Math.max(0, b.ticks[g] - a.ticks[g])) / total;
       const share = (): ServerCpuShare => {
         const [proc, main, providers, media, helpers] = [pct('process'), pct('main'), pct('providers'), pct('media'), pct('helpers')];
-        return { total: proc + helpers, main, providers, media, other: Math.max(0, proc - main - providers - media), helpers };
+        // The process's and its threads' files are read a moment apart, so the named threads can
+        // add up to a tick more than the process: the process then counts as their sum.
+        const named = main + providers + media;
+        const other = Math.max(0, proc - named);
+        return { total: named + other + helpers, main, providers, media, other, helpers };
       };
       return { ms: to - from, machineBusyPct: (100 * (b.busy - a.busy)) / total, server: files ? share() : null };
     },
