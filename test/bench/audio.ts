@@ -7,6 +7,7 @@
 import { execFileSync } from 'node:child_process';
 import { createOpusCodec, type OpusBackend, type OpusApplication } from '../../audio/opus/codec.ts';
 import { createVadModel, type VadProvider } from '../../audio/vad/vad.ts';
+import { createSileroModel } from '../../audio/vad/silero.ts';
 import { transcodeToPcm } from '../../audio/ffmpeg/transcode.ts';
 import { createTts } from '../../audio/tts/tts.ts';
 import { synthesizePcm } from '../../audio/tts/to-pcm.ts';
@@ -137,6 +138,58 @@ async function sessionFigures(speech: Record<number, Int16Array>): Promise<void>
   }
 }
 
+/**
+ * Many sessions in one thread, as in a media worker: each 60 ms tick every session decodes its
+ * packet, pushes it to its VAD (Silero steps of all sessions then share model runs) and encodes
+ * a downlink frame. CPU time per session-second, and the model's runs per step.
+ */
+async function concurrentSessionFigures(speech: Record<number, Int16Array>): Promise<void> {
+  const up = frames(speech[16000] as Int16Array, 960);
+  const down = frames(speech[24000] as Int16Array, 1440);
+  const model = await createSileroModel({ provider: 'silero' });
+  for (const count of [1, 10, 25, 50]) {
+    const upEnc = await createOpusCodec({ sampleRate: 16000, complexity: 0 });
+    const packets = up.map((f) => upEnc.encode(f));
+    upEnc.close();
+    const sessions = await Promise.all(
+      Array.from({ length: count }, async (_, k) => ({
+        dec: await createOpusCodec({ sampleRate: 16000 }),
+        enc: await createOpusCodec({ sampleRate: 24000, complexity: 5, application: 'audio' }),
+        vad: model.createStream({ threshold: 0.5, minSilenceMs: 500 }),
+        // Each session starts elsewhere in the speech, so they are not in lockstep.
+        offset: Math.floor((k * packets.length) / count),
+      })),
+    );
+    const n = Math.min(packets.length, down.length);
+    const runs0 = model.batcher.runs;
+    const steps0 = model.batcher.steps;
+    const cpu0 = process.cpuUsage();
+    for (let i = 0; i < n; i++) {
+      const pushes: Array<Promise<unknown>> = [];
+      for (const s of sessions) {
+        const j = (i + s.offset) % n;
+        const pcm = s.dec.decode(packets[j] as Buffer);
+        if (pcm) pushes.push(s.vad.push(pcm));
+        s.enc.encode(down[j] as Int16Array);
+      }
+      await Promise.all(pushes);
+    }
+    const cpu = process.cpuUsage(cpu0);
+    const perSessionSecond = (cpu.user + cpu.system) / 1000 / (count * ((n * 60) / 1000));
+    const runs = model.batcher.runs - runs0;
+    const steps = model.batcher.steps - steps0;
+    console.log(
+      `${String(count).padStart(2)} sessions in one thread (silero + native c5 audio): ${fmt(perSessionSecond, 1)} ms CPU per session-second → ${fmt(1000 / perSessionSecond)} sessions per core; ${fmt(steps / Math.max(1, runs), 1)} VAD steps per model run`,
+    );
+    for (const s of sessions) {
+      s.vad.close();
+      s.dec.close();
+      s.enc.close();
+    }
+  }
+  await model.close();
+}
+
 async function ffmpegFigures(speech24k: Int16Array): Promise<void> {
   console.log('-- ffmpeg (spawned per stream) and TTS paths');
   const tmp = execFileSync('mktemp', ['-d']).toString().trim();
@@ -250,6 +303,7 @@ export async function run(): Promise<void> {
   await opusFigures(speech);
   await vadFigures(speech[16000]);
   await sessionFigures(speech);
+  await concurrentSessionFigures(speech);
   await ffmpegFigures(speech[24000]);
   await workerSpeakFigures('native');
   await workerSpeakFigures('wasm');

@@ -1,0 +1,91 @@
+/**
+ * Silero steps of concurrent streams run as one batch (audio/vad/silero-batch.ts), on the real
+ * model: fewer model runs than steps, and every stream gets exactly what it gets alone.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { concatInt16, int16ToFloat32 } from '../../../audio/pcm.ts';
+import { resample } from '../../../audio/resample.ts';
+import { createSileroModel, type SileroVadModel } from '../../../audio/vad/silero.ts';
+import { STEP_INPUT, STEP_STATE } from '../../../audio/vad/silero-batch.ts';
+import type { VadEvent } from '../../../audio/vad/vad.ts';
+import { espeakPcm, flitePcm, makeTempDir, noise, silence } from '../../fixtures/audio/make-audio.ts';
+
+const RATE = 16000;
+const STREAMS = 6;
+const tmp = makeTempDir();
+let model: SileroVadModel;
+/** One signal per stream: the same speech behind different lead-ins, at different levels. */
+let signals: Int16Array[];
+
+before(async () => {
+  model = await createSileroModel({ provider: 'silero' });
+  const a = flitePcm('what is the weather today', tmp.dir);
+  const e = espeakPcm('please turn the volume up to fifty percent', tmp.dir);
+  const speech = concatInt16([a, silence(900, RATE), resample(e.pcm, e.sampleRate, RATE), silence(1000, RATE)]);
+  signals = Array.from({ length: STREAMS }, (_, k) => {
+    const lead = concatInt16([silence(200 + 170 * k, RATE), noise(300, RATE, 60 + 40 * k, k + 1)]);
+    const s = concatInt16([lead, speech]);
+    return s.map((v) => Math.round(v * (0.4 + 0.12 * k)));
+  });
+});
+after(async () => {
+  await model.close();
+  tmp.cleanup();
+});
+
+/** The model's input for step `t` of a signal: 64 samples of context, then 512 new ones. */
+function stepInput(pcm: Int16Array, t: number): Float32Array {
+  const x = new Float32Array(STEP_INPUT);
+  const from = t * 512 - 64;
+  const part = pcm.subarray(Math.max(0, from), t * 512 + 512);
+  int16ToFloat32(part, x.subarray(STEP_INPUT - part.length));
+  return x;
+}
+
+test('concurrent streams share model runs and each gets what it gets alone, bit for bit', async () => {
+  const steps = 60;
+  const { batcher } = model;
+  const alone: number[][] = [];
+  const runs0 = batcher.runs;
+  for (const pcm of signals) {
+    const state = new Float32Array(STEP_STATE);
+    const probs: number[] = [];
+    for (let t = 0; t < steps; t++) probs.push(await batcher.score(stepInput(pcm, t), state));
+    alone.push(probs);
+  }
+  assert.equal(batcher.runs - runs0, STREAMS * steps, 'a stream awaited step by step runs alone');
+  assert.ok(alone.some((p) => p.some((x) => x > 0.5)), 'the signals hold speech');
+
+  const together: number[][] = signals.map(() => []);
+  const states = signals.map(() => new Float32Array(STEP_STATE));
+  const runs1 = batcher.runs;
+  for (let t = 0; t < steps; t++) {
+    const probs = await Promise.all(signals.map((pcm, k) => batcher.score(stepInput(pcm, t), states[k] as Float32Array)));
+    probs.forEach((p, k) => together[k]?.push(p));
+  }
+  assert.equal(batcher.runs - runs1, steps, `${STREAMS} streams asking at once share one run per step`);
+  assert.deepEqual(together, alone);
+});
+
+test('VAD streams pushed together find the same speech as each alone', async () => {
+  const opts = { threshold: 0.5, minSilenceMs: 500, minSpeechMs: 150 };
+  const run = async (pcm: Int16Array): Promise<VadEvent[]> => {
+    const s = model.createStream(opts);
+    const ev: VadEvent[] = [];
+    for (let at = 0; at < pcm.length; at += 960) ev.push(...(await s.push(pcm.subarray(at, at + 960))));
+    s.close();
+    return ev;
+  };
+  const alone: VadEvent[][] = [];
+  for (const pcm of signals) alone.push(await run(pcm));
+  assert.ok(alone.every((ev) => ev.length >= 2), JSON.stringify(alone));
+
+  const runs0 = model.batcher.runs;
+  const steps0 = model.batcher.steps;
+  const together = await Promise.all(signals.map((pcm) => run(pcm)));
+  assert.deepEqual(together, alone);
+  const runs = model.batcher.runs - runs0;
+  const steps = model.batcher.steps - steps0;
+  assert.ok(runs * 2 < steps, `${steps} steps took ${runs} model runs`);
+});
