@@ -2,10 +2,14 @@
  * @module Runs the Silero steps of many streams as one model run. A run costs about 0.3 ms
  * whatever it holds up to a few rows (onnxruntime's per-call work dominates a 576-sample step),
  * while a batch of 8 costs ~0.09 ms a row and one of 32 ~0.07 ms (BENCHMARKS.md). So steps are
- * not run when asked: they wait for the end of the current event-loop turn, by which time every
- * uplink packet that reached this thread together has asked for its step, and then run as one
- * batch. A lone device waits only for `setImmediate`; fifty talking devices share a few runs
- * per 32 ms instead of fifty.
+ * not run when asked:
+ * - while few steps come (a lone device, a handful), they wait only for the end of the current
+ *   event-loop turn (`setImmediate`), which gathers the packets that reached the thread together;
+ * - while several streams ask (BUSY_STREAMS in the last 100 ms: devices talking at once, whose
+ *   60 ms packets arrive spread over the period, one or two per turn), the first step of a batch
+ *   waits up to GATHER_MS for the others, and no longer once every one of them has asked (a
+ *   backlog runs at once). A speech boundary is then found up to GATHER_MS later, on a decision
+ *   that waits 700 ms of silence anyway; frames of a long pause are not scored at all.
  *
  * Rows are independent in the model, so a stream's probabilities and state do not depend on
  * which other streams share its batch (tested bit for bit).
@@ -17,6 +21,11 @@ export const STEP_INPUT = 64 + 512;
 export const STEP_STATE = 2 * 128;
 /** Rows per model run; more steps than this wait for the next run. */
 const MAX_BATCH = 32;
+/** How long the first step of a batch waits for others while many come. */
+const GATHER_MS = 10;
+/** Streams asking within ACTIVE_WINDOW_MS from which batches gather. */
+const BUSY_STREAMS = 4;
+const ACTIVE_WINDOW_MS = 100;
 
 /**
  * One model run over `n` rows: `input` is n × STEP_INPUT, `state` is the model's 2 × n × 128
@@ -36,6 +45,12 @@ export class SileroBatcher {
   #queue: Step[] = [];
   #running = false;
   #scheduled = false;
+  #timer: NodeJS.Timeout | undefined;
+  #closed = false;
+  /** Streams (by their state array) that asked in the current and the previous ACTIVE_WINDOW_MS. */
+  #windowStart = 0;
+  #windowStreams = new Set<Float32Array>();
+  #lastWindowStreams = 0;
   /** Model runs and the steps they held (tests and benches read them). */
   runs = 0;
   steps = 0;
@@ -50,19 +65,56 @@ export class SileroBatcher {
    * back into `state` (a caller that resets meanwhile gives itself a new array instead).
    */
   score(input: Float32Array, state: Float32Array): Promise<number> {
+    if (this.#closed) return Promise.reject(new Error('silero vad: model closed'));
+    this.#countStream(state);
     return new Promise<number>((resolve, reject) => {
       this.#queue.push({ input, state, resolve, reject });
+      if (this.#timer && this.#queue.length >= Math.min(MAX_BATCH, this.#active())) {
+        // Every stream that talks has asked, or the batch is full: no need to wait for more.
+        clearTimeout(this.#timer);
+        this.#timer = undefined;
+        this.#scheduled = false;
+      }
       this.#schedule();
     });
+  }
+
+  /** Rejects the steps still waiting; later ones are refused. */
+  close(): void {
+    this.#closed = true;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#windowStreams.clear();
+    const err = new Error('silero vad: model closed');
+    for (const s of this.#queue.splice(0)) s.reject(err);
+  }
+
+  #countStream(state: Float32Array): void {
+    const now = performance.now();
+    if (now - this.#windowStart >= ACTIVE_WINDOW_MS) {
+      this.#lastWindowStreams = now - this.#windowStart < 2 * ACTIVE_WINDOW_MS ? this.#windowStreams.size : 0;
+      this.#windowStart = now;
+      this.#windowStreams.clear();
+    }
+    this.#windowStreams.add(state);
+  }
+
+  /** Streams talking now: those that asked in the current or the previous window. */
+  #active(): number {
+    return Math.max(this.#lastWindowStreams, this.#windowStreams.size);
   }
 
   #schedule(): void {
     if (this.#scheduled || this.#running || this.#queue.length === 0) return;
     this.#scheduled = true;
-    setImmediate(() => {
+    const go = (): void => {
       this.#scheduled = false;
+      this.#timer = undefined;
       void this.#flush();
-    });
+    };
+    const active = this.#active();
+    if (active >= BUSY_STREAMS && this.#queue.length < Math.min(MAX_BATCH, active)) this.#timer = setTimeout(go, GATHER_MS);
+    else setImmediate(go);
   }
 
   async #flush(): Promise<void> {

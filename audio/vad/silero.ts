@@ -81,6 +81,7 @@ export async function createSileroModel(opts: VadModelOptions): Promise<SileroVa
     async close(): Promise<void> {
       if (closed) return;
       closed = true;
+      batcher.close();
       await session.release();
     },
   };

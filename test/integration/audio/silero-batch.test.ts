@@ -89,3 +89,31 @@ test('VAD streams pushed together find the same speech as each alone', async () 
   const steps = model.batcher.steps - steps0;
   assert.ok(runs * 2 < steps, `${steps} steps took ${runs} model runs`);
 });
+
+test('steps of many talking devices, arriving a few ms apart, still share model runs', async () => {
+  // Twelve streams, each asking for a step every 32 ms (real time) at its own phase, as the
+  // packets of devices that talk at once reach a media worker.
+  const { batcher } = model;
+  const streams = 12;
+  const rounds = 25;
+  const runs0 = batcher.runs;
+  const steps0 = batcher.steps;
+  const asked: Array<Promise<number>> = [];
+  await Promise.all(
+    Array.from({ length: streams }, async (_, k) => {
+      const pcm = signals[k % STREAMS] as Int16Array;
+      const state = new Float32Array(STEP_STATE);
+      await new Promise((r) => setTimeout(r, (k * 32) / streams));
+      for (let t = 0; t < rounds; t++) {
+        const p = batcher.score(stepInput(pcm, t), state);
+        asked.push(p);
+        await Promise.all([p, new Promise((r) => setTimeout(r, 32))]);
+      }
+    }),
+  );
+  await Promise.all(asked);
+  const runs = batcher.runs - runs0;
+  const steps = batcher.steps - steps0;
+  assert.equal(steps, streams * rounds);
+  assert.ok(runs * 3 <= steps, `${steps} steps arriving apart took ${runs} model runs`);
+});
