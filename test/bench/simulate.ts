@@ -16,7 +16,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { startCpuSampler, type CpuSampler } from './sim/cpu-window.ts';
 import { FleetDevice, prepareUtterance, simMac, type TurnRecord, type UtteranceAudio } from './sim/device.ts';
 import { defaultOptions, parseArgs, USAGE, type SimulationOptions } from './sim/options.ts';
-import { alignedHeader, alignedRow, burstLine, idleLines, legend, markdownTable, stagesLine, type BurstCpu, type IdleResult, type SimulationResult, type StepResult, type TurnStages } from './sim/report.ts';
+import { alignedHeader, alignedRow, burstLine, talkingLine, idleLines, legend, markdownTable, stagesLine, type BurstCpu, type IdleResult, type SimulationResult, type StepResult, type TurnStages } from './sim/report.ts';
 import { remoteServer, startLocalServer, type ServerTurnTiming, type SimServer } from './sim/server.ts';
 import { p50p95, sleep, sumPlayback, type P50P95 } from './sim/stats.ts';
 
@@ -80,6 +80,14 @@ const CPU_SAMPLE_MS = 20;
 /** Bursts shorter than this are not reported: /proc counts CPU time in 10 ms ticks. */
 const MIN_BURST_MS = 200;
 
+/** The machine's and the server's CPU use between two times of this process's clock; null when too short to count. */
+function cpuShare(sampler: CpuSampler, from: number, to: number): BurstCpu | null {
+  const w = sampler.window(from, to);
+  // A lone device's burst lasts a few ms: less than the ticks /proc counts in.
+  if (!w?.server || w.ms < MIN_BURST_MS) return null;
+  return { windowMs: w.ms, machineBusyPct: w.machineBusyPct, server: w.server, cpus: availableParallelism() };
+}
+
 /**
  * CPU use during the burst of the step's first turns, as the server saw it: from its first
  * end-of-speech decision to the moment it had sent 95 % of those turns' first frames. Null when
@@ -92,10 +100,17 @@ function burstCpu(st: ReadonlyArray<ServerTurnTiming> | null, sampler: CpuSample
   if (first.length === 0 || frames.length < Math.ceil(first.length / 2)) return null;
   const from = Math.min(...first.map((t) => t.endedAt as number));
   const to = frames[Math.min(frames.length - 1, Math.ceil(0.95 * frames.length) - 1)] as number;
-  const w = sampler.window(from, to);
-  // A lone device's burst lasts a few ms: less than the ticks /proc counts in.
-  if (!w?.server || w.ms < MIN_BURST_MS) return null;
-  return { windowMs: w.ms, machineBusyPct: w.machineBusyPct, server: w.server, cpus: availableParallelism() };
+  return cpuShare(sampler, from, to);
+}
+
+/**
+ * CPU use while every device was sending the speech of its first turn (from the last one to
+ * start to the first one to finish): what devices cost while they talk, before any answer.
+ */
+function talkingCpu(recs: readonly TurnRecord[], sampler: CpuSampler | null): BurstCpu | null {
+  const first = recs.filter((r) => r.turn === 0 && r.speechStartAt !== undefined && r.speechEndAt !== undefined);
+  if (!sampler || first.length === 0) return null;
+  return cpuShare(sampler, Math.max(...first.map((r) => r.speechStartAt as number)), Math.min(...first.map((r) => r.speechEndAt as number)));
 }
 
 function countErrors(recs: ReadonlyArray<{ error?: string }>): Record<string, number> {
@@ -305,6 +320,7 @@ class Run {
       serverTurns: st,
       serverOutcomes: st ? outcomes : null,
       burstCpu: burstCpu(st, cpuWindow),
+      talkingCpu: talkingCpu(recs, cpuWindow),
       serverLateFrames: st ? st.reduce((a, t) => a + t.lateFrames, 0) : null,
       serverLatePct: st ? sentLatePct(st) : null,
       frames: play.frames,
@@ -443,6 +459,8 @@ export async function runSimulation(partial: Partial<SimulationOptions> = {}): P
         if (errs.length) print(`  problems: ${errs.map(([e, c]) => `${c}× ${e}`).join('; ')}`);
         const stages = stagesLine(s);
         if (stages) print(stages);
+        const talking = talkingLine(s);
+        if (talking) print(talking);
         const burst = burstLine(s);
         if (burst) print(burst);
         print(`  sim: ${s.simCpuCores.toFixed(2)} CPU cores; machine load average ${s.loadAvg1.toFixed(1)} on ${s.cpus} CPUs; step took ${(s.wallMs / 1000).toFixed(1)} s`);

@@ -77,6 +77,14 @@ test('simulator: 2 devices × 1 turn and 5 idle devices against a self-started s
   assert.equal(s.serverTurns?.length, 2, 'the server log lines are in the JSON');
   // The server's end-of-speech decisions, moved onto this process's clock: within the run.
   for (const t of s.serverTurns ?? []) assert.ok(t.endedAt !== undefined && t.endedAt > 0 && t.endedAt < performance.now(), `endedAt ${t.endedAt} on this clock`);
+  // While both devices sent their utterance (the /proc sampler is Linux only).
+  if (process.platform === 'linux') {
+    const talk = s.talkingCpu;
+    assert.ok(talk, 'a talking window was measured');
+    const speechMs = s.turns.map((t) => (t.speechEndAt ?? NaN) - (t.speechStartAt ?? NaN));
+    assert.ok(talk.windowMs >= 200 && talk.windowMs <= Math.min(...speechMs) + 1, `talking window ${talk.windowMs} ms, within each device's speech (${speechMs.join(', ')} ms)`);
+    assert.ok(talk.server.total > 0 && talk.machineBusyPct > 0, 'the server worked while the devices talked');
+  }
   finite(s.latePct, 'late %');
   finite(s.serverLatePct, 'sent late %');
   finite(s.gapPct, 'gap %');
@@ -102,6 +110,7 @@ test('simulator: 2 devices × 1 turn and 5 idle devices against a self-started s
   assert.ok(printed.some((l) => l.startsWith('| devices |')), 'Markdown table printed');
   assert.ok(printed.some((l) => /^ {2}stages \(server.*first turns ASR \d+ \/ \d+/.test(l)), 'the stages line printed under the row');
   assert.ok(printed.some((l) => /^\| 2 \| 2\/2 \|/.test(l)), 'the step row is in the table');
+  if (process.platform === 'linux') assert.ok(printed.some((l) => /^ {2}talking \(first turns\): \d+ ms while all 2 devices sent speech; all \d+ CPUs/.test(l)), 'the talking line printed');
   assert.ok(printed.some((l) => l.startsWith('idle: server RSS with 0 devices')), 'idle figures printed');
 });
 

@@ -139,6 +139,9 @@ export interface TurnRecord {
   eosToSttMs?: number;
   /** Last speech packet sent → first downlink audio frame, ms. */
   eosToFirstFrameMs?: number;
+  /** performance.now() when the utterance's first packet and its last speech packet were sent. */
+  speechStartAt?: number;
+  speechEndAt?: number;
   /** First frame → `tts stop`, ms. */
   answerMs?: number;
   silencePackets: number;
@@ -407,6 +410,8 @@ export class FleetDevice {
       k++;
     }
     const eosAt = performance.now();
+    rec.speechStartAt = t0;
+    rec.speechEndAt = eosAt;
     // Encoded silence until the server has heard the end of speech (its `stt`), or the timeout.
     const heard = (): boolean => live.sttAt !== undefined || live.ttsStartAt !== undefined;
     const sttDeadline = eosAt + opts.sttTimeoutMs;

@@ -42,6 +42,8 @@ export interface StepResult {
    * server and its helpers used. Null off Linux or when the server was not started here.
    */
   burstCpu: BurstCpu | null;
+  /** CPU use while all devices sent the speech of their first turn. */
+  talkingCpu: BurstCpu | null;
   /** Frames the server's pacer sent after their play-out time (its log). */
   serverLateFrames: number | null;
   /** Late intervals as the server sent them (its pacer, from its log), in %: the rest of `latePct` arose on the way or in the simulator. */
@@ -114,13 +116,23 @@ export interface BurstCpu {
   cpus: number;
 }
 
-/** The burst line printed under a step's row: was the machine saturated while the devices waited? */
-export function burstLine(s: StepResult): string | null {
-  const b = s.burstCpu;
-  if (!b) return null;
+/** A CPU line under a step's row: how busy the machine was in a window, and the server's share by thread. */
+function cpuLine(label: string, window: string, b: BurstCpu): string {
   const v = b.server;
   const parts = `main ${int(v.main)}, providers ${int(v.providers)}, media ${int(v.media)}, other threads ${int(v.other)}, helpers ${int(v.helpers)}`;
-  return `  burst (first turns): ${int(b.windowMs)} ms from the server's first end-of-speech decision to 95 % of first frames sent; all ${b.cpus} CPUs ${int(b.machineBusyPct)} % busy, the server ${int(v.total)} % (${parts})`;
+  return `  ${label}: ${window}; all ${b.cpus} CPUs ${int(b.machineBusyPct)} % busy, the server ${int(v.total)} % (${parts})`;
+}
+
+/** The burst line: was the machine saturated while the devices waited for their answers? */
+export function burstLine(s: StepResult): string | null {
+  const b = s.burstCpu;
+  return b && cpuLine('burst (first turns)', `${int(b.windowMs)} ms from the server's first end-of-speech decision to 95 % of first frames sent`, b);
+}
+
+/** The talking line: what the devices cost while all of them sent speech. */
+export function talkingLine(s: StepResult): string | null {
+  const b = s.talkingCpu;
+  return b && cpuLine('talking (first turns)', `${int(b.windowMs)} ms while all ${s.connected} devices sent speech`, b);
 }
 
 /** p50/p95 ms from the server's end-of-speech decision to: the transcript, the first sentence cut, the first frame sent. */
