@@ -132,7 +132,7 @@ export function burstLine(s: StepResult): string | null {
 /** The talking line: what the devices cost while all of them sent speech. */
 export function talkingLine(s: StepResult): string | null {
   const b = s.talkingCpu;
-  return b && cpuLine('talking (first turns)', `${int(b.windowMs)} ms while all ${s.connected} devices sent speech`, b);
+  return b && cpuLine('talking (first turns)', `${int(b.windowMs)} ms while ${s.connected === 1 ? 'the device' : `all ${s.connected} devices`} sent speech`, b);
 }
 
 /** p50/p95 ms from the server's end-of-speech decision to: the transcript, the first sentence cut, the first frame sent. */
