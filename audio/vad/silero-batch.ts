@@ -47,13 +47,14 @@ export class SileroBatcher {
   #scheduled = false;
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
-  /** Streams (by their state array) that asked in the current and the previous ACTIVE_WINDOW_MS. */
+  /** Streams (by owner) that asked in the current and the previous ACTIVE_WINDOW_MS. */
   #windowStart = 0;
-  #windowStreams = new Set<Float32Array>();
+  #windowStreams = new Set<object>();
   #lastWindowStreams = 0;
-  /** Model runs and the steps they held (tests and benches read them). */
+  /** Model runs, the steps they held, and the batches that waited for others (tests and benches read them). */
   runs = 0;
   steps = 0;
+  gathered = 0;
 
   constructor(run: BatchRun) {
     this.#run = run;
@@ -63,10 +64,12 @@ export class SileroBatcher {
    * Scores one step. `input` (STEP_INPUT samples) and `state` (STEP_STATE) are read when the
    * batch runs, so the caller leaves them alone until this resolves; the new state is written
    * back into `state` (a caller that resets meanwhile gives itself a new array instead).
+   * `owner` identifies the stream, whatever arrays it uses over time: it decides how many
+   * streams are talking.
    */
-  score(input: Float32Array, state: Float32Array): Promise<number> {
+  score(input: Float32Array, state: Float32Array, owner: object = state): Promise<number> {
     if (this.#closed) return Promise.reject(new Error('silero vad: model closed'));
-    this.#countStream(state);
+    this.#countStream(owner);
     return new Promise<number>((resolve, reject) => {
       this.#queue.push({ input, state, resolve, reject });
       if (this.#timer && this.#queue.length >= Math.min(MAX_BATCH, this.#active())) {
@@ -89,14 +92,14 @@ export class SileroBatcher {
     for (const s of this.#queue.splice(0)) s.reject(err);
   }
 
-  #countStream(state: Float32Array): void {
+  #countStream(owner: object): void {
     const now = performance.now();
     if (now - this.#windowStart >= ACTIVE_WINDOW_MS) {
       this.#lastWindowStreams = now - this.#windowStart < 2 * ACTIVE_WINDOW_MS ? this.#windowStreams.size : 0;
       this.#windowStart = now;
       this.#windowStreams.clear();
     }
-    this.#windowStreams.add(state);
+    this.#windowStreams.add(owner);
   }
 
   /** Streams talking now: those that asked in the current or the previous window. */
@@ -113,8 +116,10 @@ export class SileroBatcher {
       void this.#flush();
     };
     const active = this.#active();
-    if (active >= BUSY_STREAMS && this.#queue.length < Math.min(MAX_BATCH, active)) this.#timer = setTimeout(go, GATHER_MS);
-    else setImmediate(go);
+    if (active >= BUSY_STREAMS && this.#queue.length < Math.min(MAX_BATCH, active)) {
+      this.gathered++;
+      this.#timer = setTimeout(go, GATHER_MS);
+    } else setImmediate(go);
   }
 
   async #flush(): Promise<void> {

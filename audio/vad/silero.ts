@@ -101,7 +101,8 @@ class SileroScorer implements FrameScorer {
   async probability(frame: Int16Array): Promise<number> {
     const x = this.#input;
     int16ToFloat32(frame, x.subarray(CONTEXT));
-    const p = await this.#batcher.score(x, this.#state);
+    // The scorer itself names the stream: a reset gives it new arrays, not a new identity.
+    const p = await this.#batcher.score(x, this.#state, this);
     // The next step's context is the end of this frame (the batch has read `x` by now).
     x.copyWithin(0, FRAME, FRAME + CONTEXT);
     return p;

@@ -117,3 +117,19 @@ test('steps of many talking devices, arriving a few ms apart, still share model 
   assert.equal(steps, streams * rounds);
   assert.ok(runs * 3 <= steps, `${steps} steps arriving apart took ${runs} model runs`);
 });
+
+test('one stream that rests and resets through many pauses counts as one: its steps never wait for others', async () => {
+  // Each pause longer than 0.25 s rests the model; the sound after it resets the stream's state
+  // (new arrays). Pushed as fast as it goes, many resets fall within the batcher's 100 ms window.
+  const word = (signals[0] as Int16Array).subarray(0, 16000);
+  const pcm = concatInt16(Array.from({ length: 8 }, () => concatInt16([word, silence(400, RATE)])));
+  // The streams of the tests before have stopped asking for long enough to count no more.
+  await new Promise((r) => setTimeout(r, 250));
+  const s = model.createStream({ threshold: 0.5, minSilenceMs: 300, minSpeechMs: 100 });
+  const gathered0 = model.batcher.gathered;
+  const runs0 = model.batcher.runs;
+  for (let at = 0; at < pcm.length; at += 960) await s.push(pcm.subarray(at, at + 960));
+  s.close();
+  assert.ok(model.batcher.runs - runs0 > 100, 'the stream was scored');
+  assert.equal(model.batcher.gathered - gathered0, 0, 'a lone stream never waited for others');
+});
