@@ -27,12 +27,13 @@ describe('built-in music tool', () => {
     const mp3 = join(dir, 'Evening Tone.mp3');
     await makeToneMp3(mp3, 3, 64);
     await copyFile(mp3, join(dir, 'Morning Bells.mp3'));
-    // Four minutes at 256 kb/s (7.7 MB): more than loopback socket buffers hold, so a download
-    // that was not stopped would still be running when the test looks.
+    // Four minutes at 256 kb/s (7.7 MB), served at 2 MB/s: a download that was not stopped would
+    // still be running when the test looks. (Unthrottled, loopback socket buffers, which grow to
+    // tens of MB, could take the whole file before the abort: a flake seen once in CI.)
     longSize = await makeToneMp3(join(dir, 'long.mp3'), 240, 256);
     const bytes = await readFile(mp3);
     toneMs = ((await decodedPcmBytes(bytes)) / 2 / 16000) * 1000;
-    files = await startHttpFileServer({ files: { '/song.mp3': bytes, '/long.mp3': { path: join(dir, 'long.mp3') } } });
+    files = await startHttpFileServer({ files: { '/song.mp3': bytes, '/long.mp3': { path: join(dir, 'long.mp3'), bytesPerSecond: 2_000_000 } } });
     llm = await startFakeOpenAi();
     srv = await startVoiceApp(llm.url, { tools: { music: { folder: dir, allowedHosts: [files.host], allowPrivateAddresses: true } } });
   });
