@@ -85,7 +85,7 @@ function cpuShare(sampler: CpuSampler, from: number, to: number): BurstCpu | nul
   const w = sampler.window(from, to);
   // A lone device's burst lasts a few ms: less than the ticks /proc counts in.
   if (!w?.server || w.ms < MIN_BURST_MS) return null;
-  return { windowMs: w.ms, machineBusyPct: w.machineBusyPct, server: w.server, cpus: availableParallelism() };
+  return { windowMs: w.ms, machineBusyPct: w.machineBusyPct, server: w.server, rig: w.rig, cpus: availableParallelism() };
 }
 
 /**
@@ -272,7 +272,7 @@ class Run {
     this.server.resetLag();
     const cpu0 = await this.server.cpu();
     const rss = this.rssSampler();
-    const cpuWindow = startCpuSampler(CPU_SAMPLE_MS, this.server.processTree());
+    const cpuWindow = startCpuSampler(CPU_SAMPLE_MS, this.server.processTree(), this.server.fakesPid);
     const loop = monitorEventLoopDelay({ resolution: LOOP_TICK_MS });
     loop.enable();
     const t0 = performance.now();

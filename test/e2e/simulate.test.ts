@@ -84,6 +84,9 @@ test('simulator: 2 devices × 1 turn and 5 idle devices against a self-started s
     const speechMs = s.turns.map((t) => (t.speechEndAt ?? NaN) - (t.speechStartAt ?? NaN));
     assert.ok(talk.windowMs >= 200 && talk.windowMs <= Math.min(...speechMs) + 1, `talking window ${talk.windowMs} ms, within each device's speech (${speechMs.join(', ')} ms)`);
     assert.ok(talk.server.total > 0 && talk.machineBusyPct > 0, 'the server worked while the devices talked');
+    // The devices' speech is sent from this process; the fakes' process is sampled (idle or not).
+    assert.ok(talk.rig.simulator > 0, `the simulator's own share is measured (${talk.rig.simulator} %)`);
+    assert.ok(talk.rig.fakes !== null && talk.rig.fakes >= 0, 'the fakes are sampled');
   }
   finite(s.latePct, 'late %');
   finite(s.serverLatePct, 'sent late %');
@@ -110,7 +113,7 @@ test('simulator: 2 devices × 1 turn and 5 idle devices against a self-started s
   assert.ok(printed.some((l) => l.startsWith('| devices |')), 'Markdown table printed');
   assert.ok(printed.some((l) => /^ {2}stages \(server.*first turns ASR \d+ \/ \d+/.test(l)), 'the stages line printed under the row');
   assert.ok(printed.some((l) => /^\| 2 \| 2\/2 \|/.test(l)), 'the step row is in the table');
-  if (process.platform === 'linux') assert.ok(printed.some((l) => /^ {2}talking \(first turns\): \d+ ms while all 2 devices sent speech; all \d+ CPUs/.test(l)), 'the talking line printed');
+  if (process.platform === 'linux') assert.ok(printed.some((l) => /^ {2}talking \(first turns\): \d+ ms while all 2 devices sent speech; all \d+ CPUs .*, the simulator \d+ %, the fakes \d+ %$/.test(l)), 'the talking line printed');
   assert.ok(printed.some((l) => l.startsWith('idle: server RSS with 0 devices')), 'idle figures printed');
 });
 

@@ -7,7 +7,8 @@
  *
  * The server's threads are told apart by the names they give themselves (`core/thread-name.ts`):
  * the main thread (the process's own id), `xz-providers`, `xz-media-<n>`; the rest of the process
- * (V8's and libuv's helpers) is `other`. Linux only (`startCpuSampler` returns null elsewhere).
+ * (V8's and libuv's helpers) is `other`. The simulator's own process and the fakes' are sampled too,
+ * so a saturated window shows who took the rest. Linux only (`startCpuSampler` returns null elsewhere).
  * About 400 small reads a second, far below what the step itself costs.
  */
 import { readdirSync, readFileSync } from 'node:fs';
@@ -26,6 +27,14 @@ export interface ServerCpuShare {
   helpers: number;
 }
 
+/** What the measuring side used of all CPUs' time in the same window, in %. */
+export interface RigCpuShare {
+  /** This process: the simulated devices. */
+  simulator: number;
+  /** The fake LLM and ASR's process; null when it is not ours. */
+  fakes: number | null;
+}
+
 export interface CpuWindow {
   /** The window's length, ms. */
   ms: number;
@@ -33,6 +42,7 @@ export interface CpuWindow {
   machineBusyPct: number;
   /** Null when no server process was given. */
   server: ServerCpuShare | null;
+  rig: RigCpuShare;
 }
 
 export interface CpuSampler {
@@ -41,8 +51,8 @@ export interface CpuSampler {
   stop(): void;
 }
 
-type Group = 'process' | 'main' | 'providers' | 'media' | 'helpers';
-const GROUPS: readonly Group[] = ['process', 'main', 'providers', 'media', 'helpers'];
+type Group = 'process' | 'main' | 'providers' | 'media' | 'helpers' | 'simulator' | 'fakes';
+const GROUPS: readonly Group[] = ['process', 'main', 'providers', 'media', 'helpers', 'simulator', 'fakes'];
 
 interface Sample {
   /** performance.now() of the sample. */
@@ -80,8 +90,13 @@ function readTicks(statPath: string): number {
 }
 
 /** The stat files of each group, found once: a thread started later counts under `other`. */
-function groupFiles(pid: number, children: readonly number[]): Record<Group, string[]> {
-  const files: Record<Group, string[]> = { process: [`/proc/${pid}/stat`], main: [`/proc/${pid}/task/${pid}/stat`], providers: [], media: [], helpers: children.map((c) => `/proc/${c}/stat`) };
+function groupFiles(server: ServerProcesses | null, fakesPid: number | null): Record<Group, string[]> {
+  const files: Record<Group, string[]> = { process: [], main: [], providers: [], media: [], helpers: [], simulator: ['/proc/self/stat'], fakes: fakesPid ? [`/proc/${fakesPid}/stat`] : [] };
+  if (!server) return files;
+  const { pid, children } = server;
+  files.process.push(`/proc/${pid}/stat`);
+  files.main.push(`/proc/${pid}/task/${pid}/stat`);
+  files.helpers.push(...children.map((c) => `/proc/${c}/stat`));
   let tids: string[] = [];
   try {
     tids = readdirSync(`/proc/${pid}/task`);
@@ -101,16 +116,25 @@ function groupFiles(pid: number, children: readonly number[]): Record<Group, str
   return files;
 }
 
-/** Starts sampling every `everyMs`; `server` is the process whose threads are accounted, if any. */
-export function startCpuSampler(everyMs: number, server: { pid: number; children: readonly number[] } | null): CpuSampler | null {
+/** The server process and its helper processes. */
+export interface ServerProcesses {
+  pid: number;
+  children: readonly number[];
+}
+
+/**
+ * Starts sampling every `everyMs`; `server` is the process whose threads are accounted, if any,
+ * and `fakesPid` the fakes' process. This process is always accounted, as the simulator.
+ */
+export function startCpuSampler(everyMs: number, server: ServerProcesses | null, fakesPid: number | null = null): CpuSampler | null {
   if (!readMachine()) return null;
-  const files = server ? groupFiles(server.pid, server.children) : null;
+  const files = groupFiles(server, fakesPid);
   const samples: Sample[] = [];
   const take = (): void => {
     const m = readMachine();
     if (!m) return;
-    const ticks: Record<Group, number> = { process: 0, main: 0, providers: 0, media: 0, helpers: 0 };
-    if (files) for (const g of GROUPS) for (const f of files[g]) ticks[g] += readTicks(f);
+    const ticks: Record<Group, number> = { process: 0, main: 0, providers: 0, media: 0, helpers: 0, simulator: 0, fakes: 0 };
+    for (const g of GROUPS) for (const f of files[g]) ticks[g] += readTicks(f);
     samples.push({ at: performance.now(), busy: m.busy, total: m.total, ticks });
   };
   take();
@@ -136,7 +160,8 @@ export function startCpuSampler(everyMs: number, server: { pid: number; children
         const other = Math.max(0, proc - named);
         return { total: named + other + helpers, main, providers, media, other, helpers };
       };
-      return { ms: to - from, machineBusyPct: (100 * (b.busy - a.busy)) / total, server: files ? share() : null };
+      const rig: RigCpuShare = { simulator: pct('simulator'), fakes: fakesPid ? pct('fakes') : null };
+      return { ms: to - from, machineBusyPct: (100 * (b.busy - a.busy)) / total, server: server ? share() : null, rig };
     },
     stop(): void {
       clearInterval(timer);

@@ -5,7 +5,7 @@
 import type { TurnRecord } from './device.ts';
 import type { ServerTurnTiming } from './server.ts';
 import type { P50P95 } from './stats.ts';
-import type { ServerCpuShare } from './cpu-window.ts';
+import type { RigCpuShare, ServerCpuShare } from './cpu-window.ts';
 
 export interface StepResult {
   devices: number;
@@ -113,6 +113,8 @@ export interface BurstCpu {
   machineBusyPct: number;
   /** Shares of all CPUs' time, by thread group of the server (see sim/cpu-window.ts). */
   server: ServerCpuShare;
+  /** Shares of the simulator's and the fakes' processes: the rest of a busy machine. */
+  rig: RigCpuShare;
   cpus: number;
 }
 
@@ -120,7 +122,8 @@ export interface BurstCpu {
 function cpuLine(label: string, window: string, b: BurstCpu): string {
   const v = b.server;
   const parts = `main ${int(v.main)}, providers ${int(v.providers)}, media ${int(v.media)}, other threads ${int(v.other)}, helpers ${int(v.helpers)}`;
-  return `  ${label}: ${window}; all ${b.cpus} CPUs ${int(b.machineBusyPct)} % busy, the server ${int(v.total)} % (${parts})`;
+  const rig = `the simulator ${int(b.rig.simulator)} %${b.rig.fakes === null ? '' : `, the fakes ${int(b.rig.fakes)} %`}`;
+  return `  ${label}: ${window}; all ${b.cpus} CPUs ${int(b.machineBusyPct)} % busy, the server ${int(v.total)} % (${parts}), ${rig}`;
 }
 
 /** The burst line: was the machine saturated while the devices waited for their answers? */

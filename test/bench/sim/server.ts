@@ -72,6 +72,8 @@ export interface SimServer {
   cpu(): Promise<CpuSample | null>;
   /** The server process and its live children (espeak-ng helpers, pocketsphinx), when started here. */
   processTree(): { pid: number; children: number[] } | null;
+  /** The fakes' process (fake LLM and ASR), when started here. */
+  readonly fakesPid: number | null;
   /** Current RSS in bytes, and the high-water mark when known. */
   rss(): Promise<{ rss: number; hwm: number | null } | null>;
   metrics(): Promise<MetricsSnapshot | null>;
@@ -259,6 +261,7 @@ export function remoteServer(wsUrl: string, otaUrl?: string, vadSilenceMs?: numb
       return m?.rssBytes === undefined ? null : { rss: m.rssBytes, hwm: null };
     },
     processTree: () => null,
+    fakesPid: null,
     ...probe,
     stop: async () => {},
   };
@@ -482,6 +485,7 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<SimSer
       },
       rss: async () => (pid ? procRss(pid) : null),
       processTree: () => (pid ? { pid, children: childPids(pid) } : null),
+      fakesPid: fakes.proc.pid ?? null,
       ...probe,
       stop: cleanup,
     };
