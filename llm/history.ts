@@ -25,6 +25,11 @@ export interface History {
   /** Number of turns kept. */
   readonly turns: number;
   clear(): void;
+  /**
+   * Returns a function that puts the history back as it is now, trimmed turns included: work
+   * done for a turn that is then dropped (an early start the user spoke over) leaves no trace.
+   */
+  checkpoint(): () => void;
 }
 
 function size(m: ChatMessage): number {
@@ -101,6 +106,12 @@ export function createHistory(opts: HistoryOptions): History {
     },
     clear() {
       turns = [];
+    },
+    checkpoint() {
+      const saved = turns.map((t) => [...t]);
+      return () => {
+        turns = saved.map((t) => [...t]);
+      };
     },
   };
 }

@@ -90,6 +90,11 @@ export interface ReactOptions {
    * the history; `silence` stops without a word.
    */
   dispatch?: (results: ToolCallResult[]) => Promise<DispatchDecision>;
+  /**
+   * Awaited before each Act phase: tools change the world, so a turn started before the end of
+   * speech was confirmed calls none until it is (a rejection ends the loop as aborted).
+   */
+  beforeAct?: () => Promise<void>;
 }
 
 /** The one place the `ToolAction` flags become an end-of-turn decision (the dispatcher defers to it when no media played). */
@@ -222,6 +227,7 @@ export async function runReact(opts: ReactOptions): Promise<ReactOutcome> {
     toolRounds++;
     let results: ToolCallResult[];
     try {
+      if (opts.beforeAct) await opts.beforeAct();
       // A model asking for dozens of calls at once would fan out without bound: the first few run,
       // the rest get an error result the model can read.
       results = await runScoped(signal, () =>

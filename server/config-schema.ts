@@ -156,6 +156,14 @@ export const VadSchema = z.strictObject({
   minSilenceMs: z.number().int().min(100).max(10_000).default(700),
   /** Speech shorter than this is treated as noise. */
   minSpeechMs: z.number().int().min(0).max(5000).default(250),
+  /**
+   * After this much silence inside speech the turn starts early (transcript, the model's answer,
+   * its synthesis), while the VAD waits for the rest of `minSilenceMs`; nothing reaches the device
+   * or the history and no tool runs until the end of speech is confirmed, and if the user speaks
+   * on, the work is dropped (each such pause costs one ASR and one LLM request). 0, or not below
+   * `minSilenceMs`: turns start only at the end of speech.
+   */
+  earlyStartMs: z.number().int().min(0).max(10_000).default(300),
   /** Longest single utterance before it is cut and answered. */
   maxUtteranceMs: z.number().int().min(1000).max(120_000).default(30_000),
   /** Realtime mode: the user's speech interrupts the answer. Off: most devices have no echo cancellation. */

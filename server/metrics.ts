@@ -155,6 +155,12 @@ export function createServerMetrics(opts: ServerMetricsOptions = {}): ServerMetr
     buckets: [...TURN_BUCKETS_S],
     registers,
   });
+  const earlyStarts = new Counter({
+    name: 'xiaozhi_early_starts_total',
+    help: 'Turns started at a pause before the end of speech was confirmed (vad.earlyStartMs): used, or dropped because the user spoke on (their ASR and LLM requests were wasted).',
+    labelNames: ['result'] as const,
+    registers,
+  });
   const lateFrames = new Counter({
     name: 'xiaozhi_late_frames_total',
     help: 'Downlink audio frames sent after their play-out time (the device may have stuttered).',
@@ -270,7 +276,7 @@ export function createServerMetrics(opts: ServerMetricsOptions = {}): ServerMetr
 
   return {
     registry,
-    observer: { onTurn: observeTurn },
+    observer: { onTurn: observeTurn, onEarlyStart: (result) => earlyStarts.inc({ result }) },
     observeTurn,
     connectionRefused: (reason) => refused.inc({ reason }),
     countSessions(factory) {

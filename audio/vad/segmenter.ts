@@ -2,7 +2,9 @@
  * @module Turns per-frame speech probabilities into speech_start / speech_end events (the
  * provider-independent part of every VAD stream). Hysteresis as in Silero's reference
  * `get_speech_timestamps`: speech starts at `threshold`, and only frames below
- * `threshold - 0.15` count towards the silence that ends it.
+ * `threshold - 0.15` count towards the silence that ends it. With `pauseMs`, a shorter silence
+ * inside speech is announced as a tentative `pause` (and `resume` if voice returns), so a turn
+ * can start before the end of speech is certain.
  */
 import type { VadEvent, VadStreamOptions } from './vad.ts';
 
@@ -16,7 +18,11 @@ export class Segmenter {
   readonly #minSilenceMs: number;
   readonly #minSpeechMs: number;
   readonly #padMs: number;
+  /** 0: no pause events. */
+  readonly #pauseMs: number;
   #inSpeech = false;
+  /** A `pause` was emitted for the current silent run. */
+  #paused = false;
   /** Start (ms) of a candidate segment not yet confirmed by minSpeechMs of voice. */
   #candidateStart: number | undefined;
   #candidateVoicedMs = 0;
@@ -30,6 +36,8 @@ export class Segmenter {
     this.#minSilenceMs = opts.minSilenceMs;
     this.#minSpeechMs = opts.minSpeechMs ?? DEFAULT_MIN_SPEECH_MS;
     this.#padMs = opts.speechPadMs ?? 0;
+    const pause = opts.pauseMs ?? 0;
+    this.#pauseMs = pause > 0 && pause < this.#minSilenceMs ? pause : 0;
   }
 
   get inSpeech(): boolean {
@@ -70,20 +78,30 @@ export class Segmenter {
     }
     if (voiced) {
       this.#silenceStart = undefined;
+      if (this.#paused) {
+        this.#paused = false;
+        out.push({ type: 'resume', atMs: startMs });
+      }
     } else if (unvoiced) {
       this.#silenceStart ??= startMs;
-      if (endMs - this.#silenceStart >= this.#minSilenceMs) {
+      const silentMs = endMs - this.#silenceStart;
+      if (silentMs >= this.#minSilenceMs) {
         const at = Math.min(this.#silenceStart + this.#padMs, endMs);
         this.#inSpeech = false;
+        this.#paused = false;
         this.#silenceStart = undefined;
         this.#lastEndMs = at;
         out.push({ type: 'speech_end', atMs: at });
+      } else if (this.#pauseMs > 0 && !this.#paused && silentMs >= this.#pauseMs) {
+        this.#paused = true;
+        out.push({ type: 'pause', atMs: this.#silenceStart });
       }
     }
   }
 
   reset(): void {
     this.#inSpeech = false;
+    this.#paused = false;
     this.#candidateStart = undefined;
     this.#candidateVoicedMs = 0;
     this.#silenceStart = undefined;

@@ -6,8 +6,16 @@
  */
 import type { Logger } from '../../core/logger.ts';
 
-/** A speech boundary; `atMs` is the position in the stream (since creation or the last `reset`). */
-export type VadEvent = { type: 'speech_start'; atMs: number } | { type: 'speech_end'; atMs: number };
+/**
+ * A speech boundary; `atMs` is the position in the stream (since creation or the last `reset`).
+ * `pause` and `resume` are tentative (only with `pauseMs`): inside speech, silence has lasted
+ * `pauseMs` (`atMs` is where it began), and then voice came back before `speech_end`.
+ */
+export type VadEvent =
+  | { type: 'speech_start'; atMs: number }
+  | { type: 'speech_end'; atMs: number }
+  | { type: 'pause'; atMs: number }
+  | { type: 'resume'; atMs: number };
 
 export type VadProvider = 'silero' | 'webrtc';
 
@@ -18,6 +26,11 @@ export interface VadStreamOptions {
   minSilenceMs: number;
   /** Voiced time (ms) needed before `speech_start` is emitted; shorter bursts are ignored. Default 250. */
   minSpeechMs?: number;
+  /**
+   * Silence (ms) inside speech after which a tentative `pause` is emitted, once per silent run,
+   * and `resume` if voice returns before `speech_end`. 0 or not below `minSilenceMs`: none.
+   */
+  pauseMs?: number;
   /** Moves `speech_start` earlier and `speech_end` later by this much (ms). Default 0. */
   speechPadMs?: number;
   /**

@@ -26,6 +26,11 @@ export interface AudioOutOptions {
   log: Logger;
   /** Called when the first audio frame of the turn is handed to the socket. */
   onFirstFrame?: () => void;
+  /**
+   * Nothing is sent (not even `tts start`) before this resolves: a turn started before the end of
+   * speech was confirmed prepares its audio but holds it. A rejection ends playback as an abort.
+   */
+  gate?: Promise<void>;
 }
 
 export class AudioOut {
@@ -97,6 +102,7 @@ export class AudioOut {
 
   /** Like `play`, for audio that is already Opus at the downlink rate (the embedded TTS). */
   async playPackets(text: string | null, packets: AsyncIterable<Buffer>, onFirstFrame?: () => void): Promise<void> {
+    if (this.#o.gate) await this.#o.gate;
     this.start();
     if (this.#stopped) return;
     this.#onSegmentFrame = onFirstFrame;

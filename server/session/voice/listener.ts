@@ -10,6 +10,13 @@ import type { ListenMode } from '../../../protocol/messages.ts';
 
 export type ListenerEvent =
   | { type: 'speech_start' }
+  /**
+   * The VAD heard a pause that may end the utterance (auto and realtime mode, with `pauseMs`):
+   * `pcm` is the utterance so far. `resume` follows if the user speaks again before the end of
+   * speech is confirmed (by the `utterance` event).
+   */
+  | { type: 'pause'; pcm: Int16Array; sampleRate: number }
+  | { type: 'resume' }
   | { type: 'utterance'; pcm: Int16Array; sampleRate: number; reason: 'vad' | 'manual' | 'max_length'; hadSpeech: boolean; endedAt: number };
 
 export interface ListenerOptions {
@@ -176,8 +183,10 @@ export class Listener {
         this.#speechStartAt = this.#vadZero + (e.atMs * rate) / 1000;
         if (this.#active) this.#startUtterance(this.#speechStartAt);
         this.#o.onEvent({ type: 'speech_start' });
-      } else {
-        if (this.#active && this.#mode !== 'manual') this.#emitUtterance('vad');
+      } else if (this.#active && this.#mode !== 'manual') {
+        if (e.type === 'speech_end') this.#emitUtterance('vad');
+        else if (e.type === 'pause') this.#o.onEvent({ type: 'pause', pcm: concatInt16(this.#utterance), sampleRate: rate });
+        else this.#o.onEvent({ type: 'resume' });
       }
       if (gen !== this.#generation) return;
     }

@@ -4,7 +4,7 @@
  * spoken as a short apology, never silence. Everything the turn starts stops with its signal.
  */
 import { linkedScope, type Scope } from '../../../core/abort.ts';
-import { ErrorCode, isAbortError, toVoiceError, type VoiceError } from '../../../core/errors.ts';
+import { ErrorCode, isAbortError, toVoiceError, VoiceError } from '../../../core/errors.ts';
 import type { Logger } from '../../../core/logger.ts';
 import type { SessionMedia } from '../../../audio/media/media.ts';
 import { synthesizePcm } from '../../../audio/tts/to-pcm.ts';
@@ -79,6 +79,15 @@ async function inPart<T>(part: FailedPart, work: () => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * An early turn starts at a pause, before the VAD has confirmed the end of speech: it transcribes,
+ * asks the model and synthesises, but holds everything the device or the world would notice
+ * (`stt`, emotion, audio, tool calls, the history) until `commit`, or leaves no trace at `drop`.
+ */
+export interface TurnOptions {
+  early?: boolean;
+}
+
 export class Turn {
   readonly #env: TurnEnv;
   readonly #input: TurnInput;
@@ -87,20 +96,75 @@ export class Turn {
   readonly signal: AbortSignal;
   #out: AudioOut | undefined;
   #firstFrameAt: number | null = null;
+  #firstSentenceAt: number | null = null;
+  #transcriptAt: number | null = null;
   /** Set by an abort (device, barge-in); a session end shows through the scope. */
   #cancelled = false;
+  /** The end-of-speech decision the timings count from; set by `commit` for an early turn. */
+  #endedAt: number;
+  readonly #createdAt = performance.now();
+  readonly #early: boolean;
+  #committed: boolean;
+  #dropped = false;
+  /** What the device is told, held until commit (in order). */
+  #deferred: Array<() => void> = [];
+  /** Resolves at commit; rejects when the turn is aborted before it. */
+  readonly #gate: Promise<void>;
+  #openGate: () => void = () => {};
 
-  constructor(env: TurnEnv, input: TurnInput) {
+  constructor(env: TurnEnv, input: TurnInput, opts: TurnOptions = {}) {
     this.#env = env;
     this.#input = input;
     this.#scope = linkedScope(env.sessionSignal);
     this.signal = this.#scope.signal;
+    this.#endedAt = input.endedAt;
+    this.#early = opts.early === true;
+    this.#committed = !this.#early;
+    if (this.#committed) {
+      this.#gate = Promise.resolve();
+    } else {
+      this.#gate = new Promise<void>((resolve, reject) => {
+        this.#openGate = resolve;
+        this.signal.addEventListener('abort', () => reject(new VoiceError(ErrorCode.Aborted, 'early start dropped', { cause: this.signal.reason })), { once: true });
+      });
+      this.#gate.catch(() => {});
+    }
+  }
+
+  /** An early turn whose end of speech is now confirmed: what it held goes out, in order. False if it was already dropped. */
+  commit(endedAt: number): boolean {
+    if (this.#committed) return true;
+    if (this.signal.aborted) return false;
+    this.#committed = true;
+    this.#endedAt = endedAt;
+    for (const send of this.#deferred.splice(0)) send();
+    this.#openGate();
+    return true;
+  }
+
+  /** True for an early turn that was dropped (never committed). */
+  get dropped(): boolean {
+    return this.#dropped;
+  }
+
+  /** Runs `send` now, or at commit for an early turn not yet committed. */
+  #visible(send: () => void): void {
+    if (this.#committed) send();
+    else this.#deferred.push(send);
   }
 
   /** Barge-in / abort: stops audio within one frame, cancels the model, tools and synthesis. */
   abort(reason: string): void {
     if (this.signal.aborted) return;
     this.#cancelled = true;
+    if (!this.#committed) {
+      // Nothing was shown to the device: nothing to stop there.
+      this.#dropped = true;
+      this.#deferred = [];
+      this.#env.log.debug({ reason }, 'early start dropped');
+      this.#scope.abort(reason);
+      return;
+    }
     this.#env.log.info({ reason }, 'turn aborted');
     this.#scope.abort(reason);
     if (this.#out) this.#out.stop();
@@ -117,24 +181,29 @@ export class Turn {
     const input = this.#input;
     const timings: TurnTimings = { source: input.source, outcome: 'answered', totalMs: 0, lateFrames: 0, frameIntervals: 0, lateIntervals: 0, tools: [] };
     let endSession = false;
+    // A dropped early turn must leave the history as it found it.
+    const restoreHistory = this.#early ? this.#env.history.checkpoint() : undefined;
     try {
       let text: string;
       if (input.source === 'voice') {
         const t0 = performance.now();
         const pcm = input.pcm;
         text = (await inPart('asr', () => deps.asr.transcribe(pcm, { signal: this.signal, sampleRate: input.sampleRate }))).trim();
-        timings.asrMs = Math.round(performance.now() - t0);
+        this.#transcriptAt = performance.now();
         if (isNoiseTranscript(text)) {
+          await this.#gate;
           timings.outcome = 'no_speech';
-          log.info({ asrMs: timings.asrMs, audioMs: Math.round((input.pcm.length / input.sampleRate) * 1000) }, 'no words recognised; no answer');
+          log.info({ asrTookMs: Math.round(this.#transcriptAt - t0), audioMs: Math.round((input.pcm.length / input.sampleRate) * 1000) }, 'no words recognised; no answer');
           return { timings, endSession };
         }
       } else {
         text = input.text.trim();
       }
       if (this.aborted) throw this.signal.reason;
-      this.#env.channel.sendJson({ type: 'stt', text, session_id: this.#env.info.sessionId });
-      log.info({ source: input.source, pii: { text } }, 'user said');
+      this.#visible(() => {
+        this.#env.channel.sendJson({ type: 'stt', text, session_id: this.#env.info.sessionId });
+        log.info({ source: input.source, pii: { text } }, 'user said');
+      });
 
       const out = this.#audioOut();
       if (input.source === 'wake_word') {
@@ -158,8 +227,14 @@ export class Turn {
       }
     } finally {
       if (this.aborted) timings.outcome = 'aborted';
-      timings.totalMs = Math.round(performance.now() - input.endedAt);
-      if (this.#firstFrameAt !== null) timings.firstAudioMs = Math.round(this.#firstFrameAt - input.endedAt);
+      const endedAt = this.#endedAt;
+      timings.totalMs = Math.round(performance.now() - endedAt);
+      // Stages an early turn finished before the end of speech was confirmed count as 0.
+      const since = (at: number): number => Math.max(0, Math.round(at - endedAt));
+      if (this.#transcriptAt !== null) timings.asrMs = since(this.#transcriptAt);
+      if (this.#firstSentenceAt !== null) timings.firstSentenceMs = since(this.#firstSentenceAt);
+      if (this.#firstFrameAt !== null) timings.firstAudioMs = since(this.#firstFrameAt);
+      if (this.#early && this.#committed) timings.earlyStartMs = Math.round(endedAt - this.#createdAt);
       const stats = this.#out?.pacerStats;
       timings.lateFrames = stats?.lateFrames ?? 0;
       timings.frameIntervals = stats?.intervals ?? 0;
@@ -170,6 +245,12 @@ export class Turn {
     // and unhooks the turn from the session's signal.
     if (!this.signal.aborted) this.#scope.abort('turn finished');
     this.#scope.dispose();
+    if (this.#dropped) {
+      restoreHistory?.();
+      deps.observer?.onEarlyStart?.('dropped');
+      return { timings, endSession: false };
+    }
+    if (this.#early) deps.observer?.onEarlyStart?.('used');
     log.info({ ...timings }, 'turn timings');
     deps.observer?.onTurn?.(timings);
     return { timings, endSession };
@@ -187,6 +268,7 @@ export class Turn {
       stopMarginMs: deps.config.audio.ttsStopMarginMs,
       signal: this.signal,
       log,
+      gate: this.#gate,
       onFirstFrame: () => {
         this.#firstFrameAt = performance.now();
         // The device is now playing our answer: the session is speaking.
@@ -221,7 +303,7 @@ export class Turn {
     /** Every sentence of the answer goes to the speech queue here; the first one it speaks is timed. */
     const say = (sentence: string): void => {
       // The queue drops blank text (e.g. an apology configured as ""): that is not a first sentence.
-      if (sentence.trim()) timings.firstSentenceMs ??= Math.round(performance.now() - this.#input.endedAt);
+      if (sentence.trim()) this.#firstSentenceAt ??= performance.now();
       speech.push(sentence);
     };
     const context = tools.context ? await tools.context(this.signal).catch((err: unknown) => {
@@ -245,8 +327,9 @@ export class Turn {
         if (emotionSent) return;
         emotionSent = true;
         const e = emotion as Emotion;
-        channel.sendJson({ type: 'llm', emotion: e, text: EmotionEmoji[e] ?? '🙂', session_id: info.sessionId });
+        this.#visible(() => channel.sendJson({ type: 'llm', emotion: e, text: EmotionEmoji[e] ?? '🙂', session_id: info.sessionId }));
       },
+      beforeAct: () => this.#gate,
       onToolStart: (call) => log.info({ tool: call.name, pii: { args: call.arguments } }, 'tool call'),
       onToolResult: (call, result, ms) => {
         timings.tools.push({ name: call.name, ms: Math.round(ms), isError: result.isError });
@@ -278,7 +361,7 @@ export class Turn {
     if (outcome.reason !== 'aborted' && speech.errors.length > 0 && speech.spoken.length === 0 && out.framesSent === 0) {
       throw new PartError('tts', speech.errors[0]);
     }
-    log.info({ reason: outcome.reason, rounds: outcome.rounds, pii: { text: outcome.text } }, 'assistant answered');
+    if (!this.#dropped) log.info({ reason: outcome.reason, rounds: outcome.rounds, pii: { text: outcome.text } }, 'assistant answered');
     return outcome;
   }
 
@@ -291,6 +374,11 @@ export class Turn {
   /** Speaks the apology, with the embedded TTS when the primary one may be what failed. */
   async #apologise(text: string): Promise<void> {
     const { deps, log } = this.#env;
+    try {
+      await this.#gate;
+    } catch {
+      return;
+    }
     if (this.aborted) return;
     const out = this.#audioOut();
     const order = deps.fallbackTts && deps.fallbackTts !== deps.tts ? [deps.tts, deps.fallbackTts] : [deps.tts];
@@ -330,5 +418,6 @@ function withContext(history: History, context: string[]): History {
       return history.turns;
     },
     clear: () => history.clear(),
+    checkpoint: () => history.checkpoint(),
   };
 }

@@ -13,7 +13,7 @@ import type { ListenMode } from '../../../protocol/messages.ts';
 import { CloseCode } from '../../../protocol/close-codes.ts';
 import type { Conversation, ConversationContext, ConversationFactory } from '../conversation.ts';
 import { Listener, type ListenerEvent } from './listener.ts';
-import { Turn, type TurnInput } from './turn.ts';
+import { Turn, type TurnInput, type TurnOptions } from './turn.ts';
 import type { SessionTools, VoiceDeps } from './voice-deps.ts';
 
 /** Characters of history (old turns are dropped first); roughly 10k tokens. */
@@ -36,6 +36,12 @@ class VoiceConversation implements Conversation {
   #pendingPackets: Uint8Array[] = [];
   #pendingListen: ListenMode | null = null;
   #turn: Turn | undefined;
+  /**
+   * A turn started early, at a pause before the end of speech was confirmed (`vad.earlyStartMs`):
+   * it becomes `#turn` when the VAD confirms, and is dropped without a trace if the user speaks on
+   * or anything else happens first.
+   */
+  #early: Turn | undefined;
   #turnDone: Promise<void> = Promise.resolve();
   #deviceMcp: DeviceMcp | undefined;
   #tools: SessionTools | undefined;
@@ -97,7 +103,7 @@ class VoiceConversation implements Conversation {
       if (info.uplink.sampleRate !== 16000) log.info({ sampleRate: info.uplink.sampleRate }, 'device uplink rate is not 16 kHz; decoding at 16 kHz');
       const media = await this.#deps.media.open(
         {
-          vad: { threshold: cfg.vad.threshold, minSilenceMs: cfg.vad.minSilenceMs, minSpeechMs: cfg.vad.minSpeechMs },
+          vad: { threshold: cfg.vad.threshold, minSilenceMs: cfg.vad.minSilenceMs, minSpeechMs: cfg.vad.minSpeechMs, pauseMs: cfg.vad.earlyStartMs },
           downlinkSampleRate: cfg.audio.outputSampleRate as OpusSampleRate,
           complexity: cfg.audio.opusComplexity,
         },
@@ -137,6 +143,7 @@ class VoiceConversation implements Conversation {
   }
 
   listenStart(mode: ListenMode): void {
+    this.#dropEarly('listen start');
     const turn = this.#turn;
     if (turn && !turn.aborted) {
       // In auto and realtime mode a running turn goes on: the firmware sends `listen start` right
@@ -158,6 +165,7 @@ class VoiceConversation implements Conversation {
   }
 
   listenStop(): void {
+    this.#dropEarly('listen stop');
     if (!this.#listener) return;
     if (!this.#listener.active) {
       this.#ctx.state.apply('listen_stop');
@@ -174,6 +182,7 @@ class VoiceConversation implements Conversation {
       this.#start().then(() => this.detect(trimmed), () => {});
       return;
     }
+    this.#dropEarly('wake word');
     this.#turn?.abort('wake word');
     const isWake = this.#wakeWords.has(normalizeWake(trimmed));
     this.#ctx.state.apply('detect');
@@ -192,6 +201,7 @@ class VoiceConversation implements Conversation {
   }
 
   abort(reason: string | undefined): void {
+    this.#dropEarly('device abort');
     const turn = this.#turn;
     if (turn) {
       turn.abort(reason ?? 'device abort');
@@ -219,6 +229,7 @@ class VoiceConversation implements Conversation {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#dropEarly('session closed');
     this.#turn?.abort('session closed');
     await this.#turnDone;
     await this.#ready?.catch(() => {});
@@ -238,14 +249,59 @@ class VoiceConversation implements Conversation {
       }
       return;
     }
-    if (this.#turn) return;
-    if (!e.hadSpeech && e.reason !== 'manual') return;
+    if (e.type === 'pause') {
+      this.#startEarly(e.pcm, e.sampleRate);
+      return;
+    }
+    if (e.type === 'resume') {
+      this.#dropEarly('speech resumed');
+      return;
+    }
+    const early = this.#early;
+    this.#early = undefined;
+    if (this.#turn) {
+      early?.abort('a turn is running');
+      return;
+    }
+    if (!e.hadSpeech && e.reason !== 'manual') {
+      early?.abort('no speech');
+      return;
+    }
+    if (early && e.reason === 'vad') {
+      // The pause was the end of speech: the early turn is this utterance's turn (its transcript
+      // is of the same speech, without the last moments of silence).
+      this.#ctx.state.apply('speech_end');
+      this.#listener?.pause(this.#monitors());
+      this.#turn = early;
+      if (early.commit(e.endedAt)) return;
+      this.#turn = undefined;
+    }
+    early?.abort('utterance cut otherwise');
     if (e.pcm.length === 0) {
       this.#ctx.state.apply('turn_end_no_answer');
       return;
     }
-    this.#ctx.state.apply(e.reason === 'manual' ? 'listen_stop' : 'speech_end');
+    if (!early || e.reason !== 'vad') this.#ctx.state.apply(e.reason === 'manual' ? 'listen_stop' : 'speech_end');
     this.#startTurn({ source: 'voice', pcm: e.pcm, sampleRate: e.sampleRate, endedAt: e.endedAt });
+  }
+
+  /** Realtime devices with barge-in on keep the VAD running during the answer. */
+  #monitors(): boolean {
+    return this.#ctx.state.mode === 'realtime' && this.#deps.config.vad.bargeIn;
+  }
+
+  /** A pause that may end the utterance: its turn starts now, held until the VAD confirms. */
+  #startEarly(pcm: Int16Array, sampleRate: number): void {
+    if (this.#closed || this.#turn || this.#early || !this.#media || !this.#tools || pcm.length === 0) return;
+    const turn = this.#newTurn({ source: 'voice', pcm, sampleRate, endedAt: performance.now() }, { early: true });
+    this.#early = turn;
+    this.#run(turn);
+  }
+
+  #dropEarly(reason: string): void {
+    const early = this.#early;
+    this.#early = undefined;
+    early?.abort(reason);
   }
 
   #startTurn(input: TurnInput): void {
@@ -253,36 +309,47 @@ class VoiceConversation implements Conversation {
       this.#ctx.log.warn('turn requested before the pipeline was ready; ignored');
       return;
     }
-    const mode = this.#ctx.state.mode;
-    const monitor = mode === 'realtime' && this.#deps.config.vad.bargeIn;
-    this.#listener?.pause(monitor);
-    const turn = new Turn(
+    this.#listener?.pause(this.#monitors());
+    const turn = this.#newTurn(input);
+    this.#turn = turn;
+    this.#run(turn);
+  }
+
+  #newTurn(input: TurnInput, opts: TurnOptions = {}): Turn {
+    const media = this.#media;
+    const tools = this.#tools;
+    if (!media || !tools) throw new Error('voice pipeline not ready');
+    return new Turn(
       {
         deps: this.#deps,
         info: this.#ctx.info,
         channel: this.#ctx.channel,
         log: this.#ctx.log,
-        media: this.#media,
+        media,
         history: this.#history,
-        tools: this.#tools,
+        tools,
         state: this.#ctx.state,
         sessionSignal: this.#ctx.signal,
       },
       input,
+      opts,
     );
-    this.#turn = turn;
+  }
+
+  /** Runs `turn` after the previous one has wound down; a dropped early turn leaves no aftermath. */
+  #run(turn: Turn): void {
     const previous = this.#turnDone;
     this.#turnDone = previous
       .then(() => turn.run())
       .then(
         (result) => {
           if (this.#turn === turn) this.#turn = undefined;
-          this.#afterTurn(turn, result.endSession);
+          if (!turn.dropped) this.#afterTurn(turn, result.endSession);
         },
         (err: unknown) => {
           if (this.#turn === turn) this.#turn = undefined;
           this.#ctx.log.error({ err: toVoiceError(err).message }, 'turn crashed');
-          this.#afterTurn(turn, false);
+          if (!turn.dropped) this.#afterTurn(turn, false);
         },
       );
   }

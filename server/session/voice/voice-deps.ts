@@ -32,18 +32,27 @@ export interface SessionToolsInput {
 /** Observers for metrics (operations issue); all optional. */
 export interface TurnObserver {
   onTurn?(t: TurnTimings): void;
+  /** An early start was used (its end of speech confirmed) or dropped (the user spoke on). */
+  onEarlyStart?(result: 'used' | 'dropped'): void;
 }
 
 export interface TurnTimings {
   /** How the turn started. */
   source: 'voice' | 'text' | 'wake_word';
   outcome: 'answered' | 'no_speech' | 'aborted' | 'failed' | 'greeted';
+  /** End of speech (server's decision) → the transcript. */
   asrMs?: number;
+  /** The model's request → its first token (the provider's own latency). */
   llmFirstTokenMs?: number;
   /** End of speech (server's decision) → the answer's first sentence cut from the model's text. */
   firstSentenceMs?: number;
   /** End of speech (server's decision) → first audio frame sent. */
   firstAudioMs?: number;
+  /**
+   * The turn started this long before the end of speech was confirmed (an early start at a
+   * pause); the stages above that finished before it count as 0.
+   */
+  earlyStartMs?: number;
   totalMs: number;
   lateFrames: number;
   /** Intervals between the downlink frames sent, and those over 65 ms (the pacer's count). */

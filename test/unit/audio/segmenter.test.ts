@@ -37,4 +37,27 @@ describe('vad segmenter', () => {
       { type: 'speech_end', atMs: 1060 },
     ]);
   });
+
+  test('pauseMs: a tentative pause inside speech, resume when voice returns, then the real end', () => {
+    const opts = { threshold: 0.5, minSilenceMs: 300, minSpeechMs: 96, pauseMs: 128 };
+    const ev = run([...rep(0.9, 10), ...rep(0.05, 5), ...rep(0.9, 5), ...rep(0.05, 15)], 32, opts as never);
+    assert.deepEqual(ev, [
+      { type: 'speech_start', atMs: 0 },
+      // Silence from 320 ms; announced once it has lasted 128 ms (after the frame ending at 448).
+      { type: 'pause', atMs: 320 },
+      { type: 'resume', atMs: 480 },
+      { type: 'pause', atMs: 640 },
+      { type: 'speech_end', atMs: 640 },
+    ]);
+    // A silence shorter than pauseMs says nothing; mid-band frames neither pause nor resume.
+    assert.deepEqual(run([...rep(0.9, 10), ...rep(0.05, 3), ...rep(0.9, 5), ...rep(0.4, 10), ...rep(0.9, 2)], 32, opts as never).map((e) => e.type), ['speech_start']);
+  });
+
+  test('pauseMs at or above minSilenceMs, or 0: no pause events', () => {
+    const probs = [...rep(0.9, 10), ...rep(0.05, 15)];
+    for (const pauseMs of [0, 300, 500]) {
+      const ev = run(probs, 32, { threshold: 0.5, minSilenceMs: 300, minSpeechMs: 96, pauseMs } as never);
+      assert.deepEqual(ev.map((e) => e.type), ['speech_start', 'speech_end'], `pauseMs ${pauseMs}`);
+    }
+  });
 });

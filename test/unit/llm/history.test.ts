@@ -74,6 +74,27 @@ describe('history', () => {
     assert.deepEqual(h.messages(), expected);
   });
 
+  test('checkpoint() puts back the history as it was, turns dropped by the bound included', () => {
+    const h = createHistory({ systemPrompt: '', historyTurns: 2 });
+    h.addUser('one');
+    h.append({ role: 'assistant', content: 'first answer' });
+    h.addUser('two');
+    h.append({ role: 'assistant', content: 'second answer' });
+    const before = h.messages();
+    const restore = h.checkpoint();
+    // A third turn drops the first (historyTurns 2), and its answer is partial.
+    h.addUser('three');
+    h.append({ role: 'assistant', content: 'partial', toolCalls: [{ id: 'c1', name: 'x', arguments: '{}' }] });
+    assert.equal(h.messages()[0]?.content, 'two');
+    restore();
+    assert.deepEqual(h.messages(), before);
+    assert.equal(h.turns, 2);
+    // The checkpoint is a copy: appending after restoring does not change what it restores to.
+    h.append({ role: 'assistant', content: 'more' });
+    restore();
+    assert.deepEqual(h.messages(), before);
+  });
+
   test('a greeting before any user turn and clear()', () => {
     const h = createHistory({ systemPrompt: () => 'dynamic', historyTurns: 3 });
     h.append({ role: 'assistant', content: 'Hello!' });
