@@ -45,6 +45,10 @@ class InProcessSession implements SessionMedia {
     yield* packets;
   }
 
+  holdPlayback(): void {
+    // Synthesis here is synchronous and unscheduled: nothing to hold.
+  }
+
   onLost(): void {
     // Nothing can be lost: the state lives in this thread.
   }

@@ -116,12 +116,15 @@ const leadMs = Math.max(preMs, data.config.sendAheadMs ?? 600);
 const leadFrames = Math.max(1, Math.round(leadMs / FRAME_MS));
 const speaks: SpeakTask[] = [];
 const clocks = new Map<number, TurnClock>();
+/** Sessions whose answer is held (an early start): nothing beyond a first slice is due yet. */
+const held = new Set<number>();
 let speakSeq = 0;
 let speakScheduled = false;
 
 function dueOf(sid: number, now: number): number {
   const c = clocks.get(sid);
   if (!c) return now;
+  if (held.has(sid)) return Infinity;
   return c.startedAt + rampSendTime(c.frames, preMs, leadMs, FRAME_MS) - ENCODE_AHEAD_MS;
 }
 
@@ -233,6 +236,21 @@ function handle(m: ToWorker): void {
       scheduleSpeak();
       return;
     }
+    case 'hold': {
+      if (m.held) {
+        held.add(m.sid);
+        return;
+      }
+      if (!held.delete(m.sid)) return;
+      // The pacer starts now: the frames already made are the ones it sends first.
+      const now = performance.now();
+      const c = clocks.get(m.sid);
+      if (c) c.startedAt = now;
+      // Started sentences and look-ahead ones follow the clock again; an unstarted first sentence keeps its head start.
+      for (const t of speaks) if (t.m.sid === m.sid && (t.job || !t.m.urgent)) t.due = dueOf(m.sid, now);
+      scheduleSpeak();
+      return;
+    }
     case 'cancel': {
       // Started or not: what is left of it is dropped.
       const task = speaks.find((q) => q.m.rid === m.rid);
@@ -244,6 +262,7 @@ function handle(m: ToWorker): void {
       // thread forgets them.
       for (const q of speaks.filter((t) => t.m.sid === m.sid)) finishTask(q);
       clocks.delete(m.sid);
+      held.delete(m.sid);
       const prev = chains.get(m.sid) ?? Promise.resolve();
       chains.delete(m.sid);
       void prev.then(() => {

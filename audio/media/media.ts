@@ -49,6 +49,12 @@ export interface SessionMedia {
    * only synthesised ahead, so when many turns start at once each gets its first audio early.
    */
   speak(text: string, signal: AbortSignal, urgent?: boolean): AsyncIterable<Buffer>;
+  /**
+   * While held, the session's answer is prepared but not played (an early start waiting for the
+   * end of speech): beyond each sentence's first slice its synthesis is not due, so a worker does
+   * it only when nothing else is. Releasing starts the answer's clock: the pacer starts now.
+   */
+  holdPlayback(held: boolean): void;
   /** `cb` runs once if this session's media state is lost (its worker died): end the session. */
   onLost(cb: (err: VoiceError) => void): void;
   close(): void;

@@ -207,6 +207,10 @@ class RemoteSession implements SessionMedia {
     );
   }
 
+  holdPlayback(held: boolean): void {
+    this.#worker.send({ op: 'hold', sid: this.sid, held });
+  }
+
   resetVad(): void {
     this.#worker.send({ op: 'resetVad', sid: this.sid });
   }

@@ -22,6 +22,8 @@ export type ToWorker =
   | { op: 'encode'; rid: number; sid: number; stream: number; pcm: Int16Array | null; final: boolean }
   /** `urgent`: the first sentence of a turn (someone is waiting for it); served before look-ahead. */
   | { op: 'speak'; rid: number; sid: number; text: string; urgent: boolean }
+  /** The session's answer is held (not playing yet) or released (its pacer starts now). */
+  | { op: 'hold'; sid: number; held: boolean }
   /** The consumer stopped listening (barge-in): drop the request if it has not started. */
   | { op: 'cancel'; rid: number }
   | { op: 'close'; sid: number }

@@ -128,6 +128,8 @@ export class Turn {
         this.signal.addEventListener('abort', () => reject(new VoiceError(ErrorCode.Aborted, 'early start dropped', { cause: this.signal.reason })), { once: true });
       });
       this.#gate.catch(() => {});
+      // Its audio is not needed before the commit: the media worker serves other answers first.
+      env.media.holdPlayback(true);
     }
   }
 
@@ -137,6 +139,7 @@ export class Turn {
     if (this.signal.aborted) return false;
     this.#committed = true;
     this.#endedAt = endedAt;
+    this.#env.media.holdPlayback(false);
     for (const send of this.#deferred.splice(0)) send();
     this.#openGate();
     return true;
@@ -161,6 +164,7 @@ export class Turn {
       // Nothing was shown to the device: nothing to stop there.
       this.#dropped = true;
       this.#deferred = [];
+      this.#env.media.holdPlayback(false);
       this.#env.log.debug({ reason }, 'early start dropped');
       this.#scope.abort(reason);
       return;

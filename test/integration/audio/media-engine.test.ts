@@ -532,4 +532,36 @@ describe('media engine: a worker serves syntheses by deadline, a few frames at a
     // more after A's first (without the head start they went first, up to ~400 ms: 16+ frames).
     assert.ok(firstB <= 12, `B's first packet (#${firstB}) right after A's send-ahead: ${order.slice(0, 24).join('')}`);
   });
+
+  test('a held answer (an early start) yields after its first slice: another answer is made whole first', { timeout: 60_000 }, async () => {
+    assert.ok(pool, 'pool started');
+    const a = await within(pool.open(OPTS, silentLogger), 30_000, 'open a');
+    const b = await within(pool.open(OPTS, silentLogger), 30_000, 'open b');
+    opened.push(a, b);
+    const order: string[] = [];
+    const take = async (who: string, it: AsyncIterable<Buffer>): Promise<number> => {
+      let n = 0;
+      for await (const _ of it) {
+        order.push(who);
+        n++;
+      }
+      return n;
+    };
+    const signal = new AbortController().signal;
+    // A's device has not been told anything yet: its frames past the first slice can wait.
+    a.holdPlayback(true);
+    const both = Promise.all([
+      take('a', a.speak('This sentence is held back until the end of speech is confirmed.', signal, true)),
+      take('b', b.speak('Hello there, how are you?', signal, true)),
+    ]);
+    const [na, nb] = await within(both, 30_000, 'speak both');
+    a.holdPlayback(false);
+    assert.ok(na > 40 && nb > 10, `both spoken (${na}, ${nb} frames)`);
+    const seq = order.join('');
+    // A's send-ahead, then all of B (without the hold A's next frames were due before B's), then A's rest.
+    assert.equal(seq, 'a'.repeat(10) + 'b'.repeat(nb) + 'a'.repeat(na - 10), seq);
+    // Released, the session plays as usual: its next answer starts at once.
+    const again = await within(take('a', a.speak('Released.', signal, true)), 30_000, 'speak again');
+    assert.ok(again > 3);
+  });
 });
