@@ -89,8 +89,9 @@ function cpuShare(sampler: CpuSampler, from: number, to: number): BurstCpu | nul
 }
 
 /**
- * CPU use during the burst of the step's first turns, as the server saw it: from its first
- * end-of-speech decision to the moment it had sent 95 % of those turns' first frames. Null when
+ * CPU use during the burst of the step's first turns, as the server saw it: from the first of those turns
+ * to start (at its end-of-speech decision, or at a pause before it with an early start) to the
+ * moment it had sent 95 % of their first frames. Null when
  * the server is not ours (no log) or too few first turns got a frame.
  */
 function burstCpu(st: ReadonlyArray<ServerTurnTiming> | null, sampler: CpuSampler | null): BurstCpu | null {
@@ -98,7 +99,8 @@ function burstCpu(st: ReadonlyArray<ServerTurnTiming> | null, sampler: CpuSample
   const first = splitTurns(st).first.filter((t) => t.endedAt !== undefined);
   const frames = first.flatMap((t) => (t.firstAudioMs === undefined ? [] : [(t.endedAt as number) + t.firstAudioMs])).sort((a, b) => a - b);
   if (first.length === 0 || frames.length < Math.ceil(first.length / 2)) return null;
-  const from = Math.min(...first.map((t) => t.endedAt as number));
+  // From the first turn's start: at the end-of-speech decision, or earlier at a pause (early start).
+  const from = Math.min(...first.map((t) => (t.endedAt as number) - (t.earlyStartMs ?? 0)));
   const to = frames[Math.min(frames.length - 1, Math.ceil(0.95 * frames.length) - 1)] as number;
   return cpuShare(sampler, from, to);
 }

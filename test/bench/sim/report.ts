@@ -129,7 +129,7 @@ function cpuLine(label: string, window: string, b: BurstCpu): string {
 /** The burst line: was the machine saturated while the devices waited for their answers? */
 export function burstLine(s: StepResult): string | null {
   const b = s.burstCpu;
-  return b && cpuLine('burst (first turns)', `${int(b.windowMs)} ms from the server's first end-of-speech decision to 95 % of first frames sent`, b);
+  return b && cpuLine('burst (first turns)', `${int(b.windowMs)} ms from the first turn's start to 95 % of first frames sent`, b);
 }
 
 /** The talking line: what the devices cost while all of them sent speech. */
@@ -214,7 +214,7 @@ export function legend(vadSilenceMs: number | null, startedServer: boolean): str
   return [
     `EoS→1st frame (device): last speech packet sent → first downlink audio frame; it includes the server's VAD silence window (vad.minSilenceMs = ${vadSilenceMs ?? 'unknown'} ms).`,
     startedServer
-      ? 'server-added: the server log\'s firstAudioMs (VAD end-of-speech decision → first frame sent); ASR and LLM first token from the same log lines (fake ASR/LLM on loopback).'
+      ? 'server-added: the server log\'s firstAudioMs (VAD end-of-speech decision → first frame sent); ASR and LLM first token from the same log lines (fake ASR/LLM on loopback). With an early start (vad.earlyStartMs) a turn began at the pause before that decision: what was ready by then counts as 0.'
       : 'server-added, ASR, LLM: n/a (the server log is only read when the simulator starts the server).',
     'late %: frame inter-arrival intervals over 65 ms at the device; sent late %: the same measure at the server\'s send (its pacer, /metrics xiaozhi_downlink_late_intervals_total): the difference arose on the way, mostly in this process\'s own scheduling on a shared machine; gap %: frames arriving after the device had played everything before them (playback modelled back to back, 60 ms a frame); underrun ms: total dry time.',
     'server CPU: Δcpu/Δwall over the step\'s turns, in cores (in parentheses: its child processes, such as the espeak-ng helpers); loop p99/max: event-loop delay in ms beyond the 10 ms sampling tick (server: /metrics nodejs_eventloop_lag_*; sim: this process).',

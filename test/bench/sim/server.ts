@@ -24,6 +24,8 @@ export interface ServerTurnTiming {
   llmFirstTokenMs?: number;
   firstSentenceMs?: number;
   firstAudioMs?: number;
+  /** The turn started this long before the end-of-speech decision (an early start at a pause). */
+  earlyStartMs?: number;
   totalMs: number;
   /**
    * The server's end-of-speech decision on this process's performance.now() clock (the log line's
@@ -451,7 +453,7 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<SimSer
             frameIntervals: num('frameIntervals') ?? 0,
             lateIntervals: num('lateIntervals') ?? 0,
           };
-          for (const k of ['asrMs', 'llmFirstTokenMs', 'firstSentenceMs', 'firstAudioMs'] as const) {
+          for (const k of ['asrMs', 'llmFirstTokenMs', 'firstSentenceMs', 'firstAudioMs', 'earlyStartMs'] as const) {
             const v = num(k);
             if (v !== undefined) t[k] = v;
           }
