@@ -159,4 +159,28 @@ describe('early start at a pause', () => {
       dev.close();
     }
   });
+
+  test('a device that keeps pausing and resuming costs at most three dropped early starts per utterance', async () => {
+    const dev = device('e5:00:00:00:00:03');
+    try {
+      await dev.hello();
+      const starts0 = await earlyStarts(srv.httpUrl);
+      const asr0 = asr.transcriptions.length;
+      llm.script(fakeText('Done.'));
+      // Five phrases with four pauses between them, each long enough for an early start.
+      const words = ['turn on the light', 'in the kitchen', 'and in the hallway', 'and in the garden', 'right now please'].map((w) => trimSilence(speak16k(w)));
+      const pause = new Int16Array(16 * PAUSE_MS);
+      const speech = concatInt16(words.flatMap((w, i) => (i === 0 ? [w] : [pause, w])));
+      dev.listen('start', { mode: 'auto' });
+      await sendAt(dev, await utterancePackets(speech, LEAD_MS, 2500), () => dev.json.some((j) => j.msg.type === 'tts'));
+      await dev.waitJson('tts', 'stop', 15_000);
+      // Three early starts dropped, then none until the end: the answer's turn starts at the end of speech.
+      const starts = await earlyStarts(srv.httpUrl);
+      assert.deepEqual({ used: starts.used - starts0.used, dropped: starts.dropped - starts0.dropped }, { used: 0, dropped: 3 });
+      assert.equal(asr.transcriptions.length - asr0, 4);
+      assert.equal(dev.json.filter((j) => j.msg.type === 'stt').length, 1);
+    } finally {
+      dev.close();
+    }
+  });
 });

@@ -16,6 +16,13 @@ import { Listener, type ListenerEvent } from './listener.ts';
 import { Turn, type TurnInput, type TurnOptions } from './turn.ts';
 import type { SessionTools, VoiceDeps } from './voice-deps.ts';
 
+/**
+ * Early starts dropped within one utterance before no more are tried until it ends: each costs an
+ * ASR and an LLM request, and a device that pauses and resumes on purpose must not turn one
+ * utterance into a stream of them.
+ */
+const MAX_EARLY_DROPS_PER_UTTERANCE = 3;
+
 /** Characters of history (old turns are dropped first); roughly 10k tokens. */
 const HISTORY_MAX_CHARS = 40_000;
 
@@ -42,6 +49,8 @@ class VoiceConversation implements Conversation {
    * or anything else happens first.
    */
   #early: Turn | undefined;
+  /** Early starts dropped since the current utterance began. */
+  #earlyDrops = 0;
   #turnDone: Promise<void> = Promise.resolve();
   #deviceMcp: DeviceMcp | undefined;
   #tools: SessionTools | undefined;
@@ -144,6 +153,7 @@ class VoiceConversation implements Conversation {
 
   listenStart(mode: ListenMode): void {
     this.#dropEarly('listen start');
+    this.#earlyDrops = 0;
     const turn = this.#turn;
     if (turn && !turn.aborted) {
       // In auto and realtime mode a running turn goes on: the firmware sends `listen start` right
@@ -259,6 +269,7 @@ class VoiceConversation implements Conversation {
     }
     const early = this.#early;
     this.#early = undefined;
+    this.#earlyDrops = 0;
     if (this.#turn) {
       early?.abort('a turn is running');
       return;
@@ -293,6 +304,7 @@ class VoiceConversation implements Conversation {
   /** A pause that may end the utterance: its turn starts now, held until the VAD confirms. */
   #startEarly(pcm: Int16Array, sampleRate: number): void {
     if (this.#closed || this.#turn || this.#early || !this.#media || !this.#tools || pcm.length === 0) return;
+    if (this.#earlyDrops >= MAX_EARLY_DROPS_PER_UTTERANCE) return;
     const turn = this.#newTurn({ source: 'voice', pcm, sampleRate, endedAt: performance.now() }, { early: true });
     this.#early = turn;
     this.#run(turn);
@@ -300,8 +312,10 @@ class VoiceConversation implements Conversation {
 
   #dropEarly(reason: string): void {
     const early = this.#early;
+    if (!early) return;
     this.#early = undefined;
-    early?.abort(reason);
+    this.#earlyDrops++;
+    early.abort(reason);
   }
 
   #startTurn(input: TurnInput): void {

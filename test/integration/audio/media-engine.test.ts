@@ -491,6 +491,18 @@ describe('media engine: worker pool', () => {
   });
 });
 
+/** Counts a synthesis's packets, recording in `order` whose packet arrived when. */
+function takeInto(order: string[]): (who: string, it: AsyncIterable<Buffer>) => Promise<number> {
+  return async (who, it) => {
+    let n = 0;
+    for await (const _ of it) {
+      order.push(who);
+      n++;
+    }
+    return n;
+  };
+}
+
 describe('media engine: a worker serves syntheses by deadline, a few frames at a time', () => {
   let pool: MediaEngine | undefined;
   const opened: SessionMedia[] = [];
@@ -510,14 +522,7 @@ describe('media engine: a worker serves syntheses by deadline, a few frames at a
     // Both on the one worker. The old worker spoke a whole sentence in one go, so every packet
     // of A's arrived before the first of B's.
     const order: string[] = [];
-    const take = async (who: string, it: AsyncIterable<Buffer>): Promise<number> => {
-      let n = 0;
-      for await (const _ of it) {
-        order.push(who);
-        n++;
-      }
-      return n;
-    };
+    const take = takeInto(order);
     const long = 'This is a long sentence that goes on and on about the weather, the wind, the clouds and the rain, for many seconds of speech.';
     const signal = new AbortController().signal;
     const [na, nb] = await within(Promise.all([take('a', a.speak(long, signal, true)), take('b', b.speak('Hello there.', signal, true))]), 30_000, 'speak both');
@@ -539,14 +544,7 @@ describe('media engine: a worker serves syntheses by deadline, a few frames at a
     const b = await within(pool.open(OPTS, silentLogger), 30_000, 'open b');
     opened.push(a, b);
     const order: string[] = [];
-    const take = async (who: string, it: AsyncIterable<Buffer>): Promise<number> => {
-      let n = 0;
-      for await (const _ of it) {
-        order.push(who);
-        n++;
-      }
-      return n;
-    };
+    const take = takeInto(order);
     const signal = new AbortController().signal;
     // A's device has not been told anything yet: its frames past the first slice can wait.
     a.holdPlayback(true);
