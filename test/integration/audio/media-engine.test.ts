@@ -513,12 +513,17 @@ describe('media engine: a worker serves syntheses by deadline, a few frames at a
     for (const m of opened) m.close();
     await pool?.close();
   }, { timeout: 30_000 });
-
-  test('a turn that starts while another session speaks a long sentence gets its first audio before that sentence ends', { timeout: 60_000 }, async () => {
+  /** Two sessions, both on the one worker. */
+  const openTwo = async (): Promise<[SessionMedia, SessionMedia]> => {
     assert.ok(pool, 'pool started');
     const a = await within(pool.open(OPTS, silentLogger), 30_000, 'open a');
     const b = await within(pool.open(OPTS, silentLogger), 30_000, 'open b');
     opened.push(a, b);
+    return [a, b];
+  };
+
+  test('a turn that starts while another session speaks a long sentence gets its first audio before that sentence ends', { timeout: 60_000 }, async () => {
+    const [a, b] = await openTwo();
     // Both on the one worker. The old worker spoke a whole sentence in one go, so every packet
     // of A's arrived before the first of B's.
     const order: string[] = [];
@@ -539,10 +544,7 @@ describe('media engine: a worker serves syntheses by deadline, a few frames at a
   });
 
   test('a held answer (an early start) yields after its first slice: another answer is made whole first', { timeout: 60_000 }, async () => {
-    assert.ok(pool, 'pool started');
-    const a = await within(pool.open(OPTS, silentLogger), 30_000, 'open a');
-    const b = await within(pool.open(OPTS, silentLogger), 30_000, 'open b');
-    opened.push(a, b);
+    const [a, b] = await openTwo();
     const order: string[] = [];
     const take = takeInto(order);
     const signal = new AbortController().signal;
