@@ -160,7 +160,7 @@ export const VadSchema = z.strictObject({
    * After this much silence inside speech the turn starts early (transcript, the model's answer,
    * its synthesis), while the VAD waits for the rest of `minSilenceMs`; nothing reaches the device
    * or the history and no tool runs until the end of speech is confirmed, and if the user speaks
-   * on, the work is dropped (each such pause costs one ASR and one LLM request; at most three per
+   * on, the work is dropped (each such pause costs one ASR and one LLM request, and with a remote TTS one synthesis; at most three per
    * utterance, then the turn waits for the end of speech). 0, or not below
    * `minSilenceMs`: turns start only at the end of speech.
    */

@@ -157,7 +157,7 @@ export function createServerMetrics(opts: ServerMetricsOptions = {}): ServerMetr
   });
   const earlyStarts = new Counter({
     name: 'xiaozhi_early_starts_total',
-    help: 'Turns started at a pause before the end of speech was confirmed (vad.earlyStartMs): used, or dropped because the user spoke on (their ASR and LLM requests were wasted).',
+    help: 'Turns started at a pause before the end of speech was confirmed (vad.earlyStartMs): used, or dropped because the user spoke on (their ASR and LLM requests, and the first sentence of a remote TTS, were wasted).',
     labelNames: ['result'] as const,
     registers,
   });

@@ -105,7 +105,6 @@ export class Turn {
   readonly #createdAt = performance.now();
   readonly #early: boolean;
   #committed: boolean;
-  #dropped = false;
   /** What the device is told, held until commit (in order). */
   #deferred: Array<() => void> = [];
   /** Resolves at commit; rejects when the turn is aborted before it. */
@@ -145,9 +144,12 @@ export class Turn {
     return true;
   }
 
-  /** True for an early turn that was dropped (never committed). */
+  /**
+   * True for an early turn that ended without a commit, however it was stopped (a drop, or the
+   * session's end): nothing of it reached the device, and it leaves nothing behind.
+   */
   get dropped(): boolean {
-    return this.#dropped;
+    return !this.#committed;
   }
 
   /** Runs `send` now, or at commit for an early turn not yet committed. */
@@ -162,9 +164,7 @@ export class Turn {
     this.#cancelled = true;
     if (!this.#committed) {
       // Nothing was shown to the device: nothing to stop there.
-      this.#dropped = true;
       this.#deferred = [];
-      this.#env.media.holdPlayback(false);
       this.#env.log.debug({ reason }, 'early start dropped');
       this.#scope.abort(reason);
       return;
@@ -249,8 +249,10 @@ export class Turn {
     // and unhooks the turn from the session's signal.
     if (!this.signal.aborted) this.#scope.abort('turn finished');
     this.#scope.dispose();
-    if (this.#dropped) {
+    if (this.dropped) {
       restoreHistory?.();
+      // The session's next answer is not held (it starts after this one has wound down).
+      this.#env.media.holdPlayback(false);
       deps.observer?.onEarlyStart?.('dropped');
       return { timings, endSession: false };
     }
@@ -365,7 +367,7 @@ export class Turn {
     if (outcome.reason !== 'aborted' && speech.errors.length > 0 && speech.spoken.length === 0 && out.framesSent === 0) {
       throw new PartError('tts', speech.errors[0]);
     }
-    if (!this.#dropped) log.info({ reason: outcome.reason, rounds: outcome.rounds, pii: { text: outcome.text } }, 'assistant answered');
+    if (!this.dropped) log.info({ reason: outcome.reason, rounds: outcome.rounds, pii: { text: outcome.text } }, 'assistant answered');
     return outcome;
   }
 

@@ -278,22 +278,26 @@ class VoiceConversation implements Conversation {
       early?.abort('no speech');
       return;
     }
-    if (early && e.reason === 'vad') {
-      // The pause was the end of speech: the early turn is this utterance's turn (its transcript
-      // is of the same speech, without the last moments of silence).
-      this.#ctx.state.apply('speech_end');
-      this.#listener?.pause(this.#monitors());
-      this.#turn = early;
-      if (early.commit(e.endedAt)) return;
-      this.#turn = undefined;
-    }
+    // The pause was the end of speech: the early turn is this utterance's turn (its transcript
+    // is of the same speech, without the last moments of silence).
+    const committed = early !== undefined && e.reason === 'vad' && this.#commitEarly(early, e.endedAt);
+    if (committed) return;
     early?.abort('utterance cut otherwise');
     if (e.pcm.length === 0) {
       this.#ctx.state.apply('turn_end_no_answer');
       return;
     }
-    if (!early || e.reason !== 'vad') this.#ctx.state.apply(e.reason === 'manual' ? 'listen_stop' : 'speech_end');
+    this.#ctx.state.apply(e.reason === 'manual' ? 'listen_stop' : 'speech_end');
     this.#startTurn({ source: 'voice', pcm: e.pcm, sampleRate: e.sampleRate, endedAt: e.endedAt });
+  }
+
+  /** Makes the early turn the current one, as `#startTurn` would a new one; false if it had already ended. */
+  #commitEarly(early: Turn, endedAt: number): boolean {
+    if (early.signal.aborted) return false;
+    this.#ctx.state.apply('speech_end');
+    this.#listener?.pause(this.#monitors());
+    this.#turn = early;
+    return early.commit(endedAt);
   }
 
   /** Realtime devices with barge-in on keep the VAD running during the answer. */
