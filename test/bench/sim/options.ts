@@ -134,16 +134,20 @@ function positiveInt(flag: string, v: string | undefined, min = 1): number {
 export function parseArgs(argv: readonly string[]): SimulationOptions | 'help' {
   const o = defaultOptions();
   let devicesGiven = false;
-  const args: string[] = [];
-  for (const a of argv) {
-    // --flag=value is the same as --flag value.
-    const eq = a.startsWith('--') ? a.indexOf('=') : -1;
-    if (eq > 0) args.push(a.slice(0, eq), a.slice(eq + 1));
-    else args.push(a);
-  }
+  const args = [...argv];
   for (let i = 0; i < args.length; i++) {
-    const flag = args[i] as string;
+    // --flag=value is the same as --flag value; a value itself is never split, so
+    // `--server-arg --max-semi-space-size=64` passes the node flag whole.
+    const raw = args[i] as string;
+    const eq = raw.startsWith('--') ? raw.indexOf('=') : -1;
+    const flag = eq > 0 ? raw.slice(0, eq) : raw;
+    let inline = eq > 0 ? raw.slice(eq + 1) : undefined;
     const value = (): string => {
+      if (inline !== undefined) {
+        const v = inline;
+        inline = undefined;
+        return v;
+      }
       const v = args[++i];
       if (v === undefined) throw new Error(`${flag} needs a value`);
       return v;
@@ -233,6 +237,7 @@ export function parseArgs(argv: readonly string[]): SimulationOptions | 'help' {
       default:
         throw new Error(`unknown argument ${flag} (see --help)`);
     }
+    if (inline !== undefined) throw new Error(`${flag} takes no value`);
   }
   if (!devicesGiven && o.idle === 0) o.devices = [1];
   return o;

@@ -1,0 +1,30 @@
+/**
+ * The simulator's command line: `--flag=value` equals `--flag value`, but a value is passed whole,
+ * so a node flag handed to the server with `--server-arg` keeps its own `=`.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { parseArgs } from '../../bench/sim/options.ts';
+
+function parsed(argv: string[]): Exclude<ReturnType<typeof parseArgs>, 'help'> {
+  const o = parseArgs(argv);
+  assert.notEqual(o, 'help');
+  return o as Exclude<typeof o, 'help'>;
+}
+
+test('a value that looks like --flag=value is passed whole', () => {
+  const o = parsed(['--devices', '1,50', '--server-arg', '--max-semi-space-size=64', '--server-arg', '--trace-gc']);
+  assert.deepEqual(o.serverArgs, ['--max-semi-space-size=64', '--trace-gc']);
+  assert.deepEqual(o.devices, [1, 50]);
+});
+
+test('--flag=value is the same as --flag value', () => {
+  const o = parsed(['--devices=1,5', '--server-arg=--max-semi-space-size=8']);
+  assert.deepEqual(o.devices, [1, 5]);
+  assert.deepEqual(o.serverArgs, ['--max-semi-space-size=8']);
+});
+
+test('a switch given a value is refused, not silently ignored', () => {
+  assert.throws(() => parseArgs(['--barge-in=yes']), /--barge-in takes no value/);
+  assert.throws(() => parseArgs(['--devices']), /--devices needs a value/);
+});
