@@ -17,6 +17,7 @@
  * Every pacer in the process shares one clock: a single timer armed for the earliest due frame,
  * so 100 concurrent pacers cost one timer callback per due instant, not 100 setTimeout chains.
  */
+import { nextUnlessAborted } from '../core/abort.ts';
 import { ErrorCode, VoiceError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 
@@ -224,18 +225,16 @@ class PacerImpl implements Pacer {
     const ended = (): boolean => generation !== this.#generation || this.#signal.aborted || this.#sendError !== undefined;
     const sentBefore = this.stats.framesSent;
     const it = frames[Symbol.asyncIterator]();
-    // Resolves when stop/abort happens, so a slow producer cannot hold the call open.
-    let stopNow: () => void = () => {};
-    const stopped = new Promise<IteratorResult<Buffer>>((resolve) => {
-      stopNow = () => resolve({ done: true, value: undefined });
-    });
-    const onStop = (): void => stopNow();
+    // Stop, abort and a failed send end the wait for the producer, so a slow producer cannot
+    // hold the call open.
+    const stopWaiting = new AbortController();
+    const onStop = (): void => stopWaiting.abort();
     this.#stopHooks.add(onStop);
     let completed = false;
     try {
       for (;;) {
         if (ended()) break;
-        const r = await Promise.race([it.next(), stopped]);
+        const r = await nextUnlessAborted(it, stopWaiting.signal);
         if (r.done || ended()) {
           completed = r.done === true && !ended();
           break;

@@ -140,3 +140,28 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
+
+/**
+ * The iterator's next item, or `done` as soon as `signal` aborts (the pending `next()` is then
+ * left to settle on its own). For loops that read a producer which may stall: nothing stays
+ * attached to the signal once the item is in. A `Promise.race` of each `next()` against one
+ * promise per loop kept a reaction per item alive until the loop ended (~660 bytes per frame in
+ * the pacer, for a whole sentence).
+ */
+export function nextUnlessAborted<T>(it: AsyncIterator<T>, signal: AbortSignal): Promise<IteratorResult<T, undefined>> {
+  if (signal.aborted) return Promise.resolve({ done: true, value: undefined });
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => resolve({ done: true, value: undefined });
+    signal.addEventListener('abort', onAbort, { once: true });
+    it.next().then(
+      (r) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(r);
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(err);
+      },
+    );
+  });
+}

@@ -8,7 +8,7 @@
  * Backpressure runs end to end: the consumer pulls PCM from ffmpeg's stdout; while it does not,
  * ffmpeg blocks on its full stdout pipe, stops reading stdin, and the input is not read further.
  */
-import { throwIfAborted } from '../../core/abort.ts';
+import { nextUnlessAborted, throwIfAborted } from '../../core/abort.ts';
 import { ErrorCode, VoiceError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
 import { spawnManaged, writeWithBackpressure } from '../child-process.ts';
@@ -74,12 +74,9 @@ export async function* transcodeToPcm(input: AsyncIterable<Uint8Array> | Uint8Ar
 
   const pump = (async () => {
     const it = source[Symbol.asyncIterator]();
-    const stopped = new Promise<IteratorResult<Uint8Array>>((resolve) => {
-      stop.signal.addEventListener('abort', () => resolve({ done: true, value: undefined }), { once: true });
-    });
     try {
       for (;;) {
-        const r = await Promise.race([it.next(), stopped]);
+        const r = await nextUnlessAborted(it, stop.signal);
         if (r.done) break;
         inputBytes += r.value.byteLength;
         if (!(await writeWithBackpressure(child.proc, r.value, stop.signal))) break;

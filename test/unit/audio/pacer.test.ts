@@ -1,6 +1,11 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { createPacer, rampSendTime } from '../../../audio/pacer.ts';
+
+setFlagsFromString('--expose-gc');
+const collectGarbage = runInNewContext('gc') as () => void;
 
 async function* frames(n: number, delayEveryMs = 0): AsyncGenerator<Buffer> {
   for (let i = 0; i < n; i++) {
@@ -94,6 +99,29 @@ describe('pacer', () => {
     assert.deepEqual(got, [...Array(10).keys(), ...Array(10).keys()]);
     // 20 frames × 20 ms with 2 pre-buffered: ≈ 360 ms, not 2 × 160 ms + a restart burst.
     assert.ok(elapsed > 300 && elapsed < 1000, `elapsed ${elapsed}`);
+  });
+
+  test('one play call holds nothing per frame already sent (a long sentence does not grow the heap)', async () => {
+    const ac = new AbortController();
+    // 0.01 ms frames: 50,000 of them leave within a second, all through one play call.
+    const pacer = createPacer({ frameMs: 0.01, leadMs: 2400, send: () => {}, signal: ac.signal });
+    const heapAt: number[] = [];
+    async function* measured(): AsyncGenerator<Buffer> {
+      const frame = Buffer.alloc(1);
+      for (let i = 0; i < 50_000; i++) {
+        if (i === 5_000 || i === 45_000) {
+          collectGarbage();
+          heapAt.push(process.memoryUsage().heapUsed);
+        }
+        yield frame;
+      }
+    }
+    const result = await pacer.play(measured());
+    ac.abort();
+    assert.equal(result.framesSent, 50_000);
+    const grown = (heapAt[1] as number) - (heapAt[0] as number);
+    // Retaining even ~50 bytes per frame would be 2 MB over these 40,000 frames.
+    assert.ok(grown < 2_000_000, `heap grew ${(grown / 1e6).toFixed(1)} MB over 40,000 frames of one play call`);
   });
 
   test('stop() drops pending frames and resolves the running play as stopped', async () => {

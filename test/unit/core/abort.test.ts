@@ -1,7 +1,7 @@
 import { getEventListeners } from 'node:events';
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { linkedScope, runScoped } from '../../../core/abort.ts';
+import { linkedScope, nextUnlessAborted, runScoped } from '../../../core/abort.ts';
 import { ErrorCode, VoiceError } from '../../../core/errors.ts';
 
 const listeners = (s: AbortSignal): number => getEventListeners(s, 'abort').length;
@@ -71,5 +71,44 @@ describe('runScoped', () => {
       throw new Error('own failure');
     }), /own failure/);
     await assert.rejects(runScoped(AbortSignal.abort(), async () => 1), isCode(ErrorCode.Aborted));
+  });
+});
+
+describe('nextUnlessAborted', () => {
+  test('passes items through and leaves no listener on the signal once each is in', async () => {
+    const ac = new AbortController();
+    async function* gen(): AsyncGenerator<number> {
+      for (let i = 0; i < 3; i++) yield i;
+    }
+    const it = gen();
+    const got: number[] = [];
+    for (;;) {
+      const r = await nextUnlessAborted(it, ac.signal);
+      assert.equal(listeners(ac.signal), 0);
+      if (r.done) break;
+      got.push(r.value);
+    }
+    assert.deepEqual(got, [0, 1, 2]);
+  });
+
+  test('an abort ends the wait for a stalled producer; an aborted signal does not call next()', async () => {
+    const ac = new AbortController();
+    let calls = 0;
+    const stalled: AsyncIterator<number> = {
+      next: () => {
+        calls++;
+        return new Promise<IteratorResult<number>>(() => {});
+      },
+    };
+    const pending = nextUnlessAborted(stalled, ac.signal);
+    setTimeout(() => ac.abort(), 20);
+    assert.deepEqual(await pending, { done: true, value: undefined });
+    assert.deepEqual(await nextUnlessAborted(stalled, ac.signal), { done: true, value: undefined });
+    assert.equal(calls, 1);
+  });
+
+  test("the producer's error is passed on", async () => {
+    const failing: AsyncIterator<number> = { next: () => Promise.reject(new Error('source broke')) };
+    await assert.rejects(nextUnlessAborted(failing, new AbortController().signal), /source broke/);
   });
 });
