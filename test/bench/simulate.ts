@@ -85,7 +85,7 @@ function cpuShare(sampler: CpuSampler, from: number, to: number): BurstCpu | nul
   const w = sampler.window(from, to);
   // A lone device's burst lasts a few ms: less than the ticks /proc counts in.
   if (!w?.server || w.ms < MIN_BURST_MS) return null;
-  return { windowMs: w.ms, machineBusyPct: w.machineBusyPct, server: w.server, rig: w.rig, cpus: availableParallelism() };
+  return { windowMs: w.ms, machineBusyPct: w.machineBusyPct, server: w.server, rig: w.rig, cpuWaitMs: w.cpuWaitMs, cpus: availableParallelism() };
 }
 
 /**

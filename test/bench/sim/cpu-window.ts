@@ -10,6 +10,11 @@
  * (V8's and libuv's helpers) is `other`. The simulator's own process and the fakes' are sampled too,
  * so a saturated window shows who took the rest. Linux only (`startCpuSampler` returns null elsewhere).
  * About 400 small reads a second, far below what the step itself costs.
+ *
+ * It also reads how long the server's main thread and this process's main thread (the simulated
+ * devices) were ready to run but waited for a CPU (`/proc/<pid>/task/<tid>/schedstat`, in ns): the
+ * main thread sends every device's frames on time only if it gets a CPU when a frame is due, and a
+ * device's arrival times are taken on this process's main thread.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 
@@ -35,6 +40,12 @@ export interface RigCpuShare {
   fakes: number | null;
 }
 
+/** Time (ms) a thread was ready to run but waited for a CPU, in a window; null where unreadable. */
+export interface CpuWait {
+  serverMain: number | null;
+  simulator: number | null;
+}
+
 export interface CpuWindow {
   /** The window's length, ms. */
   ms: number;
@@ -43,6 +54,7 @@ export interface CpuWindow {
   /** Null when no server process was given. */
   server: ServerCpuShare | null;
   rig: RigCpuShare;
+  cpuWaitMs: CpuWait;
 }
 
 export interface CpuSampler {
@@ -62,6 +74,19 @@ interface Sample {
   total: number;
   /** utime+stime of each group, in the same jiffies. */
   ticks: Record<Group, number>;
+  /** Run-queue wait so far (ns) of the server's and this process's main threads. */
+  waitNs: { serverMain: number | null; simulator: number | null };
+}
+
+/** Run-queue wait (ns) from a schedstat file: its second field. Null when unreadable. */
+function readWaitNs(path: string | null): number | null {
+  if (!path) return null;
+  try {
+    const v = Number(readFileSync(path, 'utf8').split(' ')[1]);
+    return Number.isFinite(v) ? v : null;
+  } catch {
+    return null;
+  }
 }
 
 function readMachine(): { busy: number; total: number } | null {
@@ -129,13 +154,15 @@ export interface ServerProcesses {
 export function startCpuSampler(everyMs: number, server: ServerProcesses | null, fakesPid: number | null = null): CpuSampler | null {
   if (!readMachine()) return null;
   const files = groupFiles(server, fakesPid);
+  const serverMainWait = server ? `/proc/${server.pid}/task/${server.pid}/schedstat` : null;
+  const simulatorWait = `/proc/self/task/${process.pid}/schedstat`;
   const samples: Sample[] = [];
   const take = (): void => {
     const m = readMachine();
     if (!m) return;
     const ticks: Record<Group, number> = { process: 0, main: 0, providers: 0, media: 0, helpers: 0, simulator: 0, fakes: 0 };
     for (const g of GROUPS) for (const f of files[g]) ticks[g] += readTicks(f);
-    samples.push({ at: performance.now(), busy: m.busy, total: m.total, ticks });
+    samples.push({ at: performance.now(), busy: m.busy, total: m.total, ticks, waitNs: { serverMain: readWaitNs(serverMainWait), simulator: readWaitNs(simulatorWait) } });
   };
   take();
   const timer = setInterval(take, everyMs);
@@ -161,7 +188,12 @@ export function startCpuSampler(everyMs: number, server: ServerProcesses | null,
         return { total: named + other + helpers, main, providers, media, other, helpers };
       };
       const rig: RigCpuShare = { simulator: pct('simulator'), fakes: fakesPid ? pct('fakes') : null };
-      return { ms: to - from, machineBusyPct: (100 * (b.busy - a.busy)) / total, server: server ? share() : null, rig };
+      const waited = (k: keyof CpuWait): number | null => {
+        const [x, y] = [a.waitNs[k], b.waitNs[k]];
+        return x === null || y === null ? null : Math.max(0, y - x) / 1e6;
+      };
+      const cpuWaitMs: CpuWait = { serverMain: waited('serverMain'), simulator: waited('simulator') };
+      return { ms: to - from, machineBusyPct: (100 * (b.busy - a.busy)) / total, server: server ? share() : null, rig, cpuWaitMs };
     },
     stop(): void {
       clearInterval(timer);

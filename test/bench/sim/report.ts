@@ -5,7 +5,7 @@
 import type { TurnRecord } from './device.ts';
 import type { ServerTurnTiming } from './server.ts';
 import type { P50P95 } from './stats.ts';
-import type { RigCpuShare, ServerCpuShare } from './cpu-window.ts';
+import type { CpuWait, RigCpuShare, ServerCpuShare } from './cpu-window.ts';
 
 export interface StepResult {
   devices: number;
@@ -115,6 +115,8 @@ export interface BurstCpu {
   server: ServerCpuShare;
   /** Shares of the simulator's and the fakes' processes: the rest of a busy machine. */
   rig: RigCpuShare;
+  /** How long the server's main thread and the simulator's waited for a CPU in the window, ms. */
+  cpuWaitMs: CpuWait;
   cpus: number;
 }
 
@@ -123,7 +125,10 @@ function cpuLine(label: string, window: string, b: BurstCpu): string {
   const v = b.server;
   const parts = `main ${int(v.main)}, providers ${int(v.providers)}, media ${int(v.media)}, other threads ${int(v.other)}, helpers ${int(v.helpers)}`;
   const rig = `the simulator ${int(b.rig.simulator)} %${b.rig.fakes === null ? '' : `, the fakes ${int(b.rig.fakes)} %`}`;
-  return `  ${label}: ${window}; all ${b.cpus} CPUs ${int(b.machineBusyPct)} % busy, the server ${int(v.total)} % (${parts}), ${rig}`;
+  const w = b.cpuWaitMs;
+  const waits = [w.serverMain === null ? null : `the server's main thread ${int(w.serverMain)} ms`, w.simulator === null ? null : `the simulator's ${int(w.simulator)} ms`].filter((x) => x !== null);
+  const waited = waits.length ? `; waited for a CPU: ${waits.join(', ')}` : '';
+  return `  ${label}: ${window}; all ${b.cpus} CPUs ${int(b.machineBusyPct)} % busy, the server ${int(v.total)} % (${parts}), ${rig}${waited}`;
 }
 
 /** The burst line: was the machine saturated while the devices waited for their answers? */
