@@ -113,7 +113,12 @@ test('simulator: 2 devices × 1 turn and 5 idle devices against a self-started s
   assert.ok(printed.some((l) => l.startsWith('| devices |')), 'Markdown table printed');
   assert.ok(printed.some((l) => /^ {2}stages \(server.*first turns ASR \d+ \/ \d+/.test(l)), 'the stages line printed under the row');
   assert.ok(printed.some((l) => /^\| 2 \| 2\/2 \|/.test(l)), 'the step row is in the table');
-  if (process.platform === 'linux') assert.ok(printed.some((l) => /^ {2}talking \(first turns\): \d+ ms while all 2 devices sent speech; all \d+ CPUs .*, the simulator \d+ %, the fakes \d+ %$/.test(l)), 'the talking line printed');
+  if (process.platform === 'linux') assert.ok(printed.some((l) => /^ {2}talking \(first turns\): \d+ ms while all 2 devices sent speech; all \d+ CPUs .*, the simulator \d+ %, the fakes \d+ %; waited for a CPU: the server's main thread \d+ ms, the simulator's \d+ ms$/.test(l)), 'the talking line printed');
+  if (process.platform === 'linux') {
+    const waits = s.talkingCpu?.cpuWaitMs;
+    finite(waits?.serverMain ?? null, "the server main thread's CPU wait while devices talk");
+    finite(waits?.simulator ?? null, "the simulator's CPU wait while devices talk");
+  }
   assert.ok(printed.some((l) => l.startsWith('idle: server RSS with 0 devices')), 'idle figures printed');
 });
 
