@@ -69,9 +69,11 @@ test('cpu window: a spinning thread is counted in its group, sleeping threads ar
   }
 });
 
-test('cpu window: a main thread that shares the CPUs with more spinning threads than CPUs is seen waiting for one', { skip: existsSync('/proc/self/schedstat') ? false : 'needs Linux /proc schedstat (the report then leaves the wait out)' }, async () => {
-  // One more spinning thread than CPUs, plus this thread: every thread gets only part of a CPU.
-  const workers = Array.from({ length: availableParallelism() + 1 }, () => new Worker(WORKER, { eval: true }));
+test('cpu window: a main thread that shares the CPUs with three times as many spinning threads waits for one most of the time', { skip: existsSync('/proc/self/schedstat') ? false : 'needs Linux /proc schedstat (the report then leaves the wait out)' }, async () => {
+  // 3n spinning threads and this one on n CPUs: this thread runs about n/(3n+1) of the time (under
+  // a third) and waits the rest. Other load on the machine only makes it wait longer; reading the
+  // run time instead of the wait gives under a third.
+  const workers = Array.from({ length: 3 * availableParallelism() }, () => new Worker(WORKER, { eval: true }));
   const next = (w: Worker): Promise<unknown> => new Promise((resolve) => w.once('message', resolve));
   await Promise.all(workers.map(next));
   const sampler = startCpuSampler(20, { pid: process.pid, children: [] });
@@ -86,22 +88,14 @@ test('cpu window: a main thread that shares the CPUs with more spinning threads 
     assert.ok(x > 0);
     await done;
     await sleep(60);
-    // The same spin alone: this thread runs as long, but hardly waits.
-    const soloFrom = performance.now();
-    while (performance.now() - soloFrom < SPIN_MS) x += Math.sqrt(x + 1);
-    const soloTo = performance.now();
-    await sleep(60);
     sampler.stop();
-    const busy = sampler.window(from, to)?.cpuWaitMs;
-    const solo = sampler.window(soloFrom, soloTo)?.cpuWaitMs;
-    assert.ok(busy && solo, 'both windows are covered by samples');
+    const w = sampler.window(from, to);
+    assert.ok(w, 'the window is covered by samples');
     // This thread is both the "server's main thread" (its pid is given as the server's) and the simulator's.
     for (const k of ['serverMain', 'simulator'] as const) {
-      const b = busy[k];
-      const alone = solo[k];
-      assert.ok(b !== null && alone !== null, `${k} is read`);
-      assert.ok(b > SPIN_MS / 10, `${k} waited ${b} ms while ${workers.length} threads spun with it on ${availableParallelism()} CPUs`);
-      assert.ok(alone < b / 3, `${k} waited ${alone} ms spinning alone, against ${b} ms contended`);
+      const waited = w.cpuWaitMs[k];
+      assert.ok(waited !== null, `${k} is read`);
+      assert.ok(waited > w.ms / 2 && waited < w.ms + 50, `${k} waited ${waited} ms of ${w.ms} while ${workers.length} threads spun with it on ${availableParallelism()} CPUs`);
     }
   } finally {
     sampler?.stop();
