@@ -12,10 +12,11 @@ export type ListenerEvent =
   | { type: 'speech_start' }
   /**
    * The VAD heard a pause that may end the utterance (auto and realtime mode, with `pauseMs`):
-   * `pcm` is the utterance so far. `resume` follows if the user speaks again before the end of
-   * speech is confirmed (by the `utterance` event).
+   * `pcm()` copies the utterance so far (call it at once, or not at all: most pauses start no
+   * turn, and a device may pause as often as it likes). `resume` follows if the user speaks again
+   * before the end of speech is confirmed (by the `utterance` event).
    */
-  | { type: 'pause'; pcm: Int16Array; sampleRate: number }
+  | { type: 'pause'; pcm: () => Int16Array; sampleRate: number }
   | { type: 'resume' }
   | { type: 'utterance'; pcm: Int16Array; sampleRate: number; reason: 'vad' | 'manual' | 'max_length'; hadSpeech: boolean; endedAt: number };
 
@@ -185,8 +186,10 @@ export class Listener {
         this.#o.onEvent({ type: 'speech_start' });
       } else if (this.#active && this.#mode !== 'manual') {
         if (e.type === 'speech_end') this.#emitUtterance('vad');
-        else if (e.type === 'pause') this.#o.onEvent({ type: 'pause', pcm: concatInt16(this.#utterance), sampleRate: rate });
-        else this.#o.onEvent({ type: 'resume' });
+        else if (e.type === 'pause') {
+          const parts = this.#utterance;
+          this.#o.onEvent({ type: 'pause', pcm: () => concatInt16(parts), sampleRate: rate });
+        } else this.#o.onEvent({ type: 'resume' });
       }
       if (gen !== this.#generation) return;
     }

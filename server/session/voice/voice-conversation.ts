@@ -306,9 +306,11 @@ class VoiceConversation implements Conversation {
   }
 
   /** A pause that may end the utterance: its turn starts now, held until the VAD confirms. */
-  #startEarly(pcm: Int16Array, sampleRate: number): void {
-    if (this.#closed || this.#turn || this.#early || !this.#media || !this.#tools || pcm.length === 0) return;
+  #startEarly(utterance: () => Int16Array, sampleRate: number): void {
+    if (this.#closed || this.#turn || this.#early || !this.#media || !this.#tools) return;
     if (this.#earlyDrops >= MAX_EARLY_DROPS_PER_UTTERANCE) return;
+    const pcm = utterance();
+    if (pcm.length === 0) return;
     const turn = this.#newTurn({ source: 'voice', pcm, sampleRate, endedAt: performance.now() }, { early: true });
     this.#early = turn;
     this.#run(turn);
