@@ -16,7 +16,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { startCpuSampler, type CpuSampler } from './sim/cpu-window.ts';
 import { FleetDevice, prepareUtterance, simMac, type TurnRecord, type UtteranceAudio } from './sim/device.ts';
 import { defaultOptions, parseArgs, USAGE, type SimulationOptions } from './sim/options.ts';
-import { alignedHeader, alignedRow, burstLine, talkingLine, idleLines, legend, markdownTable, stagesLine, type BurstCpu, type IdleResult, type SimulationResult, type StepResult, type TurnStages } from './sim/report.ts';
+import { alignedHeader, alignedRow, burstLine, simLine, talkingLine, idleLines, legend, markdownTable, stagesLine, type BurstCpu, type IdleResult, type SimulationResult, type StepResult, type TurnStages } from './sim/report.ts';
 import { remoteServer, startLocalServer, type ServerTurnTiming, type SimServer } from './sim/server.ts';
 import { p50p95, sleep, sumPlayback, type P50P95 } from './sim/stats.ts';
 
@@ -85,7 +85,7 @@ function cpuShare(sampler: CpuSampler, from: number, to: number): BurstCpu | nul
   const w = sampler.window(from, to);
   // A lone device's burst lasts a few ms: less than the ticks /proc counts in.
   if (!w?.server || w.ms < MIN_BURST_MS) return null;
-  return { windowMs: w.ms, machineBusyPct: w.machineBusyPct, server: w.server, rig: w.rig, cpuWaitMs: w.cpuWaitMs, cpus: availableParallelism() };
+  return { windowMs: w.ms, machineBusyPct: w.machineBusyPct, stealPct: w.stealPct, server: w.server, rig: w.rig, cpuWaitMs: w.cpuWaitMs, cpus: availableParallelism() };
 }
 
 /**
@@ -280,13 +280,16 @@ class Run {
     const t0 = performance.now();
     const simCpu0 = process.cpuUsage();
     let recs: TurnRecord[];
+    let turnsEnd = t0;
     try {
       recs = await this.turns(connected, o.turns, o.staggerMs);
     } finally {
       loop.disable();
-      cpuWindow?.stop();
+      turnsEnd = performance.now();
+      cpuWindow?.stop(); // takes a last sample, after turnsEnd
     }
     const wallMs = performance.now() - t0;
+    const stealPct = cpuWindow?.window(t0, turnsEnd)?.stealPct ?? null;
     const simCpu = process.cpuUsage(simCpu0);
     const loadAvg1 = loadavg()[0] ?? NaN;
     const cpu1 = await this.server.cpu();
@@ -342,6 +345,7 @@ class Run {
       simLoopMaxMs: Math.max(0, loop.max / 1e6 - LOOP_TICK_MS),
       simCpuCores: (simCpu.user + simCpu.system) / 1000 / wallMs,
       loadAvg1,
+      stealPct,
       cpus: availableParallelism(),
       wallMs,
       errors: countErrors([...connectErrors, ...recs]),
@@ -465,7 +469,7 @@ export async function runSimulation(partial: Partial<SimulationOptions> = {}): P
         if (talking) print(talking);
         const burst = burstLine(s);
         if (burst) print(burst);
-        print(`  sim: ${s.simCpuCores.toFixed(2)} CPU cores; machine load average ${s.loadAvg1.toFixed(1)} on ${s.cpus} CPUs; step took ${(s.wallMs / 1000).toFixed(1)} s`);
+        print(simLine(s));
         if (s.connectRefusals) print(`  connect: ${s.connectRefusals} upgrades refused with 503 (server admission) and retried after Retry-After`);
         if (s.bargeIns > 0) print(`  barge-in: ${s.bargeIns} turns aborted mid-answer; abort → tts stop p50/p95 ${Math.round(s.abortToStopMs.p50)} / ${Math.round(s.abortToStopMs.p95)} ms`);
         // A server that died during the step: its row above is the evidence; stop here.

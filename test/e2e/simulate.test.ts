@@ -118,6 +118,9 @@ test('simulator: 2 devices × 1 turn and 5 idle devices against a self-started s
     const waits = s.talkingCpu?.cpuWaitMs;
     finite(waits?.serverMain ?? null, "the server main thread's CPU wait while devices talk");
     finite(waits?.simulator ?? null, "the simulator's CPU wait while devices talk");
+    finite(s.talkingCpu?.stealPct ?? null, "the hypervisor's share while devices talk");
+    finite(s.stealPct, "the hypervisor's share over the step");
+    assert.ok(printed.some((l) => /^ {2}sim: [\d.]+ CPU cores; machine load average [\d.]+ on \d+ CPUs; the hypervisor took [\d.]+ % of the CPUs' time; step took/.test(l)), 'the sim line says what the hypervisor took');
   }
   assert.ok(printed.some((l) => l.startsWith('idle: server RSS with 0 devices')), 'idle figures printed');
 });

@@ -11,6 +11,10 @@
  * so a saturated window shows who took the rest. Linux only (`startCpuSampler` returns null elsewhere).
  * About 400 small reads a second, far below what the step itself costs.
  *
+ * On a virtual machine the hypervisor may run other guests on this one's CPUs: that time is
+ * `steal` in `/proc/stat`, counted apart (`stealPct`), because nothing in this machine used it and
+ * every thread that wanted a CPU then waited, whoever's it was.
+ *
  * It also reads how long the server's main thread and this process's main thread (the simulated
  * devices) were ready to run but waited for a CPU (`/proc/<pid>/task/<tid>/schedstat`, in ns): the
  * main thread sends every device's frames on time only if it gets a CPU when a frame is due, and a
@@ -49,8 +53,10 @@ export interface CpuWait {
 export interface CpuWindow {
   /** The window's length, ms. */
   ms: number;
-  /** Share of all CPUs' time that was busy, %. */
+  /** Share of all CPUs' time that was busy, %, including `stealPct`. */
   machineBusyPct: number;
+  /** Share of all CPUs' time the hypervisor gave to other guests (`steal`), %: 0 on bare metal. */
+  stealPct: number;
   /** Null when no server process was given. */
   server: ServerCpuShare | null;
   rig: RigCpuShare;
@@ -69,8 +75,9 @@ const GROUPS: readonly Group[] = ['process', 'main', 'providers', 'media', 'help
 interface Sample {
   /** performance.now() of the sample. */
   at: number;
-  /** Jiffies of all CPUs: busy (not idle or iowait) and total. */
+  /** Jiffies of all CPUs: busy (not idle or iowait), stolen by the hypervisor, and total. */
   busy: number;
+  steal: number;
   total: number;
   /** utime+stime of each group, in the same jiffies. */
   ticks: Record<Group, number>;
@@ -89,14 +96,20 @@ function readWaitNs(path: string | null): number | null {
   }
 }
 
-function readMachine(): { busy: number; total: number } | null {
+/** Busy, stolen and total jiffies of all CPUs from the first line of `/proc/stat`; null if unreadable. */
+export function parseCpuLine(line: string): { busy: number; steal: number; total: number } | null {
+  // Fields after "cpu": user nice system idle iowait irq softirq steal guest guest_nice. A guest's
+  // time is already counted in user and nice, so the sum stops at steal.
+  const f = line.trim().split(/\s+/).slice(1, 9).map(Number);
+  if (f.length < 8 || !f.every(Number.isFinite)) return null;
+  const total = f.reduce((x, y) => x + y, 0);
+  const idle = (f[3] ?? 0) + (f[4] ?? 0);
+  return total > 0 ? { busy: total - idle, steal: f[7] ?? 0, total } : null;
+}
+
+function readMachine(): { busy: number; steal: number; total: number } | null {
   try {
-    const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0] ?? '';
-    const f = line.trim().split(/\s+/).slice(1).map(Number);
-    const total = f.reduce((a, b) => a + b, 0);
-    // Fields: user nice system idle iowait irq softirq steal ...
-    const idle = (f[3] ?? 0) + (f[4] ?? 0);
-    return Number.isFinite(total) && total > 0 ? { busy: total - idle, total } : null;
+    return parseCpuLine(readFileSync('/proc/stat', 'utf8').split('\n', 1)[0] ?? '');
   } catch {
     return null;
   }
@@ -162,7 +175,7 @@ export function startCpuSampler(everyMs: number, server: ServerProcesses | null,
     if (!m) return;
     const ticks: Record<Group, number> = { process: 0, main: 0, providers: 0, media: 0, helpers: 0, simulator: 0, fakes: 0 };
     for (const g of GROUPS) for (const f of files[g]) ticks[g] += readTicks(f);
-    samples.push({ at: performance.now(), busy: m.busy, total: m.total, ticks, waitNs: { serverMain: readWaitNs(serverMainWait), simulator: readWaitNs(simulatorWait) } });
+    samples.push({ at: performance.now(), busy: m.busy, steal: m.steal, total: m.total, ticks, waitNs: { serverMain: readWaitNs(serverMainWait), simulator: readWaitNs(simulatorWait) } });
   };
   take();
   const timer = setInterval(take, everyMs);
@@ -193,7 +206,7 @@ export function startCpuSampler(everyMs: number, server: ServerProcesses | null,
         return x === null || y === null ? null : Math.max(0, y - x) / 1e6;
       };
       const cpuWaitMs: CpuWait = { serverMain: waited('serverMain'), simulator: waited('simulator') };
-      return { ms: to - from, machineBusyPct: (100 * (b.busy - a.busy)) / total, server: server ? share() : null, rig, cpuWaitMs };
+      return { ms: to - from, machineBusyPct: (100 * (b.busy - a.busy)) / total, stealPct: (100 * (b.steal - a.steal)) / total, server: server ? share() : null, rig, cpuWaitMs };
     },
     stop(): void {
       clearInterval(timer);

@@ -71,6 +71,8 @@ export interface StepResult {
   simCpuCores: number;
   /** The machine's 1-minute load average at the end of the step, and its CPU count. */
   loadAvg1: number;
+  /** Share of all CPUs' time over the step that the hypervisor gave to other guests, %; null off Linux. */
+  stealPct: number | null;
   cpus: number;
   wallMs: number;
   errors: Record<string, number>;
@@ -111,6 +113,8 @@ const pct = (v: number): string => (Number.isFinite(v) ? v.toFixed(1) : 'n/a');
 export interface BurstCpu {
   windowMs: number;
   machineBusyPct: number;
+  /** Of machineBusyPct, what the hypervisor gave to other guests (see sim/cpu-window.ts). */
+  stealPct: number;
   /** Shares of all CPUs' time, by thread group of the server (see sim/cpu-window.ts). */
   server: ServerCpuShare;
   /** Shares of the simulator's and the fakes' processes: the rest of a busy machine. */
@@ -118,6 +122,17 @@ export interface BurstCpu {
   /** How long the server's main thread and the simulator's waited for a CPU in the window, ms. */
   cpuWaitMs: CpuWait;
   cpus: number;
+}
+
+/** ` (the hypervisor took N %)` when a virtual machine lost at least 1 % of its CPUs' time to other guests. */
+function stolen(pct: number | null): string {
+  return pct !== null && pct >= 1 ? ` (the hypervisor took ${int(pct)} %)` : '';
+}
+
+/** The sim line: what the simulated devices cost, and what else loaded the machine over the step. */
+export function simLine(s: StepResult): string {
+  const steal = s.stealPct === null ? '' : `; the hypervisor took ${pct(s.stealPct)} % of the CPUs' time`;
+  return `  sim: ${s.simCpuCores.toFixed(2)} CPU cores; machine load average ${s.loadAvg1.toFixed(1)} on ${s.cpus} CPUs${steal}; step took ${(s.wallMs / 1000).toFixed(1)} s`;
 }
 
 /** A CPU line under a step's row: how busy the machine was in a window, and the server's share by thread. */
@@ -128,7 +143,7 @@ function cpuLine(label: string, window: string, b: BurstCpu): string {
   const w = b.cpuWaitMs;
   const waits = [w.serverMain === null ? null : `the server's main thread ${int(w.serverMain)} ms`, w.simulator === null ? null : `the simulator's ${int(w.simulator)} ms`].filter((x) => x !== null);
   const waited = waits.length ? `; waited for a CPU: ${waits.join(', ')}` : '';
-  return `  ${label}: ${window}; all ${b.cpus} CPUs ${int(b.machineBusyPct)} % busy, the server ${int(v.total)} % (${parts}), ${rig}${waited}`;
+  return `  ${label}: ${window}; all ${b.cpus} CPUs ${int(b.machineBusyPct)} % busy${stolen(b.stealPct)}, the server ${int(v.total)} % (${parts}), ${rig}${waited}`;
 }
 
 /** The burst line: was the machine saturated while the devices waited for their answers? */

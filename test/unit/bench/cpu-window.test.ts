@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { startCpuSampler } from '../../bench/sim/cpu-window.ts';
+import { parseCpuLine, startCpuSampler } from '../../bench/sim/cpu-window.ts';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const SPIN_MS = 400;
@@ -62,6 +62,7 @@ test('cpu window: a spinning thread is counted in its group, sleeping threads ar
     assert.ok(Math.abs(main.total - (main.main + main.providers + main.media + main.other + main.helpers)) < 0.01, 'the groups add up to the total');
     const w = sampler.window(mainFrom, mainTo);
     assert.ok(w && w.machineBusyPct >= main.total - 5, 'the machine is at least as busy as this process');
+    assert.ok(w.stealPct >= 0 && w.stealPct <= w.machineBusyPct, `stolen time is part of the busy time: ${JSON.stringify(w)}`);
     assert.equal(sampler.window(restTo, restFrom), null, 'an empty window is null');
   } finally {
     sampler?.stop();
@@ -101,4 +102,12 @@ test('cpu window: a main thread that shares the CPUs with three times as many sp
     sampler?.stop();
     await Promise.all(workers.map((w) => w.terminate()));
   }
+});
+
+test("cpu window: the hypervisor's steal is its own field, part of busy, and guest time is not counted twice", () => {
+  // A line as a Firecracker guest shows it: user nice system idle iowait irq softirq steal guest guest_nice.
+  const m = parseCpuLine('cpu  2473799 479624 523234 5902972 21306 0 22395 169509 7 3');
+  assert.deepEqual(m, { busy: 2473799 + 479624 + 523234 + 22395 + 169509, steal: 169509, total: 2473799 + 479624 + 523234 + 5902972 + 21306 + 22395 + 169509 });
+  assert.equal(parseCpuLine('cpu  1 2 3'), null, 'a short line is refused, not read as zero steal');
+  assert.equal(parseCpuLine(''), null);
 });
