@@ -16,7 +16,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { startCpuSampler, type CpuSampler } from './sim/cpu-window.ts';
 import { FleetDevice, prepareUtterance, simMac, type TurnRecord, type UtteranceAudio } from './sim/device.ts';
 import { defaultOptions, parseArgs, USAGE, type SimulationOptions } from './sim/options.ts';
-import { alignedHeader, alignedRow, burstLine, simLine, talkingLine, idleLines, legend, markdownTable, stagesLine, type BurstCpu, type IdleResult, type SimulationResult, type StepResult, type TurnStages } from './sim/report.ts';
+import { alignedHeader, alignedRow, burstLine, simLine, stealWarning, talkingLine, idleLines, legend, markdownTable, stagesLine, type BurstCpu, type IdleResult, type SimulationResult, type StepResult, type TurnStages } from './sim/report.ts';
 import { remoteServer, startLocalServer, type ServerTurnTiming, type SimServer } from './sim/server.ts';
 import { p50p95, sleep, sumPlayback, type P50P95 } from './sim/stats.ts';
 
@@ -470,6 +470,8 @@ export async function runSimulation(partial: Partial<SimulationOptions> = {}): P
         const burst = burstLine(s);
         if (burst) print(burst);
         print(simLine(s));
+        const noisy = stealWarning(i + 1, s.stealPct);
+        if (noisy) run.warn(noisy);
         if (s.connectRefusals) print(`  connect: ${s.connectRefusals} upgrades refused with 503 (server admission) and retried after Retry-After`);
         if (s.bargeIns > 0) print(`  barge-in: ${s.bargeIns} turns aborted mid-answer; abort → tts stop p50/p95 ${Math.round(s.abortToStopMs.p50)} / ${Math.round(s.abortToStopMs.p95)} ms`);
         // A server that died during the step: its row above is the evidence; stop here.
