@@ -125,14 +125,14 @@ export interface BurstCpu {
 }
 
 /** ` (the hypervisor took N %)` when a virtual machine lost at least 1 % of its CPUs' time to other guests. */
-function stolen(pct: number | null): string {
-  return pct !== null && pct >= 1 ? ` (the hypervisor took ${int(pct)} %)` : '';
+function stolen(share: number | null): string {
+  return share !== null && share >= 1 ? ` (the hypervisor took ${int(share)} %)` : '';
 }
 
 /**
  * Above this share of the CPUs' time taken by the hypervisor over a step, the run warns. On the
- * 2-core development VM, 50-device steps with under 1 % steal had 0.3–0.6 % late frames at the
- * device, and those with 5–15 % had 0.7–5.3 %: the host's other guests then decide the figure.
+ * 2-core development VM, 50-device steps with 0.2 % steal or less had 0.07–0.62 % late frames at
+ * the device, and those with 2–15 % had 0.7–5.3 %: the host's other guests then decide the figure.
  */
 export const NOISY_HOST_STEAL_PCT = 2;
 
