@@ -132,7 +132,8 @@ function stolen(share: number | null): string {
 /**
  * Above this share of the CPUs' time taken by the hypervisor over a step, the run warns. On the
  * 2-core development VM, 50-device steps with 0.2 % steal or less had 0.07–0.62 % late frames at
- * the device, and those with 2–15 % had 0.7–5.3 %: the host's other guests then decide the figure.
+ * the device, those with 2–6 % 0.3–2.7 % and those with 7–19 % 1.5–5.3 %: the host's other guests
+ * then weigh as much as the server.
  */
 export const NOISY_HOST_STEAL_PCT = 2;
 
