@@ -12,8 +12,8 @@
  * About 400 small reads a second, far below what the step itself costs.
  *
  * On a virtual machine the hypervisor may run other guests on this one's CPUs: that time is
- * `steal` in `/proc/stat`, counted apart (`stealPct`), because nothing in this machine used it and
- * every thread that wanted a CPU then waited, whoever's it was.
+ * `steal` in `/proc/stat`, counted apart (`stealPct`): none of this machine's threads used it, and
+ * the thread put on that vCPU waited without the guest knowing.
  *
  * It also reads how long the server's main thread and this process's main thread (the simulated
  * devices) were ready to run but waited for a CPU (`/proc/<pid>/task/<tid>/schedstat`, in ns): the
