@@ -11,7 +11,8 @@ import { runReact } from '../../llm/react.ts';
 import { createSentenceCutter } from '../../llm/sentences.ts';
 import { createLocalTools, dateTimeTool } from '../../mcp/local-tools.ts';
 import { fakeText, fakeToolCalls, startFakeOpenAi } from '../fixtures/fake-openai.ts';
-import { procCpu, startFakes, stopFakes } from './sim/server.ts';
+import { procCpu } from './sim/proc.ts';
+import { startFakes, stopFakes } from './sim/server.ts';
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);

@@ -5,13 +5,14 @@
  * or an already running one given by URL. Both expose the same probes: CPU, RSS, event-loop lag
  * and live sessions, from /proc for a child and from /metrics when available.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { freePort, spawnServer, type SpawnedServer } from '../../integration/ops/helpers/spawned-server.ts';
+import { childPids, procCpu, procRss } from './proc.ts';
 import { parsePrometheus, sleep } from './stats.ts';
 
 /** One `turn timings` line of the server log. */
@@ -105,91 +106,6 @@ function guardChild(pid: number): void {
       }
     }
   });
-}
-
-let clkTck: number | null = null;
-function clockTicks(): number {
-  if (clkTck === null) {
-    try {
-      clkTck = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-    } catch {
-      clkTck = 100;
-    }
-  }
-  return clkTck;
-}
-
-/** How long a list of children is reused: a scan reads every /proc/<n>/stat of the machine. */
-const CHILD_LIST_TTL_MS = 1000;
-const childCache = new Map<number, { at: number; pids: number[] }>();
-
-/**
- * Pids of the live direct children of `pid` (the espeak-ng helpers, pocketsphinx, ffmpeg), from
- * /proc. Reused for a second: the RSS sampler asks ten times a second, and the scan was the
- * largest single item of the simulator's own CPU profile (the children are long-lived; a replaced
- * helper shows up a second later).
- */
-function childPids(pid: number): number[] {
-  const cached = childCache.get(pid);
-  if (cached && performance.now() - cached.at < CHILD_LIST_TTL_MS) return cached.pids;
-  const out: number[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const s = readFileSync(`/proc/${name}/stat`, 'utf8');
-      if (Number(s.slice(s.lastIndexOf(')') + 2).split(' ')[1]) === pid) out.push(Number(name));
-    } catch {
-      // ended while we looked
-    }
-  }
-  childCache.set(pid, { at: performance.now(), pids: out });
-  return out;
-}
-
-/** Fields of /proc/<pid>/stat after the command name: rest[0] is field 3 (state). */
-function statFields(pid: number): string[] | null {
-  try {
-    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return s.slice(s.lastIndexOf(')') + 2).split(' ');
-  } catch {
-    return null;
-  }
-}
-
-/**
- * CPU seconds of a process (utime+stime) and of its children: the reaped ones (cutime+cstime)
- * plus the live ones (the long-lived espeak-ng helpers and pocketsphinx work all run long).
- */
-export function procCpu(pid: number): { self: number; children: number } | null {
-  const rest = statFields(pid);
-  if (!rest) return null;
-  const tck = clockTicks();
-  // utime is field 14, stime 15, cutime 16, cstime 17.
-  const n = (f: string[], i: number): number => Number(f[i] ?? 0);
-  let children = n(rest, 13) + n(rest, 14);
-  for (const c of childPids(pid)) {
-    const f = statFields(c);
-    if (f) children += n(f, 11) + n(f, 12) + n(f, 13) + n(f, 14);
-  }
-  return { self: (n(rest, 11) + n(rest, 12)) / tck, children: children / tck };
-}
-
-/** VmRSS and VmHWM of a process in bytes, from /proc/<pid>/status; `rss` includes its live children's. */
-export function procRss(pid: number): { rss: number; hwm: number } | null {
-  const read = (p: number): { rss: number; hwm: number } | null => {
-    try {
-      const s = readFileSync(`/proc/${p}/status`, 'utf8');
-      const kb = (key: string): number => Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(s)?.[1] ?? NaN) * 1024;
-      return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
-    } catch {
-      return null;
-    }
-  };
-  const own = read(pid);
-  if (!own) return null;
-  let kids = 0;
-  for (const c of childPids(pid)) kids += read(c)?.rss ?? 0;
-  return { rss: own.rss + kids, hwm: own.hwm + kids };
 }
 
 function otaUrlFor(wsUrl: string): string {
