@@ -13,7 +13,7 @@ import { setMaxListeners } from 'node:events';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { startCpuSampler, type CpuSampler } from './sim/cpu-window.ts';
+import { startMachineProbe, type MachineProbe } from './sim/cpu-window.ts';
 import { FleetDevice, prepareUtterance, simMac, type TurnRecord, type UtteranceAudio } from './sim/device.ts';
 import { defaultOptions, parseArgs, USAGE, type SimulationOptions } from './sim/options.ts';
 import { alignedHeader, alignedRow, burstLine, simLine, stealWarning, talkingLine, idleLines, legend, markdownTable, stagesLine, type BurstCpu, type IdleResult, type SimulationResult, type StepResult, type TurnStages } from './sim/report.ts';
@@ -75,17 +75,19 @@ function turnStages(st: ReadonlyArray<ServerTurnTiming>): { first: TurnStages; l
   return { first: of(first), later: of(later) };
 }
 
-/** Every 20 ms: two samples a 60 ms frame, cheap enough to leave on. */
+/** Every 20 ms: two samples a 60 ms frame, cheap enough to leave on (on the probe's own thread). */
 const CPU_SAMPLE_MS = 20;
+/** The self-started server's RSS, for the step's peak. */
+const RSS_SAMPLE_MS = 100;
 /** Bursts shorter than this are not reported: /proc counts CPU time in 10 ms ticks. */
 const MIN_BURST_MS = 200;
 
 /** The machine's and the server's CPU use between two times of this process's clock; null when too short to count. */
-function cpuShare(sampler: CpuSampler, from: number, to: number): BurstCpu | null {
+function cpuShare(sampler: MachineProbe, from: number, to: number): BurstCpu | null {
   const w = sampler.window(from, to);
   // A lone device's burst lasts a few ms: less than the ticks /proc counts in.
   if (!w?.server || w.ms < MIN_BURST_MS) return null;
-  return { windowMs: w.ms, machineBusyPct: w.machineBusyPct, stealPct: w.stealPct, server: w.server, rig: w.rig, cpuWaitMs: w.cpuWaitMs, cpus: availableParallelism() };
+  return { windowMs: w.ms, machineBusyPct: w.machineBusyPct, stealPct: w.stealPct, server: w.server, rig: w.rig, cpuWaitMs: w.cpuWaitMs, timer: w.timer, cpus: availableParallelism() };
 }
 
 /**
@@ -94,7 +96,7 @@ function cpuShare(sampler: CpuSampler, from: number, to: number): BurstCpu | nul
  * moment it had sent 95 % of their first frames. Null when
  * the server is not ours (no log) or too few first turns got a frame.
  */
-function burstCpu(st: ReadonlyArray<ServerTurnTiming> | null, sampler: CpuSampler | null): BurstCpu | null {
+function burstCpu(st: ReadonlyArray<ServerTurnTiming> | null, sampler: MachineProbe | null): BurstCpu | null {
   if (!sampler || !st) return null;
   const first = splitTurns(st).first.filter((t) => t.endedAt !== undefined);
   const frames = first.flatMap((t) => (t.firstAudioMs === undefined ? [] : [(t.endedAt as number) + t.firstAudioMs])).sort((a, b) => a - b);
@@ -109,7 +111,7 @@ function burstCpu(st: ReadonlyArray<ServerTurnTiming> | null, sampler: CpuSample
  * CPU use while every device was sending the speech of its first turn (from the last one to
  * start to the first one to finish): what devices cost while they talk, before any answer.
  */
-function talkingCpu(recs: readonly TurnRecord[], sampler: CpuSampler | null): BurstCpu | null {
+function talkingCpu(recs: readonly TurnRecord[], sampler: MachineProbe | null): BurstCpu | null {
   const first = recs.filter((r) => r.turn === 0 && r.speechStartAt !== undefined && r.speechEndAt !== undefined);
   if (!sampler || first.length === 0) return null;
   return cpuShare(sampler, Math.max(...first.map((r) => r.speechStartAt as number)), Math.min(...first.map((r) => r.speechEndAt as number)));
@@ -208,12 +210,16 @@ class Run {
     await sleep(extraMs);
   }
 
-  /** Samples the server's RSS until stopped; returns the peak seen (bytes) and the last HWM. */
+  /**
+   * Samples a server's RSS through `rss()` until stopped; returns the peak seen (bytes) and the
+   * last HWM. For a server someone else runs (its /metrics, every second): the probe thread
+   * samples a self-started one.
+   */
   rssSampler(): { stop(): Promise<{ peak: number | null; hwm: number | null }> } {
     let peak: number | null = null;
     let hwm: number | null = null;
     let running = true;
-    const period = this.server.started ? 100 : 1000;
+    const period = 1000;
     const loop = (async () => {
       while (running) {
         const r = await this.server.rss();
@@ -273,8 +279,9 @@ class Run {
     await this.server.metrics(); // resets prom-client's event-loop histogram: later scrapes cover the step
     this.server.resetLag();
     const cpu0 = await this.server.cpu();
-    const rss = this.rssSampler();
-    const cpuWindow = startCpuSampler(CPU_SAMPLE_MS, this.server.processTree(), this.server.fakesPid);
+    const probe = await startMachineProbe({ everyMs: CPU_SAMPLE_MS, rssEveryMs: this.server.started ? RSS_SAMPLE_MS : null, server: this.server.processTree(), fakesPid: this.server.fakesPid });
+    // The probe thread samples a self-started server's RSS; a server someone else runs, its /metrics.
+    const rss = probe && this.server.started ? null : this.rssSampler();
     const loop = monitorEventLoopDelay({ resolution: LOOP_TICK_MS });
     loop.enable();
     const t0 = performance.now();
@@ -286,16 +293,17 @@ class Run {
     } finally {
       loop.disable();
       turnsEnd = performance.now();
-      cpuWindow?.stop(); // takes a last sample, after turnsEnd
+      await probe?.stop(); // takes a last sample, after turnsEnd
     }
     const wallMs = performance.now() - t0;
-    const stealPct = cpuWindow?.window(t0, turnsEnd)?.stealPct ?? null;
+    const whole = probe?.window(t0, turnsEnd) ?? null;
+    const stealPct = whole?.stealPct ?? null;
     const simCpu = process.cpuUsage(simCpu0);
     const loadAvg1 = loadavg()[0] ?? NaN;
     const cpu1 = await this.server.cpu();
     await this.server.metrics();
     const serverLag = this.server.lagSinceReset();
-    const mem = await rss.stop();
+    const mem = (await rss?.stop()) ?? probe?.rss() ?? { peak: null, hwm: null };
     await this.closeAll(devs);
     await this.settle();
 
@@ -324,8 +332,8 @@ class Run {
       serverStages: st ? turnStages(st) : null,
       serverTurns: st,
       serverOutcomes: st ? outcomes : null,
-      burstCpu: burstCpu(st, cpuWindow),
-      talkingCpu: talkingCpu(recs, cpuWindow),
+      burstCpu: burstCpu(st, probe),
+      talkingCpu: talkingCpu(recs, probe),
       serverLateFrames: st ? st.reduce((a, t) => a + t.lateFrames, 0) : null,
       serverLatePct: st ? sentLatePct(st) : null,
       frames: play.frames,
@@ -346,6 +354,7 @@ class Run {
       simCpuCores: (simCpu.user + simCpu.system) / 1000 / wallMs,
       loadAvg1,
       stealPct,
+      timerJitter: whole?.timer ?? null,
       cpus: availableParallelism(),
       wallMs,
       errors: countErrors([...connectErrors, ...recs]),

@@ -113,14 +113,18 @@ test('simulator: 2 devices × 1 turn and 5 idle devices against a self-started s
   assert.ok(printed.some((l) => l.startsWith('| devices |')), 'Markdown table printed');
   assert.ok(printed.some((l) => /^ {2}stages \(server.*first turns ASR \d+ \/ \d+/.test(l)), 'the stages line printed under the row');
   assert.ok(printed.some((l) => /^\| 2 \| 2\/2 \|/.test(l)), 'the step row is in the table');
-  if (process.platform === 'linux') assert.ok(printed.some((l) => /^ {2}talking \(first turns\): \d+ ms while all 2 devices sent speech; all \d+ CPUs .*, the simulator \d+ %, the fakes \d+ %; waited for a CPU: the server's main thread \d+ ms, the simulator's \d+ ms$/.test(l)), 'the talking line printed');
+  if (process.platform === 'linux') assert.ok(printed.some((l) => /^ {2}talking \(first turns\): \d+ ms while all 2 devices sent speech; all \d+ CPUs .*, the simulator \d+ %, the fakes \d+ %; waited for a CPU: the server's main thread \d+ ms, the simulator's \d+ ms; an idle thread's timer over 5 ms late \d+ of \d+ times$/.test(l)), 'the talking line printed');
   if (process.platform === 'linux') {
     const waits = s.talkingCpu?.cpuWaitMs;
     finite(waits?.serverMain ?? null, "the server main thread's CPU wait while devices talk");
     finite(waits?.simulator ?? null, "the simulator's CPU wait while devices talk");
     finite(s.talkingCpu?.stealPct ?? null, "the hypervisor's share while devices talk");
     finite(s.stealPct, "the hypervisor's share over the step");
-    assert.ok(printed.some((l) => /^ {2}sim: [\d.]+ CPU cores; machine load average [\d.]+ on \d+ CPUs; the hypervisor took [\d.]+ % of the CPUs' time; step took/.test(l)), 'the sim line says what the hypervisor took');
+    assert.ok(printed.some((l) => /^ {2}sim: [\d.]+ CPU cores; machine load average [\d.]+ on \d+ CPUs; the hypervisor took [\d.]+ % of the CPUs' time; a nearly idle thread's timer fired over 5 ms late in [\d.]+ % of its ticks \(max \d+ ms\); step took/.test(l)), 'the sim line says what the hypervisor took and how a timer kept time');
+    // The probe's 20 ms timer ticked through the whole step: about one tick per 20 ms of it.
+    const t = s.timerJitter;
+    assert.ok(t && t.ticks >= s.wallMs / 20 / 2 && t.ticks <= s.wallMs / 20 + 2, `probe ticks ${JSON.stringify(t)} over ${s.wallMs} ms`);
+    assert.ok(t.late <= t.ticks && t.maxLateMs >= 0, JSON.stringify(t));
   }
   assert.ok(printed.some((l) => l.startsWith('idle: server RSS with 0 devices')), 'idle figures printed');
 });

@@ -5,7 +5,7 @@
 import type { TurnRecord } from './device.ts';
 import type { ServerTurnTiming } from './server.ts';
 import type { P50P95 } from './stats.ts';
-import type { CpuWait, RigCpuShare, ServerCpuShare } from './cpu-window.ts';
+import { LATE_TICK_MS, type CpuWait, type RigCpuShare, type ServerCpuShare, type TimerJitter } from './cpu-window.ts';
 
 export interface StepResult {
   devices: number;
@@ -73,6 +73,8 @@ export interface StepResult {
   loadAvg1: number;
   /** Share of all CPUs' time over the step that the hypervisor gave to other guests, %; null off Linux. */
   stealPct: number | null;
+  /** The simulator's nearly idle probe thread's timer over the step (see sim/cpu-window.ts); null off Linux. */
+  timerJitter: TimerJitter | null;
   cpus: number;
   wallMs: number;
   errors: Record<string, number>;
@@ -121,6 +123,8 @@ export interface BurstCpu {
   rig: RigCpuShare;
   /** How long the server's main thread and the simulator's waited for a CPU in the window, ms. */
   cpuWaitMs: CpuWait;
+  /** The probe thread's timer in the window. */
+  timer: TimerJitter | null;
   cpus: number;
 }
 
@@ -146,7 +150,9 @@ export function stealWarning(step: number, stealPct: number | null): string | nu
 /** The sim line: what the simulated devices cost, and what else loaded the machine over the step. */
 export function simLine(s: StepResult): string {
   const steal = s.stealPct === null ? '' : `; the hypervisor took ${pct(s.stealPct)} % of the CPUs' time`;
-  return `  sim: ${s.simCpuCores.toFixed(2)} CPU cores; machine load average ${s.loadAvg1.toFixed(1)} on ${s.cpus} CPUs${steal}; step took ${(s.wallMs / 1000).toFixed(1)} s`;
+  const t = s.timerJitter;
+  const timer = t ? `; a nearly idle thread's timer fired over ${LATE_TICK_MS} ms late in ${pct((100 * t.late) / t.ticks)} % of its ticks (max ${int(t.maxLateMs)} ms)` : '';
+  return `  sim: ${s.simCpuCores.toFixed(2)} CPU cores; machine load average ${s.loadAvg1.toFixed(1)} on ${s.cpus} CPUs${steal}${timer}; step took ${(s.wallMs / 1000).toFixed(1)} s`;
 }
 
 /** A CPU line under a step's row: how busy the machine was in a window, and the server's share by thread. */
@@ -157,7 +163,8 @@ function cpuLine(label: string, window: string, b: BurstCpu): string {
   const w = b.cpuWaitMs;
   const waits = [w.serverMain === null ? null : `the server's main thread ${int(w.serverMain)} ms`, w.simulator === null ? null : `the simulator's ${int(w.simulator)} ms`].filter((x) => x !== null);
   const waited = waits.length ? `; waited for a CPU: ${waits.join(', ')}` : '';
-  return `  ${label}: ${window}; all ${b.cpus} CPUs ${int(b.machineBusyPct)} % busy${stolen(b.stealPct)}, the server ${int(v.total)} % (${parts}), ${rig}${waited}`;
+  const timer = b.timer ? `; an idle thread's timer over ${LATE_TICK_MS} ms late ${b.timer.late} of ${b.timer.ticks} times` : '';
+  return `  ${label}: ${window}; all ${b.cpus} CPUs ${int(b.machineBusyPct)} % busy${stolen(b.stealPct)}, the server ${int(v.total)} % (${parts}), ${rig}${waited}${timer}`;
 }
 
 /** The burst line: was the machine saturated while the devices waited for their answers? */

@@ -1,14 +1,15 @@
 /**
- * The simulator's CPU-window sampler reads /proc: a window in which a thread spins shows that
- * thread's group busy (the main thread, or a worker named `xz-media-0`), and a window in which
- * everything sleeps does not. Bounds are loose: CI's other tests share the CPUs.
+ * The simulator's machine probe reads /proc on a thread of its own: a window in which a thread
+ * spins shows that thread's group busy (the main thread, or a worker named `xz-media-0`), and a
+ * window in which everything sleeps does not; the server's RSS is sampled too. Bounds are loose:
+ * CI's other tests share the CPUs.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { parseCpuLine, startCpuSampler } from '../../bench/sim/cpu-window.ts';
+import { parseCpuLine, startMachineProbe, timerJitter, type Sample } from '../../bench/sim/cpu-window.ts';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const SPIN_MS = 400;
@@ -29,9 +30,10 @@ test('cpu window: a spinning thread is counted in its group, sleeping threads ar
   const worker = new Worker(WORKER, { eval: true });
   const next = (): Promise<unknown> => new Promise((resolve) => worker.once('message', resolve));
   assert.equal(await next(), 'ready');
-  const sampler = startCpuSampler(20, { pid: process.pid, children: [] });
-  assert.ok(sampler, 'a sampler on Linux');
+  const sampler = await startMachineProbe({ everyMs: 20, rssEveryMs: 50, server: { pid: process.pid, children: [] } });
+  assert.ok(sampler, 'a probe on Linux');
   try {
+    assert.equal(sampler.window(0, performance.now()), null, 'no window before the samples are fetched');
     await sleep(60);
     const mainFrom = performance.now();
     let x = 0;
@@ -48,7 +50,7 @@ test('cpu window: a spinning thread is counted in its group, sleeping threads ar
     await sleep(SPIN_MS);
     const restTo = performance.now();
     await sleep(60);
-    sampler.stop();
+    await sampler.stop();
 
     const main = sampler.window(mainFrom, mainTo)?.server;
     const media = sampler.window(workerFrom, workerTo)?.server;
@@ -64,8 +66,14 @@ test('cpu window: a spinning thread is counted in its group, sleeping threads ar
     assert.ok(w && w.machineBusyPct >= main.total - 5, 'the machine is at least as busy as this process');
     assert.ok(w.stealPct >= 0 && w.stealPct <= w.machineBusyPct, `stolen time is part of the busy time: ${JSON.stringify(w)}`);
     assert.equal(sampler.window(restTo, restFrom), null, 'an empty window is null');
+    // This process's RSS, as the server's: the probe's peak is at least what it has now (nothing
+    // was freed on purpose) and within a factor of it.
+    const rssNow = process.memoryUsage().rss;
+    const rss = sampler.rss();
+    assert.ok(rss?.peak && rss.hwm, `an RSS peak and high-water mark: ${JSON.stringify(rss)}`);
+    assert.ok(rss.peak > rssNow / 2 && rss.peak < rssNow * 2 && rss.hwm >= rss.peak / 2, `RSS peak ${rss.peak} against ${rssNow} now`);
   } finally {
-    sampler?.stop();
+    await sampler?.stop();
     await worker.terminate();
   }
 });
@@ -77,8 +85,8 @@ test('cpu window: a main thread that shares the CPUs with three times as many sp
   const workers = Array.from({ length: 3 * availableParallelism() }, () => new Worker(WORKER, { eval: true }));
   const next = (w: Worker): Promise<unknown> => new Promise((resolve) => w.once('message', resolve));
   await Promise.all(workers.map(next));
-  const sampler = startCpuSampler(20, { pid: process.pid, children: [] });
-  assert.ok(sampler, 'a sampler on Linux');
+  const sampler = await startMachineProbe({ everyMs: 20, server: { pid: process.pid, children: [] } });
+  assert.ok(sampler, 'a probe on Linux');
   try {
     await sleep(60);
     const done = Promise.all(workers.map((w) => (w.postMessage('spin'), next(w))));
@@ -89,7 +97,7 @@ test('cpu window: a main thread that shares the CPUs with three times as many sp
     assert.ok(x > 0);
     await done;
     await sleep(60);
-    sampler.stop();
+    await sampler.stop();
     const w = sampler.window(from, to);
     assert.ok(w, 'the window is covered by samples');
     // This thread is both the "server's main thread" (its pid is given as the server's) and the simulator's.
@@ -98,8 +106,9 @@ test('cpu window: a main thread that shares the CPUs with three times as many sp
       assert.ok(waited !== null, `${k} is read`);
       assert.ok(waited > w.ms / 2 && waited < w.ms + 50, `${k} waited ${waited} ms of ${w.ms} while ${workers.length} threads spun with it on ${availableParallelism()} CPUs`);
     }
+    assert.equal(sampler.rss(), null, 'no RSS without rssEveryMs');
   } finally {
-    sampler?.stop();
+    await sampler?.stop();
     await Promise.all(workers.map((w) => w.terminate()));
   }
 });
@@ -110,4 +119,25 @@ test("cpu window: the hypervisor's steal is its own field, part of busy, and gue
   assert.deepEqual(m, { busy: 2473799 + 479624 + 523234 + 22395 + 169509, steal: 169509, total: 2473799 + 479624 + 523234 + 5902972 + 21306 + 22395 + 169509 });
   assert.equal(parseCpuLine('cpu  1 2 3'), null, 'a short line is refused, not read as zero steal');
   assert.equal(parseCpuLine(''), null);
+});
+
+test("cpu window: the probe timer's late ticks are counted in the window only, from over 5 ms", () => {
+  const sample = (at: number, tickLateMs: number | null): Sample => ({ at, tickLateMs, busy: 0, steal: 0, total: 0, ticks: { process: 0, main: 0, providers: 0, media: 0, helpers: 0, simulator: 0, fakes: 0 }, waitNs: { serverMain: null, simulator: null } });
+  const samples = [sample(0, null), sample(20, 0.4), sample(40, 5), sample(60, 5.1), sample(80, 30), sample(100, null), sample(120, 50)];
+  assert.deepEqual(timerJitter(samples, 10, 110), { ticks: 4, late: 2, maxLateMs: 30 }, 'exactly 5 ms is on time; untimed samples and those outside do not count');
+  assert.equal(timerJitter(samples, 0, 10), null, 'no tick in the window');
+});
+
+test('cpu window: the probe samples on its schedule, about one tick per period', { skip: existsSync('/proc/stat') ? false : 'needs Linux /proc' }, async () => {
+  const probe = await startMachineProbe({ everyMs: 20, server: null });
+  assert.ok(probe, 'a probe on Linux');
+  const from = performance.now();
+  await sleep(400);
+  const to = performance.now();
+  await probe.stop();
+  const w = probe.window(from, to);
+  assert.ok(w?.timer, 'ticks in the window');
+  // 400 ms of 20 ms ticks: 20, less any a crowded CI machine made the timer skip.
+  assert.ok(w.timer.ticks >= 8 && w.timer.ticks <= 21, JSON.stringify(w.timer));
+  assert.equal(w.server, null, 'no server given');
 });
