@@ -298,8 +298,12 @@ class PacerImpl implements Pacer {
       // When should this frame have gone out? When the lead allowed it, or when it became
       // available if that was later.
       const dueAt = Math.max(sendableAt, item.readyAt);
-      const late = Math.max(0, now - dueAt);
-      if (this.#streaming && now > this.#playEnd) this.stats.underruns++;
+      // What the device sees is timed at the send, not at the tick: one tick sends every device's
+      // due frames, and a thread preempted (or a write slow) among them sends the rest later than
+      // `now` shows. `now` still decides what is due, so the schedule is the same either way.
+      const sentAt = performance.now();
+      const late = Math.max(0, sentAt - dueAt);
+      if (this.#streaming && sentAt > this.#playEnd) this.stats.underruns++;
       if (late > this.#lateThresholdMs) this.stats.lateFrames++;
       if (late > this.stats.maxLateMs) this.stats.maxLateMs = late;
       try {
@@ -314,9 +318,9 @@ class PacerImpl implements Pacer {
       sent = true;
       if (!Number.isNaN(this.#lastSentAt)) {
         this.stats.intervals++;
-        if (now - this.#lastSentAt > this.#frameMs + LATE_INTERVAL_MARGIN_MS) this.stats.lateIntervals++;
+        if (sentAt - this.#lastSentAt > this.#frameMs + LATE_INTERVAL_MARGIN_MS) this.stats.lateIntervals++;
       }
-      this.#lastSentAt = now;
+      this.#lastSentAt = sentAt;
       this.#streaming = true;
       this.#playEnd = Math.max(this.#playEnd, now) + this.#frameMs;
       this.stats.framesSent++;

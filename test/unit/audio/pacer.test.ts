@@ -87,6 +87,37 @@ describe('pacer', () => {
     assert.equal(pacer.stats.lateIntervals, over, `the pacer counted the same late intervals as measured (${over})`);
   });
 
+  test('an interval is timed when its frame is sent, not when the shared tick began', async () => {
+    // Two devices' pacers share one clock, so one tick sends both of their due frames. When the
+    // first send of a tick holds the thread (a preempted or slow write), the second device's frame
+    // leaves that much later, and that device sees a long interval: its pacer must count it.
+    const ac = new AbortController();
+    const sentAt: number[][] = [[], []];
+    let held = false;
+    const make = (i: number): ReturnType<typeof createPacer> =>
+      createPacer({
+        frameMs: 60,
+        preBufferFrames: 1,
+        send: () => {
+          sentAt[i]?.push(performance.now());
+          if (i === 0 && sentAt[0]?.length === 8 && !held) {
+            held = true;
+            const until = performance.now() + 15;
+            while (performance.now() < until);
+          }
+        },
+        signal: ac.signal,
+      });
+    const [a, b] = [make(0), make(1)];
+    await Promise.all([a.play(frames(12)), b.play(frames(12))]);
+    ac.abort();
+    const over = (ts: number[]): number => ts.slice(1).filter((t, i) => t - (ts[i] as number) > 65).length;
+    const [overA, overB] = [over(sentAt[0] as number[]), over(sentAt[1] as number[])];
+    assert.ok(overB >= 1, `the held tick delayed the second device's frame (${overB} intervals over 65 ms)`);
+    assert.equal(b.stats.lateIntervals, overB, 'the second pacer counted what its device saw');
+    assert.equal(a.stats.lateIntervals, overA, 'the first pacer counted what its device saw');
+  });
+
   test('cadence continues across play calls and queued calls run in order', async () => {
     const ac = new AbortController();
     const got: number[] = [];
