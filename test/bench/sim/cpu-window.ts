@@ -224,8 +224,10 @@ export async function startMachineProbe(opts: { everyMs: number; rssEveryMs?: nu
     origin: performance.timeOrigin,
   };
   const worker = startModuleWorker(import.meta.url, './probe-worker', { workerData: setup });
-  // The probe must never keep the simulator alive, whatever happens to a run.
+  // The probe must never keep the simulator alive, whatever happens to a run, nor bring it down:
+  // a probe that failed leaves its windows empty (null figures), not an unhandled 'error'.
   worker.unref();
+  worker.on('error', () => {});
   const next = (timeoutMs: number): Promise<ProbeMessage | null> =>
     new Promise((resolve) => {
       const timer = setTimeout(() => done(null), timeoutMs);
