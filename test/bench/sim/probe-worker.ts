@@ -6,7 +6,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { readdirSync } from 'node:fs';
-import { ProcFiles, procRss } from './proc.ts';
+import { ProcFiles, procRss, statFieldsOf } from './proc.ts';
 import { GROUPS, parseCpuLine, type Group, type ProbeMessage, type ProbeSetup, type RssPeak, type Sample, type ServerProcesses } from './cpu-window.ts';
 
 const setup = workerData as ProbeSetup;
@@ -16,7 +16,7 @@ const files = new ProcFiles();
 function readTicks(statPath: string): number {
   const s = files.read(statPath);
   if (s === null) return 0;
-  const rest = s.slice(s.lastIndexOf(')') + 2).split(' ');
+  const rest = statFieldsOf(s);
   // utime is field 14, stime 15 (rest[0] is field 3).
   return Number(rest[11] ?? 0) + Number(rest[12] ?? 0);
 }

@@ -7,19 +7,26 @@
 import { closeSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 
-/** Files under /proc kept open and read again from the start on each `read`. */
+/**
+ * Files under /proc kept open and read again from the start on each `read`. A file that could not
+ * be opened or read (its process or thread ended) is not tried again: a sampler asks for it fifty
+ * times a second, and a later process given the same pid is not the one it was asked about.
+ */
 export class ProcFiles {
   readonly #fds = new Map<string, number>();
+  readonly #gone = new Set<string>();
   // /proc/<pid>/stat and status are under 2 KB; only the first line of /proc/stat is used.
   readonly #buf = Buffer.alloc(8192);
 
   /** The file's current content; null when it cannot be read (e.g. its process ended). */
   read(path: string): string | null {
+    if (this.#gone.has(path)) return null;
     let fd = this.#fds.get(path);
     if (fd === undefined) {
       try {
         fd = openSync(path, 'r');
       } catch {
+        this.#gone.add(path);
         return null;
       }
       this.#fds.set(path, fd);
@@ -28,8 +35,9 @@ export class ProcFiles {
       const n = readSync(fd, this.#buf, 0, this.#buf.length, 0);
       return this.#buf.toString('latin1', 0, n);
     } catch {
-      // The process is gone (ESRCH): a file of a later process with the same pid is opened anew.
+      // The process is gone (ESRCH).
       this.#forget(path, fd);
+      this.#gone.add(path);
       return null;
     }
   }
@@ -46,6 +54,11 @@ export class ProcFiles {
       // already closed
     }
   }
+}
+
+/** The fields of a /proc/<pid>/stat line after the command name (which may hold spaces): [0] is field 3, the state. */
+export function statFieldsOf(text: string): string[] {
+  return text.slice(text.lastIndexOf(')') + 2).split(' ');
 }
 
 let clkTck: number | null = null;
@@ -77,8 +90,7 @@ export function childPids(pid: number): number[] {
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
     try {
-      const s = readFileSync(`/proc/${name}/stat`, 'utf8');
-      if (Number(s.slice(s.lastIndexOf(')') + 2).split(' ')[1]) === pid) out.push(Number(name));
+      if (Number(statFieldsOf(readFileSync(`/proc/${name}/stat`, 'utf8'))[1]) === pid) out.push(Number(name));
     } catch {
       // ended while we looked
     }
@@ -90,8 +102,7 @@ export function childPids(pid: number): number[] {
 /** Fields of /proc/<pid>/stat after the command name: rest[0] is field 3 (state). */
 function statFields(pid: number): string[] | null {
   try {
-    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return s.slice(s.lastIndexOf(')') + 2).split(' ');
+    return statFieldsOf(readFileSync(`/proc/${pid}/stat`, 'utf8'));
   } catch {
     return null;
   }
