@@ -46,8 +46,7 @@ RUN npm pkg delete dependencies.tsx \
 FROM deps AS build
 # One COPY: .dockerignore lets through only the sources and the build configuration.
 COPY . .
-RUN npx tsc -p tsconfig.build.json \
- && cp -r server/public dist/server/public
+RUN npx tsc -p tsconfig.build.json
 
 FROM deps AS native
 # Linked against the runtime library the runtime stage's espeak-ng package brings (same Debian
@@ -108,3 +107,4 @@ COPY package.json ./
 COPY --from=prod-deps /app/node_modules ./node_modules
 COPY --from=native /app/build/espeak-pcm ./build/espeak-pcm
 COPY --from=build /app/dist ./dist
+COPY web ./web

@@ -4,7 +4,7 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-const folders = ['core', 'protocol', 'audio', 'mcp', 'llm', 'server', 'test', 'examples'];
+const folders = ['core', 'protocol', 'audio', 'mcp', 'llm', 'voice', 'server', 'web', 'test', 'examples'];
 
 /** Folder -> folders it may import (besides itself). `llm` may import `mcp` for types only. */
 const allowed = {
@@ -13,7 +13,8 @@ const allowed = {
   audio: ['core'],
   mcp: ['core'],
   llm: ['core'],
-  server: ['core', 'protocol', 'audio', 'mcp', 'llm'],
+  voice: ['core', 'protocol', 'audio', 'mcp', 'llm'],
+  server: ['core', 'protocol', 'audio', 'mcp', 'llm', 'voice'],
   examples: [],
 };
 
@@ -36,7 +37,7 @@ function boundaryRule(folder) {
 }
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'dist/**', 'test/output/**', 'server/public/vendor/**', 'scratch/**'] },
+  { ignores: ['node_modules/**', 'dist/**', 'test/output/**', 'web/**/vendor/**', 'scratch/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -51,18 +52,18 @@ export default tseslint.config(
   ...Object.keys(allowed).map(boundaryRule),
   {
     // Only server/config.ts reads the environment.
-    files: ['core/**/*.ts', 'protocol/**/*.ts', 'audio/**/*.ts', 'mcp/**/*.ts', 'llm/**/*.ts', 'server/**/*.ts'],
+    files: ['core/**/*.ts', 'protocol/**/*.ts', 'audio/**/*.ts', 'mcp/**/*.ts', 'llm/**/*.ts', 'voice/**/*.ts', 'server/**/*.ts'],
     ignores: ['server/config.ts'],
     rules: {
       'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Only server/config.ts reads process.env.' }],
     },
   },
   {
-    files: ['test/**/*.{ts,mjs}', 'examples/**/*.ts', 'server/main.ts', 'server/public/**/*.js', '*.js', '.ci/**'],
+    files: ['test/**/*.{ts,mjs}', 'examples/**/*.ts', 'server/main.ts', 'web/**/*.js', '*.js', '.ci/**'],
     rules: { 'no-console': 'off' },
   },
   {
-    files: ['server/public/**/*.js'],
+    files: ['web/**/*.js'],
     languageOptions: { globals: { window: 'readonly', document: 'readonly', navigator: 'readonly', console: 'readonly', fetch: 'readonly', WebSocket: 'readonly', AudioContext: 'readonly', AudioEncoder: 'readonly', AudioDecoder: 'readonly', AudioData: 'readonly', EncodedAudioChunk: 'readonly', location: 'readonly', performance: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', URL: 'readonly', URLSearchParams: 'readonly', crypto: 'readonly', localStorage: 'readonly', TextEncoder: 'readonly', TextDecoder: 'readonly', AudioWorkletNode: 'readonly', MediaStream: 'readonly', Blob: 'readonly', AbortController: 'readonly' } },
   },
   {

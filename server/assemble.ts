@@ -12,7 +12,7 @@ import { healthRoutes, providerChecks } from './http/health-route.ts';
 import { metricsRoute } from './http/metrics-route.ts';
 import { createProviderDoctor } from './provider-doctor.ts';
 import { createServerMetrics, type ServerMetrics } from './metrics.ts';
-import { SessionRegistry } from './session/registry.ts';
+import { SessionRegistry } from '../voice/session/registry.ts';
 
 export interface AssembledServer {
   app: App;

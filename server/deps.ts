@@ -16,11 +16,11 @@ import { createLocalTools, dateTimeTool, endConversationTool } from '../mcp/loca
 import { createMcpManager, type McpManager } from '../mcp/manager.ts';
 import { playMusicTool } from '../mcp/local-tools/play-music.ts';
 import { startProviderThread, type ProviderThread } from './providers/provider-thread.ts';
-import { createResultDispatcher } from './dispatch/result-dispatcher.ts';
+import { createResultDispatcher } from '../voice/dispatch/result-dispatcher.ts';
 import type { Config } from './config.ts';
-import type { ConversationFactory } from './session/conversation.ts';
-import { createVoiceConversationFactory } from './session/voice/voice-conversation.ts';
-import type { SessionTools, SessionToolsInput, TurnObserver, VoiceDeps } from './session/voice/voice-deps.ts';
+import type { ConversationFactory } from '../voice/session/conversation.ts';
+import { createVoiceConversationFactory } from '../voice/conversation/voice-conversation.ts';
+import type { SessionTools, SessionToolsInput, TurnObserver, VoiceDeps } from '../voice/conversation/voice-deps.ts';
 
 export interface Deps {
   createConversation: ConversationFactory;

@@ -9,8 +9,8 @@ import type { MediaEngineStats } from '../audio/media/media.ts';
 import type { WsRefusalReason } from './http/ws-route.ts';
 import type { McpManager } from '../mcp/manager.ts';
 import type { McpServerState } from '../mcp/stats.ts';
-import type { ConversationFactory } from './session/conversation.ts';
-import type { TurnObserver, TurnTimings } from './session/voice/voice-deps.ts';
+import type { ConversationFactory } from '../voice/session/conversation.ts';
+import type { TurnObserver, TurnTimings } from '../voice/conversation/voice-deps.ts';
 import { countChildProcesses, type ChildProcessScanOptions } from './metrics/child-processes.ts';
 import { toolServer } from './metrics/tool-server.ts';
 

@@ -1,14 +1,27 @@
 /**
- * @module Serves the browser device client (server/public) at `/`. Plain static files: no build
+ * @module Serves the browser device client (web/device) at `/`. Plain static files: no build
  * step. The Opus WASM fallback for browsers without WebCodecs is served from node_modules.
  */
+import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import type { FastifyInstance } from 'fastify';
 import fastifyStatic from '@fastify/static';
 
-export const PUBLIC_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'public');
+/**
+ * The pages live in `web/` at the package root, beside `package.json`. Found by walking up from
+ * this file, so the same code serves them from the sources (tsx) and from the compiled `dist/`
+ * (`npm run build`), which holds no copy of them.
+ */
+export const PUBLIC_DIR = join(packageRoot(dirname(fileURLToPath(import.meta.url))), 'web', 'device');
+
+function packageRoot(from: string): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json'))) return dir;
+    if (dirname(dir) === dir) throw new Error(`no package.json above ${from}: cannot find the web pages`);
+  }
+}
 
 export async function webRoutes(app: FastifyInstance): Promise<void> {
   await app.register(fastifyStatic, { root: PUBLIC_DIR, prefix: '/', index: ['index.html'], cacheControl: true, maxAge: 60_000 });

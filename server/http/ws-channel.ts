@@ -6,7 +6,7 @@ import type { WebSocket } from 'ws';
 import type { CloseCode } from '../../protocol/close-codes.ts';
 import { frameAudio, type ProtocolVersion } from '../../protocol/framing.ts';
 import type { ServerMessage } from '../../protocol/messages.ts';
-import type { DeviceChannel } from '../session/channel.ts';
+import type { DeviceChannel } from '../../voice/session/channel.ts';
 
 /** ws readyState OPEN. */
 const OPEN = 1;

@@ -1,5 +1,5 @@
 /**
- * The browser device client (server/public) in a real browser: Debian's chromium, headless, with a
+ * The browser device client (web/device) in a real browser: Debian's chromium, headless, with a
  * fake microphone playing flite speech, against the real server (Silero VAD, pocketsphinx,
  * espeak-ng, Opus) and the fake OpenAI-compatible LLM. Checks what a user would: the spoken words
  * come back as text, the answer is decoded and played, timings show, typed text is answered, abort

@@ -3,7 +3,7 @@
  * answer is decoded by a real ffmpeg) answering bytes that are not audio, and its connection lost
  * mid-answer. Only the paid service is faked (test/fixtures/fake-openai-audio.ts); the mp3 it
  * serves is made by ffmpeg here.
- * Defined outcomes (server/session/voice/turn.ts): an answer of which nothing could be played is
+ * Defined outcomes (voice/conversation/turn.ts): an answer of which nothing could be played is
  * replaced by the voice-service apology (`conversation.apologies.tts`: undecodable bytes and a broken
  * stream are the service's failure), spoken with the embedded voice when the remote one fails
  * again, then `tts stop`. The error is logged, the session goes on, and no ffmpeg, socket or timer

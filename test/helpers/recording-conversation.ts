@@ -2,7 +2,7 @@
  * A conversation that records what the session hands it, used to test the session and protocol
  * layer alone (the voice conversation has its own end-to-end tests).
  */
-import type { Conversation, ConversationContext, ConversationFactory } from '../../server/session/conversation.ts';
+import type { Conversation, ConversationContext, ConversationFactory } from '../../voice/session/conversation.ts';
 
 export interface Recorded {
   ctx: ConversationContext;

@@ -4,7 +4,7 @@ import { ConfigSchema, type Config } from '../../server/config.ts';
 import { createLogger } from '../../server/logger.ts';
 import { SecretValues } from '../../core/secret-values.ts';
 import { registerConfigSecrets } from '../../server/config-secrets.ts';
-import type { ConversationFactory } from '../../server/session/conversation.ts';
+import type { ConversationFactory } from '../../voice/session/conversation.ts';
 import { createLogSink, type LogSink } from './log-sink.ts';
 import { listenOnLoopback } from './listen.ts';
 

@@ -9,14 +9,15 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const FOLDERS = ['core', 'protocol', 'audio', 'mcp', 'llm', 'server', 'examples'] as const;
+const FOLDERS = ['core', 'protocol', 'audio', 'mcp', 'llm', 'voice', 'server', 'examples'] as const;
 const ALLOWED: Record<(typeof FOLDERS)[number], readonly string[]> = {
   core: [],
   protocol: ['core'],
   audio: ['core'],
   mcp: ['core'],
   llm: ['core', 'mcp(types)'],
-  server: ['core', 'protocol', 'audio', 'mcp', 'llm'],
+  voice: ['core', 'protocol', 'audio', 'mcp', 'llm'],
+  server: ['core', 'protocol', 'audio', 'mcp', 'llm', 'voice'],
   examples: [],
 };
 
@@ -30,7 +31,7 @@ function tsFiles(dir: string): string[] {
   }
   for (const name of names) {
     const p = join(dir, name);
-    if (name === 'node_modules' || name === 'public') continue;
+    if (name === 'node_modules') continue;
     if (statSync(p).isDirectory()) out.push(...tsFiles(p));
     else if (name.endsWith('.ts')) out.push(p);
   }
@@ -63,7 +64,7 @@ test('every source folder imports only what ARCHITECTURE.md allows', () => {
 
 test('only server/config.ts reads process.env', () => {
   const offenders: string[] = [];
-  for (const folder of ['core', 'protocol', 'audio', 'mcp', 'llm', 'server']) {
+  for (const folder of ['core', 'protocol', 'audio', 'mcp', 'llm', 'voice', 'server']) {
     for (const file of tsFiles(join(ROOT, folder))) {
       const rel = relative(ROOT, file);
       if (rel === 'server/config.ts') continue;
@@ -73,7 +74,7 @@ test('only server/config.ts reads process.env', () => {
   assert.deepEqual(offenders, []);
 });
 
-test('server/session/ does not import fastify or ws', () => {
-  const offenders = tsFiles(join(ROOT, 'server/session')).filter((f) => /from\s+['"](fastify|ws|@fastify\/[^'"]+)['"]/.test(readFileSync(f, 'utf8')));
+test('voice/ does not import fastify or ws', () => {
+  const offenders = tsFiles(join(ROOT, 'voice')).filter((f) => /from\s+['"](fastify|ws|@fastify\/[^'"]+)['"]/.test(readFileSync(f, 'utf8')));
   assert.deepEqual(offenders.map((f) => relative(ROOT, f)), []);
 });

@@ -8,7 +8,7 @@ import type { McpServerConfig } from '../../../mcp/server-config.ts';
 import type { ResourceSource } from '../../../mcp/tool-source.ts';
 import { parseMcpServersConfig } from '../../../mcp/server-config.ts';
 
-export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+export const REPO_ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 export const FIXTURE = fileURLToPath(new URL('../../fixtures/mcp-fixture-server.ts', import.meta.url));
 export const EVERYTHING = fileURLToPath(new URL('../../../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url));
 

@@ -2,15 +2,15 @@
  * @module What the voice conversation needs from the process: the shared models and providers
  * (created once in server/deps.ts) and the per-session tool wiring.
  */
-import type { Logger } from '../../../core/logger.ts';
-import type { Asr } from '../../../audio/asr/asr.ts';
-import type { Tts } from '../../../audio/tts/tts.ts';
-import type { MediaEngine } from '../../../audio/media/media.ts';
-import type { LlmClient } from '../../../llm/types.ts';
-import type { ToolSource } from '../../../mcp/tool-source.ts';
-import type { Config } from '../../config.ts';
-import type { TurnDispatcher } from './dispatch.ts';
-import type { SessionInfo } from '../conversation.ts';
+import type { Logger } from '../../core/logger.ts';
+import type { Asr } from '../../audio/asr/asr.ts';
+import type { Tts } from '../../audio/tts/tts.ts';
+import type { MediaEngine } from '../../audio/media/media.ts';
+import type { LlmClient } from '../../llm/types.ts';
+import type { ToolSource } from '../../mcp/tool-source.ts';
+import type { TurnDispatcher } from '../dispatch/dispatch.ts';
+import type { SessionInfo } from '../session/conversation.ts';
+import type { VoiceConfig } from './voice-config.ts';
 
 /** Per-session tools: what the session's ReAct loop may call. */
 export interface SessionTools {
@@ -62,7 +62,7 @@ export interface TurnTimings {
 }
 
 export interface VoiceDeps {
-  config: Config;
+  config: VoiceConfig;
   log: Logger;
   /** Opens each session's media state (codecs, VAD, embedded TTS) on a worker. */
   media: MediaEngine;

@@ -3,10 +3,10 @@
  * mode the VAD decides where an utterance ends; in manual mode `listen stop` does. A short pre-roll
  * is kept so the first syllable, spoken before the VAD was sure, still reaches ASR.
  */
-import type { Logger } from '../../../core/logger.ts';
-import type { SessionMedia, UplinkResult } from '../../../audio/media/media.ts';
-import { concatInt16, durationMs } from '../../../audio/pcm.ts';
-import type { ListenMode } from '../../../protocol/messages.ts';
+import type { Logger } from '../../core/logger.ts';
+import type { SessionMedia, UplinkResult } from '../../audio/media/media.ts';
+import { concatInt16, durationMs } from '../../audio/pcm.ts';
+import type { ListenMode } from '../../protocol/messages.ts';
 
 export type ListenerEvent =
   | { type: 'speech_start' }

@@ -20,7 +20,7 @@ import { transcodeToPcm } from '../../audio/ffmpeg/transcode.ts';
 import { decideFromActions, type DispatchDecision, type ToolCallResult } from '../../llm/react.ts';
 import { readResourceStream } from '../../mcp/resource-stream/stream.ts';
 import type { ResourceLinkContent, ResourceSource, ToolResult } from '../../mcp/tool-source.ts';
-import type { DispatchContext, TurnDispatcher } from '../session/voice/dispatch.ts';
+import type { DispatchContext, TurnDispatcher } from './dispatch.ts';
 
 export interface ResultDispatcherOptions {
   log: Logger;

@@ -4,12 +4,12 @@
  * sent (the pacer knows when that is) plus a margin, because firmware before 2.2.2 cuts off queued
  * audio the moment it sees `tts stop` in auto mode.
  */
-import { sleep } from '../../../core/abort.ts';
-import { isAbortError } from '../../../core/errors.ts';
-import type { Logger } from '../../../core/logger.ts';
-import type { SessionMedia } from '../../../audio/media/media.ts';
-import { createPacer, type Pacer } from '../../../audio/pacer.ts';
-import type { DeviceChannel } from '../channel.ts';
+import { sleep } from '../../core/abort.ts';
+import { isAbortError } from '../../core/errors.ts';
+import type { Logger } from '../../core/logger.ts';
+import type { SessionMedia } from '../../audio/media/media.ts';
+import { createPacer, type Pacer } from '../../audio/pacer.ts';
+import type { DeviceChannel } from '../session/channel.ts';
 
 export interface AudioOutOptions {
   channel: DeviceChannel;

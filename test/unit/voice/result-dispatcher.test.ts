@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import { silentLogger } from '../../../core/logger.ts';
 import type { ToolCallResult } from '../../../llm/react.ts';
 import type { ResourceSource, ToolResult } from '../../../mcp/tool-source.ts';
-import { createResultDispatcher, mediaOf } from '../../../server/dispatch/result-dispatcher.ts';
-import type { DispatchContext } from '../../../server/session/voice/dispatch.ts';
+import { createResultDispatcher, mediaOf } from '../../../voice/dispatch/result-dispatcher.ts';
+import type { DispatchContext } from '../../../voice/dispatch/dispatch.ts';
 
 const OPTS = { pageSize: 1024, pageTimeoutMs: 1000, retryDelayMs: 10, maxTries: 1, log: silentLogger };
 const NO_SOURCE: ResourceSource = {

@@ -3,18 +3,18 @@
  * text cut into sentences and spoken while the model is still writing → `tts stop`. A failure is
  * spoken as a short apology, never silence. Everything the turn starts stops with its signal.
  */
-import { linkedScope, type Scope } from '../../../core/abort.ts';
-import { ErrorCode, isAbortError, toVoiceError, VoiceError } from '../../../core/errors.ts';
-import type { Logger } from '../../../core/logger.ts';
-import type { SessionMedia } from '../../../audio/media/media.ts';
-import { synthesizePcm } from '../../../audio/tts/to-pcm.ts';
-import type { Tts } from '../../../audio/tts/tts.ts';
-import type { History } from '../../../llm/history.ts';
-import { runReact, type ReactOutcome } from '../../../llm/react.ts';
-import { createSentenceCutter } from '../../../llm/sentences.ts';
-import { EmotionEmoji, type Emotion } from '../../../protocol/messages.ts';
-import type { DeviceChannel } from '../channel.ts';
-import type { SessionInfo, StateControl } from '../conversation.ts';
+import { linkedScope, type Scope } from '../../core/abort.ts';
+import { ErrorCode, isAbortError, toVoiceError, VoiceError } from '../../core/errors.ts';
+import type { Logger } from '../../core/logger.ts';
+import type { SessionMedia } from '../../audio/media/media.ts';
+import { synthesizePcm } from '../../audio/tts/to-pcm.ts';
+import type { Tts } from '../../audio/tts/tts.ts';
+import type { History } from '../../llm/history.ts';
+import { runReact, type ReactOutcome } from '../../llm/react.ts';
+import { createSentenceCutter } from '../../llm/sentences.ts';
+import { EmotionEmoji, type Emotion } from '../../protocol/messages.ts';
+import type { DeviceChannel } from '../session/channel.ts';
+import type { SessionInfo, StateControl } from '../session/conversation.ts';
 import { AudioOut } from './audio-out.ts';
 import { SpeechQueue, type Synthesize } from './speech-queue.ts';
 import type { SessionTools, TurnTimings, VoiceDeps } from './voice-deps.ts';

@@ -9,7 +9,7 @@ import { createMediaEngine } from '../../../audio/media/engine.ts';
 import type { WorkerPool } from '../../../audio/media/worker-pool.ts';
 import { createOpusCodec } from '../../../audio/opus/codec.ts';
 import { createLogger } from '../../../server/logger.ts';
-import { Listener } from '../../../server/session/voice/listener.ts';
+import { Listener } from '../../../voice/conversation/listener.ts';
 import { createLogSink } from '../../helpers/log-sink.ts';
 import { pollUntil, within } from '../../helpers/wait.ts';
 

@@ -6,9 +6,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { silentLogger } from '../../../core/logger.ts';
 import { createMediaEngine } from '../../../audio/media/engine.ts';
-import type { DeviceChannel } from '../../../server/session/channel.ts';
-import { AudioOut } from '../../../server/session/voice/audio-out.ts';
-import { SpeechQueue } from '../../../server/session/voice/speech-queue.ts';
+import type { DeviceChannel } from '../../../voice/session/channel.ts';
+import { AudioOut } from '../../../voice/conversation/audio-out.ts';
+import { SpeechQueue } from '../../../voice/conversation/speech-queue.ts';
 import type { SessionMedia } from '../../../audio/media/media.ts';
 import { within } from '../../helpers/wait.ts';
 

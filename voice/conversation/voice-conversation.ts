@@ -2,16 +2,16 @@
  * @module The voice conversation of one session: uplink listening, one turn at a time, barge-in,
  * the device's own MCP tools, and cleanup. It implements the session's Conversation seam.
  */
-import { sleep } from '../../../core/abort.ts';
-import { toVoiceError } from '../../../core/errors.ts';
-import type { SessionMedia } from '../../../audio/media/media.ts';
-import type { OpusSampleRate } from '../../../audio/opus/codec.ts';
-import { createHistory, type History } from '../../../llm/history.ts';
-import { buildSystemPrompt } from '../../../llm/system-prompt.ts';
-import { createDeviceMcp, type DeviceMcp } from '../../../mcp/device-mcp.ts';
-import type { ListenMode } from '../../../protocol/messages.ts';
-import { CloseCode } from '../../../protocol/close-codes.ts';
-import type { Conversation, ConversationContext, ConversationFactory } from '../conversation.ts';
+import { sleep } from '../../core/abort.ts';
+import { toVoiceError } from '../../core/errors.ts';
+import type { SessionMedia } from '../../audio/media/media.ts';
+import type { OpusSampleRate } from '../../audio/opus/codec.ts';
+import { createHistory, type History } from '../../llm/history.ts';
+import { buildSystemPrompt } from '../../llm/system-prompt.ts';
+import { createDeviceMcp, type DeviceMcp } from '../../mcp/device-mcp.ts';
+import type { ListenMode } from '../../protocol/messages.ts';
+import { CloseCode } from '../../protocol/close-codes.ts';
+import type { Conversation, ConversationContext, ConversationFactory } from '../session/conversation.ts';
 import { Listener, type ListenerEvent } from './listener.ts';
 import { Turn, type TurnInput, type TurnOptions } from './turn.ts';
 import type { SessionTools, VoiceDeps } from './voice-deps.ts';

@@ -1,10 +1,10 @@
 /**
  * @module The seam through which tool results reach the device as media. After each Act the ReAct
  * loop hands the round's results to a TurnDispatcher, which may play audio on the turn's AudioOut
- * and decides whether the loop goes on. The concrete dispatcher lives in server/dispatch/.
+ * and decides whether the loop goes on. The concrete dispatcher is result-dispatcher.ts beside it.
  */
-import type { DispatchDecision, ToolCallResult } from '../../../llm/react.ts';
-import type { AudioOut } from './audio-out.ts';
+import type { DispatchDecision, ToolCallResult } from '../../llm/react.ts';
+import type { AudioOut } from '../conversation/audio-out.ts';
 
 export interface DispatchContext {
   out: AudioOut;

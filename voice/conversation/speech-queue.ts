@@ -3,10 +3,10 @@
  * while sentence N plays, so the answer has no gaps between sentences and the first sentence starts
  * as soon as it is cut. One synthesis worker and one player per turn, both stopped by the turn signal.
  */
-import { AsyncQueue } from '../../../core/async-queue.ts';
-import { isAbortError, toVoiceError, type VoiceError } from '../../../core/errors.ts';
-import type { Logger } from '../../../core/logger.ts';
-import { createSentenceCutter } from '../../../llm/sentences.ts';
+import { AsyncQueue } from '../../core/async-queue.ts';
+import { isAbortError, toVoiceError, type VoiceError } from '../../core/errors.ts';
+import type { Logger } from '../../core/logger.ts';
+import { createSentenceCutter } from '../../llm/sentences.ts';
 import type { AudioOut } from './audio-out.ts';
 
 /** Sentences synthesized ahead of the one playing: enough for gapless speech, bounded memory. */

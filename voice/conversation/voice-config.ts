@@ -1,0 +1,33 @@
+/**
+ * @module The settings the voice pipeline reads, as a structural slice of the server's validated
+ * configuration: the server's `Config` satisfies it, and the pipeline does not depend on where the
+ * values come from (a config file today, an agent's own settings later).
+ */
+export interface VoiceConfig {
+  conversation: {
+    wakeWords: readonly string[];
+    greeting: string;
+    /** Spoken when a turn fails for a reason `apologies` does not name. */
+    apology: string;
+    apologies: { llm: string; asr: string; tts: string };
+  };
+  audio: {
+    preBufferFrames: number;
+    sendAheadMs: number;
+    ttsStopMarginMs: number;
+    opusComplexity: number;
+    outputSampleRate: number;
+  };
+  llm: { historyTurns: number; maxToolRounds: number; systemPrompt: string; toolTimeoutMs: number };
+  tools: { timeZone?: string | undefined };
+  deviceMcp: { enabled: boolean; timeoutMs: number; vision: { url: string; token: string } };
+  vad: {
+    bargeIn: boolean;
+    earlyStartMs: number;
+    maxUtteranceMs: number;
+    minSilenceMs: number;
+    minSpeechMs: number;
+    preRollMs: number;
+    threshold: number;
+  };
+}
