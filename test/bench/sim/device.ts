@@ -1,6 +1,6 @@
 /**
  * One simulated xiaozhi device of the fleet, doing what the 78/xiaozhi-esp32 firmware does
- * (shared/specs/xiaozhi-protocol.md): OTA POST with the firmware's headers and body, the WebSocket
+ * (docs/simulate.md lists the steps): OTA POST with the firmware's headers and body, the WebSocket
  * with Authorization / Protocol-Version / Device-Id / Client-Id headers, hello (Opus 16 kHz mono
  * 60 ms, features.mcp), answering the server's MCP requests, and spoken turns in auto mode:
  * `listen start`, real Opus speech paced at real time on a drift-free schedule, encoded silence
