@@ -51,7 +51,7 @@ describe('music from MCP servers, paged', () => {
           command: node,
           args: ['--import', 'tsx', 'examples/mcp-audio-server/main.ts', '--stdio', '--urls', `Long Tone | ${files.url('/long.mp3')},Short Tone | ${files.url('/short.mp3')},Huge Tone | ${files.url('/huge.mp3')}`, '--allow-hosts', files.host],
         },
-        seed: { command: node, args: ['--import', 'tsx', 'test/fixtures/mcp-seed-style-server.ts', '--track', `Seed Tone|${files.url('/short.mp3')}`] },
+        seed: { command: node, args: ['--import', 'tsx', 'test/fixtures/mcp-go-style-server.ts', '--track', `Seed Tone|${files.url('/short.mp3')}`] },
         whole: { command: node, args: ['--import', 'tsx', 'test/fixtures/mcp-whole-resource-server.ts', '--url', files.url('/short.mp3')] },
       },
     });
