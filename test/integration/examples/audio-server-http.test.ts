@@ -89,7 +89,7 @@ describe('example audio server over streamable HTTP', () => {
     assert.equal(mcp.source.reads.length - readsBefore, Math.floor(tone.length / (100 * 1024)) + 1);
   });
 
-  test("the seed's read (the base URI + arguments { url, start, end }) returns the exact bytes over HTTP too", async () => {
+  test("the mcp-go-style read (the base URI + arguments { url, start, end }) returns the exact bytes over HTTP too", async () => {
     const r = await mcp.client.callTool({ name: 'musicPlayer', arguments: { query: 'play some music' } });
     const link = (r.content as ResourceLinkContent[])[0] as ResourceLinkContent;
     const readsBefore = mcp.source.reads.length;

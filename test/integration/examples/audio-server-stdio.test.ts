@@ -202,7 +202,7 @@ describe('example audio server over stdio', () => {
     );
   });
 
-  test("the seed's read (the base URI + arguments { url, start, end }) returns the exact bytes, as the template does", async () => {
+  test("the mcp-go-style read (the base URI + arguments { url, start, end }) returns the exact bytes, as the template does", async () => {
     const l = await link('remote tone');
     assert.equal(l.uri, 'resource://read_from_http');
     const readsBefore = mcp.source.reads.length;

@@ -180,7 +180,7 @@ describe('readResourceStream: backpressure, retries, abort', () => {
     assert.equal(s.abortedReads(), 1, 'the timed-out read was cancelled on the server');
   });
 
-  test('a JSON-RPC error fails the stream at once, without retries (seed 001)', async () => {
+  test('a JSON-RPC error fails the stream at once, without retries', async () => {
     const data = randomBytes(PAGE * 3);
     const s = await serve({ style: 'seed', files: { [URL_A]: data }, faults: [{ start: 2 * PAGE, times: Infinity, kind: 'error' }] });
     const chunks: number[] = [];
