@@ -1,6 +1,6 @@
 /**
  * @module Helpers for logging values a stranger controls: they are cut to a short prefix so one
- * request cannot write megabytes into the log (issue 13: 200 OTA posts made 47 MB).
+ * request cannot write megabytes into the log (200 OTA posts with long fields once made 47 MB).
  */
 
 /** Longest client-supplied string written to the log, in characters. */

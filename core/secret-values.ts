@@ -1,7 +1,7 @@
 /**
  * @module The secret values the process knows (configured keys and tokens, tokens it hands out),
  * so that log lines can be redacted by value. Redacting by field name misses a key echoed in a
- * provider's error text, a token under a percent-encoded query key, or a child's stderr (issue 13).
+ * provider's error text, a token under a percent-encoded query key, or a child's stderr.
  */
 
 export const REDACTED = '[Redacted]';

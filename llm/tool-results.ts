@@ -32,8 +32,8 @@ function describe(c: ToolContent): string {
     case 'image':
       return `[image (${c.mimeType})]`;
     case 'resource_link': {
-      // The URI is what the model passes to a `resources_read` tool (seed 002: links are stubs
-      // the model reads on purpose), so it is always shown, with the label when there is one.
+      // The URI is what the model passes to a `resources_read` tool (a link is a stub the model
+      // reads on demand), so it is always shown, with the label when there is one.
       const label = c.title ?? c.name;
       const named = label && label !== c.uri ? ` "${label}"` : '';
       return `[resource link${named}: ${c.uri}${c.mimeType ? ` (${c.mimeType})` : ''}${c.description ? ` – ${c.description}` : ''}]`;

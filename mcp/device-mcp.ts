@@ -12,8 +12,8 @@ import type { CallToolOptions, JsonSchema, ToolResult, ToolSource, ToolSpec } fr
 import { errorResult } from './tool-source.ts';
 
 /**
- * What a device may announce (issue 13, finding 4: 11,843 tools added 2.39 MB to every LLM request,
- * and a 30,000-deep schema overflowed the stack). Stock firmware has about a dozen tools with flat
+ * What a device may announce: 11,843 announced tools were measured adding 2.39 MB to every LLM
+ * request, and a 30,000-deep schema overflowed the stack. Stock firmware has about a dozen tools with flat
  * schemas, so these leave ample room.
  */
 export const DEVICE_TOOL_LIMITS = { tools: 64, listed: 256, nameChars: 128, descriptionChars: 1000, schemaDepth: 16, schemaChars: 16_384 } as const;

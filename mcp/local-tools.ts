@@ -1,6 +1,6 @@
 /**
- * @module Built-in tools behind the same `ToolSource` interface as MCP servers (the seed's
- * "ToolRegistryAdapter"). Each `LocalTool` has a name, description, JSON Schema and a handler;
+ * @module Built-in tools behind the same `ToolSource` interface as MCP servers, so the model and
+ * the dispatcher treat both alike. Each `LocalTool` has a name, description, JSON Schema and a handler;
  * arguments are checked against the schema before the handler runs, and every failure (bad
  * arguments, a throwing handler, an abort) comes back as an `isError` result, never an exception.
  * Handlers may set `action` flags (final / noFurtherResponse / silenceLLM / endSession) on results.

@@ -1,5 +1,5 @@
 /**
- * @module McpToolSource (seed 003): every configured MCP server's tools as one ToolSource, exposed
+ * @module McpToolSource: every configured MCP server's tools as one ToolSource, exposed
  * as `<server>__<tool>` made safe for OpenAI function names and mapped back on call. A catalog is
  * shared process-wide; each session gets its own view (`McpToolSource`) that remembers which
  * resource URIs its tool results linked, for the `resources_read` policy.

@@ -1,5 +1,5 @@
 /**
- * @module ResourceCache (seed 002): resource reads shared by every session, LRU-bounded. A cached
+ * @module ResourceCache: resource reads shared by every session, LRU-bounded. A cached
  * read is watched by a `resources/updated` subscription when the server supports it (subscribed
  * before the read; dropped with the entry), and otherwise expires after the server's
  * `cacheTtlMs`; `useCache: false` bypasses it. Updates, `resources/list_changed` and reconnects
@@ -23,7 +23,7 @@ export interface ResourceCacheOptions {
 
 export interface CacheReadOptions {
   signal?: AbortSignal;
-  /** false: read from the server now and refresh the entry (seed 002's `use_cache=False`). */
+  /** false: read from the server now and refresh the entry (the resource tool's `use_cache: false`). */
   useCache?: boolean;
 }
 

@@ -1,5 +1,5 @@
 /**
- * @module Resource context before Think (seed 000 plan A): per server, a policy (`none`, `all`, or
+ * @module Resource context before Think: per server, a policy (`none`, `all`, or
  * URI globs) picks resources, reads them through the ResourceCache, and their text becomes context
  * blocks within the server's character budget. Blobs are skipped (nothing to say about them).
  */

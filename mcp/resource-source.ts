@@ -1,6 +1,6 @@
 /**
- * @module ResourceSource over one MCP connection (seed 000 plan C: the same connection serves
- * tools and resources). Reads here go straight to the server (the paged resource stream passes
+ * @module ResourceSource over one MCP connection: the same connection serves tools and
+ * resources. Reads here go straight to the server (the paged resource stream passes
  * per-read `arguments`); the cached path is ResourceCache.
  */
 import type { McpConnection } from './connection.ts';

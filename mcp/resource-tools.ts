@@ -1,5 +1,5 @@
 /**
- * @module The optional generated resource tools (seed 002, penguiflow style):
+ * @module The optional generated resource tools (as penguiflow exposes them):
  * `<server>__resources_list`, `<server>__resources_read`, `<server>__resources_templates_list`.
  * `resources_read` is the security boundary: it accepts only URIs the server listed, or linked in
  * this session, or that match one of its RFC 6570 templates (expanded by us); everything else is
@@ -160,7 +160,7 @@ export async function callResourceTool(
     if (uri === undefined) return errorResult(`${tool}: give "uri" (or "uriTemplate" with "variables").`);
     const refusal = await readRefusal(conn, cache, session, uri, signal);
     if (refusal) return errorResult(`Refused to read ${uri}: ${refusal}.`);
-    // seed 002: `use_cache: false` asks for the server's current version.
+    // `use_cache: false` asks for the server's current version.
     const contents = await cache.read(conn, uri, { signal, useCache: args.use_cache !== false });
     return textResult(renderContentsForModel(contents));
   } catch (err) {

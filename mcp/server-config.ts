@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 
-/** Per-server resource handling (seed 000 plans A/C, seed 002 generated tools). */
+/** Per-server resource handling: context read before Think, and the generated resource tools. */
 export const McpResourcesConfigSchema = z
   .object({
     /** What to read and inject as context before Think: nothing, everything listed, or URI globs. */

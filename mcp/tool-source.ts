@@ -57,7 +57,7 @@ export interface EmbeddedResourceContent {
 export type ToolContent = TextContent | AudioContent | ImageContent | ResourceLinkContent | EmbeddedResourceContent;
 
 /**
- * Flags a local tool may set (seed 001 "structured responses"):
+ * Flags a local tool may set to decide what happens after its result:
  * - `final`: this result ends the turn after it is delivered (e.g. goodbye, music).
  * - `noFurtherResponse`: no further LLM round; whatever text the result carries is spoken as is.
  * - `silenceLLM`: no further LLM round and nothing spoken from the result.

@@ -1,11 +1,11 @@
 /**
  * @module Turns one `resources/read` answer into bytes. Blob entries are base64-decoded and are the
  * media; text entries are not (a server's note or error message, which ffmpeg must never be fed),
- * except a text of exactly `[DONE]`, the seed's end flag in either form.
+ * except a text of exactly `[DONE]`, the mcp-go readers' end flag in either form.
  */
 import type { ResourceContents } from '../tool-source.ts';
 
-/** The seed's end-of-stream flag (McpReadResourceStreamDoneFlag), as a decoded blob or a text. */
+/** The mcp-go readers' end-of-stream flag (McpReadResourceStreamDoneFlag), as a decoded blob or a text. */
 export const STREAM_DONE_FLAG = '[DONE]';
 
 const DONE_BYTES = Buffer.from(STREAM_DONE_FLAG, 'utf8');
@@ -19,7 +19,7 @@ export interface DecodedPage {
   text?: string;
 }
 
-/** Decodes a page. Entries after an end flag are ignored, as the seed's reader returns there. */
+/** Decodes a page. Entries after an end flag are ignored: a reader stops at the flag. */
 export function decodePage(contents: readonly ResourceContents[]): DecodedPage {
   const parts: Buffer[] = [];
   const texts: string[] = [];

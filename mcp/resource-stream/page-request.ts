@@ -1,6 +1,6 @@
 /**
- * @module How one page of a ResourceLink is requested. Two server styles exist (seed 001,
- * specs/mcp.md §7): mcp-go servers read a non-standard `arguments { url, start, end }` param on
+ * @module How one page of a ResourceLink is requested. Two server styles exist:
+ * mcp-go servers read a non-standard `arguments { url, start, end }` param on
  * `resources/read`; spec-conformant servers publish a URI template with `start`/`end` variables
  * and expect the expanded URI alone (SDK servers strip any extra param).
  */
@@ -27,7 +27,7 @@ export interface PagePlan {
   request: PagePlanner;
 }
 
-/** The seed's style: the link's own URI plus `arguments { url: description, start, end }`. */
+/** The mcp-go style: the link's own URI plus `arguments { url: description, start, end }`. */
 export function argumentsPlan(link: ResourceLinkContent): PagePlan {
   const url = link.description ?? urlFromUri(link.uri);
   return {
@@ -40,7 +40,7 @@ export function argumentsPlan(link: ResourceLinkContent): PagePlan {
  * Finds a template that can page this link and returns a plan reading the expanded URI only.
  * A template qualifies when its variables include `start` and `end`, and every other variable
  * gets a value: from the link's URI when it matches the template, else `url` from the link's
- * URI query or its `description` (the seed puts the real URL there). Templates whose literal
+ * URI query or its `description` (mcp-go music servers put the real URL there). Templates whose literal
  * prefix matches the link's URI are preferred, so a server with several paged templates reads
  * the one the link came from.
  */

@@ -1,5 +1,5 @@
 /**
- * @module The paged resource stream (seed 001 "分页读取"): reads a ResourceLink page by page with
+ * @module The paged resource stream: reads a ResourceLink page by page with
  * `resources/read` and yields the bytes, so playback can start while later pages are still
  * unread. Pull-based: a page is requested only when the consumer asks for the next chunk, so
  * memory stays at about one page whatever the length, and a slow consumer (the real-time pacer
@@ -18,11 +18,14 @@ import { argumentsPlan, templatePlan } from './page-request.ts';
 export { STREAM_DONE_FLAG } from './page-contents.ts';
 export type { PageStyle } from './page-request.ts';
 
-/** McpReadResourcePageSize of the seed: 100 KB. */
+/**
+ * 100 KB: the page size mcp-go-based xiaozhi servers read with (McpReadResourcePageSize in
+ * xiaozhi-esp32-server-golang), so a music server written for them pages the same way here.
+ */
 export const DEFAULT_PAGE_SIZE = 100 * 1024;
-/** Per-page read timeout of the seed, in ms. */
+/** Per-page read timeout, in ms (30 s, as those servers wait). */
 export const DEFAULT_PAGE_TIMEOUT_MS = 30_000;
-/** Pause before retrying a failed page, in ms (the seed sleeps 1 s). */
+/** Pause before retrying a failed page, in ms (those servers pause 1 s too). */
 export const DEFAULT_RETRY_DELAY_MS = 1_000;
 /** Attempts per page before the stream fails. */
 export const DEFAULT_MAX_TRIES = 3;
@@ -46,7 +49,7 @@ export interface ResourceStreamOptions {
   /** Attempts per page (first try included); default 3. */
   maxTries?: number;
   /**
-   * 'arguments': the seed's mcp-go style (`uri` + `arguments { url, start, end }`).
+   * 'arguments': the mcp-go style (`uri` + `arguments { url, start, end }`).
    * 'template': expand a server template with start/end variables and read that URI only.
    * 'auto' (default): template when one fits, else arguments. When `templates` is not given,
    * 'auto' and 'template' ask the source once with `listResourceTemplates` (failures mean none).
@@ -124,8 +127,8 @@ export async function* readResourceStream(
       if (offset > maxBytes) {
         throw new VoiceError(ErrorCode.ToolFailed, `resource ${link.uri} exceeded the ${maxBytes}-byte stream limit`);
       }
-      // The seed's three end conditions (the [DONE] flag, a short page, an empty result), and an
-      // answer that was not paged at all.
+      // The three end conditions mcp-go readers use (the [DONE] flag, a short page, an empty
+      // result), and an answer that was not paged at all.
       const last = page.done || unpaged || page.bytes.length < pageSize;
       if (page.bytes.length > 0) {
         throwIfAborted(signal);
@@ -217,7 +220,7 @@ async function readPageWithRetry(
 }
 
 /**
- * Seed 001's rule: a page that timed out is retried (after `retryDelayMs`), and so is one whose
+ * A page that timed out is retried (after `retryDelayMs`), and so is one whose
  * connection dropped (the connection reconnects meanwhile); a JSON-RPC error is the server's
  * definite answer and fails the stream at once, so the user hears why without waiting.
  */

@@ -55,7 +55,7 @@ export class WsDeviceChannel implements DeviceChannel {
 
   /**
    * A client that stops reading would otherwise make every answer pile up in this process's
-   * memory (issue 13: 500 MB from one socket). Past the limit nothing more is queued.
+   * memory (one socket was measured growing it by 500 MB). Past the limit nothing more is queued.
    */
   #checkLimit(): void {
     if (!this.#limit || this.#overflowed) return;

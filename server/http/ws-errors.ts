@@ -1,8 +1,8 @@
 /**
  * @module What becomes of an error on an accepted WebSocket. @fastify/websocket's default handler
  * logs every one at error level with a stack, so one oversize or non-UTF-8 frame from any client
- * wrote a server-failure line (found by the protocol fuzz suite; issue 13, finding 7: client
- * protocol errors belong at warn, without stacks). The device route already logs a socket's
+ * wrote a server-failure line (found by the protocol fuzz suite). A client's protocol errors
+ * belong at warn, without stacks. The device route already logs a socket's
  * errors at warn; here only our own failures are logged, at error.
  */
 import type { FastifyRequest } from 'fastify';

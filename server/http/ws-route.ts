@@ -90,7 +90,7 @@ export async function deviceWsRoute(app: FastifyInstance, opts: WsRouteOptions):
       return;
     }
     // Before auth: a stranger hammering upgrades or opening sockets by the hundred is refused
-    // before any work is done for it (issue 13: 300 sessions from one IP were accepted).
+    // before any work is done for it (without this, 300 sessions from one IP were accepted).
     if (!perIp.takeUpgrade(request.ip)) {
       warnRefused(request.log, { remote: request.ip }, 'device refused: upgrade rate per IP');
       opts.onRefused?.('per_ip');

@@ -1,5 +1,5 @@
 /**
- * Media bench (issue 6): a ResourceLink from the example MCP audio server (real stdio process)
+ * Media bench: a ResourceLink from the example MCP audio server (real stdio process)
  * read through readResourceStream (100 KB pages, template style, HTTP Range from a local file
  * server) and piped into ffmpeg decoding to 16 kHz PCM, as fast as ffmpeg takes it (no pacer).
  * Prints the time from the tool result to the first page and to the first PCM bytes, and the

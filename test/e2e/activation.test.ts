@@ -1,5 +1,5 @@
 /**
- * A fresh device on a server in `activation` mode (issue 13): real OTA over HTTP, the owner binds
+ * A fresh device on a server in `activation` mode: real OTA over HTTP, the owner binds
  * it with the `devices` CLI (a separate process, while the server runs), the device fetches its own
  * token, connects over a real WebSocket and has a turn with the fake LLM; revoking ends it.
  */

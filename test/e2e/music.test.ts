@@ -1,7 +1,7 @@
 /**
  * "Play some music" end to end: the fake LLM calls a music tool, the result is a ResourceLink, and
  * the server reads it in pages from the MCP server that produced it (both server styles: the
- * example server's resource template, and the seed's mcp-go style `arguments`), transcodes with
+ * example server's resource template, and the mcp-go style `arguments`), transcodes with
  * ffmpeg and paces Opus frames to the device while later pages are still being read.
  */
 import { after, before, describe, test } from 'node:test';
@@ -51,7 +51,7 @@ describe('music from MCP servers, paged', () => {
           command: node,
           args: ['--import', 'tsx', 'examples/mcp-audio-server/main.ts', '--stdio', '--urls', `Long Tone | ${files.url('/long.mp3')},Short Tone | ${files.url('/short.mp3')},Huge Tone | ${files.url('/huge.mp3')}`, '--allow-hosts', files.host],
         },
-        seed: { command: node, args: ['--import', 'tsx', 'test/fixtures/mcp-seed-style-server.ts', '--track', `Seed Tone|${files.url('/short.mp3')}`] },
+        mcpgo: { command: node, args: ['--import', 'tsx', 'test/fixtures/mcp-go-style-server.ts', '--track', `Go Tone|${files.url('/short.mp3')}`] },
         whole: { command: node, args: ['--import', 'tsx', 'test/fixtures/mcp-whole-resource-server.ts', '--url', files.url('/short.mp3')] },
       },
     });
@@ -65,7 +65,7 @@ describe('music from MCP servers, paged', () => {
 
   for (const [style, tool, query, track] of [
     ['resource template (spec style)', 'audio__musicPlayer', 'long tone', tracks.long],
-    ['arguments { url, start, end } (seed / mcp-go style)', 'seed__musicPlayer', 'tone', tracks.short],
+    ['arguments { url, start, end } (mcp-go style)', 'mcpgo__musicPlayer', 'tone', tracks.short],
   ] as const) {
     test(`plays a paged track: ${style}`, async () => {
       const size = track.size;

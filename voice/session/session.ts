@@ -224,7 +224,7 @@ export class DeviceSession {
   #onHello(hello: DeviceHello): void {
     if (this.#helloDone) {
       // A repeated hello on the same socket changes nothing and is not answered again: answering
-      // let a client that never reads grow our output buffer without limit (issue 13).
+      // let a client that never reads grow our output buffer without limit.
       this.log.debug('repeated hello ignored');
       return;
     }

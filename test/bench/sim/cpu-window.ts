@@ -13,7 +13,7 @@
  *
  * Why a thread of its own (`probe-worker.ts`): the simulated devices take their arrival times on
  * this process's main thread, and the sampling was the second largest item of that thread's CPU
- * profile (a dozen /proc reads fifty times a second; BENCHMARKS.md, twelfth session). The probe
+ * profile (a dozen /proc reads fifty times a second). The probe
  * thread also notes how late its own timer fires (`TimerJitter`): a thread that does almost
  * nothing, asking for a CPU at set moments as the server's pacer does.
  *

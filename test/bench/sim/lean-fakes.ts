@@ -7,7 +7,7 @@
  * each upload with the platform's multipart parser and pace chunks with timers, which is what
  * tests need. On the simulator's two cores that work was a queue of its own: a burst of 50 turns
  * cost their process 2–4 ms per turn, serially, in front of every device's first frame, and the
- * goal of issue 11 is stated for fakes that answer at once. What the server receives is unchanged:
+ * capacity goals in BENCHMARKS.md are stated for fakes that answer at once. What the server receives is unchanged:
  * the same chunk shapes, one `data:` event per 4-character piece, each written separately.
  *
  * Requests are still checked enough to catch a broken client: the chat body must be JSON with a

@@ -89,7 +89,7 @@ describe('example audio server over streamable HTTP', () => {
     assert.equal(mcp.source.reads.length - readsBefore, Math.floor(tone.length / (100 * 1024)) + 1);
   });
 
-  test("the seed's read (the base URI + arguments { url, start, end }) returns the exact bytes over HTTP too", async () => {
+  test("the mcp-go-style read (the base URI + arguments { url, start, end }) returns the exact bytes over HTTP too", async () => {
     const r = await mcp.client.callTool({ name: 'musicPlayer', arguments: { query: 'play some music' } });
     const link = (r.content as ResourceLinkContent[])[0] as ResourceLinkContent;
     const readsBefore = mcp.source.reads.length;
@@ -97,7 +97,7 @@ describe('example audio server over streamable HTTP', () => {
     for await (const c of readResourceStream(mcp.source, link, { style: 'arguments', signal: new AbortController().signal })) parts.push(c);
     assert.ok(Buffer.concat(parts).equals(tone));
     const reads = mcp.source.reads.slice(readsBefore);
-    assert.ok(reads.every((x) => x.uri === 'resource://read_from_http' && x.arguments !== undefined), 'every read was seed-style');
+    assert.ok(reads.every((x) => x.uri === 'resource://read_from_http' && x.arguments !== undefined), 'every read was mcp-go-style');
     assert.equal(reads.length, Math.floor(tone.length / (100 * 1024)) + 1);
   });
 

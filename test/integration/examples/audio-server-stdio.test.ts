@@ -202,14 +202,14 @@ describe('example audio server over stdio', () => {
     );
   });
 
-  test("the seed's read (the base URI + arguments { url, start, end }) returns the exact bytes, as the template does", async () => {
+  test("the mcp-go-style read (the base URI + arguments { url, start, end }) returns the exact bytes, as the template does", async () => {
     const l = await link('remote tone');
     assert.equal(l.uri, 'resource://read_from_http');
     const readsBefore = mcp.source.reads.length;
     const got = await collect(readResourceStream(mcp.source, l, { style: 'arguments', pageSize: PAGE, signal: new AbortController().signal }));
     assert.ok(got.equals(tone), `got ${got.length} of ${tone.length} bytes`);
     const reads = mcp.source.reads.slice(readsBefore);
-    assert.ok(reads.every((r) => r.uri === 'resource://read_from_http' && r.arguments !== undefined), 'every read was seed-style');
+    assert.ok(reads.every((r) => r.uri === 'resource://read_from_http' && r.arguments !== undefined), 'every read was mcp-go-style');
     assert.equal(reads.length, Math.floor(tone.length / PAGE) + 1);
   });
 

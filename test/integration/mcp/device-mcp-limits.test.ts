@@ -1,4 +1,4 @@
-// A device announcing far too many tools, a 30,000-deep schema and a huge one (issue 13, finding 4):
+// A device announcing far too many tools, a 30,000-deep schema and a huge one:
 // the session keeps a bounded, flat tool list, says once what it dropped, and nothing overflows.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,9 +1,9 @@
 /**
- * Issue 13, finding 8: play_music's allowlist named hosts only. A listed name that resolves to a
- * loopback or private address was fetched, on any port, and redirects to another port were
- * followed. Now the resolved address, the port and every redirect are checked, and the connection
- * goes to the address that was checked. Real HTTP servers on loopback; a name is resolved by an
- * injected resolver where the test needs to say what it resolves to.
+ * play_music checks its allowlist against what is really fetched, not only the host's name: the
+ * address a listed name resolves to (loopback and private ones are refused), the port, and every
+ * redirect; the connection then goes to the address that was checked, so a second lookup cannot
+ * point elsewhere. Real HTTP servers on loopback; a name is resolved by an injected resolver where
+ * the test needs to say what it resolves to.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';

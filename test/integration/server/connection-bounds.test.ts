@@ -1,5 +1,5 @@
 /**
- * Issue 13, finding 2: one connection must not be able to grow the server's memory or keep itself
+ * One connection must not be able to grow the server's memory or keep itself
  * alive with chatter. Each test is the attack over a real WebSocket, then the defined reaction.
  */
 import { after, before, describe, test } from 'node:test';

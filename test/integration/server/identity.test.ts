@@ -1,5 +1,5 @@
 /**
- * Device identity and origins (issue 13, findings 1, 3, 10b) against the real server on loopback:
+ * Device identity and origins against the real server on loopback:
  * what OTA hands to a stranger in each auth mode, cross-origin reads, activation by code, per-device
  * tokens, who may replace a session, and long tokens.
  */
@@ -62,7 +62,7 @@ function upgrade(port: number, headers: Record<string, string>, query = ''): Pro
 
 const FIRMWARE = { 'Content-Type': 'application/json', 'Activation-Version': '1' };
 
-describe('finding 1: OTA gives no credential to a stranger', () => {
+describe('OTA gives no credential to a stranger', () => {
   test('tokens mode: OTA never hands out a token, to anyone', async () => {
     const t = await startTestApp({ createConversation: recordingConversation().factory, config: { server: { auth: { mode: 'tokens', tokens: ['static-secret-1'] } } } });
     try {
@@ -185,7 +185,7 @@ describe('activation mode', () => {
   });
 });
 
-describe('finding 3: a spoofed Device-Id cannot replace a session', () => {
+describe('a spoofed Device-Id cannot replace a session', () => {
   let t: TestApp;
   before(async () => {
     t = await startTestApp({ createConversation: recordingConversation().factory, config: { server: { maxSessions: 1 } } });
@@ -230,7 +230,7 @@ describe('finding 3: a spoofed Device-Id cannot replace a session', () => {
   });
 });
 
-describe('finding 10: long tokens', () => {
+describe('long tokens', () => {
   test('a 300-character token works in the header and the query', async () => {
     const long = 'k'.repeat(300);
     const t = await startTestApp({ createConversation: recordingConversation().factory, config: { server: { auth: { mode: 'tokens', tokens: [long] } } } });

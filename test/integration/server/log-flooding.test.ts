@@ -1,5 +1,5 @@
 /**
- * Issue 13, finding 7: one stranger must not be able to fill the disk through the log. Bad frames
+ * One stranger must not be able to fill the disk through the log. Bad frames
  * are warned about at a bounded rate per session, client protocol errors carry no stacks, and
  * long client-supplied fields are cut before they are logged.
  */

@@ -56,7 +56,7 @@ describe('OTA endpoint', () => {
     assert.equal(res.status, 200);
     const body = JSON.parse(res.body) as Record<string, Record<string, unknown>>;
     assert.equal(body.websocket?.url, 'ws://speaker-host.lan:8123/xiaozhi/v1/');
-    // tokens mode: the static token is never handed out (issue 13, finding 1).
+    // tokens mode: the static token is never handed out (OTA answers strangers too).
     assert.equal(body.websocket !== undefined && 'token' in body.websocket, false);
     assert.equal(body.websocket?.version, 1);
     assert.equal(typeof body.server_time?.timestamp, 'number');

@@ -1,5 +1,5 @@
 /**
- * Issue 13, finding 6: a stranger must not hold HTTP sockets with a trickled body, nor open
+ * A stranger must not hold HTTP sockets with a trickled body, nor open
  * hundreds of sessions or upgrades from one address; `maxSessions` has a non-zero default.
  */
 import { after, before, describe, test } from 'node:test';

@@ -1,7 +1,7 @@
 /**
  * A device breaking the WebSocket rules (a frame over maxMessageBytes, a text frame that is not
  * UTF-8) is closed with the documented code and logged once at warn without a stack: it is the
- * client's fault, not a server failure (issue 13, finding 7). Found by the protocol fuzz suite:
+ * client's fault, not a server failure. Found by the protocol fuzz suite:
  * @fastify/websocket's default handler logged each one at error level with a stack.
  */
 import { after, before, describe, test } from 'node:test';

@@ -38,7 +38,7 @@ function expectedReads(size: number, page: number): number {
 describe('readResourceStream: page styles', () => {
   test('arguments style sends uri + arguments { url: description, start, end } and returns the exact bytes', async () => {
     const data = randomBytes(PAGE * 5 + 123);
-    const s = await serve({ style: 'seed', files: { [URL_A]: data } });
+    const s = await serve({ style: 'mcp-go', files: { [URL_A]: data } });
     const pages: number[] = [];
     const got = await collect(
       readResourceStream(s.source, LINK, { pageSize: PAGE, style: 'arguments', signal: new AbortController().signal, onPage: (p) => pages.push(p.bytes) }),
@@ -51,7 +51,7 @@ describe('readResourceStream: page styles', () => {
 
   test('a length that is a multiple of the page size ends on the [DONE] page, which is not yielded', async () => {
     const data = randomBytes(PAGE * 3);
-    const s = await serve({ style: 'seed', files: { [URL_A]: data } });
+    const s = await serve({ style: 'mcp-go', files: { [URL_A]: data } });
     const got = await collect(readResourceStream(s.source, LINK, { pageSize: PAGE, style: 'arguments', signal: new AbortController().signal }));
     assert.ok(got.equals(data));
     assert.equal(s.source.reads.length, expectedReads(data.length, PAGE));
@@ -79,7 +79,7 @@ describe('readResourceStream: page styles', () => {
 
   test('auto style falls back to arguments when the server has no templates (mcp-go)', async () => {
     const data = randomBytes(PAGE + 1);
-    const s = await serve({ style: 'seed', files: { [URL_A]: data } });
+    const s = await serve({ style: 'mcp-go', files: { [URL_A]: data } });
     const got = await collect(readResourceStream(s.source, LINK, { pageSize: PAGE, style: 'auto', signal: new AbortController().signal }));
     assert.ok(got.equals(data));
     assert.deepEqual(s.source.reads[0]?.arguments, { url: URL_A, start: 0, end: PAGE });
@@ -146,7 +146,7 @@ describe('readResourceStream: page styles', () => {
 describe('readResourceStream: backpressure, retries, abort', () => {
   test('pull-based: no page is read before the consumer asks for it', async () => {
     const data = randomBytes(PAGE * 4);
-    const s = await serve({ style: 'seed', files: { [URL_A]: data } });
+    const s = await serve({ style: 'mcp-go', files: { [URL_A]: data } });
     const it = readResourceStream(s.source, LINK, { pageSize: PAGE, style: 'arguments', signal: new AbortController().signal })[Symbol.asyncIterator]();
     const first = await it.next();
     assert.equal(first.done, false);
@@ -180,9 +180,9 @@ describe('readResourceStream: backpressure, retries, abort', () => {
     assert.equal(s.abortedReads(), 1, 'the timed-out read was cancelled on the server');
   });
 
-  test('a JSON-RPC error fails the stream at once, without retries (seed 001)', async () => {
+  test('a JSON-RPC error fails the stream at once, without retries', async () => {
     const data = randomBytes(PAGE * 3);
-    const s = await serve({ style: 'seed', files: { [URL_A]: data }, faults: [{ start: 2 * PAGE, times: Infinity, kind: 'error' }] });
+    const s = await serve({ style: 'mcp-go', files: { [URL_A]: data }, faults: [{ start: 2 * PAGE, times: Infinity, kind: 'error' }] });
     const chunks: number[] = [];
     await assert.rejects(
       (async () => {
@@ -207,7 +207,7 @@ describe('readResourceStream: backpressure, retries, abort', () => {
 
   test('abort during a hanging read rejects at once, cancels the read and reads nothing more', async () => {
     const data = randomBytes(PAGE * 4);
-    const s = await serve({ style: 'seed', files: { [URL_A]: data }, faults: [{ start: PAGE, times: Infinity, kind: 'hang' }] });
+    const s = await serve({ style: 'mcp-go', files: { [URL_A]: data }, faults: [{ start: PAGE, times: Infinity, kind: 'hang' }] });
     const ac = new AbortController();
     const it = readResourceStream(s.source, LINK, { pageSize: PAGE, style: 'arguments', signal: ac.signal })[Symbol.asyncIterator]();
     await it.next();
@@ -224,7 +224,7 @@ describe('readResourceStream: backpressure, retries, abort', () => {
   });
 
   test('abort during the retry pause stops without another read', async () => {
-    const s = await serve({ style: 'seed', files: { [URL_A]: randomBytes(10) }, faults: [{ start: 0, times: Infinity, kind: 'hang' }] });
+    const s = await serve({ style: 'mcp-go', files: { [URL_A]: randomBytes(10) }, faults: [{ start: 0, times: Infinity, kind: 'hang' }] });
     const ac = new AbortController();
     const p = collect(readResourceStream(s.source, LINK, { style: 'arguments', pageTimeoutMs: 100, retryDelayMs: 10_000, signal: ac.signal }));
     // The read times out after 100 ms; the stream then waits 10 s before retrying.
@@ -235,7 +235,7 @@ describe('readResourceStream: backpressure, retries, abort', () => {
   });
 
   test('an already aborted signal reads nothing', async () => {
-    const s = await serve({ style: 'seed', files: { [URL_A]: randomBytes(10) } });
+    const s = await serve({ style: 'mcp-go', files: { [URL_A]: randomBytes(10) } });
     await assert.rejects(collect(readResourceStream(s.source, LINK, { signal: AbortSignal.abort() })), (err: unknown) => err instanceof VoiceError && err.code === ErrorCode.Aborted);
     assert.equal(s.source.reads.length, 0);
   });

@@ -1,5 +1,5 @@
 /**
- * Issue 13, finding 5: secrets are redacted by their value wherever they appear in a log line, not
+ * Secrets are redacted by their value wherever they appear in a log line, not
  * only under known keys: percent-encoded query keys, provider error text echoing the key, child
  * stderr passed through as a string.
  */

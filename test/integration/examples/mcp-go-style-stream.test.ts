@@ -35,7 +35,7 @@ function stats(): Promise<z.infer<typeof StatsSchema>> {
 }
 
 before(async () => {
-  dir = await tempDir('mcp-seed-');
+  dir = await tempDir('mcp-go-');
   await makeSpeechMp3(join(dir, 'speech.mp3'));
   await makeToneMp3(join(dir, 'tone.mp3'), 60);
   speech = await readFile(join(dir, 'speech.mp3'));
@@ -44,7 +44,7 @@ before(async () => {
   mcp = await connectStdio(process.execPath, [
     '--import',
     'tsx',
-    'test/fixtures/mcp-seed-style-server.ts',
+    'test/fixtures/mcp-go-style-server.ts',
     '--track',
     `speech|${files.url('/speech.mp3')}`,
     '--track',
@@ -60,7 +60,7 @@ after(async () => {
   await removeDir(dir);
 });
 
-describe('paged stream against the seed-style (mcp-go) server', () => {
+describe('paged stream against an mcp-go-style server', () => {
   test('auto style falls back to arguments, bytes are exact, reads equal pages, first page before the last read', async () => {
     const link = await musicLink('tone');
     assert.equal(link.uri, 'resource://read_from_http');
@@ -110,7 +110,7 @@ describe('paged stream against the seed-style (mcp-go) server', () => {
     }
   });
 
-  test('a page the server fails with a JSON-RPC error ends the stream at once with that error (no retry, seed 001)', async () => {
+  test('a page the server fails with a JSON-RPC error ends the stream at once with that error (no retry)', async () => {
     files.options.faults = [{ start: 2 * PAGE, times: Infinity, kind: 'error' }];
     try {
       const link = await musicLink('tone');
