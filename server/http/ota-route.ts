@@ -16,7 +16,7 @@ export const OTA_PATH = '/xiaozhi/ota/';
 
 export interface OtaRouteOptions {
   publicWsUrl: string;
-  /** open: token "" (none needed); tokens: no token key ever; activation: each bound device its own. */
+  /** open: token "" (none needed); tokens: no token key ever; activation: each pair its own (valid once bound). */
   mode: AuthMode;
   /** activation mode only. */
   devices?: DeviceRegistry;
@@ -93,16 +93,14 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
     if (opts.mode === 'open') response.websocket.token = '';
     if (opts.mode === 'activation' && opts.devices) {
       const credential = activationAnswer(opts.devices, deviceId, clientId);
-      if ('token' in credential) {
-        opts.onSecret?.(credential.token);
-        response.websocket.token = credential.token;
-      }
-      else if (credential.activation) response.activation = credential.activation;
-      else {
+      if (!credential) {
         request.log.warn({ deviceId }, 'OTA: activation refused (no Device-Id/Client-Id, or too many codes pending)');
         await reply.code(503).header('retry-after', '30').send({ error: 'activation unavailable' });
         return;
       }
+      opts.onSecret?.(credential.token);
+      response.websocket.token = credential.token;
+      if (credential.activation) response.activation = credential.activation;
     }
     if (opts.firmware.version) {
       response.firmware = { version: opts.firmware.version, url: opts.firmware.url, ...(opts.firmware.force ? { force: 1 } : {}) };
@@ -143,17 +141,26 @@ function headerValue(request: FastifyRequest, name: string): string | undefined 
   return s ? s.slice(0, 200).toLowerCase() : undefined;
 }
 
-/** A bound pair gets its token; an unknown one a spoken code (null: none can be issued now). */
+/**
+ * A bound pair gets its token; an unknown one a spoken code and already the same token. The token
+ * is the pair's HMAC, and the WebSocket accepts it only while the registry says the pair is bound,
+ * so before the owner binds the code it opens nothing; after, it is what OTA would hand this pair
+ * anyway. Handing it with the code lets a client that goes from the activation poll straight to
+ * the WebSocket, without asking OTA again (py-xiaozhi does), connect with what it already holds.
+ * Null: no code can be issued now (no identity, or too many pending).
+ */
 function activationAnswer(
   devices: DeviceRegistry,
   deviceId: string | undefined,
   clientId: string | undefined,
-): { token: string } | { activation: OtaResponse['activation'] | null } {
-  if (!deviceId || !clientId) return { activation: null };
-  if (devices.isBound(deviceId, clientId)) return { token: deviceToken(devices.secret(), deviceId, clientId) };
+): { token: string; activation?: NonNullable<OtaResponse['activation']> } | null {
+  if (!deviceId || !clientId) return null;
+  const token = deviceToken(devices.secret(), deviceId, clientId);
+  if (devices.isBound(deviceId, clientId)) return { token };
   const pending = devices.pendingCode(deviceId, clientId);
-  if (!pending) return { activation: null };
+  if (!pending) return null;
   return {
+    token,
     activation: {
       code: pending.code,
       message: `Activation code ${pending.code}: run npm run devices -- bind ${pending.code} on the server`,
