@@ -101,6 +101,13 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
       opts.onSecret?.(credential.token);
       response.websocket.token = credential.token;
       if (credential.activation) response.activation = credential.activation;
+      // The operator binds by this code: a new one is logged at info, so `docker logs` shows it.
+      if (credential.newCode) {
+        request.log.info(
+          { deviceId: truncateForLog(deviceId), clientId: truncateForLog(clientId), board: truncateForLog(device.board?.type), code: credential.activation?.code },
+          'activation code issued',
+        );
+      }
     }
     if (opts.firmware.version) {
       response.firmware = { version: opts.firmware.version, url: opts.firmware.url, ...(opts.firmware.force ? { force: 1 } : {}) };
@@ -147,13 +154,14 @@ function headerValue(request: FastifyRequest, name: string): string | undefined 
  * so before the owner binds the code it opens nothing; after, it is what OTA would hand this pair
  * anyway. Handing it with the code lets a client that goes from the activation poll straight to
  * the WebSocket, without asking OTA again (py-xiaozhi does), connect with what it already holds.
- * Null: no code can be issued now (no identity, or too many pending).
+ * `newCode`: this request created the code. Null: no code can be issued now (no identity, or too
+ * many pending).
  */
 function activationAnswer(
   devices: DeviceRegistry,
   deviceId: string | undefined,
   clientId: string | undefined,
-): { token: string; activation?: NonNullable<OtaResponse['activation']> } | null {
+): { token: string; activation?: NonNullable<OtaResponse['activation']>; newCode?: boolean } | null {
   if (!deviceId || !clientId) return null;
   const token = deviceToken(devices.secret(), deviceId, clientId);
   if (devices.isBound(deviceId, clientId)) return { token };
@@ -161,6 +169,7 @@ function activationAnswer(
   if (!pending) return null;
   return {
     token,
+    newCode: pending.created,
     activation: {
       code: pending.code,
       message: `Activation code ${pending.code}: run npm run devices -- bind ${pending.code} on the server`,
