@@ -10,6 +10,7 @@ import { SecretValues } from '../core/secret-values.ts';
 import { registerConfigSecrets } from './config-secrets.ts';
 import { assembleServer } from './assemble.ts';
 import { logDeviceAuth } from './identity/operator-log.ts';
+import { languageWarnings } from './language.ts';
 
 /** Exit code for configuration errors (documented in the README). */
 const EXIT_CONFIG = 2;
@@ -33,6 +34,7 @@ async function main(): Promise<void> {
   registerConfigSecrets(secrets, config);
   const log = createLogger({ level: config.logging.level, logContent: config.logging.logContent, secrets });
   log.info({ file: loaded.file ?? '(embedded defaults)', overrides: loaded.overrides }, 'configuration loaded');
+  for (const w of languageWarnings(config)) log.warn({ key: w.key }, w.message);
 
   // Run-time secrets (the device-token secret, every token OTA issues) are redacted like configured ones.
   const server = await assembleServer(config, log, { onSecret: (v) => secrets.add(v) });

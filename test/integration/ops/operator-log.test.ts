@@ -76,5 +76,30 @@ describe('the operator log of a server in activation mode', () => {
     await pollUntil('the server logs the revoke it sees', () => s.logLines('device revoked').length > 0, 10_000);
     const r = s.logLines('device revoked')[0];
     assert.deepEqual({ level: r?.level, id: r?.id, deviceId: r?.deviceId }, { level: 30, id, deviceId: DEVICE['Device-Id'] });
+    assert.equal(s.output().includes('Chinese'), false, 'no language warning in English');
+  });
+});
+
+describe('the operator log of a server for Chinese speakers', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'operator-log-zh-'));
+  let srv: SpawnedServer | undefined;
+  after(async () => {
+    await srv?.kill();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('language zh with the embedded (English) ASR: a warning at start naming asr.provider and what to use', async () => {
+    const port = await freePort();
+    const config = join(dir, 'config.yaml');
+    writeFileSync(config, stringify({ language: 'zh', server: { host: '127.0.0.1', port }, logging: { level: 'info' } }));
+    srv = await spawnServer({ command: process.execPath, args: ['--import', 'tsx', 'server/main.ts', '--config', config], env: cleanEnv(), port });
+    const lines = srv.output().split('\n').filter((l) => l.includes('asr.provider'));
+    assert.equal(lines.length, 1, srv.output().slice(-3000));
+    const line = JSON.parse(lines[0] ?? '{}') as { level: number; msg: string; key: string };
+    assert.equal(line.level, 40, 'a warning');
+    assert.equal(line.key, 'asr.provider');
+    assert.match(line.msg, /pocketsphinx/);
+    assert.match(line.msg, /Chinese/);
+    assert.match(line.msg, /SenseVoice|Whisper/);
   });
 });
