@@ -10,6 +10,7 @@
  * The registry file is `server.auth.registryFile` of the usual configuration (--config FILE,
  * XIAOZHI_CONFIG, ./config.yaml) or --file PATH.
  */
+import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../server/config.ts';
 import { openDeviceRegistry } from '../server/app.ts';
 import { JsonDeviceRegistry } from '../server/identity/json-device-registry.ts';
@@ -21,15 +22,25 @@ function fail(message: string): never {
   process.exit(1);
 }
 
+/** The command words and the two options; anything else is a usage error. */
+function parse(argv: string[]): { command?: string; arg?: string; file?: string; config?: string } {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options: { file: { type: 'string' }, config: { type: 'string' } }, allowPositionals: true, strict: true });
+  } catch {
+    fail(USAGE);
+  }
+  const [command, arg, extra] = parsed.positionals;
+  const wellFormed = command === 'list' ? arg === undefined : (command === 'bind' || command === 'revoke') && arg !== undefined;
+  if (!wellFormed || extra !== undefined) fail(USAGE);
+  return { command, arg, file: parsed.values.file, config: parsed.values.config };
+}
+
 function main(argv: string[]): void {
-  const fileAt = argv.indexOf('--file');
-  const file = fileAt >= 0 ? argv[fileAt + 1] : undefined;
-  if (fileAt >= 0 && !file) fail(USAGE);
-  const words = argv.filter((a, i) => !a.startsWith('--') && i !== fileAt + 1 && !(argv[i - 1] === '--config'));
-  const [command, arg] = words;
+  const { command, arg, file, config } = parse(argv);
   const devices = file
     ? new JsonDeviceRegistry({ file, secret: '', codeTtlMs: 0, watchIntervalMs: 0 })
-    : openDeviceRegistry(loadConfig({ argv }).config, 0);
+    : openDeviceRegistry(loadConfig({ argv: config === undefined ? [] : ['--config', config] }).config, 0);
   try {
     if (command === 'bind' && arg) {
       const r = devices.bind(arg);

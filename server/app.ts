@@ -12,6 +12,7 @@ import { deviceWsRoute, type WsRefusalReason } from './http/ws-route.ts';
 import { webSocketErrorHandler } from './http/ws-errors.ts';
 import type { AdmissionGate } from './admission.ts';
 import { webRoutes } from './http/web-route.ts';
+import { RequestLogController } from './http/request-log.ts';
 import type { ConversationFactory } from '../voice/session/conversation.ts';
 import { SessionRegistry } from '../voice/session/registry.ts';
 import { CloseCode } from '../protocol/close-codes.ts';
@@ -58,6 +59,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     // The firmware's OTA body is a few KB; leave headroom but refuse floods.
     bodyLimit: 256 * 1024,
     forceCloseConnections: true,
+    // Per-request lines: info, except the page's static files (debug).
+    logController: new RequestLogController(),
     // A stranger trickling a body or headers must not hold a socket for minutes (issue 13). The
     // checking interval is how often Node enforces these; its default (30 s) would triple them.
     serverFactory: (handler) =>

@@ -93,3 +93,25 @@ export function applyLanguageDefaults(raw: unknown): unknown {
   else if (isObj(out.tts) && out.tts.provider === 'espeak') out.tts = { voice: pack.espeakVoice, ...out.tts };
   return out;
 }
+
+/** A setting that does not fit the language, with what to set instead. */
+export interface LanguageWarning {
+  key: string;
+  message: string;
+}
+
+/**
+ * What the language cannot switch by itself. The embedded ASR (pocketsphinx) ships only an English
+ * model, so with `zh` it would turn Chinese speech into English words: the operator is told at start.
+ */
+export function languageWarnings(config: { language: Language; asr: { provider: string } }): LanguageWarning[] {
+  if (config.language !== 'zh' || config.asr.provider !== 'pocketsphinx') return [];
+  return [
+    {
+      key: 'asr.provider',
+      message:
+        'language is zh but asr.provider is pocketsphinx, whose model here is English only: Chinese speech will not be recognised. ' +
+        'Set asr.provider: openai and asr.baseURL to an OpenAI-compatible ASR that knows Chinese, such as a SenseVoice or Whisper server.',
+    },
+  ];
+}

@@ -9,6 +9,8 @@ import { createLogger } from './logger.ts';
 import { SecretValues } from '../core/secret-values.ts';
 import { registerConfigSecrets } from './config-secrets.ts';
 import { assembleServer } from './assemble.ts';
+import { logDeviceAuth } from './identity/operator-log.ts';
+import { languageWarnings } from './language.ts';
 
 /** Exit code for configuration errors (documented in the README). */
 const EXIT_CONFIG = 2;
@@ -32,10 +34,12 @@ async function main(): Promise<void> {
   registerConfigSecrets(secrets, config);
   const log = createLogger({ level: config.logging.level, logContent: config.logging.logContent, secrets });
   log.info({ file: loaded.file ?? '(embedded defaults)', overrides: loaded.overrides }, 'configuration loaded');
+  for (const w of languageWarnings(config)) log.warn({ key: w.key }, w.message);
 
   // Run-time secrets (the device-token secret, every token OTA issues) are redacted like configured ones.
   const server = await assembleServer(config, log, { onSecret: (v) => secrets.add(v) });
   const { app, deps } = server;
+  logDeviceAuth(config.server.auth, app.devices, log);
   let stopping = false;
   await app.fastify.listen({ host: config.server.host, port: config.server.port });
   log.info(

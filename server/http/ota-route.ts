@@ -16,7 +16,7 @@ export const OTA_PATH = '/xiaozhi/ota/';
 
 export interface OtaRouteOptions {
   publicWsUrl: string;
-  /** open: token "" (none needed); tokens: no token key ever; activation: each bound device its own. */
+  /** open: token "" (none needed); tokens: no token key ever; activation: each pair its own (valid once bound). */
   mode: AuthMode;
   /** activation mode only. */
   devices?: DeviceRegistry;
@@ -93,15 +93,20 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
     if (opts.mode === 'open') response.websocket.token = '';
     if (opts.mode === 'activation' && opts.devices) {
       const credential = activationAnswer(opts.devices, deviceId, clientId);
-      if ('token' in credential) {
-        opts.onSecret?.(credential.token);
-        response.websocket.token = credential.token;
-      }
-      else if (credential.activation) response.activation = credential.activation;
-      else {
+      if (!credential) {
         request.log.warn({ deviceId }, 'OTA: activation refused (no Device-Id/Client-Id, or too many codes pending)');
         await reply.code(503).header('retry-after', '30').send({ error: 'activation unavailable' });
         return;
+      }
+      opts.onSecret?.(credential.token);
+      response.websocket.token = credential.token;
+      if (credential.activation) response.activation = credential.activation;
+      // The operator binds by this code: a new one is logged at info, so `docker logs` shows it.
+      if (credential.newCode) {
+        request.log.info(
+          { deviceId: truncateForLog(deviceId), clientId: truncateForLog(clientId), board: truncateForLog(device.board?.type), code: credential.activation?.code },
+          'activation code issued',
+        );
       }
     }
     if (opts.firmware.version) {
@@ -143,17 +148,28 @@ function headerValue(request: FastifyRequest, name: string): string | undefined 
   return s ? s.slice(0, 200).toLowerCase() : undefined;
 }
 
-/** A bound pair gets its token; an unknown one a spoken code (null: none can be issued now). */
+/**
+ * A bound pair gets its token; an unknown one a spoken code and already the same token. The token
+ * is the pair's HMAC, and the WebSocket accepts it only while the registry says the pair is bound,
+ * so before the owner binds the code it opens nothing; after, it is what OTA would hand this pair
+ * anyway. Handing it with the code lets a client that goes from the activation poll straight to
+ * the WebSocket, without asking OTA again (py-xiaozhi does), connect with what it already holds.
+ * `newCode`: this request created the code. Null: no code can be issued now (no identity, or too
+ * many pending).
+ */
 function activationAnswer(
   devices: DeviceRegistry,
   deviceId: string | undefined,
   clientId: string | undefined,
-): { token: string } | { activation: OtaResponse['activation'] | null } {
-  if (!deviceId || !clientId) return { activation: null };
-  if (devices.isBound(deviceId, clientId)) return { token: deviceToken(devices.secret(), deviceId, clientId) };
+): { token: string; activation?: NonNullable<OtaResponse['activation']>; newCode?: boolean } | null {
+  if (!deviceId || !clientId) return null;
+  const token = deviceToken(devices.secret(), deviceId, clientId);
+  if (devices.isBound(deviceId, clientId)) return { token };
   const pending = devices.pendingCode(deviceId, clientId);
-  if (!pending) return { activation: null };
+  if (!pending) return null;
   return {
+    token,
+    newCode: pending.created,
     activation: {
       code: pending.code,
       message: `Activation code ${pending.code}: run npm run devices -- bind ${pending.code} on the server`,

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import type { FastifyInstance } from 'fastify';
 import fastifyStatic from '@fastify/static';
+import { markQuiet } from './request-log.ts';
 
 /**
  * The pages live in `web/` at the package root, beside `package.json`. Found by walking up from
@@ -24,6 +25,8 @@ function packageRoot(from: string): string {
 }
 
 export async function webRoutes(app: FastifyInstance): Promise<void> {
+  // A page load fetches a dozen files: their request lines go to debug, not to the operator's log.
+  app.addHook('onRoute', markQuiet);
   await app.register(fastifyStatic, { root: PUBLIC_DIR, prefix: '/', index: ['index.html'], cacheControl: true, maxAge: 60_000 });
   // opusscript's browser-loadable build, for pages running where WebCodecs is missing.
   const require = createRequire(import.meta.url);

@@ -20,18 +20,26 @@ export interface PendingCode {
   expiresAt: number;
 }
 
+/** A pending code as OTA hands it out: `created` when this request made it (a new code to announce). */
+export type IssuedCode = PendingCode & { created: boolean };
+
 export type BindResult = { ok: true; device: BoundDevice } | { ok: false; reason: 'unknown or expired code' | 'registry full' };
 
 export interface DeviceRegistry {
   /** The HMAC key of device tokens. */
   secret(): string;
   isBound(deviceId: string, clientId: string): boolean;
-  /** The pending code for this pair, created (or renewed when expired) if needed; null when too many are pending. */
-  pendingCode(deviceId: string, clientId: string): PendingCode | null;
+  /**
+   * The pending code for this pair, created (or renewed when expired) if needed, `created` saying
+   * which; null when too many are pending.
+   */
+  pendingCode(deviceId: string, clientId: string): IssuedCode | null;
   bind(code: string): BindResult;
   list(): { bound: BoundDevice[]; pending: PendingCode[] };
   /** Removes a binding by id, MAC or Client-Id; returns what was removed. */
   revoke(idOrDevice: string): BoundDevice[];
+  /** Called with the pairs newly bound when a change (also from another process) is seen. */
+  onBound(listener: (devices: BoundDevice[]) => void): void;
   /** Called with the pairs no longer bound when a change (also from another process) is seen. */
   onRevoked(listener: (devices: BoundDevice[]) => void): void;
   close(): void;

@@ -10,7 +10,7 @@ import { closeSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statS
 import { dirname } from 'node:path';
 import { createHash, randomBytes, randomInt } from 'node:crypto';
 import { z } from 'zod';
-import type { BindResult, BoundDevice, DeviceRegistry, PendingCode } from './device-registry.ts';
+import type { BindResult, BoundDevice, DeviceRegistry, IssuedCode, PendingCode } from './device-registry.ts';
 import { pairKey } from './device-token.ts';
 
 export const MAX_DEVICES = 10_000;
@@ -51,7 +51,8 @@ export class JsonDeviceRegistry implements DeviceRegistry {
   #state: RegistryFile;
   #stamp = '';
   #bound = new Set<string>();
-  #listeners: Array<(devices: BoundDevice[]) => void> = [];
+  #boundListeners: Array<(devices: BoundDevice[]) => void> = [];
+  #revokedListeners: Array<(devices: BoundDevice[]) => void> = [];
   #timer: NodeJS.Timeout | undefined;
 
   constructor(opts: JsonDeviceRegistryOptions) {
@@ -75,12 +76,12 @@ export class JsonDeviceRegistry implements DeviceRegistry {
     return this.#bound.has(pairKey(deviceId, clientId));
   }
 
-  pendingCode(deviceId: string, clientId: string): PendingCode | null {
+  pendingCode(deviceId: string, clientId: string): IssuedCode | null {
     this.#refresh();
     const key = pairKey(deviceId, clientId);
     const now = this.#now();
     const live = this.#state.pending.find((p) => pairKey(p.deviceId, p.clientId) === key && p.expiresAt > now);
-    if (live) return live;
+    if (live) return { ...live, created: false };
     // Decided from memory before touching the file: a stranger inventing fresh identities must not
     // turn every OTA request into a locked read and write of the registry once it is full.
     if (this.#state.pending.filter((p) => p.expiresAt > now).length >= MAX_PENDING) return null;
@@ -95,7 +96,9 @@ export class JsonDeviceRegistry implements DeviceRegistry {
       made = { code, deviceId: deviceId.toLowerCase(), clientId: clientId.toLowerCase(), expiresAt: now + this.#opts.codeTtlMs };
       s.pending.push(made);
     });
-    return made;
+    // Assigned inside the callback, which the compiler's narrowing does not follow.
+    const issued = made as PendingCode | null;
+    return issued ? { ...issued, created: true } : null;
   }
 
   bind(code: string): BindResult {
@@ -135,13 +138,18 @@ export class JsonDeviceRegistry implements DeviceRegistry {
     return removed;
   }
 
+  onBound(listener: (devices: BoundDevice[]) => void): void {
+    this.#boundListeners.push(listener);
+  }
+
   onRevoked(listener: (devices: BoundDevice[]) => void): void {
-    this.#listeners.push(listener);
+    this.#revokedListeners.push(listener);
   }
 
   close(): void {
     clearInterval(this.#timer);
-    this.#listeners = [];
+    this.#boundListeners = [];
+    this.#revokedListeners = [];
   }
 
   #stampOf(): string {
@@ -179,10 +187,13 @@ export class JsonDeviceRegistry implements DeviceRegistry {
 
   #adopt(next: RegistryFile): void {
     const before = this.#state?.devices ?? [];
+    const had = this.#bound;
     this.#state = next;
     this.#index();
     const gone = before.filter((d) => !this.#bound.has(pairKey(d.deviceId, d.clientId)));
-    if (gone.length > 0) for (const l of this.#listeners) l(gone);
+    const added = next.devices.filter((d) => !had.has(pairKey(d.deviceId, d.clientId)));
+    if (added.length > 0) for (const l of this.#boundListeners) l(added);
+    if (gone.length > 0) for (const l of this.#revokedListeners) l(gone);
   }
 
   #index(): void {

@@ -1,7 +1,8 @@
 /**
- * A fresh device on a server in `activation` mode: real OTA over HTTP, the owner binds
- * it with the `devices` CLI (a separate process, while the server runs), the device fetches its own
- * token, connects over a real WebSocket and has a turn with the fake LLM; revoking ends it.
+ * A fresh device on a server in `activation` mode: real OTA over HTTP (a code, and the pair's token
+ * that opens nothing yet), the owner binds it with the `devices` CLI (a separate process, while the
+ * server runs), the device connects over a real WebSocket and has a turn with the fake LLM;
+ * revoking ends it.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -54,10 +55,13 @@ describe('activation mode end to end', () => {
     const first = await ota();
     const code = first.activation?.code ?? '';
     assert.match(code, /^\d{6}$/);
-    assert.equal(first.websocket.token, undefined, 'no credential before binding');
+    const early = first.websocket.token ?? '';
+    assert.ok(early.length > 0, 'the code answer carries the pair\'s own token');
     assert.equal(await activate(), 202);
-    const before = new DeviceSim({ url: srv.wsUrl, deviceId: DEVICE['Device-Id'], clientId: DEVICE['Client-Id'], token: 'guess' });
-    await assert.rejects(before.opened, /HTTP 401/);
+    for (const token of ['guess', early]) {
+      const before = new DeviceSim({ url: srv.wsUrl, deviceId: DEVICE['Device-Id'], clientId: DEVICE['Client-Id'], token });
+      await assert.rejects(before.opened, /HTTP 401/, 'nothing opens before binding');
+    }
 
     const listed = await run(process.execPath, [...CLI, 'list', '--file', file]);
     assert.match(listed.stdout, new RegExp(`pending  code ${code}`));
@@ -69,7 +73,7 @@ describe('activation mode end to end', () => {
     const second = await ota();
     assert.equal(second.activation, undefined);
     const token = second.websocket.token ?? '';
-    assert.ok(token.length > 0);
+    assert.equal(token, early, 'the same token after binding');
 
     const dev = new DeviceSim({ url: second.websocket.url, deviceId: DEVICE['Device-Id'], clientId: DEVICE['Client-Id'], token });
     try {

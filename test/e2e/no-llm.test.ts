@@ -84,7 +84,7 @@ describe('no LLM running', () => {
       if (dir) rmSync(dir, { recursive: true, force: true });
     });
 
-    test('shows a banner naming what to set', async () => {
+    test('shows a banner naming what to set, commands as code', async () => {
       const { page, context } = await openPage(browser, `${srv.httpUrl}/`, { viewport: { width: 1280, height: 800 } });
       try {
         const banner = page.locator('#setup-banner');
@@ -93,6 +93,9 @@ describe('no LLM running', () => {
         assert.match(text, /Language model \(LLM\): unreachable/);
         assert.match(text, /llm\.baseURL/);
         assert.match(text, /OPENAI_BASE_URL/);
+        // The fix's `commands` are shown as code, not with their Markdown backticks.
+        assert.equal(text.includes('`'), false, text);
+        assert.ok((await banner.locator('code').allTextContents()).includes('ollama serve'), await banner.innerHTML());
       } finally {
         await context.close();
       }

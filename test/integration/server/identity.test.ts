@@ -140,14 +140,15 @@ describe('activation mode', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  test('a stranger gets a spoken code and no token; /activate answers 202 until bound', async () => {
+  test('a stranger gets a spoken code and a token that opens nothing; /activate answers 202 until bound', async () => {
     const bare = await post(t.port, '/xiaozhi/ota/', FIRMWARE);
     assert.equal(bare.status, 503, 'no identity: no code and no credential');
     assert.equal(bare.body.includes('token'), false);
     const res = await post(t.port, '/xiaozhi/ota/', { ...FIRMWARE, ...pair });
     assert.equal(res.status, 200);
-    const body = JSON.parse(res.body) as { websocket: Record<string, unknown>; activation?: { code: string; message: string; challenge: string } };
-    assert.equal('token' in body.websocket, false);
+    const body = JSON.parse(res.body) as { websocket: { token?: string }; activation?: { code: string; message: string; challenge: string } };
+    const token = body.websocket.token ?? '';
+    assert.ok(token.length >= 40, 'the pair\'s own token, for use once bound');
     assert.match(body.activation?.code ?? '', /^\d{6}$/);
     assert.equal(body.activation?.challenge, pair['Device-Id']);
     assert.ok(body.activation?.message.includes(body.activation.code));
@@ -155,8 +156,39 @@ describe('activation mode', () => {
     const again = JSON.parse((await post(t.port, '/xiaozhi/ota/', { ...FIRMWARE, ...pair })).body) as { activation?: { code: string } };
     assert.equal(again.activation?.code, body.activation?.code);
     assert.equal((await post(t.port, '/xiaozhi/ota/activate', { ...FIRMWARE, ...pair })).status, 202);
-    // Unbound: the WebSocket refuses it whatever it presents.
+    // Unbound: the WebSocket refuses it whatever it presents, its own token too.
     assert.equal((await upgrade(t.port, { ...pair })).status, 401);
+    assert.equal((await upgrade(t.port, { ...pair, Authorization: `Bearer ${token}` })).status, 401);
+  });
+
+  test('a client that connects right after activation, without asking OTA again, uses the token of the code answer', async () => {
+    // py-xiaozhi's flow: OTA (code + token), poll /activate until bound, then straight to the WebSocket.
+    const devices = t.app.devices;
+    assert.ok(devices);
+    const fresh = { 'Device-Id': 'a0:b1:c2:d3:e4:01', 'Client-Id': '6f1c1d2e-1111-4222-8333-444455550001' };
+    const res = await post(t.port, '/xiaozhi/ota/', { ...FIRMWARE, ...fresh });
+    assert.equal(res.status, 200);
+    const body = JSON.parse(res.body) as { websocket: { token?: string }; activation?: { code: string } };
+    const code = body.activation?.code ?? '';
+    assert.match(code, /^\d{6}$/);
+    const token = body.websocket.token ?? '';
+    assert.ok(token.length >= 40, `the code answer carries the pair's token: ${res.body}`);
+
+    const early = new DeviceSim({ url: t.wsUrl, deviceId: fresh['Device-Id'], clientId: fresh['Client-Id'], token });
+    await assert.rejects(early.opened, /HTTP 401/, 'the token verifies only once the pair is bound');
+    early.close();
+
+    assert.equal(devices.bind(code).ok, true);
+    assert.equal((await post(t.port, '/xiaozhi/ota/activate', { ...FIRMWARE, ...fresh })).status, 200);
+    const dev = new DeviceSim({ url: t.wsUrl, deviceId: fresh['Device-Id'], clientId: fresh['Client-Id'], token });
+    try {
+      await dev.hello();
+      assert.equal(dev.closeCode, null);
+    } finally {
+      dev.close();
+    }
+    const after = JSON.parse((await post(t.port, '/xiaozhi/ota/', { ...FIRMWARE, ...fresh })).body) as { websocket: { token?: string } };
+    assert.equal(after.websocket.token, token, 'after binding OTA hands the same token');
   });
 
   test('bound by its code: OTA hands that device its own token; only that pair can use it; revoking ends the session', async () => {

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ConfigSchema } from '../../../server/config.ts';
-import { LANGUAGE_PACKS } from '../../../server/language.ts';
+import { LANGUAGE_PACKS, languageWarnings } from '../../../server/language.ts';
 
 test('language zh switches prompt, texts, ASR hint and espeak voice together', () => {
   const c = ConfigSchema.parse({ language: 'zh', asr: { provider: 'openai', baseURL: 'http://asr.example/v1' } });
@@ -34,4 +34,13 @@ test('English stays the default; an unknown language is rejected with the key na
   const bad = ConfigSchema.safeParse({ language: 'fr' });
   assert.equal(bad.success, false);
   assert.deepEqual(bad.error?.issues[0]?.path, ['language']);
+});
+
+test('language zh with the embedded ASR is warned about, naming asr.provider; an OpenAI-compatible ASR or English is not', () => {
+  const zh = ConfigSchema.parse({ language: 'zh' });
+  const w = languageWarnings(zh);
+  assert.deepEqual(w.map((x) => x.key), ['asr.provider']);
+  assert.match(w[0]?.message ?? '', /pocketsphinx/);
+  assert.deepEqual(languageWarnings(ConfigSchema.parse({ language: 'zh', asr: { provider: 'openai', baseURL: 'http://asr.example/v1' } })), []);
+  assert.deepEqual(languageWarnings(ConfigSchema.parse({})), []);
 });

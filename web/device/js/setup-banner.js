@@ -7,6 +7,20 @@
 const POLL_MS = 15_000;
 const LABEL = /** @type {Record<string, string>} */ ({ llm: 'Language model (LLM)', asr: 'Speech recognition', tts: 'Speech synthesis' });
 
+/**
+ * The fix as nodes: its `backticked` commands become <code> elements (as text, never as HTML).
+ * @param {string} text
+ * @returns {Node[]}
+ */
+function withCode(text) {
+  return text.split('`').map((part, i) => {
+    if (i % 2 === 0) return document.createTextNode(part);
+    const code = document.createElement('code');
+    code.textContent = part;
+    return code;
+  });
+}
+
 /** @param {HTMLElement} banner */
 async function refresh(banner) {
   /** @type {Array<{ component: string; problem: string; fix: string }>} */
@@ -23,7 +37,7 @@ async function refresh(banner) {
       const line = document.createElement('p');
       const what = document.createElement('b');
       what.textContent = `${LABEL[p.component] ?? p.component}: ${p.problem.replace(/_/g, ' ')}. `;
-      line.append(what, document.createTextNode(p.fix));
+      line.append(what, ...withCode(p.fix));
       line.dataset.component = p.component;
       return line;
     }),

@@ -1,0 +1,29 @@
+/**
+ * @module What the operator reads about device identity in the server's log (`docker logs`): the
+ * auth mode and where its state is kept, at start; and each pair bound or revoked, as the server
+ * sees it (the `devices` CLI changes the registry file, which the server re-reads when it changes).
+ * Each new activation code is logged where it is issued (the OTA route), with the asking device.
+ */
+import { resolve } from 'node:path';
+import type { Logger } from '../../core/logger.ts';
+import { resolveAuthMode, type AuthMode } from '../auth.ts';
+import type { DeviceRegistry } from './device-registry.ts';
+
+export interface AuthSettings {
+  mode?: AuthMode | undefined;
+  tokens: readonly string[];
+  registryFile: string;
+}
+
+export function logDeviceAuth(auth: AuthSettings, devices: DeviceRegistry | undefined, log: Logger): void {
+  const mode = resolveAuthMode(auth);
+  if (mode === 'activation') log.info({ mode, registryFile: resolve(auth.registryFile) }, 'device authentication');
+  else if (mode === 'tokens') log.info({ mode, tokens: auth.tokens.length }, 'device authentication');
+  else log.info({ mode, note: 'any client that reaches the port may connect' }, 'device authentication');
+  devices?.onBound((added) => {
+    for (const d of added) log.info({ id: d.id, deviceId: d.deviceId, clientId: d.clientId }, 'device bound');
+  });
+  devices?.onRevoked((gone) => {
+    for (const d of gone) log.info({ id: d.id, deviceId: d.deviceId, clientId: d.clientId }, 'device revoked');
+  });
+}
