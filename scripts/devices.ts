@@ -25,7 +25,7 @@ function main(argv: string[]): void {
   const fileAt = argv.indexOf('--file');
   const file = fileAt >= 0 ? argv[fileAt + 1] : undefined;
   if (fileAt >= 0 && !file) fail(USAGE);
-  const words = argv.filter((a, i) => !a.startsWith('--') && i !== fileAt + 1 && !(argv[i - 1] === '--config'));
+  const words = argv.filter((a, i) => !a.startsWith('--') && (fileAt < 0 || i !== fileAt + 1) && !(argv[i - 1] === '--config'));
   const [command, arg] = words;
   const devices = file
     ? new JsonDeviceRegistry({ file, secret: '', codeTtlMs: 0, watchIntervalMs: 0 })
