@@ -3,7 +3,8 @@
  * inside the built image through a launcher command, the fake OpenAI-compatible LLM on the host
  * (the container shares the host network), then acts as a device from the host: OTA, hello, one
  * spoken turn, /healthz, /readyz and /metrics, then SIGTERM to the container's init and a clean
- * exit with nothing left running. Prints one JSON line of timings; exits 1 on any failure.
+ * exit with nothing left running, and stdout that held JSON log lines only. Prints one JSON line
+ * of timings; exits 1 on any failure.
  *
  *   usage: tsx test/container/smoke.ts [--timeout-ms N] -- <launcher...>
  *   e.g.   tsx test/container/smoke.ts -- buildah run --isolation chroot --user node CTR --
@@ -12,7 +13,7 @@
 import assert from 'node:assert/strict';
 import { startFakeOpenAi, type FakeOpenAi } from '../fixtures/fake-openai.ts';
 import { speak16k, utterancePackets } from '../helpers/speech.ts';
-import { freePort, spawnServer, type SpawnedServer } from '../integration/ops/helpers/spawned-server.ts';
+import { freePort, nonJsonLines, spawnServer, type SpawnedServer } from '../integration/ops/helpers/spawned-server.ts';
 import { connectAndAsk, metricValue, otaWebsocketUrl } from '../integration/ops/helpers/spoken-turn.ts';
 
 function parseArgs(argv: readonly string[]): { timeoutMs: number; launcher: string[] } {
@@ -106,6 +107,8 @@ async function main(): Promise<void> {
     assert.equal(closeCode, 1001, 'the device gets a going-away close');
     assert.deepEqual(exit, { code: 0, signal: null }, 'the container exits 0');
     assert.ok(srv.logLines('stopped').length === 1, 'the server logged its clean stop');
+    assert.deepEqual(nonJsonLines(srv.stdout()), [], 'every line the server wrote to stdout is JSON');
+    assert.doesNotMatch(srv.output(), /telemetry/i, 'onnxruntime says nothing about telemetry (it is off)');
     await new Promise((r) => setTimeout(r, 300));
     const left = await srv.descendants();
     assert.deepEqual(left, [], 'no process left behind');

@@ -13,7 +13,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { freePort, spawnServer, type SpawnedServer } from './helpers/spawned-server.ts';
+import { freePort, nonJsonLines, spawnServer, type SpawnedServer } from './helpers/spawned-server.ts';
 
 /**
  * The variables onnxruntime reads to decide on telemetry itself (its opt-out, its unit-test flag
@@ -66,15 +66,7 @@ describe('onnxruntime telemetry is off and stdout is JSON lines only', () => {
       assert.deepEqual(filesUnder(home), [], 'onnxruntime kept nothing (device id, event cache) in HOME or its cache directory');
       const lines = srv.stdout().split('\n').filter((l) => l !== '');
       assert.ok(lines.length >= 3, `the server logged to stdout (${lines.length} lines)`);
-      const notJson = lines.filter((l) => {
-        try {
-          const v: unknown = JSON.parse(l);
-          return typeof v !== 'object' || v === null || Array.isArray(v);
-        } catch {
-          return true;
-        }
-      });
-      assert.deepEqual(notJson, [], 'every stdout line is one JSON object');
+      assert.deepEqual(nonJsonLines(srv.stdout()), [], 'every stdout line is one JSON object');
       assert.doesNotMatch(srv.output(), /telemetry/i, 'nothing about telemetry on stdout or stderr');
     });
   }

@@ -42,6 +42,21 @@ export interface SpawnedServer {
   kill(): Promise<void>;
 }
 
+/** The lines of `text` (a process's stdout) that are not one JSON object each. */
+export function nonJsonLines(text: string): string[] {
+  return text
+    .split('\n')
+    .filter((l) => l !== '')
+    .filter((l) => {
+      try {
+        const v: unknown = JSON.parse(l);
+        return typeof v !== 'object' || v === null || Array.isArray(v);
+      } catch {
+        return true;
+      }
+    });
+}
+
 /** A free TCP port on 127.0.0.1 (closed again before returning). */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
