@@ -17,8 +17,8 @@ export const ServerSchema = z.strictObject({
   /** Binary framing handed out by OTA (1, 2 or 3). */
   protocolVersion: z.union([z.literal(1), z.literal(2), z.literal(3)]).default(1),
   /**
-   * The one directory the server writes what it keeps (the device registry `devices.json` in
-   * activation mode). Relative: to the working directory. The image sets /data, a volume.
+   * The one directory where the server keeps what it stores (in activation mode the device
+   * registry, `devices.json`). Relative: to the working directory. The image sets /data, a volume.
    */
   dataDir: z.string().min(1).default('data'),
   auth: z
