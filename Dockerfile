@@ -87,11 +87,20 @@ RUN printf '%s\n' \
  && espeak-ng -w /tmp/check.wav hello && test -s /tmp/check.wav && rm /tmp/check.wav \
  && command -v pocketsphinx_continuous >/dev/null \
  && test -d /usr/share/pocketsphinx/model/en-us
+# /data: the server's one writable directory (server.dataDir, set below by XIAOZHI_DATA_DIR): the
+# device registry of activation mode and whatever else it keeps. Owned by the `node` user the
+# server runs as, and a volume (compose mounts a named one). `devices` on PATH is the operator's
+# CLI (bind, list, revoke), compiled from scripts/devices.ts: `docker compose exec server devices list`.
+RUN mkdir /data && chown node:node /data \
+ && printf '%s\n' '#!/bin/sh' 'exec node /app/dist/scripts/devices.js "$@"' > /usr/local/bin/devices \
+ && chmod 755 /usr/local/bin/devices
+VOLUME /data
 WORKDIR /app
 ENV NODE_ENV=production \
     TINI_SUBREAPER=1 \
     HOST=0.0.0.0 \
-    PORT=8000
+    PORT=8000 \
+    XIAOZHI_DATA_DIR=/data
 # Metadata first, code last: a source change rebuilds only the COPY layers below.
 EXPOSE 8000
 # /healthz answers while the event loop runs; PORT is what the server listens on (env override).
@@ -101,7 +110,8 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["/usr/bin/tini", "--"]
 CMD ["node", "dist/server/main.js"]
-# Root owns the code; the server runs as the base image's unprivileged `node` user (uid 1000).
+# Root owns the code (read-only to the server); the server runs as the base image's unprivileged
+# `node` user (uid 1000) and keeps its state only in /data.
 USER node
 COPY package.json ./
 COPY --from=prod-deps /app/node_modules ./node_modules

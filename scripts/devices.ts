@@ -7,8 +7,8 @@
  *   npm run devices -- list
  *   npm run devices -- revoke <id | Device-Id | Client-Id>
  *
- * The registry file is `server.auth.registryFile` of the usual configuration (--config FILE,
- * XIAOZHI_CONFIG, ./config.yaml) or --file PATH.
+ * The registry file is `devices.json` in `server.dataDir` of the usual configuration (--config FILE,
+ * XIAOZHI_CONFIG, ./config.yaml; XIAOZHI_DATA_DIR overrides the directory) or --file PATH.
  */
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../server/config.ts';

@@ -3,6 +3,7 @@
  * the same way. Routes: OTA, the device WebSocket, health; later issues add metrics and the page.
  */
 import { createServer } from 'node:http';
+import { join } from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import websocket from '@fastify/websocket';
 import type { Logger as PinoLogger } from 'pino';
@@ -30,7 +31,7 @@ export interface AppDeps {
   onRefused?: (reason: WsRefusalReason) => void;
   /** Load-based admission of new devices (server/admission.ts); closed when the app closes. */
   admission?: AdmissionGate;
-  /** activation mode: the device registry; absent: the JSON file named by `server.auth.registryFile`. */
+  /** activation mode: the device registry; absent: `devices.json` in `server.dataDir`. */
   devices?: DeviceRegistry;
   /**
    * Told every secret value this app creates or hands out (the device-token secret at start, each
@@ -151,8 +152,13 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   return { fastify, registry, ...(devices ? { devices } : {}), shutdown };
 }
 
+/** Where the embedded device registry lives: `devices.json` in the server's data directory. */
+export function deviceRegistryFile(config: Config): string {
+  return join(config.server.dataDir, 'devices.json');
+}
+
 /** The embedded registry, watched for changes the `devices` CLI makes while the server runs. */
 export function openDeviceRegistry(config: Config, watchIntervalMs = 1000): JsonDeviceRegistry {
   const a = config.server.auth;
-  return new JsonDeviceRegistry({ file: a.registryFile, secret: a.secret, codeTtlMs: a.codeTtlS * 1000, watchIntervalMs });
+  return new JsonDeviceRegistry({ file: deviceRegistryFile(config), secret: a.secret, codeTtlMs: a.codeTtlS * 1000, watchIntervalMs });
 }

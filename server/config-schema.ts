@@ -16,6 +16,11 @@ export const ServerSchema = z.strictObject({
   publicWsUrl: z.string().default(''),
   /** Binary framing handed out by OTA (1, 2 or 3). */
   protocolVersion: z.union([z.literal(1), z.literal(2), z.literal(3)]).default(1),
+  /**
+   * The one directory where the server keeps what it stores (in activation mode the device
+   * registry, `devices.json`). Relative: to the working directory. The image sets /data, a volume.
+   */
+  dataDir: z.string().min(1).default('data'),
   auth: z
     .strictObject({
       /**
@@ -28,10 +33,8 @@ export const ServerSchema = z.strictObject({
       tokens: z.array(z.string().min(1)).default([]),
       /** Device-Id (MAC) allowlist; empty: any device. */
       allowedDevices: z.array(z.string().min(1)).default([]),
-      /** activation: HMAC key of device tokens; replicas share it. Empty: one generated and kept in the registry file. */
+      /** activation: HMAC key of device tokens; replicas share it. Empty: one generated and kept in the registry (`<dataDir>/devices.json`). */
       secret: z.union([z.literal(''), z.string().min(32, 'must be at least 32 characters')]).default(''),
-      /** activation: the device registry (JSON file; put it on a volume). */
-      registryFile: z.string().min(1).default('data/devices.json'),
       /** activation: how long a spoken code stays valid. */
       codeTtlS: z.number().int().min(30).max(86_400).default(600),
     })

@@ -92,6 +92,7 @@ const ENV_OVERRIDES: ReadonlyArray<{ name: string; path: string[]; parse?: (v: s
   { name: 'LLM_MODEL', path: ['llm', 'model'] },
   { name: 'LOG_LEVEL', path: ['logging', 'level'] },
   { name: 'PUBLIC_WS_URL', path: ['server', 'publicWsUrl'] },
+  { name: 'XIAOZHI_DATA_DIR', path: ['server', 'dataDir'] },
 ];
 
 /** Formats zod issues as `key.path: problem` lines. */

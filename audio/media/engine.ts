@@ -3,6 +3,7 @@
  * core) or, with `workers: 0`, the in-process engine.
  */
 import { availableParallelism } from 'node:os';
+import { turnOffOnnxTelemetry } from '../vad/onnx-telemetry.ts';
 import { createInProcessEngine } from './in-process.ts';
 import type { MediaEngine, MediaEngineOptions } from './media.ts';
 import { createWorkerPool } from './worker-pool.ts';
@@ -13,6 +14,8 @@ export function resolveWorkerCount(workers: number | 'auto' | undefined): number
 }
 
 export async function createMediaEngine(opts: MediaEngineOptions): Promise<MediaEngine> {
+  // Before any worker starts: only the main thread can set the process environment they inherit.
+  turnOffOnnxTelemetry();
   const config = {
     vadProvider: opts.vadProvider,
     espeak: opts.espeak,

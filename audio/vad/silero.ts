@@ -10,6 +10,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { ErrorCode, VoiceError } from '../../core/errors.ts';
 import { int16ToFloat32 } from '../pcm.ts';
+import { turnOffOnnxTelemetry } from './onnx-telemetry.ts';
 import { FramedVadStream, type FrameScorer } from './framed-stream.ts';
 import { SileroBatcher, STEP_INPUT, STEP_STATE } from './silero-batch.ts';
 import type { VadModel, VadModelOptions, VadStream, VadStreamOptions } from './vad.ts';
@@ -34,12 +35,19 @@ export interface SileroVadModel extends VadModel {
 
 export async function createSileroModel(opts: VadModelOptions): Promise<SileroVadModel> {
   const started = performance.now();
+  if (!turnOffOnnxTelemetry()) {
+    opts.log?.warn('silero vad: onnxruntime telemetry is not turned off (this worker started before the main thread turned it off)');
+  }
   let ort: Ort;
   try {
     ort = await import('onnxruntime-node');
   } catch (err) {
     throw new VoiceError(ErrorCode.ProviderUnavailable, 'silero vad: onnxruntime-node cannot load', { cause: err });
   }
+  // onnxruntime prints its own log as plain text on the console, where only JSON log lines belong;
+  // its warnings (CPU detection, graph rewrites) mean nothing to an operator, and its errors
+  // reach us as exceptions, logged below.
+  ort.env.logLevel = 'error';
   const modelPath = opts.modelPath ?? defaultSileroModelPath();
   let session: Session;
   try {

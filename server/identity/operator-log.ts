@@ -12,12 +12,12 @@ import type { DeviceRegistry } from './device-registry.ts';
 export interface AuthSettings {
   mode?: AuthMode | undefined;
   tokens: readonly string[];
-  registryFile: string;
 }
 
-export function logDeviceAuth(auth: AuthSettings, devices: DeviceRegistry | undefined, log: Logger): void {
+/** `registryFile`: where the embedded registry keeps bindings and codes (in the data directory). */
+export function logDeviceAuth(auth: AuthSettings, registryFile: string, devices: DeviceRegistry | undefined, log: Logger): void {
   const mode = resolveAuthMode(auth);
-  if (mode === 'activation') log.info({ mode, registryFile: resolve(auth.registryFile) }, 'device authentication');
+  if (mode === 'activation') log.info({ mode, registryFile: resolve(registryFile) }, 'device authentication');
   else if (mode === 'tokens') log.info({ mode, tokens: auth.tokens.length }, 'device authentication');
   else log.info({ mode, note: 'any client that reaches the port may connect' }, 'device authentication');
   devices?.onBound((added) => {

@@ -2,17 +2,19 @@
  * Container smoke test (run by .ci/container-smoke.sh, not by `npm test`): starts the server
  * inside the built image through a launcher command, the fake OpenAI-compatible LLM on the host
  * (the container shares the host network), then acts as a device from the host: OTA, hello, one
- * spoken turn, /healthz, /readyz and /metrics, then SIGTERM to the container's init and a clean
- * exit with nothing left running. Prints one JSON line of timings; exits 1 on any failure.
+ * spoken turn, the device page at /, /healthz, /readyz and /metrics, then SIGTERM to the
+ * container's init and a clean exit with nothing left running, and stdout that held JSON log
+ * lines only. Prints one JSON line of timings; exits 1 on any failure.
  *
  *   usage: tsx test/container/smoke.ts [--timeout-ms N] -- <launcher...>
  *   e.g.   tsx test/container/smoke.ts -- buildah run --isolation chroot --user node CTR --
  * The launcher gets `/usr/bin/tini -- env HOST=… PORT=… OPENAI_BASE_URL=… node dist/server/main.js` appended.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { startFakeOpenAi, type FakeOpenAi } from '../fixtures/fake-openai.ts';
 import { speak16k, utterancePackets } from '../helpers/speech.ts';
-import { freePort, spawnServer, type SpawnedServer } from '../integration/ops/helpers/spawned-server.ts';
+import { freePort, nonJsonLines, spawnServer, type SpawnedServer } from '../integration/ops/helpers/spawned-server.ts';
 import { connectAndAsk, metricValue, otaWebsocketUrl } from '../integration/ops/helpers/spoken-turn.ts';
 
 function parseArgs(argv: readonly string[]): { timeoutMs: number; launcher: string[] } {
@@ -84,6 +86,12 @@ async function main(): Promise<void> {
     assert.ok(turn.audioMs > 600, `answer audio ${Math.round(turn.audioMs)} ms`);
     assert.ok((llm.requests.length ?? 0) >= 1, 'the server in the container reached the fake LLM on the host');
 
+    // The browser device page (web/device, beside package.json in the image) is served at /.
+    const page = await fetch(`${srv.httpUrl}/`);
+    assert.equal(page.status, 200, 'GET / answers 200');
+    assert.equal(await page.text(), readFileSync(new URL('../../web/device/index.html', import.meta.url), 'utf8'), 'the page at / is web/device/index.html');
+    assert.equal((await fetch(`${srv.httpUrl}/js/main.js`)).status, 200, 'the page\'s script is served');
+
     const health = await fetch(`${srv.httpUrl}/healthz`);
     assert.equal(health.status, 200, '/healthz 200');
     const metrics = await (await fetch(`${srv.httpUrl}/metrics`)).text();
@@ -106,6 +114,8 @@ async function main(): Promise<void> {
     assert.equal(closeCode, 1001, 'the device gets a going-away close');
     assert.deepEqual(exit, { code: 0, signal: null }, 'the container exits 0');
     assert.ok(srv.logLines('stopped').length === 1, 'the server logged its clean stop');
+    assert.deepEqual(nonJsonLines(srv.stdout()), [], 'every line the server wrote to stdout is JSON');
+    assert.doesNotMatch(srv.output(), /telemetry/i, 'onnxruntime says nothing about telemetry (it is off)');
     await new Promise((r) => setTimeout(r, 300));
     const left = await srv.descendants();
     assert.deepEqual(left, [], 'no process left behind');

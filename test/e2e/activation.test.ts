@@ -35,7 +35,7 @@ describe('activation mode end to end', () => {
     dir = mkdtempSync(join(tmpdir(), 'activation-e2e-'));
     file = join(dir, 'devices.json');
     llm = await startFakeOpenAi();
-    srv = await startVoiceApp(llm.url, { server: { auth: { mode: 'activation', registryFile: file } } });
+    srv = await startVoiceApp(llm.url, { server: { dataDir: dir, auth: { mode: 'activation' } } });
   });
   after(async () => {
     await srv.close();

@@ -24,7 +24,7 @@ describe('browser page in activation mode', { skip: haveChromium ? false : 'need
     const wav = join(dir, 'mic.wav');
     writeSpeechWav(wav, 'hello', 200, 200);
     llm = await startFakeOpenAi();
-    srv = await startVoiceApp(llm.url, { server: { auth: { mode: 'activation', registryFile: join(dir, 'devices.json') } } });
+    srv = await startVoiceApp(llm.url, { server: { dataDir: dir, auth: { mode: 'activation' } } });
     browser = await launchChromium(wav);
   });
   after(async () => {

@@ -106,6 +106,20 @@ describe('deployment files', () => {
     assert.match(smoke, /FROM \$IMAGE[\s\S]*apt-get install -y/);
   });
 
+  test('one data directory: the image\'s /data (node\'s, a volume, XIAOZHI_DATA_DIR) is compose\'s named volume; devices on PATH', () => {
+    const dockerfile = readFileSync('Dockerfile', 'utf8');
+    assert.match(dockerfile, /mkdir \/data && chown node:node \/data/, 'the user the server runs as owns /data');
+    assert.match(dockerfile, /^VOLUME \/data$/m);
+    assert.match(dockerfile, /XIAOZHI_DATA_DIR=\/data/);
+    assert.match(dockerfile, /exec node \/app\/dist\/scripts\/devices\.js/, 'the devices CLI runs the compiled script');
+    const build = JSON.parse(readFileSync('tsconfig.build.json', 'utf8')) as { include: string[] };
+    assert.ok(build.include.includes('scripts'), 'the build compiles scripts/devices.ts');
+    const { config } = loadConfig({ argv: ['--config', 'docker/server.yaml'], env: { XIAOZHI_DATA_DIR: '/data' }, cwd: process.cwd() });
+    assert.equal(config.server.dataDir, '/data', 'docker/server.yaml leaves the data directory to the image');
+    assert.ok((services.server?.volumes ?? []).includes('data:/data'), 'compose mounts the named volume at /data');
+    assert.ok('data' in compose.volumes, 'compose declares the data volume');
+  });
+
   test('.dockerignore lets through every folder the build compiles, and no secrets', () => {
     const build = JSON.parse(readFileSync('tsconfig.build.json', 'utf8')) as { include: string[] };
     const lines = readFileSync('.dockerignore', 'utf8').split('\n').map((l) => l.trim());

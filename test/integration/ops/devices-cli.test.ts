@@ -52,9 +52,9 @@ describe('npm run devices, as documented', () => {
   let code: string;
   before(() => {
     dir = mkdtempSync(join(tmpdir(), 'devices-cli-'));
-    registryFile = join(dir, 'state', 'devices.json');
+    registryFile = join(dir, 'state', 'devices.json'); // the registry in `server.dataDir`
     config = join(dir, 'config.yaml');
-    writeFileSync(config, stringify({ server: { auth: { mode: 'activation', registryFile } } }));
+    writeFileSync(config, stringify({ server: { dataDir: join(dir, 'state'), auth: { mode: 'activation' } } }));
     // A device asked OTA: its code is pending in the registry the configuration names.
     const reg = new JsonDeviceRegistry({ file: registryFile, secret: '', codeTtlMs: 600_000, watchIntervalMs: 0 });
     code = reg.pendingCode(DEVICE.deviceId, DEVICE.clientId)?.code ?? '';

@@ -36,7 +36,7 @@ describe('the operator log of a server in activation mode', () => {
     const port = await freePort();
     const registryFile = join(dir, 'state', 'devices.json');
     const config = join(dir, 'config.yaml');
-    writeFileSync(config, stringify({ server: { host: '127.0.0.1', port, auth: { mode: 'activation', registryFile } }, logging: { level: 'info' } }));
+    writeFileSync(config, stringify({ server: { host: '127.0.0.1', port, dataDir: join(dir, 'state'), auth: { mode: 'activation' } }, logging: { level: 'info' } }));
     srv = await spawnServer({ command: process.execPath, args: ['--import', 'tsx', 'server/main.ts', '--config', config], env: cleanEnv(), port });
     const s = srv;
 

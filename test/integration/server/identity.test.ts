@@ -132,7 +132,7 @@ describe('activation mode', () => {
     dir = mkdtempSync(join(tmpdir(), 'identity-'));
     t = await startTestApp({
       createConversation: recordingConversation().factory,
-      config: { server: { auth: { mode: 'activation', registryFile: join(dir, 'devices.json') } } },
+      config: { server: { dataDir: dir, auth: { mode: 'activation' } } },
     });
   });
   after(async () => {
@@ -280,7 +280,7 @@ describe('secrets for log redaction', () => {
   test('onSecret is told the token secret at start and every token OTA hands out', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'identity-secret-'));
     const seen: string[] = [];
-    const config = ConfigSchema.parse({ server: { auth: { mode: 'activation', registryFile: join(dir, 'devices.json') } } });
+    const config = ConfigSchema.parse({ server: { dataDir: dir, auth: { mode: 'activation' } } });
     const app = await buildApp({
       config,
       log: createLogger({ level: 'debug', logContent: false, destination: createLogSink().stream }),

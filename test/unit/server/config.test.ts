@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../../../server/config.ts';
+import { deviceRegistryFile } from '../../../server/app.ts';
 
 const made: string[] = [];
 after(() => {
@@ -31,7 +32,8 @@ describe('config', () => {
     assert.equal(config.server.port, 8000);
     assert.equal(config.server.host, '0.0.0.0');
     assert.equal(config.server.protocolVersion, 1);
-    assert.deepEqual(config.server.auth, { tokens: [], allowedDevices: [], secret: '', registryFile: 'data/devices.json', codeTtlS: 600 });
+    assert.deepEqual(config.server.auth, { tokens: [], allowedDevices: [], secret: '', codeTtlS: 600 });
+    assert.equal(config.server.dataDir, 'data');
     assert.equal(config.server.helloTimeoutMs, 10000);
     assert.equal(config.server.idleTimeoutMs, 120000);
     assert.equal(config.audio.outputSampleRate, 24000);
@@ -65,6 +67,16 @@ describe('config', () => {
     assert.equal(config.llm.apiKey, 'sk-x');
     assert.equal(config.llm.model, 'gpt-x');
     assert.deepEqual(overrides.sort(), ['LLM_MODEL', 'OPENAI_API_KEY', 'OPENAI_BASE_URL', 'PORT']);
+  });
+
+  test('one data directory: server.dataDir, XIAOZHI_DATA_DIR over the file, the device registry inside it', () => {
+    const a = tmpFile('server: { dataDir: /from-file }');
+    assert.equal(deviceRegistryFile(loadConfig({ argv: ['--config', a.file], env: {}, cwd: a.dir }).config), '/from-file/devices.json');
+    const { config, overrides } = loadConfig({ argv: ['--config', a.file], env: { XIAOZHI_DATA_DIR: '/data' }, cwd: a.dir });
+    assert.equal(config.server.dataDir, '/data');
+    assert.deepEqual(overrides, ['XIAOZHI_DATA_DIR']);
+    assert.equal(deviceRegistryFile(config), '/data/devices.json');
+    assert.equal(deviceRegistryFile(loadConfig({ argv: [], env: {}, cwd: tmpDir() }).config), join('data', 'devices.json'));
   });
 
   test('invalid values name the key and the problem', () => {

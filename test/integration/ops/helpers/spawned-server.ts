@@ -32,12 +32,29 @@ export interface SpawnedServer {
   exited: Promise<ExitInfo>;
   /** Everything the process wrote (stdout and stderr, interleaved). */
   output(): string;
+  /** What the process wrote to stdout alone (the JSON log lines). */
+  stdout(): string;
   /** JSON log lines whose `msg` equals `msg`. */
   logLines(msg: string): Array<Record<string, unknown>>;
   /** Descendants of the spawned process now (empty after a clean exit). */
   descendants(): Promise<ProcEntry[]>;
   /** SIGKILLs the process and every descendant still running. Idempotent. */
   kill(): Promise<void>;
+}
+
+/** The lines of `text` (a process's stdout) that are not one JSON object each. */
+export function nonJsonLines(text: string): string[] {
+  return text
+    .split('\n')
+    .filter((l) => l !== '')
+    .filter((l) => {
+      try {
+        const v: unknown = JSON.parse(l);
+        return typeof v !== 'object' || v === null || Array.isArray(v);
+      } catch {
+        return true;
+      }
+    });
 }
 
 /** A free TCP port on 127.0.0.1 (closed again before returning). */
@@ -58,11 +75,15 @@ export async function spawnServer(opts: SpawnServerOptions): Promise<SpawnedServ
   const started = performance.now();
   const proc = spawn(opts.command, [...opts.args], { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
+  let stdout = '';
   const append = (b: Buffer): void => {
     // Bounded: a chatty debug log must not grow the test's memory without limit.
     out = (out + b.toString('utf8')).slice(-4_000_000);
   };
-  proc.stdout?.on('data', append);
+  proc.stdout?.on('data', (b: Buffer) => {
+    append(b);
+    stdout = (stdout + b.toString('utf8')).slice(-4_000_000);
+  });
   proc.stderr?.on('data', append);
   const exited = new Promise<ExitInfo>((resolve) => {
     proc.once('exit', (code, signal) => resolve({ code, signal }));
@@ -119,6 +140,7 @@ export async function spawnServer(opts: SpawnServerOptions): Promise<SpawnedServ
     readyMs,
     exited,
     output: () => out,
+    stdout: () => stdout,
     logLines: (msg) =>
       out
         .split('\n')

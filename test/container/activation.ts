@@ -1,0 +1,139 @@
+/**
+ * Container smoke for activation mode (run by .ci/container-smoke.sh, not by `npm test`): the
+ * server runs in the image as the `node` user with `server.auth.mode: activation` (the launcher
+ * mounts that config at /app/config.yaml) and keeps its registry in the image's data directory
+ * /data. A device on the host does OTA and gets a code; the operator's CLI, run inside the same
+ * container while the server runs (`devices` on PATH, as `docker compose exec server devices …`
+ * does), lists the pending code and binds it; the device then gets its token from OTA, connects
+ * and has a turn. Every line the server wrote to stdout is JSON. Exits 1 on any failure.
+ *
+ *   usage: tsx test/container/activation.ts [--timeout-ms N] -- <server launcher...> --- <exec launcher...>
+ * The server launcher gets `/usr/bin/tini -- env HOST=… PORT=… OPENAI_BASE_URL=… node dist/server/main.js`
+ * appended; the exec launcher `devices list` and `devices bind CODE`.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { DeviceSim } from '../fixtures/device-sim.ts';
+import { fakeText, startFakeOpenAi, type FakeOpenAi } from '../fixtures/fake-openai.ts';
+import { freePort, nonJsonLines, spawnServer, type SpawnedServer } from '../integration/ops/helpers/spawned-server.ts';
+
+const DEVICE = { 'Device-Id': 'c0:ff:ee:00:00:02', 'Client-Id': '3f0c8a52-6a1e-4c57-9d0b-7a2e41c9b8d1' };
+const step = (name: string): void => void process.stderr.write(`activation smoke: ${name}\n`);
+
+function parseArgs(argv: readonly string[]): { timeoutMs: number; server: string[]; exec: string[] } {
+  const sep = argv.indexOf('--');
+  const own = sep >= 0 ? argv.slice(0, sep) : argv;
+  const rest = sep >= 0 ? argv.slice(sep + 1) : [];
+  const mid = rest.indexOf('---');
+  const t = own.indexOf('--timeout-ms');
+  const timeoutMs = t >= 0 ? Number(own[t + 1]) : 240_000;
+  if (mid <= 0 || mid === rest.length - 1 || !Number.isFinite(timeoutMs)) {
+    process.stderr.write('usage: tsx test/container/activation.ts [--timeout-ms N] -- <server launcher...> --- <exec launcher...>\n');
+    process.exit(2);
+  }
+  return { timeoutMs, server: rest.slice(0, mid), exec: rest.slice(mid + 1) };
+}
+
+/** Runs one command in the container; resolves with its stdout, rejects with its stderr. */
+function inContainer(launcher: readonly string[], args: readonly string[]): Promise<string> {
+  const [command, ...prefix] = launcher as [string, ...string[]];
+  return new Promise((resolve, reject) => {
+    execFile(command, [...prefix, ...args], { timeout: 60_000 }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`${args.join(' ')} in the container failed (${err.message.split('\n')[0]}):\n${stderr}${stdout}`));
+      else resolve(stdout);
+    });
+  });
+}
+
+interface OtaAnswer {
+  websocket?: { url?: string; token?: string };
+  activation?: { code?: string };
+}
+
+async function ota(httpUrl: string): Promise<OtaAnswer> {
+  const res = await fetch(`${httpUrl}/xiaozhi/ota/`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', 'Activation-Version': '1', ...DEVICE },
+    body: JSON.stringify({ version: 2, mac_address: DEVICE['Device-Id'], uuid: DEVICE['Client-Id'], application: { name: 'xiaozhi', version: '2.4.2' } }),
+    signal: AbortSignal.timeout(10_000),
+  });
+  assert.equal(res.status, 200, 'OTA answers 200');
+  return (await res.json()) as OtaAnswer;
+}
+
+async function main(): Promise<void> {
+  const { timeoutMs, server, exec } = parseArgs(process.argv.slice(2));
+  const t0 = performance.now();
+  const watchdog = setTimeout(() => {
+    process.stderr.write(`activation smoke: FAILED: no result after ${timeoutMs} ms\n`);
+    process.exit(1);
+  }, timeoutMs);
+  watchdog.unref();
+
+  let llm: FakeOpenAi | undefined;
+  let srv: SpawnedServer | undefined;
+  let dev: DeviceSim | undefined;
+  try {
+    llm = await startFakeOpenAi();
+    const port = await freePort();
+    const [command, ...prefix] = server as [string, ...string[]];
+    step(`starting the server (activation mode) in the container on 127.0.0.1:${port}`);
+    srv = await spawnServer({
+      command,
+      args: [...prefix, '/usr/bin/tini', '--', 'env', 'HOST=127.0.0.1', `PORT=${port}`, `OPENAI_BASE_URL=${llm.url}`, 'LLM_MODEL=fake-model', 'LOG_LEVEL=info', 'node', 'dist/server/main.js'],
+      port,
+      readyTimeoutMs: 60_000,
+    });
+    step(`healthy after ${Math.round(srv.readyMs)} ms`);
+
+    const first = await ota(srv.httpUrl);
+    const code = first.activation?.code ?? '';
+    assert.match(code, /^\d{6}$/, `an unknown device gets a 6-digit code: ${JSON.stringify(first)}`);
+
+    step(`code ${code}; devices list / bind inside the running container`);
+    const pending = await inContainer(exec, ['devices', 'list']);
+    assert.match(pending, new RegExp(`pending +code ${code} +${DEVICE['Device-Id']}`), `devices list shows the pending code:\n${pending}`);
+    const bound = await inContainer(exec, ['devices', 'bind', code]);
+    assert.match(bound, /^bound [0-9a-f]{10} /, `devices bind CODE binds it:\n${bound}`);
+    const listed = await inContainer(exec, ['devices', 'list']);
+    assert.match(listed, new RegExp(`bound +[0-9a-f]{10} +${DEVICE['Device-Id']}`), `devices list shows the bound device:\n${listed}`);
+
+    const second = await ota(srv.httpUrl);
+    assert.equal(second.activation, undefined, 'a bound device gets no code');
+    const token = second.websocket?.token ?? '';
+    assert.ok(token.length > 0, 'OTA hands the bound device its token');
+    assert.equal(second.websocket?.url, `ws://127.0.0.1:${port}/xiaozhi/v1/`);
+
+    step('the bound device connects and talks');
+    dev = new DeviceSim({ url: second.websocket?.url ?? '', deviceId: DEVICE['Device-Id'], clientId: DEVICE['Client-Id'], token });
+    await dev.hello();
+    llm.script(fakeText('Bound in the container.'));
+    dev.listen('detect', { text: 'Are you there?' });
+    const sentence = await dev.waitJson('tts', 'sentence_start', 30_000);
+    assert.equal(sentence.text, 'Bound in the container.');
+    await dev.waitJson('tts', 'stop', 30_000);
+    assert.ok(dev.audio.length > 0, 'the answer is spoken');
+
+    step('SIGTERM to the container init');
+    const tini = (await srv.descendants()).find((p) => p.name === 'tini');
+    assert.ok(tini, 'tini runs in the container');
+    process.kill(tini.pid, 'SIGTERM');
+    assert.deepEqual(await srv.exited, { code: 0, signal: null }, 'the container exits 0');
+
+    assert.deepEqual(nonJsonLines(srv.stdout()), [], 'every line the server wrote to stdout is JSON');
+    assert.doesNotMatch(srv.output(), /EACCES|telemetry/i, 'no permission error, nothing about telemetry');
+
+    clearTimeout(watchdog);
+    process.stdout.write(`${JSON.stringify({ activationSmoke: 'passed', totalMs: Math.round(performance.now() - t0) })}\n`);
+  } catch (err) {
+    process.stderr.write(`activation smoke: FAILED: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    if (srv) process.stderr.write(`activation smoke: server output tail:\n${srv.output().slice(-4000)}\n`);
+    process.exitCode = 1;
+  } finally {
+    dev?.close();
+    await srv?.kill();
+    await llm?.close();
+  }
+}
+
+void main().then(() => process.exit(process.exitCode ?? 0));
