@@ -1,5 +1,5 @@
 /**
- * @module The device as an MCP server (xiaozhi spec §9), reached through an injected channel: the
+ * @module The device as an MCP server (as the xiaozhi firmware serves it), reached through an injected channel: the
  * server hands us each `{"type":"mcp"}` payload and gives us a `send` for ours. JSON-RPC with
  * integer ids only (the firmware ignores anything else), `tools/list` paged by tool-name cursors,
  * slow replies (camera) allowed, and defensive parsing: firmware errors may lack `code` and carry
@@ -35,7 +35,7 @@ export interface DeviceMcpOptions {
   /** Sends one JSON-RPC payload to the device (the server wraps it in `{"type":"mcp","payload":...}`). */
   send: (payload: Record<string, unknown>) => void;
   log: Logger;
-  /** Advertised in `initialize` so the device can upload camera photos (spec §9.6). */
+  /** Advertised in `initialize` so the device can upload camera photos. */
   vision?: { url: string; token: string };
   /** Per request, in ms (default 30 000: the camera tool is slow). */
   timeoutMs?: number;

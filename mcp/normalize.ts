@@ -40,7 +40,7 @@ export function normalizeContentBlock(block: unknown): ToolContent {
     case 'audio': {
       let data = str(block.data);
       let mimeType = str(block.mimeType);
-      // xiaozhi firmware nests a stringified {"type":"image","mimeType","data"} under `image` (spec §9.4).
+      // xiaozhi firmware nests a stringified {"type":"image","mimeType","data"} under `image`.
       if (data === undefined && typeof block.image === 'string') {
         try {
           const inner: unknown = JSON.parse(block.image);

@@ -62,7 +62,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     forceCloseConnections: true,
     // Per-request lines: info, except the page's static files (debug).
     logController: new RequestLogController(),
-    // A stranger trickling a body or headers must not hold a socket for minutes (issue 13). The
+    // A stranger trickling a body or headers must not hold a socket for minutes. The
     // checking interval is how often Node enforces these; its default (30 s) would triple them.
     serverFactory: (handler) =>
       createServer(

@@ -1,7 +1,7 @@
 /**
  * @module The MCP server itself: tools `musicPlayer` and `set_volume`, and the paged reader
  * `resource://read_from_http`, read either through the template
- * `resource://read_from_http{?url,start,end}` (spec style) or with the seed's
+ * `resource://read_from_http{?url,start,end}` (MCP's resource templates) or with mcp-go servers'
  * `arguments { url, start, end }` on the base URI (mcp-go / Go xiaozhi server style). One `AudioServerContext` is shared by
  * every McpServer instance (HTTP mode builds one per request), so the volume and the body cache
  * outlive a request.
@@ -20,11 +20,11 @@ import { ReadRefused, readRange } from './range-reader.ts';
 import type { RangeReaderDeps } from './range-reader.ts';
 import { checkUrl, normalizeHosts } from './url-policy.ts';
 
-/** The base URI a `musicPlayer` link carries (as in the seed); pages are read through the template. */
+/** The base URI a `musicPlayer` link carries (as mcp-go servers send it); pages are read through the template. */
 export const READ_BASE_URI = 'resource://read_from_http';
 /** The spec-conformant paged reader: expand it with the track URL and [start, end) byte offsets. */
 export const READ_TEMPLATE = `${READ_BASE_URI}{?url,start,end}`;
-/** The end-of-stream flag the seed's readers look for, as a decoded blob. */
+/** The end-of-stream flag mcp-go style readers look for, as a decoded blob. */
 export const DONE_FLAG = '[DONE]';
 
 export interface AudioServerContext {
@@ -170,7 +170,7 @@ export function createAudioServer(ctx: AudioServerContext): McpServer {
     (uri, variables, extra) => readPage(uri.href, variables, extra.signal),
   );
 
-  // The SDK's own resources/read handler strips unknown params, so the seed's style (the Go
+  // The SDK's own resources/read handler strips unknown params, so the mcp-go style (the Go
   // xiaozhi server, mcp-go clients: `uri` = the base URI plus `arguments { url, start, end }`)
   // would never reach the template above. This handler reads both styles.
   const template = new UriTemplate(READ_TEMPLATE);
@@ -189,7 +189,7 @@ export function createAudioServer(ctx: AudioServerContext): McpServer {
   return mcp;
 }
 
-/** resources/read with the seed's non-standard `arguments` kept (the SDK's schema drops it). */
+/** resources/read with mcp-go's non-standard `arguments` kept (the SDK's schema drops it). */
 const SeedOrTemplateReadSchema = ReadResourceRequestSchema.extend({
   params: ReadResourceRequestParamsSchema.extend({ arguments: z.record(z.string(), z.unknown()).optional() }),
 });

@@ -1,5 +1,5 @@
 // Device MCP against a fake xiaozhi device over a real WebSocket pair on 127.0.0.1. The device side
-// follows the firmware (spec §9): integer ids only, tools/list pages limited to 8000 bytes with the
+// follows the firmware: integer ids only, tools/list pages limited to 8000 bytes with the
 // next tool's *name* as cursor, errors without `code`, one error message pasted unescaped. It also
 // sends string-id replies, replies for unknown ids, non-object payloads and notifications.
 import { describe, test, after, before } from 'node:test';
@@ -62,7 +62,7 @@ function startFakeDevice(url: string, received: Array<Record<string, unknown>>):
     const msg = JSON.parse(data.toString()) as { type: string; payload: Record<string, unknown> };
     const p = msg.payload;
     received.push(p);
-    // Firmware validation (spec §9.1): only integer ids get a reply; notifications are ignored.
+    // Firmware validation: only integer ids get a reply; notifications are ignored.
     if (p.jsonrpc !== '2.0' || typeof p.method !== 'string' || p.method.startsWith('notifications')) return;
     if (typeof p.id !== 'number') return;
     const id = p.id;

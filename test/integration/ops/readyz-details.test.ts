@@ -1,5 +1,5 @@
 /**
- * Issue 13, finding 9: `/readyz` told anyone the remote error texts, child PIDs and provider
+ * `/readyz` once told anyone the remote error texts, child PIDs and provider
  * host:port. A stranger now gets the plain status; details need loopback (not proxied) or the
  * admin secret.
  */

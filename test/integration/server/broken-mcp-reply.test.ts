@@ -1,5 +1,5 @@
 /**
- * The firmware pastes error text into its MCP replies unescaped (spec §9: "Unknown tool: a"b"),
+ * The firmware pastes error text into its MCP replies unescaped ("Unknown tool: a"b"),
  * so the whole frame is not JSON. The session must still hand the reply's payload text to the
  * conversation, whose device MCP salvages the id and message; dropping the frame left the tool
  * call waiting for its 30 s timeout. Found while writing the protocol fuzz suite.

@@ -1,5 +1,5 @@
 /**
- * The page's device-MCP tools, named and shaped like the firmware's common tools (spec §9.5) so
+ * The page's device-MCP tools, named and shaped like the firmware's common tools so
  * the server treats the page like a board: they act on the page itself (player volume, theme, a
  * notice on screen).
  */

@@ -1,6 +1,6 @@
 /**
  * The page's MCP server, answering the server's `{"type":"mcp"}` requests as the firmware does
- * (spec §9): integer ids only (others get no reply), notifications ignored, `initialize`,
+ * (as the firmware does): integer ids only (others get no reply), notifications ignored, `initialize`,
  * `tools/list` paged by tool-name cursors under a byte budget, `tools/call` with the firmware's
  * argument checks and its error shape (`{"error":{"message"}}`, no code).
  */

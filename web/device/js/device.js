@@ -1,7 +1,7 @@
 /**
  * The browser as a xiaozhi device: OTA → WebSocket (identity and token in the query string, as
  * browsers cannot set headers) → hello → listen/detect/abort, uplink Opus from the microphone,
- * downlink Opus to the player, device MCP. Turn-taking follows the firmware (spec §11):
+ * downlink Opus to the player, device MCP. Turn-taking follows the firmware:
  * `tts start` → speaking (the mic pauses unless realtime); `tts stop` → auto: listening again once
  * playback has drained, with a new `listen start`; realtime: listening, no new start; manual: idle.
  *

@@ -1,5 +1,5 @@
 /**
- * Binary audio framing of the xiaozhi protocol (spec §7). v1: the bare Opus packet; v2: a 16-byte
+ * Binary audio framing of the xiaozhi protocol. v1: the bare Opus packet; v2: a 16-byte
  * big-endian header (version, type, reserved, timestamp ms, payload size); v3: a 4-byte header
  * (type, reserved, u16 payload size). The version comes from OTA `websocket.version`.
  */

@@ -5,7 +5,7 @@
  */
 import { loadOpusWasm, WasmOpus } from './opus-wasm.js';
 
-/** Uplink format the firmware uses (spec §8). */
+/** Uplink format the firmware uses. */
 export const UPLINK_RATE = 16000;
 export const UPLINK_FRAME_SAMPLES = 960;
 const UPLINK_BITRATE = 24000;

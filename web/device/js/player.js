@@ -1,7 +1,7 @@
 /**
  * Downlink playback: Opus packets → decoder → AudioBuffers scheduled back to back on one play
  * head, so consecutive 60 ms frames join without gaps. A short lead absorbs network jitter; a cap
- * on how far ahead we schedule stops pile-up (the firmware keeps at most 2.4 s, spec §8). `stop()`
+ * on how far ahead we schedule stops pile-up (the firmware keeps at most 2.4 s). `stop()`
  * silences at once and discards everything queued or still decoding.
  */
 import { createOpusDecoder } from './opus-codec.js';
