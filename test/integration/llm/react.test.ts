@@ -4,7 +4,7 @@ import { sleep } from '../../../core/abort.ts';
 import { ErrorCode, VoiceError } from '../../../core/errors.ts';
 import { silentLogger } from '../../../core/logger.ts';
 import { createLlmClient } from '../../../llm/client.ts';
-import type { Emotion } from '../../../llm/emotion.ts';
+import type { Emotion } from '../../../core/emotions.ts';
 import { createHistory } from '../../../llm/history.ts';
 import type { History } from '../../../llm/history.ts';
 import { decideFromActions, MAX_CALLS_PER_ROUND, runReact } from '../../../llm/react.ts';
