@@ -354,7 +354,6 @@ export class Turn {
               speak: (text) => {
                 for (const s of cutter.flush()) say(s);
                 say(text);
-                history.append({ role: 'assistant', content: text });
               },
             });
           }
