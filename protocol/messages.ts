@@ -77,7 +77,6 @@ export type DeviceMcp = z.infer<typeof DeviceMcpSchema>;
 export const IotSchema = z.looseObject({ type: z.literal('iot'), session_id: SessionId });
 export const GoodbyeSchema = z.looseObject({ type: z.literal('goodbye'), session_id: SessionId });
 
-export const DeviceMessageSchema = z.union([DeviceHelloSchema, ListenSchema, AbortSchema, DeviceMcpSchema, IotSchema, GoodbyeSchema]);
 export type DeviceMessage =
   | DeviceHello
   | Listen
