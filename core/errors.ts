@@ -1,7 +1,8 @@
 /**
  * @module Local error type shared by every folder: a stable string `code`, whether a retry can
- * help, and the underlying cause. What reaches a device is mapped from `code` in one table
- * (protocol/errors.ts), never from a message or a stack.
+ * help, and the underlying cause. What a user hears about a failure is chosen from `code` (a
+ * provider's code makes the turn speak that part's apology, voice/conversation/turn.ts), never
+ * from a message or a stack.
  */
 
 export const ErrorCode = {

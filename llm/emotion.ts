@@ -1,21 +1,11 @@
 /**
  * @module Emotion cues at the start of a model reply. Prompts often ask the model to open with an
  * emoji or a `[happy]` tag; the device shows it as a face (`{"type":"llm","emotion":...}`) and the
- * TTS must not read it. Names are the 21 the xiaozhi firmware and reference server use.
+ * TTS must not read it. The names are core/emotions.ts's; the emoji sent with each is the device
+ * protocol's (protocol/messages.ts).
  */
 
-export const EMOTIONS = [
-  'neutral', 'happy', 'laughing', 'funny', 'sad', 'angry', 'crying', 'loving', 'embarrassed', 'surprised', 'shocked',
-  'thinking', 'winking', 'cool', 'relaxed', 'delicious', 'kissy', 'confident', 'sleepy', 'silly', 'confused',
-] as const;
-export type Emotion = (typeof EMOTIONS)[number];
-
-/** The emoji the reference server sends for each emotion (the `text` of the `llm` message). */
-export const EMOTION_EMOJI: Readonly<Record<Emotion, string>> = {
-  neutral: '😶', happy: '🙂', laughing: '😆', funny: '😂', sad: '😔', angry: '😠', crying: '😭', loving: '😍',
-  embarrassed: '😳', surprised: '😲', shocked: '😱', thinking: '🤔', winking: '😉', cool: '😎', relaxed: '😌',
-  delicious: '🤤', kissy: '😘', confident: '😏', sleepy: '😴', silly: '😜', confused: '🙄',
-};
+import { EMOTIONS, type Emotion } from '../core/emotions.ts';
 
 /** Common emoji → emotion (keyed by the base pictograph, without variation selectors). */
 const EMOJI_TO_EMOTION: ReadonlyMap<string, Emotion> = new Map(

@@ -13,28 +13,21 @@
  */
 import { runScoped } from '../core/abort.ts';
 import { ErrorCode, VoiceError, isAbortError, toVoiceError } from '../core/errors.ts';
+import type { Emotion } from '../core/emotions.ts';
 import type { Logger } from '../core/logger.ts';
 import type { ToolResult, ToolSource, ToolSpec } from '../mcp/tool-source.ts';
 import { createEmotionExtractor } from './emotion.ts';
-import type { Emotion } from './emotion.ts';
 import type { History } from './history.ts';
 import { createThinkFilter } from './think-filter.ts';
-import { parseToolArguments, spokenResultText, toolResultText } from './tool-results.ts';
+import { decideByFlags, type FlagEndReason, type RoundDecision, type ToolCallResult } from './round-decision.ts';
+import { parseToolArguments, toolResultText } from './tool-results.ts';
 import type { LlmClient, ToolCall } from './types.ts';
 
 /** Tool calls run in one Act phase; more in one model answer get an error result instead. */
 export const MAX_CALLS_PER_ROUND = 8;
 
-/** Why a tool result stopped the loop. */
-export type DispatchStopReason = 'final' | 'no_further_response' | 'silence' | 'played_audio';
-
-/** What the server's result dispatcher decided after Act: go on to the next Think, or stop the turn. */
-export type DispatchDecision = { continue: true } | { continue: false; reason: DispatchStopReason };
-
-export interface ToolCallResult {
-  call: ToolCall;
-  result: ToolResult;
-}
+/** Why a round of tool results stopped the loop: a result's flags, or media that played. */
+export type DispatchStopReason = FlagEndReason | 'played_audio';
 
 export interface ToolCallTiming {
   id: string;
@@ -83,27 +76,17 @@ export interface ReactOptions {
   onToolStart?: (call: ToolCall) => void;
   onToolResult?: (call: ToolCall, result: ToolResult, ms: number) => void;
   /**
-   * Routes the results of one Act phase (audio, resource links) and says whether the loop goes on;
-   * without media it should answer `decideFromActions(results)`. Without a dispatcher the loop
-   * uses `decideFromActions` itself. Either way, when the decision is `final` /
-   * `no_further_response` the loop speaks the flagged results' text via `onText` and records it in
-   * the history; `silence` stops without a word.
+   * Routes the results of one Act phase (plays their media) and returns what the round means for
+   * the turn. Default: `decideByFlags`. The loop acts on the answer, whoever gave it: `observe`
+   * thinks again; `end` speaks its text through `onText`, records it and stops; `played` records
+   * what was said while playing and stops.
    */
-  dispatch?: (results: ToolCallResult[]) => Promise<DispatchDecision>;
+  dispatch?: (results: ToolCallResult[]) => Promise<RoundDecision>;
   /**
    * Awaited before each Act phase: tools change the world, so a turn started before the end of
    * speech was confirmed calls none until it is (a rejection ends the loop as aborted).
    */
   beforeAct?: () => Promise<void>;
-}
-
-/** The one place the `ToolAction` flags become an end-of-turn decision (the dispatcher defers to it when no media played). */
-export function decideFromActions(results: readonly ToolCallResult[]): DispatchDecision {
-  const actions = results.flatMap((r) => (r.result.action ? [r.result.action] : []));
-  if (actions.some((a) => a.silenceLLM)) return { continue: false, reason: 'silence' };
-  if (actions.some((a) => a.final)) return { continue: false, reason: 'final' };
-  if (actions.some((a) => a.noFurtherResponse)) return { continue: false, reason: 'no_further_response' };
-  return { continue: true };
 }
 
 /** Runs one user turn. Throws only for model failures (`VoiceError`); aborts resolve with reason `aborted`. */
@@ -252,32 +235,28 @@ export async function runReact(opts: ReactOptions): Promise<ReactOutcome> {
       ...results.map((r) => ({ role: 'tool' as const, toolCallId: r.call.id, content: toolResultText(r.result, maxChars) })),
     );
 
-    let decision: DispatchDecision;
+    let decision: RoundDecision;
     try {
       const dispatch = opts.dispatch;
-      decision = dispatch ? await runScoped(signal, () => dispatch(results)) : decideFromActions(results);
+      decision = dispatch ? await runScoped(signal, () => dispatch(results)) : decideByFlags(results);
     } catch (err) {
       if (signal.aborted || isAbortError(err)) return finish('aborted');
       log.warn({ err: toVoiceError(err).message }, 'tool result dispatch failed; continuing');
-      decision = { continue: true };
+      decision = { next: 'observe' };
     }
-    if (!decision.continue) {
-      // Whoever decided, the flagged results' own words are spoken here, and only here, so they
-      // enter the history the same way on every path.
-      if (decision.reason === 'final' || decision.reason === 'no_further_response') {
-        const said = results
-          .filter((r) => r.result.action?.final || r.result.action?.noFurtherResponse)
-          .map((r) => spokenResultText(r.result))
-          .filter((t) => t !== '')
-          .join('\n');
-        if (said !== '') {
-          breakBeforeNext = true;
-          speak(said);
-          history.append({ role: 'assistant', content: said });
-        }
-      }
-      return finish('tool_ended', decision.reason);
+    // The one place a round's decision is acted on: think again, or end the turn. What the turn
+    // says at its end is spoken and recorded here, the same way on every path.
+    if (decision.next === 'observe') continue;
+    if (decision.next === 'played') {
+      for (const said of decision.said) history.append({ role: 'assistant', content: said });
+      return finish('tool_ended', 'played_audio');
     }
+    if (decision.say !== '') {
+      breakBeforeNext = true;
+      speak(decision.say);
+      history.append({ role: 'assistant', content: decision.say });
+    }
+    return finish('tool_ended', decision.reason);
   }
 }
 

@@ -5,6 +5,7 @@
  * field the firmware dereferences is never missing.
  */
 import { z } from 'zod';
+import type { Emotion } from '../core/emotions.ts';
 
 /** Longest text we accept in a device message field (wake word, detect text). */
 export const MAX_DEVICE_TEXT = 2000;
@@ -76,7 +77,6 @@ export type DeviceMcp = z.infer<typeof DeviceMcpSchema>;
 export const IotSchema = z.looseObject({ type: z.literal('iot'), session_id: SessionId });
 export const GoodbyeSchema = z.looseObject({ type: z.literal('goodbye'), session_id: SessionId });
 
-export const DeviceMessageSchema = z.union([DeviceHelloSchema, ListenSchema, AbortSchema, DeviceMcpSchema, IotSchema, GoodbyeSchema]);
 export type DeviceMessage =
   | DeviceHello
   | Listen
@@ -164,12 +164,6 @@ export function serverHello(sessionId: string, sampleRate: number, frameDuration
     audio_params: { format: 'opus', sample_rate: sampleRate, channels: 1, frame_duration: frameDuration },
   };
 }
-
-export const Emotions = [
-  'neutral', 'happy', 'laughing', 'funny', 'sad', 'angry', 'crying', 'loving', 'embarrassed', 'surprised', 'shocked',
-  'thinking', 'winking', 'cool', 'relaxed', 'delicious', 'kissy', 'confident', 'sleepy', 'silly', 'confused',
-] as const;
-export type Emotion = (typeof Emotions)[number];
 
 export type ServerMessage =
   | ServerHello

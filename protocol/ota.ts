@@ -28,8 +28,3 @@ export interface OtaResponse {
   firmware?: { version: string; url: string; force?: number };
   activation?: { code: string; message: string; challenge: string };
 }
-
-/** The firmware parses versions with std::stoi per dotted segment; anything else throws on the device. */
-export function isNumericDottedVersion(v: string): boolean {
-  return /^\d+(\.\d+)*$/.test(v);
-}

@@ -13,9 +13,8 @@ import type { Socket } from 'node:net';
 import { CLOSE_HANDSHAKE_GRACE_MS } from '../../server/http/ws-channel.ts';
 import { FaultRig } from './rig.ts';
 import type { DeviceSim } from '../fixtures/device-sim.ts';
-import { fakeText, startFakeOpenAi } from '../fixtures/fake-openai.ts';
+import { fakeText } from '../fixtures/fake-openai.ts';
 import { closeAll } from '../helpers/close-all.ts';
-import { startVoiceApp } from '../helpers/voice-app.ts';
 import { pollUntil, within } from '../helpers/wait.ts';
 import { assertNoLeaks, holdings } from './leak-check.ts';
 
@@ -37,19 +36,7 @@ describe('fault: the device vanishes, goes silent or stops reading', { timeout: 
     await dev.waitJson('tts', 'stop', 20_000, from);
   }
 
-  before(async () => {
-    rig.llm = await startFakeOpenAi({ keepAlive: false });
-    rig.srv = await startVoiceApp(rig.llm.url, { server: { idleTimeoutMs: IDLE_MS } });
-    const dev = device();
-    try {
-      await within(dev.hello(), 20_000, 'hello');
-      await quickTurn(dev, 'Ready.');
-    } finally {
-      dev.close();
-    }
-    await within(dev.closed, 5000, 'warm-up device closed');
-    await pollUntil('no session', () => server().app.registry.size === 0, 5000);
-  }, { timeout: 60_000 });
+  before(() => rig.start({ server: { idleTimeoutMs: IDLE_MS } }), { timeout: 60_000 });
 
   after(async () => {
     await closeAll(rig.srv, rig.llm);

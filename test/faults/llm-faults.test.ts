@@ -10,10 +10,9 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FaultRig } from './rig.ts';
 import type { DeviceSim } from '../fixtures/device-sim.ts';
-import { fakeText, startFakeOpenAi, type FakeReply } from '../fixtures/fake-openai.ts';
+import { fakeText, type FakeReply } from '../fixtures/fake-openai.ts';
 import { closeAll } from '../helpers/close-all.ts';
-import { startVoiceApp } from '../helpers/voice-app.ts';
-import { pollUntil, within } from '../helpers/wait.ts';
+import { within } from '../helpers/wait.ts';
 import { assertNoLeaks, holdings } from './leak-check.ts';
 
 function spoken(dev: DeviceSim, from = 0): string[] {
@@ -51,19 +50,7 @@ describe('fault: the LLM rate-limits or breaks its stream', { timeout: 90_000 },
     await assertNoLeaks(server().app, base);
   }
 
-  before(async () => {
-    rig.llm = await startFakeOpenAi({ keepAlive: false });
-    rig.srv = await startVoiceApp(rig.llm.url, { llm: { timeoutMs: 2000, maxRetries: 1 } });
-    const dev = device();
-    try {
-      await within(dev.hello(), 20_000, 'hello');
-      assert.deepEqual(await turn(dev, 'warm up', fakeText('Ready.')), ['Ready.']);
-    } finally {
-      dev.close();
-    }
-    await within(dev.closed, 5000, 'warm-up device closed');
-    await pollUntil('no session', () => server().app.registry.size === 0, 5000);
-  }, { timeout: 60_000 });
+  before(() => rig.start({ llm: { timeoutMs: 2000, maxRetries: 1 } }), { timeout: 60_000 });
 
   after(async () => {
     await closeAll(rig.srv, rig.llm);

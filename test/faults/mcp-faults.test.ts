@@ -17,6 +17,7 @@ import { closeAll } from '../helpers/close-all.ts';
 import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
 import { pollUntil, within } from '../helpers/wait.ts';
 import { assertNoLeaks, holdings, loopbackConnectionsTo, pidAlive } from './leak-check.ts';
+import { warmUp } from './rig.ts';
 import { startMcpHttpProcess, type McpHttpProcess } from './mcp-http-process.ts';
 
 /**
@@ -82,18 +83,10 @@ class Bench {
     this.srv = await startVoiceApp(this.llm.url, { llm: { toolTimeoutMs }, mcpServers });
     const names = Object.keys(mcpServers);
     await pollUntil('every MCP server ready', () => names.every((n) => this.state(n)?.state === 'ready'), 20_000);
-    // Warm-up: the first session and tool calls create what lives as long as the server
-    // (media engine session slots, the pacer clock, HTTP parsers), so the baselines below are
-    // taken with it present.
-    const dev = this.device();
-    try {
-      await within(dev.hello(), 20_000, 'hello');
+    // Warm-up with a tool call on every server: its connection's first call is made here too.
+    await warmUp(this.srv, () => this.device(), async (dev) => {
       for (const n of names) assert.equal((await this.toolTurn(dev, `${n}__echo`, { text: 'warm' })).said, 'The tool said: echo: warm.');
-    } finally {
-      dev.close();
-    }
-    await within(dev.closed, 5000, 'warm-up device closed');
-    await pollUntil('no session', () => this.server().app.registry.size === 0, 5000);
+    });
   }
 
   async close(): Promise<void> {

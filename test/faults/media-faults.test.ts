@@ -17,10 +17,9 @@ import type { WorkerPool } from '../../audio/media/worker-pool.ts';
 import { CloseCode } from '../../protocol/close-codes.ts';
 import { FaultRig } from './rig.ts';
 import type { DeviceSim } from '../fixtures/device-sim.ts';
-import { fakeText, fakeToolCalls, startFakeOpenAi } from '../fixtures/fake-openai.ts';
+import { fakeText, fakeToolCalls } from '../fixtures/fake-openai.ts';
 import { childProcesses } from '../helpers/speech.ts';
 import { closeAll } from '../helpers/close-all.ts';
-import { startVoiceApp } from '../helpers/voice-app.ts';
 import { pollUntil, within } from '../helpers/wait.ts';
 import { assertNoLeaks, holdings } from './leak-check.ts';
 
@@ -40,17 +39,7 @@ describe('fault: the media worker dies mid-sentence; ffmpeg is fed garbage', { t
   before(async () => {
     // 64 KB of random bytes with an audio file's name: ffmpeg finds no stream it can decode.
     writeFileSync(join(dir, 'Noise Song.mp3'), randomBytes(64 * 1024));
-    rig.llm = await startFakeOpenAi({ keepAlive: false });
-    rig.srv = await startVoiceApp(rig.llm.url, { audio: { workers: 1 }, tools: { music: { folder: dir } } });
-    const dev = device();
-    try {
-      await within(dev.hello(), 20_000, 'hello');
-      assert.deepEqual(await quickTurn(dev, 'Ready.'), ['Ready.']);
-    } finally {
-      dev.close();
-    }
-    await within(dev.closed, 5000, 'warm-up device closed');
-    await pollUntil('no session', () => server().app.registry.size === 0, 5000);
+    await rig.start({ audio: { workers: 1 }, tools: { music: { folder: dir } } });
   }, { timeout: 60_000 });
 
   after(async () => {

@@ -17,12 +17,11 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { FaultRig } from './rig.ts';
 import type { DeviceSim } from '../fixtures/device-sim.ts';
-import { fakeText, startFakeOpenAi } from '../fixtures/fake-openai.ts';
+import { fakeText } from '../fixtures/fake-openai.ts';
 import { startFakeOpenAiAudio, tonePcm24k, type FakeOpenAiAudio } from '../fixtures/fake-openai-audio.ts';
 import { childProcesses } from '../helpers/speech.ts';
 import { closeAll } from '../helpers/close-all.ts';
-import { startVoiceApp } from '../helpers/voice-app.ts';
-import { pollUntil, within } from '../helpers/wait.ts';
+import { within } from '../helpers/wait.ts';
 import { assertNoLeaks, holdings } from './leak-check.ts';
 
 /** A 2 s tone as mp3, encoded by ffmpeg (what a real TTS service would send). */
@@ -70,23 +69,10 @@ describe('fault: remote mp3 TTS answers garbage or is cut mid-answer', { timeout
     // 16 KB of random bytes where an mp3 is expected: ffmpeg finds no frame it can decode.
     // `cut` sends 100 bytes of the mp3 (less than one frame) and drops the connection.
     tts = await startFakeOpenAiAudio({ keepAlive: false, cutAfterBytes: 100, speechAudio: (format) => (format !== 'mp3' ? Buffer.alloc(0) : garbage ? randomBytes(16 * 1024) : mp3) });
-    rig.llm = await startFakeOpenAi({ keepAlive: false });
-    rig.srv = await startVoiceApp(rig.llm.url, {
-      tts: { provider: 'openai', baseURL: tts.baseURL, apiKey: 'sk-tts', model: 'tts-1', voice: 'alloy', format: 'mp3' },
-    });
-    const dev = device();
-    try {
-      await within(dev.hello(), 20_000, 'hello');
-      const heard = await turn(dev, 'Ready.');
-      assert.deepEqual(heard.said, ['Ready.']);
-      fullFrames = heard.frames;
-      // 2 s of 60 ms frames, give or take the encoder's padding.
-      assert.ok(fullFrames >= 30, `a whole answer is ${fullFrames} frames`);
-    } finally {
-      dev.close();
-    }
-    await within(dev.closed, 5000, 'warm-up device closed');
-    await pollUntil('no session', () => server().app.registry.size === 0, 5000);
+    const heard = await rig.start({ tts: { provider: 'openai', baseURL: tts.baseURL, apiKey: 'sk-tts', model: 'tts-1', voice: 'alloy', format: 'mp3' } });
+    fullFrames = heard.frames;
+    // 2 s of 60 ms frames, give or take the encoder's padding.
+    assert.ok(fullFrames >= 30, `a whole answer is ${fullFrames} frames`);
   }, { timeout: 60_000 });
 
   after(async () => {

@@ -12,7 +12,7 @@ import type { Tts } from '../../audio/tts/tts.ts';
 import type { History } from '../../llm/history.ts';
 import { runReact, type ReactOutcome } from '../../llm/react.ts';
 import { createSentenceCutter } from '../../llm/sentences.ts';
-import { EmotionEmoji, type Emotion } from '../../protocol/messages.ts';
+import { EmotionEmoji } from '../../protocol/messages.ts';
 import type { DeviceChannel } from '../session/channel.ts';
 import type { SessionInfo, StateControl } from '../session/conversation.ts';
 import { AudioOut } from './audio-out.ts';
@@ -332,8 +332,7 @@ export class Turn {
       onEmotion: (emotion) => {
         if (emotionSent) return;
         emotionSent = true;
-        const e = emotion as Emotion;
-        this.#visible(() => channel.sendJson({ type: 'llm', emotion: e, text: EmotionEmoji[e] ?? '🙂', session_id: info.sessionId }));
+        this.#visible(() => channel.sendJson({ type: 'llm', emotion, text: EmotionEmoji[emotion], session_id: info.sessionId }));
       },
       beforeAct: () => this.#gate,
       onToolStart: (call) => log.info({ tool: call.name, pii: { args: call.arguments } }, 'tool call'),
@@ -355,7 +354,6 @@ export class Turn {
               speak: (text) => {
                 for (const s of cutter.flush()) say(s);
                 say(text);
-                history.append({ role: 'assistant', content: text });
               },
             });
           }

@@ -1,16 +1,18 @@
 /**
  * @module The seam through which tool results reach the device as media. After each Act the ReAct
- * loop hands the round's results to a TurnDispatcher, which may play audio on the turn's AudioOut
- * and decides whether the loop goes on. The concrete dispatcher is result-dispatcher.ts beside it.
+ * loop hands the round's results to a TurnDispatcher, which plays their media on the turn's audio
+ * out and returns what the round means for the turn (llm/round-decision.ts): the loop, not the
+ * dispatcher, acts on it. The concrete dispatcher is result-dispatcher.ts beside it.
  */
-import type { DispatchDecision, ToolCallResult } from '../../llm/react.ts';
+import type { RoundDecision, ToolCallResult } from '../../llm/round-decision.ts';
 import type { AudioOut } from '../conversation/audio-out.ts';
 
+/** The turn's audio output, as a dispatcher uses it: media is played, sentences spoken. */
 export interface DispatchContext {
-  out: AudioOut;
+  out: Pick<AudioOut, 'play'>;
   /** Speaks everything queued so far before media plays (the model's text before the tool call). */
   flushSpeech(): Promise<void>;
-  /** Queues a sentence to speak (a media item that could not play). */
+  /** Queues a sentence to speak (a note about a media item that could not play). */
   speak(text: string): void;
   signal: AbortSignal;
   /** Downlink PCM rate. */
@@ -18,5 +20,6 @@ export interface DispatchContext {
 }
 
 export interface TurnDispatcher {
-  dispatch(results: ToolCallResult[], ctx: DispatchContext): Promise<DispatchDecision>;
+  /** Plays the round's media, if any, and says what the round means for the turn. */
+  dispatch(results: ToolCallResult[], ctx: DispatchContext): Promise<RoundDecision>;
 }

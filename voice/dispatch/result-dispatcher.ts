@@ -1,23 +1,24 @@
 /**
- * @module Routes each round of tool results after Act (seed 001, structured responses).
+ * @module Routes each round of tool results after Act, and returns the round's decision.
  *
- * Order, for one round (results in the order the model called the tools):
- * 1. Text, embedded text resources, images, non-audio links and errors stay with the model: the
- *    ReAct loop has already put them in the history (Observe), summarised where they are not text.
- * 2. Media, in call order: a local tool's MediaStream, `audio` content (base64), embedded audio
+ * For one round (results in the order the model called the tools):
+ * 1. Media, in call order: a local tool's MediaStream, `audio` content (base64), embedded audio
  *    blobs, then `resource_link`s to audio (read in pages from the server that produced them).
  *    Before the first one, the model's own words so far are spoken. Each plays under a
- *    `sentence_start` saying what plays. Any media ends the turn: no further model round.
- * 3. Without media, the flags decide (`decideFromActions`, the one place): `silenceLLM` ends the
- *    turn silently, `final` / `noFurtherResponse` end it after llm/react speaks the result's text
- *    and records it in the history, otherwise the loop goes on.
+ *    `sentence_start` saying what plays; one that cannot play is replaced by a spoken note. Any
+ *    media ends the turn: `played`, with the notes spoken.
+ * 2. Without media, the results' flags decide (`decideByFlags`): `silenceLLM` ends the turn
+ *    silently, `final` / `noFurtherResponse` end it with the results' text to say, anything else
+ *    goes back to the model (`observe`): text, embedded text resources, images, non-audio links
+ *    and errors, which the ReAct loop has already put in the history.
+ * Nothing here speaks that end text or writes the history: the ReAct loop acts on the decision.
  * An abort stops whichever branch runs (the reads, ffmpeg and the pacer all take the signal).
  */
 import { isAbortError, toVoiceError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
 import { ffmpegInputFor } from '../../audio/ffmpeg/input-format.ts';
 import { transcodeToPcm } from '../../audio/ffmpeg/transcode.ts';
-import { decideFromActions, type DispatchDecision, type ToolCallResult } from '../../llm/react.ts';
+import { decideByFlags, type RoundDecision, type ToolCallResult } from '../../llm/round-decision.ts';
 import { readResourceStream } from '../../mcp/resource-stream/stream.ts';
 import type { ResourceLinkContent, ResourceSource, ToolResult } from '../../mcp/tool-source.ts';
 import type { DispatchContext, TurnDispatcher } from './dispatch.ts';
@@ -105,10 +106,10 @@ export function mediaOf(result: ToolResult, opts: Pick<ResultDispatcherOptions, 
 
 export function createResultDispatcher(opts: ResultDispatcherOptions): TurnDispatcher {
   return {
-    async dispatch(results: ToolCallResult[], ctx: DispatchContext): Promise<DispatchDecision> {
+    async dispatch(results: ToolCallResult[], ctx: DispatchContext): Promise<RoundDecision> {
       const media = results.flatMap((r) => mediaOf(r.result, opts));
-      // Without media the flags decide, in llm/react (which also speaks a final result's text).
-      if (media.length === 0) return decideFromActions(results);
+      if (media.length === 0) return decideByFlags(results);
+      const said: string[] = [];
       await ctx.flushSpeech();
       for (const item of media) {
         const started = performance.now();
@@ -125,11 +126,13 @@ export function createResultDispatcher(opts: ResultDispatcherOptions): TurnDispa
           if (isAbortError(err) || ctx.signal.aborted) throw err;
           const e = toVoiceError(err);
           opts.log.warn({ kind: item.kind, label: item.label, code: e.code, err: e.message }, 'media playback failed');
-          ctx.speak(opts.playbackError(item.label));
+          const note = opts.playbackError(item.label);
+          said.push(note);
+          ctx.speak(note);
           await ctx.flushSpeech();
         }
       }
-      return { continue: false, reason: 'played_audio' };
+      return { next: 'played', said };
     },
   };
 }

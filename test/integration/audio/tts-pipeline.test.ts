@@ -1,11 +1,10 @@
 import { test, describe, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createOpusCodec } from '../../../audio/opus/codec.ts';
-import { encodeOpusStream } from '../../../audio/opus/encode-stream.ts';
 import { transcodeToPcm } from '../../../audio/ffmpeg/transcode.ts';
 import { createTts } from '../../../audio/tts/tts.ts';
 import { synthesizePcm } from '../../../audio/tts/to-pcm.ts';
-import { bytesToInt16, concatInt16, rms } from '../../../audio/pcm.ts';
+import { PcmFramer, bytesToInt16, concatInt16, rms } from '../../../audio/pcm.ts';
 import { encodeWav } from '../../../audio/wav.ts';
 import { silentLogger } from '../../../core/logger.ts';
 import { VoiceError } from '../../../core/errors.ts';
@@ -40,10 +39,9 @@ describe('espeak-ng (WASM) → PCM → Opus → decode', () => {
     const encoder = await createOpusCodec({ sampleRate: 24000, prefer: 'native' });
     const wasmDecoder = await createOpusCodec({ sampleRate: 24000, prefer: 'wasm' });
     const nativeDecoder = await createOpusCodec({ sampleRate: 24000, prefer: 'native' });
-    async function* once(): AsyncGenerator<Int16Array> {
-      yield pcm;
-    }
-    const packets = await collect(encodeOpusStream(once(), encoder, signal));
+    const framer = new PcmFramer(encoder.frameSamples);
+    const frames = [...framer.push(pcm), framer.flush()].filter((f): f is Int16Array => f !== null);
+    const packets = frames.map((f) => encoder.encode(f));
     assert.equal(packets.length, Math.ceil(pcm.length / 1440));
     const viaWasm = concatInt16(packets.map((p) => wasmDecoder.decode(p) ?? new Int16Array(0)));
     const viaNative = concatInt16(packets.map((p) => nativeDecoder.decode(p) ?? new Int16Array(0)));

@@ -4,10 +4,11 @@ import { sleep } from '../../../core/abort.ts';
 import { ErrorCode, VoiceError } from '../../../core/errors.ts';
 import { silentLogger } from '../../../core/logger.ts';
 import { createLlmClient } from '../../../llm/client.ts';
-import type { Emotion } from '../../../llm/emotion.ts';
+import type { Emotion } from '../../../core/emotions.ts';
 import { createHistory } from '../../../llm/history.ts';
 import type { History } from '../../../llm/history.ts';
-import { decideFromActions, MAX_CALLS_PER_ROUND, runReact } from '../../../llm/react.ts';
+import { MAX_CALLS_PER_ROUND, runReact } from '../../../llm/react.ts';
+import { decideByFlags } from '../../../llm/round-decision.ts';
 import type { ReactOptions } from '../../../llm/react.ts';
 import { createSentenceCutter } from '../../../llm/sentences.ts';
 import { createCompositeToolSource } from '../../../mcp/composite-tool-source.ts';
@@ -212,7 +213,7 @@ describe('ReAct loop with the fake OpenAI server and local tools', { timeout: 30
 
   test('with a dispatcher that defers to the flags, a final result is spoken once and enters the history the same way', async () => {
     fake.script(fakeToolCalls([{ name: 'end_conversation', arguments: { farewell: 'Bye, talk soon!' } }], { text: 'Okay.' }));
-    const { outcome, spoken } = await turn('goodbye', { dispatch: async (results) => decideFromActions(results) });
+    const { outcome, spoken } = await turn('goodbye', { dispatch: async (results) => decideByFlags(results) });
     assert.equal(outcome.stopReason, 'final');
     assert.equal(spoken, 'Okay.\nBye, talk soon!');
     assert.deepEqual(history.messages().at(-1), { role: 'assistant', content: 'Bye, talk soon!' });
@@ -230,7 +231,7 @@ describe('ReAct loop with the fake OpenAI server and local tools', { timeout: 30
     const played = await turn('play music', {
       dispatch: async (results) => {
         seen.push(...results.map((r) => r.call.name));
-        return { continue: false, reason: 'played_audio' };
+        return { next: 'played', said: [] };
       },
     });
     assert.deepEqual(seen, ['end_conversation']);
@@ -239,9 +240,26 @@ describe('ReAct loop with the fake OpenAI server and local tools', { timeout: 30
     assert.equal(played.outcome.endSession, true);
 
     fake.script(fakeToolCalls([{ name: 'mute', arguments: {} }]), fakeText('Continuing anyway.'));
-    const cont = await turn('again', { tools: localTools(mute), dispatch: async () => ({ continue: true }) });
+    const cont = await turn('again', { tools: localTools(mute), dispatch: async () => ({ next: 'observe' }) });
     assert.equal(cont.outcome.reason, 'answered');
     assert.equal(cont.spoken, 'Continuing anyway.');
+  });
+
+  test("the loop acts on a dispatcher's decision: an end's text is spoken and recorded, a played round's notes are recorded only", async () => {
+    fake.script(fakeToolCalls([{ name: 'get_current_datetime', arguments: {} }], { text: 'One moment.' }));
+    const before = fake.requests.length;
+    const ended = await turn('what time is it', { dispatch: async () => ({ next: 'end', reason: 'no_further_response', say: 'It is late.' }) });
+    assert.equal(ended.outcome.reason, 'tool_ended');
+    assert.equal(ended.outcome.stopReason, 'no_further_response');
+    assert.equal(fake.requests.length - before, 1, 'no further model round');
+    assert.equal(ended.spoken, 'One moment.\nIt is late.');
+    assert.deepEqual(history.messages().at(-1), { role: 'assistant', content: 'It is late.' });
+
+    fake.script(fakeToolCalls([{ name: 'get_current_datetime', arguments: {} }]));
+    const played = await turn('play a song', { dispatch: async () => ({ next: 'played', said: ['Could not play Song.'] }) });
+    assert.equal(played.outcome.stopReason, 'played_audio');
+    assert.equal(played.spoken, '', 'the dispatcher spoke the note while playing; the loop does not say it again');
+    assert.deepEqual(history.messages().at(-1), { role: 'assistant', content: 'Could not play Song.' });
   });
 
   test('a leading emoji or tag sets the emotion and is not spoken; think blocks are dropped', async () => {

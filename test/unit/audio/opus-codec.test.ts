@@ -1,8 +1,8 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { availableOpusBackend, createOpusCodec, type OpusBackend } from '../../../audio/opus/codec.ts';
-import { encodeOpusStream } from '../../../audio/opus/encode-stream.ts';
-import { rms } from '../../../audio/pcm.ts';
+import { encodeChunks } from '../../../audio/media/encode-chunks.ts';
+import { PcmFramer, rms } from '../../../audio/pcm.ts';
 import { VoiceError } from '../../../core/errors.ts';
 import { silentLogger } from '../../../core/logger.ts';
 
@@ -92,18 +92,27 @@ describe('opus codec', () => {
     await assert.rejects(createOpusCodec({ sampleRate: 16000, complexity: 11 }), /complexity/);
   });
 
-  test('encodeOpusStream frames arbitrary chunks and pads the last frame', async () => {
+  test('encodeChunks (the loop both media engines run) frames arbitrary chunks, pads the last frame and stops on abort', async () => {
     const codec = await createOpusCodec({ sampleRate: 16000 });
+    const framer = new PcmFramer(codec.frameSamples);
+    const encode = (chunk: Int16Array | null, final: boolean): Buffer[] => {
+      const out = chunk ? framer.push(chunk).map((f) => codec.encode(f)) : [];
+      const last = final ? framer.flush() : undefined;
+      if (last) out.push(codec.encode(last));
+      return out;
+    };
     async function* chunks(): AsyncGenerator<Int16Array> {
       for (let i = 0; i < 7; i++) yield voiceLike(700, 16000, i * 700); // 4900 samples = 5.1 frames
     }
     const packets: Buffer[] = [];
-    for await (const p of encodeOpusStream(chunks(), codec, new AbortController().signal)) packets.push(p);
+    for await (const p of encodeChunks(chunks(), new AbortController().signal, encode)) packets.push(p);
     assert.equal(packets.length, 6);
+    const decoded = packets.map((p) => codec.decode(p)?.length);
+    assert.deepEqual(decoded, Array(6).fill(codec.frameSamples), 'every packet, the padded last one too, is a whole frame');
     const ac = new AbortController();
     ac.abort();
     await assert.rejects(async () => {
-      for await (const _ of encodeOpusStream(chunks(), codec, ac.signal)) void _;
+      for await (const _ of encodeChunks(chunks(), ac.signal, encode)) void _;
     }, /aborted/);
     codec.close();
   });

@@ -1,7 +1,8 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { EMOTIONS, createEmotionExtractor, emotionForEmoji, emotionForTag } from '../../../llm/emotion.ts';
-import type { Emotion } from '../../../llm/emotion.ts';
+import { EMOTIONS, type Emotion } from '../../../core/emotions.ts';
+import { createEmotionExtractor, emotionForEmoji, emotionForTag } from '../../../llm/emotion.ts';
+import { EmotionEmoji } from '../../../protocol/messages.ts';
 import { createThinkFilter } from '../../../llm/think-filter.ts';
 import { createToolCallAccumulator } from '../../../llm/tool-call-accumulator.ts';
 import { parseToolArguments, spokenResultText, toolResultText } from '../../../llm/tool-results.ts';
@@ -19,6 +20,11 @@ describe('emotion cues', () => {
   test('the 21 xiaozhi emotions', () => {
     assert.equal(EMOTIONS.length, 21);
     for (const e of EMOTIONS) assert.equal(emotionForTag(e), e);
+  });
+
+  test('the emoji the device is sent with each emotion reads back as that emotion', () => {
+    assert.deepEqual(Object.keys(EmotionEmoji).sort(), [...EMOTIONS].sort());
+    for (const e of EMOTIONS) assert.equal(emotionForEmoji(EmotionEmoji[e]), e, `${e}: ${EmotionEmoji[e]}`);
   });
 
   test('a leading emoji becomes an emotion and is stripped', () => {
