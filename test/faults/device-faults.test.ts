@@ -1,5 +1,5 @@
 /**
- * Fault injection (issue 13): a device that vanishes mid-answer without a close frame, a
+ * Fault injection: a device that vanishes mid-answer without a close frame, a
  * half-open connection that goes silent, and a slow reader during a long answer. Defined outcomes:
  * a vanished device's session ends at once and its turn stops (LLM stream cancelled); a silent one
  * is closed with 4002 by the idle timer and its socket released; a paused reader is served at

@@ -1,5 +1,5 @@
 /**
- * Fault injection (issue 13): an MCP server killed (SIGKILL) or hung during a tools/call, over
+ * Fault injection: an MCP server killed (SIGKILL) or hung during a tools/call, over
  * stdio (the server's own child), streamable HTTP and legacy SSE (separate processes). Defined
  * outcome: the call becomes an error result the model explains (the device hears that answer and
  * `tts stop`); a killed server fails the call at once, whatever its transport, and is reconnected

@@ -1,5 +1,5 @@
 /**
- * Fault injection (issue 13): the embedded TTS dying mid-sentence (its media worker thread
+ * Fault injection: the embedded TTS dying mid-sentence (its media worker thread
  * crashes: espeak-ng runs as WASM inside it, there is no TTS process), and ffmpeg fed garbage
  * (a "song" that is not audio). Defined outcomes: a session whose worker died is closed with 4006
  * (the device reconnects) and the worker is replaced, so a new device talks; garbage music is the

@@ -1,5 +1,5 @@
 /**
- * Fault injection (issue 13): the remote TTS (`tts.provider: openai`, `format: mp3`, so every
+ * Fault injection: the remote TTS (`tts.provider: openai`, `format: mp3`, so every
  * answer is decoded by a real ffmpeg) answering bytes that are not audio, and its connection lost
  * mid-answer. Only the paid service is faked (test/fixtures/fake-openai-audio.ts); the mp3 it
  * serves is made by ffmpeg here.
