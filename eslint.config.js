@@ -49,6 +49,19 @@ export default tseslint.config(
       'no-console': 'error',
     },
   },
+  {
+    // A promise nobody awaits loses its rejection (an unhandled rejection ends the process) and its
+    // timing. Type-checked, so it runs with the TypeScript project. node:test's test()/describe()
+    // return promises the runner itself tracks.
+    files: ['**/*.ts'],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      '@typescript-eslint/no-floating-promises': [
+        'error',
+        { allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['test', 'it', 'describe', 'suite', 'before', 'after', 'beforeEach', 'afterEach'] }] },
+      ],
+    },
+  },
   ...Object.keys(allowed).map(boundaryRule),
   {
     // Only server/config.ts reads the environment.
