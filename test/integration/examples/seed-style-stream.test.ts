@@ -55,7 +55,7 @@ before(async () => {
 after(async () => {
   const pid = mcp?.pid;
   await mcp?.close();
-  if (pid !== undefined) assert.ok(await waitGone(pid), 'the fixture exits when the client closes');
+  if (pid !== undefined) await waitGone(pid, 'the fixture to exit when the client closes');
   await files?.close();
   await removeDir(dir);
 });

@@ -8,7 +8,8 @@ import { createMcpManager, type McpManager } from '../../../mcp/manager.ts';
 import type { McpStateChange } from '../../../mcp/stats.ts';
 import type { ToolResult } from '../../../mcp/tool-source.ts';
 import { startSseOnlyServer } from '../../fixtures/mcp-fixture-server.ts';
-import { fixtureEntry, pidAlive, recordingLogger, servers, waitFor } from './mcp-test-helpers.ts';
+import { fixtureEntry, pidAlive, recordingLogger, servers } from './mcp-test-helpers.ts';
+import { waitFor } from '../../helpers/wait.ts';
 import { closeAll } from '../../helpers/close-all.ts';
 
 const sig = (): AbortSignal => new AbortController().signal;
@@ -114,7 +115,7 @@ describe('fixture servers over stdio', () => {
     assert.match(text(r), /disconnected|closed/i);
     const down = await m.sessionView().callTool('flaky__echo', { text: 'x' }, { signal: sig() });
     if (down.isError) assert.match(text(down), /not connected/);
-    assert.ok(await waitFor(() => m.status().find((s) => s.name === 'flaky')?.state === 'ready', 8000), 'reconnected');
+    await waitFor(() => m.status().find((s) => s.name === 'flaky')?.state === 'ready', { what: 'flaky to reconnect', timeoutMs: 8000 });
     const newPid = m.status().find((s) => s.name === 'flaky')?.pid;
     assert.notEqual(newPid, oldPid);
     if (newPid !== undefined) pids.push(newPid);
@@ -130,7 +131,7 @@ describe('fixture servers over stdio', () => {
     const before = (await ts.listTools()).filter((t) => t.name.startsWith('paged__')).length;
     const r = await ts.callTool('paged__grow', {}, { signal: sig() });
     assert.equal(text(r), 'added grown_1');
-    assert.ok(await waitFor(async () => (await ts.listTools()).some((t) => t.name === 'paged__grown_1'), 5000), 'new tool seen');
+    await waitFor(async () => (await ts.listTools()).some((t) => t.name === 'paged__grown_1'), { what: 'the new tool', timeoutMs: 5000 });
     assert.equal((await ts.listTools()).filter((t) => t.name.startsWith('paged__')).length, before + 1);
     const called = await ts.callTool('paged__grown_1', {}, { signal: sig() });
     assert.equal(text(called), 'grown_1 ran');

@@ -8,7 +8,7 @@ import type { Socket } from 'node:net';
 import { DeviceSim } from '../../fixtures/device-sim.ts';
 import { recordingConversation } from '../../helpers/recording-conversation.ts';
 import { startTestApp, type TestApp } from '../../helpers/test-app.ts';
-import { pollUntil } from '../../helpers/wait.ts';
+import { waitFor } from '../../helpers/wait.ts';
 
 describe('bounded per connection', () => {
   let t: TestApp;
@@ -90,10 +90,10 @@ describe('slow reader', () => {
         dev.sendRaw('{"type":"abort"}');
         if (i % 5000 === 0) await new Promise((r) => setImmediate(r));
       }
-      await pollUntil('the slow reader to be closed', () => t.logs.find('output buffer over limit: closing').length === 1, 20_000);
+      await waitFor(() => t.logs.find('output buffer over limit: closing').length === 1, { what: 'the slow reader to be closed', timeoutMs: 20_000 });
       const line = t.logs.find('output buffer over limit: closing')[0]!;
       assert.ok((line.bufferedBytes as number) < 1024 * 1024, `buffer stayed near the 64 KiB limit, saw ${String(line.bufferedBytes)}`);
-      await pollUntil('the session to end', () => t.logs.find('session ended').some((l) => l.code === 4007), 40_000);
+      await waitFor(() => t.logs.find('session ended').some((l) => l.code === 4007), { what: 'the session to end', timeoutMs: 40_000 });
     } finally {
       dev.ws.terminate();
     }

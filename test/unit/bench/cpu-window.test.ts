@@ -10,8 +10,8 @@ import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { parseCpuLine, startMachineProbe, timerJitter, type Sample } from '../../bench/sim/cpu-window.ts';
+import { sleep } from '../../helpers/wait.ts';
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const SPIN_MS = 400;
 
 /** A worker that names itself as a media thread and spins for SPIN_MS on each message. */
