@@ -13,6 +13,7 @@ import { startHttpFileServer } from '../../fixtures/http-file-server.ts';
 import type { Connected } from '../../fixtures/sdk-resource-source.ts';
 import { connectStdio } from '../../fixtures/sdk-resource-source.ts';
 import { decodedPcmBytes, makeSpeechMp3, makeToneMp3, removeDir, tempDir, waitGone } from './media-files.ts';
+import { sleep } from '../../helpers/wait.ts';
 
 const MAIN = 'examples/mcp-audio-server/main.ts';
 const PAGE = 64 * 1024;
@@ -230,7 +231,7 @@ describe('example audio server over stdio', () => {
       );
       const readsAtAbort = mcp.source.reads.length - readsBefore;
       assert.ok(readsAtAbort <= 3, `reads ${readsAtAbort}`);
-      await new Promise((r) => setTimeout(r, 300));
+      await sleep(300);
       assert.equal(mcp.source.reads.length - readsBefore, readsAtAbort, 'no read after the abort');
     } finally {
       files.options.delayMs = 0;

@@ -169,10 +169,12 @@ describe('MCP resources (fixture server)', () => {
 
 describe('MCP resource cache: freshness and subscriptions (fixture server)', () => {
   let m: McpManager;
+  /** The cache's clock (ms): expiry is a matter of this number, not of real time. */
+  let now = 0;
   before(async () => {
     m = createMcpManager({
       log: recordingLogger(),
-      cache: { maxEntries: 2 },
+      cache: { maxEntries: 2, now: () => now },
       servers: servers({
         sub: fixtureEntry([], { resources: { tools: true } }),
         nosub: fixtureEntry([], { resources: { tools: true, subscribe: false, cacheTtlMs: 300 } }),
@@ -209,7 +211,9 @@ describe('MCP resource cache: freshness and subscriptions (fixture server)', () 
     assert.equal(text(await read('nosub', uri)), `${uri} version 2`, 'cached while fresh');
     assert.equal(text(await read('nosub', uri, { use_cache: false })), `${uri} version 3`, 'bypassed on request');
     assert.equal(text(await read('nosub', uri)), `${uri} version 3`, 'the bypass refreshed the entry');
-    await new Promise((r) => setTimeout(r, 400));
+    now += 299;
+    assert.equal(text(await read('nosub', uri)), `${uri} version 3`, 'fresh until cacheTtlMs (300 ms) has passed');
+    now += 1;
     assert.equal(text(await read('nosub', uri)), `${uri} version 4`, 'expired after cacheTtlMs');
   });
 

@@ -8,7 +8,7 @@ import type { Socket } from 'node:net';
 import { DeviceSim } from '../../fixtures/device-sim.ts';
 import { recordingConversation } from '../../helpers/recording-conversation.ts';
 import { startTestApp, type TestApp } from '../../helpers/test-app.ts';
-import { waitFor } from '../../helpers/wait.ts';
+import { sleep, waitFor } from '../../helpers/wait.ts';
 
 describe('bounded per connection', () => {
   let t: TestApp;
@@ -58,7 +58,7 @@ describe('bounded per connection', () => {
     try {
       await dev.hello();
       const timer = setInterval(() => dev.listen('detect', { text: 'hi' }), 150);
-      await new Promise((r) => setTimeout(r, 1500));
+      await sleep(1500);
       clearInterval(timer);
       assert.equal(dev.closeCode, null);
     } finally {
@@ -114,12 +114,12 @@ describe('control-message rate limit', () => {
     try {
       await dev.hello();
       for (let i = 0; i < 2000; i++) dev.abort();
-      await new Promise((r) => setTimeout(r, 1000));
+      await sleep(1000);
       const stops = dev.json.filter((j) => j.msg.type === 'tts' && j.msg.state === 'stop').length;
       // Burst of 20 (the hello took one) plus a refill of 10/s over the moment the flood takes.
       assert.ok(stops >= 19 && stops < 200, `answered ${stops} of 2000`);
       assert.equal(t.logs.find('control messages over the rate limit: dropped').length, 1);
-      await new Promise((r) => setTimeout(r, 2100));
+      await sleep(2100);
       const before = dev.json.length;
       dev.abort();
       await dev.waitJson('tts', 'stop', 5000, before);
