@@ -104,7 +104,8 @@ describe('ffmpeg transcoding', () => {
     }, /aborted/);
     clearTimeout(timer);
     assert.ok(runningBeforeAbort, 'ffmpeg was running before the abort');
-    assert.ok(performance.now() - started < 3000);
+    // The input never ends: any bound shows the abort ended it; a loaded machine may take a while.
+    assert.ok(performance.now() - started < 10_000);
     assert.deepEqual(await waitForNoAudioChildren(), []);
   });
 

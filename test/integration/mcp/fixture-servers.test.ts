@@ -91,7 +91,8 @@ describe('fixture servers over stdio', () => {
     const r = await m.sessionView().callTool('flaky__hang', {}, { signal: sig() });
     assert.equal(r.isError, true);
     assert.match(text(r), /timed out after 600 ms/);
-    assert.ok(performance.now() - started < 5000);
+    // The tool never answers: a sanity bound; the message names the 600 ms timeout that fired.
+    assert.ok(performance.now() - started < 10_000);
     assert.ok((m.stats().flaky?.timeouts ?? 0) >= 1);
     // The connection survives a timeout.
     const ok = await m.sessionView().callTool('flaky__echo', { text: 'still here' }, { signal: sig() });
@@ -105,7 +106,8 @@ describe('fixture servers over stdio', () => {
     const r = await m.sessionView().callTool('paged__hang', {}, { signal: ac.signal, timeoutMs: 20_000 });
     assert.equal(r.isError, true);
     assert.match(text(r), /cancelled/);
-    assert.ok(performance.now() - started < 3000);
+    // Well under the call's own 20 s timeout: the abort ended it, on a machine however loaded.
+    assert.ok(performance.now() - started < 10_000);
   });
 
   test('a server that crashes mid-call: error result, reconnect, next call works', async () => {
