@@ -14,10 +14,13 @@
  * encoder then has 240 ms, not 60 ms, before a new answer's 11th frame is due, which is time to
  * start other answers when many start at once, and the device still sees no interval over a frame.
  *
- * Every pacer in the process shares one clock: a single timer armed for the earliest due frame,
- * so 100 concurrent pacers cost one timer callback per due instant, not 100 setTimeout chains.
+ * Every pacer on the same clock shares one scheduler: a single timer armed for the earliest due
+ * frame, so 100 concurrent pacers cost one timer callback per due instant, not 100 setTimeout
+ * chains. Time is read from an injected `Clock` (the real one by default), so tests run the
+ * cadence on a clock they advance by hand.
  */
 import { nextUnlessAborted } from '../core/abort.ts';
+import { realClock, type Clock, type TimerHandle } from '../core/clock.ts';
 import { ErrorCode, VoiceError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 
@@ -66,6 +69,8 @@ export interface PacerOptions {
   log?: Logger;
   /** A frame sent this much (ms) after it was due counts as late. Default frameMs / 3. */
   lateThresholdMs?: number;
+  /** Where time is read and timers are armed. Default: the real clock. */
+  clock?: Clock;
 }
 
 export interface PacerStats {
@@ -96,7 +101,7 @@ export interface Pacer {
    * Rejects with an Aborted VoiceError if the signal aborts, or with the error `send` threw.
    */
   play(frames: AsyncIterable<Buffer>): Promise<PacerResult>;
-  /** performance.now() ms at which the device will have played everything sent so far. */
+  /** When (on the pacer's clock, ms) the device will have played everything sent so far. */
   playbackEndsAt(): number;
   /** Stops sending at once; queued frames are dropped and running `play` calls resolve `stopped`. */
   stop(): void;
@@ -109,11 +114,18 @@ interface QueuedFrame {
   readyAt: number;
 }
 
-/** The shared clock: one timer for every pacer in the process. */
-class PacerClock {
+/** The shared scheduler: one timer for every pacer on one clock. */
+class PacerScheduler {
+  readonly clock: Clock;
   readonly #members = new Set<PacerImpl>();
-  #timer: NodeJS.Timeout | undefined;
+  #timer: TimerHandle | undefined;
   #timerAt = Infinity;
+  /** The timer's callback, made once: arming the timer allocates nothing but the timer. */
+  readonly #onTimer = (): void => this.#tick();
+
+  constructor(clock: Clock) {
+    this.clock = clock;
+  }
 
   add(p: PacerImpl): void {
     this.#members.add(p);
@@ -122,24 +134,24 @@ class PacerClock {
   remove(p: PacerImpl): void {
     this.#members.delete(p);
     if (this.#members.size === 0 && this.#timer) {
-      clearTimeout(this.#timer);
+      this.clock.clearTimeout(this.#timer);
       this.#timer = undefined;
       this.#timerAt = Infinity;
     }
   }
 
-  /** Makes sure a tick happens no later than `at` (performance.now() ms). */
+  /** Makes sure a tick happens no later than `at` (clock ms). */
   wake(at: number): void {
     if (!(at < this.#timerAt)) return;
-    if (this.#timer) clearTimeout(this.#timer);
+    if (this.#timer) this.clock.clearTimeout(this.#timer);
     this.#timerAt = at;
-    this.#timer = setTimeout(() => this.#tick(), Math.max(0, at - performance.now()));
+    this.#timer = this.clock.setTimeout(this.#onTimer, Math.max(0, at - this.clock.now()));
   }
 
   #tick(): void {
     this.#timer = undefined;
     this.#timerAt = Infinity;
-    const now = performance.now();
+    const now = this.clock.now();
     let next = Infinity;
     for (const p of this.#members) {
       const due = p.service(now);
@@ -149,7 +161,17 @@ class PacerClock {
   }
 }
 
-const clock = new PacerClock();
+/** One scheduler per clock, made when a pacer first uses that clock. */
+const schedulers = new WeakMap<Clock, PacerScheduler>();
+
+function schedulerFor(clock: Clock): PacerScheduler {
+  let s = schedulers.get(clock);
+  if (!s) {
+    s = new PacerScheduler(clock);
+    schedulers.set(clock, s);
+  }
+  return s;
+}
 
 class PacerImpl implements Pacer {
   readonly #frameMs: number;
@@ -162,6 +184,8 @@ class PacerImpl implements Pacer {
   readonly #signal: AbortSignal;
   readonly #log: Logger | undefined;
   readonly #lateThresholdMs: number;
+  readonly #scheduler: PacerScheduler;
+  readonly #clock: Clock;
   #queue: QueuedFrame[] = [];
   #playEnd = 0;
   /** Whether the current stream of frames has started (for underrun accounting). */
@@ -191,9 +215,11 @@ class PacerImpl implements Pacer {
     this.#signal = opts.signal;
     this.#log = opts.log;
     this.#lateThresholdMs = opts.lateThresholdMs ?? this.#frameMs / 3;
-    this.#playEnd = performance.now();
+    this.#scheduler = schedulerFor(opts.clock ?? realClock);
+    this.#clock = this.#scheduler.clock;
+    this.#playEnd = this.#clock.now();
     if (this.#signal.aborted) return;
-    clock.add(this);
+    this.#scheduler.add(this);
     this.#signal.addEventListener('abort', () => this.#dispose(), { once: true });
   }
 
@@ -239,7 +265,7 @@ class PacerImpl implements Pacer {
           completed = r.done === true && !ended();
           break;
         }
-        this.#queue.push({ frame: r.value, readyAt: performance.now() });
+        this.#queue.push({ frame: r.value, readyAt: this.#clock.now() });
         this.#pump();
         while (this.#queue.length >= LOCAL_QUEUE_FRAMES && !ended()) await this.#waitFor('space');
       }
@@ -278,13 +304,13 @@ class PacerImpl implements Pacer {
 
   /** Sends what is due now and arms the shared clock for the rest. */
   #pump(): void {
-    const next = this.service(performance.now());
-    if (next < Infinity) clock.wake(next);
+    const next = this.service(this.#clock.now());
+    if (next < Infinity) this.#scheduler.wake(next);
   }
 
   /**
    * Sends every frame that fits the target lead at `now`; returns when the next frame is due
-   * (Infinity when nothing is queued). Called by the shared clock.
+   * (Infinity when nothing is queued). Called by the shared scheduler.
    */
   service(now: number): number {
     if (this.#queue.length === 0) return Infinity;
@@ -301,7 +327,7 @@ class PacerImpl implements Pacer {
       // What the device sees is timed at the send, not at the tick: one tick sends every device's
       // due frames, and a thread preempted (or a write slow) among them sends the rest later than
       // `now` shows. `now` still decides what is due, so the schedule is the same either way.
-      const sentAt = performance.now();
+      const sentAt = this.#clock.now();
       const late = Math.max(0, sentAt - dueAt);
       if (this.#streaming && sentAt > this.#playEnd) this.stats.underruns++;
       if (late > this.#lateThresholdMs) this.stats.lateFrames++;
@@ -354,7 +380,7 @@ class PacerImpl implements Pacer {
 
   #dispose(): void {
     this.stop();
-    clock.remove(this);
+    this.#scheduler.remove(this);
   }
 }
 

@@ -11,6 +11,7 @@
  * stream: +140 KB of heap per 100 KB page). A scope adds exactly one listener to each parent and
  * removes it in `dispose()`; whatever libraries hang on the scope's own signal goes with it.
  */
+import { realClock, type Clock } from './clock.ts';
 import { ErrorCode, VoiceError } from './errors.ts';
 
 export interface ScopeOptions {
@@ -122,18 +123,21 @@ export function throwIfAborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw new VoiceError(ErrorCode.Aborted, 'aborted', { cause: signal.reason });
 }
 
-/** Resolves after `ms`, or rejects with Aborted as soon as the signal aborts (the timer is cleared). */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+/**
+ * Resolves after `ms` on `clock`, or rejects with Aborted as soon as the signal aborts (the timer
+ * is cleared).
+ */
+export function sleep(ms: number, signal?: AbortSignal, clock: Clock = realClock): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) {
       reject(new VoiceError(ErrorCode.Aborted, 'aborted', { cause: signal.reason }));
       return;
     }
     const onAbort = (): void => {
-      clearTimeout(timer);
+      clock.clearTimeout(timer);
       reject(new VoiceError(ErrorCode.Aborted, 'aborted', { cause: signal?.reason }));
     };
-    const timer = setTimeout(() => {
+    const timer = clock.setTimeout(() => {
       signal?.removeEventListener('abort', onAbort);
       resolve();
     }, ms);

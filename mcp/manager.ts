@@ -23,8 +23,8 @@ export interface McpManagerOptions {
   connectTimeoutMs?: number;
   /** Debounce for `tools/list_changed`, in ms (default 300). */
   listChangedDebounceMs?: number;
-  /** Resource cache bounds. */
-  cache?: { maxEntries?: number; maxChars?: number };
+  /** Resource cache bounds, and the clock its expiry reads (tests). */
+  cache?: { maxEntries?: number; maxChars?: number; now?: () => number };
 }
 
 export interface McpServerStatus {

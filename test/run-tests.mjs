@@ -1,6 +1,7 @@
 // Test entry point (`npm test`): runs every *.test.ts under test/ with node:test through tsx.
 // Node 20 has no glob support in `--test`, so the files are listed here. Pass folder names
-// (e.g. `npm test -- unit`) to run a subset. TEST_CONCURRENCY overrides the file concurrency.
+// (e.g. `npm test -- e2e/music`; `npm run test:unit` passes `test/unit/`) to run a subset.
+// TEST_CONCURRENCY overrides the file concurrency.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';

@@ -17,7 +17,7 @@ import { fakeText, startFakeOpenAi, type FakeOpenAi } from '../fixtures/fake-ope
 import { decodeDownlink } from '../helpers/speech.ts';
 import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
 import { trackWorkers } from '../helpers/track-workers.ts';
-import { pollUntil, within } from '../helpers/wait.ts';
+import { waitFor, within } from '../helpers/wait.ts';
 
 /** Worker start-up (tsx in each worker, onnxruntime, espeak WASM) takes seconds on a small box. */
 const SETUP_MS = 90_000;
@@ -196,7 +196,7 @@ describe('media workers end to end', () => {
   test('a crashed worker ends exactly its sessions (4006); the others keep talking; the replacement serves a new device', { timeout: 150_000 }, async () => {
     const p = pool();
     // The previous test's session is gone, so the least-loaded placement starts from 0 / 0.
-    await pollUntil('no media session left', () => p.stats().sessions === 0, 10_000);
+    await waitFor(() => p.stats().sessions === 0, { what: 'no media session left', timeoutMs: 10_000 });
     const capture = captureOpens(p);
     const devs = [1, 2, 3, 4].map((i) => new DeviceSim({ url: server().wsUrl, deviceId: `e3:00:00:00:01:0${i}` }));
     try {
@@ -231,7 +231,7 @@ describe('media workers end to end', () => {
       }
 
       // A new device once the replacement is up: it lands on the (empty) replacement and talks.
-      await pollUntil('the replacement worker', () => p.stats().workers === 2, 30_000);
+      await waitFor(() => p.stats().workers === 2, { what: 'the replacement worker', timeoutMs: 30_000 });
       const fresh = new DeviceSim({ url: server().wsUrl, deviceId: 'e3:00:00:00:01:05' });
       devs.push(fresh);
       await within(fresh.hello(), 30_000, 'hello after the crash');

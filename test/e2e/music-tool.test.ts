@@ -11,7 +11,7 @@ import { fakeToolCalls, startFakeOpenAi, type FakeOpenAi } from '../fixtures/fak
 import { startHttpFileServer, type HttpFileServer } from '../fixtures/http-file-server.ts';
 import { decodedPcmBytes, makeToneMp3, removeDir, tempDir } from '../integration/examples/media-files.ts';
 import { childProcesses, decodeDownlink } from '../helpers/speech.ts';
-import { pollUntil } from '../helpers/wait.ts';
+import { sleep, waitFor } from '../helpers/wait.ts';
 import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
 import { closeAll } from '../helpers/close-all.ts';
 
@@ -94,16 +94,15 @@ describe('built-in music tool', () => {
       await dev.waitFor('frames', () => dev.audio.length >= 10, 20_000);
       dev.abort();
       await dev.waitJson('tts', 'stop', 5000);
-      await new Promise((r) => setTimeout(r, 500));
-      assert.deepEqual(childProcesses(/ffmpeg/), []);
+      await waitFor(() => childProcesses(/ffmpeg/).length === 0, { what: 'ffmpeg to exit' });
       const decoded = await decodeDownlink(dev.audio.map((a) => a.payload));
       assert.ok(decoded.ms < 10_000, 'stopped long before the end of the 4 min track');
       // The download itself stopped: the server saw the client go away mid-body, and sends no more.
       const download = files.requests.filter((r) => r.path === '/long.mp3').at(-1);
       assert.ok(download, 'the track was requested');
-      await pollUntil('the download connection to close before the end', () => download.closedEarly, 5000);
+      await waitFor(() => download.closedEarly, { what: 'the download connection to close before the end', timeoutMs: 5000 });
       const sent = download.bytesSent;
-      await new Promise((r) => setTimeout(r, 500));
+      await sleep(500);
       assert.equal(download.bytesSent, sent, 'no bytes after the close');
       // Loopback socket buffers take several MB before backpressure reaches the server; what
       // matters is that the rest never left.

@@ -15,6 +15,7 @@ import { decodedPcmBytes, makeToneMp3, removeDir, tempDir } from '../integration
 import { childProcesses, decodeDownlink } from '../helpers/speech.ts';
 import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
 import { closeAll } from '../helpers/close-all.ts';
+import { sleep } from '../helpers/wait.ts';
 
 const PAGE = 8192;
 
@@ -105,8 +106,9 @@ describe('music from MCP servers, paged', () => {
       const hits = files.requests.filter((r) => r.range?.startsWith(`bytes=${2 * PAGE}-`));
       assert.equal(hits.length, 2, 'the hung page was asked for twice');
       const gap = (hits[1]?.at ?? 0) - (hits[0]?.at ?? 0);
-      // page timeout (1.5 s) + retry delay (1 s), generous bounds
-      assert.ok(gap > 2000 && gap < 8000, `retry after ${gap} ms`);
+      // Not before the page timeout (1.5 s) and the retry delay (1 s); a loaded machine may only
+      // add to it (the exact schedule is checked on mocked time in the resource-stream unit test).
+      assert.ok(gap > 2000, `retry after ${gap} ms`);
       const decoded = await decodeDownlink(dev.audio.map((a) => a.payload));
       assert.ok(Math.abs(decoded.ms - sourceMs) / sourceMs < 0.05, `complete: ${decoded.ms} ms vs ${sourceMs} ms`);
     } finally {
@@ -189,7 +191,7 @@ describe('music from MCP servers, paged', () => {
       await dev.waitJson('tts', 'stop', 5000, 0);
       const stopAt = dev.json.find((j) => j.msg.type === 'tts' && j.msg.state === 'stop')?.at ?? 0;
       const readsAtStop = pages();
-      await new Promise((r) => setTimeout(r, 1500));
+      await sleep(1500);
       assert.equal(dev.audio.filter((a) => a.at > stopAt).length, 0, 'no frame after tts stop');
       assert.ok(dev.audio.filter((a) => a.at > abortAt).length <= 2, 'at most the frames in flight');
       assert.ok(pages() <= readsAtStop + 1, 'reads stopped');

@@ -10,6 +10,7 @@ import { startFakeOpenAi, fakeText, type FakeOpenAi } from '../fixtures/fake-ope
 import { childProcesses, decodeDownlink, sendPaced, speak16k, utterancePackets } from '../helpers/speech.ts';
 import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
 import { closeAll } from '../helpers/close-all.ts';
+import { sleep, waitFor } from '../helpers/wait.ts';
 
 describe('voice turn end to end', () => {
   let llm: FakeOpenAi;
@@ -198,15 +199,15 @@ describe('voice turn end to end', () => {
       const silence = await utterancePackets(new Int16Array(16000), 100, 100);
       await sendPaced(dev, silence);
       dev.listen('stop');
-      await new Promise((r) => setTimeout(r, 1500));
+      // Nothing is to happen: give the server the time an answer would take to begin.
+      await sleep(1500);
       assert.equal(dev.json.some((j) => j.msg.type === 'stt'), false);
       assert.equal(dev.json.some((j) => j.msg.type === 'tts'), false);
     } finally {
       dev.close();
     }
-    await new Promise((r) => setTimeout(r, 300));
     // No process per turn: the media workers' espeak-ng helpers (espeak-pcm) live as long as they do.
-    assert.deepEqual(childProcesses(/ffmpeg|espeak-ng /), []);
+    await waitFor(() => childProcesses(/ffmpeg|espeak-ng /).length === 0, { what: 'no ffmpeg or espeak-ng process' });
     assert.deepEqual(childProcesses(/espeak-pcm/), helpersAtStart, 'the same espeak-ng helpers as at the start');
   });
 });

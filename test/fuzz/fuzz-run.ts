@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { pollUntil } from '../helpers/wait.ts';
+import { waitFor } from '../helpers/wait.ts';
 import { connectionScript } from './script-arbitrary.ts';
 import { runConnection } from './connection-property.ts';
 import { mcpScript } from './mcp-arbitraries.ts';
@@ -61,8 +61,8 @@ export async function runFuzz(fz: FuzzServer, opts: FuzzRunOptions): Promise<Fuz
     assert.ok(honest.turns > 0, 'the honest device completed typed turns during the fuzzing');
     assert.equal(honest.dev.closeCode, null, 'the honest session is still open');
     // Nothing of the fuzzed devices is left: sessions end and release their media state.
-    await pollUntil('every fuzzed session to end', () => fz.srv.app.registry.size === 1, 10_000);
-    await pollUntil('the fuzzed sessions’ media state to be released', () => fz.srv.deps.media.stats().sessions <= 1, 10_000);
+    await waitFor(() => fz.srv.app.registry.size === 1, { what: 'every fuzzed session to end', timeoutMs: 10_000 });
+    await waitFor(() => fz.srv.deps.media.stats().sessions <= 1, { what: 'the fuzzed sessions’ media state to be released', timeoutMs: 10_000 });
     const recognised = await honest.voiceTurn();
     assert.match(recognised, /weather/i, 'the honest device’s speech was recognised after the fuzzing');
     fz.assertHealthy('after the fuzz run');

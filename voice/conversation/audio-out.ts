@@ -5,6 +5,7 @@
  * audio the moment it sees `tts stop` in auto mode.
  */
 import { sleep } from '../../core/abort.ts';
+import { realClock, type Clock } from '../../core/clock.ts';
 import { isAbortError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
 import type { SessionMedia } from '../../audio/media/media.ts';
@@ -31,11 +32,14 @@ export interface AudioOutOptions {
    * speech was confirmed prepares its audio but holds it. A rejection ends playback as an abort.
    */
   gate?: Promise<void>;
+  /** Times the frames and the wait before `tts stop`. Default: the real clock. */
+  clock?: Clock;
 }
 
 export class AudioOut {
   readonly #o: AudioOutOptions;
   readonly #pacer: Pacer;
+  readonly #clock: Clock;
   #started = false;
   #stopped = false;
   #firstFrameAt: number | null = null;
@@ -45,7 +49,9 @@ export class AudioOut {
 
   constructor(opts: AudioOutOptions) {
     this.#o = opts;
+    this.#clock = opts.clock ?? realClock;
     this.#pacer = createPacer({
+      clock: this.#clock,
       frameMs: opts.frameMs,
       preBufferFrames: opts.preBufferFrames,
       leadMs: Math.max(opts.preBufferFrames * opts.frameMs, opts.sendAheadMs),
@@ -53,7 +59,7 @@ export class AudioOut {
       log: opts.log,
       send: (frame) => {
         if (this.#firstFrameAt === null) {
-          this.#firstFrameAt = performance.now();
+          this.#firstFrameAt = this.#clock.now();
           opts.onFirstFrame?.();
         }
         this.#framesSent++;
@@ -125,9 +131,9 @@ export class AudioOut {
    */
   async finish(): Promise<void> {
     if (!this.#started || this.#stopped) return;
-    const wait = this.#pacer.playbackEndsAt() - performance.now() + this.#o.stopMarginMs;
+    const wait = this.#pacer.playbackEndsAt() - this.#clock.now() + this.#o.stopMarginMs;
     try {
-      if (wait > 0) await sleep(wait, this.#o.signal);
+      if (wait > 0) await sleep(wait, this.#o.signal, this.#clock);
     } catch (err) {
       if (!isAbortError(err)) throw err;
     }
@@ -147,7 +153,7 @@ export class AudioOut {
     this.#o.channel.sendJson({ type: 'tts', state: 'stop', session_id: this.#o.sessionId });
   }
 
-  /** performance.now() of the first frame sent, or null. */
+  /** When (on the clock, ms) the first frame was sent, or null. */
   get firstFrameAt(): number | null {
     return this.#firstFrameAt;
   }

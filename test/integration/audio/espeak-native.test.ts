@@ -11,7 +11,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { silentLogger } from '../../../core/logger.ts';
 import { ErrorCode, VoiceError } from '../../../core/errors.ts';
 import { localHelperSource, nativeEspeakHelper, startNativeEspeak, type EspeakHelperSource, type NativeEspeakEngine } from '../../../audio/tts/espeak-native.ts';
-import { pollUntil, within } from '../../helpers/wait.ts';
+import { waitFor, within } from '../../helpers/wait.ts';
 import { Resampler } from '../../../audio/resample.ts';
 
 /** Pids of this process's children that run the helper (Linux /proc). */
@@ -138,18 +138,18 @@ describe('native espeak-ng engine', { skip: process.platform !== 'linux' && 'the
     const [pid] = helperChildren();
     assert.ok(pid, 'a helper runs');
     process.kill(pid, 'SIGKILL');
-    await pollUntil('the helper is gone', () => !helperChildren().includes(pid), 5000);
+    await waitFor(() => !helperChildren().includes(pid), { what: 'the helper is gone', timeoutMs: 5000 });
     assert.throws(
       () => speak(e(), 'Are you there?'),
       (err: unknown) => err instanceof VoiceError && err.code === ErrorCode.ProviderFailed,
     );
-    await pollUntil('a new helper speaks', () => {
+    await waitFor(() => {
       try {
         return speak(e(), 'I am back.').length > 0;
       } catch {
         return false;
       }
-    }, 10_000);
+    }, { what: 'a new helper speaks', timeoutMs: 10_000 });
     const now = helperChildren();
     assert.equal(now.length, 1);
     assert.notEqual(now[0], pid);
@@ -173,11 +173,11 @@ describe('native espeak-ng engine', { skip: process.platform !== 'linux' && 'the
       const [pid] = helperChildren().filter((p) => !mine.has(p));
       assert.ok(pid, 'the second engine has its own helper');
       process.kill(pid, 'SIGKILL');
-      await pollUntil('the helper is gone', () => !helperChildren().includes(pid), 5000);
+      await waitFor(() => !helperChildren().includes(pid), { what: 'the helper is gone', timeoutMs: 5000 });
       assert.throws(() => other.synthesize('One.', { voice: 'en-us' }, () => {}), VoiceError);
       // The failed restart left the engine without a helper; sentences keep asking for one.
       const t0 = performance.now();
-      await pollUntil('a helper again', () => {
+      await waitFor(() => {
         try {
           let n = 0;
           other.synthesize('Two.', { voice: 'en-us' }, (c) => (n += c.length));
@@ -185,7 +185,7 @@ describe('native espeak-ng engine', { skip: process.platform !== 'linux' && 'the
         } catch {
           return false;
         }
-      }, 10_000);
+      }, { what: 'a helper again', timeoutMs: 10_000 });
       assert.equal(asked, 3, 'one start, one failed restart, one good one');
       assert.ok(performance.now() - t0 >= 900, 'the second restart waited about a second after the first');
     } finally {

@@ -20,7 +20,7 @@ import { resample } from '../../../audio/resample.ts';
 import { decodeDownlink, speak16k, utterancePackets } from '../../helpers/speech.ts';
 import type { Worker } from 'node:worker_threads';
 import { trackWorkers } from '../../helpers/track-workers.ts';
-import { pollUntil, within } from '../../helpers/wait.ts';
+import { sleep, waitFor, within } from '../../helpers/wait.ts';
 
 const OPTS: SessionMediaOptions = { vad: { threshold: 0.5, minSilenceMs: 700, minSpeechMs: 250 }, downlinkSampleRate: 24000, complexity: 5 };
 const FRAME_24K = 1440;
@@ -123,7 +123,7 @@ async function untilThreadsIdle(workers: readonly Worker[], ms: number): Promise
   let last = workers.map((w) => w.performance.eventLoopUtilization());
   for (let quiet = 0; quiet < 3; ) {
     if (Date.now() > deadline) throw new Error(`worker threads still busy after ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
     const now = workers.map((w) => w.performance.eventLoopUtilization());
     const busiest = Math.max(0, ...workers.map((w, i) => w.performance.eventLoopUtilization(now[i], last[i]).utilization));
     quiet = busiest < 0.05 ? quiet + 1 : 0;
@@ -398,7 +398,7 @@ describe('media engine: worker pool', () => {
     m.close();
     ac.abort();
     await within(Promise.all(readers), 30_000, 'the readers end');
-    await pollUntil('no request left pending', () => p().stats().queueDepth === 0, 20_000);
+    await waitFor(() => p().stats().queueDepth === 0, { what: 'no request left pending', timeoutMs: 20_000 });
   });
 
   test('a crashed worker fails its sessions only, and is replaced', { timeout: 90_000 }, async () => {
@@ -434,7 +434,7 @@ describe('media engine: worker pool', () => {
     assert.equal(lostB, undefined, "B's onLost did not fire");
 
     // The replacement comes up and serves new sessions.
-    await pollUntil('two workers again', () => p().stats().workers === 2, 30_000);
+    await waitFor(() => p().stats().workers === 2, { what: 'two workers again', timeoutMs: 30_000 });
     const c = await open();
     assert.equal(p().workerOf(c), wa, 'the new session goes to the (empty) replacement worker');
     assert.ok(hasStartAndEnd(await hear(c)), 'a session on the replacement detects speech');
@@ -484,7 +484,7 @@ describe('media engine: worker pool', () => {
     // Every worker thread of every engine in this file has ended: the closed ones, the crashed
     // one and the recycled one.
     assert.ok(workerThreads.tracked.length >= 5, `${workerThreads.tracked.length} worker threads started`);
-    await pollUntil('every worker thread exited', () => workerThreads.tracked.every((t) => t.exited), 5000);
+    await waitFor(() => workerThreads.tracked.every((t) => t.exited), { what: 'every worker thread exited', timeoutMs: 5000 });
     await assert.rejects(p().open(OPTS, silentLogger), VoiceError);
     await assert.rejects(within(m.uplink(utterance[0] as Buffer), 5000, 'uplink after close'), VoiceError);
     assert.ok(lost, 'open sessions are told their media is gone');

@@ -4,6 +4,7 @@ import { createAsr, type Asr } from '../../../audio/asr/asr.ts';
 import { resample } from '../../../audio/resample.ts';
 import { silentLogger } from '../../../core/logger.ts';
 import { descendantProcesses, flitePcm, makeTempDir, waitForNoAudioChildren } from '../../fixtures/audio/make-audio.ts';
+import { sleep } from '../../helpers/wait.ts';
 
 const PHRASES = ['what is the weather today', 'turn the volume up to fifty percent', 'play some music'];
 const GRAMMAR = `#JSGF V1.0;
@@ -62,7 +63,7 @@ describe('pocketsphinx (long-lived process)', () => {
     const victim = descendantProcesses().find((d) => d.comm.startsWith('pocketsphinx'));
     assert.ok(victim);
     process.kill(victim.pid, 'SIGKILL');
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
     assert.equal(await asr.transcribe(audio.get(PHRASES[0] as string) as Int16Array, { signal: never(), sampleRate: 16000 }), PHRASES[0]);
   });
 });

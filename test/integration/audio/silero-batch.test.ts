@@ -10,6 +10,7 @@ import { createSileroModel, type SileroVadModel } from '../../../audio/vad/siler
 import { STEP_INPUT, STEP_STATE } from '../../../audio/vad/silero-batch.ts';
 import type { VadEvent } from '../../../audio/vad/vad.ts';
 import { espeakPcm, flitePcm, makeTempDir, noise, silence } from '../../fixtures/audio/make-audio.ts';
+import { sleep } from '../../helpers/wait.ts';
 
 const RATE = 16000;
 const STREAMS = 6;
@@ -124,7 +125,7 @@ test('one stream that rests and resets through many pauses counts as one: its st
   const word = (signals[0] as Int16Array).subarray(0, 16000);
   const pcm = concatInt16(Array.from({ length: 8 }, () => concatInt16([word, silence(400, RATE)])));
   // The streams of the tests before have stopped asking for long enough to count no more.
-  await new Promise((r) => setTimeout(r, 250));
+  await sleep(250);
   const s = model.createStream({ threshold: 0.5, minSilenceMs: 300, minSpeechMs: 100 });
   const gathered0 = model.batcher.gathered;
   const runs0 = model.batcher.runs;

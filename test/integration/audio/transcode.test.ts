@@ -7,6 +7,7 @@ import { transcodeToPcm } from '../../../audio/ffmpeg/transcode.ts';
 import { encodeWav } from '../../../audio/wav.ts';
 import { VoiceError } from '../../../core/errors.ts';
 import { audioChildren, makeTempDir, tone, waitForNoAudioChildren } from '../../fixtures/audio/make-audio.ts';
+import { sleep } from '../../helpers/wait.ts';
 
 const tmp = makeTempDir();
 const files: Record<string, Buffer> = {};
@@ -77,9 +78,9 @@ describe('ffmpeg transcoding', () => {
     let readUpTo = 0;
     const it = transcodeToPcm(chunked(big, 16384, (n) => (readUpTo = n)), { sampleRate: 48000, signal: new AbortController().signal })[Symbol.asyncIterator]();
     await it.next();
-    await new Promise((r) => setTimeout(r, 300)); // consumer pauses
+    await sleep(300); // consumer pauses
     const whilePaused = readUpTo;
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300);
     assert.equal(readUpTo, whilePaused, 'input not read while the consumer is paused');
     assert.ok(whilePaused < big.length / 2, `read ${whilePaused} of ${big.length} bytes while paused`);
     await it.return?.(undefined);
@@ -103,7 +104,8 @@ describe('ffmpeg transcoding', () => {
     }, /aborted/);
     clearTimeout(timer);
     assert.ok(runningBeforeAbort, 'ffmpeg was running before the abort');
-    assert.ok(performance.now() - started < 3000);
+    // The input never ends: any bound shows the abort ended it; a loaded machine may take a while.
+    assert.ok(performance.now() - started < 10_000);
     assert.deepEqual(await waitForNoAudioChildren(), []);
   });
 

@@ -70,7 +70,7 @@ after(async () => {
   await mcp?.close();
   if (child?.pid !== undefined) {
     child.kill('SIGTERM');
-    assert.ok(await waitGone(child.pid), 'the HTTP server exits on SIGTERM');
+    await waitGone(child.pid, 'the HTTP server to exit on SIGTERM');
   }
   await files?.close();
   await removeDir(dir);

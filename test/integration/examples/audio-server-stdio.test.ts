@@ -13,6 +13,7 @@ import { startHttpFileServer } from '../../fixtures/http-file-server.ts';
 import type { Connected } from '../../fixtures/sdk-resource-source.ts';
 import { connectStdio } from '../../fixtures/sdk-resource-source.ts';
 import { decodedPcmBytes, makeSpeechMp3, makeToneMp3, removeDir, tempDir, waitGone } from './media-files.ts';
+import { sleep } from '../../helpers/wait.ts';
 
 const MAIN = 'examples/mcp-audio-server/main.ts';
 const PAGE = 64 * 1024;
@@ -75,7 +76,7 @@ before(async () => {
 after(async () => {
   const pid = mcp?.pid;
   await mcp?.close();
-  if (pid !== undefined) assert.ok(await waitGone(pid), 'the server process exits when the client closes');
+  if (pid !== undefined) await waitGone(pid, 'the server process to exit when the client closes');
   await files?.close();
   await removeDir(dir);
 });
@@ -230,7 +231,7 @@ describe('example audio server over stdio', () => {
       );
       const readsAtAbort = mcp.source.reads.length - readsBefore;
       assert.ok(readsAtAbort <= 3, `reads ${readsAtAbort}`);
-      await new Promise((r) => setTimeout(r, 300));
+      await sleep(300);
       assert.equal(mcp.source.reads.length - readsBefore, readsAtAbort, 'no read after the abort');
     } finally {
       files.options.delayMs = 0;

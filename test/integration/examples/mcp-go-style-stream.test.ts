@@ -13,6 +13,7 @@ import { startHttpFileServer } from '../../fixtures/http-file-server.ts';
 import type { Connected } from '../../fixtures/sdk-resource-source.ts';
 import { connectStdio } from '../../fixtures/sdk-resource-source.ts';
 import { decodedPcmBytes, makeSpeechMp3, makeToneMp3, removeDir, tempDir, waitGone } from './media-files.ts';
+import { sleep } from '../../helpers/wait.ts';
 
 const PAGE = 100 * 1024;
 const StatsSchema = z.object({ reads: z.number(), cancelled: z.number(), inFlight: z.number() });
@@ -55,7 +56,7 @@ before(async () => {
 after(async () => {
   const pid = mcp?.pid;
   await mcp?.close();
-  if (pid !== undefined) assert.ok(await waitGone(pid), 'the fixture exits when the client closes');
+  if (pid !== undefined) await waitGone(pid, 'the fixture to exit when the client closes');
   await files?.close();
   await removeDir(dir);
 });
@@ -102,8 +103,10 @@ describe('paged stream against an mcp-go-style server', () => {
         parts.push(c);
       }
       assert.ok(Buffer.concat(parts).equals(tone));
+      // Not before the 800 ms timeout and the 1000 ms pause (the exact schedule is checked on
+      // mocked time in the resource-stream unit test; here a loaded machine may only add to it).
       const gap = (at[1] ?? 0) - (at[0] ?? 0);
-      assert.ok(gap >= 1700 && gap < 8000, `page 1 took ${gap} ms (800 ms timeout + 1000 ms pause)`);
+      assert.ok(gap >= 1750, `page 1 took ${gap} ms (800 ms timeout + 1000 ms pause)`);
       assert.equal((await stats()).cancelled - cancelledBefore, 1, 'the timed-out read was cancelled on the server');
     } finally {
       files.options.faults = [];
@@ -136,25 +139,19 @@ describe('paged stream against an mcp-go-style server', () => {
       const ac = new AbortController();
       const readsBefore = (await stats()).reads;
       let chunks = 0;
-      const t0 = performance.now();
-      let abortedAt = 0;
       await assert.rejects(
         (async () => {
           for await (const _c of readResourceStream(mcp.source, link, { signal: ac.signal })) {
-            if (++chunks === 2)
-              setTimeout(() => {
-                abortedAt = performance.now();
-                ac.abort();
-              }, 30);
+            if (++chunks === 2) setTimeout(() => ac.abort(), 30);
           }
         })(),
         (err: unknown) => err instanceof VoiceError && err.code === ErrorCode.Aborted,
       );
-      assert.ok(performance.now() - abortedAt < 500, 'the in-flight read was abandoned at once');
-      assert.ok(performance.now() - t0 < 5000);
+      // That the abort alone settles an in-flight read is checked on mocked time in the
+      // resource-stream unit test; here: the real server sees the reads stop.
       const atAbort = await stats();
       assert.ok(atAbort.reads - readsBefore <= 3, `reads ${atAbort.reads - readsBefore}: two pages and at most one in flight`);
-      await new Promise((r) => setTimeout(r, 400));
+      await sleep(400);
       const later = await stats();
       assert.equal(later.reads, atAbort.reads, 'no read after the abort');
       assert.equal(later.inFlight, 0, 'the in-flight read was cancelled');

@@ -7,6 +7,7 @@ import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { waitFor } from '../../helpers/wait.ts';
 
 const run = promisify(execFile);
 
@@ -76,12 +77,7 @@ export function alive(pid: number): boolean {
   }
 }
 
-/** Waits up to `ms` for the process to be gone. */
-export async function waitGone(pid: number, ms = 5000): Promise<boolean> {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    if (!alive(pid)) return true;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return !alive(pid);
+/** Waits up to `ms` for the process to be gone; fails naming `what` when it is not. */
+export async function waitGone(pid: number, what: string, ms = 5000): Promise<void> {
+  await waitFor(() => !alive(pid), { what, timeoutMs: ms });
 }

@@ -209,7 +209,8 @@ describe('llm client against the fake OpenAI server', { timeout: 30_000 }, () =>
     };
     await rejectsWith(run(), ErrorCode.Aborted);
     const ms = performance.now() - abortedAt;
-    assert.ok(ms < 1000, `abort took ${ms} ms`);
+    // The stream stalls for ever: any bound shows the abort ended it; a loaded machine may take a while.
+    assert.ok(ms < 10_000, `abort took ${ms} ms`);
     const rec = fake.requests.at(-1);
     await rec?.finished;
     assert.equal(rec?.closedEarly, true);

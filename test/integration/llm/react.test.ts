@@ -288,7 +288,8 @@ describe('ReAct loop with the fake OpenAI server and local tools', { timeout: 30
       },
     });
     assert.equal(outcome.reason, 'aborted');
-    assert.ok(performance.now() - abortedAt < 1000);
+    // The stream stalls for ever: any bound shows the abort ended it; a loaded machine may take a while.
+    assert.ok(performance.now() - abortedAt < 10_000);
     assert.equal(spoken, '', 'collected by the overridden onText instead');
     const rec = fake.requests.at(-1);
     await rec?.finished;

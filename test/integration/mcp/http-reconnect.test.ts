@@ -7,7 +7,8 @@ import type { AddressInfo } from 'node:net';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { createMcpManager } from '../../../mcp/manager.ts';
 import { createFixtureServer } from '../../fixtures/mcp-fixture-server.ts';
-import { recordingLogger, servers, waitFor } from './mcp-test-helpers.ts';
+import { recordingLogger, servers } from './mcp-test-helpers.ts';
+import { waitFor } from '../../helpers/wait.ts';
 
 /** Stateless streamable HTTP fixture (a new McpServer per POST) on the given port. */
 async function listen(port: number): Promise<Server> {
@@ -55,7 +56,7 @@ test('streamable HTTP server restart: error result, reconnect, calls work again'
   assert.notEqual(m.status()[0]?.state, 'ready');
 
   http = await listen(port);
-  assert.ok(await waitFor(() => m.status()[0]?.state === 'ready', 8000), 'reconnected');
+  await waitFor(() => m.status()[0]?.state === 'ready', { what: 'the server to reconnect', timeoutMs: 8000 });
   const again = await ts.callTool('web__echo', { text: 'three' }, { signal: new AbortController().signal });
   assert.equal(again.isError, false);
   assert.ok((m.stats().web?.reconnects ?? 0) >= 1);

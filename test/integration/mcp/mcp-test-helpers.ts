@@ -59,16 +59,6 @@ export function pidAlive(pid: number): boolean {
   }
 }
 
-/** Polls until `cond` holds or `ms` passes; returns whether it held. */
-export async function waitFor(cond: () => boolean | Promise<boolean>, ms = 5000, stepMs = 25): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await cond()) return true;
-    await new Promise((r) => setTimeout(r, stepMs));
-  }
-  return cond();
-}
-
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();

@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { createMcpManager, type McpManager } from '../../../mcp/manager.ts';
 import type { ToolResult } from '../../../mcp/tool-source.ts';
 import { toolResultText } from '../../../llm/tool-results.ts';
-import { fixtureEntry, parseContextBlock, recordingLogger, resourcesOf, servers, waitFor } from './mcp-test-helpers.ts';
+import { fixtureEntry, parseContextBlock, recordingLogger, resourcesOf, servers } from './mcp-test-helpers.ts';
+import { waitFor } from '../../helpers/wait.ts';
 
 const sig = (): AbortSignal => new AbortController().signal;
 const text = (r: ToolResult): string => r.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
@@ -54,7 +55,7 @@ describe('MCP resources (fixture server)', () => {
     const unsubscribe = await src?.subscribe?.('fixture://items/7', () => updates++);
     assert.ok(unsubscribe);
     await m.sessionView().callTool('fx__bump', { uri: 'fixture://items/7' }, { signal: sig() });
-    assert.ok(await waitFor(() => updates === 1));
+    await waitFor(() => updates === 1, { what: 'the update notification' });
     await unsubscribe();
     const r = await m.sessionView().callTool('fx__bump', { uri: 'fixture://items/7' }, { signal: sig() });
     assert.match(text(r), /no subscriber/);
@@ -127,7 +128,7 @@ describe('MCP resources (fixture server)', () => {
     assert.equal(text(await ts.callTool('fx__resources_read', { uri }, { signal: sig() })), first, 'served from cache');
     const bumped = await ts.callTool('fx__bump', { uri }, { signal: sig() });
     assert.equal(text(bumped), `notified ${uri}`, 'the cache subscribed to the resource');
-    assert.ok(await waitFor(() => !m.cache.has('fx', uri)));
+    await waitFor(() => !m.cache.has('fx', uri), { what: 'the entry to leave the cache' });
     const fresh = text(await ts.callTool('fx__resources_read', { uri }, { signal: sig() }));
     assert.notEqual(fresh, first, 'read again from the server');
   });
@@ -137,7 +138,7 @@ describe('MCP resources (fixture server)', () => {
     await ts.callTool('fx__resources_read', { uri: 'fixture://items/2' }, { signal: sig() });
     assert.ok(m.cache.has('fx', 'fixture://items/2'));
     await ts.callTool('fx__relist', {}, { signal: sig() });
-    assert.ok(await waitFor(() => !m.cache.has('fx', 'fixture://items/2')));
+    await waitFor(() => !m.cache.has('fx', 'fixture://items/2'), { what: 'fixture://items/2 to leave the cache' });
   });
 
   test('a server with subscribe: false keeps its context reads cached (their subscription check is on the server, in the cache suite below)', async () => {
@@ -168,10 +169,12 @@ describe('MCP resources (fixture server)', () => {
 
 describe('MCP resource cache: freshness and subscriptions (fixture server)', () => {
   let m: McpManager;
+  /** The cache's clock (ms): expiry is a matter of this number, not of real time. */
+  let now = 0;
   before(async () => {
     m = createMcpManager({
       log: recordingLogger(),
-      cache: { maxEntries: 2 },
+      cache: { maxEntries: 2, now: () => now },
       servers: servers({
         sub: fixtureEntry([], { resources: { tools: true } }),
         nosub: fixtureEntry([], { resources: { tools: true, subscribe: false, cacheTtlMs: 300 } }),
@@ -208,7 +211,9 @@ describe('MCP resource cache: freshness and subscriptions (fixture server)', () 
     assert.equal(text(await read('nosub', uri)), `${uri} version 2`, 'cached while fresh');
     assert.equal(text(await read('nosub', uri, { use_cache: false })), `${uri} version 3`, 'bypassed on request');
     assert.equal(text(await read('nosub', uri)), `${uri} version 3`, 'the bypass refreshed the entry');
-    await new Promise((r) => setTimeout(r, 400));
+    now += 299;
+    assert.equal(text(await read('nosub', uri)), `${uri} version 3`, 'fresh until cacheTtlMs (300 ms) has passed');
+    now += 1;
     assert.equal(text(await read('nosub', uri)), `${uri} version 4`, 'expired after cacheTtlMs');
   });
 

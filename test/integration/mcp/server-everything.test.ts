@@ -4,7 +4,8 @@
 import { describe, test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { createMcpManager, type McpManager } from '../../../mcp/manager.ts';
-import { EVERYTHING, pidAlive, recordingLogger, resourcesOf, servers, startEverythingHttp, waitFor } from './mcp-test-helpers.ts';
+import { EVERYTHING, pidAlive, recordingLogger, resourcesOf, servers, startEverythingHttp } from './mcp-test-helpers.ts';
+import { waitFor } from '../../helpers/wait.ts';
 
 function signal(): AbortSignal {
   return new AbortController().signal;
@@ -113,7 +114,7 @@ describe('server-everything over stdio', () => {
     assert.equal(m.stats().everything?.cacheMisses, before + 1);
     // The server sends resources/updated for subscribed URIs right after this toggle.
     await ts.callTool('everything__toggle-subscriber-updates', {}, { signal: signal() });
-    assert.ok(await waitFor(() => !m.cache.has('everything', uri), 8000), 'update notification dropped the entry');
+    await waitFor(() => !m.cache.has('everything', uri), { what: 'the update notification to drop the entry', timeoutMs: 8000 });
     await ts.callTool('everything__toggle-subscriber-updates', {}, { signal: signal() });
   });
 

@@ -10,6 +10,7 @@ import { DeviceSim } from '../../fixtures/device-sim.ts';
 import { speak16k, utterancePackets } from '../../helpers/speech.ts';
 import { startMeteredApp, type MeteredApp } from './helpers/metered-app.ts';
 import { connectAndAsk, metricValue } from './helpers/spoken-turn.ts';
+import { waitFor } from '../../helpers/wait.ts';
 
 async function scrape(srv: MeteredApp): Promise<string> {
   const res = await fetch(`${srv.httpUrl}/metrics`);
@@ -110,14 +111,7 @@ describe('metrics after real turns', () => {
       await dev.closed;
     }
     // The session is gone from the gauge once the socket closed.
-    const deadline = Date.now() + 5000;
-    let active = Number.NaN;
-    while (Date.now() < deadline) {
-      active = num(await scrape(srv), 'xiaozhi_sessions_active');
-      if (active === 0) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    assert.equal(active, 0);
+    await waitFor(async () => num(await scrape(srv), 'xiaozhi_sessions_active') === 0, { what: 'xiaozhi_sessions_active to be 0', intervalMs: 50 });
   });
 
   test('a typed turn with an MCP tool call and a failing tool call: tool calls by server and outcome', async () => {

@@ -14,6 +14,7 @@ import { startFakeOpenAi, fakeText, type FakeOpenAi } from '../../fixtures/fake-
 import { DeviceSim } from '../../fixtures/device-sim.ts';
 import { freePort, spawnServer, type SpawnedServer } from './helpers/spawned-server.ts';
 import { otaWebsocketUrl } from './helpers/spoken-turn.ts';
+import { sleep } from '../../helpers/wait.ts';
 
 /** Env without the variables that would override the test's config file. */
 function cleanEnv(): NodeJS.ProcessEnv {
@@ -77,7 +78,7 @@ describe('SIGTERM drain in a spawned server process', () => {
       let readyStatus = 0;
       for (let i = 0; i < 50 && readyStatus !== 503; i++) {
         readyStatus = (await fetch(`${srv.httpUrl}/readyz`).catch(() => ({ status: -1 }))).status;
-        if (readyStatus !== 503) await new Promise((r) => setTimeout(r, 20));
+        if (readyStatus !== 503) await sleep(20);
       }
       assert.equal(readyStatus, 503, '/readyz says not ready while draining');
       const late = new DeviceSim({ url: wsUrl, deviceId: 'e4:00:00:00:00:02' });

@@ -15,6 +15,7 @@ import { DeviceSim } from '../../fixtures/device-sim.ts';
 import { startFakeOpenAi, type FakeOpenAi } from '../../fixtures/fake-openai.ts';
 import { createLogSink, type LogSink } from '../../helpers/log-sink.ts';
 import { listenOnLoopback } from '../../helpers/listen.ts';
+import { sleep } from '../../helpers/wait.ts';
 
 interface Server {
   srv: AssembledServer;
@@ -90,7 +91,7 @@ async function attemptUntil(wsUrl: string, deviceId: string, accept: (a: Attempt
     if (accept(last)) return last;
     release(last);
     if (Date.now() > deadline) throw new Error(`${what}: still status ${last.status} after ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
 }
 

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { DeviceSim } from '../../fixtures/device-sim.ts';
 import { recordingConversation } from '../../helpers/recording-conversation.ts';
 import { startTestApp, type TestApp } from '../../helpers/test-app.ts';
-import { pollUntil } from '../../helpers/wait.ts';
+import { waitFor } from '../../helpers/wait.ts';
 import { salvageBrokenReply } from '../../../mcp/device-mcp.ts';
 
 describe('device MCP reply that is not JSON', () => {
@@ -28,7 +28,7 @@ describe('device MCP reply that is not JSON', () => {
       // Byte for byte what the firmware builds by concatenation.
       dev.sendRaw(`{"session_id":"${dev.sessionId}","type":"mcp","payload":${payload}}`);
       const session = rec.sessions.at(-1);
-      await pollUntil('the mcp call', () => session?.calls.some((c) => c.name === 'mcp') === true, 5000);
+      await waitFor(() => session?.calls.some((c) => c.name === 'mcp') === true, { what: 'the mcp call', timeoutMs: 5000 });
       const got = session?.calls.find((c) => c.name === 'mcp')?.arg;
       assert.equal(got, payload);
       assert.deepEqual(salvageBrokenReply(String(got)), { id: 3, message: 'Unknown tool: a"b' });
@@ -47,7 +47,7 @@ describe('device MCP reply that is not JSON', () => {
       // Too long to be a firmware error reply: the salvage regex is quadratic in it, so it is not tried.
       dev.sendRaw(`{"type":"mcp","payload":{"id":1,${'"error":{"message":"'.repeat(3000)}x}}`);
       dev.abort();
-      await pollUntil('the abort', () => session?.calls.some((c) => c.name === 'abort') === true, 5000);
+      await waitFor(() => session?.calls.some((c) => c.name === 'abort') === true, { what: 'the abort', timeoutMs: 5000 });
       assert.deepEqual(session?.calls.filter((c) => c.name === 'mcp' || c.name === 'detect'), []);
     } finally {
       dev.close();

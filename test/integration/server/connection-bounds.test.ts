@@ -8,7 +8,7 @@ import type { Socket } from 'node:net';
 import { DeviceSim } from '../../fixtures/device-sim.ts';
 import { recordingConversation } from '../../helpers/recording-conversation.ts';
 import { startTestApp, type TestApp } from '../../helpers/test-app.ts';
-import { pollUntil } from '../../helpers/wait.ts';
+import { sleep, waitFor } from '../../helpers/wait.ts';
 
 describe('bounded per connection', () => {
   let t: TestApp;
@@ -58,7 +58,7 @@ describe('bounded per connection', () => {
     try {
       await dev.hello();
       const timer = setInterval(() => dev.listen('detect', { text: 'hi' }), 150);
-      await new Promise((r) => setTimeout(r, 1500));
+      await sleep(1500);
       clearInterval(timer);
       assert.equal(dev.closeCode, null);
     } finally {
@@ -90,10 +90,10 @@ describe('slow reader', () => {
         dev.sendRaw('{"type":"abort"}');
         if (i % 5000 === 0) await new Promise((r) => setImmediate(r));
       }
-      await pollUntil('the slow reader to be closed', () => t.logs.find('output buffer over limit: closing').length === 1, 20_000);
+      await waitFor(() => t.logs.find('output buffer over limit: closing').length === 1, { what: 'the slow reader to be closed', timeoutMs: 20_000 });
       const line = t.logs.find('output buffer over limit: closing')[0]!;
       assert.ok((line.bufferedBytes as number) < 1024 * 1024, `buffer stayed near the 64 KiB limit, saw ${String(line.bufferedBytes)}`);
-      await pollUntil('the session to end', () => t.logs.find('session ended').some((l) => l.code === 4007), 40_000);
+      await waitFor(() => t.logs.find('session ended').some((l) => l.code === 4007), { what: 'the session to end', timeoutMs: 40_000 });
     } finally {
       dev.ws.terminate();
     }
@@ -114,12 +114,12 @@ describe('control-message rate limit', () => {
     try {
       await dev.hello();
       for (let i = 0; i < 2000; i++) dev.abort();
-      await new Promise((r) => setTimeout(r, 1000));
+      await sleep(1000);
       const stops = dev.json.filter((j) => j.msg.type === 'tts' && j.msg.state === 'stop').length;
       // Burst of 20 (the hello took one) plus a refill of 10/s over the moment the flood takes.
       assert.ok(stops >= 19 && stops < 200, `answered ${stops} of 2000`);
       assert.equal(t.logs.find('control messages over the rate limit: dropped').length, 1);
-      await new Promise((r) => setTimeout(r, 2100));
+      await sleep(2100);
       const before = dev.json.length;
       dev.abort();
       await dev.waitJson('tts', 'stop', 5000, before);

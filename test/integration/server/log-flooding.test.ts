@@ -10,6 +10,7 @@ import { recordingConversation } from '../../helpers/recording-conversation.ts';
 import { startTestApp, type TestApp } from '../../helpers/test-app.ts';
 import { startVoiceApp, type VoiceApp } from '../../helpers/voice-app.ts';
 import { startFakeOpenAi, type FakeOpenAi } from '../../fixtures/fake-openai.ts';
+import { waitFor } from '../../helpers/wait.ts';
 
 describe('log flooding', () => {
   let t: TestApp;
@@ -22,10 +23,11 @@ describe('log flooding', () => {
     const dev = new DeviceSim({ url: t.wsUrl, deviceId: 'bb:00:00:00:00:01' });
     try {
       await dev.hello();
+      const endedBefore = t.logs.find('session ended').length;
       for (let i = 0; i < 5000; i++) dev.sendRaw(`{bad ${i}`);
       dev.close();
       await dev.closed;
-      await new Promise((r) => setTimeout(r, 300));
+      await waitFor(() => t.logs.find('session ended').length > endedBefore, { what: 'the session to end' });
       const rejected = t.logs.find('device message rejected');
       assert.ok(rejected.length >= 1 && rejected.length <= 20, `${rejected.length} lines`);
       assert.ok(rejected.every((l) => l.level === 40 && l.err === undefined && l.stack === undefined));
@@ -69,7 +71,7 @@ describe('log flooding: any repeated warning of a session is bounded', () => {
       for (let i = 0; i < 99; i++) dev.sendJson({ session_id: dev.sessionId, type: 'mcp', payload: { jsonrpc: '2.0', id: `no-${i}`, result: {} } });
       dev.close();
       await dev.closed;
-      await new Promise((r) => setTimeout(r, 300));
+      await waitFor(() => app.logs.lines.some((l) => l.msg === 'session ended' && l.deviceId === 'bb:00:00:00:00:03'), { what: 'the session to end' });
       const warned = app.logs.find('device mcp reply without an integer id ignored');
       assert.ok(warned.length >= 1 && warned.length <= 10, `${warned.length} lines`);
       const ended = app.logs.lines.filter((l) => l.msg === 'session ended' && l.deviceId === 'bb:00:00:00:00:03').at(-1);

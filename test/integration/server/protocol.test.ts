@@ -8,6 +8,7 @@ import { DeviceSim } from '../../fixtures/device-sim.ts';
 import { recordingConversation } from '../../helpers/recording-conversation.ts';
 import { startTestApp, type TestApp } from '../../helpers/test-app.ts';
 import { request } from 'node:http';
+import { sleep } from '../../helpers/wait.ts';
 
 function rawPost(port: number, path: string, body: string, headers: Record<string, string>): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
@@ -264,7 +265,7 @@ describe('timeouts and replacement', () => {
       const started = Date.now();
       // Keep talking for ~1 s: the session must stay open.
       for (let i = 0; i < 5; i++) {
-        await new Promise((r) => setTimeout(r, 200));
+        await sleep(200);
         dev.sendOpus(new Uint8Array(10));
       }
       assert.equal(dev.closeCode, null);

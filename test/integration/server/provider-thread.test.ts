@@ -15,7 +15,7 @@ import { startProviderThread, type ProviderThread } from '../../../server/provid
 import { fakeError, fakeText, fakeToolCalls, startFakeOpenAi, type FakeOpenAi } from '../../fixtures/fake-openai.ts';
 import { startFakeOpenAiAudio, type FakeOpenAiAudio } from '../../fixtures/fake-openai-audio.ts';
 import { createLogSink, type LogSink } from '../../helpers/log-sink.ts';
-import { pollUntil, within } from '../../helpers/wait.ts';
+import { waitFor, within } from '../../helpers/wait.ts';
 import { threadNames } from '../../helpers/threads.ts';
 
 async function collect(it: AsyncIterable<LlmEvent>): Promise<LlmEvent[]> {
@@ -104,7 +104,7 @@ describe('provider thread', { timeout: 60_000 }, () => {
     const run = (async () => {
       for await (const ev of thread.llm.stream({ messages: user, tools: [], signal: ac.signal })) seen.push(ev);
     })();
-    await pollUntil('the first delta', () => seen.length > 0, 5000);
+    await waitFor(() => seen.length > 0, { what: 'the first delta', timeoutMs: 5000 });
     ac.abort();
     assert.equal(await codeOf(run), ErrorCode.Aborted);
     const req = llm.requests[before];
@@ -150,11 +150,11 @@ describe('provider thread', { timeout: 60_000 }, () => {
     const run = (async () => {
       for await (const ev of thread.llm.stream({ messages: user, tools: [], signal: new AbortController().signal })) seen.push(ev);
     })();
-    await pollUntil('the first delta', () => seen.length > 0, 5000);
+    await waitFor(() => seen.length > 0, { what: 'the first delta', timeoutMs: 5000 });
     const restartsBefore = thread.restarts;
     thread.crashForTest();
     assert.equal(await codeOf(run), ErrorCode.ProviderFailed);
-    await pollUntil('the replacement', () => thread.restarts === restartsBefore + 1, 5000);
+    await waitFor(() => thread.restarts === restartsBefore + 1, { what: 'the replacement', timeoutMs: 5000 });
     llm.script(fakeText('Back again.'));
     // The new thread may still be loading: the request waits for it rather than failing.
     const events = await collect(thread.llm.stream({ messages: user, tools: [], signal: new AbortController().signal }));

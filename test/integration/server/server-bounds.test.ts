@@ -9,6 +9,7 @@ import { DeviceSim } from '../../fixtures/device-sim.ts';
 import { recordingConversation } from '../../helpers/recording-conversation.ts';
 import { startTestApp, type TestApp } from '../../helpers/test-app.ts';
 import { ConfigSchema } from '../../../server/config.ts';
+import { sleep, waitFor } from '../../helpers/wait.ts';
 
 describe('bounded per server', () => {
   let t: TestApp;
@@ -42,9 +43,10 @@ describe('bounded per server', () => {
       await Promise.all(devs.map((d) => d.hello()));
       const fourth = new DeviceSim({ url: t.wsUrl, deviceId: 'cc:00:00:00:00:04' });
       await assert.rejects(fourth.opened, /HTTP 429/);
+      const sessions = t.app.registry.size;
       devs[0]!.close();
       await devs[0]!.closed;
-      await new Promise((r) => setTimeout(r, 200));
+      await waitFor(() => t.app.registry.size < sessions, { what: 'the closed session to free its slot' });
       const again = new DeviceSim({ url: t.wsUrl, deviceId: 'cc:00:00:00:00:05' });
       await again.hello();
       again.close();
@@ -54,7 +56,8 @@ describe('bounded per server', () => {
   });
 
   test('upgrade attempts over the per-IP rate are refused with 429 before any other check', async () => {
-    await new Promise((r) => setTimeout(r, 2000));
+    // The per-address upgrade budget refills in real time on the server: start from a full one.
+    await sleep(2000);
     const results = await Promise.all(
       Array.from({ length: 30 }, async (_, i) => {
         const d = new DeviceSim({ url: t.wsUrl, deviceId: `dd:00:00:00:00:${String(i).padStart(2, '0')}`, token: 'wrong' });

@@ -11,7 +11,7 @@ import { createOpusCodec } from '../../../audio/opus/codec.ts';
 import { createLogger } from '../../../server/logger.ts';
 import { Listener } from '../../../voice/conversation/listener.ts';
 import { createLogSink } from '../../helpers/log-sink.ts';
-import { pollUntil, within } from '../../helpers/wait.ts';
+import { waitFor, within } from '../../helpers/wait.ts';
 
 test('a lost media worker fails the uplink with a few log lines, not one per packet', { timeout: 90_000 }, async () => {
   const logs = createLogSink();
@@ -28,13 +28,13 @@ test('a lost media worker fails the uplink with a few log lines, not one per pac
     encoder.close();
 
     pool.crashForTest(0);
-    await pollUntil('the worker loss is noticed', () => lost, 20_000);
+    await waitFor(() => lost, { what: 'the worker loss is noticed', timeoutMs: 20_000 });
     // The session is not closed yet (in the server that happens asynchronously): 250 packets arrive.
     for (let i = 0; i < 250; i++) {
       listener.push(packet);
       await new Promise((r) => setImmediate(r));
     }
-    await pollUntil('every packet settled', () => listener.failedPackets + listener.droppedPackets >= 250, 20_000);
+    await waitFor(() => listener.failedPackets + listener.droppedPackets >= 250, { what: 'every packet settled', timeoutMs: 20_000 });
     const lines = logs.find('uplink processing failed');
     assert.ok(listener.failedPackets >= 200, `${listener.failedPackets} packets failed`);
     assert.ok(lines.length >= 1 && lines.length <= 4, `${lines.length} log lines for ${listener.failedPackets} failed packets`);

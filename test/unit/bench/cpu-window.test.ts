@@ -10,21 +10,41 @@ import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { parseCpuLine, startMachineProbe, timerJitter, type Sample } from '../../bench/sim/cpu-window.ts';
+import { sleep } from '../../helpers/wait.ts';
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const SPIN_MS = 400;
+/** A spin ends after this much wall time even if the machine gave it less CPU than asked. */
+const SPIN_CAP_MS = 10_000;
 
-/** A worker that names itself as a media thread and spins for SPIN_MS on each message. */
+/**
+ * A worker that names itself as a media thread and, on each message, spins until the process has
+ * used SPIN_MS more CPU (the main thread waits meanwhile), however long a crowded machine takes.
+ */
 const WORKER = `
 const { parentPort } = require('node:worker_threads');
 require('node:fs').writeFileSync('/proc/thread-self/comm', 'xz-media-0');
 parentPort.on('message', () => {
-  const t = performance.now(); let x = 0;
-  while (performance.now() - t < ${SPIN_MS}) x += Math.sqrt(x + 1);
+  const c0 = process.cpuUsage(); const until = performance.now() + ${SPIN_CAP_MS}; let x = 0;
+  for (;;) {
+    const c = process.cpuUsage(c0);
+    if ((c.user + c.system) / 1000 >= ${SPIN_MS} || performance.now() > until) break;
+    for (let i = 0; i < 10000; i++) x += Math.sqrt(x + 1);
+  }
   parentPort.postMessage(x > 0);
 });
 parentPort.postMessage('ready');
 `;
+
+const cpuMsSince = (from: NodeJS.CpuUsage): number => {
+  const c = process.cpuUsage(from);
+  return (c.user + c.system) / 1000;
+};
+
+/** This process's CPU since `from`, as a percentage of all CPUs over `wallMs` (the probe's unit). */
+function processPct(from: NodeJS.CpuUsage, wallMs: number): number {
+  const c = process.cpuUsage(from);
+  return ((c.user + c.system) / 1000 / wallMs / availableParallelism()) * 100;
+}
 
 test('cpu window: a spinning thread is counted in its group, sleeping threads are not', { skip: existsSync('/proc/stat') ? false : 'needs Linux /proc (the simulator reports null elsewhere)' }, async () => {
   const worker = new Worker(WORKER, { eval: true });
@@ -36,15 +56,19 @@ test('cpu window: a spinning thread is counted in its group, sleeping threads ar
     assert.equal(sampler.window(0, performance.now()), null, 'no window before the samples are fetched');
     await sleep(60);
     const mainFrom = performance.now();
+    const mainCpu = process.cpuUsage();
     let x = 0;
-    while (performance.now() - mainFrom < SPIN_MS) x += Math.sqrt(x + 1);
+    while (cpuMsSince(mainCpu) < SPIN_MS && performance.now() - mainFrom < SPIN_CAP_MS) for (let i = 0; i < 10_000; i++) x += Math.sqrt(x + 1);
     const mainTo = performance.now();
+    const mainPct = processPct(mainCpu, mainTo - mainFrom);
     assert.ok(x > 0);
     await sleep(60);
     const workerFrom = performance.now();
+    const workerCpu = process.cpuUsage();
     worker.postMessage('spin');
     await next();
     const workerTo = performance.now();
+    const workerPct = processPct(workerCpu, workerTo - workerFrom);
     await sleep(60);
     const restFrom = performance.now();
     await sleep(SPIN_MS);
@@ -56,10 +80,10 @@ test('cpu window: a spinning thread is counted in its group, sleeping threads ar
     const media = sampler.window(workerFrom, workerTo)?.server;
     const rest = sampler.window(restFrom, restTo)?.server;
     assert.ok(main && media && rest, 'every window is covered by samples');
-    // One busy thread is 1/n of all CPUs; at least a third of that even on a crowded machine.
-    const floor = 100 / availableParallelism() / 3;
-    assert.ok(main.main > floor && main.media < main.main / 2, `main spinning: ${JSON.stringify(main)}`);
-    assert.ok(media.media > floor && media.main < media.media / 2, `media thread spinning: ${JSON.stringify(media)}`);
+    // The spinning thread's group shows most of what the process itself counted in the window
+    // (however much CPU a crowded machine gave it), the other groups little of it.
+    assert.ok(main.main > mainPct / 2 && main.media < main.main / 2, `main spinning (process ${mainPct.toFixed(1)} %): ${JSON.stringify(main)}`);
+    assert.ok(media.media > workerPct / 2 && media.main < media.media / 2, `media thread spinning (process ${workerPct.toFixed(1)} %): ${JSON.stringify(media)}`);
     assert.ok(rest.total < Math.min(main.total, media.total) / 2, `sleeping: ${JSON.stringify(rest)}`);
     assert.ok(Math.abs(main.total - (main.main + main.providers + main.media + main.other + main.helpers)) < 0.01, 'the groups add up to the total');
     const w = sampler.window(mainFrom, mainTo);

@@ -7,6 +7,8 @@ import { ErrorCode, VoiceError } from '../../../core/errors.ts';
 import { DEFAULT_PAGE_SIZE, readResourceStream } from '../../../mcp/resource-stream/stream.ts';
 import type { ResourceLinkContent } from '../../../mcp/tool-source.ts';
 import type { PagedServer, PagedServerOptions } from '../../fixtures/mcp-paged-server.ts';
+import { advanceMocked, mockTime, runMocked } from '../../helpers/mock-timers.ts';
+import { waitFor, within } from '../../helpers/wait.ts';
 import { PAGED_TEMPLATE, startPagedServer } from '../../fixtures/mcp-paged-server.ts';
 
 const URL_A = 'http://music.test/a.mp3';
@@ -158,25 +160,28 @@ describe('readResourceStream: backpressure, retries, abort', () => {
     assert.equal(s.source.reads.length, 2, 'closing the iterator reads nothing more');
   });
 
-  test('a page that times out once is retried after retryDelayMs and the stream completes', async () => {
+  test('a page that times out once is retried after retryDelayMs and the stream completes', async (t) => {
     const data = randomBytes(PAGE * 3 + 5);
     const s = await serve({ style: 'template', files: { [URL_A]: data }, faults: [{ start: PAGE, times: 1, kind: 'hang' }] });
+    const timers = mockTime(t);
     const times: number[] = [];
-    const t0 = performance.now();
-    const got = await collect(
-      readResourceStream(s.source, LINK, {
-        pageSize: PAGE,
-        pageTimeoutMs: 300,
-        retryDelayMs: 1000,
-        signal: new AbortController().signal,
-        onPage: () => times.push(performance.now() - t0),
-      }),
+    const got = await runMocked(
+      timers,
+      collect(
+        readResourceStream(s.source, LINK, {
+          pageSize: PAGE,
+          pageTimeoutMs: 300,
+          retryDelayMs: 1000,
+          signal: new AbortController().signal,
+          onPage: () => times.push(Date.now()),
+        }),
+      ),
+      'the stream',
     );
     assert.ok(got.equals(data));
     assert.equal(s.source.reads.length, 5, '4 pages + 1 retry');
-    const gap = (times[1] ?? 0) - (times[0] ?? 0);
-    // timeout (300) + retry delay (1000); generous upper bound for a loaded CI machine
-    assert.ok(gap >= 1250 && gap < 5000, `retry gap ${gap} ms`);
+    // The second page: its read times out after 300 ms, the retry waits 1000 ms, the retry answers at once.
+    assert.deepEqual(times, [0, 1300, 1300, 1300]);
     assert.equal(s.abortedReads(), 1, 'the timed-out read was cancelled on the server');
   });
 
@@ -205,30 +210,35 @@ describe('readResourceStream: backpressure, retries, abort', () => {
     assert.equal(s.source.reads.length, 2);
   });
 
-  test('abort during a hanging read rejects at once, cancels the read and reads nothing more', async () => {
+  test('abort during a hanging read rejects at once, cancels the read and reads nothing more', async (t) => {
     const data = randomBytes(PAGE * 4);
     const s = await serve({ style: 'mcp-go', files: { [URL_A]: data }, faults: [{ start: PAGE, times: Infinity, kind: 'hang' }] });
+    const timers = mockTime(t);
     const ac = new AbortController();
     const it = readResourceStream(s.source, LINK, { pageSize: PAGE, style: 'arguments', signal: ac.signal })[Symbol.asyncIterator]();
     await it.next();
     const pending = it.next();
-    await new Promise((r) => setTimeout(r, 50));
-    const t0 = performance.now();
+    await waitFor(() => s.source.reads.length === 2, { what: 'the second read' });
     ac.abort();
-    await assert.rejects(pending, (err: unknown) => err instanceof VoiceError && err.code === ErrorCode.Aborted);
-    assert.ok(performance.now() - t0 < 500, 'abort is prompt');
-    await new Promise((r) => setTimeout(r, 50));
+    // No mocked time passes: the abort alone must settle the read, not a timer.
+    await within(
+      assert.rejects(pending, (err: unknown) => err instanceof VoiceError && err.code === ErrorCode.Aborted),
+      5000,
+      'the abort to settle the pending read',
+    );
+    await advanceMocked(timers, 10);
     assert.equal(s.source.reads.length, 2);
     assert.equal(s.abortedReads(), 1, 'the server saw the cancellation');
     assert.deepEqual(await it.next(), { value: undefined, done: true });
   });
 
-  test('abort during the retry pause stops without another read', async () => {
+  test('abort during the retry pause stops without another read', async (t) => {
     const s = await serve({ style: 'mcp-go', files: { [URL_A]: randomBytes(10) }, faults: [{ start: 0, times: Infinity, kind: 'hang' }] });
+    const timers = mockTime(t);
     const ac = new AbortController();
     const p = collect(readResourceStream(s.source, LINK, { style: 'arguments', pageTimeoutMs: 100, retryDelayMs: 10_000, signal: ac.signal }));
     // The read times out after 100 ms; the stream then waits 10 s before retrying.
-    await new Promise((r) => setTimeout(r, 400));
+    await advanceMocked(timers, 400);
     ac.abort();
     await assert.rejects(p, (err: unknown) => err instanceof VoiceError && err.code === ErrorCode.Aborted);
     assert.equal(s.source.reads.length, 1);

@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { listDescendants, type ProcEntry } from '../../../../server/metrics/child-processes.ts';
+import { sleep } from '../../../helpers/wait.ts';
 
 export interface SpawnServerOptions {
   command: string;
@@ -111,7 +112,7 @@ export async function spawnServer(opts: SpawnServerOptions): Promise<SpawnedServ
         // Already gone.
       }
     }
-    if (!gone) await Promise.race([exited, new Promise((r) => setTimeout(r, 2000))]);
+    if (!gone) await Promise.race([exited, sleep(2000)]);
   };
 
   const deadline = Date.now() + (opts.readyTimeoutMs ?? 60_000);
@@ -127,7 +128,7 @@ export async function spawnServer(opts: SpawnServerOptions): Promise<SpawnedServ
       // Not listening yet.
     }
     await descendants();
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
   if (readyMs < 0) {
     await kill();
