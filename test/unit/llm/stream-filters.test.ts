@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { EMOTIONS, createEmotionExtractor, emotionForEmoji, emotionForTag } from '../../../llm/emotion.ts';
 import type { Emotion } from '../../../llm/emotion.ts';
 import { createThinkFilter } from '../../../llm/think-filter.ts';
-import { createToolCallAccumulator } from '../../../llm/tool-call-accumulator.ts';
+import { createToolCallAccumulator } from '../../../providers/openai/tool-call-accumulator.ts';
 import { parseToolArguments, spokenResultText, toolResultText } from '../../../llm/tool-results.ts';
 
 function runExtractor(pieces: string[]): { text: string; emotions: Emotion[] } {
