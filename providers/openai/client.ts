@@ -3,8 +3,9 @@
  *
  * The SDK's own retries and timeouts are off: the clients own theirs (a retry after spoken text
  * would repeat it; the LLM's limit is the silence between chunks, which the SDK does not time).
- * Its requests go through `http-fetch.ts` (node:http keep-alive). It reads no `OPENAI_*`
- * variable for what the configuration sets (explicit values and nulls win over them), and logs
+ * Its requests go through `http-fetch.ts` (node:http keep-alive). What the configuration sets
+ * wins over the SDK's `OPENAI_*` environment fallbacks (explicit values, and nulls for what it does
+ * not set; only `OPENAI_CUSTOM_HEADERS`, if an operator sets it, still adds headers), and it logs
  * nothing itself: failures reach the callers' logger through their errors.
  */
 import OpenAI from 'openai';
