@@ -12,6 +12,7 @@ import type { MediaEngine } from '../audio/media/media.ts';
 import { EspeakTtsSchema } from '../providers/espeak/options.ts';
 import { createEspeakTts } from '../providers/espeak/tts.ts';
 import { asrProvider, createTts } from '../providers/index.ts';
+import { pickLlmOptions } from '../providers/openai/options.ts';
 import type { LlmClient } from '../llm/types.ts';
 import { createCompositeToolSource, type NamedToolSource } from '../mcp/composite-tool-source.ts';
 import { createLocalTools, dateTimeTool, endConversationTool } from '../mcp/local-tools.ts';
@@ -64,16 +65,7 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
   const asrEntry = asrProvider(config.asr);
   const providers = await startProviderThread(
     {
-      llm: {
-        baseURL: config.llm.baseURL,
-        apiKey: config.llm.apiKey,
-        model: config.llm.model,
-        timeoutMs: config.llm.timeoutMs,
-        maxRetries: config.llm.maxRetries,
-        headers: config.llm.headers,
-        extraBody: config.llm.extraBody,
-        ...(config.llm.temperature !== undefined ? { temperature: config.llm.temperature } : {}),
-      },
+      llm: pickLlmOptions(config.llm),
       ...(asrEntry.runsIn === 'provider-thread' ? { asr: config.asr } : {}),
     },
     log,

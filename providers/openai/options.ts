@@ -31,6 +31,11 @@ export const OpenAiLlmSchema = z.strictObject({
 });
 export type OpenAiLlmOptions = z.infer<typeof OpenAiLlmSchema>;
 
+/** The client's own options out of a larger block (the configuration's `llm` also holds the ReAct loop's). */
+export function pickLlmOptions(block: OpenAiLlmOptions): OpenAiLlmOptions {
+  return z.object(OpenAiLlmSchema.shape).parse(block);
+}
+
 /** Any OpenAI-compatible `/v1/audio/transcriptions` (OpenAI, Whisper servers, vLLM, cloud providers). */
 export const OpenAiAsrSchema = z.strictObject({
   provider: z.literal('openai'),
