@@ -4,17 +4,18 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-const folders = ['core', 'protocol', 'audio', 'mcp', 'llm', 'voice', 'server', 'web', 'test', 'examples'];
+const folders = ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'server', 'web', 'test', 'examples'];
 
-/** Folder -> folders it may import (besides itself). `llm` may import `mcp` for types only. */
+/** Folder -> folders it may import (besides itself). `llm` and `providers` may import `mcp` for types only. */
 const allowed = {
   core: [],
   protocol: ['core'],
   audio: ['core'],
   mcp: ['core'],
   llm: ['core'],
+  providers: ['core', 'audio', 'llm'],
   voice: ['core', 'protocol', 'audio', 'mcp', 'llm'],
-  server: ['core', 'protocol', 'audio', 'mcp', 'llm', 'voice'],
+  server: ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice'],
   examples: [],
 };
 
@@ -26,11 +27,11 @@ function boundaryRule(folder) {
       message: `ARCHITECTURE.md: ${folder}/ may import only ${allowed[folder].join(', ') || 'nothing of ours'}.`,
     },
   ];
-  if (folder === 'llm') {
+  if (folder === 'llm' || folder === 'providers') {
     patterns.push({
-      group: ['../mcp/*', '../../mcp/*'],
+      group: ['../mcp/*', '../../mcp/*', '../../../mcp/*'],
       allowTypeImports: true,
-      message: 'ARCHITECTURE.md: llm/ may import mcp/ types only (use `import type`).',
+      message: `ARCHITECTURE.md: ${folder}/ may import mcp/ types only (use \`import type\`).`,
     });
   }
   return { files: [`${folder}/**/*.ts`], rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns }] } };
@@ -65,7 +66,7 @@ export default tseslint.config(
   ...Object.keys(allowed).map(boundaryRule),
   {
     // Only server/config.ts reads the environment.
-    files: ['core/**/*.ts', 'protocol/**/*.ts', 'audio/**/*.ts', 'mcp/**/*.ts', 'llm/**/*.ts', 'voice/**/*.ts', 'server/**/*.ts'],
+    files: ['core/**/*.ts', 'protocol/**/*.ts', 'audio/**/*.ts', 'mcp/**/*.ts', 'llm/**/*.ts', 'providers/**/*.ts', 'voice/**/*.ts', 'server/**/*.ts'],
     ignores: ['server/config.ts'],
     rules: {
       'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Only server/config.ts reads process.env.' }],

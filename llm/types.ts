@@ -1,6 +1,6 @@
 /**
  * @module The model-side types shared by the client, history and ReAct loop. `ChatMessage` is our
- * own shape (not the wire's) so history and tests never depend on it; llm/to-openai.ts
+ * own shape (not the wire's) so history and tests never depend on it; providers/openai/to-openai.ts
  * converts it at the edge.
  */
 import type { ToolSpec } from '../mcp/tool-source.ts';

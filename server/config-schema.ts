@@ -4,6 +4,8 @@
  * README's configuration reference is checked against this schema by a test.
  */
 import { z } from 'zod';
+import { AsrSchema, TtsSchema } from '../providers/index.ts';
+import { OpenAiLlmSchema } from '../providers/openai/options.ts';
 import { LANGUAGES, LANGUAGE_PACKS } from './language.ts';
 
 const EN = LANGUAGE_PACKS.en;
@@ -196,55 +198,15 @@ export const ConversationSchema = z.strictObject({
   goodbye: z.string().min(1).default(EN.conversation.goodbye),
 });
 
-const OpenAiAsrSchema = z.strictObject({
-  provider: z.literal('openai'),
-  baseURL: z.string().url(),
-  apiKey: z.string().default(''),
-  model: z.string().min(1).default('whisper-1'),
-  language: z.string().optional(),
-  timeoutMs: z.number().int().positive().default(30_000),
-});
-const PocketsphinxAsrSchema = z.strictObject({
-  provider: z.literal('pocketsphinx'),
-  /** Optional JSGF grammar (text or file path) that constrains recognition to commands. */
-  grammar: z.string().optional(),
-});
-export const AsrSchema = z.discriminatedUnion('provider', [PocketsphinxAsrSchema, OpenAiAsrSchema]);
+/** `asr` and `tts`: each provider's own options schema (`providers/<vendor>/options.ts`), chosen by `provider`. */
+export { AsrSchema, TtsSchema };
 
-const EspeakTtsSchema = z.strictObject({
-  provider: z.literal('espeak'),
-  /** espeak-ng voice; for Chinese use cmn-latn-pinyin (plain cmn reads pinyin as English). */
-  voice: z.string().min(1).default('en-us'),
-  /** Words per minute. */
-  speed: z.number().int().min(80).max(450).default(175),
-});
-const OpenAiTtsSchema = z.strictObject({
-  provider: z.literal('openai'),
-  baseURL: z.string().url(),
-  apiKey: z.string().default(''),
-  model: z.string().min(1).default('tts-1'),
-  voice: z.string().min(1).default('alloy'),
-  /** `wav` (default) and `pcm` are parsed in-process; compressed formats need one ffmpeg per sentence. */
-  format: z.enum(['mp3', 'opus', 'aac', 'flac', 'wav', 'pcm']).default('wav'),
-  timeoutMs: z.number().int().positive().default(30_000),
-});
-export const TtsSchema = z.discriminatedUnion('provider', [EspeakTtsSchema, OpenAiTtsSchema]);
-
-export const LlmSchema = z.strictObject({
-  baseURL: z.string().url().default('http://127.0.0.1:11434/v1'),
-  apiKey: z.string().default(''),
-  model: z.string().min(1).default('qwen2.5:3b'),
+/** The chat client's options (`providers/openai/options.ts`) and what the ReAct loop and history take. */
+export const LlmSchema = OpenAiLlmSchema.extend({
   systemPrompt: z.string().default(DEFAULT_SYSTEM_PROMPT),
   maxToolRounds: z.number().int().min(0).max(20).default(5),
   /** User turns kept in the history (older turns are dropped whole). */
   historyTurns: z.number().int().min(0).max(200).default(10),
-  timeoutMs: z.number().int().positive().default(30_000),
-  maxRetries: z.number().int().min(0).max(5).default(1),
-  temperature: z.number().min(0).max(2).optional(),
-  /** Extra HTTP headers for the LLM endpoint. */
-  headers: z.record(z.string(), z.string()).default({}),
-  /** Extra request body fields (provider-specific parameters). */
-  extraBody: z.record(z.string(), z.unknown()).default({}),
   /** Per tool call, in ms. */
   toolTimeoutMs: z.number().int().positive().default(30_000),
 });
@@ -310,8 +272,8 @@ export function createConfigSchema<M extends z.ZodType>(mcpServersSchema: M) {
     server: ServerSchema.prefault({}),
     audio: AudioSchema.prefault({}),
     vad: VadSchema.prefault({}),
-    asr: AsrSchema.default({ provider: 'pocketsphinx' }),
-    tts: TtsSchema.default({ provider: 'espeak', voice: 'en-us', speed: 175 }),
+    asr: AsrSchema.prefault({ provider: 'pocketsphinx' }),
+    tts: TtsSchema.prefault({ provider: 'espeak' }),
     llm: LlmSchema.prefault({}),
     conversation: ConversationSchema.prefault({}),
     mcpServers: mcpServersSchema,

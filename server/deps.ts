@@ -1,15 +1,18 @@
 /**
  * @module Builds the process-wide dependencies from the configuration: the shared VAD model, ASR
  * and TTS providers, the LLM client, the MCP connections, and the per-session tool wiring. The
- * provider choice is an explicit switch on config here (no self-registration anywhere).
+ * providers come from the one explicit map in `providers/index.ts` (no self-registration
+ * anywhere); where each runs is what the provider declares.
  */
 import type { Logger } from '../core/logger.ts';
-import { createAsr, type Asr } from '../audio/asr/asr.ts';
-import { EspeakTts } from '../audio/tts/espeak.ts';
-import { createTts, type Tts } from '../audio/tts/tts.ts';
+import type { Asr } from '../audio/asr/asr.ts';
+import type { Tts } from '../audio/tts/tts.ts';
 import { createMediaEngine, resolveWorkerCount } from '../audio/media/engine.ts';
 import type { MediaEngine } from '../audio/media/media.ts';
-import type { EspeakVoice } from '../audio/tts/espeak-wasm.ts';
+import { EspeakTtsSchema } from '../providers/espeak/options.ts';
+import { createEspeakTts } from '../providers/espeak/tts.ts';
+import { asrProvider, createTts } from '../providers/index.ts';
+import { pickLlmOptions } from '../providers/openai/options.ts';
 import type { LlmClient } from '../llm/types.ts';
 import { createCompositeToolSource, type NamedToolSource } from '../mcp/composite-tool-source.ts';
 import { createLocalTools, dateTimeTool, endConversationTool } from '../mcp/local-tools.ts';
@@ -43,48 +46,34 @@ export interface CreateDepsOptions {
 }
 
 export async function createDeps(config: Config, log: Logger, opts: CreateDepsOptions = {}): Promise<Deps> {
-  // The embedded TTS voice the media workers load: the configured one, or the fallback's.
-  const espeak: EspeakVoice =
-    config.tts.provider === 'espeak'
-      ? { voice: config.tts.voice ?? 'en-us', ...(config.tts.speed !== undefined ? { speed: config.tts.speed } : {}) }
-      : { voice: 'en-us' };
+  // The embedded TTS synthesises in the media workers, which load its voice; apologies must be
+  // audible even when a remote TTS is what failed, so with one the embedded voice is the fallback.
+  const tts = await createTts(config.tts, log.child({ part: 'tts' }));
+  const fallbackTts = tts.synthesis === 'media-worker' ? tts : createEspeakTts(EspeakTtsSchema.parse({ provider: 'espeak' }));
   const media = await createMediaEngine({
     workers: resolveWorkerCount(config.audio.workers),
     workerNice: config.audio.workerNice,
     vadProvider: config.vad.provider,
-    espeak,
+    espeak: fallbackTts.voice,
     espeakEngine: config.audio.espeakEngine,
     sendAheadMs: config.audio.sendAheadMs,
     preBufferFrames: config.audio.preBufferFrames,
     log: log.child({ part: 'media' }),
   });
-  // The LLM client and a remote ASR run on the provider thread (server/providers/): their HTTP
+  // The LLM client and an HTTP ASR run on the provider thread (server/providers/): their HTTP
   // and SSE work would otherwise hold up the main thread's frame pacing under a burst of turns.
+  const asrEntry = asrProvider(config.asr);
   const providers = await startProviderThread(
     {
-      llm: {
-        baseURL: config.llm.baseURL,
-        apiKey: config.llm.apiKey,
-        model: config.llm.model,
-        timeoutMs: config.llm.timeoutMs,
-        maxRetries: config.llm.maxRetries,
-        headers: config.llm.headers,
-        extraBody: config.llm.extraBody,
-        ...(config.llm.temperature !== undefined ? { temperature: config.llm.temperature } : {}),
-      },
-      ...(config.asr.provider === 'openai' ? { asr: config.asr } : {}),
+      llm: pickLlmOptions(config.llm),
+      ...(asrEntry.runsIn === 'provider-thread' ? { asr: config.asr } : {}),
     },
     log,
   ).catch(async (err: unknown) => {
     await media.close();
     throw err;
   });
-  const asr = providers.asr ?? (await createAsr(config.asr, log.child({ part: 'asr' })));
-  // The embedded TTS runs in the media workers (which checked its voice as they loaded); the
-  // provider object here only names it, so the engine is not loaded in this thread too.
-  const tts = config.tts.provider === 'espeak' ? new EspeakTts(config.tts, log) : await createTts(config.tts, log.child({ part: 'tts' }));
-  // Apologies must be audible even when a remote TTS is what failed.
-  const fallbackTts = config.tts.provider === 'espeak' ? tts : new EspeakTts({ provider: 'espeak', voice: 'en-us' }, log);
+  const asr = providers.asr ?? (await asrEntry.create(config.asr, log.child({ part: 'asr' })));
   const llm = providers.llm;
   const mcp = createMcpManager({ servers: config.mcpServers, log: log.child({ part: 'mcp' }) });
   const started = mcp.start();

@@ -6,6 +6,7 @@
  * (config key names only: no URL, host or remote error text) for the browser page's banner.
  */
 import type { Logger } from '../core/logger.ts';
+import { asrProvider, ttsProvider } from '../providers/index.ts';
 import type { Config } from './config.ts';
 
 export type ProviderPart = 'llm' | 'asr' | 'tts';
@@ -43,8 +44,10 @@ export function fixFor(part: ProviderPart, problem: ProviderProblemKind): string
 
 function targets(config: Pick<Config, 'llm' | 'asr' | 'tts'>): Target[] {
   const out: Target[] = [{ part: 'llm', baseURL: config.llm.baseURL, apiKey: config.llm.apiKey, model: config.llm.model }];
-  if (config.asr.provider === 'openai') out.push({ part: 'asr', baseURL: config.asr.baseURL, apiKey: config.asr.apiKey });
-  if (config.tts.provider === 'openai') out.push({ part: 'tts', baseURL: config.tts.baseURL, apiKey: config.tts.apiKey });
+  const asr = asrProvider(config.asr).endpoint(config.asr);
+  const tts = ttsProvider(config.tts).endpoint(config.tts);
+  if (asr) out.push({ part: 'asr', ...asr });
+  if (tts) out.push({ part: 'tts', ...tts });
   return out;
 }
 

@@ -1,6 +1,6 @@
 /**
  * @module TTS bytes → mono PCM at the downlink rate, with as few processes as possible:
- * - `wav` (espeak-ng, OpenAI `wav`) and `pcm`: parsed and resampled in-process; no spawn, first
+ * - `wav` and `pcm`: parsed and resampled in-process; no spawn, first
  *   PCM as soon as the first bytes arrive.
  * - `mp3` / `ogg` / `aac` / `flac`: one ffmpeg per utterance (60-90 ms start-up), via
  *   `transcodeToPcm`.
@@ -12,7 +12,7 @@ import { transcodeToPcm } from '../ffmpeg/transcode.ts';
 import { ByteAligner } from '../pcm.ts';
 import { Resampler } from '../resample.ts';
 import { WavStreamParser, downmix } from '../wav.ts';
-import type { Tts, TtsOutputFormat } from './tts.ts';
+import type { StreamingTts, TtsOutputFormat } from './tts.ts';
 
 export interface TtsPcmOptions {
   /** Target sample rate (the downlink Opus rate). */
@@ -71,7 +71,7 @@ export async function* ttsToPcm(bytes: AsyncIterable<Buffer>, format: TtsOutputF
  * (ffmpeg reports it as a failed input) keeps the service's own error (timeout, connection lost).
  * So the turn's apology names the voice service, not "something went wrong on my side".
  */
-export async function* synthesizePcm(tts: Tts, text: string, opts: TtsPcmOptions): AsyncGenerator<Int16Array> {
+export async function* synthesizePcm(tts: StreamingTts, text: string, opts: TtsPcmOptions): AsyncGenerator<Int16Array> {
   try {
     yield* ttsToPcm(tts.synthesize(text, { signal: opts.signal }), tts.outputFormat, opts);
   } catch (err) {

@@ -13,6 +13,7 @@
 import { connect } from 'node:net';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { runScoped } from '../../core/abort.ts';
+import { asrProvider, ttsProvider } from '../../providers/index.ts';
 import { isAdmin } from './admin-access.ts';
 import type { McpManager } from '../../mcp/manager.ts';
 import type { Config } from '../config.ts';
@@ -93,8 +94,10 @@ export function endpointCheck(name: string, url: string): ReadinessCheck | null 
 /** Checks for the configured remote providers (the LLM, and ASR/TTS when they are OpenAI-compatible). */
 export function providerChecks(config: Pick<Config, 'llm' | 'asr' | 'tts'>): ReadinessCheck[] {
   const out: Array<ReadinessCheck | null> = [endpointCheck('llm', config.llm.baseURL)];
-  if (config.asr.provider === 'openai') out.push(endpointCheck('asr', config.asr.baseURL));
-  if (config.tts.provider === 'openai') out.push(endpointCheck('tts', config.tts.baseURL));
+  const asr = asrProvider(config.asr).endpoint(config.asr);
+  const tts = ttsProvider(config.tts).endpoint(config.tts);
+  if (asr) out.push(endpointCheck('asr', asr.baseURL));
+  if (tts) out.push(endpointCheck('tts', tts.baseURL));
   return out.filter((c): c is ReadinessCheck => c !== null);
 }
 

@@ -3,17 +3,17 @@
  * carry an id (`rid`); an LLM request is answered by its events then `end`, an ASR request by
  * `text`; either may end with `error` instead. PCM is transferred, not copied.
  */
-import type { OpenAiAsrOptions } from '../../audio/asr/asr.ts';
 import type { ThreadLogRecord } from '../../core/thread-logger.ts';
-import type { LlmClientOptions } from '../../llm/client.ts';
+import type { AsrOptions } from '../../providers/index.ts';
+import type { OpenAiLlmOptions } from '../../providers/openai/options.ts';
 import type { ChatMessage, LlmEvent } from '../../llm/types.ts';
 import type { ToolSpec } from '../../mcp/tool-source.ts';
 
 export interface ProviderThreadData {
   /** The LLM client's options (the logger is the thread's own). */
-  llm: Omit<LlmClientOptions, 'log'>;
-  /** The OpenAI-compatible ASR, when that is the configured one. */
-  asr?: OpenAiAsrOptions;
+  llm: OpenAiLlmOptions;
+  /** The configured ASR, when its provider runs in the provider thread (`runsIn`). */
+  asr?: AsrOptions;
 }
 
 export type ToProvider =

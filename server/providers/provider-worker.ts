@@ -1,15 +1,16 @@
 /**
- * @module Entry of the provider thread: the LLM client and the OpenAI-compatible ASR run here, so
+ * @module Entry of the provider thread: the LLM client and an HTTP ASR (one whose provider runs in
+ * the provider thread, `providers/index.ts`) run here, so
  * their HTTP streaming, SSE parsing, chunk validation and multipart uploads stay off
  * the main thread, which keeps every device's 60 ms frame beat (measured: about a third of the
  * main thread's work at 50 devices answering at once was in these clients).
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { OpenAiAsr } from '../../audio/asr/openai.ts';
 import { toVoiceError } from '../../core/errors.ts';
 import { createThreadLogger } from '../../core/thread-logger.ts';
 import { nameThisThread } from '../../core/thread-name.ts';
-import { createLlmClient } from '../../llm/client.ts';
+import { asrProvider } from '../../providers/index.ts';
+import { createLlmClient } from '../../providers/openai/llm.ts';
 import type { FromProvider, ProviderThreadData, ToProvider } from './provider-protocol.ts';
 
 const port = parentPort;
@@ -22,8 +23,8 @@ function post(msg: FromProvider): void {
 }
 
 const log = createThreadLogger((rec) => post({ op: 'log', rec }));
-const llm = createLlmClient({ ...data.llm, log: log.child({ part: 'llm' }) });
-const asr = data.asr ? new OpenAiAsr(data.asr, log.child({ part: 'asr' })) : undefined;
+const llm = createLlmClient(data.llm, log.child({ part: 'llm' }));
+const asr = data.asr ? await asrProvider(data.asr).create(data.asr, log.child({ part: 'asr' })) : undefined;
 /** Requests in flight, by id: aborting one cancels its HTTP request. */
 const inFlight = new Map<number, AbortController>();
 
@@ -38,7 +39,7 @@ async function runLlm(rid: number, m: Extract<ToProvider, { op: 'llm' }>, signal
 }
 
 async function runAsr(rid: number, m: Extract<ToProvider, { op: 'asr' }>, signal: AbortSignal): Promise<void> {
-  if (!asr) throw new Error('no OpenAI ASR is configured in the provider thread');
+  if (!asr) throw new Error('no ASR is configured in the provider thread');
   const text = await asr.transcribe(m.pcm, { signal, sampleRate: m.sampleRate });
   post({ op: 'text', rid, text });
 }

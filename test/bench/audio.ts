@@ -9,8 +9,8 @@ import { createOpusCodec, type OpusBackend, type OpusApplication } from '../../a
 import { createVadModel, type VadProvider } from '../../audio/vad/vad.ts';
 import { createSileroModel } from '../../audio/vad/silero.ts';
 import { transcodeToPcm } from '../../audio/ffmpeg/transcode.ts';
-import { createTts } from '../../audio/tts/tts.ts';
-import { synthesizePcm } from '../../audio/tts/to-pcm.ts';
+import { loadEspeakEngine } from '../../audio/tts/espeak-wasm.ts';
+import { ttsToPcm } from '../../audio/tts/to-pcm.ts';
 import { createPacer } from '../../audio/pacer.ts';
 import { resample } from '../../audio/resample.ts';
 import { WavStreamParser } from '../../audio/wav.ts';
@@ -213,16 +213,24 @@ async function ffmpegFigures(speech24k: Int16Array): Promise<void> {
   console.log(`ffmpeg mp3 → PCM 24 kHz (${fmt(audioS, 1)} s of speech): first PCM ${fmt(med(firsts), 1)} ms, total ${fmt(med(totals), 1)} ms, RTF ${fmt(med(totals) / 1000 / audioS, 4)}`);
 
   // espeak-ng as WebAssembly (the embedded TTS): warmed up first, as the media workers do.
-  const tts = await createTts({ provider: 'espeak' }, silentLogger);
-  for (let i = 0; i < 15; i++) for await (const _ of tts.synthesize(TEXT, { signal: never })) void _;
+  const engine = await loadEspeakEngine();
+  const speak = (): Int16Array[] => {
+    const chunks: Int16Array[] = [];
+    engine.synthesize(TEXT, { voice: 'en-us' }, (c) => chunks.push(c));
+    return chunks;
+  };
+  async function* bytesOf(chunks: Int16Array[]): AsyncGenerator<Buffer> {
+    for (const c of chunks) yield Buffer.from(c.buffer, c.byteOffset, c.byteLength);
+  }
+  for (let i = 0; i < 15; i++) speak();
   const eTotal: number[] = [];
   const pTotal: number[] = [];
   for (let r = 0; r < 7; r++) {
     let t0 = performance.now();
-    for await (const _ of tts.synthesize(TEXT, { signal: never })) void _;
+    speak();
     eTotal.push(performance.now() - t0);
     t0 = performance.now();
-    for await (const _ of synthesizePcm(tts, TEXT, { sampleRate: 24000, signal: never })) void _;
+    for await (const _ of ttsToPcm(bytesOf(speak()), { container: 'pcm', sampleRate: engine.sampleRate }, { sampleRate: 24000, signal: never })) void _;
     pTotal.push(performance.now() - t0);
   }
   console.log(`espeak-ng (WASM, warm) synthesis of a 5.5 s sentence: ${fmt(med(eTotal), 1)} ms CPU, no process`);

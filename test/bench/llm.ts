@@ -3,9 +3,9 @@
  * the local fake OpenAI server (real HTTP + SSE on loopback, no model time), plus the time from the
  * start of a turn to the first speakable sentence piece.
  */
-import { OpenAiAsr } from '../../audio/asr/openai.ts';
+import { createAsr } from '../../providers/index.ts';
 import { silentLogger } from '../../core/logger.ts';
-import { createLlmClient } from '../../llm/client.ts';
+import { createLlmClient } from '../../providers/openai/llm.ts';
 import { createHistory } from '../../llm/history.ts';
 import { runReact } from '../../llm/react.ts';
 import { createSentenceCutter } from '../../llm/sentences.ts';
@@ -40,7 +40,7 @@ function benchCutter(): void {
 async function benchReact(): Promise<void> {
   const fake = await startFakeOpenAi();
   try {
-    const llm = createLlmClient({ baseURL: fake.url, apiKey: '', model: 'fake', log: silentLogger });
+    const llm = createLlmClient({ baseURL: fake.url, apiKey: '', model: 'fake' }, silentLogger);
     const tools = createLocalTools([dateTimeTool()]);
     const plain: number[] = [];
     const withTool: number[] = [];
@@ -82,8 +82,8 @@ async function benchReact(): Promise<void> {
 async function benchProviderBurst(): Promise<void> {
   const fakes = await startFakes('what is the weather like today', 'It is sunny today. The high is twenty two degrees. Enjoy your day!', 20_000);
   try {
-    const llm = createLlmClient({ baseURL: fakes.llm, apiKey: '', model: 'fake', log: silentLogger });
-    const asr = new OpenAiAsr({ provider: 'openai', baseURL: fakes.asr, apiKey: '', model: 'whisper-1' }, silentLogger);
+    const llm = createLlmClient({ baseURL: fakes.llm, apiKey: '', model: 'fake' }, silentLogger);
+    const asr = await createAsr({ provider: 'openai', baseURL: fakes.asr, apiKey: '', model: 'whisper-1' }, silentLogger);
     const tools = Array.from({ length: 12 }, (_, i) => ({
       name: `device_tool_${i}`,
       description: 'Sets or reads something on the speaker, such as its volume, screen or battery. '.repeat(2),

@@ -1,7 +1,7 @@
 /**
  * Fault injection: the chat model answers 429 (with a Retry-After short enough to
  * honour, and one too long to wait for), streams malformed SSE, or cuts its stream mid-answer.
- * Defined outcomes (llm/client.ts, voice/conversation/turn.ts): a short Retry-After is waited
+ * Defined outcomes (providers/openai/llm.ts, voice/conversation/turn.ts): a short Retry-After is waited
  * and the retry answers; anything else is the LLM apology (`conversation.apologies.llm`) then
  * `tts stop`; the session and another device keep working; nothing is left behind.
  * LLM 500 and a hanging LLM are in test/e2e/failures-and-abort.test.ts.

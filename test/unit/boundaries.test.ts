@@ -1,6 +1,6 @@
 /**
  * The import table of ARCHITECTURE.md, checked from the source text (independently of ESLint):
- * which of our folders each folder may import, llm/ taking only types from mcp/, only
+ * which of our folders each folder may import, llm/ and providers/ taking only types from mcp/, only
  * server/config.ts reading process.env, and session code staying free of Fastify and ws.
  */
 import { test } from 'node:test';
@@ -9,15 +9,16 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const FOLDERS = ['core', 'protocol', 'audio', 'mcp', 'llm', 'voice', 'server', 'examples'] as const;
+const FOLDERS = ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'server', 'examples'] as const;
 const ALLOWED: Record<(typeof FOLDERS)[number], readonly string[]> = {
   core: [],
   protocol: ['core'],
   audio: ['core'],
   mcp: ['core'],
   llm: ['core', 'mcp(types)'],
+  providers: ['core', 'audio', 'llm', 'mcp(types)'],
   voice: ['core', 'protocol', 'audio', 'mcp', 'llm'],
-  server: ['core', 'protocol', 'audio', 'mcp', 'llm', 'voice'],
+  server: ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice'],
   examples: [],
 };
 
@@ -64,7 +65,7 @@ test('every source folder imports only what ARCHITECTURE.md allows', () => {
 
 test('only server/config.ts reads process.env', () => {
   const offenders: string[] = [];
-  for (const folder of ['core', 'protocol', 'audio', 'mcp', 'llm', 'voice', 'server']) {
+  for (const folder of ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'server']) {
     for (const file of tsFiles(join(ROOT, folder))) {
       const rel = relative(ROOT, file);
       if (rel === 'server/config.ts') continue;

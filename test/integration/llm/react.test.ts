@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { sleep } from '../../../core/abort.ts';
 import { ErrorCode, VoiceError } from '../../../core/errors.ts';
 import { silentLogger } from '../../../core/logger.ts';
-import { createLlmClient } from '../../../llm/client.ts';
+import { createLlmClient } from '../../../providers/openai/llm.ts';
 import type { Emotion } from '../../../core/emotions.ts';
 import { createHistory } from '../../../llm/history.ts';
 import type { History } from '../../../llm/history.ts';
@@ -35,7 +35,7 @@ describe('ReAct loop with the fake OpenAI server and local tools', { timeout: 30
     history = createHistory({ systemPrompt: 'You are a helpful voice assistant.', historyTurns: 10 });
   });
 
-  const llm = () => createLlmClient({ baseURL: fake.url, apiKey: 'sk-test', model: 'fake-model', maxRetries: 1, timeoutMs: 5000, log: silentLogger });
+  const llm = () => createLlmClient({ baseURL: fake.url, apiKey: 'sk-test', model: 'fake-model', maxRetries: 1, timeoutMs: 5000 }, silentLogger);
   const localTools = (...extra: LocalTool[]) => createLocalTools([dateTimeTool({ timeZone: 'Asia/Shanghai', now: () => NOW }), endConversationTool(), ...extra]);
 
   /** Runs a turn, collecting what would be spoken. */

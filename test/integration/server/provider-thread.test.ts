@@ -4,11 +4,13 @@
  * HTTP request), their log lines come out of the main logger, and a thread that dies fails only what
  * was in flight and is replaced.
  */
+import { AsrSchema } from '../../../providers/index.ts';
+import { OpenAiLlmSchema } from '../../../providers/openai/options.ts';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ErrorCode, VoiceError } from '../../../core/errors.ts';
 import { silentLogger } from '../../../core/logger.ts';
-import { createLlmClient } from '../../../llm/client.ts';
+import { createLlmClient } from '../../../providers/openai/llm.ts';
 import type { LlmEvent } from '../../../llm/types.ts';
 import { createLogger } from '../../../server/logger.ts';
 import { startProviderThread, type ProviderThread } from '../../../server/providers/provider-thread.ts';
@@ -50,8 +52,8 @@ describe('provider thread', { timeout: 60_000 }, () => {
     const log = createLogger({ level: 'debug', logContent: false, destination: logs.stream });
     thread = await startProviderThread(
       {
-        llm: { baseURL: llm.url, apiKey: 'sk-thread-test', model: 'fake-model', timeoutMs: 30_000, maxRetries: 1 },
-        asr: { provider: 'openai', baseURL: audio.baseURL, apiKey: 'sk-asr', model: 'whisper-1' },
+        llm: OpenAiLlmSchema.parse({ baseURL: llm.url, apiKey: 'sk-thread-test', model: 'fake-model', timeoutMs: 30_000, maxRetries: 1 }),
+        asr: AsrSchema.parse({ provider: 'openai', baseURL: audio.baseURL, apiKey: 'sk-asr', model: 'whisper-1' }),
       },
       log,
     );
@@ -68,7 +70,7 @@ describe('provider thread', { timeout: 60_000 }, () => {
 
   test('a streamed answer with tool calls gives the same events as the in-process client', async () => {
     const replies = [fakeToolCalls([{ id: 'call_1', name: 'get_time', arguments: { zone: 'UTC' } }], { text: 'Let me check.' }), fakeText('It is noon.')];
-    const inProcess = createLlmClient({ baseURL: llm.url, apiKey: 'sk-thread-test', model: 'fake-model', log: silentLogger });
+    const inProcess = createLlmClient({ baseURL: llm.url, apiKey: 'sk-thread-test', model: 'fake-model' }, silentLogger);
     llm.script(...replies);
     const direct = [...(await collect(inProcess.stream({ messages: user, tools, signal: new AbortController().signal }))),
       ...(await collect(inProcess.stream({ messages: user, tools, signal: new AbortController().signal })))];

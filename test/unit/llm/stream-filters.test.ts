@@ -4,7 +4,6 @@ import { EMOTIONS, type Emotion } from '../../../core/emotions.ts';
 import { createEmotionExtractor, emotionForEmoji, emotionForTag } from '../../../llm/emotion.ts';
 import { EmotionEmoji } from '../../../protocol/messages.ts';
 import { createThinkFilter } from '../../../llm/think-filter.ts';
-import { createToolCallAccumulator } from '../../../llm/tool-call-accumulator.ts';
 import { parseToolArguments, spokenResultText, toolResultText } from '../../../llm/tool-results.ts';
 
 function runExtractor(pieces: string[]): { text: string; emotions: Emotion[] } {
@@ -67,31 +66,6 @@ describe('think filter', () => {
     assert.equal(f.push('is>'), '<this>');
     assert.equal(f.push(' x <thi'), ' x ');
     assert.equal(f.flush(), '<thi');
-  });
-});
-
-describe('tool call accumulator', () => {
-  test('interleaved deltas by index, missing ids generated', () => {
-    const acc = createToolCallAccumulator();
-    acc.add({ index: 1, id: 'b', function: { name: 'two', arguments: '' } });
-    acc.add({ index: 0, function: { name: 'one', arguments: '{"a"' } });
-    acc.add({ index: 1, function: { arguments: '{}' } });
-    acc.add({ index: 0, function: { arguments: ':1}' } });
-    assert.deepEqual(acc.calls(), [
-      { id: 'call_0', name: 'one', arguments: '{"a":1}' },
-      { id: 'b', name: 'two', arguments: '{}' },
-    ]);
-  });
-
-  test('deltas without index (some local servers)', () => {
-    const acc = createToolCallAccumulator();
-    acc.add({ id: 'x', function: { name: 'f', arguments: '{"q":' } });
-    acc.add({ function: { arguments: '2}' } });
-    acc.add({ id: 'y', function: { name: 'g', arguments: '{}' } });
-    assert.deepEqual(acc.calls(), [
-      { id: 'x', name: 'f', arguments: '{"q":2}' },
-      { id: 'y', name: 'g', arguments: '{}' },
-    ]);
   });
 });
 

@@ -1,10 +1,11 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createAsr, type Asr } from '../../../audio/asr/asr.ts';
-import { resample } from '../../../audio/resample.ts';
-import { silentLogger } from '../../../core/logger.ts';
-import { descendantProcesses, flitePcm, makeTempDir, waitForNoAudioChildren } from '../../fixtures/audio/make-audio.ts';
-import { sleep } from '../../helpers/wait.ts';
+import type { Asr } from '../../../../audio/asr/asr.ts';
+import { createAsr } from '../../../../providers/index.ts';
+import { resample } from '../../../../audio/resample.ts';
+import { silentLogger } from '../../../../core/logger.ts';
+import { descendantProcesses, flitePcm, makeTempDir, waitForNoAudioChildren } from '../../../fixtures/audio/make-audio.ts';
+import { sleep } from '../../../helpers/wait.ts';
 
 const PHRASES = ['what is the weather today', 'turn the volume up to fifty percent', 'play some music'];
 const GRAMMAR = `#JSGF V1.0;

@@ -3,20 +3,9 @@
  * `messages` and `tools`. The only place that knows that wire shape, so history and the loop stay
  * free of it.
  */
-import type { ToolSpec } from '../mcp/tool-source.ts';
-import type { ChatMessage } from './types.ts';
-
-/** A chat-completions message as sent. */
-export type ChatCompletionMessageParam =
-  | { role: 'system' | 'user'; content: string }
-  | { role: 'tool'; tool_call_id: string; content: string }
-  | { role: 'assistant'; content: string | null; tool_calls?: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }> };
-
-/** A `tools` entry as sent. */
-export interface ChatCompletionFunctionTool {
-  type: 'function';
-  function: { name: string; description?: string; parameters: Record<string, unknown> };
-}
+import type { ChatCompletionFunctionTool, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import type { ToolSpec } from '../../mcp/tool-source.ts';
+import type { ChatMessage } from '../../llm/types.ts';
 
 /** Our messages → the wire's; an assistant message with tool calls keeps them as `function` calls. */
 export function toOpenAiMessages(messages: readonly ChatMessage[]): ChatCompletionMessageParam[] {

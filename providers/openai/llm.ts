@@ -1,38 +1,25 @@
 /**
- * @module The chat model client: streaming chat completions with tool calls against any
- * OpenAI-compatible endpoint (OpenAI, Ollama, vLLM, ...), over `core/openai-wire.ts`.
+ * @module The chat model client: streaming chat completions with tool calls over the openai SDK,
+ * against any OpenAI-compatible endpoint (OpenAI, Azure's OpenAI-compatible `/openai/v1`, Ollama,
+ * vLLM, ...).
  *
  * `timeoutMs` is the longest silence allowed (before the first chunk and between chunks), and a
  * retryable failure is retried only while nothing has been yielded yet: a retry after spoken text
- * would repeat it. Every chunk is validated (`stream-chunk.ts`) before it is read.
+ * would repeat it. Both are ours, not the SDK's (`client.ts`). Every chunk is validated
+ * (`chat-chunk.ts`) before it is read.
  */
-import { linkedScope, sleep, throwIfAborted } from '../core/abort.ts';
-import { createWireClient, sseJson } from '../core/openai-wire.ts';
-import { ErrorCode, VoiceError } from '../core/errors.ts';
-import type { Logger } from '../core/logger.ts';
-import { mapLlmError, retryAfterMs } from './errors.ts';
-import { parseChatChunk } from './stream-chunk.ts';
+import type { ChatCompletionCreateParamsStreaming } from 'openai/resources/chat/completions';
+import type { z } from 'zod';
+import { linkedScope, sleep, throwIfAborted } from '../../core/abort.ts';
+import { ErrorCode, VoiceError } from '../../core/errors.ts';
+import type { Logger } from '../../core/logger.ts';
+import type { LlmClient, LlmEvent, LlmStreamRequest, LlmUsage } from '../../llm/types.ts';
+import { parseChatChunk } from './chat-chunk.ts';
+import { createOpenAiClient } from './client.ts';
+import { mapOpenAiError, retryAfterMs } from './errors.ts';
+import { OpenAiLlmSchema, type OpenAiLlmOptions } from './options.ts';
 import { toOpenAiMessages, toOpenAiTools } from './to-openai.ts';
 import { createToolCallAccumulator } from './tool-call-accumulator.ts';
-import type { LlmClient, LlmEvent, LlmStreamRequest, LlmUsage } from './types.ts';
-
-export interface LlmClientOptions {
-  /** Base URL including the version path, e.g. `http://127.0.0.1:11434/v1`. */
-  baseURL: string;
-  /** Empty for endpoints without auth (local Ollama): no Authorization header is sent then. */
-  apiKey: string;
-  model: string;
-  /** Longest wait for the first chunk and between chunks, in ms. Default 30000. */
-  timeoutMs?: number;
-  /** Retries of retryable failures (5xx, 429, timeout, unreachable) before the first delta. Default 2. */
-  maxRetries?: number;
-  /** Extra HTTP headers on every request. */
-  headers?: Record<string, string>;
-  /** Extra body fields merged into every request (e.g. `max_tokens`, `top_p`, provider switches). */
-  extraBody?: Record<string, unknown>;
-  temperature?: number;
-  log: Logger;
-}
 
 /** First retry waits this long, doubling each time up to `MAX_BACKOFF_MS` (a voice turn cannot wait longer). */
 const BASE_BACKOFF_MS = 250;
@@ -45,14 +32,16 @@ function backoffMs(attempt: number, serverAsked: number | undefined): number | u
   return Math.round(base * (0.75 + Math.random() * 0.5));
 }
 
-/** Creates a client; no request is made until `stream` is iterated. */
-export function createLlmClient(opts: LlmClientOptions): LlmClient {
-  const timeoutMs = opts.timeoutMs ?? 30_000;
-  const maxRetries = opts.maxRetries ?? 2;
-  const log = opts.log;
-  const wire = createWireClient({ baseURL: opts.baseURL, apiKey: opts.apiKey, ...(opts.headers ? { headers: opts.headers } : {}) });
+/**
+ * Creates a client; no request is made until `stream` is iterated. Unset options take the
+ * schema's defaults (the configuration's `llm` block is made of the same schema).
+ */
+export function createLlmClient(options: z.input<typeof OpenAiLlmSchema>, log: Logger): LlmClient {
+  const opts: OpenAiLlmOptions = OpenAiLlmSchema.parse(options);
+  const { timeoutMs, maxRetries } = opts;
+  const sdk = createOpenAiClient({ baseURL: opts.baseURL, apiKey: opts.apiKey, headers: opts.headers });
 
-  function buildBody(req: LlmStreamRequest): Record<string, unknown> {
+  function buildBody(req: LlmStreamRequest): ChatCompletionCreateParamsStreaming {
     const body: Record<string, unknown> = {
       model: opts.model,
       messages: toOpenAiMessages(req.messages),
@@ -61,11 +50,12 @@ export function createLlmClient(opts: LlmClientOptions): LlmClient {
     };
     if (opts.temperature !== undefined) body.temperature = opts.temperature;
     if (req.tools.length > 0) body.tools = toOpenAiTools(req.tools);
-    return { ...body, ...opts.extraBody, stream: true };
+    // extraBody holds provider-specific fields the SDK's types do not know.
+    return { ...body, ...opts.extraBody, stream: true } as ChatCompletionCreateParamsStreaming;
   }
 
   /** One HTTP attempt. Aborting `parent` or the idle timer aborts the request and frees the socket. */
-  async function* attempt(body: Record<string, unknown>, parent: AbortSignal): AsyncGenerator<LlmEvent> {
+  async function* attempt(body: ChatCompletionCreateParamsStreaming, parent: AbortSignal): AsyncGenerator<LlmEvent> {
     // The request's scope: the turn's abort reaches it, and so does our idle timer.
     const scope = linkedScope(parent);
     let timedOut = false;
@@ -84,12 +74,12 @@ export function createLlmClient(opts: LlmClientOptions): LlmClient {
         : new VoiceError(ErrorCode.Aborted, 'aborted', { cause: parent.reason });
     arm();
     try {
-      const res = await wire.post('/chat/completions', { json: body }, { signal: scope.signal, accept: 'text/event-stream' });
+      const stream = await sdk.chat.completions.create(body, { signal: scope.signal });
       arm();
       const calls = createToolCallAccumulator();
       let finishReason = 'stop';
       let usage: LlmUsage | undefined;
-      for await (const raw of sseJson(res)) {
+      for await (const raw of stream) {
         arm();
         const chunk = parseChatChunk(raw);
         if (chunk.usage) usage = chunk.usage;
@@ -105,6 +95,7 @@ export function createLlmClient(opts: LlmClientOptions): LlmClient {
           arm();
         }
       }
+      // The SDK ends iteration quietly when its signal aborts: tell that apart from a real end.
       if (scope.signal.aborted) throw stopped();
       disarm();
       const all = calls.calls();
@@ -135,7 +126,7 @@ export function createLlmClient(opts: LlmClientOptions): LlmClient {
         }
         return;
       } catch (raw) {
-        const err = mapLlmError(raw);
+        const err = mapOpenAiError(raw, 'LLM');
         if (err.code === ErrorCode.Aborted || req.signal.aborted) throw new VoiceError(ErrorCode.Aborted, 'aborted', { cause: req.signal.reason });
         const wait = !yielded && err.retryable && tries < maxRetries ? backoffMs(tries, retryAfterMs(err)) : undefined;
         const ms = Math.round(performance.now() - started);

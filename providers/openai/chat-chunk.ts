@@ -5,9 +5,9 @@
  * checked; anything else a provider adds (reasoning text, logprobs, ids) passes unread.
  */
 import { z } from 'zod';
-import { ErrorCode, VoiceError } from '../core/errors.ts';
+import { ErrorCode, VoiceError } from '../../core/errors.ts';
 import type { ToolCallDelta } from './tool-call-accumulator.ts';
-import type { LlmUsage } from './types.ts';
+import type { LlmUsage } from '../../llm/types.ts';
 
 const toolCallDelta = z.object({
   index: z.number().int().nonnegative().optional(),

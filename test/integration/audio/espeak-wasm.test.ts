@@ -2,15 +2,26 @@ import { test, describe, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createOpusCodec } from '../../../audio/opus/codec.ts';
 import { transcodeToPcm } from '../../../audio/ffmpeg/transcode.ts';
-import { createTts } from '../../../audio/tts/tts.ts';
-import { synthesizePcm } from '../../../audio/tts/to-pcm.ts';
-import { PcmFramer, bytesToInt16, concatInt16, rms } from '../../../audio/pcm.ts';
+import { checkEspeakVoice, espeakText, loadEspeakEngine } from '../../../audio/tts/espeak-wasm.ts';
+import { ttsToPcm } from '../../../audio/tts/to-pcm.ts';
+import { PcmFramer, concatInt16, rms } from '../../../audio/pcm.ts';
 import { encodeWav } from '../../../audio/wav.ts';
-import { silentLogger } from '../../../core/logger.ts';
 import { VoiceError } from '../../../core/errors.ts';
 import { waitForNoAudioChildren } from '../../fixtures/audio/make-audio.ts';
 
 const SENTENCE = 'The quick brown fox jumps over the lazy dog, and then it takes a short nap in the sun.';
+
+/** What a media worker gets from the WASM engine for `text`: 22,050 Hz chunks, in order. */
+async function speak(text: string, voice = 'en-us'): Promise<Int16Array[]> {
+  const engine = await loadEspeakEngine();
+  const chunks: Int16Array[] = [];
+  engine.synthesize(espeakText(text), { voice }, (c) => chunks.push(c));
+  return chunks;
+}
+
+async function* bytesOf(chunks: Int16Array[]): AsyncGenerator<Buffer> {
+  for (const c of chunks) yield Buffer.from(c.buffer, c.byteOffset, c.byteLength);
+}
 
 async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
   const out: T[] = [];
@@ -24,12 +35,11 @@ describe('espeak-ng (WASM) → PCM → Opus → decode', () => {
   });
 
   test('espeak-ng synthesizes a sentence that survives ffmpeg and both Opus codecs; duration within 5 %', async () => {
-    const tts = await createTts({ provider: 'espeak', voice: 'en-us' }, silentLogger);
-    assert.deepEqual(tts.outputFormat, { container: 'pcm', sampleRate: 22050 });
+    assert.equal((await loadEspeakEngine()).sampleRate, 22050);
     const signal = new AbortController().signal;
-    const chunks = await collect(tts.synthesize(SENTENCE, { signal }));
+    const chunks = await speak(SENTENCE);
     assert.ok(chunks.length > 3, `espeak produced ${chunks.length} chunks`);
-    const espeakPcm = concatInt16(chunks.map((c) => bytesToInt16(c)));
+    const espeakPcm = concatInt16(chunks);
     const trueMs = (espeakPcm.length * 1000) / 22050;
     assert.ok(trueMs > 3000, `espeak produced ${trueMs} ms`);
 
@@ -54,10 +64,10 @@ describe('espeak-ng (WASM) → PCM → Opus → decode', () => {
   });
 
   test('the in-process path (resample, no ffmpeg) matches ffmpeg in length and level', async () => {
-    const tts = await createTts({ provider: 'espeak' }, silentLogger);
     const signal = new AbortController().signal;
-    const inproc = concatInt16(await collect(synthesizePcm(tts, SENTENCE, { sampleRate: 16000, signal })));
-    const raw = concatInt16((await collect(tts.synthesize(SENTENCE, { signal }))).map((c) => bytesToInt16(c)));
+    const chunks = await speak(SENTENCE);
+    const inproc = concatInt16(await collect(ttsToPcm(bytesOf(chunks), { container: 'pcm', sampleRate: 22050 }, { sampleRate: 16000, signal })));
+    const raw = concatInt16(chunks);
     const viaFfmpeg = concatInt16(await collect(transcodeToPcm(encodeWav(raw, 22050), { sampleRate: 16000, signal })));
     assert.ok(Math.abs(inproc.length - viaFfmpeg.length) < 16000 * 0.02, `${inproc.length} vs ${viaFfmpeg.length}`);
     const ratio = rms(inproc) / rms(viaFfmpeg);
@@ -65,26 +75,13 @@ describe('espeak-ng (WASM) → PCM → Opus → decode', () => {
   });
 
   test('Mandarin with cmn-latn-pinyin produces speech; an unknown voice is a clear error', async () => {
-    const zh = await createTts({ provider: 'espeak', voice: 'cmn-latn-pinyin' }, silentLogger);
-    const signal = new AbortController().signal;
-    const pcm = concatInt16(await collect(synthesizePcm(zh, '今天天气怎么样', { sampleRate: 24000, signal })));
-    assert.ok(pcm.length > 24000 * 0.8 && rms(pcm) > 300, `mandarin ${pcm.length} samples`);
-    await assert.rejects(
-      createTts({ provider: 'espeak', voice: 'no-such-voice' }, silentLogger),
+    const engine = await loadEspeakEngine();
+    checkEspeakVoice(engine, 'cmn-latn-pinyin');
+    const pcm = concatInt16(await speak('今天天气怎么样', 'cmn-latn-pinyin'));
+    assert.ok(pcm.length > 22050 * 0.8 && rms(pcm) > 300, `mandarin ${pcm.length} samples`);
+    assert.throws(
+      () => checkEspeakVoice(engine, 'no-such-voice'),
       (e: unknown) => e instanceof VoiceError && e.code === 'config_invalid' && /no-such-voice.*does not exist/.test(e.message),
     );
-  });
-
-  test('aborting espeak mid-stream stops at once; no process is involved', async () => {
-    const tts = await createTts({ provider: 'espeak' }, silentLogger);
-    const ac = new AbortController();
-    const long = Array(40).fill(SENTENCE).join(' ');
-    let chunks = 0;
-    await assert.rejects(async () => {
-      for await (const _ of tts.synthesize(long, { signal: ac.signal })) {
-        if (++chunks === 2) ac.abort();
-      }
-    }, /aborted/);
-    assert.deepEqual(await waitForNoAudioChildren(), []);
   });
 });

@@ -2,13 +2,14 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { ErrorCode, VoiceError } from '../../../core/errors.ts';
-import { silentLogger } from '../../../core/logger.ts';
-import { createLlmClient } from '../../../llm/client.ts';
-import type { LlmClientOptions } from '../../../llm/client.ts';
-import type { LlmEvent } from '../../../llm/types.ts';
-import type { FakeOpenAi } from '../../fixtures/fake-openai.ts';
-import { fakeError, fakeText, fakeToolCalls, startFakeOpenAi } from '../../fixtures/fake-openai.ts';
+import { ErrorCode, VoiceError } from '../../../../core/errors.ts';
+import { silentLogger } from '../../../../core/logger.ts';
+import { createLlmClient } from '../../../../providers/openai/llm.ts';
+import type { OpenAiLlmSchema } from '../../../../providers/openai/options.ts';
+import type { z } from 'zod';
+import type { LlmEvent } from '../../../../llm/types.ts';
+import type { FakeOpenAi } from '../../../fixtures/fake-openai.ts';
+import { fakeError, fakeText, fakeToolCalls, startFakeOpenAi } from '../../../fixtures/fake-openai.ts';
 
 async function collect(it: AsyncIterable<LlmEvent>): Promise<LlmEvent[]> {
   const out: LlmEvent[] = [];
@@ -38,8 +39,8 @@ describe('llm client against the fake OpenAI server', { timeout: 30_000 }, () =>
     await fake.close();
   });
 
-  const client = (o: Partial<LlmClientOptions> = {}) =>
-    createLlmClient({ baseURL: fake.url, apiKey: 'sk-test', model: 'fake-model', log: silentLogger, ...o });
+  const client = (o: Partial<z.input<typeof OpenAiLlmSchema>> = {}) =>
+    createLlmClient({ baseURL: fake.url, apiKey: 'sk-test', model: 'fake-model', ...o }, silentLogger);
 
   test('streams text deltas in order, then done with usage', async () => {
     fake.script(fakeText('Hello there, friend. 你好！', { chunkSize: 3 }));
@@ -265,7 +266,7 @@ describe('llm client against the fake OpenAI server', { timeout: 30_000 }, () =>
     await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
     const { port } = srv.address() as AddressInfo;
     await new Promise<void>((r) => srv.close(() => r()));
-    const c = createLlmClient({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'k', model: 'm', maxRetries: 1, log: silentLogger });
+    const c = createLlmClient({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'k', model: 'm', maxRetries: 1 }, silentLogger);
     const err = await rejectsWith(collect(c.stream({ messages: user, tools: [], signal: new AbortController().signal })), ErrorCode.ProviderUnavailable);
     assert.equal(err.retryable, true);
   });

@@ -24,10 +24,11 @@ import { createInterface } from 'node:readline';
 import { throwIfAborted } from '../../core/abort.ts';
 import { ErrorCode, VoiceError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
-import { spawnManaged, writeWithBackpressure, type ManagedChild } from '../child-process.ts';
-import { int16ToBuffer } from '../pcm.ts';
-import { resample } from '../resample.ts';
-import type { Asr, PocketsphinxAsrOptions } from './asr.ts';
+import { spawnManaged, writeWithBackpressure, type ManagedChild } from '../../audio/child-process.ts';
+import { int16ToBuffer } from '../../audio/pcm.ts';
+import { resample } from '../../audio/resample.ts';
+import type { Asr } from '../../audio/asr/asr.ts';
+import type { PocketsphinxAsrOptions } from './options.ts';
 
 const RATE = 16000;
 const LEAD_S = 0.3;
@@ -140,7 +141,7 @@ export class PocketsphinxAsr implements Asr {
   }
 
   #start(): void {
-    const cmd = this.#opts.command ?? 'pocketsphinx_continuous';
+    const cmd = this.#opts.command;
     // "$@" keeps every argument (paths with spaces) intact. When the recogniser dies, `kill 0`
     // takes its process group (cat, sh) down too, so its death is seen at once, not at the next write.
     const script = `cat | { ${cmd.replace(/[^A-Za-z0-9_./-]/g, '')} -infile /dev/stdin "$@"; kill -KILL 0; }`;

@@ -3,7 +3,7 @@
  * and its `arguments` JSON in pieces, keyed by `index`; several calls may interleave. Some
  * OpenAI-compatible servers omit `index` or send a whole call in one chunk: both are handled.
  */
-import type { ToolCall } from './types.ts';
+import type { ToolCall } from '../../llm/types.ts';
 
 /** The subset of a streamed tool-call delta we read. */
 export interface ToolCallDelta {

@@ -1,21 +1,22 @@
 /**
  * @module TTS through any OpenAI-compatible `/v1/audio/speech` endpoint (OpenAI, vLLM-style
- * servers, local TTS servers). The response body is streamed to the caller as it arrives.
- * `timeoutMs` bounds the wait for the response and every gap between body chunks.
+ * servers, local TTS servers), over the openai SDK. The answer's body is streamed to the caller
+ * as it arrives; `timeoutMs` bounds the wait for the answer and every gap between its chunks.
+ * It runs in the caller's thread: its bytes go to ffmpeg or the in-process WAV/PCM reader there.
  */
+import type OpenAI from 'openai';
 import { linkedScope, throwIfAborted } from '../../core/abort.ts';
 import { ErrorCode, VoiceError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
-import { createWireClient, type WireClient } from '../../core/openai-wire.ts';
-import { mapOpenAiError } from '../openai-errors.ts';
-import type { OpenAiTtsOptions, Tts, TtsOutputFormat } from './tts.ts';
-
-const DEFAULT_TIMEOUT_MS = 15_000;
+import type { StreamingTts, TtsOutputFormat } from '../../audio/tts/tts.ts';
+import { createOpenAiClient } from './client.ts';
+import { mapOpenAiError } from './errors.ts';
+import type { OpenAiTtsOptions } from './options.ts';
 
 function formatOf(opts: OpenAiTtsOptions): TtsOutputFormat {
-  switch (opts.format ?? 'wav') {
+  switch (opts.format) {
     case 'pcm':
-      return { container: 'pcm', sampleRate: opts.pcmSampleRate ?? 24000 };
+      return { container: 'pcm', sampleRate: opts.pcmSampleRate };
     case 'wav':
       return { container: 'wav' };
     case 'opus':
@@ -24,28 +25,29 @@ function formatOf(opts: OpenAiTtsOptions): TtsOutputFormat {
       return { container: 'aac' };
     case 'flac':
       return { container: 'flac' };
-    default:
+    case 'mp3':
       return { container: 'mp3' };
   }
 }
 
-export class OpenAiTts implements Tts {
+export class OpenAiTts implements StreamingTts {
   readonly name = 'openai';
+  readonly synthesis = 'stream';
   readonly outputFormat: TtsOutputFormat;
   readonly #opts: OpenAiTtsOptions;
-  readonly #wire: WireClient;
+  readonly #client: OpenAI;
   readonly #log: Logger;
 
   constructor(opts: OpenAiTtsOptions, log: Logger) {
     this.#opts = opts;
     this.#log = log;
     this.outputFormat = formatOf(opts);
-    this.#wire = createWireClient({ baseURL: opts.baseURL, apiKey: opts.apiKey });
+    this.#client = createOpenAiClient({ baseURL: opts.baseURL, apiKey: opts.apiKey });
   }
 
   async *synthesize(text: string, opts: { signal: AbortSignal }): AsyncGenerator<Buffer> {
     throwIfAborted(opts.signal);
-    const timeoutMs = this.#opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const { timeoutMs } = this.#opts;
     // The request's own scope: the caller's abort reaches it, and so does our idle timer.
     const scope = linkedScope(opts.signal);
     const signal = scope.signal;
@@ -62,22 +64,21 @@ export class OpenAiTts implements Tts {
     let bytes = 0;
     try {
       arm();
-      const response = await this.#wire.post(
-        '/audio/speech',
+      const response = await this.#client.audio.speech.create(
         {
-          json: {
-            model: this.#opts.model,
-            voice: this.#opts.voice,
-            input: text,
-            response_format: this.#opts.format ?? 'wav',
-            ...(this.#opts.speed !== undefined ? { speed: this.#opts.speed } : {}),
-            ...(this.#opts.instructions !== undefined ? { instructions: this.#opts.instructions } : {}),
-          },
+          model: this.#opts.model,
+          voice: this.#opts.voice,
+          input: text,
+          response_format: this.#opts.format,
+          ...(this.#opts.speed !== undefined ? { speed: this.#opts.speed } : {}),
+          ...(this.#opts.instructions !== undefined ? { instructions: this.#opts.instructions } : {}),
         },
-        { signal, accept: 'application/octet-stream' },
+        { signal },
       );
       arm();
-      for await (const chunk of response.chunks()) {
+      // `http-fetch.ts` gives the body as an async iterable of Buffers.
+      const body = response.body as AsyncIterable<Buffer> | null;
+      for await (const chunk of body ?? []) {
         if (signal.aborted) break;
         if (bytes === 0) this.#log.debug({ ms: performance.now() - started }, 'openai tts first byte');
         bytes += chunk.byteLength;
@@ -93,7 +94,6 @@ export class OpenAiTts implements Tts {
     } finally {
       clearTimeout(timer);
       scope.abort(); // cancels the body if the consumer returned early, and unhooks from the caller
-
     }
   }
 

@@ -3,16 +3,21 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createAsr } from '../../../audio/asr/asr.ts';
-import { createTts } from '../../../audio/tts/tts.ts';
-import { ConfigSchema } from '../../../server/config.ts';
-import { synthesizePcm } from '../../../audio/tts/to-pcm.ts';
-import { WavStreamParser } from '../../../audio/wav.ts';
-import { rms } from '../../../audio/pcm.ts';
-import { VoiceError } from '../../../core/errors.ts';
-import { silentLogger } from '../../../core/logger.ts';
-import { startFakeOpenAiAudio, tonePcm24k, type FakeOpenAiAudio } from '../../fixtures/fake-openai-audio.ts';
-import { makeTempDir, tone, waitForNoAudioChildren } from '../../fixtures/audio/make-audio.ts';
+import { createAsr } from '../../../../providers/index.ts';
+import type { z } from 'zod';
+import { OpenAiTtsSchema } from '../../../../providers/openai/options.ts';
+import { OpenAiTts } from '../../../../providers/openai/tts.ts';
+import { ConfigSchema } from '../../../../server/config.ts';
+import { synthesizePcm } from '../../../../audio/tts/to-pcm.ts';
+import { WavStreamParser } from '../../../../audio/wav.ts';
+import { rms } from '../../../../audio/pcm.ts';
+import { VoiceError } from '../../../../core/errors.ts';
+import { silentLogger } from '../../../../core/logger.ts';
+import { startFakeOpenAiAudio, tonePcm24k, type FakeOpenAiAudio } from '../../../fixtures/fake-openai-audio.ts';
+import { makeTempDir, tone, waitForNoAudioChildren } from '../../../fixtures/audio/make-audio.ts';
+
+/** An OpenAI-compatible TTS client; unset options take the schema's defaults. */
+const openAiTts = (o: Omit<z.input<typeof OpenAiTtsSchema>, 'provider'>): OpenAiTts => new OpenAiTts(OpenAiTtsSchema.parse({ provider: 'openai', ...o }), silentLogger);
 
 const tmp = makeTempDir();
 let fake: FakeOpenAiAudio;
@@ -82,7 +87,7 @@ describe('openai-compatible ASR', () => {
 describe('openai-compatible TTS', () => {
   test('pcm response is streamed and resampled in-process; first audio before the body ends', async () => {
     fake.speechMode = 'ok';
-    const tts = await createTts({ provider: 'openai', baseURL: fake.baseURL, apiKey: 'k', model: 'tts-1', voice: 'alloy', format: 'pcm' }, silentLogger);
+    const tts = openAiTts({ baseURL: fake.baseURL, apiKey: 'k', model: 'tts-1', voice: 'alloy', format: 'pcm' });
     let firstAt = 0;
     let samples = 0;
     for await (const pcm of synthesizePcm(tts, 'hello world', { sampleRate: 16000, signal: never() })) {
@@ -96,14 +101,14 @@ describe('openai-compatible TTS', () => {
   });
 
   test('without a format, WAV is asked for: parsed here, no ffmpeg process per sentence', async () => {
-    const tts = await createTts({ provider: 'openai', baseURL: fake.baseURL, apiKey: 'k', model: 'tts-1', voice: 'alloy' }, silentLogger);
+    const tts = openAiTts({ baseURL: fake.baseURL, apiKey: 'k', model: 'tts-1', voice: 'alloy' });
     assert.deepEqual(tts.outputFormat, { container: 'wav' });
     const config = ConfigSchema.parse({ tts: { provider: 'openai', baseURL: fake.baseURL } });
     assert.equal(config.tts.provider === 'openai' ? config.tts.format : undefined, 'wav');
   });
 
   test('mp3 response goes through one ffmpeg and yields the right duration', async () => {
-    const tts = await createTts({ provider: 'openai', baseURL: fake.baseURL, apiKey: 'k', model: 'tts-1', voice: 'alloy', format: 'mp3' }, silentLogger);
+    const tts = openAiTts({ baseURL: fake.baseURL, apiKey: 'k', model: 'tts-1', voice: 'alloy', format: 'mp3' });
     assert.deepEqual(tts.outputFormat, { container: 'mp3' });
     let samples = 0;
     let energy = 0;
@@ -117,7 +122,7 @@ describe('openai-compatible TTS', () => {
   });
 
   test('500 and timeout answers become ProviderFailed and Timeout', async () => {
-    const tts = await createTts({ provider: 'openai', baseURL: fake.baseURL, apiKey: 'k', model: 'tts-1', voice: 'alloy', format: 'pcm', timeoutMs: 300 }, silentLogger);
+    const tts = openAiTts({ baseURL: fake.baseURL, apiKey: 'k', model: 'tts-1', voice: 'alloy', format: 'pcm', timeoutMs: 300 });
     const drain = async (): Promise<void> => {
       for await (const _ of tts.synthesize('x', { signal: never() })) void _;
     };
@@ -132,7 +137,7 @@ describe('openai-compatible TTS', () => {
 
   test('abort mid-body stops the stream at once', async () => {
     fake.speechMode = 'ok';
-    const tts = await createTts({ provider: 'openai', baseURL: fake.baseURL, apiKey: 'k', model: 'tts-1', voice: 'alloy', format: 'pcm' }, silentLogger);
+    const tts = openAiTts({ baseURL: fake.baseURL, apiKey: 'k', model: 'tts-1', voice: 'alloy', format: 'pcm' });
     const ac = new AbortController();
     let chunks = 0;
     await assert.rejects(async () => {
