@@ -69,6 +69,8 @@ test('only server/config.ts reads process.env', () => {
     for (const file of tsFiles(join(ROOT, folder))) {
       const rel = relative(ROOT, file);
       if (rel === 'server/config.ts') continue;
+      // Writes onnxruntime's telemetry opt-out, the one variable that library reads; reads no configuration.
+      if (rel === 'audio/vad/onnx-telemetry.ts') continue;
       if (/process\.env/.test(readFileSync(file, 'utf8').replace(/\/\/.*$|\/\*[\s\S]*?\*\//gm, ''))) offenders.push(rel);
     }
   }
