@@ -4,6 +4,7 @@
  * provider choice is an explicit switch on config here (no self-registration anywhere).
  */
 import type { Logger } from '../core/logger.ts';
+import type { WorkerObserver } from '../core/worker-rpc.ts';
 import { createAsr, type Asr } from '../audio/asr/asr.ts';
 import { EspeakTts } from '../audio/tts/espeak.ts';
 import { createTts, type Tts } from '../audio/tts/tts.ts';
@@ -40,6 +41,8 @@ export interface CreateDepsOptions {
   observer?: TurnObserver;
   /** Longest wait for MCP servers at start-up before serving anyway (they keep connecting). */
   mcpStartWaitMs?: number;
+  /** Sees each media worker and provider thread as it starts. */
+  onWorker?: WorkerObserver;
 }
 
 export async function createDeps(config: Config, log: Logger, opts: CreateDepsOptions = {}): Promise<Deps> {
@@ -56,6 +59,7 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
     espeakEngine: config.audio.espeakEngine,
     sendAheadMs: config.audio.sendAheadMs,
     preBufferFrames: config.audio.preBufferFrames,
+    ...(opts.onWorker ? { onWorker: opts.onWorker } : {}),
     log: log.child({ part: 'media' }),
   });
   // The LLM client and a remote ASR run on the provider thread (server/providers/): their HTTP
@@ -75,6 +79,7 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
       ...(config.asr.provider === 'openai' ? { asr: config.asr } : {}),
     },
     log,
+    opts.onWorker ? { onWorker: opts.onWorker } : {},
   ).catch(async (err: unknown) => {
     await media.close();
     throw err;

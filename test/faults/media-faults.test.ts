@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import type { WorkerPool } from '../../audio/media/worker-pool.ts';
+import type { Worker } from 'node:worker_threads';
 import { CloseCode } from '../../protocol/close-codes.ts';
 import { FaultRig } from './rig.ts';
 import type { DeviceSim } from '../fixtures/device-sim.ts';
@@ -28,6 +28,8 @@ describe('fault: the media worker dies mid-sentence; ffmpeg is fed garbage', { t
   const dir = mkdtempSync(join(tmpdir(), 'fault-music-'));
   const rig = new FaultRig('fa:00:00:00:04');
   const { server, fake, device } = rig;
+  /** The media workers the server started, in order: the last one is running. */
+  const mediaWorkers: Worker[] = [];
 
   async function quickTurn(dev: DeviceSim, answer: string): Promise<string[]> {
     const from = dev.json.length;
@@ -41,7 +43,11 @@ describe('fault: the media worker dies mid-sentence; ffmpeg is fed garbage', { t
     // 64 KB of random bytes with an audio file's name: ffmpeg finds no stream it can decode.
     writeFileSync(join(dir, 'Noise Song.mp3'), randomBytes(64 * 1024));
     rig.llm = await startFakeOpenAi({ keepAlive: false });
-    rig.srv = await startVoiceApp(rig.llm.url, { audio: { workers: 1 }, tools: { music: { folder: dir } } });
+    rig.srv = await startVoiceApp(rig.llm.url, { audio: { workers: 1 }, tools: { music: { folder: dir } } }, undefined, {
+      onWorker: (w, label) => {
+        if (label.startsWith('media worker')) mediaWorkers.push(w);
+      },
+    });
     const dev = device();
     try {
       await within(dev.hello(), 20_000, 'hello');
@@ -63,7 +69,7 @@ describe('fault: the media worker dies mid-sentence; ffmpeg is fed garbage', { t
 
   test('the media worker (embedded TTS) crashes mid-sentence: 4006, the worker is replaced, a new device talks, no leak', async () => {
     const base = await holdings(server().app);
-    const pool = server().deps.media as WorkerPool;
+    const pool = server().deps.media;
     const restarts = pool.stats().workerRestarts;
     const dev = device();
     let fresh: DeviceSim | undefined;
@@ -73,7 +79,7 @@ describe('fault: the media worker dies mid-sentence; ffmpeg is fed garbage', { t
       dev.listen('detect', { text: 'tell me a long story' });
       await dev.waitFor('speaking', () => dev.audio.length >= 5, 15_000);
       const request = fake().requests.at(-1);
-      pool.crashForTest(0);
+      await mediaWorkers.at(-1)?.terminate();
       assert.equal(await within(dev.closed, 10_000, 'victim closed'), CloseCode.MediaLost);
       assert.equal(server().logs.find('media worker lost; ending the session').length, 1);
       await within(request?.finished ?? Promise.reject(new Error('no LLM request')), 5000, 'LLM exchange over');
