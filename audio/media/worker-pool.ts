@@ -36,13 +36,17 @@ class MediaWorker {
         },
       },
       onLost: (err) => onLost(this, err),
-      onExit: () => void this.stopHelper(),
+      onExit: () => {
+        this.helperStopped = this.#stopHelper();
+      },
       ...(onWorker ? { onWorker } : {}),
     });
   }
 
-  /** Stops the worker's helper (the worker exited). */
-  async stopHelper(): Promise<void> {
+  /** Settles once the helper of the last worker that exited is stopped. */
+  helperStopped: Promise<void> = Promise.resolve();
+
+  async #stopHelper(): Promise<void> {
     const h = this.#helper;
     this.#helper = Promise.resolve(undefined);
     await (await h)?.stop();
@@ -156,7 +160,7 @@ export async function createWorkerPool(size: number, config: MediaThreadConfig, 
     await Promise.allSettled(
       workers.map((w) => {
         w.loseSessions(err);
-        return w.rpc.close(err);
+        return w.rpc.close(err).then(() => w.helperStopped);
       }),
     );
   };

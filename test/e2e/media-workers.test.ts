@@ -17,6 +17,7 @@ import { decodeDownlink } from '../helpers/speech.ts';
 import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
 import { trackWorkers } from '../helpers/track-workers.ts';
 import { pollUntil, within } from '../helpers/wait.ts';
+import { untilWorkerIdle } from '../helpers/worker-idle.ts';
 
 /** Worker start-up (tsx in each worker, onnxruntime, espeak WASM) takes seconds on a small box. */
 const SETUP_MS = 90_000;
@@ -108,12 +109,12 @@ describe('media workers end to end', () => {
   const pool = (): MediaEngine => server().deps.media;
   /** The running media worker of each slot, by label (`media worker 0`, `media worker 1`). */
   const running = new Map<string, Worker>();
-  /** Kills media worker `i` as a crash would. */
-  const crash = async (i: number): Promise<Worker> => {
+  /** Kills media worker `i` as a crash would (once it is idle: see `untilWorkerIdle`). */
+  const crash = async (i: number): Promise<void> => {
     const w = running.get(`media worker ${i}`);
     assert.ok(w, `media worker ${i} running`);
+    await untilWorkerIdle(w);
     await w.terminate();
-    return w;
   };
 
   let workerThreads: ReturnType<typeof trackWorkers> | undefined;

@@ -22,6 +22,7 @@ import { childProcesses } from '../helpers/speech.ts';
 import { closeAll } from '../helpers/close-all.ts';
 import { startVoiceApp } from '../helpers/voice-app.ts';
 import { pollUntil, within } from '../helpers/wait.ts';
+import { untilWorkerIdle } from '../helpers/worker-idle.ts';
 import { assertNoLeaks, holdings } from './leak-check.ts';
 
 describe('fault: the media worker dies mid-sentence; ffmpeg is fed garbage', { timeout: 90_000 }, () => {
@@ -79,7 +80,11 @@ describe('fault: the media worker dies mid-sentence; ffmpeg is fed garbage', { t
       dev.listen('detect', { text: 'tell me a long story' });
       await dev.waitFor('speaking', () => dev.audio.length >= 5, 15_000);
       const request = fake().requests.at(-1);
-      await mediaWorkers.at(-1)?.terminate();
+      // Killed between two pieces of its work (see `untilWorkerIdle`), the answer still playing.
+      const worker = mediaWorkers.at(-1);
+      assert.ok(worker);
+      await untilWorkerIdle(worker);
+      await worker.terminate();
       assert.equal(await within(dev.closed, 10_000, 'victim closed'), CloseCode.MediaLost);
       assert.equal(server().logs.find('media worker lost; ending the session').length, 1);
       await within(request?.finished ?? Promise.reject(new Error('no LLM request')), 5000, 'LLM exchange over');

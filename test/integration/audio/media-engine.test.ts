@@ -20,6 +20,7 @@ import { decodeDownlink, speak16k, utterancePackets } from '../../helpers/speech
 import type { Worker } from 'node:worker_threads';
 import { trackWorkers } from '../../helpers/track-workers.ts';
 import { pollUntil, within } from '../../helpers/wait.ts';
+import { untilWorkerIdle } from '../../helpers/worker-idle.ts';
 
 const OPTS: SessionMediaOptions = { vad: { threshold: 0.5, minSilenceMs: 700, minSpeechMs: 250 }, downlinkSampleRate: 24000, complexity: 5 };
 const FRAME_24K = 1440;
@@ -334,10 +335,15 @@ describe('media engine: worker pool', () => {
     opened.push(m);
     return m;
   };
-  /** Kills worker `i` as a crash would, and waits until its replacement is serving. */
-  const crash = async (i: number): Promise<void> => {
+  /**
+   * Kills worker `i` as a crash would, once it is idle (`beforeDeath` runs just before: requests
+   * then in flight), and waits until its replacement is serving.
+   */
+  const crash = async (i: number, beforeDeath: () => void = () => {}): Promise<void> => {
     const w = running.get(`media worker ${i}`);
     assert.ok(w, `worker ${i} running`);
+    await untilWorkerIdle(w);
+    beforeDeath();
     await w.terminate();
     await pollUntil(`worker ${i} replaced`, () => running.get(`media worker ${i}`) !== w && p().stats().workers === 2, 60_000);
   };
@@ -427,9 +433,12 @@ describe('media engine: worker pool', () => {
     const lost = watchLost(sessions);
     const restartsBefore = p().stats().workerRestarts;
 
-    // Both have requests in flight when worker 0 dies.
-    const inFlight = sessions.map((m) => Promise.all(utterance.map((pk) => m.uplink(pk).then(() => 'ok' as const, (err: unknown) => err))));
-    await crash(0);
+    // Both have syntheses in flight when worker 0 dies (sent the moment before: a synthesis
+    // reaches native code only after espeak-ng has answered, so the thread dies in JavaScript).
+    let inFlight: Array<Promise<unknown[]>> = [];
+    await crash(0, () => {
+      inFlight = sessions.map((m) => Promise.all(['One.', 'Two.', 'Three.'].map((text) => collect(m.speak(text, new AbortController().signal)).then(() => 'ok' as const, (err: unknown) => err))));
+    });
     const v = lost.findIndex(Boolean);
     assert.ok(v >= 0, 'the session on worker 0 was told');
     const [victim, survivor] = [sessions[v], sessions[1 - v]] as [SessionMedia, SessionMedia];
@@ -437,13 +446,13 @@ describe('media engine: worker pool', () => {
     const err = lost[v];
     assert.ok(err instanceof VoiceError, `onLost got ${String(err)}`);
     assert.match(err.message, /exited|worker/);
-    const settled = await within(inFlight[v] as Promise<unknown[]>, 20_000, "the victim's in-flight uplinks settle");
-    assert.ok(settled.at(-1) instanceof Error, "the victim's last in-flight uplink rejected");
+    const settled = await within(inFlight[v] as Promise<unknown[]>, 20_000, "the victim's syntheses settle");
+    assert.ok(settled.at(-1) instanceof Error, "the victim's last synthesis in flight failed");
     assert.ok(
       settled.every((r) => r === 'ok' || r === err),
       'every failed request failed with the one error the session was told',
     );
-    assert.deepEqual(new Set(await within(inFlight[1 - v] as Promise<unknown[]>, 20_000, "the survivor's uplinks")), new Set(['ok']));
+    assert.deepEqual(new Set(await within(inFlight[1 - v] as Promise<unknown[]>, 20_000, "the survivor's syntheses")), new Set(['ok']));
     await assert.rejects(within(victim.uplink(utterance[0] as Buffer), 5000, "the victim's next uplink"), VoiceError);
     await assert.rejects(within(collect(victim.speak('Still there?', new AbortController().signal)), 5000, "the victim's next speak"), VoiceError);
     assert.equal(p().stats().workerRestarts, restartsBefore + 1);

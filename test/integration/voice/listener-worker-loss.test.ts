@@ -12,6 +12,7 @@ import { createLogger } from '../../../server/logger.ts';
 import { Listener } from '../../../voice/conversation/listener.ts';
 import { createLogSink } from '../../helpers/log-sink.ts';
 import { pollUntil, within } from '../../helpers/wait.ts';
+import { untilWorkerIdle } from '../../helpers/worker-idle.ts';
 
 test('a lost media worker fails the uplink with a few log lines, not one per packet', { timeout: 90_000 }, async () => {
   const logs = createLogSink();
@@ -28,8 +29,10 @@ test('a lost media worker fails the uplink with a few log lines, not one per pac
     const packet = encoder.encode(new Int16Array(960));
     encoder.close();
 
-    assert.equal(workers.length, 1);
-    await workers[0]?.terminate();
+    const worker = workers[0];
+    assert.ok(worker && workers.length === 1);
+    await untilWorkerIdle(worker);
+    await worker.terminate();
     await pollUntil('the worker loss is noticed', () => lost, 20_000);
     // The session is not closed yet (in the server that happens asynchronously): 250 packets arrive.
     for (let i = 0; i < 250; i++) {
