@@ -10,7 +10,6 @@ import type { Worker } from 'node:worker_threads';
 import { ErrorCode, VoiceError } from './errors.ts';
 import type { Logger } from './logger.ts';
 import { fromRpcError, RpcPeer, type RpcApi, type RpcCallOptions, type RpcHandlers, type RpcItem, type RpcMessage, type RpcMethod, type RpcParams, type RpcResult } from './worker-rpc-peer.ts';
-import type { ThreadLogRecord } from './thread-logger.ts';
 
 /** Sees each worker thread as it starts, by its label (an operator's tooling; tests end one to crash it). */
 export type WorkerObserver = (worker: Worker, label: string) => void;
@@ -30,8 +29,6 @@ export interface WorkerRpcOptions<Local extends RpcApi<Local>> {
   lostCode?: ErrorCode;
   /** The calls the worker may make of this thread. */
   handlers?: RpcHandlers<Local>;
-  /** Re-logs one of the worker's records. Default: under `log`, the record's bindings in the line. */
-  onLog?(rec: ThreadLogRecord): void;
   /** A worker died unasked: its calls have failed with `err`; its replacement starts next. */
   onLost?(err: VoiceError): void;
   /** A worker has exited, asked or not (release what this thread holds for it). */
@@ -147,7 +144,8 @@ export class WorkerRpc<Remote extends RpcApi<Remote>, Local extends RpcApi<Local
     let loadError: VoiceError | undefined;
     return new Promise<void>((resolve, reject) => {
       worker.on('message', (m: RpcMessage) => {
-        if (m.rpc === 'log') this.#relog(m.rec);
+        // The worker's log records go through this thread's logger, its bindings in the line.
+        if (m.rpc === 'log') log[m.rec.level]({ ...m.rec.bindings, ...m.rec.obj }, m.rec.msg);
         else if (m.rpc === 'ready') {
           this.#ready = true;
           this.#started = true;
@@ -166,9 +164,10 @@ export class WorkerRpc<Remote extends RpcApi<Remote>, Local extends RpcApi<Local
         this.#ready = false;
         this.#worker = undefined;
         this.#peer = undefined;
-        const err = this.#closed ?? new VoiceError(this.#opts.lostCode ?? ErrorCode.Internal, `${label} exited with code ${code}`);
+        // A worker that could not load fails the calls queued for it with the reason.
+        const err = this.#closed ?? loadError ?? new VoiceError(this.#opts.lostCode ?? ErrorCode.Internal, `${label} exited with code ${code}`);
         peer.close(err);
-        reject(loadError ?? err);
+        reject(err);
         this.#opts.onExit?.();
         if (this.#closed || !this.#started) return;
         this.#restarts++;
@@ -181,10 +180,5 @@ export class WorkerRpc<Remote extends RpcApi<Remote>, Local extends RpcApi<Local
         else this.#restartTimer = setTimeout(restart, RESTART_DELAY_MS).unref();
       });
     });
-  }
-
-  #relog(rec: ThreadLogRecord): void {
-    if (this.#opts.onLog) this.#opts.onLog(rec);
-    else this.#opts.log[rec.level]({ ...rec.bindings, ...rec.obj }, rec.msg);
   }
 }

@@ -144,10 +144,13 @@ test('a replacement that cannot load is retried after 1 s; calls meanwhile fail 
   mock.timers.enable({ apis: ['setTimeout'] });
   try {
     await workers[0]?.terminate();
-    // The replacement starts at once, reports that it cannot load, and is ended.
+    // The replacement starts at once, reports that it cannot load, and is ended; a call made
+    // while it loads fails with its reason.
     assert.equal(workers.length, 2);
+    const queued = rejection(rpc.request('echo', { text: 'queued' }));
     const loadFailed = new Promise<void>((resolve) => workers[1]?.once('exit', () => resolve()));
     await within(loadFailed, 20_000, 'the replacement fails to load');
+    assert.equal((await queued).message, 'no model here');
     assert.equal(exits.length, 2);
     assert.equal(rpc.alive, false);
     const err = await rejection(rpc.request('echo', { text: 'too early' }));
