@@ -21,6 +21,8 @@ class MediaWorker {
   readonly sessions = new Set<RemoteSession>();
   /** The worker's espeak-ng helper: spawned here so that this thread owns and reaps it. */
   #helper: Promise<EspeakHelperProcess | undefined> = Promise.resolve(undefined);
+  /** Settles once the helper of the last worker that exited is stopped. */
+  helperStopped: Promise<void> = Promise.resolve();
 
   constructor(data: WorkerData, log: Logger, onLost: (w: MediaWorker, err: VoiceError) => void, onWorker: WorkerObserver | undefined) {
     this.rpc = new WorkerRpc<MediaWorkerApi, MediaMainApi>({
@@ -42,9 +44,6 @@ class MediaWorker {
       ...(onWorker ? { onWorker } : {}),
     });
   }
-
-  /** Settles once the helper of the last worker that exited is stopped. */
-  helperStopped: Promise<void> = Promise.resolve();
 
   async #stopHelper(): Promise<void> {
     const h = this.#helper;
@@ -150,10 +149,10 @@ export async function createWorkerPool(size: number, config: MediaThreadConfig, 
     log.error({ worker: index, sessions: w.sessions.size, err: err.message }, 'media worker died; ending its sessions and starting a new one');
     w.loseSessions(err);
   };
-  const workers = Array.from({ length: size }, (_, index) => {
-    const w: MediaWorker = new MediaWorker({ config, index, nice: opts.nice }, log.child({ worker: index }), (dead, err) => onLost(dead, index, err), opts.onWorker);
-    return w;
-  });
+  const workers = Array.from(
+    { length: size },
+    (_, index) => new MediaWorker({ config, index, nice: opts.nice }, log.child({ worker: index }), (dead, err) => onLost(dead, index, err), opts.onWorker),
+  );
   let closed = false;
   const closeAll = async (err: VoiceError): Promise<void> => {
     closed = true;
