@@ -93,12 +93,17 @@ interface Pending {
   end(err: VoiceError | undefined, value?: unknown): void;
 }
 
+interface InFlight extends Pending {
+  /** Removes the listener on the caller's signal (the call is over, or given up). */
+  detach(): void;
+}
+
 /** One side of the conversation: calls `Remote`'s methods and serves `Local`'s. */
 export class RpcPeer<Remote extends RpcApi<Remote>, Local extends RpcApi<Local> = Record<never, RpcMethod>> {
   readonly #send: RpcSend;
   readonly #log: Logger;
   #handlers: Partial<RpcHandlers<Local>>;
-  readonly #pending = new Map<number, Pending>();
+  readonly #pending = new Map<number, InFlight>();
   readonly #serving = new Map<number, AbortController>();
   #nextId = 1;
   #closed: VoiceError | undefined;
@@ -203,20 +208,27 @@ export class RpcPeer<Remote extends RpcApi<Remote>, Local extends RpcApi<Local> 
       this.#cancel(id);
       p.end(new VoiceError(ErrorCode.Aborted, 'aborted', { cause: signal?.reason }));
     };
+    const detach = (): void => signal?.removeEventListener('abort', onAbort);
     this.#pending.set(id, {
       item: p.item,
       end: (err, value) => {
-        signal?.removeEventListener('abort', onAbort);
+        detach();
         p.end(err, value);
       },
+      detach,
     });
     signal?.addEventListener('abort', onAbort, { once: true });
     this.#send({ rpc: 'call', id, method, params }, opts.transfer ?? []);
     return id;
   }
 
+  /** Gives a call up: forgotten here (nothing stays on the caller's signal), cancelled there. */
   #cancel(id: number): void {
-    if (this.#pending.delete(id) && !this.#closed) this.#send({ rpc: 'cancel', id }, []);
+    const call = this.#pending.get(id);
+    if (!call) return;
+    this.#pending.delete(id);
+    call.detach();
+    if (!this.#closed) this.#send({ rpc: 'cancel', id }, []);
   }
 
   #handler(method: string): ((params: unknown, call: RpcCall<unknown>) => unknown) | undefined {

@@ -8,6 +8,7 @@
  */
 import { afterEach, mock, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { getEventListeners } from 'node:events';
 import type { Worker } from 'node:worker_threads';
 import { ErrorCode, VoiceError } from '../../../core/errors.ts';
 import { startModuleWorker } from '../../../core/start-worker.ts';
@@ -106,13 +107,17 @@ test('an abort rejects at once and cancels the call in the worker; so does a con
   assert.equal(rpc.pending, 0);
   await pollUntil('the worker saw the cancel', () => asked.includes('wait cancelled'), 10_000);
 
+  // A long-lived signal (a session's, a turn's) keeps no listener of a call that is over.
+  const turn = new AbortController();
+  assert.equal(await rpc.request('echo', { text: 'answered' }, { signal: turn.signal }), 'answered');
   let n = 0;
-  for await (const i of rpc.stream('endless', {})) {
+  for await (const i of rpc.stream('endless', {}, { signal: turn.signal })) {
     assert.equal(i, n++);
     if (n === 3) break;
   }
   await pollUntil('the worker saw the stream cancelled', () => asked.includes('endless cancelled'), 10_000);
   assert.equal(rpc.pending, 0);
+  assert.equal(getEventListeners(turn.signal, 'abort').length, 0, 'no listener left on the signal');
 });
 
 test('a worker that dies fails exactly its calls in flight with one error and is replaced at once', { timeout: 30_000 }, async () => {
