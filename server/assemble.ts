@@ -4,6 +4,7 @@
  * (listen, signals, exit codes); tests use this to run the server exactly as production wires it.
  */
 import type { Logger as PinoLogger } from 'pino';
+import type { WorkerObserver } from '../core/worker-rpc.ts';
 import { AdmissionControl, type MediaLoad } from './admission.ts';
 import { buildApp, type App } from './app.ts';
 import type { Config } from './config.ts';
@@ -31,11 +32,17 @@ export interface AssembleOptions {
   mediaLoad?: () => MediaLoad;
   /** Where secrets made at run time go (the device-token secret, each issued token), for log redaction by value. */
   onSecret?: (value: string) => void;
+  /** Sees each media worker and provider thread as it starts. */
+  onWorker?: WorkerObserver;
 }
 
 export async function assembleServer(config: Config, log: PinoLogger, opts: AssembleOptions = {}): Promise<AssembledServer> {
   const metrics = createServerMetrics({ mcpServerNames: Object.keys(config.mcpServers) });
-  const deps = await createDeps(config, log, { observer: metrics.observer, ...(opts.mcpStartWaitMs !== undefined ? { mcpStartWaitMs: opts.mcpStartWaitMs } : {}) });
+  const deps = await createDeps(config, log, {
+    observer: metrics.observer,
+    ...(opts.mcpStartWaitMs !== undefined ? { mcpStartWaitMs: opts.mcpStartWaitMs } : {}),
+    ...(opts.onWorker ? { onWorker: opts.onWorker } : {}),
+  });
   const registry = new SessionRegistry();
   metrics.bind({ mcp: deps.mcp, activeSessions: () => registry.size });
   let ready = true;

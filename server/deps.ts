@@ -5,6 +5,7 @@
  * anywhere); where each runs is what the provider declares.
  */
 import type { Logger } from '../core/logger.ts';
+import type { WorkerObserver } from '../core/worker-rpc.ts';
 import type { Asr } from '../audio/asr/asr.ts';
 import type { Tts } from '../audio/tts/tts.ts';
 import { createMediaEngine, resolveWorkerCount } from '../audio/media/engine.ts';
@@ -43,6 +44,8 @@ export interface CreateDepsOptions {
   observer?: TurnObserver;
   /** Longest wait for MCP servers at start-up before serving anyway (they keep connecting). */
   mcpStartWaitMs?: number;
+  /** Sees each media worker and provider thread as it starts. */
+  onWorker?: WorkerObserver;
 }
 
 export async function createDeps(config: Config, log: Logger, opts: CreateDepsOptions = {}): Promise<Deps> {
@@ -58,6 +61,7 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
     espeakEngine: config.audio.espeakEngine,
     sendAheadMs: config.audio.sendAheadMs,
     preBufferFrames: config.audio.preBufferFrames,
+    ...(opts.onWorker ? { onWorker: opts.onWorker } : {}),
     log: log.child({ part: 'media' }),
   });
   // The LLM client and an HTTP ASR run on the provider thread (server/providers/): their HTTP
@@ -69,6 +73,7 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
       ...(asrEntry.runsIn === 'provider-thread' ? { asr: config.asr } : {}),
     },
     log,
+    opts.onWorker ? { onWorker: opts.onWorker } : {},
   ).catch(async (err: unknown) => {
     await media.close();
     throw err;

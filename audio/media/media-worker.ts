@@ -4,61 +4,35 @@
  * uplink chain is per session); syntheses are cut into slices of a few frames, served by
  * deadline, so no session's sentence holds up the others' for long.
  */
-import { parentPort, workerData } from 'node:worker_threads';
+import { workerData } from 'node:worker_threads';
 import { nameThisThread } from '../../core/thread-name.ts';
 import { lowerThreadPriority } from './thread-priority.ts';
-import { ErrorCode, VoiceError, toVoiceError } from '../../core/errors.ts';
-import type { Logger } from '../../core/logger.ts';
-import { createThreadLogger } from '../../core/thread-logger.ts';
+import { workerRpcThread } from '../../core/worker-rpc-thread.ts';
+import { Moved, type RpcCall, type RpcHandlers } from '../../core/worker-rpc-peer.ts';
 import { MediaCore, type CoreSession, type SpeechJob } from './media-core.ts';
 import type { EspeakHelperSource } from '../tts/espeak-native.ts';
 import { FRAME_MS } from './media.ts';
 import { rampSendTime } from '../pacer.ts';
-import { packPackets, type FromWorker, type ToWorker, type WorkerData } from './worker-protocol.ts';
+import { packPackets, type MediaMainApi, type MediaWorkerApi, type PackedPackets, type WorkerData } from './worker-protocol.ts';
 
-const port = parentPort;
-if (!port) throw new Error('media-worker.ts must run as a worker thread');
+const rpc = workerRpcThread<MediaWorkerApi, MediaMainApi>();
 const data = workerData as WorkerData;
 
-function post(msg: FromWorker, transfer: ArrayBuffer[] = []): void {
-  port?.postMessage(msg, transfer);
-}
-
-/** A Logger whose records go to the main thread's pino, under the session's logger when `sid` is bound. */
-function workerLogger(bindings: Record<string, unknown>): Logger {
-  return createThreadLogger(({ level, obj, msg, bindings: b }) => {
-    const sid = typeof b['sid'] === 'number' ? b['sid'] : undefined;
-    post({ op: 'log', ...(sid !== undefined ? { sid } : {}), level, obj, msg });
-  }, bindings);
-}
-
 /** Helper processes come from the main thread, which owns them (see `espeak-native.ts`). */
-const helperAnswers = new Map<number, { resolve: (dir: string) => void; reject: (err: Error) => void }>();
-let nextHid = 1;
 const espeakHelpers: EspeakHelperSource = {
-  next: () =>
-    new Promise<string>((resolve, reject) => {
-      const hid = nextHid++;
-      helperAnswers.set(hid, { resolve, reject });
-      post({ op: 'espeakHelper', hid });
-    }),
+  next: () => rpc.request('espeakHelper', {}),
   // The main thread stops this worker's helper when the worker exits.
   close: async () => {},
 };
-const core = new MediaCore(data.config, workerLogger({}), { espeakHelpers });
+const core = new MediaCore(data.config, rpc.log, { espeakHelpers });
 nameThisThread(`xz-media-${data.index}`);
 if (data.nice > 0) {
   const applied = lowerThreadPriority(data.nice);
-  if (!applied.ok) workerLogger({}).warn({ nice: data.nice, reason: applied.reason }, 'media worker priority not lowered');
+  if (!applied.ok) rpc.log.warn({ nice: data.nice, reason: applied.reason }, 'media worker priority not lowered');
 }
 const sessions = new Map<number, CoreSession>();
 /** Per-session chain: uplink packets go through the (asynchronous) VAD strictly in order. */
 const chains = new Map<number, Promise<unknown>>();
-
-function fail(rid: number, err: unknown): void {
-  const e = toVoiceError(err);
-  post({ op: 'error', rid, message: e.message, code: e.code });
-}
 
 function session(sid: number): CoreSession {
   const s = sessions.get(sid);
@@ -84,7 +58,13 @@ function session(sid: number): CoreSession {
  * out at 50 and doubled late intervals at 100; 400 keeps most of the gain without either.
  */
 interface SpeakTask {
-  m: Extract<ToWorker, { op: 'speak' }>;
+  sid: number;
+  text: string;
+  urgent: boolean;
+  /** Sends packets to the caller. */
+  call: RpcCall<PackedPackets>;
+  /** Ends the call: done (no error), or failed. */
+  end(err?: unknown): void;
   job?: SpeechJob;
   due: number;
   /** Arrival order: ties go to the older request. */
@@ -151,162 +131,111 @@ function removeTask(task: SpeakTask): void {
 
 function finishTask(task: SpeakTask): void {
   removeTask(task);
-  post({ op: 'done', rid: task.m.rid });
+  task.end();
 }
 
 function runSpeak(): void {
   speakScheduled = false;
   const task = nextTask();
   if (task) {
-    const { m } = task;
+    const { sid } = task;
     try {
       const postSlice = (p: Buffer[]): void => {
         const now = performance.now();
-        const clock = clocks.get(m.sid);
+        const clock = clocks.get(sid);
         if (clock) clock.frames += p.length;
-        else clocks.set(m.sid, { startedAt: now, frames: p.length });
+        else clocks.set(sid, { startedAt: now, frames: p.length });
         const packets = packPackets(p);
-        post({ op: 'packets', rid: m.rid, packets, last: false }, [packets.bytes.buffer as ArrayBuffer]);
-        task.due = dueOf(m.sid, now);
+        task.call.send(packets, [packets.bytes.buffer as ArrayBuffer]);
+        task.due = dueOf(sid, now);
       };
       if (task.job) {
         const p = task.job.take(SLICE_FRAMES);
         if (p.length > 0) postSlice(p);
       } else {
         // The first slice leaves while espeak-ng is still speaking the rest of the sentence.
-        const first = clocks.has(m.sid) ? SLICE_FRAMES : leadFrames;
-        task.job = session(m.sid).startSpeech(m.text, first, postSlice) ?? undefined;
+        const first = clocks.has(sid) ? SLICE_FRAMES : leadFrames;
+        task.job = session(sid).startSpeech(task.text, first, postSlice) ?? undefined;
       }
       if (!task.job || task.job.finished) finishTask(task);
     } catch (err) {
       removeTask(task);
-      fail(m.rid, err);
+      task.end(err);
     }
   }
   scheduleSpeak();
 }
 
-function handle(m: ToWorker): void {
-  switch (m.op) {
-    case 'open':
-      core.openSession(m.opts).then(
-        (s) => {
-          sessions.set(m.sid, s);
-          chains.set(m.sid, Promise.resolve());
-          post({ op: 'done', rid: m.rid });
-        },
-        (err: unknown) => fail(m.rid, err),
-      );
-      return;
-    case 'uplink': {
-      const prev = chains.get(m.sid) ?? Promise.resolve();
-      const next = prev.then(async () => {
-        try {
-          const r = await session(m.sid).uplink(m.packet);
-          // The decoder's output may be a view of a larger buffer: transfer a tight copy.
-          const pcm = r.pcm.byteOffset === 0 && r.pcm.byteLength === r.pcm.buffer.byteLength ? r.pcm : r.pcm.slice();
-          post({ op: 'uplink', rid: m.rid, pcm, events: r.events, corrupt: r.corrupt }, [pcm.buffer as ArrayBuffer]);
-        } catch (err) {
-          fail(m.rid, err);
-        }
-      });
-      chains.set(m.sid, next);
-      return;
-    }
-    case 'resetVad': {
-      // Ordered behind the uplink packets already queued for this session.
-      const prev = chains.get(m.sid) ?? Promise.resolve();
-      chains.set(m.sid, prev.then(() => sessions.get(m.sid)?.resetVad()));
-      return;
-    }
-    case 'encode':
-      try {
-        const packets = packPackets(session(m.sid).encodeChunk(m.stream, m.pcm, m.final));
-        post({ op: 'packets', rid: m.rid, packets, last: true }, [packets.bytes.buffer as ArrayBuffer]);
-      } catch (err) {
-        fail(m.rid, err);
-      }
-      return;
-    case 'speak': {
+const handlers: RpcHandlers<MediaWorkerApi> = {
+  open: async ({ sid, opts }) => {
+    sessions.set(sid, await core.openSession(opts));
+    chains.set(sid, Promise.resolve());
+  },
+  uplink: ({ sid, packet }) => {
+    const prev = chains.get(sid) ?? Promise.resolve();
+    const next = prev.then(() => session(sid).uplink(packet));
+    chains.set(sid, next.catch(() => undefined));
+    return next.then((r) => {
+      // The decoder's output may be a view of a larger buffer: transfer a tight copy.
+      const pcm = r.pcm.byteOffset === 0 && r.pcm.byteLength === r.pcm.buffer.byteLength ? r.pcm : r.pcm.slice();
+      return new Moved({ pcm, events: r.events, corrupt: r.corrupt }, [pcm.buffer as ArrayBuffer]);
+    });
+  },
+  resetVad: ({ sid }) => {
+    // Ordered behind the uplink packets already queued for this session.
+    const prev = chains.get(sid) ?? Promise.resolve();
+    chains.set(sid, prev.then(() => sessions.get(sid)?.resetVad()));
+  },
+  encode: ({ sid, stream, pcm, final }) => {
+    const packets = packPackets(session(sid).encodeChunk(stream, pcm, final));
+    return new Moved(packets, [packets.bytes.buffer as ArrayBuffer]);
+  },
+  speak: ({ sid, text, urgent }, call) =>
+    new Promise<void>((resolve, reject) => {
       const now = performance.now();
       // A turn's first sentence starts the turn's clock again.
-      if (m.urgent) clocks.delete(m.sid);
-      const due = m.urgent ? now - NEW_ANSWER_HEAD_START_MS : dueOf(m.sid, now);
-      speaks.push({ m, due, seq: speakSeq++ });
+      if (urgent) clocks.delete(sid);
+      const due = urgent ? now - NEW_ANSWER_HEAD_START_MS : dueOf(sid, now);
+      const task: SpeakTask = { sid, text, urgent, call, end: (err) => (err === undefined ? resolve() : reject(err)), due, seq: speakSeq++ };
+      speaks.push(task);
+      // Cancelled (barge-in), started or not: what is left of it is dropped.
+      call.signal.addEventListener('abort', () => finishTask(task), { once: true });
       scheduleSpeak();
+    }),
+  hold: ({ sid, held: isHeld }) => {
+    if (isHeld) {
+      held.add(sid);
       return;
     }
-    case 'hold': {
-      if (m.held) {
-        held.add(m.sid);
-        return;
-      }
-      if (!held.delete(m.sid)) return;
-      // The pacer starts now: the frames already made are the ones it sends first.
-      const now = performance.now();
-      const c = clocks.get(m.sid);
-      if (c) c.startedAt = now;
-      // Started sentences and look-ahead ones follow the clock again; an unstarted first sentence keeps its head start.
-      for (const t of speaks) if (t.m.sid === m.sid && (t.job || !t.m.urgent)) t.due = dueOf(m.sid, now);
-      scheduleSpeak();
-      return;
-    }
-    case 'cancel': {
-      // Started or not: what is left of it is dropped.
-      const task = speaks.find((q) => q.m.rid === m.rid);
-      if (task) finishTask(task);
-      return;
-    }
-    case 'close': {
-      // Syntheses still waiting for a closed session are dropped, and answered so the main
-      // thread forgets them.
-      for (const q of speaks.filter((t) => t.m.sid === m.sid)) finishTask(q);
-      clocks.delete(m.sid);
-      held.delete(m.sid);
-      const prev = chains.get(m.sid) ?? Promise.resolve();
-      chains.delete(m.sid);
-      void prev.then(() => {
-        sessions.get(m.sid)?.close();
-        sessions.delete(m.sid);
-      });
-      return;
-    }
-    case 'exit':
-      // Between two macrotasks: never inside the Opus encoder or a synthesis. The TTS helper is
-      // reaped first: a child whose thread has ended stays a zombie.
-      void core.close().finally(() => process.exit(0));
-      return;
-    case 'crash':
-      throw new Error('media worker crash requested (test)');
-    case 'espeakHelper':
-      return; // answered by the listener installed before loading
-  }
-}
-
-function answerHelper(m: Extract<ToWorker, { op: 'espeakHelper' }>): void {
-  const waiting = helperAnswers.get(m.hid);
-  helperAnswers.delete(m.hid);
-  if (m.dir !== undefined) waiting?.resolve(m.dir);
-  else waiting?.reject(new VoiceError((m.code as ErrorCode | undefined) ?? ErrorCode.ProviderUnavailable, m.message ?? 'no espeak-ng helper'));
-}
-
-// Helper answers can be needed while loading (before `handle` listens for everything else).
-port.on('message', (m: ToWorker) => {
-  if (m.op === 'espeakHelper') answerHelper(m);
-});
+    if (!held.delete(sid)) return;
+    // The pacer starts now: the frames already made are the ones it sends first.
+    const now = performance.now();
+    const c = clocks.get(sid);
+    if (c) c.startedAt = now;
+    // Started sentences and look-ahead ones follow the clock again; an unstarted first sentence keeps its head start.
+    for (const t of speaks) if (t.sid === sid && (t.job || !t.urgent)) t.due = dueOf(sid, now);
+    scheduleSpeak();
+  },
+  close: ({ sid }) => {
+    // Syntheses still waiting for a closed session are dropped, and answered so the main
+    // thread forgets them.
+    for (const q of speaks.filter((t) => t.sid === sid)) finishTask(q);
+    clocks.delete(sid);
+    held.delete(sid);
+    const prev = chains.get(sid) ?? Promise.resolve();
+    chains.delete(sid);
+    void prev.then(() => {
+      sessions.get(sid)?.close();
+      sessions.delete(sid);
+    });
+  },
+};
 
 core
   .load()
   .then(() => core.warmUp())
   .then(
-    () => {
-      port.on('message', (m: ToWorker) => {
-        if (m.op !== 'espeakHelper') handle(m);
-      });
-      post({ op: 'ready' });
-    },
-    (err: unknown) => {
-      const e = toVoiceError(err);
-      post({ op: 'loadFailed', message: e.message, code: e.code });
-    },
+    // Asked to exit: the TTS engine is closed first (the main thread reaps its helper).
+    () => rpc.serve(handlers, () => core.close()),
+    (err: unknown) => rpc.failed(err),
   );

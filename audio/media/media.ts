@@ -7,6 +7,7 @@
  */
 import type { VoiceError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
+import type { WorkerObserver } from '../../core/worker-rpc.ts';
 import type { OpusSampleRate } from '../opus/codec.ts';
 import type { EspeakVoice } from '../tts/espeak-wasm.ts';
 import type { VadEvent, VadProvider, VadStreamOptions } from '../vad/vad.ts';
@@ -104,5 +105,7 @@ export interface MediaEngineOptions extends MediaThreadConfig {
   workers: number;
   /** Niceness of each worker thread (0..19; Linux only, ignored elsewhere). Default 0. */
   workerNice?: number;
+  /** Sees each worker thread as it starts (labels `media worker <index>`). */
+  onWorker?: WorkerObserver;
   log: Logger;
 }

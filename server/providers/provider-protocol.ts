@@ -1,9 +1,8 @@
 /**
- * @module Messages between the main thread and the provider thread (server/providers/). Requests
- * carry an id (`rid`); an LLM request is answered by its events then `end`, an ASR request by
- * `text`; either may end with `error` instead. PCM is transferred, not copied.
+ * @module What the provider thread (server/providers/) serves the main thread, over the worker RPC
+ * of `core/worker-rpc.ts`: an LLM request answered by its events, an ASR request by its text.
+ * Either may fail with a `VoiceError` whose code crosses the thread.
  */
-import type { ThreadLogRecord } from '../../core/thread-logger.ts';
 import type { AsrOptions } from '../../providers/index.ts';
 import type { OpenAiLlmOptions } from '../../providers/openai/options.ts';
 import type { ChatMessage, LlmEvent } from '../../llm/types.ts';
@@ -16,18 +15,8 @@ export interface ProviderThreadData {
   asr?: AsrOptions;
 }
 
-export type ToProvider =
-  | { op: 'llm'; rid: number; messages: ChatMessage[]; tools: ToolSpec[] }
-  | { op: 'asr'; rid: number; pcm: Int16Array; sampleRate: number }
-  /** The caller stopped waiting (turn aborted, consumer gone): the request is cancelled. */
-  | { op: 'abort'; rid: number }
-  /** Tests only: makes the thread throw from its message handler (a crash). */
-  | { op: 'crash' };
-
-export type FromProvider =
-  | { op: 'ready' }
-  | { op: 'event'; rid: number; ev: LlmEvent }
-  | { op: 'end'; rid: number }
-  | { op: 'text'; rid: number; text: string }
-  | { op: 'error'; rid: number; code: string; message: string; retryable: boolean }
-  | { op: 'log'; rec: ThreadLogRecord };
+export interface ProviderApi {
+  llm: { params: { messages: ChatMessage[]; tools: ToolSpec[] }; result: void; item: LlmEvent };
+  /** The PCM is copied, not transferred: the caller still owns the utterance. */
+  asr: { params: { pcm: Int16Array; sampleRate: number }; result: string };
+}

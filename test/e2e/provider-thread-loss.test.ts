@@ -4,6 +4,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import type { Worker } from 'node:worker_threads';
 import { DeviceSim } from '../fixtures/device-sim.ts';
 import { fakeText, startFakeOpenAi, type FakeOpenAi } from '../fixtures/fake-openai.ts';
 import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
@@ -23,9 +24,15 @@ async function restartsMetric(srv: VoiceApp): Promise<number> {
 describe('provider thread lost during a turn', () => {
   let llm: FakeOpenAi;
   let srv: VoiceApp;
+  /** The provider threads the server started, in order: the last one is running. */
+  const providerThreads: Worker[] = [];
   before(async () => {
     llm = await startFakeOpenAi();
-    srv = await startVoiceApp(llm.url, { llm: { timeoutMs: 20_000 } });
+    srv = await startVoiceApp(llm.url, { llm: { timeoutMs: 20_000 } }, undefined, {
+      onWorker: (w, label) => {
+        if (label === 'provider thread') providerThreads.push(w);
+      },
+    });
   });
   after(async () => {
     await closeAll(srv, llm);
@@ -40,7 +47,7 @@ describe('provider thread lost during a turn', () => {
       llm.script({ kind: 'stall' });
       dev.listen('detect', { text: 'hello there' });
       await llm.waitForRequests(before + 1);
-      srv.deps.providers.crashForTest();
+      await providerThreads.at(-1)?.terminate();
       await dev.waitJson('tts', 'stop', 15_000);
       assert.deepEqual(sentences(dev), [srv.config.conversation.apologies.llm]);
       assert.equal(srv.logs.find('turn failed; apologising').at(-1)?.code, 'provider_failed');

@@ -15,7 +15,7 @@ import { fakeText, fakeToolCalls, onToolResults, startFakeOpenAi, type FakeOpenA
 import { fixtureEntry } from '../integration/mcp/mcp-test-helpers.ts';
 import { closeAll } from '../helpers/close-all.ts';
 import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
-import { pollUntil, within } from '../helpers/wait.ts';
+import { waitFor, within } from '../helpers/wait.ts';
 import { assertNoLeaks, holdings, loopbackConnectionsTo, pidAlive } from './leak-check.ts';
 import { warmUp } from './rig.ts';
 import { startMcpHttpProcess, type McpHttpProcess } from './mcp-http-process.ts';
@@ -82,7 +82,7 @@ class Bench {
     }
     this.srv = await startVoiceApp(this.llm.url, { llm: { toolTimeoutMs }, mcpServers });
     const names = Object.keys(mcpServers);
-    await pollUntil('every MCP server ready', () => names.every((n) => this.state(n)?.state === 'ready'), 20_000);
+    await waitFor(() => names.every((n) => this.state(n)?.state === 'ready'), { what: 'every MCP server ready', timeoutMs: 20_000 });
     // Warm-up with a tool call on every server: its connection's first call is made here too.
     await warmUp(this.srv, () => this.device(), async (dev) => {
       for (const n of names) assert.equal((await this.toolTurn(dev, `${n}__echo`, { text: 'warm' })).said, 'The tool said: echo: warm.');
@@ -111,7 +111,7 @@ class Bench {
     const calls = this.server().logs.find('tool call').length;
     this.fake().script(fakeToolCalls([{ name: tool, arguments: {} }]));
     dev.listen('detect', { text: `please use ${tool}` });
-    await pollUntil(`${tool} called`, () => this.server().logs.find('tool call').length > calls, 10_000);
+    await waitFor(() => this.server().logs.find('tool call').length > calls, { what: `${tool} called`, timeoutMs: 10_000 });
     // The request is written right after the log line; give it a moment to reach the server.
     await new Promise((r) => setTimeout(r, 200));
     return from;
@@ -143,7 +143,7 @@ describe('fault: MCP server killed mid-call', { timeout: 180_000 }, () => {
       assert.ok(Date.now() - killedAt < PROMPT_FAILURE_MS, 'failed at once, not by the tool timeout');
       assert.match(b.lastToolMessage(), /closed|disconnect|connection/i, 'the model is told the server went away');
       assert.match(spoken(dev, from), /^That tool failed\.$/);
-      await pollUntil('fx reconnected', () => b.state('fx')?.state === 'ready' && b.state('fx')?.pid !== oldPid, 20_000);
+      await waitFor(() => b.state('fx')?.state === 'ready' && b.state('fx')?.pid !== oldPid, { what: 'fx reconnected', timeoutMs: 20_000 });
       // Another device, and the same server's tools again after the reconnect.
       assert.equal((await b.toolTurn(other, 'fx__echo', { text: 'back' })).said, 'The tool said: echo: back.');
       assert.equal(dev.closeCode, null, 'the session survives its tool server dying');
@@ -180,7 +180,7 @@ describe('fault: MCP server killed mid-call', { timeout: 180_000 }, () => {
         assert.match(spoken(dev, from), /^That tool failed\.$/);
         // The owner restarts it on the same address; the server reconnects by itself.
         b.http.set(name, await startMcpHttpProcess({ port: old.port, transport: name === 'web' ? 'streamable-http' : 'sse' }));
-        await pollUntil(`${name} reconnected`, () => b.state(name)?.state === 'ready', 20_000);
+        await waitFor(() => b.state(name)?.state === 'ready', { what: `${name} reconnected`, timeoutMs: 20_000 });
         assert.equal((await b.toolTurn(other, `${name}__echo`, { text: 'back' })).said, 'The tool said: echo: back.');
       } finally {
         dev.close();
@@ -230,7 +230,7 @@ describe('fault: MCP server hung mid-call', { timeout: 120_000 }, () => {
       assert.equal(b.state('web')?.state, 'ready');
       // The hung call's POST keeps its response stream open for as long as the server does: the
       // client must close it when it gives up (every answer of this server closes its connection).
-      await pollUntil('no connection left to the hung server', () => loopbackConnectionsTo(web.port) === 0, 5000);
+      await waitFor(() => loopbackConnectionsTo(web.port) === 0, { what: 'no connection left to the hung server', timeoutMs: 5000 });
       assert.equal((await b.toolTurn(dev, 'web__echo', { text: 'still' })).said, 'The tool said: echo: still.');
     } finally {
       dev.close();

@@ -13,20 +13,23 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import type { WorkerPool } from '../../audio/media/worker-pool.ts';
+import type { Worker } from 'node:worker_threads';
 import { CloseCode } from '../../protocol/close-codes.ts';
 import { FaultRig } from './rig.ts';
 import type { DeviceSim } from '../fixtures/device-sim.ts';
 import { fakeText, fakeToolCalls } from '../fixtures/fake-openai.ts';
 import { childProcesses } from '../helpers/speech.ts';
 import { closeAll } from '../helpers/close-all.ts';
-import { pollUntil, within } from '../helpers/wait.ts';
+import { waitFor, within } from '../helpers/wait.ts';
+import { untilWorkerIdle } from '../helpers/worker-idle.ts';
 import { assertNoLeaks, holdings } from './leak-check.ts';
 
 describe('fault: the media worker dies mid-sentence; ffmpeg is fed garbage', { timeout: 90_000 }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'fault-music-'));
   const rig = new FaultRig('fa:00:00:00:04');
   const { server, fake, device } = rig;
+  /** The media workers the server started, in order: the last one is running. */
+  const mediaWorkers: Worker[] = [];
 
   async function quickTurn(dev: DeviceSim, answer: string): Promise<string[]> {
     const from = dev.json.length;
@@ -39,7 +42,11 @@ describe('fault: the media worker dies mid-sentence; ffmpeg is fed garbage', { t
   before(async () => {
     // 64 KB of random bytes with an audio file's name: ffmpeg finds no stream it can decode.
     writeFileSync(join(dir, 'Noise Song.mp3'), randomBytes(64 * 1024));
-    await rig.start({ audio: { workers: 1 }, tools: { music: { folder: dir } } });
+    await rig.start({ audio: { workers: 1 }, tools: { music: { folder: dir } } }, {
+      onWorker: (w, label) => {
+        if (label.startsWith('media worker')) mediaWorkers.push(w);
+      },
+    });
   }, { timeout: 60_000 });
 
   after(async () => {
@@ -52,7 +59,7 @@ describe('fault: the media worker dies mid-sentence; ffmpeg is fed garbage', { t
 
   test('the media worker (embedded TTS) crashes mid-sentence: 4006, the worker is replaced, a new device talks, no leak', async () => {
     const base = await holdings(server().app);
-    const pool = server().deps.media as WorkerPool;
+    const pool = server().deps.media;
     const restarts = pool.stats().workerRestarts;
     const dev = device();
     let fresh: DeviceSim | undefined;
@@ -62,11 +69,15 @@ describe('fault: the media worker dies mid-sentence; ffmpeg is fed garbage', { t
       dev.listen('detect', { text: 'tell me a long story' });
       await dev.waitFor('speaking', () => dev.audio.length >= 5, 15_000);
       const request = fake().requests.at(-1);
-      pool.crashForTest(0);
+      // Killed between two pieces of its work (see `untilWorkerIdle`), the answer still playing.
+      const worker = mediaWorkers.at(-1);
+      assert.ok(worker);
+      await untilWorkerIdle(worker);
+      await worker.terminate();
       assert.equal(await within(dev.closed, 10_000, 'victim closed'), CloseCode.MediaLost);
       assert.equal(server().logs.find('media worker lost; ending the session').length, 1);
       await within(request?.finished ?? Promise.reject(new Error('no LLM request')), 5000, 'LLM exchange over');
-      await pollUntil('the replacement worker', () => pool.stats().workers === 1 && pool.stats().workerRestarts === restarts + 1, 30_000);
+      await waitFor(() => pool.stats().workers === 1 && pool.stats().workerRestarts === restarts + 1, { what: 'the replacement worker', timeoutMs: 30_000 });
       fresh = device();
       await within(fresh.hello(), 20_000, 'hello after the crash');
       assert.deepEqual(await quickTurn(fresh, 'Back again.'), ['Back again.']);

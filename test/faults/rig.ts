@@ -7,7 +7,10 @@ import assert from 'node:assert/strict';
 import { DeviceSim } from '../fixtures/device-sim.ts';
 import { fakeText, startFakeOpenAi, type FakeOpenAi } from '../fixtures/fake-openai.ts';
 import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
-import { pollUntil, within } from '../helpers/wait.ts';
+
+/** The server's own start options (e.g. `onWorker`, to reach its worker threads). */
+type StartOptions = NonNullable<Parameters<typeof startVoiceApp>[3]>;
+import { waitFor, within } from '../helpers/wait.ts';
 
 /** What the warm-up device heard of its answer. */
 export interface WarmUpAnswer {
@@ -33,7 +36,7 @@ export async function warmUp<T>(server: VoiceApp, device: () => DeviceSim, turns
     dev.close();
   }
   await within(dev.closed, 5000, 'warm-up device closed');
-  await pollUntil('no session', () => server.app.registry.size === 0, 5000);
+  await waitFor(() => server.app.registry.size === 0, { what: 'no session', timeoutMs: 5000 });
   return out;
 }
 
@@ -64,9 +67,9 @@ export class FaultRig {
    * Starts the fake LLM and the server (`overrides` as for `startVoiceApp`), then warms it up with
    * one typed turn answered "Ready." (checked). Returns what the warm-up device heard.
    */
-  async start(overrides: Record<string, unknown> = {}): Promise<WarmUpAnswer> {
+  async start(overrides: Record<string, unknown> = {}, opts: StartOptions = {}): Promise<WarmUpAnswer> {
     this.llm = await startFakeOpenAi({ keepAlive: false });
-    this.srv = await startVoiceApp(this.llm.url, overrides);
+    this.srv = await startVoiceApp(this.llm.url, overrides, undefined, opts);
     return warmUp(this.srv, this.device, async (dev) => {
       const from = dev.json.length;
       const audioFrom = dev.audio.length;

@@ -4,7 +4,7 @@
  */
 import { LOOPBACK_CLIENTS } from './test-app.ts';
 import type { App } from '../../server/app.ts';
-import { assembleServer } from '../../server/assemble.ts';
+import { assembleServer, type AssembleOptions } from '../../server/assemble.ts';
 import { ConfigSchema, type Config } from '../../server/config.ts';
 import type { Deps } from '../../server/deps.ts';
 import { createLogger } from '../../server/logger.ts';
@@ -33,8 +33,11 @@ function merge(a: Record<string, unknown>, b: Record<string, unknown>): Record<s
   return out;
 }
 
-/** `logs`: where the server logs go (default: an in-memory sink that keeps every line). */
-export async function startVoiceApp(llmUrl: string, overrides: Record<string, unknown> = {}, logs: LogSink = createLogSink()): Promise<VoiceApp> {
+/**
+ * `logs`: where the server logs go (default: an in-memory sink that keeps every line); `assemble`:
+ * options of `assembleServer` (e.g. `onWorker`, to reach the worker threads).
+ */
+export async function startVoiceApp(llmUrl: string, overrides: Record<string, unknown> = {}, logs: LogSink = createLogSink(), assemble: AssembleOptions = {}): Promise<VoiceApp> {
   const config = ConfigSchema.parse(
     merge(
       {
@@ -52,7 +55,7 @@ export async function startVoiceApp(llmUrl: string, overrides: Record<string, un
   );
   const log = createLogger({ level: config.logging.level, logContent: false, destination: logs.stream });
   // Wired exactly as server/main.ts wires it.
-  const server = await assembleServer(config, log);
+  const server = await assembleServer(config, log, assemble);
   const { httpUrl, wsUrl } = await listenOnLoopback(server.app);
   return { app: server.app, deps: server.deps, config, logs, httpUrl, wsUrl, close: server.close };
 }

@@ -31,11 +31,6 @@ export async function waitFor<T>(predicate: () => T | Promise<T>, opts: WaitOpti
   }
 }
 
-/** `waitFor` with the fault tests' argument order: `what`, the predicate, the timeout. */
-export function pollUntil(what: string, predicate: () => boolean, timeoutMs: number): Promise<boolean> {
-  return waitFor(predicate, { what, timeoutMs });
-}
-
 /**
  * Resolves after `ms` of real time. Only for what really takes real time (a child process, a
  * socket, another thread); timing code under test runs on a `ManualClock` instead.

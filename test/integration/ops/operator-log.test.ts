@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { stringify } from 'yaml';
 import { freePort, spawnServer, type SpawnedServer } from './helpers/spawned-server.ts';
-import { pollUntil } from '../../helpers/wait.ts';
+import { waitFor } from '../../helpers/wait.ts';
 
 const run = promisify(execFile);
 const DEVICE = { 'Device-Id': 'e4:00:00:00:00:21', 'Client-Id': '0b9a3c1e-7d55-4e0f-9a51-2c4f1e9b7d21' };
@@ -54,7 +54,7 @@ describe('the operator log of a server in activation mode', () => {
     const code = (await ota()).activation?.code ?? '';
     assert.match(code, /^\d{6}$/);
     await ota();
-    await pollUntil('the code is logged', () => s.logLines('activation code issued').length > 0, 5_000);
+    await waitFor(() => s.logLines('activation code issued').length > 0, { what: 'the code is logged', timeoutMs: 5_000 });
     const issued = s.logLines('activation code issued');
     assert.equal(issued.length, 1, 'logged once, not at every OTA request that repeats it');
     assert.equal(issued[0]?.level, 30);
@@ -68,12 +68,12 @@ describe('the operator log of a server in activation mode', () => {
     const id = /^bound ([0-9a-f]{10}) /.exec(bound.stdout)?.[1] ?? '';
     assert.ok(id, bound.stdout);
     // The server re-reads the registry file when it changes (about once a second).
-    await pollUntil('the server logs the bind it sees', () => s.logLines('device bound').length > 0, 10_000);
+    await waitFor(() => s.logLines('device bound').length > 0, { what: 'the server logs the bind it sees', timeoutMs: 10_000 });
     const b = s.logLines('device bound')[0];
     assert.deepEqual({ level: b?.level, id: b?.id, deviceId: b?.deviceId, clientId: b?.clientId }, { level: 30, id, deviceId: DEVICE['Device-Id'], clientId: DEVICE['Client-Id'] });
 
     await run(process.execPath, [...cli, 'revoke', id, '--config', config], { env: cleanEnv() });
-    await pollUntil('the server logs the revoke it sees', () => s.logLines('device revoked').length > 0, 10_000);
+    await waitFor(() => s.logLines('device revoked').length > 0, { what: 'the server logs the revoke it sees', timeoutMs: 10_000 });
     const r = s.logLines('device revoked')[0];
     assert.deepEqual({ level: r?.level, id: r?.id, deviceId: r?.deviceId }, { level: 30, id, deviceId: DEVICE['Device-Id'] });
     assert.equal(s.output().includes('Chinese'), false, 'no language warning in English');

@@ -8,6 +8,7 @@ import { AsrSchema } from '../../../providers/index.ts';
 import { OpenAiLlmSchema } from '../../../providers/openai/options.ts';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import type { Worker } from 'node:worker_threads';
 import { ErrorCode, VoiceError } from '../../../core/errors.ts';
 import { silentLogger } from '../../../core/logger.ts';
 import { createLlmClient } from '../../../providers/openai/llm.ts';
@@ -44,10 +45,12 @@ describe('provider thread', { timeout: 60_000 }, () => {
   let audio: FakeOpenAiAudio;
   let logs: LogSink;
   let thread: ProviderThread;
+  /** Every provider thread started, in order: the last one is the running one. */
+  const workers: Worker[] = [];
 
   before(async () => {
     llm = await startFakeOpenAi();
-    audio = await startFakeOpenAiAudio({ transcript: 'what time is it' });
+    audio = await startFakeOpenAiAudio({ transcript: 'what time is it', slowMs: 30_000 });
     logs = createLogSink();
     const log = createLogger({ level: 'debug', logContent: false, destination: logs.stream });
     thread = await startProviderThread(
@@ -56,6 +59,7 @@ describe('provider thread', { timeout: 60_000 }, () => {
         asr: AsrSchema.parse({ provider: 'openai', baseURL: audio.baseURL, apiKey: 'sk-asr', model: 'whisper-1' }),
       },
       log,
+      { onWorker: (w) => workers.push(w) },
     );
   });
   after(async () => {
@@ -153,10 +157,26 @@ describe('provider thread', { timeout: 60_000 }, () => {
       for await (const ev of thread.llm.stream({ messages: user, tools: [], signal: new AbortController().signal })) seen.push(ev);
     })();
     await waitFor(() => seen.length > 0, { what: 'the first delta', timeoutMs: 5000 });
+    // An ASR request in flight too: both fail with the thread's one error.
+    audio.transcriptionMode = 'slow';
+    const uploads = audio.transcriptions.length;
+    const asr = thread.asr;
+    assert.ok(asr);
+    const transcribing = asr.transcribe(new Int16Array(1600), { signal: new AbortController().signal, sampleRate: 16000 }).then(
+      () => assert.fail('the transcription should fail'),
+      (err: unknown) => err,
+    );
+    await waitFor(() => audio.transcriptions.length > uploads, { what: 'the upload arrived', timeoutMs: 5000 });
     const restartsBefore = thread.restarts;
-    thread.crashForTest();
-    assert.equal(await codeOf(run), ErrorCode.ProviderFailed);
-    await waitFor(() => thread.restarts === restartsBefore + 1, { what: 'the replacement', timeoutMs: 5000 });
+    const started = workers.length;
+    await workers.at(-1)?.terminate();
+    const [llmError, asrError] = await Promise.all([run.catch((err: unknown) => err), transcribing]);
+    audio.transcriptionMode = 'ok';
+    assert.ok(llmError instanceof VoiceError && llmError.code === ErrorCode.ProviderFailed, String(llmError));
+    assert.equal(asrError, llmError, 'the requests in flight fail with the same error');
+    // Replaced at once: the new thread is already starting when the requests have failed.
+    assert.equal(thread.restarts, restartsBefore + 1);
+    assert.equal(workers.length, started + 1);
     llm.script(fakeText('Back again.'));
     // The new thread may still be loading: the request waits for it rather than failing.
     const events = await collect(thread.llm.stream({ messages: user, tools: [], signal: new AbortController().signal }));

@@ -5,18 +5,20 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import type { Worker } from 'node:worker_threads';
 import { createMediaEngine } from '../../../audio/media/engine.ts';
-import type { WorkerPool } from '../../../audio/media/worker-pool.ts';
 import { createOpusCodec } from '../../../audio/opus/codec.ts';
 import { createLogger } from '../../../server/logger.ts';
 import { Listener } from '../../../voice/conversation/listener.ts';
 import { createLogSink } from '../../helpers/log-sink.ts';
 import { waitFor, within } from '../../helpers/wait.ts';
+import { untilWorkerIdle } from '../../helpers/worker-idle.ts';
 
 test('a lost media worker fails the uplink with a few log lines, not one per packet', { timeout: 90_000 }, async () => {
   const logs = createLogSink();
   const log = createLogger({ level: 'info', logContent: false, destination: logs.stream });
-  const pool = (await within(createMediaEngine({ workers: 1, vadProvider: 'webrtc', espeak: { voice: 'en-us' }, log }), 60_000, 'pool start')) as WorkerPool;
+  const workers: Worker[] = [];
+  const pool = await within(createMediaEngine({ workers: 1, vadProvider: 'webrtc', espeak: { voice: 'en-us' }, onWorker: (w) => workers.push(w), log }), 60_000, 'pool start');
   try {
     const media = await pool.open({ vad: { threshold: 0.5, minSilenceMs: 500 }, downlinkSampleRate: 24000, complexity: 5 }, log);
     let lost = false;
@@ -27,7 +29,10 @@ test('a lost media worker fails the uplink with a few log lines, not one per pac
     const packet = encoder.encode(new Int16Array(960));
     encoder.close();
 
-    pool.crashForTest(0);
+    const worker = workers[0];
+    assert.ok(worker && workers.length === 1);
+    await untilWorkerIdle(worker);
+    await worker.terminate();
     await waitFor(() => lost, { what: 'the worker loss is noticed', timeoutMs: 20_000 });
     // The session is not closed yet (in the server that happens asynchronously): 250 packets arrive.
     for (let i = 0; i < 250; i++) {
