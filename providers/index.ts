@@ -23,7 +23,7 @@ export type TtsOptions = z.infer<typeof TtsSchema>;
 export interface AsrProvider<O> {
   /**
    * Where its requests run. `provider-thread`: an HTTP client, served by the provider thread
-   * (server/providers/) so its work stays off the main thread. `caller`: in the thread that
+   * (providers/thread/) so its work stays off the main thread. `caller`: in the thread that
    * created it (a child process it owns).
    */
   readonly runsIn: 'provider-thread' | 'caller';

@@ -19,7 +19,7 @@ import { createCompositeToolSource, type NamedToolSource } from '../mcp/composit
 import { createLocalTools, dateTimeTool, endConversationTool } from '../mcp/local-tools.ts';
 import { createMcpManager, type McpManager } from '../mcp/manager.ts';
 import { playMusicTool } from '../mcp/local-tools/play-music.ts';
-import { startProviderThread, type ProviderThread } from './providers/provider-thread.ts';
+import { startProviderThread, type ProviderThread } from '../providers/thread/provider-thread.ts';
 import { createResultDispatcher } from '../voice/dispatch/result-dispatcher.ts';
 import type { Config } from './config.ts';
 import type { ConversationFactory } from '../voice/session/conversation.ts';
@@ -64,7 +64,7 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
     ...(opts.onWorker ? { onWorker: opts.onWorker } : {}),
     log: log.child({ part: 'media' }),
   });
-  // The LLM client and an HTTP ASR run on the provider thread (server/providers/): their HTTP
+  // The LLM client and an HTTP ASR run on the provider thread (providers/thread/): their HTTP
   // and SSE work would otherwise hold up the main thread's frame pacing under a burst of turns.
   const asrEntry = asrProvider(config.asr);
   const providers = await startProviderThread(

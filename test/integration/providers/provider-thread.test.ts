@@ -1,5 +1,5 @@
 /**
- * The provider thread (server/providers/): the LLM client and the OpenAI-compatible ASR running on a
+ * The provider thread (providers/thread/): the LLM client and the OpenAI-compatible ASR running on a
  * worker thread behave like the in-process clients (same events, same error codes, aborts reach the
  * HTTP request), their log lines come out of the main logger, and a thread that dies fails only what
  * was in flight and is replaced.
@@ -14,7 +14,7 @@ import { silentLogger } from '../../../core/logger.ts';
 import { createLlmClient } from '../../../providers/openai/llm.ts';
 import type { LlmEvent } from '../../../llm/types.ts';
 import { createLogger } from '../../../server/logger.ts';
-import { startProviderThread, type ProviderThread } from '../../../server/providers/provider-thread.ts';
+import { startProviderThread, type ProviderThread } from '../../../providers/thread/provider-thread.ts';
 import { fakeError, fakeText, fakeToolCalls, startFakeOpenAi, type FakeOpenAi } from '../../fixtures/fake-openai.ts';
 import { startFakeOpenAiAudio, type FakeOpenAiAudio } from '../../fixtures/fake-openai-audio.ts';
 import { createLogSink, type LogSink } from '../../helpers/log-sink.ts';

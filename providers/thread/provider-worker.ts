@@ -8,8 +8,8 @@
 import { workerData } from 'node:worker_threads';
 import { workerRpcThread } from '../../core/worker-rpc-thread.ts';
 import { nameThisThread } from '../../core/thread-name.ts';
-import { asrProvider } from '../../providers/index.ts';
-import { createLlmClient } from '../../providers/openai/llm.ts';
+import { asrProvider } from '../index.ts';
+import { createLlmClient } from '../openai/llm.ts';
 import type { ProviderApi, ProviderThreadData } from './provider-protocol.ts';
 
 const rpc = workerRpcThread<ProviderApi>();

@@ -1,10 +1,10 @@
 /**
- * @module What the provider thread (server/providers/) serves the main thread, over the worker RPC
+ * @module What the provider thread (providers/thread/) serves the main thread, over the worker RPC
  * of `core/worker-rpc.ts`: an LLM request answered by its events, an ASR request by its text.
  * Either may fail with a `VoiceError` whose code crosses the thread.
  */
-import type { AsrOptions } from '../../providers/index.ts';
-import type { OpenAiLlmOptions } from '../../providers/openai/options.ts';
+import type { AsrOptions } from '../index.ts';
+import type { OpenAiLlmOptions } from '../openai/options.ts';
 import type { ChatMessage, LlmEvent } from '../../llm/types.ts';
 import type { ToolSpec } from '../../mcp/tool-source.ts';
 
