@@ -17,13 +17,21 @@ const SPIN_MS = 400;
 const SPIN_CAP_MS = 10_000;
 
 /**
- * A worker that names itself as a media thread and, on each message, spins until the process has
- * used SPIN_MS more CPU (the main thread waits meanwhile), however long a crowded machine takes.
+ * A worker that names itself as a media thread. On 'spin' it spins until the process has used
+ * SPIN_MS more CPU (the main thread waits meanwhile), however long a crowded machine takes; given
+ * a number it spins for that many ms of wall time instead (several workers spinning together would
+ * otherwise stop early: the process's CPU count is all threads').
  */
 const WORKER = `
 const { parentPort } = require('node:worker_threads');
 require('node:fs').writeFileSync('/proc/thread-self/comm', 'xz-media-0');
-parentPort.on('message', () => {
+parentPort.on('message', (m) => {
+  if (typeof m === 'number') {
+    const t = performance.now(); let y = 0;
+    while (performance.now() - t < m) y += Math.sqrt(y + 1);
+    parentPort.postMessage(y > 0);
+    return;
+  }
   const c0 = process.cpuUsage(); const until = performance.now() + ${SPIN_CAP_MS}; let x = 0;
   for (;;) {
     const c = process.cpuUsage(c0);
@@ -113,7 +121,8 @@ test('cpu window: a main thread that shares the CPUs with three times as many sp
   assert.ok(sampler, 'a probe on Linux');
   try {
     await sleep(60);
-    const done = Promise.all(workers.map((w) => (w.postMessage('spin'), next(w))));
+    // The workers spin (wall time) past the end of this thread's window, so they crowd all of it.
+    const done = Promise.all(workers.map((w) => (w.postMessage(SPIN_MS + 300), next(w))));
     const from = performance.now();
     let x = 0;
     while (performance.now() - from < SPIN_MS) x += Math.sqrt(x + 1);
