@@ -16,23 +16,10 @@ import { execFile } from 'node:child_process';
 import { DeviceSim } from '../fixtures/device-sim.ts';
 import { fakeText, startFakeOpenAi, type FakeOpenAi } from '../fixtures/fake-openai.ts';
 import { freePort, nonJsonLines, spawnServer, type SpawnedServer } from '../integration/ops/helpers/spawned-server.ts';
+import { parseTwoLaunchers } from './two-launchers.ts';
 
 const DEVICE = { 'Device-Id': 'c0:ff:ee:00:00:02', 'Client-Id': '3f0c8a52-6a1e-4c57-9d0b-7a2e41c9b8d1' };
 const step = (name: string): void => void process.stderr.write(`activation smoke: ${name}\n`);
-
-function parseArgs(argv: readonly string[]): { timeoutMs: number; server: string[]; exec: string[] } {
-  const sep = argv.indexOf('--');
-  const own = sep >= 0 ? argv.slice(0, sep) : argv;
-  const rest = sep >= 0 ? argv.slice(sep + 1) : [];
-  const mid = rest.indexOf('---');
-  const t = own.indexOf('--timeout-ms');
-  const timeoutMs = t >= 0 ? Number(own[t + 1]) : 240_000;
-  if (mid <= 0 || mid === rest.length - 1 || !Number.isFinite(timeoutMs)) {
-    process.stderr.write('usage: tsx test/container/activation.ts [--timeout-ms N] -- <server launcher...> --- <exec launcher...>\n');
-    process.exit(2);
-  }
-  return { timeoutMs, server: rest.slice(0, mid), exec: rest.slice(mid + 1) };
-}
 
 /** Runs one command in the container; resolves with its stdout, rejects with its stderr. */
 function inContainer(launcher: readonly string[], args: readonly string[]): Promise<string> {
@@ -62,7 +49,7 @@ async function ota(httpUrl: string): Promise<OtaAnswer> {
 }
 
 async function main(): Promise<void> {
-  const { timeoutMs, server, exec } = parseArgs(process.argv.slice(2));
+  const { timeoutMs, first: server, second: exec } = parseTwoLaunchers(process.argv.slice(2), 'tsx test/container/activation.ts [--timeout-ms N] -- <server launcher...> --- <exec launcher...>');
   const t0 = performance.now();
   const watchdog = setTimeout(() => {
     process.stderr.write(`activation smoke: FAILED: no result after ${timeoutMs} ms\n`);

@@ -18,25 +18,12 @@ import { DeviceSim } from '../fixtures/device-sim.ts';
 import { fakeText, fakeToolCalls, onToolResults, onUserText, startFakeOpenAi, type FakeOpenAi } from '../fixtures/fake-openai.ts';
 import { decodeDownlink } from '../helpers/speech.ts';
 import { spawnServer, type SpawnedServer } from '../integration/ops/helpers/spawned-server.ts';
+import { parseTwoLaunchers } from './two-launchers.ts';
 
 /** The port docker/server.yaml gives both services (server 8000; mcp-audio 8808 in its URL). */
 const SERVER_PORT = 8000;
 const MCP_PORT = 8808;
 const step = (name: string): void => void process.stderr.write(`shipped-config smoke: ${name}\n`);
-
-function parseArgs(argv: readonly string[]): { timeoutMs: number; mcp: string[]; server: string[] } {
-  const sep = argv.indexOf('--');
-  const own = sep >= 0 ? argv.slice(0, sep) : argv;
-  const rest = sep >= 0 ? argv.slice(sep + 1) : [];
-  const mid = rest.indexOf('---');
-  const t = own.indexOf('--timeout-ms');
-  const timeoutMs = t >= 0 ? Number(own[t + 1]) : 240_000;
-  if (mid <= 0 || mid === rest.length - 1 || !Number.isFinite(timeoutMs)) {
-    process.stderr.write('usage: tsx test/container/shipped-config.ts [--timeout-ms N] -- <mcp launcher...> --- <server launcher...>\n');
-    process.exit(2);
-  }
-  return { timeoutMs, mcp: rest.slice(0, mid), server: rest.slice(mid + 1) };
-}
 
 /** Resolves once something accepts HTTP on the port (any status), rejects after `ms`. */
 async function waitHttp(url: string, ms: number): Promise<void> {
@@ -53,7 +40,7 @@ async function waitHttp(url: string, ms: number): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const { timeoutMs, mcp, server } = parseArgs(process.argv.slice(2));
+  const { timeoutMs, first: mcp, second: server } = parseTwoLaunchers(process.argv.slice(2), 'tsx test/container/shipped-config.ts [--timeout-ms N] -- <mcp launcher...> --- <server launcher...>');
   const watchdog = setTimeout(() => {
     process.stderr.write(`shipped-config smoke: FAILED: no result after ${timeoutMs} ms\n`);
     process.exit(1);
