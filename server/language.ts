@@ -102,10 +102,11 @@ export interface LanguageWarning {
 
 /**
  * What the language cannot switch by itself. The embedded ASR (pocketsphinx) ships only an English
- * model, so with `zh` it would turn Chinese speech into English words: the operator is told at start.
+ * model, so with `zh` it would turn Chinese speech into English words: the operator is told at start,
+ * unless they gave it a model of their own (`asr.hmm`).
  */
-export function languageWarnings(config: { language: Language; asr: { provider: string } }): LanguageWarning[] {
-  if (config.language !== 'zh' || config.asr.provider !== 'pocketsphinx') return [];
+export function languageWarnings(config: { language: Language; asr: { provider: string; hmm?: string | undefined } }): LanguageWarning[] {
+  if (config.language !== 'zh' || config.asr.provider !== 'pocketsphinx' || config.asr.hmm !== undefined) return [];
   return [
     {
       key: 'asr.provider',

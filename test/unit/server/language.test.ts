@@ -43,4 +43,6 @@ test('language zh with the embedded ASR is warned about, naming asr.provider; an
   assert.match(w[0]?.message ?? '', /pocketsphinx/);
   assert.deepEqual(languageWarnings(ConfigSchema.parse({ language: 'zh', asr: { provider: 'openai', baseURL: 'http://asr.example/v1' } })), []);
   assert.deepEqual(languageWarnings(ConfigSchema.parse({})), []);
+  // A model of the operator's own (a Mandarin acoustic model) is taken at its word.
+  assert.deepEqual(languageWarnings(ConfigSchema.parse({ language: 'zh', asr: { provider: 'pocketsphinx', hmm: '/models/zh-cn' } })), []);
 });
