@@ -85,6 +85,8 @@ if ! "${B[@]}" inspect --type image "$BASE" >/dev/null 2>&1; then
       || skip "no base image $BASE: not in local storage, no base-image tool at $BASE_TOOL, and the pull failed ($(tail -1 /tmp/xiaozhi-base-pull.log))"
     say "base image pulled ($(since "$t") s)"
   fi
+else
+  say "base image $BASE: found in local storage"
 fi
 
 # 3. Build. --layers reuses unchanged steps (npm ci, apt) between runs.
