@@ -24,6 +24,8 @@ export interface ListenerOptions {
   /** Decodes and runs the VAD, off this thread when media workers are on. */
   media: SessionMedia;
   log: Logger;
+  /** The clock an utterance's end is read on (the turns'). Default: the real one. */
+  now?: () => number;
   /** Audio kept from before speech_start, in ms. */
   preRollMs: number;
   /** An utterance longer than this is cut and answered. */
@@ -231,7 +233,7 @@ export class Listener {
     const hadSpeech = this.#hadSpeech;
     this.#active = false;
     this.#reset();
-    this.#o.onEvent({ type: 'utterance', pcm, sampleRate: this.#o.media.uplinkSampleRate, reason, hadSpeech, endedAt: performance.now() });
+    this.#o.onEvent({ type: 'utterance', pcm, sampleRate: this.#o.media.uplinkSampleRate, reason, hadSpeech, endedAt: this.#o.now?.() ?? performance.now() });
   }
 
   #reset(): void {

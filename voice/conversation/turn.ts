@@ -4,6 +4,7 @@
  * spoken as a short apology, never silence. Everything the turn starts stops with its signal.
  */
 import { linkedScope, type Scope } from '../../core/abort.ts';
+import { realClock, type Clock } from '../../core/clock.ts';
 import { ErrorCode, isAbortError, toVoiceError, VoiceError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
 import type { SessionMedia } from '../../audio/media/media.ts';
@@ -102,7 +103,8 @@ export class Turn {
   #cancelled = false;
   /** The end-of-speech decision the timings count from; set by `commit` for an early turn. */
   #endedAt: number;
-  readonly #createdAt = performance.now();
+  readonly #clock: Clock;
+  readonly #createdAt: number;
   readonly #early: boolean;
   #committed: boolean;
   /** What the device is told, held until commit (in order). */
@@ -113,6 +115,8 @@ export class Turn {
 
   constructor(env: TurnEnv, input: TurnInput, opts: TurnOptions = {}) {
     this.#env = env;
+    this.#clock = env.deps.clock ?? realClock;
+    this.#createdAt = this.#clock.now();
     this.#input = input;
     this.#scope = linkedScope(env.sessionSignal);
     this.signal = this.#scope.signal;
@@ -190,10 +194,10 @@ export class Turn {
     try {
       let text: string;
       if (input.source === 'voice') {
-        const t0 = performance.now();
+        const t0 = this.#clock.now();
         const pcm = input.pcm;
         text = (await inPart('asr', () => deps.asr.transcribe(pcm, { signal: this.signal, sampleRate: input.sampleRate }))).trim();
-        this.#transcriptAt = performance.now();
+        this.#transcriptAt = this.#clock.now();
         if (isNoiseTranscript(text)) {
           await this.#gate;
           timings.outcome = 'no_speech';
@@ -232,7 +236,7 @@ export class Turn {
     } finally {
       if (this.aborted) timings.outcome = 'aborted';
       const endedAt = this.#endedAt;
-      timings.totalMs = Math.round(performance.now() - endedAt);
+      timings.totalMs = Math.round(this.#clock.now() - endedAt);
       // Stages an early turn finished before the end of speech was confirmed count as 0.
       const since = (at: number): number => Math.max(0, Math.round(at - endedAt));
       if (this.#transcriptAt !== null) timings.asrMs = since(this.#transcriptAt);
@@ -274,9 +278,10 @@ export class Turn {
       stopMarginMs: deps.config.audio.ttsStopMarginMs,
       signal: this.signal,
       log,
+      clock: this.#clock,
       gate: this.#gate,
       onFirstFrame: () => {
-        this.#firstFrameAt = performance.now();
+        this.#firstFrameAt = this.#clock.now();
         // The device is now playing our answer: the session is speaking.
         this.#env.state.apply('tts_start');
       },
@@ -309,7 +314,7 @@ export class Turn {
     /** Every sentence of the answer goes to the speech queue here; the first one it speaks is timed. */
     const say = (sentence: string): void => {
       // The queue drops blank text (e.g. an apology configured as ""): that is not a first sentence.
-      if (sentence.trim()) this.#firstSentenceAt ??= performance.now();
+      if (sentence.trim()) this.#firstSentenceAt ??= this.#clock.now();
       speech.push(sentence);
     };
     const context = tools.context ? await tools.context(this.signal).catch((err: unknown) => {

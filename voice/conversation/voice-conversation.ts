@@ -3,6 +3,7 @@
  * the device's own MCP tools, and cleanup. It implements the session's Conversation seam.
  */
 import { sleep } from '../../core/abort.ts';
+import { realClock } from '../../core/clock.ts';
 import { toVoiceError } from '../../core/errors.ts';
 import type { SessionMedia } from '../../audio/media/media.ts';
 import type { OpusSampleRate } from '../../audio/opus/codec.ts';
@@ -33,6 +34,8 @@ function normalizeWake(text: string): string {
 
 class VoiceConversation implements Conversation {
   readonly #deps: VoiceDeps;
+  /** The turns' clock (`VoiceDeps.clock`): end-of-speech times are read on it. */
+  readonly #now = (): number => (this.#deps.clock ?? realClock).now();
   readonly #ctx: ConversationContext;
   readonly #history: History;
   readonly #wakeWords: Set<string>;
@@ -135,6 +138,7 @@ class VoiceConversation implements Conversation {
         log,
         preRollMs: cfg.vad.preRollMs,
         maxUtteranceMs: cfg.vad.maxUtteranceMs,
+        now: this.#now,
         onEvent: (e) => this.#onListenerEvent(e),
       });
     } catch (err) {
@@ -196,7 +200,7 @@ class VoiceConversation implements Conversation {
     this.#turn?.abort('wake word');
     const isWake = this.#wakeWords.has(normalizeWake(trimmed));
     this.#ctx.state.apply('detect');
-    this.#startTurn(isWake ? { source: 'wake_word', text: trimmed, endedAt: performance.now() } : { source: 'text', text: trimmed, endedAt: performance.now() });
+    this.#startTurn(isWake ? { source: 'wake_word', text: trimmed, endedAt: this.#now() } : { source: 'text', text: trimmed, endedAt: this.#now() });
   }
 
   audio(packet: Uint8Array): void {
@@ -311,7 +315,7 @@ class VoiceConversation implements Conversation {
     if (this.#earlyDrops >= MAX_EARLY_DROPS_PER_UTTERANCE) return;
     const pcm = utterance();
     if (pcm.length === 0) return;
-    const turn = this.#newTurn({ source: 'voice', pcm, sampleRate, endedAt: performance.now() }, { early: true });
+    const turn = this.#newTurn({ source: 'voice', pcm, sampleRate, endedAt: this.#now() }, { early: true });
     this.#early = turn;
     this.#run(turn);
   }

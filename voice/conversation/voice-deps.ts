@@ -2,6 +2,7 @@
  * @module What the voice conversation needs from the process: the shared models and providers
  * (created once in server/deps.ts) and the per-session tool wiring.
  */
+import type { Clock } from '../../core/clock.ts';
 import type { Logger } from '../../core/logger.ts';
 import type { Asr } from '../../audio/asr/asr.ts';
 import type { Tts } from '../../audio/tts/tts.ts';
@@ -73,4 +74,9 @@ export interface VoiceDeps {
   llm: LlmClient;
   toolsFor(input: SessionToolsInput): SessionTools;
   observer?: TurnObserver;
+  /**
+   * What the turns are timed on (end of speech, transcript, first sentence and frame, the wait
+   * before `tts stop`). Default: the real clock; a test may pass one it advances by hand.
+   */
+  clock?: Clock;
 }
