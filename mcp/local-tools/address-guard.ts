@@ -8,15 +8,23 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 
-/** Not the public internet: loopback, private, link-local, CGNAT, ULA, multicast, reserved, documentation. */
+/**
+ * Not the public internet: loopback, private, link-local, CGNAT, ULA, multicast, reserved,
+ * documentation. Also the ranges that reach an address by a detour, refused whole whatever they
+ * carry: the 6to4 relay anycast 192.88.99.0/24 and 6to4 2002::/16 (2002:a9fe:a9fe:: is
+ * 169.254.169.254 to a 6to4 relay), Teredo 2001::/32 (a tunnel to an IPv4 address and port),
+ * the local-use NAT64 prefix 64:ff9b:1::/48 (translated by the local network, so its IPv4 is
+ * whatever that network reaches) and the deprecated site-local fec0::/10.
+ */
 const NON_PUBLIC = new BlockList();
 for (const [net, bits] of [
   ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24], ['203.0.113.0', 24],
+  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24], ['203.0.113.0', 24],
   ['224.0.0.0', 4], ['240.0.0.0', 4],
 ] as const) NON_PUBLIC.addSubnet(net, bits, 'ipv4');
 for (const [net, bits] of [
-  ['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['2001:db8::', 32], ['100::', 64],
+  ['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8], ['2001:db8::', 32], ['100::', 64],
+  ['2002::', 16], ['2001::', 32], ['64:ff9b:1::', 48],
 ] as const) NON_PUBLIC.addSubnet(net, bits, 'ipv6');
 
 /** The IPv4 address an IPv6 address carries (IPv4-mapped, IPv4-compatible or NAT64), if any. */
