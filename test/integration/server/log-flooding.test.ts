@@ -81,4 +81,38 @@ describe('log flooding: any repeated warning of a session is bounded', () => {
       dev.close();
     }
   });
+
+  test('2000 corrupt Opus packets give a few warn lines in the session, with the count of the rest', { timeout: 60_000 }, async () => {
+    const deviceId = 'bb:00:00:00:00:04';
+    const dev = new DeviceSim({ url: app.wsUrl, deviceId });
+    try {
+      await dev.hello();
+      const started = Date.now();
+      // Code 3 with no frame count: libopus refuses it. Sent eight times faster than a device's
+      // one packet per 60 ms, in bursts the uplink's backlog takes; listening starts again
+      // before each 400 packets (24 s of audio, under the longest utterance).
+      const corrupt = Buffer.from([0x03, 0x00]);
+      for (let i = 0; i < 2000; i++) {
+        if (i % 400 === 0) dev.listen('start', { mode: 'manual' });
+        dev.sendOpus(corrupt);
+        if (i % 20 === 19) await new Promise((r) => setTimeout(r, 40));
+      }
+      await new Promise((r) => setTimeout(r, 300));
+      dev.close();
+      await dev.closed;
+      await waitFor(() => app.logs.lines.some((l) => l.msg === 'session ended' && l.deviceId === deviceId), { what: 'the session to end' });
+      const seconds = (Date.now() - started) / 1000;
+      const dropped = app.logs.find('opus packet dropped');
+      const decoded = Math.max(0, ...dropped.map((l) => (l.corruptFrames as number | undefined) ?? 0));
+      assert.ok(decoded >= 1000, `only ${decoded} corrupt packets reached the decoder`);
+      // The lines are the session's: its bindings, and its limit (a burst of 5, then one a second).
+      assert.ok(dropped.every((l) => l.deviceId === deviceId && l.level === 40), JSON.stringify(dropped[0]));
+      assert.ok(dropped.length >= 1 && dropped.length <= 5 + Math.ceil(seconds), `${dropped.length} lines in ${seconds} s`);
+      const ended = app.logs.lines.filter((l) => l.msg === 'session ended' && l.deviceId === deviceId).at(-1);
+      const suppressed = dropped.reduce((n, l) => n + ((l.suppressed as number | undefined) ?? 0), 0) + ((ended?.suppressedWarnings as number | undefined) ?? 0);
+      assert.ok(suppressed > 0, 'the lines not written are counted');
+    } finally {
+      dev.close();
+    }
+  });
 });
