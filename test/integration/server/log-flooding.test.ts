@@ -5,6 +5,9 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { DeviceSim } from '../../fixtures/device-sim.ts';
 import { recordingConversation } from '../../helpers/recording-conversation.ts';
 import { startTestApp, type TestApp } from '../../helpers/test-app.ts';
@@ -48,6 +51,33 @@ describe('log flooding', () => {
     assert.equal(res.status, 200);
     const line = t.logs.find('OTA check').at(-1)!;
     assert.ok(typeof line.board === 'string' && line.board.length <= 200, `board logged with ${String(line.board).length} chars`);
+  });
+});
+
+describe('log flooding: refused activations', () => {
+  let t: TestApp;
+  let dir: string;
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'log-flooding-'));
+    t = await startTestApp({ createConversation: recordingConversation().factory, config: { server: { dataDir: dir, auth: { mode: 'activation' } } } });
+  });
+  after(async () => {
+    await t.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('20 refused OTA posts with a 250 KB mac_address write a few hundred bytes each', async () => {
+    const long = 'a'.repeat(250_000);
+    const before = t.logs.text().length;
+    for (let i = 0; i < 20; i++) {
+      // No Client-Id anywhere: refused (503) after the body was read.
+      const res = await fetch(`${t.httpUrl}/xiaozhi/ota/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ mac_address: `${i}${long}` }) });
+      assert.equal(res.status, 503);
+      await res.arrayBuffer();
+    }
+    await waitFor(() => t.logs.lines.filter((l) => String(l.msg).startsWith('OTA: activation refused')).length >= 20, { what: 'the refusals to be logged' });
+    const grown = t.logs.text().length - before;
+    assert.ok(grown < 20 * 2000, `the log grew by ${grown} bytes for 20 requests`);
   });
 });
 
