@@ -9,6 +9,7 @@
 import type { Worker } from 'node:worker_threads';
 import { ErrorCode, VoiceError } from './errors.ts';
 import type { Logger } from './logger.ts';
+import type { ThreadLogRecord } from './thread-logger.ts';
 import { fromRpcError, RpcPeer, type RpcApi, type RpcCallOptions, type RpcHandlers, type RpcItem, type RpcMessage, type RpcMethod, type RpcParams, type RpcResult } from './worker-rpc-peer.ts';
 
 /** Sees each worker thread as it starts, by its label (an operator's tooling; tests end one to crash it). */
@@ -25,6 +26,11 @@ export interface WorkerRpcOptions<Local extends RpcApi<Local>> {
   /** Starts one worker (a `startModuleWorker` call). */
   start(): Worker;
   log: Logger;
+  /**
+   * The logger a worker's record goes through (`log` when this gives none): lets a record that belongs to one
+   * client (its bindings say which) count against that client's own log limit.
+   */
+  logFor?(rec: ThreadLogRecord): Logger | undefined;
   /** Code of the error that fails the calls in flight when the worker dies. Default `internal`. */
   lostCode?: ErrorCode;
   /** The calls the worker may make of this thread. */
@@ -145,7 +151,7 @@ export class WorkerRpc<Remote extends RpcApi<Remote>, Local extends RpcApi<Local
     return new Promise<void>((resolve, reject) => {
       worker.on('message', (m: RpcMessage) => {
         // The worker's log records go through this thread's logger, its bindings in the line.
-        if (m.rpc === 'log') log[m.rec.level]({ ...m.rec.bindings, ...m.rec.obj }, m.rec.msg);
+        if (m.rpc === 'log') (this.#opts.logFor?.(m.rec) ?? log)[m.rec.level]({ ...m.rec.bindings, ...m.rec.obj }, m.rec.msg);
         else if (m.rpc === 'ready') {
           this.#ready = true;
           this.#started = true;

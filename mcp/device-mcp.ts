@@ -5,6 +5,7 @@
  * slow replies (camera) allowed, and defensive parsing: firmware errors may lack `code` and carry
  * unescaped text that breaks JSON.
  */
+import { truncateForLog } from '../core/log-fields.ts';
 import type { Logger } from '../core/logger.ts';
 import { normalizeToolResult } from './normalize.ts';
 import { ToolNameMap } from './name-patterns.ts';
@@ -221,7 +222,7 @@ export function createDeviceMcp(opts: DeviceMcpOptions): DeviceMcp {
       const r = await request('tools/list', { cursor, withUserTools: false }, signal);
       if (!r.ok) {
         // e.g. "Failed to add tool X because of payload size limit": keep what we have.
-        log.warn({ page, err: r.message, tools: all.length }, 'device mcp tools/list failed, keeping the tools listed so far');
+        log.warn({ page, err: truncateForLog(r.message), tools: all.length }, 'device mcp tools/list failed, keeping the tools listed so far');
         break;
       }
       const result = isRecord(r.result) ? r.result : {};
@@ -231,7 +232,7 @@ export function createDeviceMcp(opts: DeviceMcpOptions): DeviceMcp {
       // The cursor is the name of the first tool not yet returned; absent (or empty) on the last page.
       if (typeof next !== 'string' || next === '') break;
       if (cursors.has(next)) {
-        log.warn({ cursor: next }, 'device mcp tools/list cursor repeated, stopping');
+        log.warn({ cursor: truncateForLog(next) }, 'device mcp tools/list cursor repeated, stopping');
         break;
       }
       cursors.add(next);
@@ -251,7 +252,7 @@ export function createDeviceMcp(opts: DeviceMcpOptions): DeviceMcp {
     const r = await request('tools/call', { name: deviceName, arguments: args }, callOpts.signal, callOpts.timeoutMs ?? timeoutMs);
     const ms = Math.round(performance.now() - started);
     if (!r.ok) {
-      log.info({ tool: deviceName, ms, err: r.message }, 'device tool call failed');
+      log.info({ tool: deviceName, ms, err: truncateForLog(r.message) }, 'device tool call failed');
       if (callOpts.signal.aborted) return errorResult(`Device tool ${deviceName} was cancelled.`);
       return errorResult(`Device tool ${deviceName} failed: ${r.message}`);
     }

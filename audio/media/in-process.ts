@@ -65,8 +65,8 @@ export async function createInProcessEngine(config: MediaThreadConfig, log: Logg
   await core.warmUp();
   let sessions = 0;
   return {
-    async open(opts: SessionMediaOptions): Promise<SessionMedia> {
-      const s = new InProcessSession(await core.openSession(opts), () => sessions--);
+    async open(opts: SessionMediaOptions, sessionLog: Logger): Promise<SessionMedia> {
+      const s = new InProcessSession(await core.openSession(opts, sessionLog), () => sessions--);
       sessions++;
       return s;
     },

@@ -99,10 +99,11 @@ export class MediaCore {
     this.#log.debug({ ms: Math.round(performance.now() - started) }, 'espeak-ng warmed up');
   }
 
-  async openSession(opts: SessionMediaOptions): Promise<CoreSession> {
+  /** `log`: where the session's codecs warn (default the thread's logger). */
+  async openSession(opts: SessionMediaOptions, log: Logger = this.#log): Promise<CoreSession> {
     if (!this.#vadModel || !this.#espeak) throw new VoiceError(ErrorCode.Internal, 'media core used before load');
-    const decoder = await createOpusCodec({ sampleRate: UPLINK_SAMPLE_RATE, frameMs: FRAME_MS, log: this.#log });
-    const encoder = await createOpusCodec({ sampleRate: opts.downlinkSampleRate, frameMs: FRAME_MS, complexity: opts.complexity, log: this.#log });
+    const decoder = await createOpusCodec({ sampleRate: UPLINK_SAMPLE_RATE, frameMs: FRAME_MS, log });
+    const encoder = await createOpusCodec({ sampleRate: opts.downlinkSampleRate, frameMs: FRAME_MS, complexity: opts.complexity, log });
     const vad = this.#vadModel.createStream(opts.vad);
     return new CoreSession(decoder, encoder, vad, this.#espeak, this.#config);
   }

@@ -13,7 +13,7 @@ import { MediaCore, type CoreSession, type SpeechJob } from './media-core.ts';
 import type { EspeakHelperSource } from '../tts/espeak-native.ts';
 import { FRAME_MS } from './media.ts';
 import { rampSendTime } from '../pacer.ts';
-import { packPackets, type MediaMainApi, type MediaWorkerApi, type PackedPackets, type WorkerData } from './worker-protocol.ts';
+import { packPackets, SESSION_LOG_BINDING, type MediaMainApi, type MediaWorkerApi, type PackedPackets, type WorkerData } from './worker-protocol.ts';
 
 const rpc = workerRpcThread<MediaWorkerApi, MediaMainApi>();
 const data = workerData as WorkerData;
@@ -168,7 +168,7 @@ function runSpeak(): void {
 
 const handlers: RpcHandlers<MediaWorkerApi> = {
   open: async ({ sid, opts }) => {
-    sessions.set(sid, await core.openSession(opts));
+    sessions.set(sid, await core.openSession(opts, rpc.log.child({ [SESSION_LOG_BINDING]: sid })));
     chains.set(sid, Promise.resolve());
   },
   uplink: ({ sid, packet }) => {

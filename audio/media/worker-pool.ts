@@ -8,27 +8,37 @@
 import { throwIfAborted } from '../../core/abort.ts';
 import { ErrorCode, VoiceError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
+import { createLogRateLimit } from '../../core/log-rate-limit.ts';
+import type { ThreadLogRecord } from '../../core/thread-logger.ts';
 import { startModuleWorker } from '../../core/start-worker.ts';
 import { WorkerRpc, type WorkerObserver } from '../../core/worker-rpc.ts';
 import { spawnEspeakHelper, type EspeakHelperProcess } from '../tts/espeak-native.ts';
 import { FRAME_MS, UPLINK_SAMPLE_RATE, type MediaEngine, type MediaEngineStats, type MediaThreadConfig, type SessionMedia, type SessionMediaOptions, type UplinkResult } from './media.ts';
 import { encodeChunks } from './encode-chunks.ts';
-import { unpackPackets, type MediaMainApi, type MediaWorkerApi, type WorkerData } from './worker-protocol.ts';
+import { SESSION_LOG_BINDING, unpackPackets, type MediaMainApi, type MediaWorkerApi, type WorkerData } from './worker-protocol.ts';
+
+/** Records of a session already closed share this limit per worker (a flood's tail still in the worker). */
+const CLOSED_SESSION_LINES = { perSecond: 1, burst: 5 };
 
 /** One slot of the pool: the worker running there, the sessions pinned to it, its espeak-ng helper. */
 class MediaWorker {
   readonly rpc: WorkerRpc<MediaWorkerApi, MediaMainApi>;
   readonly sessions = new Set<RemoteSession>();
+  /** The logger of each open session by sid: its records from the worker go through it (and its limit). */
+  readonly sessionLogs = new Map<number, Logger>();
+  readonly #closedSessionLog: Logger;
   /** The worker's espeak-ng helper: spawned here so that this thread owns and reaps it. */
   #helper: Promise<EspeakHelperProcess | undefined> = Promise.resolve(undefined);
   /** Settles once the helper of the last worker that exited is stopped. */
   helperStopped: Promise<void> = Promise.resolve();
 
   constructor(data: WorkerData, log: Logger, onLost: (w: MediaWorker, err: VoiceError) => void, onWorker: WorkerObserver | undefined) {
+    this.#closedSessionLog = createLogRateLimit(CLOSED_SESSION_LINES).wrap(log);
     this.rpc = new WorkerRpc<MediaWorkerApi, MediaMainApi>({
       label: `media worker ${data.index}`,
       start: () => startModuleWorker(import.meta.url, './media-worker', { workerData: data, name: `media-${data.index}` }),
       log,
+      logFor: (rec) => this.#logFor(rec),
       handlers: {
         // A (new) helper for the worker's espeak-ng engine; the previous one is stopped first.
         espeakHelper: () => {
@@ -45,6 +55,13 @@ class MediaWorker {
     });
   }
 
+  /** A session's record goes through the session's logger; the worker's own records through the worker's. */
+  #logFor(rec: ThreadLogRecord): Logger | undefined {
+    const sid = rec.bindings[SESSION_LOG_BINDING];
+    if (typeof sid !== 'number') return undefined;
+    return this.sessionLogs.get(sid) ?? this.#closedSessionLog;
+  }
+
   async #stopHelper(): Promise<void> {
     const h = this.#helper;
     this.#helper = Promise.resolve(undefined);
@@ -55,6 +72,7 @@ class MediaWorker {
   loseSessions(err: VoiceError): void {
     for (const s of this.sessions) s.lose(err);
     this.sessions.clear();
+    this.sessionLogs.clear();
   }
 }
 
@@ -70,8 +88,9 @@ class RemoteSession implements SessionMedia {
   #lostCallbacks: Array<(err: VoiceError) => void> = [];
   #closed = false;
 
-  constructor(worker: MediaWorker) {
+  constructor(worker: MediaWorker, log: Logger) {
     this.#worker = worker;
+    worker.sessionLogs.set(this.sid, log);
   }
 
   /** The worker to call, or why there is none for this session any more. */
@@ -133,6 +152,7 @@ class RemoteSession implements SessionMedia {
     if (this.#closed) return;
     this.#closed = true;
     this.#worker.sessions.delete(this);
+    this.#worker.sessionLogs.delete(this.sid);
     if (!this.#lost) this.#worker.rpc.notify('close', { sid: this.sid });
   }
 }
@@ -179,10 +199,10 @@ export async function createWorkerPool(size: number, config: MediaThreadConfig, 
   };
 
   return {
-    async open(sessionOpts: SessionMediaOptions): Promise<SessionMedia> {
+    async open(sessionOpts: SessionMediaOptions, sessionLog: Logger): Promise<SessionMedia> {
       if (closed) throw new VoiceError(ErrorCode.ProviderUnavailable, 'media engine closed');
       const w = pickWorker();
-      const s = new RemoteSession(w);
+      const s = new RemoteSession(w, sessionLog);
       // Counted on its worker from the choice, not once open: sessions opening together (devices
       // reconnecting after a restart) spread over the workers instead of all picking the same one.
       // A worker still loading queues the request until it is ready.
@@ -191,6 +211,7 @@ export async function createWorkerPool(size: number, config: MediaThreadConfig, 
         await s.open(sessionOpts);
       } catch (err) {
         w.sessions.delete(s);
+        w.sessionLogs.delete(s.sid);
         throw err;
       }
       return s;

@@ -6,6 +6,12 @@
 import type { VadEvent } from '../vad/vad.ts';
 import type { MediaThreadConfig, SessionMediaOptions } from './media.ts';
 
+/**
+ * Binding of a worker's log records that belong to one session (its `sid`): the main thread
+ * writes them through that session's logger, so they count against the session's log limit.
+ */
+export const SESSION_LOG_BINDING = 'mediaSid';
+
 export interface WorkerData {
   config: MediaThreadConfig;
   /** The worker's place in the pool (its thread is named `xz-media-<index>`). */

@@ -82,7 +82,7 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
     }
     const parsed = OtaRequestSchema.safeParse(body ?? {});
     const device = parsed.success ? parsed.data : {};
-    if (!parsed.success) request.log.warn({ issue: parsed.error.issues[0]?.message }, 'OTA body not understood; answering anyway');
+    if (!parsed.success) request.log.warn({ issue: truncateForLog(parsed.error.issues[0]?.message) }, 'OTA body not understood; answering anyway');
     const deviceId = headerValue(request, 'device-id') ?? device.mac_address?.toLowerCase();
     const clientId = headerValue(request, 'client-id') ?? device.uuid?.toLowerCase();
     const offset = opts.timezoneOffsetMinutes ?? -new Date().getTimezoneOffset();
@@ -94,7 +94,7 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
     if (opts.mode === 'activation' && opts.devices) {
       const credential = activationAnswer(opts.devices, deviceId, clientId);
       if (!credential) {
-        request.log.warn({ deviceId }, 'OTA: activation refused (no Device-Id/Client-Id, or too many codes pending)');
+        request.log.warn({ deviceId: truncateForLog(deviceId), clientId: truncateForLog(clientId) }, 'OTA: activation refused (no Device-Id/Client-Id, or too many codes pending)');
         await reply.code(503).header('retry-after', '30').send({ error: 'activation unavailable' });
         return;
       }

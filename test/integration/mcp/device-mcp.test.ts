@@ -264,6 +264,32 @@ describe('device MCP lifecycle', () => {
     dm.close();
   });
 
+  test('a device error message of 100 KB and a 50 KB cursor are logged cut to a short prefix', async () => {
+    const log = recordingLogger();
+    const long = 'e'.repeat(100_000);
+    let pages = 0;
+    // A device answering each request on the next turn: a repeated 50 KB cursor, then a long error.
+    const dm: DeviceMcp = createDeviceMcp({
+      log,
+      send: (p) => {
+        const id = p.id;
+        if (id === undefined) return;
+        const answer =
+          p.method === 'initialize' ? { result: { protocolVersion: '2024-11-05' } }
+          : p.method === 'tools/list' ? { result: { tools: pages++ === 0 ? [{ name: 'self.x', description: 'x', inputSchema: { type: 'object', properties: {} } }] : [], nextCursor: 'c'.repeat(50_000) } }
+          : { error: { message: long } };
+        setImmediate(() => dm.handleMessage({ jsonrpc: '2.0', id, ...answer }));
+      },
+    });
+    await dm.initialize();
+    const r = await dm.toolSource().callTool(dm.tools()[0]?.name ?? '', {}, { signal: new AbortController().signal });
+    assert.equal(r.isError, true);
+    const lines = log.records.filter((l) => l.msg === 'device tool call failed' || l.msg === 'device mcp tools/list cursor repeated, stopping');
+    assert.equal(lines.length, 2, JSON.stringify(log.records.map((l) => l.msg)));
+    for (const l of lines) assert.ok(JSON.stringify(l.obj).length < 400, `${l.msg}: ${JSON.stringify(l.obj).length} chars`);
+    dm.close();
+  });
+
   test('salvageBrokenReply recovers id and message from unescaped error JSON', () => {
     assert.deepEqual(salvageBrokenReply('{"jsonrpc":"2.0","id":7,"error":{"message":"Unknown tool: a"b"}}'), { id: 7, message: 'Unknown tool: a"b' });
     assert.equal(salvageBrokenReply('{"jsonrpc":"2.0","result":{}}'), undefined);

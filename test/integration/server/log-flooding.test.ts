@@ -5,6 +5,9 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { DeviceSim } from '../../fixtures/device-sim.ts';
 import { recordingConversation } from '../../helpers/recording-conversation.ts';
 import { startTestApp, type TestApp } from '../../helpers/test-app.ts';
@@ -51,6 +54,33 @@ describe('log flooding', () => {
   });
 });
 
+describe('log flooding: refused activations', () => {
+  let t: TestApp;
+  let dir: string;
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'log-flooding-'));
+    t = await startTestApp({ createConversation: recordingConversation().factory, config: { server: { dataDir: dir, auth: { mode: 'activation' } } } });
+  });
+  after(async () => {
+    await t.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('20 refused OTA posts with a 250 KB mac_address write a few hundred bytes each', async () => {
+    const long = 'a'.repeat(250_000);
+    const before = t.logs.text().length;
+    for (let i = 0; i < 20; i++) {
+      // No Client-Id anywhere: refused (503) after the body was read.
+      const res = await fetch(`${t.httpUrl}/xiaozhi/ota/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ mac_address: `${i}${long}` }) });
+      assert.equal(res.status, 503);
+      await res.arrayBuffer();
+    }
+    await waitFor(() => t.logs.lines.filter((l) => String(l.msg).startsWith('OTA: activation refused')).length >= 20, { what: 'the refusals to be logged' });
+    const grown = t.logs.text().length - before;
+    assert.ok(grown < 20 * 2000, `the log grew by ${grown} bytes for 20 requests`);
+  });
+});
+
 describe('log flooding: any repeated warning of a session is bounded', () => {
   let llm: FakeOpenAi;
   let app: VoiceApp;
@@ -77,6 +107,40 @@ describe('log flooding: any repeated warning of a session is bounded', () => {
       const ended = app.logs.lines.filter((l) => l.msg === 'session ended' && l.deviceId === 'bb:00:00:00:00:03').at(-1);
       const suppressed = warned.reduce((n, l) => n + ((l.suppressed as number | undefined) ?? 0), 0) + ((ended?.suppressedWarnings as number | undefined) ?? 0);
       assert.equal(suppressed + warned.length, 99, 'every payload is either logged or counted');
+    } finally {
+      dev.close();
+    }
+  });
+
+  test('2000 corrupt Opus packets give a few warn lines in the session, with the count of the rest', { timeout: 60_000 }, async () => {
+    const deviceId = 'bb:00:00:00:00:04';
+    const dev = new DeviceSim({ url: app.wsUrl, deviceId });
+    try {
+      await dev.hello();
+      const started = Date.now();
+      // Code 3 with no frame count: libopus refuses it. Sent eight times faster than a device's
+      // one packet per 60 ms, in bursts the uplink's backlog takes; listening starts again
+      // before each 400 packets (24 s of audio, under the longest utterance).
+      const corrupt = Buffer.from([0x03, 0x00]);
+      for (let i = 0; i < 2000; i++) {
+        if (i % 400 === 0) dev.listen('start', { mode: 'manual' });
+        dev.sendOpus(corrupt);
+        if (i % 20 === 19) await new Promise((r) => setTimeout(r, 40));
+      }
+      await new Promise((r) => setTimeout(r, 300));
+      dev.close();
+      await dev.closed;
+      await waitFor(() => app.logs.lines.some((l) => l.msg === 'session ended' && l.deviceId === deviceId), { what: 'the session to end' });
+      const seconds = (Date.now() - started) / 1000;
+      const dropped = app.logs.find('opus packet dropped');
+      const decoded = Math.max(0, ...dropped.map((l) => (l.corruptFrames as number | undefined) ?? 0));
+      assert.ok(decoded >= 1000, `only ${decoded} corrupt packets reached the decoder`);
+      // The lines are the session's: its bindings, and its limit (a burst of 5, then one a second).
+      assert.ok(dropped.every((l) => l.deviceId === deviceId && l.level === 40), JSON.stringify(dropped[0]));
+      assert.ok(dropped.length >= 1 && dropped.length <= 5 + Math.ceil(seconds), `${dropped.length} lines in ${seconds} s`);
+      const ended = app.logs.lines.filter((l) => l.msg === 'session ended' && l.deviceId === deviceId).at(-1);
+      const suppressed = dropped.reduce((n, l) => n + ((l.suppressed as number | undefined) ?? 0), 0) + ((ended?.suppressedWarnings as number | undefined) ?? 0);
+      assert.ok(suppressed > 0, 'the lines not written are counted');
     } finally {
       dev.close();
     }
