@@ -1,9 +1,11 @@
 /**
  * @module Registers every secret value found in the configuration with the log redactor: API
  * keys, auth tokens, the admin secret, and header and environment values given to providers and
- * MCP servers (those carry keys as often as not).
+ * MCP servers (those carry keys as often as not), and credentials written into any configured URL
+ * (`user:pass@`, `?api-key=`), so an error text echoing them alone is redacted too.
  */
 import type { SecretValues } from '../core/secret-values.ts';
+import { urlCredentials } from '../core/redact-url.ts';
 import type { Config } from './config.ts';
 
 const SECRET_KEY = /key|token|secret|password|authorization|bearer|cookie|credential/i;
@@ -20,6 +22,7 @@ function walk(value: unknown, key: string, secrets: SecretValues): void {
       const bearer = /^Bearer\s+(.+)$/i.exec(value);
       if (bearer?.[1]) secrets.add(bearer[1]);
     }
+    if (value.includes('://')) for (const c of urlCredentials(value)) secrets.add(c);
     return;
   }
   if (Array.isArray(value)) {
