@@ -3,13 +3,14 @@
  * ./config.yaml when it exists, else the embedded defaults), then environment overrides, then one
  * zod validation. This is the only module that reads process.env.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { z } from 'zod';
 import { createConfigSchema } from './config-schema.ts';
 import { applyLanguageDefaults } from './language.ts';
 import { McpServersConfigSchema } from '../mcp/server-config.ts';
+import { configSecrets } from './config-secrets.ts';
 
 /** The configuration's keys, as validated (its `.shape` lists the top-level sections). */
 export const ConfigShapeSchema = createConfigSchema(McpServersConfigSchema.default({}));
@@ -31,6 +32,8 @@ export interface LoadedConfig {
   file: string | null;
   /** Which environment variables overrode file values (names only, never values). */
   overrides: string[];
+  /** Problems worth a warning at start (never holding a secret value), e.g. a config file with secrets that others can read. */
+  warnings: string[];
 }
 
 export interface LoadConfigInput {
@@ -72,6 +75,25 @@ function readYaml(file: string): Record<string, unknown> {
   return data as Record<string, unknown>;
 }
 
+/**
+ * A warning when the file holds secrets and its mode lets the group or other users read it: names
+ * the file, the keys (never the values) and the fix. None on Windows (no POSIX modes).
+ */
+function readableSecretsWarning(file: string, raw: Record<string, unknown>): string | null {
+  if (process.platform === 'win32') return null;
+  let mode: number;
+  try {
+    mode = statSync(file).mode & 0o777;
+  } catch {
+    return null;
+  }
+  if ((mode & 0o044) === 0) return null;
+  const keys = [...new Set(configSecrets(raw).map((s) => s.path))];
+  if (keys.length === 0) return null;
+  const who = mode & 0o004 ? 'every user on this machine' : 'its group';
+  return `config file ${file} holds secrets (${keys.slice(0, 5).join(', ')}${keys.length > 5 ? ', ...' : ''}) and ${who} can read it (mode ${mode.toString(8).padStart(4, '0')}): run \`chmod 600 ${file}\``;
+}
+
 /** Sets `value` at `path` in a nested object, creating the mappings on the way. */
 export function setPath(obj: Record<string, unknown>, path: string[], value: unknown): void {
   let cur = obj;
@@ -110,6 +132,8 @@ export function loadConfig(input: LoadConfigInput = {}): LoadedConfig {
   const cwd = input.cwd ?? process.cwd();
   const file = chooseFile(argv, env, cwd);
   const raw = file ? readYaml(file) : {};
+  // Checked before the environment overrides: only secrets written in the file count.
+  const warning = file ? readableSecretsWarning(file, raw) : null;
   const overrides: string[] = [];
   for (const o of ENV_OVERRIDES) {
     const v = env[o.name];
@@ -121,5 +145,5 @@ export function loadConfig(input: LoadConfigInput = {}): LoadedConfig {
   if (!parsed.success) {
     throw new ConfigError(`invalid configuration${file ? ` in ${file}` : ''}:\n${describeIssues(parsed.error)}`);
   }
-  return { config: parsed.data, file, overrides };
+  return { config: parsed.data, file, overrides, warnings: warning ? [warning] : [] };
 }

@@ -1,11 +1,14 @@
 /**
  * @module Builds the one pino instance (handed to Fastify and down to every session as a child).
- * Secrets are redacted three ways: by path (known fields), in logged URLs by query key (browsers
- * must put `authorization` in the WebSocket URL), and by value on every finished line (a key
- * echoed in an error text, a token under an oddly encoded key, a child's stderr).
+ * Secrets are redacted three ways: by path (known fields), in logged URLs (userinfo and query keys
+ * such as `authorization`, which browsers must put in the WebSocket URL; core/redact-url.ts), and
+ * by value on every finished line (a key echoed in an error text, a token under an oddly encoded
+ * key, a child's stderr); absolute URLs inside any finished line are passed through the URL
+ * redaction too.
  */
 import { pino, type DestinationStream, type Logger as PinoLogger } from 'pino';
 import { SecretValues } from '../core/secret-values.ts';
+import { redactUrl, redactUrlsInText } from '../core/redact-url.ts';
 
 export const REDACT_PATHS = [
   'req.headers.authorization',
@@ -27,24 +30,6 @@ export const REDACT_PATHS = [
   'server.auth.tokens',
 ];
 
-const SECRET_QUERY_KEY = /^(?:authorization|token|access_token|api_key|apikey|key)$/i;
-
-/**
- * Removes secret-bearing query parameters from a URL path for logging. Keys are matched after
- * percent-decoding, as the auth code reads them (`?%61uthorization=` is `authorization`).
- */
-export function redactUrl(url: string): string {
-  return url.replace(/([?&])([^=&#]*)=([^&#]*)/g, (whole, sep: string, key: string) => {
-    let decoded = key;
-    try {
-      decoded = decodeURIComponent(key.replace(/\+/g, ' '));
-    } catch {
-      // A malformed escape: match the raw key.
-    }
-    return SECRET_QUERY_KEY.test(decoded.trim()) ? `${sep}${key}=[Redacted]` : whole;
-  });
-}
-
 export interface LoggerOptions {
   level: string;
   /** Drops transcripts, prompts and tool arguments logged under `pii`. */
@@ -61,7 +46,7 @@ export function createLogger(opts: LoggerOptions): PinoLogger {
     {
       level: opts.level,
       // The finished line, so messages, error texts and nested fields are all covered.
-      hooks: { streamWrite: (line) => secrets.redact(line) },
+      hooks: { streamWrite: (line) => redactUrlsInText(secrets.redact(line)) },
       redact: { paths, censor: '[Redacted]' },
       serializers: {
         req(req: { method?: string; url?: string; headers?: Record<string, unknown>; socket?: { remoteAddress?: string } }) {

@@ -35,6 +35,7 @@ async function main(): Promise<void> {
   registerConfigSecrets(secrets, config);
   const log = createLogger({ level: config.logging.level, logContent: config.logging.logContent, secrets });
   log.info({ file: loaded.file ?? '(embedded defaults)', overrides: loaded.overrides }, 'configuration loaded');
+  for (const w of loaded.warnings) log.warn({ file: loaded.file }, w);
   for (const w of languageWarnings(config)) log.warn({ key: w.key }, w.message);
 
   // Run-time secrets (the device-token secret, every token OTA issues) are redacted like configured ones.

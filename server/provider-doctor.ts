@@ -6,6 +6,7 @@
  * (config key names only: no URL, host or remote error text) for the browser page's banner.
  */
 import type { Logger } from '../core/logger.ts';
+import { redactUrl, redactUrlsInText } from '../core/redact-url.ts';
 import { asrProvider, ttsProvider } from '../providers/index.ts';
 import type { Config } from './config.ts';
 
@@ -54,12 +55,28 @@ function targets(config: Pick<Config, 'llm' | 'asr' | 'tts'>): Target[] {
 /** Largest `/models` answer read; a bigger one is not a model list we can judge. */
 const MAX_LIST_BYTES = 1024 * 1024;
 
+/**
+ * `GET <baseURL>/models`: the path is appended before any query, and `user:pass@` in the URL
+ * (which fetch refuses to send) becomes Basic authorization when no API key is set.
+ */
+function modelsRequest(t: Target): { url: URL; headers: Record<string, string> } {
+  const url = new URL(t.baseURL);
+  url.pathname = `${url.pathname.replace(/\/+$/, '')}/models`;
+  const user = decodeURIComponent(url.username);
+  const pass = decodeURIComponent(url.password);
+  url.username = '';
+  url.password = '';
+  if (t.apiKey) return { url, headers: { authorization: `Bearer ${t.apiKey}` } };
+  if (user || pass) return { url, headers: { authorization: `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}` } };
+  return { url, headers: {} };
+}
+
 /** Classifies one provider; null when nothing is known to be wrong (including answers we cannot judge). */
 async function diagnose(t: Target, timeoutMs: number): Promise<{ problem: ProviderProblemKind; detail: string } | null> {
-  const url = `${t.baseURL.replace(/\/+$/, '')}/models`;
   let res: Response;
   try {
-    res = await fetch(url, { headers: t.apiKey ? { authorization: `Bearer ${t.apiKey}` } : {}, signal: AbortSignal.timeout(timeoutMs) });
+    const { url, headers } = modelsRequest(t);
+    res = await fetch(url, { headers, signal: AbortSignal.timeout(timeoutMs) });
   } catch (err) {
     const cause = err instanceof Error && err.cause instanceof Error ? err.cause.message : err instanceof Error ? err.message : String(err);
     return { problem: 'unreachable', detail: cause };
@@ -120,8 +137,11 @@ export function createProviderDoctor(config: Pick<Config, 'llm' | 'asr' | 'tts'>
     reportAtStartup: async (log) => {
       const { found } = await run();
       for (const f of found) {
-        // The log is the operator's: it may name the URL and the model; the fix text names the keys.
-        log.error({ component: f.t.part, problem: f.problem, baseURL: f.t.baseURL, ...(f.t.model ? { model: f.t.model } : {}), detail: f.detail }, fixFor(f.t.part, f.problem));
+        // The log is the operator's: it may name the URL (without its credentials) and the model; the fix text names the keys.
+        log.error(
+          { component: f.t.part, problem: f.problem, baseURL: redactUrl(f.t.baseURL), ...(f.t.model ? { model: f.t.model } : {}), detail: redactUrlsInText(f.detail) },
+          fixFor(f.t.part, f.problem),
+        );
       }
       return found.map(pub);
     },

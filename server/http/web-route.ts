@@ -1,6 +1,7 @@
 /**
  * @module Serves the browser device client (web/device) at `/`. Plain static files: no build
- * step. The Opus WASM fallback for browsers without WebCodecs is served from node_modules.
+ * step. The Opus WASM fallback for browsers without WebCodecs is served from node_modules. Every
+ * file goes out with a Content-Security-Policy and anti-framing and anti-sniffing headers.
  */
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -24,10 +25,37 @@ function packageRoot(from: string): string {
   }
 }
 
+/**
+ * The page's policy: its own scripts only (ES modules, the AudioWorklet, the opusscript loader),
+ * plus eval, because the Opus fallback's Emscripten glue compiles WASM and builds its embind
+ * invokers with `new Function` (`'unsafe-eval'` also covers WASM; no page code evaluates strings).
+ * Its own WebSocket and HTTP endpoints (and a ws:/wss: server URL the user types), the inline SVG
+ * icon, and never inside a frame. The page has no inline scripts or styles, so none are allowed.
+ */
+export const PAGE_CSP = [
+  "default-src 'self'",
+  "script-src 'self' 'unsafe-eval'",
+  "connect-src 'self' ws: wss:",
+  "img-src 'self' data:",
+  "style-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+/** Set on every file served for the page. */
+function setPageHeaders(res: { setHeader(name: string, value: string): unknown }): void {
+  res.setHeader('Content-Security-Policy', PAGE_CSP);
+  res.setHeader('X-Frame-Options', 'DENY');
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  res.setHeader('Referrer-Policy', 'no-referrer');
+}
+
 export async function webRoutes(app: FastifyInstance): Promise<void> {
   // A page load fetches a dozen files: their request lines go to debug, not to the operator's log.
   app.addHook('onRoute', markQuiet);
-  await app.register(fastifyStatic, { root: PUBLIC_DIR, prefix: '/', index: ['index.html'], cacheControl: true, maxAge: 60_000 });
+  await app.register(fastifyStatic, { root: PUBLIC_DIR, prefix: '/', index: ['index.html'], cacheControl: true, maxAge: 60_000, setHeaders: setPageHeaders });
   // opusscript's browser-loadable build, for pages running where WebCodecs is missing.
   const require = createRequire(import.meta.url);
   let opusDir: string | undefined;
@@ -37,6 +65,6 @@ export async function webRoutes(app: FastifyInstance): Promise<void> {
     opusDir = undefined;
   }
   if (opusDir) {
-    await app.register(fastifyStatic, { root: join(opusDir, 'build'), prefix: '/vendor/opusscript/', decorateReply: false });
+    await app.register(fastifyStatic, { root: join(opusDir, 'build'), prefix: '/vendor/opusscript/', decorateReply: false, setHeaders: setPageHeaders });
   }
 }

@@ -59,6 +59,10 @@ export function launchChromium(wav: string): Promise<Browser> {
 export async function openPage(browser: Browser, url: string, opts: BrowserContextOptions = {}): Promise<{ context: BrowserContext; page: Page; errors: string[] }> {
   const context = await browser.newContext(opts);
   await context.addInitScript('globalThis.__name = (f) => f;');
+  // A Content-Security-Policy violation is an error of the page, like an uncaught exception.
+  await context.addInitScript(
+    "document.addEventListener('securitypolicyviolation', (e) => console.error(`CSP violation: ${e.violatedDirective} ${e.blockedURI} at ${e.sourceFile}:${e.lineNumber}`));",
+  );
   const page = await context.newPage();
   const errors: string[] = [];
   page.on('pageerror', (err) => errors.push(err.message));
@@ -82,6 +86,10 @@ export async function imageStats(browser: Browser, png: Buffer): Promise<ImageSt
   const context = await browser.newContext();
   try {
     await context.addInitScript('globalThis.__name = (f) => f;');
+  // A Content-Security-Policy violation is an error of the page, like an uncaught exception.
+  await context.addInitScript(
+    "document.addEventListener('securitypolicyviolation', (e) => console.error(`CSP violation: ${e.violatedDirective} ${e.blockedURI} at ${e.sourceFile}:${e.lineNumber}`));",
+  );
     const page = await context.newPage();
     return await page.evaluate(async (b64: string) => {
       const img = new Image();

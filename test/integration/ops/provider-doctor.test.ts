@@ -47,6 +47,19 @@ describe('provider doctor', () => {
     });
   }
 
+  test('credentials inside llm.baseURL (userinfo, api-key query) are not logged', async () => {
+    const logs = createLogSink();
+    const log = createLogger({ level: 'info', logContent: false, destination: logs.stream });
+    const baseURL = 'http://user:s3cret@127.0.0.1:1/v1?api-key=k3y&key=k3y2&token=t0k';
+    const doctor = createProviderDoctor(ConfigSchema.parse({ llm: { baseURL } }), { timeoutMs: 2_000 });
+    const found = await doctor.reportAtStartup(log);
+    assert.deepEqual(found.map((p) => [p.component, p.problem]), [['llm', 'unreachable']]);
+    const text = logs.text();
+    assert.match(text, /No LLM answers/);
+    assert.match(text, /127\.0\.0\.1:1/, 'the host is still named');
+    for (const secret of ['s3cret', 'k3y', 't0k']) assert.ok(!text.includes(secret), `${secret} is not logged: ${text}`);
+  });
+
   test('LLM without the configured model: model_missing naming llm.model and LLM_MODEL', async () => {
     const doctor = createProviderDoctor(ConfigSchema.parse({ llm: { baseURL: llm.url, model: 'qwen2.5:3b' } }));
     const found = await doctor.problems();

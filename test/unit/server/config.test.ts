@@ -1,6 +1,6 @@
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../../../server/config.ts';
@@ -25,6 +25,26 @@ function tmpFile(text: string): { dir: string; file: string } {
 }
 
 describe('config', () => {
+  test('a config file holding a secret that others can read gives a warning naming the file and chmod 600', { skip: process.platform === 'win32' ? 'no POSIX modes' : false }, () => {
+    const open = tmpFile('llm: { apiKey: sk-in-a-file-0123 }');
+    chmodSync(open.file, 0o644);
+    const warned = loadConfig({ argv: ['--config', open.file], env: {}, cwd: open.dir }).warnings;
+    assert.equal(warned.length, 1, String(warned));
+    assert.ok(warned[0]?.includes(open.file), warned[0]);
+    assert.match(warned[0] ?? '', /chmod 600/);
+    assert.match(warned[0] ?? '', /llm\.apiKey/);
+    assert.ok(!warned[0]?.includes('sk-in-a-file-0123'), 'the value is not repeated');
+    chmodSync(open.file, 0o640);
+    assert.equal(loadConfig({ argv: ['--config', open.file], env: {}, cwd: open.dir }).warnings.length, 1, 'group-readable counts too');
+    chmodSync(open.file, 0o600);
+    assert.deepEqual(loadConfig({ argv: ['--config', open.file], env: {}, cwd: open.dir }).warnings, []);
+    const plain = tmpFile('llm: { model: m, apiKey: "" }\nserver: { port: 1 }');
+    chmodSync(plain.file, 0o644);
+    assert.deepEqual(loadConfig({ argv: ['--config', plain.file], env: {}, cwd: plain.dir }).warnings, [], 'no secret in the file: no warning');
+    const fromEnv = loadConfig({ argv: ['--config', plain.file], env: { OPENAI_API_KEY: 'sk-from-env-0123' }, cwd: plain.dir });
+    assert.deepEqual(fromEnv.warnings, [], 'a secret from the environment is not in the file');
+  });
+
   test('embedded defaults when no file exists', () => {
     const dir = tmpDir();
     const { config, file } = loadConfig({ argv: [], env: {}, cwd: dir });

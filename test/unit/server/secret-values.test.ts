@@ -6,7 +6,8 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SecretValues } from '../../../core/secret-values.ts';
-import { createLogger, redactUrl } from '../../../server/logger.ts';
+import { createLogger } from '../../../server/logger.ts';
+import { redactUrl, redactUrlsInText } from '../../../core/redact-url.ts';
 import { registerConfigSecrets } from '../../../server/config-secrets.ts';
 import { ConfigSchema } from '../../../server/config.ts';
 import { createLogSink } from '../../helpers/log-sink.ts';
@@ -71,6 +72,26 @@ describe('the logger redacts every line by value', () => {
   test('redactUrl decodes query keys before matching them', () => {
     assert.equal(redactUrl('/x?%61uthorization=Bearer%20abc&device-id=1'), '/x?%61uthorization=[Redacted]&device-id=1');
     assert.equal(redactUrl('/x?TOKEN=abc'), '/x?TOKEN=[Redacted]');
+  });
+
+  test('redactUrl removes userinfo and credential query values, keeping host, path and other parameters', () => {
+    assert.equal(redactUrl('http://user:s3cret@127.0.0.1:1/v1?api-key=k3y&model=m'), 'http://[Redacted]@127.0.0.1:1/v1?api-key=[Redacted]&model=m');
+    assert.equal(redactUrl('https://ghp_abc@host/x?key=1&access_token=2&password=3'), 'https://[Redacted]@host/x?key=[Redacted]&access_token=[Redacted]&password=[Redacted]');
+    assert.equal(redactUrl('http://127.0.0.1:11434/v1'), 'http://127.0.0.1:11434/v1');
+  });
+
+  test('URLs inside free text and inside any finished log line lose their credentials', () => {
+    assert.equal(redactUrlsInText('failed: http://u:pw@h/p?token=t0k retrying'), 'failed: http://[Redacted]@h/p?token=[Redacted] retrying');
+    const { sink, log } = setup();
+    log.error({ err: 'cannot fetch http://user:s3cret@10.0.0.1/v1?api-key=k3y' }, 'mcp https://a:b3@c/d failed');
+    assert.ok(!/s3cret|k3y|b3@/.test(sink.text()), sink.text());
+    assert.match(sink.text(), /10\.0\.0\.1\/v1/);
+  });
+
+  test('credentials inside configured URLs are registered as secret values', () => {
+    const secrets = new SecretValues();
+    registerConfigSecrets(secrets, ConfigSchema.parse({ llm: { baseURL: 'http://user:longpass99@h/v1?api-key=longkey123' } }));
+    assert.equal(secrets.redact('echo longpass99 longkey123'), 'echo [Redacted] [Redacted]');
   });
 });
 
