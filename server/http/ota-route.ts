@@ -5,7 +5,7 @@
  */
 import { truncateForLog } from '../../core/log-fields.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { OtaRequestSchema, type OtaResponse } from '../../protocol/ota.ts';
+import { OtaRequestSchema, parseOtaIdentity, type OtaResponse } from '../../protocol/ota.ts';
 import { DEVICE_WS_PATH } from './ws-route.ts';
 import type { AuthMode } from '../auth.ts';
 import type { DeviceRegistry } from '../identity/device-registry.ts';
@@ -83,8 +83,13 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
     const parsed = OtaRequestSchema.safeParse(body ?? {});
     const device = parsed.success ? parsed.data : {};
     if (!parsed.success) request.log.warn({ issue: parsed.error.issues[0]?.message }, 'OTA body not understood; answering anyway');
-    const deviceId = headerValue(request, 'device-id') ?? device.mac_address?.toLowerCase();
-    const clientId = headerValue(request, 'client-id') ?? device.uuid?.toLowerCase();
+    const identity = parseOtaIdentity({ deviceId: headerValue(request, 'device-id'), clientId: headerValue(request, 'client-id') }, body);
+    if (!identity.ok) {
+      request.log.warn({ field: identity.field, value: truncateForLog(identity.value), issue: identity.error }, 'OTA: identity refused');
+      await reply.code(400).send({ error: identity.error });
+      return;
+    }
+    const { deviceId, clientId } = identity;
     const offset = opts.timezoneOffsetMinutes ?? -new Date().getTimezoneOffset();
     const response: OtaResponse = {
       server_time: { timestamp: Date.now(), timezone_offset: offset },
