@@ -5,7 +5,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'node:http';
@@ -315,6 +315,31 @@ describe('long tokens', () => {
       assert.equal((await upgrade(t.port, { Authorization: `Bearer ${long.slice(0, 299)}` })).status, 401);
     } finally {
       await t.close();
+    }
+  });
+});
+
+describe('a registry file past its read limit', () => {
+  test('the server still starts, logs an error naming the file, and keeps the old file aside', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'identity-oversize-'));
+    const file = join(dir, 'devices.json');
+    const huge = 'c'.repeat(125 * 1024);
+    const pending = Array.from({ length: 40 }, (_, i) => ({ code: String(200000 + i), deviceId: `${huge}${i}`, clientId: `${huge}${i}`, expiresAt: 9e12 }));
+    writeFileSync(file, JSON.stringify({ version: 1, secret: 'z'.repeat(43), devices: [], pending }));
+    const sink = createLogSink();
+    const config = ConfigSchema.parse({ server: { dataDir: dir, auth: { mode: 'activation' } } });
+    const app = await buildApp({ config, log: createLogger({ level: 'info', logContent: false, destination: sink.stream }), createConversation: recordingConversation().factory });
+    try {
+      const { port } = await listenOnLoopback(app);
+      const error = sink.lines.find((l) => l.level === 50 && l.file === file);
+      assert.ok(error, `an error naming ${file}: ${sink.text().slice(0, 500)}`);
+      assert.equal(readdirSync(dir).filter((f) => f.startsWith('devices.json.oversize-')).length, 1);
+      const res = await post(port, '/xiaozhi/ota/', { ...FIRMWARE, 'Device-Id': 'a0:00:00:00:00:0a', 'Client-Id': 'c-10' });
+      assert.equal(res.status, 200, 'a new device gets its code');
+      assert.ok(statSync(file).size < 4096);
+    } finally {
+      await app.fastify.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
