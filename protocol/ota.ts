@@ -54,18 +54,20 @@ export type OtaIdentity = { ok: true; deviceId?: string; clientId?: string } | {
  * the whole request refused, so nothing unbounded reaches the registry or the log.
  */
 export function parseOtaIdentity(headers: { deviceId?: string | undefined; clientId?: string | undefined }, body: unknown): OtaIdentity {
-  const fromBody = (key: string): unknown => (typeof body === 'object' && body !== null ? (body as Record<string, unknown>)[key] : undefined);
+  // A body field that is not a string is a broken body, which OTA answers anyway (without an identity).
+  const fromBody = (key: string): string | undefined => {
+    const v = typeof body === 'object' && body !== null ? (body as Record<string, unknown>)[key] : undefined;
+    return typeof v === 'string' ? v : undefined;
+  };
   const fields = [
     ['Device-Id', headers.deviceId ?? fromBody('mac_address'), DeviceIdSchema],
     ['Client-Id', headers.clientId ?? fromBody('uuid'), ClientIdSchema],
   ] as const;
   const out: { deviceId?: string; clientId?: string } = {};
   for (const [field, raw, schema] of fields) {
-    if (raw === undefined || raw === null || raw === '') continue;
+    if (raw === undefined || raw === '') continue;
     const parsed = schema.safeParse(raw);
-    if (!parsed.success) {
-      return { ok: false, field, value: typeof raw === 'string' ? raw : JSON.stringify(raw) ?? '', error: parsed.error.issues[0]?.message ?? `${field} is not valid` };
-    }
+    if (!parsed.success) return { ok: false, field, value: raw, error: parsed.error.issues[0]?.message ?? `${field} is not valid` };
     if (field === 'Device-Id') out.deviceId = parsed.data;
     else out.clientId = parsed.data;
   }

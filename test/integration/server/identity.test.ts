@@ -246,11 +246,12 @@ describe('activation mode', () => {
       [{ 'Device-Id': 'not-a-mac', 'Client-Id': 'c1' }, '{}'],
       [{ 'Device-Id': 'a0:b1:c2:d3:e4:f5', 'Client-Id': 'x'.repeat(37) }, '{}'],
       [{}, JSON.stringify({ mac_address: 'a0:b1:c2:d3:e4', uuid: 'u-1' })],
-      [{}, JSON.stringify({ mac_address: 'a0:b1:c2:d3:e4:f6', uuid: 12 })],
       [{}, JSON.stringify({ mac_address: 'a0:b1:c2:d3:e4:f6', uuid: 'tab\there' })],
     ] as Array<[Record<string, string>, string]>) {
       assert.equal((await post(t.port, '/xiaozhi/ota/', { ...FIRMWARE, ...headers }, body)).status, 400, `${JSON.stringify(headers)} ${body}`);
     }
+    // A field that is not a string is a broken body: answered, without an identity (so no code).
+    assert.equal((await post(t.port, '/xiaozhi/ota/', FIRMWARE, JSON.stringify({ mac_address: 'a0:b1:c2:d3:e4:f6', uuid: 12 }))).status, 503);
     assert.ok(statSync(join(dir, 'devices.json')).size < 64 * 1024, 'devices.json stays small');
     // A well-formed body identity, MAC with dashes in upper case, is normalised and gets a code.
     const ok = await post(t.port, '/xiaozhi/ota/', FIRMWARE, JSON.stringify({ mac_address: 'A0-B1-C2-D3-E4-F8', uuid: 'Third-Party-Client' }));
