@@ -19,8 +19,8 @@ import { SessionRegistry } from '../voice/session/registry.ts';
 import { CloseCode } from '../protocol/close-codes.ts';
 import { resolveAuthMode } from './auth.ts';
 import type { DeviceRegistry } from './identity/device-registry.ts';
-import { JsonDeviceRegistry } from './identity/json-device-registry.ts';
-import { pairKey, verifyDeviceToken } from './identity/device-token.ts';
+import { JsonDeviceRegistry, type RegistryLog } from './identity/json-device-registry.ts';
+import { pairKey, verifyBinding } from './identity/device-token.ts';
 
 export interface AppDeps {
   config: Config;
@@ -85,7 +85,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     errorHandler: (err, socket, request) => webSocketErrorHandler(err, socket, request),
   });
   const mode = resolveAuthMode(config.server.auth);
-  const devices = mode === 'activation' ? (deps.devices ?? openDeviceRegistry(config)) : undefined;
+  const devices = mode === 'activation' ? (deps.devices ?? openDeviceRegistry(config, 1000, deps.log)) : undefined;
   if (devices) deps.onSecret?.(devices.secret());
   devices?.onRevoked((gone) => {
     for (const d of gone) registry.closeIdentity(pairKey(d.deviceId, d.clientId), CloseCode.Unauthorized);
@@ -106,7 +106,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       tokens: config.server.auth.tokens,
       allowedDevices: config.server.auth.allowedDevices,
       ...(devices
-        ? { verifyDevice: (d: string, c: string, token: string) => verifyDeviceToken(devices.secret(), d, c, token) && devices.isBound(d, c) }
+        ? { verifyDevice: (d: string, c: string, token: string) => verifyBinding(devices, d, c, token) }
         : {}),
     },
     allowedOrigins: config.server.allowedOrigins,
@@ -158,7 +158,7 @@ export function deviceRegistryFile(config: Config): string {
 }
 
 /** The embedded registry, watched for changes the `devices` CLI makes while the server runs. */
-export function openDeviceRegistry(config: Config, watchIntervalMs = 1000): JsonDeviceRegistry {
+export function openDeviceRegistry(config: Config, watchIntervalMs = 1000, log?: RegistryLog): JsonDeviceRegistry {
   const a = config.server.auth;
-  return new JsonDeviceRegistry({ file: deviceRegistryFile(config), secret: a.secret, codeTtlMs: a.codeTtlS * 1000, watchIntervalMs });
+  return new JsonDeviceRegistry({ file: deviceRegistryFile(config), secret: a.secret, codeTtlMs: a.codeTtlS * 1000, watchIntervalMs, ...(log ? { log } : {}) });
 }

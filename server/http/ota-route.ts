@@ -5,7 +5,7 @@
  */
 import { truncateForLog } from '../../core/log-fields.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { OtaRequestSchema, type OtaResponse } from '../../protocol/ota.ts';
+import { OtaRequestSchema, parseOtaIdentity, type OtaResponse } from '../../protocol/ota.ts';
 import { DEVICE_WS_PATH } from './ws-route.ts';
 import type { AuthMode } from '../auth.ts';
 import type { DeviceRegistry } from '../identity/device-registry.ts';
@@ -83,8 +83,13 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
     const parsed = OtaRequestSchema.safeParse(body ?? {});
     const device = parsed.success ? parsed.data : {};
     if (!parsed.success) request.log.warn({ issue: truncateForLog(parsed.error.issues[0]?.message) }, 'OTA body not understood; answering anyway');
-    const deviceId = headerValue(request, 'device-id') ?? device.mac_address?.toLowerCase();
-    const clientId = headerValue(request, 'client-id') ?? device.uuid?.toLowerCase();
+    const identity = parseOtaIdentity({ deviceId: headerValue(request, 'device-id'), clientId: headerValue(request, 'client-id') }, body);
+    if (!identity.ok) {
+      request.log.warn({ field: identity.field, value: truncateForLog(identity.value), issue: identity.error }, 'OTA: identity refused');
+      await reply.code(400).send({ error: identity.error });
+      return;
+    }
+    const { deviceId, clientId } = identity;
     const offset = opts.timezoneOffsetMinutes ?? -new Date().getTimezoneOffset();
     const response: OtaResponse = {
       server_time: { timestamp: Date.now(), timezone_offset: offset },
@@ -149,10 +154,11 @@ function headerValue(request: FastifyRequest, name: string): string | undefined 
 }
 
 /**
- * A bound pair gets its token; an unknown one a spoken code and already the same token. The token
- * is the pair's HMAC, and the WebSocket accepts it only while the registry says the pair is bound,
- * so before the owner binds the code it opens nothing; after, it is what OTA would hand this pair
- * anyway. Handing it with the code lets a client that goes from the activation poll straight to
+ * A bound pair gets its token; an unknown one a spoken code and already the token of the binding
+ * that code will create. The token is the HMAC of the pair and the binding's generation, and the
+ * WebSocket accepts it only for the pair's current binding, so before the owner binds the code it
+ * opens nothing, after it is what OTA would hand this pair anyway, and after a revocation never
+ * again. Handing it with the code lets a client that goes from the activation poll straight to
  * the WebSocket, without asking OTA again (py-xiaozhi does), connect with what it already holds.
  * `newCode`: this request created the code. Null: no code can be issued now (no identity, or too
  * many pending).
@@ -163,12 +169,13 @@ function activationAnswer(
   clientId: string | undefined,
 ): { token: string; activation?: NonNullable<OtaResponse['activation']>; newCode?: boolean } | null {
   if (!deviceId || !clientId) return null;
-  const token = deviceToken(devices.secret(), deviceId, clientId);
-  if (devices.isBound(deviceId, clientId)) return { token };
+  const bound = devices.binding(deviceId, clientId);
+  if (bound) return { token: deviceToken(devices.secret(), deviceId, clientId, bound.generation) };
   const pending = devices.pendingCode(deviceId, clientId);
   if (!pending) return null;
   return {
-    token,
+    // The token of the binding this code will create (its generation is reserved with the code).
+    token: deviceToken(devices.secret(), deviceId, clientId, pending.generation),
     newCode: pending.created,
     activation: {
       code: pending.code,

@@ -10,6 +10,8 @@ export interface BoundDevice {
   deviceId: string;
   clientId: string;
   boundAt: string;
+  /** Distinct for every binding ever made in this registry: part of the token (device-token.ts). */
+  generation: number;
 }
 
 export interface PendingCode {
@@ -18,6 +20,8 @@ export interface PendingCode {
   clientId: string;
   /** ms since epoch */
   expiresAt: number;
+  /** The generation the binding made by this code will have, so its token can be handed out now. */
+  generation: number;
 }
 
 /** A pending code as OTA hands it out: `created` when this request made it (a new code to announce). */
@@ -29,9 +33,11 @@ export interface DeviceRegistry {
   /** The HMAC key of device tokens. */
   secret(): string;
   isBound(deviceId: string, clientId: string): boolean;
+  /** The pair's current binding, if bound. */
+  binding(deviceId: string, clientId: string): BoundDevice | undefined;
   /**
    * The pending code for this pair, created (or renewed when expired) if needed, `created` saying
-   * which; null when too many are pending.
+   * which; null when too many are pending or the pair is not well formed (a MAC and a short id).
    */
   pendingCode(deviceId: string, clientId: string): IssuedCode | null;
   bind(code: string): BindResult;

@@ -1,21 +1,34 @@
 /**
  * @module The per-device token OTA hands to a bound device: an HMAC of its Device-Id + Client-Id
- * pair under the server secret. Any replica holding the secret verifies it without a lookup, and
- * a token is useless for another pair.
+ * pair and the binding's generation under the server secret. A token is useless for another pair,
+ * and each binding of a pair has its own generation, so a token revoked with its binding does not
+ * come back when the pair is bound again.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { DeviceRegistry } from './device-registry.ts';
 
 /** Canonical form of a pair: the firmware sends a lowercase MAC and a UUID; case never matters. */
 export function pairKey(deviceId: string, clientId: string): string {
   return `${deviceId.toLowerCase()}\n${clientId.toLowerCase()}`;
 }
 
-export function deviceToken(secret: string, deviceId: string, clientId: string): string {
-  return createHmac('sha256', secret).update(pairKey(deviceId, clientId)).digest('base64url');
+/**
+ * Generation 0 is a binding stored before bindings had generations: its token is the HMAC of the
+ * pair alone, so devices bound then keep theirs. Every new binding has a generation of 1 or more.
+ */
+export function deviceToken(secret: string, deviceId: string, clientId: string, generation: number): string {
+  const input = generation === 0 ? pairKey(deviceId, clientId) : `${pairKey(deviceId, clientId)}\n${generation}`;
+  return createHmac('sha256', secret).update(input).digest('base64url');
 }
 
-export function verifyDeviceToken(secret: string, deviceId: string, clientId: string, token: string): boolean {
-  const want = Buffer.from(deviceToken(secret, deviceId, clientId));
+export function verifyDeviceToken(secret: string, deviceId: string, clientId: string, generation: number, token: string): boolean {
+  const want = Buffer.from(deviceToken(secret, deviceId, clientId, generation));
   const got = Buffer.from(token);
   return want.length === got.length && timingSafeEqual(want, got);
+}
+
+/** What the WebSocket accepts: the token of the pair's current binding; nothing for an unbound pair. */
+export function verifyBinding(devices: Pick<DeviceRegistry, 'secret' | 'binding'>, deviceId: string, clientId: string, token: string): boolean {
+  const bound = devices.binding(deviceId, clientId);
+  return bound !== undefined && verifyDeviceToken(devices.secret(), deviceId, clientId, bound.generation, token);
 }

@@ -5,7 +5,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'node:http';
@@ -215,6 +215,50 @@ describe('activation mode', () => {
     assert.equal(await dev.closed, 4005);
     assert.equal((await upgrade(t.port, { ...pair, Authorization: `Bearer ${token}` })).status, 401);
   });
+
+  test('bound again after a revocation, the pair gets a new token and the revoked one stays refused', async () => {
+    const devices = t.app.devices;
+    assert.ok(devices);
+    const again = { 'Device-Id': 'a0:b1:c2:d3:e4:77', 'Client-Id': '6f1c1d2e-1111-4222-8333-444455550077' };
+    const bindAndToken = async (): Promise<string> => {
+      const first = JSON.parse((await post(t.port, '/xiaozhi/ota/', { ...FIRMWARE, ...again })).body) as { activation?: { code: string } };
+      assert.equal(devices.bind(first.activation?.code ?? '').ok, true);
+      return (JSON.parse((await post(t.port, '/xiaozhi/ota/', { ...FIRMWARE, ...again })).body) as { websocket: { token?: string } }).websocket.token ?? '';
+    };
+    const t1 = await bindAndToken();
+    assert.equal((await upgrade(t.port, { ...again, Authorization: `Bearer ${t1}` })).status, 101);
+    assert.equal(devices.revoke(again['Device-Id']).length, 1);
+    const t2 = await bindAndToken();
+    assert.notEqual(t2, t1, 'a new binding, a new token');
+    assert.equal((await upgrade(t.port, { ...again, Authorization: `Bearer ${t1}` })).status, 401, 'the revoked token opens nothing');
+    assert.equal((await upgrade(t.port, { ...again, Authorization: `Bearer ${t2}` })).status, 101);
+  });
+
+  test('identity fields are checked at the edge: hostile OTA bodies get 400 and the registry stays small', async () => {
+    const huge = 'a'.repeat(125 * 1024);
+    for (let i = 0; i < 40; i++) {
+      const body = JSON.stringify({ mac_address: `${huge}${i}`, uuid: `${huge}${i}`, application: { version: '1.0.0' } });
+      const res = await post(t.port, '/xiaozhi/ota/', { ...FIRMWARE, 'Content-Type': 'application/json' }, body);
+      assert.equal(res.status, 400, `request ${i}: ${res.body.slice(0, 200)}`);
+      assert.ok(res.body.length < 300, 'the answer does not echo the value');
+    }
+    for (const [headers, body] of [
+      [{ 'Device-Id': 'not-a-mac', 'Client-Id': 'c1' }, '{}'],
+      [{ 'Device-Id': 'a0:b1:c2:d3:e4:f5', 'Client-Id': 'x'.repeat(37) }, '{}'],
+      [{}, JSON.stringify({ mac_address: 'a0:b1:c2:d3:e4', uuid: 'u-1' })],
+      [{}, JSON.stringify({ mac_address: 'a0:b1:c2:d3:e4:f6', uuid: 'tab\there' })],
+    ] as Array<[Record<string, string>, string]>) {
+      assert.equal((await post(t.port, '/xiaozhi/ota/', { ...FIRMWARE, ...headers }, body)).status, 400, `${JSON.stringify(headers)} ${body}`);
+    }
+    // A field that is not a string is a broken body: answered, without an identity (so no code).
+    assert.equal((await post(t.port, '/xiaozhi/ota/', FIRMWARE, JSON.stringify({ mac_address: 'a0:b1:c2:d3:e4:f6', uuid: 12 }))).status, 503);
+    assert.ok(statSync(join(dir, 'devices.json')).size < 64 * 1024, 'devices.json stays small');
+    // A well-formed body identity, MAC with dashes in upper case, is normalised and gets a code.
+    const ok = await post(t.port, '/xiaozhi/ota/', FIRMWARE, JSON.stringify({ mac_address: 'A0-B1-C2-D3-E4-F8', uuid: 'Third-Party-Client' }));
+    assert.equal(ok.status, 200, ok.body);
+    assert.equal((JSON.parse(ok.body) as { activation?: { challenge: string } }).activation?.challenge, 'a0:b1:c2:d3:e4:f8');
+    assert.ok(t.app.devices?.list().pending.some((p) => p.deviceId === 'a0:b1:c2:d3:e4:f8' && p.clientId === 'third-party-client'));
+  });
 });
 
 describe('a spoofed Device-Id cannot replace a session', () => {
@@ -272,6 +316,31 @@ describe('long tokens', () => {
       assert.equal((await upgrade(t.port, { Authorization: `Bearer ${long.slice(0, 299)}` })).status, 401);
     } finally {
       await t.close();
+    }
+  });
+});
+
+describe('a registry file past its read limit', () => {
+  test('the server still starts, logs an error naming the file, and keeps the old file aside', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'identity-oversize-'));
+    const file = join(dir, 'devices.json');
+    const huge = 'c'.repeat(125 * 1024);
+    const pending = Array.from({ length: 40 }, (_, i) => ({ code: String(200000 + i), deviceId: `${huge}${i}`, clientId: `${huge}${i}`, expiresAt: 9e12 }));
+    writeFileSync(file, JSON.stringify({ version: 1, secret: 'z'.repeat(43), devices: [], pending }));
+    const sink = createLogSink();
+    const config = ConfigSchema.parse({ server: { dataDir: dir, auth: { mode: 'activation' } } });
+    const app = await buildApp({ config, log: createLogger({ level: 'info', logContent: false, destination: sink.stream }), createConversation: recordingConversation().factory });
+    try {
+      const { port } = await listenOnLoopback(app);
+      const error = sink.lines.find((l) => l.level === 50 && l.file === file);
+      assert.ok(error, `an error naming ${file}: ${sink.text().slice(0, 500)}`);
+      assert.equal(readdirSync(dir).filter((f) => f.startsWith('devices.json.oversize-')).length, 1);
+      const res = await post(port, '/xiaozhi/ota/', { ...FIRMWARE, 'Device-Id': 'a0:00:00:00:00:0a', 'Client-Id': 'c-10' });
+      assert.equal(res.status, 200, 'a new device gets its code');
+      assert.ok(statSync(file).size < 4096);
+    } finally {
+      await app.fastify.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
