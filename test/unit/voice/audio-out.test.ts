@@ -6,9 +6,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { silentLogger } from '../../../core/logger.ts';
 import type { SessionMedia } from '../../../audio/media/media.ts';
-import type { DeviceChannel } from '../../../voice/session/channel.ts';
 import { AudioOut } from '../../../voice/conversation/audio-out.ts';
 import { ManualClock } from '../../helpers/manual-clock.ts';
+import { timedChannel, type Sent } from '../../helpers/timed-channel.ts';
 
 /** These tests play Opus packets as they are: nothing is encoded, decoded or spoken. */
 const unused = (): never => {
@@ -26,22 +26,9 @@ const noMedia: SessionMedia = {
   close: unused,
 };
 
-interface Sent {
-  what: string;
-  at: number;
-}
-
 function rig(stopMarginMs: number): { out: AudioOut; sent: Sent[]; clock: ManualClock; ac: AbortController; t0: number } {
   const clock = new ManualClock();
-  const t0 = clock.now();
-  const sent: Sent[] = [];
-  const channel: DeviceChannel = {
-    sendJson: (m) => sent.push({ what: m.type === 'tts' ? `tts ${m.state}` : m.type, at: clock.now() - t0 }),
-    sendAudio: () => sent.push({ what: 'frame', at: clock.now() - t0 }),
-    close: () => {},
-    isOpen: true,
-    bufferedBytes: 0,
-  };
+  const { channel, sent, t0 } = timedChannel(clock);
   const ac = new AbortController();
   const out = new AudioOut({ channel, sessionId: 's', media: noMedia, frameMs: 60, preBufferFrames: 3, sendAheadMs: 600, stopMarginMs, signal: ac.signal, log: silentLogger, clock });
   return { out, sent, clock, ac, t0 };

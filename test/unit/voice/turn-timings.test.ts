@@ -12,11 +12,11 @@ import { createHistory } from '../../../llm/history.ts';
 import type { LlmClient, LlmEvent } from '../../../llm/types.ts';
 import type { ToolSource } from '../../../mcp/tool-source.ts';
 import { ConfigSchema } from '../../../server/config.ts';
-import type { DeviceChannel } from '../../../voice/session/channel.ts';
 import type { StateControl } from '../../../voice/session/conversation.ts';
 import { Turn } from '../../../voice/conversation/turn.ts';
 import type { VoiceDeps } from '../../../voice/conversation/voice-deps.ts';
 import { ManualClock } from '../../helpers/manual-clock.ts';
+import { timedChannel } from '../../helpers/timed-channel.ts';
 
 const MODEL_DELAY_MS = 250;
 const FRAMES = 10;
@@ -51,15 +51,7 @@ test('a typed turn is timed on the injected clock: first sentence and frame at t
     close: async () => {},
   };
   const deps: VoiceDeps = { config, log: silentLogger, media: { open: unused, stats: unused, close: unused } as unknown as VoiceDeps['media'], asr: { transcribe: unused, close: async () => {} } as unknown as VoiceDeps['asr'], tts, llm, toolsFor: unused, clock };
-  const sent: Array<{ what: string; at: number }> = [];
-  const t0 = clock.now();
-  const channel: DeviceChannel = {
-    sendJson: (m) => sent.push({ what: m.type === 'tts' ? `tts ${m.state}` : m.type, at: clock.now() - t0 }),
-    sendAudio: () => sent.push({ what: 'frame', at: clock.now() - t0 }),
-    close: () => {},
-    isOpen: true,
-    bufferedBytes: 0,
-  };
+  const { channel, sent, t0 } = timedChannel(clock);
   const tools: ToolSource = { listTools: async () => [], callTool: unused };
   const state: StateControl = { current: 'listening', mode: 'auto', apply: () => null };
   const turn = new Turn(
