@@ -40,20 +40,26 @@ export function hostName(host: string): string | null {
 /** The names this server answers browsers to. */
 export class OwnHosts {
   readonly #names: Set<string>;
+  /** Listed addresses, in canonical form (`formatIp`). */
+  readonly #addresses = new Set<string>();
   readonly #interfaces: () => string[];
 
   constructor(settings: HostSettings, interfaces: () => string[] = interfaceAddresses) {
     const machine = machineName().toLowerCase();
     this.#names = new Set(['localhost', machine, `${machine}.local`]);
-    for (const h of settings.publicHosts) {
-      const n = hostName(h);
-      if (n) this.#names.add(n);
+    let wsHost: string | undefined;
+    try {
+      wsHost = settings.publicWsUrl ? new URL(settings.publicWsUrl).host : undefined;
+    } catch {
+      // An unparseable publicWsUrl names no host.
     }
-    if (settings.publicWsUrl) {
-      try {
-        this.#names.add(new URL(settings.publicWsUrl).hostname.replace(/^\[|\]$/g, '').replace(/\.$/, ''));
-      } catch {
-        // An unparseable publicWsUrl names no host.
+    for (const h of [...settings.publicHosts, ...(wsHost ? [wsHost] : [])]) {
+      // A bare IPv6 address has no port to strip; anything else is read like a Host header.
+      const ip = parseIp(h) ?? parseIp(hostName(h) ?? '');
+      if (ip) this.#addresses.add(formatIp(ip));
+      else {
+        const n = hostName(h);
+        if (n) this.#names.add(n);
       }
     }
     this.#interfaces = interfaces;
@@ -68,8 +74,9 @@ export class OwnHosts {
     const ip = parseIp(name);
     if (!ip) return false;
     if (isLoopback(ip)) return true;
-    // Read at each check: addresses come and go (DHCP, a VPN); this runs only for browser requests.
     const text = formatIp(ip);
+    if (this.#addresses.has(text)) return true;
+    // Read at each check: addresses come and go (DHCP, a VPN); this runs only for browser requests.
     return this.#interfaces().some((a) => a === text);
   }
 }

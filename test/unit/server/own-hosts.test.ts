@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { hostname } from 'node:os';
 import { hostName, OwnHosts } from '../../../server/identity/origin.ts';
 
-const own = new OwnHosts({ publicHosts: ['Voice.Example.org', 'speaker.lan:8443', '192.0.2.10'], publicWsUrl: 'wss://ws.example.net:443/xiaozhi/v1/' }, () => ['10.1.2.3', '2001:db8::7']);
+const own = new OwnHosts({ publicHosts: ['Voice.Example.org', 'speaker.lan:8443', '192.0.2.10', '2001:db8::10', '[2001:db8::11]:8000'], publicWsUrl: 'wss://ws.example.net:443/xiaozhi/v1/' }, () => ['10.1.2.3', '2001:db8::7']);
 
 test('Host forms: case, port, brackets and a trailing dot do not matter', () => {
   assert.equal(hostName('Name.Example:8000'), 'name.example');
@@ -20,7 +20,7 @@ test('listed names, the publicWsUrl host, localhost and the machine name are own
 });
 
 test('loopback and interface addresses are own addresses, in any spelling', () => {
-  for (const h of ['127.0.0.1:8000', '127.9.9.9', '[::1]:8000', '[::ffff:127.0.0.1]', '10.1.2.3:8000', '[2001:db8:0::7]:80', '[::ffff:10.1.2.3]']) assert.ok(own.has(h), h);
+  for (const h of ['127.0.0.1:8000', '127.9.9.9', '[::1]:8000', '[::ffff:127.0.0.1]', '10.1.2.3:8000', '[2001:db8:0::7]:80', '[::ffff:10.1.2.3]', '[2001:DB8::10]', '[2001:db8::11]:443']) assert.ok(own.has(h), h);
 });
 
 test('anything else is not: a rebinding name, other addresses, no Host', () => {
