@@ -48,7 +48,7 @@ describe('a device with a valid credential connects while its address is flooded
       } finally {
         dev.close();
       }
-      assert.equal(countOf(await during, 429), 100, 'strangers stay refused');
+      assert.ok(countOf(await during, 429) >= 95, 'strangers stay refused (a token refills every 20 s)');
       assert.equal((await upgradeTo(t.port, { Authorization: 'Bearer wrong' })).status, 429, 'a wrong credential spends the anonymous budget');
       const refusals = t.logs.find('device refused: upgrade rate per IP');
       assert.ok(refusals.length >= 1 && refusals.length < 50, `refusals are logged, rate-limited: ${refusals.length} lines`);
@@ -64,8 +64,9 @@ describe('a device with a valid credential connects while its address is flooded
     });
     try {
       const loop = await flood(t.port, 30, () => ({ 'Device-Id': 'cc:00:00:00:00:02', Authorization: 'Bearer real-device-token' }), 1);
-      assert.equal(countOf(loop, 101), 10, `the burst is accepted: ${loop.join(',')}`);
-      assert.ok(countOf(loop, 429) >= 19, loop.join(','));
+      const accepted = countOf(loop, 101);
+      assert.ok(accepted >= 10 && accepted <= 12, `the burst is accepted, then refused: ${loop.join(',')}`);
+      assert.equal(countOf(loop, 429), 30 - accepted, loop.join(','));
       // Another device on the same address has a budget of its own, and so do strangers.
       assert.equal((await upgradeTo(t.port, { 'Device-Id': 'cc:00:00:00:00:03', Authorization: 'Bearer real-device-token' })).status, 101);
       assert.equal((await upgradeTo(t.port, { 'Device-Id': 'cc:00:00:00:00:04' })).status, 401);
