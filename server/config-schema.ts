@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { AsrSchema, TtsSchema } from '../providers/index.ts';
 import { OpenAiLlmSchema } from '../providers/openai/options.ts';
 import { LANGUAGES, LANGUAGE_PACKS } from './language.ts';
+import { parseRange } from './http/ip-address.ts';
 
 const EN = LANGUAGE_PACKS.en;
 const DEFAULT_SYSTEM_PROMPT = EN.systemPrompt;
@@ -78,7 +79,24 @@ export const ServerSchema = z.strictObject({
    * the proxy's address: raise it or set 0 there.
    */
   maxSessionsPerIp: z.number().int().min(0).default(64),
-  /** WebSocket upgrades per IP address (token bucket); over it: 429 before the upgrade. */
+  /**
+   * Reverse proxies (addresses or CIDRs, IPv4 or IPv6) whose `X-Forwarded-For` is believed: the
+   * client is the rightmost entry that is not itself one of them. From any other peer the header
+   * is ignored. Empty: every limit counts the socket's peer.
+   */
+  trustProxy: z.array(z.string().refine((s) => parseRange(s) !== null, 'must be an IP address or CIDR, e.g. 10.0.0.0/8 or 2001:db8::/32')).default([]),
+  /** IPv6 clients are counted by this prefix for every per-address limit (a home or phone gets a /64). */
+  ipv6PrefixLength: z.number().int().min(32).max(128).default(64),
+  /**
+   * Names (and addresses) browsers reach this server by, besides loopback, the machine's own
+   * addresses and the host of `publicWsUrl`. A browser request (one with an Origin) whose Host is
+   * none of them is refused with 403: that is what a DNS rebinding page sends.
+   */
+  publicHosts: z.array(z.string().regex(/^[A-Za-z0-9.\-:[\]]+$/, 'must be a host name or address, e.g. voice.example.org')).default([]),
+  /**
+   * WebSocket upgrades per IP address (token bucket); over it: 429. Upgrades presenting a valid
+   * credential count against a budget of their own (the same rate, per device).
+   */
   upgradeRate: z
     .strictObject({
       perSecond: z.number().positive().default(5),
