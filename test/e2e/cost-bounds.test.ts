@@ -10,7 +10,8 @@ import { DeviceSim, type SimDeviceTool } from '../fixtures/device-sim.ts';
 import { startFakeOpenAi, type FakeOpenAi } from '../fixtures/fake-openai.ts';
 import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
 import { closeAll } from '../helpers/close-all.ts';
-import { sleep } from '../helpers/wait.ts';
+import { sendPaced, speak16k, utterancePackets } from '../helpers/speech.ts';
+import { sleep, waitFor } from '../helpers/wait.ts';
 
 const TURNS_PER_MINUTE = 5;
 const TOO_FAST = 'Slow down please, I need a moment.';
@@ -18,6 +19,11 @@ const TOO_FAST = 'Slow down please, I need a moment.';
 /** The text of every sentence the device was shown. */
 function sentences(dev: DeviceSim): string[] {
   return dev.json.filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start').map((j) => String(j.msg.text));
+}
+
+async function refusedTurns(srv: VoiceApp): Promise<number> {
+  const metrics = await (await fetch(`${srv.httpUrl}/metrics`)).text();
+  return Number(/^xiaozhi_turns_refused_total (\d+)$/m.exec(metrics)?.[1] ?? NaN);
 }
 
 function lastUserText(req: FakeOpenAi['requests'][number] | undefined): string {
@@ -55,9 +61,46 @@ describe('cost bounds per device', () => {
       await dev.waitFor('the notice', () => sentences(dev).includes(TOO_FAST), 15_000);
       assert.equal(sentences(dev).filter((s) => s === TOO_FAST).length, 1, 'the notice is said once per window');
       assert.equal(srv.logs.find('turn budget spent; new turns refused').length, 1, 'logged once');
-      const metrics = await (await fetch(`${srv.httpUrl}/metrics`)).text();
-      const refused = /^xiaozhi_turns_refused_total (\d+)$/m.exec(metrics);
-      assert.ok(refused && Number(refused[1]) > 10, `refusals counted: ${refused?.[0] ?? 'no metric'}`);
+      const refused = await refusedTurns(srv);
+      assert.ok(refused > 10, `refusals counted: ${refused}`);
+    } finally {
+      dev.close();
+    }
+  });
+
+  test('speech past the budget: the first utterance hears the notice, the next is dropped and the device is heard again; no model request', async () => {
+    const dev = new DeviceSim({ url: srv.wsUrl, deviceId: '71:00:00:00:00:04' });
+    try {
+      await dev.hello();
+      for (let i = 0; i < TURNS_PER_MINUTE; i++) {
+        dev.listen('detect', { text: `typed question ${i}` });
+        await sleep(50);
+      }
+      const last = `typed question ${TURNS_PER_MINUTE - 1}`;
+      const at = await dev.waitFor('the last typed answer', () => {
+        const i = dev.json.findIndex((j) => j.msg.state === 'sentence_start' && String(j.msg.text).includes(last));
+        return i >= 0 ? i + 1 : undefined;
+      }, 15_000);
+      await dev.waitJson('tts', 'stop', 15_000, at);
+      const requests = llm.requests.length;
+      const refusedBefore = await refusedTurns(srv);
+      const packets = await utterancePackets(speak16k('what is the weather today'));
+      let from = dev.json.length;
+      dev.listen('start', { mode: 'auto' });
+      await sendPaced(dev, packets, 60, () => dev.json.slice(from).some((j) => j.msg.type === 'tts'));
+      const notice = await dev.waitJson('tts', 'sentence_start', 20_000, from);
+      assert.equal(notice.text, TOO_FAST);
+      await dev.waitJson('tts', 'stop', 20_000, from);
+      assert.ok(!dev.json.slice(from).some((j) => j.msg.type === 'stt'), 'no transcript: the speech was not sent to ASR');
+      // Auto mode listens again after the notice: the next utterance is refused without a word.
+      from = dev.json.length;
+      await sendPaced(dev, packets);
+      await waitFor(async () => (await refusedTurns(srv)) === refusedBefore + 2, { what: 'the second utterance refused', timeoutMs: 20_000, intervalMs: 200 });
+      assert.deepEqual(dev.json.slice(from).map((j) => j.msg.type), [], 'nothing sent for a silent refusal');
+      assert.equal(llm.requests.length, requests, 'no model request for either utterance');
+      // Still heard: a third utterance reaches the conversation (and is refused: the minute is not over).
+      await sendPaced(dev, packets);
+      await waitFor(async () => (await refusedTurns(srv)) === refusedBefore + 3, { what: 'the third utterance heard', timeoutMs: 20_000, intervalMs: 200 });
     } finally {
       dev.close();
     }
