@@ -8,6 +8,7 @@ import { AsrSchema, TtsSchema } from '../providers/index.ts';
 import { OpenAiLlmSchema } from '../providers/openai/options.ts';
 import { LANGUAGES, LANGUAGE_PACKS } from './language.ts';
 import { parseRange } from './http/ip-address.ts';
+import { MAX_DEVICE_TEXT } from '../protocol/messages.ts';
 
 const EN = LANGUAGE_PACKS.en;
 const DEFAULT_SYSTEM_PROMPT = EN.systemPrompt;
@@ -214,6 +215,16 @@ export const ConversationSchema = z.strictObject({
   playbackError: z.string().min(1).default(EN.conversation.playbackError),
   /** Spoken by the end-conversation tool. */
   goodbye: z.string().min(1).default(EN.conversation.goodbye),
+  /**
+   * Turns a session may start in any 60 s (typed text, wake word or speech; each one aborts the
+   * last and costs a model request). Past it the new turn is not started and the device hears
+   * `tooManyTurns`, once per window. 0: no limit.
+   */
+  maxTurnsPerMinute: z.number().int().min(0).max(1000).default(20),
+  /** Spoken (once per 60 s) to a device over `maxTurnsPerMinute`. */
+  tooManyTurns: z.string().min(1).default(EN.conversation.tooManyTurns),
+  /** Characters of a typed text (`listen detect`) the model gets; the rest is cut. */
+  maxTextChars: z.number().int().min(1).max(MAX_DEVICE_TEXT).default(500),
 });
 
 /** `asr` and `tts`: each provider's own options schema (`providers/<vendor>/options.ts`), chosen by `provider`. */
@@ -260,6 +271,11 @@ export const DeviceMcpSchema = z.strictObject({
   timeoutMs: z.number().int().positive().default(30_000),
   /** Camera "explain" endpoint advertised in initialize (http URL + token); empty: none. */
   vision: z.strictObject({ url: z.string().default(''), token: z.string().default('') }).prefault({}),
+  /**
+   * Bytes of one device's tool specs (names, descriptions, input schemas) offered in every model
+   * request. Past it descriptions are cut to 200 characters, then tools dropped from the last.
+   */
+  maxSchemaBytes: z.number().int().min(1024).max(1_048_576).default(8192),
 });
 
 /** Reading audio that MCP tools link to (ResourceLink), in pages (seed 001). */
