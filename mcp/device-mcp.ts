@@ -104,6 +104,7 @@ export function createDeviceMcp(opts: DeviceMcpOptions): DeviceMcp {
   const pending = new Map<number, Pending>();
   let specs: ToolSpec[] = [];
   let names = new ToolNameMap<string>();
+  let offered = new Set<string>();
 
   function request(method: string, params: Record<string, unknown>, signal?: AbortSignal, ms = timeoutMs): Promise<RpcOutcome> {
     if (closed) return Promise.resolve({ ok: false, message: 'device MCP channel is closed' });
@@ -220,6 +221,8 @@ export function createDeviceMcp(opts: DeviceMcpOptions): DeviceMcp {
     }
     specs = fit.specs;
     names = map;
+    // A tool dropped for size is not offered, so it is not callable either (the model never saw it).
+    offered = new Set(specs.map((t) => t.name));
   }
 
   async function initialize(signal?: AbortSignal): Promise<void> {
@@ -263,7 +266,7 @@ export function createDeviceMcp(opts: DeviceMcpOptions): DeviceMcp {
   }
 
   async function callTool(name: string, args: Record<string, unknown>, callOpts: CallToolOptions): Promise<ToolResult> {
-    const deviceName = names.get(name);
+    const deviceName = offered.has(name) ? names.get(name) : undefined;
     if (deviceName === undefined) return errorResult(`Unknown device tool "${name}".`);
     if (typeof args !== 'object' || args === null || Array.isArray(args)) return errorResult(`Tool "${name}" needs its arguments as a JSON object.`);
     const started = performance.now();

@@ -38,3 +38,35 @@ test('a device with 300 tools, a 30,000-deep schema and a 20 KB schema: at most 
   assert.deepEqual(warnings[0]?.obj.dropped, { overCount: 190, badName: 0, schemaTooDeep: 1, schemaTooLarge: 1 });
   dm.close();
 });
+
+test('a tool dropped for the size budget is not offered and not callable: no tools/call reaches the device', async () => {
+  const tools = Array.from({ length: 10 }, (_, i) => ({ name: `self.t${i}`, description: 'd', inputSchema: { type: 'object', properties: { p: { type: 'string', description: 'z'.repeat(900) } } } }));
+  const calls: string[] = [];
+  const dm = createDeviceMcp({
+    log: recordingLogger(),
+    maxSchemaBytes: 3000,
+    send: (payload) => {
+      const id = payload.id as number | undefined;
+      if (id === undefined) return;
+      if (payload.method === 'tools/call') calls.push(String((payload.params as { name?: unknown } | undefined)?.name));
+      const result =
+        payload.method === 'initialize'
+          ? { protocolVersion: '2024-11-05', capabilities: { tools: {} }, serverInfo: { name: 'dev', version: '1' } }
+          : payload.method === 'tools/list'
+            ? { tools }
+            : { content: [{ type: 'text', text: 'ok' }], isError: false };
+      setImmediate(() => dm.handleMessage(JSON.stringify({ jsonrpc: '2.0', id, result })));
+    },
+  });
+  await dm.initialize();
+  const offered = dm.tools().map((t) => t.name);
+  assert.ok(offered.length > 0 && offered.length < 10, `some offered, some dropped: ${offered.join(',')}`);
+  const droppedName = offered[0]!.replace(/t\d+$/, 't9');
+  assert.ok(!offered.includes(droppedName));
+  const refused = await dm.toolSource().callTool(droppedName, {}, { signal: new AbortController().signal });
+  assert.equal(refused.isError, true);
+  const ok = await dm.toolSource().callTool(offered[0]!, {}, { signal: new AbortController().signal });
+  assert.equal(ok.isError, false);
+  assert.deepEqual(calls, ['self.t0'], 'only the offered tool reached the device');
+  dm.close();
+});
