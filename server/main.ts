@@ -11,6 +11,7 @@ import { registerConfigSecrets } from './config-secrets.ts';
 import { assembleServer } from './assemble.ts';
 import { logDeviceAuth } from './identity/operator-log.ts';
 import { storeLocation } from './open-store.ts';
+import { StoreError } from '../store/connect.ts';
 import { languageWarnings } from './language.ts';
 
 /** Exit code for configuration errors (documented in the README). */
@@ -85,6 +86,11 @@ main().catch((err: unknown) => {
   if (err instanceof VoiceError && err.code === ErrorCode.ConfigInvalid) {
     process.stderr.write(`xiaozhi-server: invalid configuration: ${err.message}\n`);
     process.exit(EXIT_CONFIG);
+  }
+  // A database that cannot be opened: the message names store.url (its password hidden).
+  if (err instanceof StoreError) {
+    process.stderr.write(`xiaozhi-server failed to start: ${err.message}\n`);
+    process.exit(1);
   }
   process.stderr.write(`xiaozhi-server failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
   process.exit(1);
