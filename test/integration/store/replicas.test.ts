@@ -78,4 +78,33 @@ describe('two replicas on one PostgreSQL', () => {
     await waitFor(() => b.app.store.cache.agentNameOf(DEVICE['Device-Id']) === 'teacher', { what: 'the device\'s agent on the other replica', timeoutMs: WITHIN_MS });
     assert.equal((await b.app.store.devices.list()).length, 1);
   });
+
+  test('the database away: a bound device still gets its token and connects (from the cache), a new device gets 503 with a logged error; back, codes again', async () => {
+    const bound = { 'Device-Id': 'e4:00:00:00:00:32', 'Client-Id': '0b9a3c1e-7d55-4e0f-9a51-2c4f1e9b7d32' };
+    const post = (srv: VoiceApp, headers: Record<string, string>): Promise<Response> =>
+      fetch(`${srv.httpUrl}/xiaozhi/ota/`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body: '{}' });
+    const code = ((await (await post(a, bound)).json()) as { activation?: { code: string } }).activation?.code ?? '';
+    assert.equal((await a.app.devices?.bind(code))?.ok, true);
+    await waitFor(() => b.app.devices?.isBound(bound['Device-Id'], bound['Client-Id']), { what: 'the binding on b', timeoutMs: WITHIN_MS });
+
+    await pg.down();
+    try {
+      const res = await post(b, bound);
+      assert.equal(res.status, 200, 'a bound device is answered from the cache');
+      const token = ((await res.json()) as { websocket: { token?: string } }).websocket.token ?? '';
+      const dev = new DeviceSim({ url: b.wsUrl, deviceId: bound['Device-Id'], clientId: bound['Client-Id'], token });
+      try {
+        await dev.hello();
+        assert.equal(dev.closeCode, null);
+      } finally {
+        dev.close();
+      }
+      const stranger = await post(b, { 'Device-Id': 'e4:00:00:00:00:33', 'Client-Id': 'new-while-down' });
+      assert.equal(stranger.status, 503, 'no code without the database');
+      assert.ok(b.logs.lines.some((l) => l.level === 50 && /store could not issue a code/.test(String(l.msg))), 'logged at error');
+    } finally {
+      await pg.up();
+    }
+    await waitFor(async () => (await post(b, { 'Device-Id': 'e4:00:00:00:00:33', 'Client-Id': 'new-while-down' })).status === 200, { what: 'codes again once the database is back', timeoutMs: 15_000 });
+  });
 });
