@@ -7,7 +7,7 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MAX_PENDING } from '../../../store/registry.ts';
 import { deviceToken, verifyBinding } from '../../../server/identity/device-token.ts';
-import { open, postgresTarget, sqliteTarget } from '../../helpers/store-targets.ts';
+import { open, postgresTarget, raw, sqliteTarget } from '../../helpers/store-targets.ts';
 
 /** A distinct well-formed MAC for each number. */
 const mac = (prefix: string, i: number): string => `${prefix}:00:00:00:${(i >> 8).toString(16).padStart(2, '0')}:${(i & 255).toString(16).padStart(2, '0')}`;
@@ -97,11 +97,24 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
 
     test('the global cap stays: full of other addresses\' codes, a new address is refused; its own expiry makes room', async () => {
       let now = 1_000_000;
-      const store = await open(await target.fresh(), { pendingPerSource: 3, codeTtlMs: 60_000, now: () => now });
+      const db = await target.fresh();
+      const store = await open(db, { pendingPerSource: 3, codeTtlMs: 60_000, now: () => now });
       try {
         const reg = store.registry;
         for (let i = 0; i < MAX_PENDING; i++) assert.ok(await reg.pendingCode(mac('02', i), `client-${i}`, `10.0.${i}.1`), `code ${i}`);
         assert.equal(await reg.pendingCode('03:00:00:00:00:01', 'newcomer', '10.9.9.9'), null, 'the table is full of other addresses\' codes');
+        if (target.name === 'sqlite') {
+          // Refused by reads alone: another connection sees no commit (SQLite's data_version stays).
+          const conn = await raw(db);
+          try {
+            const version = (): unknown => conn.sqlite?.handle.pragma('data_version', { simple: true });
+            const before = version();
+            for (let i = 0; i < 200; i++) assert.equal(await reg.pendingCode(mac('05', i), `stranger-${i}`, `10.8.${i}.1`), null);
+            assert.equal(version(), before, 'no write while the table is full of other addresses\' codes');
+          } finally {
+            await conn.db.destroy();
+          }
+        }
         // An address that holds codes replaces its own oldest instead.
         const replaced = await reg.pendingCode('03:00:00:00:00:02', 'second-of-10.0.5.1', '10.0.5.1');
         assert.ok(replaced?.created);
