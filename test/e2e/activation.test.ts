@@ -33,7 +33,7 @@ describe('activation mode end to end', () => {
   let file: string;
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'activation-e2e-'));
-    file = join(dir, 'devices.json');
+    file = join(dir, 'xiaozhi.db'); // the default store, in the data directory
     llm = await startFakeOpenAi();
     srv = await startVoiceApp(llm.url, { server: { dataDir: dir, auth: { mode: 'activation' } } });
   });
@@ -87,7 +87,7 @@ describe('activation mode end to end', () => {
 
       const id = /^bound ([0-9a-f]{10})/.exec(bound.stdout)?.[1] ?? '';
       await run(process.execPath, [...CLI, 'revoke', id, '--file', file]);
-      // The server notices the file change within its poll interval and ends the session.
+      // The server hears of the change through the store's change feed and ends the session.
       assert.equal(await dev.closed, 4005);
     } finally {
       dev.close();
