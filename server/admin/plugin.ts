@@ -17,7 +17,7 @@ import { SignInLimit } from './sign-in-limit.ts';
 import { AdminError, fastifyPath, type AdminContext, type AdminRoute } from './route.ts';
 import { ADMIN_ROUTES } from './routes.ts';
 import { ADMIN_PREFIX } from './openapi.ts';
-import { apiKeyOf } from './agent-views.ts';
+import { apiKeysOf } from './agent-views.ts';
 
 export interface AdminOptions {
   /** `admin.token`; empty: the admin API and console are off. */
@@ -77,8 +77,7 @@ export function adminPlugin(opts: AdminOptions): (app: FastifyInstance) => Promi
     // Keys stored by earlier runs (or another replica) are redacted from the first line on.
     try {
       for (const a of await opts.store.agents.list()) {
-        const key = apiKeyOf(a.settings);
-        if (key) ctx.onSecret(key);
+        for (const key of apiKeysOf(a.settings)) ctx.onSecret(key);
       }
     } catch (err) {
       app.log.warn({ err }, 'admin: could not read the agents to register their keys for redaction');

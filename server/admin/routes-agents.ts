@@ -5,11 +5,10 @@
 import { AgentSettingsSchema } from '../agents/agent-settings.ts';
 import { AdminError, adminRoute, type AdminContext } from './route.ts';
 import { AgentCreateBody, AgentList, AgentParams, AgentPatchBody, AgentView } from './schemas.ts';
-import { agentView, apiKeyOf, mergeSettings } from './agent-views.ts';
+import { agentView, apiKeysOf, mergeSettings } from './agent-views.ts';
 
-function rememberKey(ctx: AdminContext, settings: Record<string, unknown>): void {
-  const key = apiKeyOf(settings);
-  if (key) ctx.onSecret(key);
+function rememberKeys(ctx: AdminContext, settings: Record<string, unknown>): void {
+  for (const key of apiKeysOf(settings)) ctx.onSecret(key);
 }
 
 export const agentRoutes = [
@@ -37,7 +36,7 @@ export const agentRoutes = [
     response: AgentView,
     errors: { 409: 'an agent of that name exists' },
     handle: async ({ body }, ctx) => {
-      rememberKey(ctx, body.settings);
+      rememberKeys(ctx, body.settings);
       const row = await ctx.store.agents.create(body.name, body.settings);
       if (!row) throw new AdminError(409, `agent "${body.name}" exists already`, 'body.name');
       ctx.log.info({ agent: body.name }, 'admin: agent created');
@@ -81,7 +80,7 @@ export const agentRoutes = [
         const field = ['body', 'settings', ...(issue?.path ?? [])].join('.');
         throw new AdminError(400, `${field}: ${issue?.message ?? 'invalid'}`, field);
       }
-      rememberKey(ctx, merged.data);
+      rememberKeys(ctx, merged.data);
       const updated = await ctx.store.agents.update(params.name, merged.data);
       if (!updated) throw new AdminError(404, `no agent "${params.name}"`, 'params.name');
       ctx.log.info({ agent: params.name, changed: Object.keys(body.settings) }, 'admin: agent updated');
