@@ -5,14 +5,14 @@
  * must also come from the console's own origin (a browser sends `Origin` on every such request).
  * Params and bodies are validated by the route table's zod schemas: a 400 names the field.
  */
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import type { z } from 'zod';
 import { originAllowed } from '../identity/origin.ts';
 import type { SessionRegistry } from '../../voice/session/registry.ts';
 import { adminConsoleRoutes } from '../http/web-route.ts';
 import type { AdminStore } from './admin-store.ts';
-import { ADMIN_COOKIE, AdminSessions, readCookie } from './admin-sessions.ts';
-import { bearerToken, tokenMatches } from './admin-token.ts';
+import { AdminSessions } from './admin-sessions.ts';
+import { authenticate } from './admin-token.ts';
 import { SignInLimit } from './sign-in-limit.ts';
 import { AdminError, fastifyPath, type AdminContext, type AdminRoute } from './route.ts';
 import { ADMIN_ROUTES } from './routes.ts';
@@ -31,15 +31,6 @@ export interface AdminOptions {
   sessionTtlMs?: number;
   /** Sign-in attempts per address: `burst` at once, then `perMinute`. */
   signIn?: { burst: number; perMinute: number };
-}
-
-type Auth = 'bearer' | 'cookie' | null;
-
-function authenticate(request: FastifyRequest, token: string, sessions: AdminSessions): Auth {
-  const bearer = bearerToken(request.headers.authorization);
-  if (bearer !== undefined) return tokenMatches(bearer, token) ? 'bearer' : null;
-  const id = readCookie(request.headers.cookie, ADMIN_COOKIE);
-  return id && sessions.check(id) !== undefined ? 'cookie' : null;
 }
 
 /** `where.path: message` for every issue; the first issue's path is the field named. */

@@ -6,7 +6,7 @@ import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { AdminError, adminRoute } from './route.ts';
 import { ADMIN_COOKIE, readCookie, sessionCookie } from './admin-sessions.ts';
-import { tokenMatches } from './admin-token.ts';
+import { authenticate, tokenMatches } from './admin-token.ts';
 import { SignInBody, SignedIn } from './schemas.ts';
 
 /** The console was reached over https (directly, or through a proxy that says so). */
@@ -47,13 +47,13 @@ export const sessionRoutes = [
     id: 'whoAmI',
     method: 'GET',
     path: '/session',
-    summary: 'Whether the caller is signed in (cookie) or holds the token.',
-    auth: true,
+    summary: 'Whether the caller is signed in (console cookie) or holds the token; answers 200 either way.',
+    auth: false,
     params: null,
     body: null,
     status: 200,
-    response: z.object({ signedIn: z.literal(true) }),
-    handle: async () => ({ signedIn: true as const }),
+    response: z.object({ signedIn: z.boolean() }),
+    handle: async (_in, ctx, { request }) => ({ signedIn: authenticate(request, ctx.token, ctx.sessions) !== null }),
   }),
   adminRoute({
     id: 'signOut',

@@ -94,4 +94,4 @@ $('sign-out').addEventListener('click', async () => {
 for (const t of TABS) document.querySelector(`[data-tab="${t}"]`).addEventListener('click', () => select(t));
 onSignedOut(() => showSignIn('Signed out: sign in again.'));
 
-whoAmI().then(showConsole, () => showSignIn());
+whoAmI().then((r) => (r.signedIn ? showConsole() : showSignIn()), () => showSignIn());
