@@ -100,7 +100,6 @@ export async function adminConsoleRoutes(app: FastifyInstance): Promise<void> {
     root: ADMIN_DIR,
     prefix: '/admin/',
     index: ['index.html'],
-    redirect: true,
     decorateReply: false,
     // Small files; a new version reaches the operator on the next load.
     cacheControl: false,
@@ -109,4 +108,6 @@ export async function adminConsoleRoutes(app: FastifyInstance): Promise<void> {
       res.setHeader('Cache-Control', 'no-cache');
     },
   });
+  // The address people type: relative links in the page need the trailing slash.
+  app.get('/admin', (_request, reply) => reply.redirect('/admin/', 301));
 }

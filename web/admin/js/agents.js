@@ -1,7 +1,7 @@
 // The agents tab: every agent with its prompt, language, voice and model, a form to create one
 // and to edit one. API keys are write-only: the form shows whether one is set, never its value.
 import { createAgent, deleteAgent, updateAgent } from './api.js';
-import { confirmButton, h } from './dom.js';
+import { confirmButton, fill, h } from './dom.js';
 
 /** Text-like settings: `path` in the settings, its label, the input kind. */
 const FIELDS = [
@@ -156,7 +156,7 @@ function summary(a) {
 
 export function renderAgents(root, agents, done) {
   const create = h('details', { class: 'card create' }, h('summary', {}, 'New agent'), agentForm(undefined, done));
-  root.replaceChildren(
+  fill(root,
     h('h2', {}, 'Agents'),
     h('p', { class: 'muted' }, "What an agent leaves empty comes from the server's configuration (the default agent)."),
     create,

@@ -1,7 +1,7 @@
 // The pending and devices tabs: pending devices with the code they speak and a one-click bind to a
 // chosen agent; bound devices renamed, moved to another agent or revoked.
 import { bindDevice, revokeDevice, updateDevice } from './api.js';
-import { agentSelect, ago, confirmButton, h } from './dom.js';
+import { agentSelect, ago, confirmButton, fill, h } from './dom.js';
 
 /** `123456` → `123 456`, as it is read out. */
 const spoken = (code) => `${code.slice(0, 3)} ${code.slice(3)}`;
@@ -20,7 +20,7 @@ function facts(d) {
 /** The pending tab. `done(message)` refreshes the console after a change. */
 export function renderPending(root, devices, agents, done) {
   const pending = devices.filter((d) => d.state === 'pending');
-  root.replaceChildren(
+  fill(root,
     h('h2', {}, 'Pending devices'),
     pending.length === 0
       ? h('p', { class: 'empty' }, 'No device is waiting. A new device speaks a 6-digit code after it starts; it appears here.')
@@ -52,7 +52,7 @@ export function renderPending(root, devices, agents, done) {
 /** The devices tab: every bound (and seen) device. */
 export function renderDevices(root, devices, agents, done) {
   const shown = devices.filter((d) => d.state !== 'pending');
-  root.replaceChildren(
+  fill(root,
     h('h2', {}, 'Devices'),
     shown.length === 0
       ? h('p', { class: 'empty' }, 'No devices yet.')

@@ -58,3 +58,8 @@ export function confirmButton(label, confirmLabel, action, attrs = {}) {
   });
   return btn;
 }
+
+/** Replaces the children of `root`: arrays are flattened, empty values skipped. */
+export function fill(root, ...children) {
+  root.replaceChildren(...children.flat(2).filter((c) => c !== null && c !== undefined && c !== false));
+}

@@ -1,9 +1,9 @@
 // The online tab: every session open now, on every replica.
-import { ago, h } from './dom.js';
+import { ago, fill, h } from './dom.js';
 
 export function renderOnline(root, sessions, devices) {
   const alias = new Map(devices.map((d) => [d.deviceId, d.alias]));
-  root.replaceChildren(
+  fill(root,
     h('h2', {}, 'Online now'),
     sessions.length === 0
       ? h('p', { class: 'empty' }, 'Nobody is connected.')
