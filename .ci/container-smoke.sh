@@ -148,8 +148,8 @@ timeout 300 npx --no-install tsx test/container/activation.ts --timeout-ms 24000
   "${B[@]}" run --isolation chroot --user node -v "$act/config.yaml:/app/config.yaml:ro" xiaozhi-activation -- \
   --- "${B[@]}" run --isolation chroot --user node -v "$act/config.yaml:/app/config.yaml:ro" xiaozhi-activation -- \
   || die "activation smoke (registry in /data, devices bind inside the container) failed"
-"${B[@]}" run --isolation chroot --user node xiaozhi-activation -- test -s /data/devices.json \
-  || die "the device registry is not in /data"
+"${B[@]}" run --isolation chroot --user node xiaozhi-activation -- test -s /data/xiaozhi.db \
+  || die "the database (xiaozhi.db) is not in /data"
 "${B[@]}" rm xiaozhi-activation >/dev/null 2>&1 || true
 rm -rf "$act"
 say "activation smoke passed ($(since "$t") s)"

@@ -1,19 +1,20 @@
 /**
  * The owner's tool for activation mode: bind a device by the code it speaks, list, revoke.
- * It changes the same registry file the server uses (under its lock), also while the server runs;
- * the server notices within a second, and a revoked device's session ends.
+ * It changes the same store the server uses (`store.url`), also while the server runs; the server
+ * notices within a second or two, and a revoked device's session ends.
  *
  *   npm run devices -- bind 123456
  *   npm run devices -- list
  *   npm run devices -- revoke <id | Device-Id | Client-Id>
  *
- * The registry file is `devices.json` in `server.dataDir` of the usual configuration (--config FILE,
- * XIAOZHI_CONFIG, ./config.yaml; XIAOZHI_DATA_DIR overrides the directory) or --file PATH.
+ * The store is the one of the usual configuration (--config FILE, XIAOZHI_CONFIG, ./config.yaml;
+ * DATABASE_URL and XIAOZHI_DATA_DIR override), or the SQLite file --file PATH.
  */
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig } from '../server/config.ts';
-import { openDeviceRegistry } from '../server/app.ts';
-import { JsonDeviceRegistry } from '../server/identity/json-device-registry.ts';
+import { ConfigError, ConfigSchema, loadConfig } from '../server/config.ts';
+import { openConfiguredStore } from '../server/open-store.ts';
+import { StoreError } from '../store/connect.ts';
+import { cliLog } from './cli-log.ts';
 
 const USAGE = 'usage: npm run devices -- bind CODE | list | revoke ID [--file PATH] [--config FILE]';
 
@@ -36,35 +37,35 @@ function parse(argv: string[]): { command?: string; arg?: string; file?: string;
   return { command, arg, file: parsed.values.file, config: parsed.values.config };
 }
 
-function main(argv: string[]): void {
+async function main(argv: string[]): Promise<void> {
   const { command, arg, file, config } = parse(argv);
-  const devices = file
-    ? new JsonDeviceRegistry({ file, secret: '', codeTtlMs: 0, watchIntervalMs: 0 })
-    : openDeviceRegistry(loadConfig({ argv: config === undefined ? [] : ['--config', config] }).config, 0);
+  const cfg = file
+    ? ConfigSchema.parse({ server: { dataDir: process.cwd() }, store: { url: `sqlite:${file}` } })
+    : loadConfig({ argv: config === undefined ? [] : ['--config', config] }).config;
+  const store = await openConfiguredStore(cfg, cliLog, { watch: false });
+  const devices = store.registry;
   try {
     if (command === 'bind' && arg) {
-      const r = devices.bind(arg);
+      const r = await devices.bind(arg);
       if (!r.ok) fail(`not bound: ${r.reason}`);
       process.stdout.write(`bound ${r.device.id} (Device-Id ${r.device.deviceId}, Client-Id ${r.device.clientId})\n`);
     } else if (command === 'list') {
-      const { bound, pending } = devices.list();
+      const { bound, pending } = await devices.list();
       for (const d of bound) process.stdout.write(`bound    ${d.id}  ${d.deviceId}  ${d.clientId}  since ${d.boundAt}\n`);
       for (const p of pending) process.stdout.write(`pending  code ${p.code}  ${p.deviceId}  ${p.clientId}  until ${new Date(p.expiresAt).toISOString()}\n`);
       if (bound.length + pending.length === 0) process.stdout.write('no devices\n');
     } else if (command === 'revoke' && arg) {
-      const gone = devices.revoke(arg);
+      const gone = await devices.revoke(arg);
       if (gone.length === 0) fail(`no bound device matches ${arg}`);
       for (const d of gone) process.stdout.write(`revoked ${d.id} (${d.deviceId})\n`);
     } else {
       fail(USAGE);
     }
   } finally {
-    devices.close();
+    await store.close();
   }
 }
 
-try {
-  main(process.argv.slice(2));
-} catch (err) {
-  fail(err instanceof ConfigError ? err.message : `devices: ${(err as Error).message}`);
-}
+main(process.argv.slice(2)).catch((err: unknown) => {
+  fail(err instanceof ConfigError || err instanceof StoreError ? err.message : `devices: ${(err as Error).message}`);
+});

@@ -3,7 +3,6 @@
  * the same way. Routes: OTA, the device WebSocket, health; later issues add metrics and the page.
  */
 import { createServer } from 'node:http';
-import { join } from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import websocket from '@fastify/websocket';
 import type { Logger as PinoLogger } from 'pino';
@@ -18,9 +17,11 @@ import type { ConversationFactory } from '../voice/session/conversation.ts';
 import { SessionRegistry } from '../voice/session/registry.ts';
 import { CloseCode } from '../protocol/close-codes.ts';
 import { resolveAuthMode } from './auth.ts';
-import type { DeviceRegistry } from './identity/device-registry.ts';
-import { JsonDeviceRegistry, type RegistryLog } from './identity/json-device-registry.ts';
-import { pairKey, verifyBinding } from './identity/device-token.ts';
+import type { DeviceRegistry } from '../store/device-registry.ts';
+import type { Store } from '../store/store.ts';
+import { pairKey } from '../store/pair-key.ts';
+import { verifyBinding } from './identity/device-token.ts';
+import { openConfiguredStore } from './open-store.ts';
 
 export interface AppDeps {
   config: Config;
@@ -31,8 +32,8 @@ export interface AppDeps {
   onRefused?: (reason: WsRefusalReason) => void;
   /** Load-based admission of new devices (server/admission.ts); closed when the app closes. */
   admission?: AdmissionGate;
-  /** activation mode: the device registry; absent: `devices.json` in `server.dataDir`. */
-  devices?: DeviceRegistry;
+  /** The store (bindings, device records, agents); absent: opened from `store.url` and closed with the app. */
+  store?: Store;
   /**
    * Told every secret value this app creates or hands out (the device-token secret at start, each
    * token OTA issues), so the log redaction can register it by value.
@@ -45,13 +46,27 @@ export interface AppDeps {
 export interface App {
   fastify: FastifyInstance;
   registry: SessionRegistry;
-  /** activation mode only. Its secret() and every issued token must be redacted from logs by value. */
+  /** The store, in every auth mode (device records, agents). */
+  store: Store;
+  /** activation mode only: the store's registry. Its secret() and every issued token must be redacted from logs by value. */
   devices?: DeviceRegistry;
   /** Stops accepting devices, lets turns finish until `deadline`, closes sessions and the server. */
   shutdown(drainMs: number): Promise<void>;
 }
 
 export async function buildApp(deps: AppDeps): Promise<App> {
+  const { config } = deps;
+  // Opened first: an unreachable database stops the start with a message naming store.url.
+  const store = deps.store ?? (await openConfiguredStore(config, deps.log));
+  try {
+    return await buildWithStore(deps, store);
+  } catch (err) {
+    if (!deps.store) await store.close();
+    throw err;
+  }
+}
+
+async function buildWithStore(deps: AppDeps, store: Store): Promise<App> {
   const { config } = deps;
   const registry = deps.registry ?? new SessionRegistry();
   let accepting = true;
@@ -85,7 +100,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     errorHandler: (err, socket, request) => webSocketErrorHandler(err, socket, request),
   });
   const mode = resolveAuthMode(config.server.auth);
-  const devices = mode === 'activation' ? (deps.devices ?? openDeviceRegistry(config, 1000, deps.log)) : undefined;
+  const devices = mode === 'activation' ? store.registry : undefined;
   if (devices) deps.onSecret?.(devices.secret());
   devices?.onRevoked((gone) => {
     for (const d of gone) registry.closeIdentity(pairKey(d.deviceId, d.clientId), CloseCode.Unauthorized);
@@ -94,6 +109,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     publicWsUrl: config.server.publicWsUrl,
     mode,
     ...(devices ? { devices } : {}),
+    records: store.devices,
     ...(deps.onSecret ? { onSecret: deps.onSecret } : {}),
     allowedOrigins: config.server.allowedOrigins,
     protocolVersion: config.server.protocolVersion,
@@ -137,7 +153,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   });
   fastify.addHook('onClose', async () => {
     deps.admission?.close();
-    devices?.close();
+    if (!deps.store) await store.close();
   });
 
   let shuttingDown: Promise<void> | undefined;
@@ -149,16 +165,5 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     })();
     return shuttingDown;
   };
-  return { fastify, registry, ...(devices ? { devices } : {}), shutdown };
-}
-
-/** Where the embedded device registry lives: `devices.json` in the server's data directory. */
-export function deviceRegistryFile(config: Config): string {
-  return join(config.server.dataDir, 'devices.json');
-}
-
-/** The embedded registry, watched for changes the `devices` CLI makes while the server runs. */
-export function openDeviceRegistry(config: Config, watchIntervalMs = 1000, log?: RegistryLog): JsonDeviceRegistry {
-  const a = config.server.auth;
-  return new JsonDeviceRegistry({ file: deviceRegistryFile(config), secret: a.secret, codeTtlMs: a.codeTtlS * 1000, watchIntervalMs, ...(log ? { log } : {}) });
+  return { fastify, registry, store, ...(devices ? { devices } : {}), shutdown };
 }

@@ -19,8 +19,8 @@ export const ServerSchema = z.strictObject({
   /** Binary framing handed out by OTA (1, 2 or 3). */
   protocolVersion: z.union([z.literal(1), z.literal(2), z.literal(3)]).default(1),
   /**
-   * The one directory where the server keeps what it stores (in activation mode the device
-   * registry, `devices.json`). Relative: to the working directory. The image sets /data, a volume.
+   * The one directory where the server keeps what it stores (the SQLite database of `store.url`).
+   * Relative: to the working directory. The image sets /data, a volume.
    */
   dataDir: z.string().min(1).default('data'),
   auth: z
@@ -35,10 +35,15 @@ export const ServerSchema = z.strictObject({
       tokens: z.array(z.string().min(1)).default([]),
       /** Device-Id (MAC) allowlist; empty: any device. */
       allowedDevices: z.array(z.string().min(1)).default([]),
-      /** activation: HMAC key of device tokens; replicas share it. Empty: one generated and kept in the registry (`<dataDir>/devices.json`). */
+      /** activation: HMAC key of device tokens. Empty: one generated once and kept in the store (shared by replicas). */
       secret: z.union([z.literal(''), z.string().min(32, 'must be at least 32 characters')]).default(''),
       /** activation: how long a spoken code stays valid. */
       codeTtlS: z.number().int().min(30).max(86_400).default(600),
+      /**
+       * activation: pending codes one source address may hold; a new device from an address at its
+       * budget replaces that address's oldest code, so one address cannot use up the codes of all.
+       */
+      pendingPerAddress: z.number().int().min(1).max(100).default(3),
     })
     .prefault({}),
   /** Browser origins allowed to call OTA and open the WebSocket, besides the server's own page. Devices send no Origin. */
@@ -256,6 +261,18 @@ export const MediaSchema = z.strictObject({
   maxTries: z.number().int().min(1).max(10).default(3),
 });
 
+/** The database: bindings, agents, device records (store/). */
+export const StoreSchema = z.strictObject({
+  /**
+   * `sqlite:PATH` (PATH relative to `server.dataDir`; created on first start) or
+   * `postgres://USER:PASSWORD@HOST:PORT/DATABASE` (shared by replicas). Env DATABASE_URL overrides.
+   */
+  url: z
+    .string()
+    .regex(/^(sqlite:.+|postgres(ql)?:\/\/.+)$/, 'must be sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/DATABASE')
+    .default('sqlite:xiaozhi.db'),
+});
+
 export const LoggingSchema = z.strictObject({
   level: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
   /** Log transcripts and tool arguments (under `pii`); off by default. */
@@ -279,6 +296,7 @@ export function createConfigSchema<M extends z.ZodType>(mcpServersSchema: M) {
      */
     language: z.enum(LANGUAGES).default('en'),
     server: ServerSchema.prefault({}),
+    store: StoreSchema.prefault({}),
     audio: AudioSchema.prefault({}),
     vad: VadSchema.prefault({}),
     asr: AsrSchema.prefault({ provider: 'pocketsphinx' }),

@@ -10,7 +10,8 @@ import { SecretValues } from '../core/secret-values.ts';
 import { registerConfigSecrets } from './config-secrets.ts';
 import { assembleServer } from './assemble.ts';
 import { logDeviceAuth } from './identity/operator-log.ts';
-import { deviceRegistryFile } from './app.ts';
+import { storeLocation } from './open-store.ts';
+import { StoreError } from '../store/connect.ts';
 import { languageWarnings } from './language.ts';
 
 /** Exit code for configuration errors (documented in the README). */
@@ -41,7 +42,7 @@ async function main(): Promise<void> {
   // Run-time secrets (the device-token secret, every token OTA issues) are redacted like configured ones.
   const server = await assembleServer(config, log, { onSecret: (v) => secrets.add(v) });
   const { app, deps } = server;
-  logDeviceAuth(config.server.auth, deviceRegistryFile(config), app.devices, log);
+  logDeviceAuth(config.server.auth, storeLocation(config), app.devices, log);
   let stopping = false;
   await app.fastify.listen({ host: config.server.host, port: config.server.port });
   log.info(
@@ -85,6 +86,11 @@ main().catch((err: unknown) => {
   if (err instanceof VoiceError && err.code === ErrorCode.ConfigInvalid) {
     process.stderr.write(`xiaozhi-server: invalid configuration: ${err.message}\n`);
     process.exit(EXIT_CONFIG);
+  }
+  // A database that cannot be opened: the message names store.url (its password hidden).
+  if (err instanceof StoreError) {
+    process.stderr.write(`xiaozhi-server failed to start: ${err.message}\n`);
+    process.exit(1);
   }
   process.stderr.write(`xiaozhi-server failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
   process.exit(1);

@@ -8,9 +8,11 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { OtaRequestSchema, parseOtaIdentity, type OtaResponse } from '../../protocol/ota.ts';
 import { DEVICE_WS_PATH } from './ws-route.ts';
 import type { AuthMode } from '../auth.ts';
-import type { DeviceRegistry } from '../identity/device-registry.ts';
+import type { DeviceRegistry } from '../../store/device-registry.ts';
+import type { DeviceRecords } from '../../store/device-records.ts';
 import { deviceToken } from '../identity/device-token.ts';
 import { originAllowed } from '../identity/origin.ts';
+import { addressKey } from './address-key.ts';
 
 export const OTA_PATH = '/xiaozhi/ota/';
 
@@ -20,6 +22,8 @@ export interface OtaRouteOptions {
   mode: AuthMode;
   /** activation mode only. */
   devices?: DeviceRegistry;
+  /** Where each device that asks is recorded (board, firmware, last seen), in every mode. */
+  records?: DeviceRecords;
   allowedOrigins: readonly string[];
   /** Told each device token handed out (log redaction by value). */
   onSecret?: (value: string) => void;
@@ -96,8 +100,23 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
       websocket: { url: wsUrlFor(request, opts.publicWsUrl), version: opts.protocolVersion },
     };
     if (opts.mode === 'open') response.websocket.token = '';
+    if (opts.records && deviceId && clientId) {
+      try {
+        await opts.records.seen({ deviceId, clientId, board: device.board?.type ?? null, firmware: device.application?.version ?? null });
+      } catch (err) {
+        // The record is a convenience: a database that is away must not stop a device's boot.
+        request.log.error({ err: (err as Error).message }, 'OTA: recording the device failed');
+      }
+    }
     if (opts.mode === 'activation' && opts.devices) {
-      const credential = activationAnswer(opts.devices, deviceId, clientId);
+      let credential;
+      try {
+        credential = await activationAnswer(opts.devices, deviceId, clientId, addressKey(request));
+      } catch (err) {
+        request.log.error({ err: (err as Error).message }, 'OTA: the store could not issue a code (database unreachable?)');
+        await reply.code(503).header('retry-after', '30').send({ error: 'activation unavailable' });
+        return;
+      }
       if (!credential) {
         request.log.warn({ deviceId: truncateForLog(deviceId), clientId: truncateForLog(clientId) }, 'OTA: activation refused (no Device-Id/Client-Id, or too many codes pending)');
         await reply.code(503).header('retry-after', '30').send({ error: 'activation unavailable' });
@@ -160,18 +179,19 @@ function headerValue(request: FastifyRequest, name: string): string | undefined 
  * opens nothing, after it is what OTA would hand this pair anyway, and after a revocation never
  * again. Handing it with the code lets a client that goes from the activation poll straight to
  * the WebSocket, without asking OTA again (py-xiaozhi does), connect with what it already holds.
- * `newCode`: this request created the code. Null: no code can be issued now (no identity, or too
- * many pending).
+ * `newCode`: this request created the code. Null: no code can be issued now (no identity, or the
+ * pending codes are full of other addresses' codes). `source`: the requester's address key.
  */
-function activationAnswer(
+async function activationAnswer(
   devices: DeviceRegistry,
   deviceId: string | undefined,
   clientId: string | undefined,
-): { token: string; activation?: NonNullable<OtaResponse['activation']>; newCode?: boolean } | null {
+  source: string,
+): Promise<{ token: string; activation?: NonNullable<OtaResponse['activation']>; newCode?: boolean } | null> {
   if (!deviceId || !clientId) return null;
   const bound = devices.binding(deviceId, clientId);
   if (bound) return { token: deviceToken(devices.secret(), deviceId, clientId, bound.generation) };
-  const pending = devices.pendingCode(deviceId, clientId);
+  const pending = await devices.pendingCode(deviceId, clientId, source);
   if (!pending) return null;
   return {
     // The token of the binding this code will create (its generation is reserved with the code).

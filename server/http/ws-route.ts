@@ -12,7 +12,7 @@ import type { SessionRegistry } from '../../voice/session/registry.ts';
 import type { ConversationFactory } from '../../voice/session/conversation.ts';
 import type { AdmissionGate } from '../admission.ts';
 import { WsDeviceChannel } from './ws-channel.ts';
-import { pairKey } from '../identity/device-token.ts';
+import { pairKey } from '../../store/pair-key.ts';
 import { originAllowed } from '../identity/origin.ts';
 import { CloseCode } from '../../protocol/close-codes.ts';
 import { createLogRateLimit } from '../../core/log-rate-limit.ts';

@@ -5,12 +5,8 @@
  * come back when the pair is bound again.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { DeviceRegistry } from './device-registry.ts';
-
-/** Canonical form of a pair: the firmware sends a lowercase MAC and a UUID; case never matters. */
-export function pairKey(deviceId: string, clientId: string): string {
-  return `${deviceId.toLowerCase()}\n${clientId.toLowerCase()}`;
-}
+import type { DeviceRegistry } from '../../store/device-registry.ts';
+import { pairKey } from '../../store/pair-key.ts';
 
 /**
  * Generation 0 is a binding stored before bindings had generations: its token is the HMAC of the

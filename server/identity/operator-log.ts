@@ -1,23 +1,22 @@
 /**
  * @module What the operator reads about device identity in the server's log (`docker logs`): the
  * auth mode and where its state is kept, at start; and each pair bound or revoked, as the server
- * sees it (the `devices` CLI changes the registry file, which the server re-reads when it changes).
+ * sees it (also when the `devices` CLI or another replica made the change).
  * Each new activation code is logged where it is issued (the OTA route), with the asking device.
  */
-import { resolve } from 'node:path';
 import type { Logger } from '../../core/logger.ts';
 import { resolveAuthMode, type AuthMode } from '../auth.ts';
-import type { DeviceRegistry } from './device-registry.ts';
+import type { DeviceRegistry } from '../../store/device-registry.ts';
 
 export interface AuthSettings {
   mode?: AuthMode | undefined;
   tokens: readonly string[];
 }
 
-/** `registryFile`: where the embedded registry keeps bindings and codes (in the data directory). */
-export function logDeviceAuth(auth: AuthSettings, registryFile: string, devices: DeviceRegistry | undefined, log: Logger): void {
+/** `database`: where bindings and codes are kept (store.url, password hidden). */
+export function logDeviceAuth(auth: AuthSettings, database: string, devices: DeviceRegistry | undefined, log: Logger): void {
   const mode = resolveAuthMode(auth);
-  if (mode === 'activation') log.info({ mode, registryFile: resolve(registryFile) }, 'device authentication');
+  if (mode === 'activation') log.info({ mode, database }, 'device authentication');
   else if (mode === 'tokens') log.info({ mode, tokens: auth.tokens.length }, 'device authentication');
   else log.info({ mode, note: 'any client that reaches the port may connect' }, 'device authentication');
   devices?.onBound((added) => {

@@ -33,7 +33,7 @@ describe('activation mode end to end', () => {
   let file: string;
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'activation-e2e-'));
-    file = join(dir, 'devices.json');
+    file = join(dir, 'xiaozhi.db'); // the default store, in the data directory
     llm = await startFakeOpenAi();
     srv = await startVoiceApp(llm.url, { server: { dataDir: dir, auth: { mode: 'activation' } } });
   });

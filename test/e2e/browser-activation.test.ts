@@ -39,12 +39,12 @@ describe('browser page in activation mode', { skip: haveChromium ? false : 'need
     await page.click('#connect');
     await page.waitForFunction(() => /\d{6}/.test(document.getElementById('activation')?.textContent ?? ''), undefined, { timeout: 30_000 });
     const shown = /(\d{6})/.exec((await page.textContent('#activation')) ?? '')?.[1] ?? '';
-    const pending = srv.app.devices?.list().pending ?? [];
+    const pending = (await srv.app.devices?.list())?.pending ?? [];
     assert.equal(pending.length, 1);
     assert.equal(pending[0]?.code, shown);
     assert.equal(await page.textContent('#session-id'), '–', 'not connected before binding');
 
-    assert.equal(srv.app.devices?.bind(shown).ok, true);
+    assert.equal((await srv.app.devices?.bind(shown))?.ok, true);
     await page.waitForFunction(() => /^[0-9a-f-]{36}$/.test(document.getElementById('session-id')?.textContent ?? ''), undefined, { timeout: 30_000 });
     assert.equal(await page.isHidden('#activation'), true);
 

@@ -32,7 +32,9 @@ export async function startTestApp(opts: TestAppOptions): Promise<TestApp> {
   // Every test device comes from 127.0.0.1: the per-IP limits are off unless a test sets them
   // (they have their own tests in server-bounds.test.ts).
   const server = { ...LOOPBACK_CLIENTS, ...((given.server as Record<string, unknown> | undefined) ?? {}) };
-  const config = ConfigSchema.parse({ ...given, server });
+  // A test that names no data directory gets a private in-memory database, not ./data of the checkout.
+  const store = given.store ?? ('dataDir' in server ? undefined : { url: 'sqlite::memory:' });
+  const config = ConfigSchema.parse({ ...given, server, ...(store ? { store } : {}) });
   const logs = createLogSink();
   const secrets = new SecretValues();
   registerConfigSecrets(secrets, config);

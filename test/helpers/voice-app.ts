@@ -38,9 +38,12 @@ function merge(a: Record<string, unknown>, b: Record<string, unknown>): Record<s
  * options of `assembleServer` (e.g. `onWorker`, to reach the worker threads).
  */
 export async function startVoiceApp(llmUrl: string, overrides: Record<string, unknown> = {}, logs: LogSink = createLogSink(), assemble: AssembleOptions = {}): Promise<VoiceApp> {
+  // A test that names no data directory gets a private in-memory database, not ./data of the checkout.
+  const named = 'store' in overrides || 'dataDir' in ((overrides.server as Record<string, unknown> | undefined) ?? {});
   const config = ConfigSchema.parse(
     merge(
       {
+        ...(named ? {} : { store: { url: 'sqlite::memory:' } }),
         llm: { baseURL: llmUrl, apiKey: '', model: 'fake-model', maxRetries: 0, timeoutMs: 5000 },
         logging: { level: 'debug' },
         // Test files run two at a time on two cores: the event-loop judge would refuse devices for

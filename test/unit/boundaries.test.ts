@@ -9,7 +9,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const FOLDERS = ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'server', 'examples'] as const;
+const FOLDERS = ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store', 'server', 'examples'] as const;
 const ALLOWED: Record<(typeof FOLDERS)[number], readonly string[]> = {
   core: [],
   protocol: ['core'],
@@ -18,7 +18,8 @@ const ALLOWED: Record<(typeof FOLDERS)[number], readonly string[]> = {
   llm: ['core', 'mcp(types)'],
   providers: ['core', 'audio', 'llm', 'mcp(types)'],
   voice: ['core', 'protocol', 'audio', 'mcp', 'llm'],
-  server: ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice'],
+  store: ['core', 'protocol'],
+  server: ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store'],
   examples: [],
 };
 
@@ -65,7 +66,7 @@ test('every source folder imports only what ARCHITECTURE.md allows', () => {
 
 test('only server/config.ts reads process.env', () => {
   const offenders: string[] = [];
-  for (const folder of ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'server']) {
+  for (const folder of ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store', 'server']) {
     for (const file of tsFiles(join(ROOT, folder))) {
       const rel = relative(ROOT, file);
       if (rel === 'server/config.ts') continue;

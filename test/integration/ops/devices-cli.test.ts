@@ -11,7 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { stringify } from 'yaml';
-import { JsonDeviceRegistry } from '../../../server/identity/json-device-registry.ts';
+import { openStore } from '../../../store/store.ts';
+import { silentLogger } from '../../../core/logger.ts';
 
 const exec = promisify(execFile);
 const DEVICE = { deviceId: 'e4:00:00:00:00:0a', clientId: '7d1c2b3a-0000-4000-8000-00000000000a' };
@@ -48,17 +49,17 @@ function documentedForms(): string[] {
 describe('npm run devices, as documented', () => {
   let dir: string;
   let config: string;
-  let registryFile: string;
+  let databaseFile: string;
   let code: string;
-  before(() => {
+  before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'devices-cli-'));
-    registryFile = join(dir, 'state', 'devices.json'); // the registry in `server.dataDir`
+    databaseFile = join(dir, 'state', 'xiaozhi.db'); // the default store.url, in `server.dataDir`
     config = join(dir, 'config.yaml');
     writeFileSync(config, stringify({ server: { dataDir: join(dir, 'state'), auth: { mode: 'activation' } } }));
-    // A device asked OTA: its code is pending in the registry the configuration names.
-    const reg = new JsonDeviceRegistry({ file: registryFile, secret: '', codeTtlMs: 600_000, watchIntervalMs: 0 });
-    code = reg.pendingCode(DEVICE.deviceId, DEVICE.clientId)?.code ?? '';
-    reg.close();
+    // A device asked OTA: its code is pending in the store the configuration names.
+    const store = await openStore({ url: 'sqlite:xiaozhi.db', dataDir: join(dir, 'state'), secret: '', codeTtlMs: 600_000, pendingPerSource: 3, replica: 'test', log: silentLogger, watch: false });
+    code = (await store.registry.pendingCode(DEVICE.deviceId, DEVICE.clientId, '127.0.0.1'))?.code ?? '';
+    await store.close();
     assert.match(code, /^\d{6}$/);
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
@@ -95,9 +96,10 @@ describe('npm run devices, as documented', () => {
     assert.match((await npmDevices(['list', '--config', config], cleanEnv())).stdout, /^no devices$/m);
   });
 
-  test('--file PATH names the registry directly; a bad command prints the usage and exits 1', async () => {
-    const byFile = await npmDevices(['list', '--file', registryFile], cleanEnv());
+  test('--file PATH names the SQLite database directly; a bad command prints the usage and exits 1', async () => {
+    const byFile = await npmDevices(['list', '--file', databaseFile], cleanEnv());
     assert.equal(byFile.code, 0, byFile.stderr);
+    assert.match(byFile.stdout, /^no devices$/m);
     const bad = await npmDevices(['frobnicate', '--config', config], cleanEnv());
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /^usage: npm run devices -- bind CODE \| list \| revoke ID/m);

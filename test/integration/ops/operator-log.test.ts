@@ -32,9 +32,9 @@ describe('the operator log of a server in activation mode', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  test('start line with mode and registry file; the code with Device-Id, Client-Id and board; binds and revokes by the CLI', async () => {
+  test('start line with mode and database; the code with Device-Id, Client-Id and board; binds and revokes by the CLI', async () => {
     const port = await freePort();
-    const registryFile = join(dir, 'state', 'devices.json');
+    const database = `sqlite:${join(dir, 'state', 'xiaozhi.db')}`;
     const config = join(dir, 'config.yaml');
     writeFileSync(config, stringify({ server: { host: '127.0.0.1', port, dataDir: join(dir, 'state'), auth: { mode: 'activation' } }, logging: { level: 'info' } }));
     srv = await spawnServer({ command: process.execPath, args: ['--import', 'tsx', 'server/main.ts', '--config', config], env: cleanEnv(), port });
@@ -44,7 +44,7 @@ describe('the operator log of a server in activation mode', () => {
     assert.equal(auth.length, 1, s.output().slice(-3000));
     assert.equal(auth[0]?.level, 30);
     assert.equal(auth[0]?.mode, 'activation');
-    assert.equal(auth[0]?.registryFile, registryFile);
+    assert.equal(auth[0]?.database, database);
 
     const body = JSON.stringify({ mac_address: DEVICE['Device-Id'], uuid: DEVICE['Client-Id'], board: { type: 'bread-compact-wifi' }, application: { version: '2.0.0' } });
     const ota = async (): Promise<{ activation?: { code: string } }> => {
@@ -67,7 +67,7 @@ describe('the operator log of a server in activation mode', () => {
     const bound = await run(process.execPath, [...cli, 'bind', code, '--config', config], { env: cleanEnv() });
     const id = /^bound ([0-9a-f]{10}) /.exec(bound.stdout)?.[1] ?? '';
     assert.ok(id, bound.stdout);
-    // The server re-reads the registry file when it changes (about once a second).
+    // The server hears of changes the CLI makes through the store's change feed (polled every 500 ms).
     await waitFor(() => s.logLines('device bound').length > 0, { what: 'the server logs the bind it sees', timeoutMs: 10_000 });
     const b = s.logLines('device bound')[0];
     assert.deepEqual({ level: b?.level, id: b?.id, deviceId: b?.deviceId, clientId: b?.clientId }, { level: 30, id, deviceId: DEVICE['Device-Id'], clientId: DEVICE['Client-Id'] });

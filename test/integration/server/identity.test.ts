@@ -178,7 +178,7 @@ describe('activation mode', () => {
     await assert.rejects(early.opened, /HTTP 401/, 'the token verifies only once the pair is bound');
     early.close();
 
-    assert.equal(devices.bind(code).ok, true);
+    assert.equal((await devices.bind(code)).ok, true);
     assert.equal((await post(t.port, '/xiaozhi/ota/activate', { ...FIRMWARE, ...fresh })).status, 200);
     const dev = new DeviceSim({ url: t.wsUrl, deviceId: fresh['Device-Id'], clientId: fresh['Client-Id'], token });
     try {
@@ -194,8 +194,8 @@ describe('activation mode', () => {
   test('bound by its code: OTA hands that device its own token; only that pair can use it; revoking ends the session', async () => {
     const devices = t.app.devices;
     assert.ok(devices);
-    const code = devices.pendingCode(pair['Device-Id'], pair['Client-Id'])?.code ?? '';
-    assert.equal(devices.bind(code).ok, true);
+    const code = (await devices.pendingCode(pair['Device-Id'], pair['Client-Id'], 'test'))?.code ?? '';
+    assert.equal((await devices.bind(code)).ok, true);
     assert.equal((await post(t.port, '/xiaozhi/ota/activate', { ...FIRMWARE, ...pair })).status, 200);
     const body = JSON.parse((await post(t.port, '/xiaozhi/ota/', { ...FIRMWARE, ...pair })).body) as { websocket: { token?: string }; activation?: unknown };
     assert.equal(body.activation, undefined);
@@ -211,7 +211,7 @@ describe('activation mode', () => {
 
     const dev = new DeviceSim({ url: t.wsUrl, deviceId: pair['Device-Id'], clientId: pair['Client-Id'], token });
     await dev.hello();
-    assert.equal(devices.revoke(pair['Device-Id']).length, 1);
+    assert.equal((await devices.revoke(pair['Device-Id'])).length, 1);
     assert.equal(await dev.closed, 4005);
     assert.equal((await upgrade(t.port, { ...pair, Authorization: `Bearer ${token}` })).status, 401);
   });
@@ -222,12 +222,12 @@ describe('activation mode', () => {
     const again = { 'Device-Id': 'a0:b1:c2:d3:e4:77', 'Client-Id': '6f1c1d2e-1111-4222-8333-444455550077' };
     const bindAndToken = async (): Promise<string> => {
       const first = JSON.parse((await post(t.port, '/xiaozhi/ota/', { ...FIRMWARE, ...again })).body) as { activation?: { code: string } };
-      assert.equal(devices.bind(first.activation?.code ?? '').ok, true);
+      assert.equal((await devices.bind(first.activation?.code ?? '')).ok, true);
       return (JSON.parse((await post(t.port, '/xiaozhi/ota/', { ...FIRMWARE, ...again })).body) as { websocket: { token?: string } }).websocket.token ?? '';
     };
     const t1 = await bindAndToken();
     assert.equal((await upgrade(t.port, { ...again, Authorization: `Bearer ${t1}` })).status, 101);
-    assert.equal(devices.revoke(again['Device-Id']).length, 1);
+    assert.equal((await devices.revoke(again['Device-Id'])).length, 1);
     const t2 = await bindAndToken();
     assert.notEqual(t2, t1, 'a new binding, a new token');
     assert.equal((await upgrade(t.port, { ...again, Authorization: `Bearer ${t1}` })).status, 401, 'the revoked token opens nothing');
@@ -252,12 +252,12 @@ describe('activation mode', () => {
     }
     // A field that is not a string is a broken body: answered, without an identity (so no code).
     assert.equal((await post(t.port, '/xiaozhi/ota/', FIRMWARE, JSON.stringify({ mac_address: 'a0:b1:c2:d3:e4:f6', uuid: 12 }))).status, 503);
-    assert.ok(statSync(join(dir, 'devices.json')).size < 64 * 1024, 'devices.json stays small');
+    assert.ok(statSync(join(dir, 'xiaozhi.db')).size < 1024 * 1024, 'the database stays small');
     // A well-formed body identity, MAC with dashes in upper case, is normalised and gets a code.
     const ok = await post(t.port, '/xiaozhi/ota/', FIRMWARE, JSON.stringify({ mac_address: 'A0-B1-C2-D3-E4-F8', uuid: 'Third-Party-Client' }));
     assert.equal(ok.status, 200, ok.body);
     assert.equal((JSON.parse(ok.body) as { activation?: { challenge: string } }).activation?.challenge, 'a0:b1:c2:d3:e4:f8');
-    assert.ok(t.app.devices?.list().pending.some((p) => p.deviceId === 'a0:b1:c2:d3:e4:f8' && p.clientId === 'third-party-client'));
+    assert.ok((await t.app.devices?.list())?.pending.some((p) => p.deviceId === 'a0:b1:c2:d3:e4:f8' && p.clientId === 'third-party-client'));
   });
 });
 
@@ -320,24 +320,34 @@ describe('long tokens', () => {
   });
 });
 
-describe('a registry file past its read limit', () => {
-  test('the server still starts, logs an error naming the file, and keeps the old file aside', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'identity-oversize-'));
+describe('the registry file of earlier versions', () => {
+  test('imported once at the first start, even past the old 8 MB limit: bad rows left out, the file renamed, the bound device keeps its token', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'identity-import-'));
     const file = join(dir, 'devices.json');
     const huge = 'c'.repeat(125 * 1024);
-    const pending = Array.from({ length: 40 }, (_, i) => ({ code: String(200000 + i), deviceId: `${huge}${i}`, clientId: `${huge}${i}`, expiresAt: 9e12 }));
-    writeFileSync(file, JSON.stringify({ version: 1, secret: 'z'.repeat(43), devices: [], pending }));
+    const secret = 'z'.repeat(43);
+    const bound = { id: '0123456789', deviceId: 'a0:00:00:00:00:0b', clientId: 'c-11', boundAt: '2026-01-01T00:00:00.000Z', generation: 4 };
+    const pending = Array.from({ length: 70 }, (_, i) => ({ code: String(200000 + i), deviceId: `${huge}${i}`, clientId: `${huge}${i}`, expiresAt: 9e12 }));
+    writeFileSync(file, JSON.stringify({ version: 1, secret, generation: 4, devices: [bound], pending }));
+    assert.ok(statSync(file).size > 8 * 1024 * 1024);
     const sink = createLogSink();
     const config = ConfigSchema.parse({ server: { dataDir: dir, auth: { mode: 'activation' } } });
     const app = await buildApp({ config, log: createLogger({ level: 'info', logContent: false, destination: sink.stream }), createConversation: recordingConversation().factory });
     try {
       const { port } = await listenOnLoopback(app);
-      const error = sink.lines.find((l) => l.level === 50 && l.file === file);
-      assert.ok(error, `an error naming ${file}: ${sink.text().slice(0, 500)}`);
-      assert.equal(readdirSync(dir).filter((f) => f.startsWith('devices.json.oversize-')).length, 1);
-      const res = await post(port, '/xiaozhi/ota/', { ...FIRMWARE, 'Device-Id': 'a0:00:00:00:00:0a', 'Client-Id': 'c-10' });
-      assert.equal(res.status, 200, 'a new device gets its code');
-      assert.ok(statSync(file).size < 4096);
+      const info = sink.lines.find((l) => l.level === 30 && l.file === file);
+      assert.ok(info, `an info line naming ${file}: ${sink.text().slice(0, 500)}`);
+      assert.equal(info.bound, 1);
+      assert.equal(info.dropped, 70);
+      assert.deepEqual(readdirSync(dir).filter((f) => f.startsWith('devices.json')), ['devices.json.imported']);
+      assert.equal(app.devices?.secret(), secret);
+      // The bound device's token (secret + pair + generation) still opens the WebSocket.
+      const res = await post(port, '/xiaozhi/ota/', { ...FIRMWARE, 'Device-Id': bound.deviceId, 'Client-Id': bound.clientId });
+      const token = (JSON.parse(res.body) as { websocket: { token?: string } }).websocket.token ?? '';
+      assert.equal((await upgrade(port, { 'Device-Id': bound.deviceId, 'Client-Id': bound.clientId, Authorization: `Bearer ${token}` })).status, 101);
+      const fresh = await post(port, '/xiaozhi/ota/', { ...FIRMWARE, 'Device-Id': 'a0:00:00:00:00:0a', 'Client-Id': 'c-10' });
+      assert.equal(fresh.status, 200, 'a new device gets its code');
+      assert.ok(((await app.devices?.pendingCode('a0:00:00:00:00:0a', 'c-10', 'test'))?.generation ?? 0) > 4, 'new generations continue after the imported ones');
     } finally {
       await app.fastify.close();
       rmSync(dir, { recursive: true, force: true });
@@ -360,8 +370,8 @@ describe('secrets for log redaction', () => {
       const { port } = await listenOnLoopback(app);
       assert.deepEqual(seen, [app.devices?.secret()]);
       const pair = { 'Device-Id': 'a0:00:00:00:00:09', 'Client-Id': 'c-9' };
-      const code = app.devices?.pendingCode(pair['Device-Id'], pair['Client-Id'])?.code ?? '';
-      app.devices?.bind(code);
+      const code = (await app.devices?.pendingCode(pair['Device-Id'], pair['Client-Id'], 'test'))?.code ?? '';
+      await app.devices?.bind(code);
       const body = JSON.parse((await post(port, '/xiaozhi/ota/', { ...FIRMWARE, ...pair })).body) as { websocket: { token?: string } };
       assert.ok(body.websocket.token);
       assert.equal(seen.at(-1), body.websocket.token);

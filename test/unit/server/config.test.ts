@@ -2,9 +2,9 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { ConfigError, loadConfig } from '../../../server/config.ts';
-import { deviceRegistryFile } from '../../../server/app.ts';
+import { storeLocation } from '../../../server/open-store.ts';
 
 const made: string[] = [];
 after(() => {
@@ -52,7 +52,7 @@ describe('config', () => {
     assert.equal(config.server.port, 8000);
     assert.equal(config.server.host, '0.0.0.0');
     assert.equal(config.server.protocolVersion, 1);
-    assert.deepEqual(config.server.auth, { tokens: [], allowedDevices: [], secret: '', codeTtlS: 600 });
+    assert.deepEqual(config.server.auth, { tokens: [], allowedDevices: [], secret: '', codeTtlS: 600, pendingPerAddress: 3 });
     assert.equal(config.server.dataDir, 'data');
     assert.equal(config.server.helloTimeoutMs, 10000);
     assert.equal(config.server.idleTimeoutMs, 120000);
@@ -89,14 +89,24 @@ describe('config', () => {
     assert.deepEqual(overrides.sort(), ['LLM_MODEL', 'OPENAI_API_KEY', 'OPENAI_BASE_URL', 'PORT']);
   });
 
-  test('one data directory: server.dataDir, XIAOZHI_DATA_DIR over the file, the device registry inside it', () => {
+  test('one data directory: server.dataDir, XIAOZHI_DATA_DIR over the file, the SQLite database inside it', () => {
     const a = tmpFile('server: { dataDir: /from-file }');
-    assert.equal(deviceRegistryFile(loadConfig({ argv: ['--config', a.file], env: {}, cwd: a.dir }).config), '/from-file/devices.json');
+    assert.equal(storeLocation(loadConfig({ argv: ['--config', a.file], env: {}, cwd: a.dir }).config), 'sqlite:/from-file/xiaozhi.db');
     const { config, overrides } = loadConfig({ argv: ['--config', a.file], env: { XIAOZHI_DATA_DIR: '/data' }, cwd: a.dir });
     assert.equal(config.server.dataDir, '/data');
     assert.deepEqual(overrides, ['XIAOZHI_DATA_DIR']);
-    assert.equal(deviceRegistryFile(config), '/data/devices.json');
-    assert.equal(deviceRegistryFile(loadConfig({ argv: [], env: {}, cwd: tmpDir() }).config), join('data', 'devices.json'));
+    assert.equal(storeLocation(config), 'sqlite:/data/xiaozhi.db');
+    assert.equal(storeLocation(loadConfig({ argv: [], env: {}, cwd: tmpDir() }).config), `sqlite:${resolve('data', 'xiaozhi.db')}`);
+  });
+
+  test('store.url: sqlite:PATH by default; DATABASE_URL overrides it; the password never appears in its location', () => {
+    const a = tmpFile('store: { url: "sqlite:other.db" }');
+    assert.equal(loadConfig({ argv: ['--config', a.file], env: {}, cwd: a.dir }).config.store.url, 'sqlite:other.db');
+    const { config, overrides } = loadConfig({ argv: ['--config', a.file], env: { DATABASE_URL: 'postgres://app:hunter2@db:5432/xiaozhi' }, cwd: a.dir });
+    assert.equal(config.store.url, 'postgres://app:hunter2@db:5432/xiaozhi');
+    assert.deepEqual(overrides, ['DATABASE_URL']);
+    assert.equal(storeLocation(config), 'postgres://app:***@db:5432/xiaozhi');
+    assert.throws(() => loadConfig({ argv: [], env: { DATABASE_URL: 'mysql://x' }, cwd: tmpDir() }), /store\.url/);
   });
 
   test('invalid values name the key and the problem', () => {

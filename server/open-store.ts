@@ -1,0 +1,29 @@
+/**
+ * @module The store as the configuration names it (`store.url`, `server.dataDir`, the activation
+ * settings): what the server, the `devices` CLI and `npm run db` all open, so they share one database.
+ */
+import type { Logger } from '../core/logger.ts';
+import type { Config } from './config.ts';
+import { defaultReplicaId, openStore, type Store } from '../store/store.ts';
+import { redactUrl, sqliteFile } from '../store/connect.ts';
+
+/** Where the database is, for the log and messages: the SQLite file's path, or the URL without its password. */
+export function storeLocation(config: Config): string {
+  const url = config.store.url;
+  return url.startsWith('sqlite:') ? `sqlite:${sqliteFile(url, config.server.dataDir)}` : redactUrl(url);
+}
+
+/** `watch: false` (the CLI): no change feed and no heartbeat, only reads and writes. */
+export function openConfiguredStore(config: Config, log: Logger, opts: { watch?: boolean } = {}): Promise<Store> {
+  const a = config.server.auth;
+  return openStore({
+    url: config.store.url,
+    dataDir: config.server.dataDir,
+    secret: a.secret,
+    codeTtlMs: a.codeTtlS * 1000,
+    pendingPerSource: a.pendingPerAddress,
+    replica: defaultReplicaId(),
+    log,
+    ...(opts.watch !== undefined ? { watch: opts.watch } : {}),
+  });
+}

@@ -1,0 +1,86 @@
+/**
+ * @module Opens the database a `store.url` names: `sqlite:PATH` (better-sqlite3 in WAL mode, PATH
+ * relative to the data directory, which is created; `sqlite::memory:` for a private in-memory one)
+ * or `postgres://…` (a pg Pool). A database that cannot be reached is a StoreError naming
+ * `store.url` (with any password hidden), so start-up fails with a message the operator can act on.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname, isAbsolute, resolve } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import pg from 'pg';
+import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import type { Logger } from '../core/logger.ts';
+import type { Database } from './schema.ts';
+import type { Dialect } from './migrations.ts';
+
+/** Any store failure worth a clear message (bad URL, unreachable database). */
+export class StoreError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'StoreError';
+  }
+}
+
+export interface Connection {
+  dialect: Dialect;
+  db: Kysely<Database>;
+  /** SQLite: the file (or `:memory:`) and its handle, for the cheap change check. */
+  sqlite?: { file: string; handle: BetterSqlite3.Database };
+  /** PostgreSQL: the URL, for the listening client of the change feed. */
+  postgresUrl?: string;
+}
+
+/** The URL with its password replaced, for messages and logs. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.protocol.startsWith('postgres') ? u.toString() : url;
+  } catch {
+    return url.replace(/\/\/([^:/@]+):[^@/]*@/, '//$1:***@');
+  }
+}
+
+export function dialectOf(url: string): Dialect {
+  if (url.startsWith('sqlite:')) return 'sqlite';
+  if (url.startsWith('postgres://') || url.startsWith('postgresql://')) return 'postgres';
+  throw new StoreError(`store.url ${redactUrl(url)} is not understood: use sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/DATABASE`);
+}
+
+/** Where `sqlite:PATH` lives: PATH relative to the data directory. */
+export function sqliteFile(url: string, dataDir: string): string {
+  const path = url.slice('sqlite:'.length);
+  if (path === ':memory:') return path;
+  if (!path) throw new StoreError('store.url sqlite: needs a file name (sqlite:xiaozhi.db)');
+  return isAbsolute(path) ? path : resolve(dataDir, path);
+}
+
+export async function connect(url: string, dataDir: string, log: Logger): Promise<Connection> {
+  const dialect = dialectOf(url);
+  if (dialect === 'sqlite') {
+    const file = sqliteFile(url, dataDir);
+    let handle: BetterSqlite3.Database;
+    try {
+      if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+      handle = new BetterSqlite3(file);
+      handle.pragma('journal_mode = WAL');
+      // The CLI and the server write the same file: wait for the other's write instead of failing.
+      handle.pragma('busy_timeout = 5000');
+      handle.pragma('synchronous = NORMAL');
+    } catch (err) {
+      throw new StoreError(`store.url ${url}: cannot open the database file ${file}: ${(err as Error).message}`, { cause: err });
+    }
+    return { dialect, db: new Kysely<Database>({ dialect: new SqliteDialect({ database: handle }) }), sqlite: { file, handle } };
+  }
+  const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30_000 });
+  // An idle client whose server went away: logged; the pool makes a new one at the next query.
+  pool.on('error', (err) => log.error({ err: err.message, url: redactUrl(url) }, 'store: database connection lost'));
+  try {
+    const client = await pool.connect();
+    client.release();
+  } catch (err) {
+    await pool.end().catch(() => undefined);
+    throw new StoreError(`store.url ${redactUrl(url)}: cannot reach the database: ${(err as Error).message}`, { cause: err });
+  }
+  return { dialect, db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), postgresUrl: url };
+}

@@ -1,0 +1,127 @@
+/**
+ * @module The schema's versions, as code (a compiled `dist/` has no migration files to read).
+ * Each migration runs once, in name order, at `openStore` and by `npm run db -- migrate`; Kysely's
+ * Migrator holds a lock while it runs (an advisory lock on PostgreSQL, the write lock on SQLite),
+ * so two replicas starting together do not both migrate. Never edit a released migration: add one.
+ */
+import type { CreateTableBuilder, Kysely } from 'kysely';
+import type { Migration, MigrationProvider } from 'kysely/migration';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+/** An auto-numbered primary key in either dialect. */
+function withId<T extends string>(t: CreateTableBuilder<T, never>, dialect: Dialect): CreateTableBuilder<T, 'id'> {
+  return dialect === 'postgres' ? t.addColumn('id', 'bigserial', (c) => c.primaryKey()) : t.addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement());
+}
+
+function initial(dialect: Dialect): Migration {
+  return {
+    // The database is untyped here: a migration describes the tables as they were then.
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema.createTable('settings').addColumn('key', 'varchar(64)', (c) => c.primaryKey()).addColumn('value', 'text', (c) => c.notNull()).execute();
+      await db.schema
+        .createTable('bindings')
+        .addColumn('id', 'varchar(16)', (c) => c.primaryKey())
+        .addColumn('device_id', 'varchar(17)', (c) => c.notNull())
+        .addColumn('client_id', 'varchar(36)', (c) => c.notNull())
+        .addColumn('bound_at', 'varchar(40)', (c) => c.notNull())
+        .addColumn('generation', 'integer', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('bindings_device').on('bindings').column('device_id').execute();
+      await db.schema
+        .createTable('pending_codes')
+        .addColumn('code', 'varchar(6)', (c) => c.primaryKey())
+        .addColumn('device_id', 'varchar(17)', (c) => c.notNull())
+        .addColumn('client_id', 'varchar(36)', (c) => c.notNull())
+        .addColumn('source', 'varchar(64)', (c) => c.notNull())
+        .addColumn('expires_ms', 'bigint', (c) => c.notNull())
+        .addColumn('created_ms', 'bigint', (c) => c.notNull())
+        .addColumn('generation', 'integer', (c) => c.notNull())
+        .addUniqueConstraint('pending_codes_pair', ['device_id', 'client_id'])
+        .execute();
+      await db.schema.createIndex('pending_codes_source').on('pending_codes').columns(['source', 'generation']).execute();
+      await db.schema
+        .createTable('agents')
+        .addColumn('name', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('settings', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'varchar(40)', (c) => c.notNull())
+        .addColumn('updated_at', 'varchar(40)', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createTable('devices')
+        .addColumn('device_id', 'varchar(17)', (c) => c.primaryKey())
+        .addColumn('client_id', 'varchar(36)', (c) => c.notNull())
+        .addColumn('alias', 'varchar(100)')
+        .addColumn('agent', 'varchar(64)')
+        .addColumn('board', 'varchar(100)')
+        .addColumn('firmware', 'varchar(100)')
+        .addColumn('first_seen', 'varchar(40)', (c) => c.notNull())
+        .addColumn('last_seen', 'varchar(40)', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('devices_last_seen').on('devices').column('last_seen').execute();
+      await db.schema.createIndex('devices_agent').on('devices').column('agent').execute();
+      await db.schema
+        .createTable('live_sessions')
+        .addColumn('session_id', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('device_id', 'varchar(17)')
+        .addColumn('client_id', 'varchar(36)')
+        .addColumn('agent', 'varchar(64)')
+        .addColumn('replica', 'varchar(200)', (c) => c.notNull())
+        .addColumn('since', 'varchar(40)', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('live_sessions_replica').on('live_sessions').column('replica').execute();
+      await db.schema.createTable('replicas').addColumn('replica', 'varchar(200)', (c) => c.primaryKey()).addColumn('heartbeat_ms', 'bigint', (c) => c.notNull()).execute();
+      await withId(db.schema.createTable('store_changes'), dialect)
+        .addColumn('origin', 'varchar(200)', (c) => c.notNull())
+        .addColumn('change', 'text', (c) => c.notNull())
+        .addColumn('at_ms', 'bigint', (c) => c.notNull())
+        .execute();
+      // What the conversation memory, the MCP access point and reminders keep.
+      await withId(db.schema.createTable('conversation_turns'), dialect)
+        .addColumn('device_id', 'varchar(17)', (c) => c.notNull())
+        .addColumn('agent', 'varchar(64)')
+        .addColumn('role', 'varchar(16)', (c) => c.notNull())
+        .addColumn('text', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'varchar(40)', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('conversation_turns_device').on('conversation_turns').columns(['device_id', 'created_at']).execute();
+      await withId(db.schema.createTable('memory_facts'), dialect)
+        .addColumn('device_id', 'varchar(17)', (c) => c.notNull())
+        .addColumn('agent', 'varchar(64)')
+        .addColumn('fact', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'varchar(40)', (c) => c.notNull())
+        .addColumn('updated_at', 'varchar(40)', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('memory_facts_device').on('memory_facts').column('device_id').execute();
+      await db.schema
+        .createTable('mcp_tokens')
+        .addColumn('agent', 'varchar(64)', (c) => c.notNull())
+        .addColumn('token_hash', 'varchar(128)', (c) => c.primaryKey())
+        .addColumn('created_at', 'varchar(40)', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('mcp_tokens_agent').on('mcp_tokens').column('agent').execute();
+      await withId(db.schema.createTable('reminders'), dialect)
+        .addColumn('device_id', 'varchar(17)', (c) => c.notNull())
+        .addColumn('due_at', 'varchar(40)', (c) => c.notNull())
+        .addColumn('text', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'varchar(40)', (c) => c.notNull())
+        .addColumn('delivered_at', 'varchar(40)')
+        .execute();
+      await db.schema.createIndex('reminders_due').on('reminders').columns(['delivered_at', 'due_at']).execute();
+    },
+  };
+}
+
+/** Every migration, by name (names sort in the order they run). */
+export function migrations(dialect: Dialect): Record<string, Migration> {
+  return { '0001-initial': initial(dialect) };
+}
+
+export function migrationProvider(dialect: Dialect): MigrationProvider {
+  return { getMigrations: async () => migrations(dialect) };
+}
+
+/** The newest migration's name: the schema version this code expects. */
+export function latestVersion(dialect: Dialect): string {
+  return Object.keys(migrations(dialect)).sort().at(-1) ?? '';
+}

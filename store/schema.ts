@@ -1,0 +1,124 @@
+/**
+ * @module The tables as Kysely sees them: one schema for SQLite and PostgreSQL (store/migrations.ts
+ * creates it). Times the code compares are milliseconds since the epoch (`*_ms`, bigint in
+ * PostgreSQL, which the driver returns as a string: read them through `Number`); times shown to
+ * people are ISO strings.
+ */
+import type { ColumnType, Generated } from 'kysely';
+
+/** A bigint column: written as a number, read as a number (SQLite) or a string (PostgreSQL). */
+export type Millis = ColumnType<number | string, number, number>;
+
+export interface SettingsTable {
+  key: string;
+  value: string;
+}
+
+export interface BindingsTable {
+  id: string;
+  device_id: string;
+  client_id: string;
+  bound_at: string;
+  generation: number;
+}
+
+export interface PendingCodesTable {
+  code: string;
+  device_id: string;
+  client_id: string;
+  /** The requester's address key: codes are budgeted per source. */
+  source: string;
+  expires_ms: Millis;
+  created_ms: Millis;
+  generation: number;
+}
+
+export interface DevicesTable {
+  device_id: string;
+  client_id: string;
+  alias: string | null;
+  agent: string | null;
+  board: string | null;
+  firmware: string | null;
+  first_seen: string;
+  last_seen: string;
+}
+
+export interface AgentsTable {
+  name: string;
+  /** JSON text. */
+  settings: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface LiveSessionsTable {
+  session_id: string;
+  device_id: string | null;
+  client_id: string | null;
+  agent: string | null;
+  replica: string;
+  since: string;
+}
+
+export interface ReplicasTable {
+  replica: string;
+  heartbeat_ms: Millis;
+}
+
+/** SQLite's change feed: each write adds a row, other processes poll for new ones. */
+export interface StoreChangesTable {
+  id: Generated<number>;
+  origin: string;
+  /** JSON of a StoreChange. */
+  change: string;
+  at_ms: Millis;
+}
+
+export interface ConversationTurnsTable {
+  id: Generated<number>;
+  device_id: string;
+  agent: string | null;
+  role: string;
+  text: string;
+  created_at: string;
+}
+
+export interface MemoryFactsTable {
+  id: Generated<number>;
+  device_id: string;
+  agent: string | null;
+  fact: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface McpTokensTable {
+  agent: string;
+  token_hash: string;
+  created_at: string;
+}
+
+export interface RemindersTable {
+  id: Generated<number>;
+  device_id: string;
+  due_at: string;
+  text: string;
+  created_at: string;
+  delivered_at: string | null;
+}
+
+export interface Database {
+  settings: SettingsTable;
+  bindings: BindingsTable;
+  pending_codes: PendingCodesTable;
+  devices: DevicesTable;
+  agents: AgentsTable;
+  live_sessions: LiveSessionsTable;
+  replicas: ReplicasTable;
+  store_changes: StoreChangesTable;
+  conversation_turns: ConversationTurnsTable;
+  memory_facts: MemoryFactsTable;
+  mcp_tokens: McpTokensTable;
+  reminders: RemindersTable;
+}

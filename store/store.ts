@@ -1,0 +1,145 @@
+/**
+ * @module The store: everything the server keeps, in one database (SQLite embedded by default,
+ * PostgreSQL for replicas), behind small repositories (registry, device records, agents, live
+ * sessions) and a per-process cache the change feed keeps fresh. `openStore` connects, migrates,
+ * repairs, imports the old registry file once, loads the cache and starts listening.
+ */
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import type { Logger } from '../core/logger.ts';
+import type { StoreChange } from './types.ts';
+import type { DeviceRegistry } from './device-registry.ts';
+import { connect, redactUrl } from './connect.ts';
+import { migrate } from './migrate.ts';
+import type { Dialect } from './migrations.ts';
+import { purgeBadRows } from './repair.ts';
+import { importLegacyRegistry } from './json-import.ts';
+import { hasSettings, raiseGeneration, storedSecret } from './settings.ts';
+import { CacheState, type StoreCache } from './store-cache.ts';
+import type { ChangeFeed } from './change-feed.ts';
+import { SqliteChangeFeed } from './sqlite-feed.ts';
+import { PostgresChangeFeed } from './postgres-feed.ts';
+import { Writer } from './writer.ts';
+import { StoreDeviceRegistry } from './registry.ts';
+import { StoreDeviceRecords, type DeviceRecords } from './device-records.ts';
+import { StoreAgents, type Agents } from './agents.ts';
+import { HEARTBEAT_MS, StoreLiveSessions, type LiveSessions } from './live-sessions.ts';
+
+export type { StoreCache } from './store-cache.ts';
+export type { DeviceRecords } from './device-records.ts';
+export type { Agents } from './agents.ts';
+export type { LiveSession, LiveSessions } from './live-sessions.ts';
+
+export interface Store {
+  readonly dialect: Dialect;
+  /** Bindings, pending codes, token secret. */
+  readonly registry: DeviceRegistry;
+  /** Every device seen (OTA or a session), bound or not. */
+  readonly devices: DeviceRecords;
+  readonly agents: Agents;
+  /** Who is connected now, on which replica. */
+  readonly sessions: LiveSessions;
+  /** Synchronous reads for the hot path, kept fresh by the change feed. */
+  readonly cache: StoreCache;
+  /** The schema version (the newest migration applied). */
+  readonly version: string;
+  /** Changes made by this process, the CLI, or another replica (within ~1-2 s). Returns an unsubscribe. */
+  onChange(listener: (c: StoreChange) => void): () => void;
+  close(): Promise<void>;
+}
+
+export interface OpenStoreOptions {
+  /** 'sqlite:PATH' (relative to dataDir) or 'postgres://…' */
+  url: string;
+  dataDir: string;
+  /** Configured token secret; '' = the store's own (generated once). */
+  secret: string;
+  codeTtlMs: number;
+  /** Pending codes one source address may hold (its oldest replaced). */
+  pendingPerSource: number;
+  /** This process's replica id. */
+  replica: string;
+  log: Logger;
+  /** false for the CLI: no change feed, no heartbeat. */
+  watch?: boolean;
+  /** The clock codes expire and records are stamped by (tests). */
+  now?: () => number;
+}
+
+/** hostname:pid, what a replica is called by default. */
+export function defaultReplicaId(): string {
+  return `${hostname()}:${process.pid}`;
+}
+
+export async function openStore(opts: OpenStoreOptions): Promise<Store> {
+  const log = opts.log;
+  const conn = await connect(opts.url, opts.dataDir, log);
+  const { db, dialect } = conn;
+  const where = conn.sqlite ? `sqlite:${conn.sqlite.file}` : redactUrl(opts.url);
+  const timers: NodeJS.Timeout[] = [];
+  let feed: ChangeFeed | undefined;
+  let sessions: StoreLiveSessions | undefined;
+  const watch = opts.watch !== false;
+  try {
+    const version = await migrate(db, dialect, where);
+    await purgeBadRows(db, log, where);
+    const empty = !(await hasSettings(db)) && (await db.selectFrom('bindings').select('id').limit(1).execute()).length === 0;
+    if (empty) await importLegacyRegistry(db, opts.dataDir, log);
+    const secret = opts.secret || (await storedSecret(db));
+    const maxGen = await Promise.all([
+      db.selectFrom('bindings').select((eb) => eb.fn.max('generation').as('g')).executeTakeFirst(),
+      db.selectFrom('pending_codes').select((eb) => eb.fn.max('generation').as('g')).executeTakeFirst(),
+    ]);
+    await raiseGeneration(db, Math.max(0, ...maxGen.map((r) => Number(r?.g ?? 0))));
+
+    const cache = new CacheState(db, log);
+    await cache.reload();
+    const origin = `${opts.replica}#${randomBytes(4).toString('hex')}`;
+    feed = conn.sqlite ? new SqliteChangeFeed(db, conn.sqlite.handle, origin, log) : new PostgresChangeFeed(conn.postgresUrl ?? opts.url, origin, log);
+    const writer = new Writer(db, dialect, feed, cache);
+    const now = opts.now ?? Date.now;
+    const registry = new StoreDeviceRegistry({ writer, cache, secret, codeTtlMs: opts.codeTtlMs, pendingPerSource: opts.pendingPerSource, now });
+    const devices = new StoreDeviceRecords(writer, cache, now);
+    const agents = new StoreAgents(writer, now);
+    const live = new StoreLiveSessions(db, opts.replica, now);
+    sessions = live;
+    if (watch) {
+      await feed.start({
+        changes: (changes) => cache.apply(changes).catch((err: unknown) => log.error({ err: (err as Error).message }, 'store: applying a change from another process failed')),
+        resync: () => void cache.reload().catch((err: unknown) => log.error({ err: (err as Error).message }, 'store: reloading the cache failed')),
+      });
+      await live.clear();
+      await live.heartbeat();
+      const beat = setInterval(() => void live.heartbeat().catch((err: unknown) => log.error({ err: (err as Error).message }, 'store: heartbeat failed (database unreachable?)')), HEARTBEAT_MS);
+      beat.unref();
+      timers.push(beat);
+    }
+    let closing: Promise<void> | undefined;
+    const openFeed = feed;
+    return {
+      dialect,
+      registry,
+      devices,
+      agents,
+      sessions: live,
+      cache,
+      version,
+      onChange: (listener) => cache.onChange(listener),
+      close: () => {
+        closing ??= (async () => {
+          for (const t of timers) clearInterval(t);
+          await openFeed.close();
+          if (watch) await live.clear().catch((err: unknown) => log.warn({ err: (err as Error).message }, 'store: could not clear this replica\'s sessions'));
+          await db.destroy();
+        })();
+        return closing;
+      },
+    };
+  } catch (err) {
+    for (const t of timers) clearInterval(t);
+    await feed?.close().catch(() => undefined);
+    void sessions;
+    await db.destroy().catch(() => undefined);
+    throw err;
+  }
+}
