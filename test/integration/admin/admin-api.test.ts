@@ -166,7 +166,8 @@ describe('admin API', () => {
     assert.equal((await call('PATCH', '/agents/nobody', { body: { settings: {} } })).status, 404);
 
     // Registered for redaction by value: a line that echoes it (an LLM error would) is cleaned.
-    s.app.fastify.log.warn({ echo: `key=${AGENT_KEY}` }, 'provider said');
+    s.app.fastify.log.warn({ echo: `key=${AGENT_KEY}`, header: `Bearer ${TOKEN}` }, 'provider said');
+    assert.ok(s.logs.find('provider said').length === 1);
     assert.equal(s.logs.text().includes(AGENT_KEY), false);
     assert.equal(s.logs.text().includes(TOKEN), false);
 

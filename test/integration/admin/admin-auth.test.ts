@@ -1,13 +1,19 @@
 /**
  * The admin API's credentials without a server: console sessions expire and are bounded, the
  * cookie carries the attributes that keep it from scripts and other sites, the token check
- * matches exactly, and sign-in attempts are limited per address.
+ * matches exactly, sign-in attempts are limited per address, and the token comes from
+ * `admin.token` or ADMIN_TOKEN and is redacted like every configured secret.
  */
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { AdminSessions, ADMIN_COOKIE, readCookie, sessionCookie } from '../../../server/admin/admin-sessions.ts';
 import { bearerToken, tokenMatches } from '../../../server/admin/admin-token.ts';
 import { SignInLimit } from '../../../server/admin/sign-in-limit.ts';
+import { ConfigError, loadConfig } from '../../../server/config.ts';
+import { configSecrets } from '../../../server/config-secrets.ts';
 
 describe('console sessions', () => {
   test('a session is valid until its expiry, then forgotten', () => {
@@ -95,5 +101,19 @@ describe('sign-in limit', () => {
     limit.take('b');
     limit.take('c');
     assert.equal(limit.take('a'), true, 'the oldest address was forgotten');
+  });
+});
+
+describe('admin.token in the configuration', () => {
+  test('ADMIN_TOKEN sets it, a short one is refused naming the key, and it is a secret for redaction', () => {
+    const token = 'env-admin-token-0123456789';
+    const cwd = mkdtempSync(join(tmpdir(), 'admin-config-'));
+    after(() => rmSync(cwd, { recursive: true, force: true }));
+    const loaded = loadConfig({ argv: [], env: { ADMIN_TOKEN: token }, cwd });
+    assert.equal(loaded.config.admin.token, token);
+    assert.ok(loaded.overrides.includes('ADMIN_TOKEN'));
+    assert.equal(loadConfig({ argv: [], env: {}, cwd }).config.admin.token, '', 'off by default');
+    assert.throws(() => loadConfig({ argv: [], env: { ADMIN_TOKEN: 'short' }, cwd }), (err: Error) => err instanceof ConfigError && /admin\.token: must be at least 16 characters/.test(err.message));
+    assert.ok(configSecrets(loaded.config).some((s) => s.path === 'admin.token' && s.value === token));
   });
 });
