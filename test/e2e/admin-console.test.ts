@@ -1,7 +1,7 @@
 /**
  * The admin console in real Chromium at a phone's viewport (390×844), against the whole server
  * (assembled as in production, SQLite store in a temp data directory): sign in with the admin
- * token, create an agent, see a device that asked OTA for a code (a real OTA request in activation
+ * token, create an agent and edit its prompt, see a device that asked OTA for a code (a real OTA request in activation
  * mode) with the code it speaks, bind it to that agent with one click, then move it to another
  * agent. No CSP violation or page error on the way, and nothing wider than the screen.
  */
@@ -78,6 +78,18 @@ describe('admin console in Chromium, phone viewport', { skip: haveChromium ? fal
     await page.locator('details.agent[data-agent=kitchen]').waitFor();
     assert.equal((await page.content()).includes('sk-console-key-0000000001'), false, 'the key is not shown back');
     await fitsWidth(page);
+
+    // Its prompt edited: the new one is stored, the write-only key kept.
+    const kitchen = page.locator('details.agent[data-agent=kitchen]');
+    await kitchen.locator('summary').click();
+    assert.equal(await kitchen.locator('input[name=llm-apiKey]').inputValue(), '');
+    assert.match((await kitchen.locator('input[name=llm-apiKey]').getAttribute('placeholder')) ?? '', /^set/);
+    await kitchen.locator('textarea[name=systemPrompt]').fill('You are a baker.');
+    await kitchen.locator('button[type=submit]').click();
+    await page.locator('#notice', { hasText: 'Saved kitchen.' }).waitFor();
+    const stored = await srv.app.store.agents.get('kitchen');
+    assert.equal(stored?.settings.systemPrompt, 'You are a baker.');
+    assert.equal((stored?.settings.llm as Record<string, unknown> | undefined)?.apiKey, 'sk-console-key-0000000001');
 
     // A device asks OTA for a code: it shows up as pending with that code.
     const res = await fetch(`${srv.httpUrl}/xiaozhi/ota/`, {
