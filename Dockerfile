@@ -88,12 +88,14 @@ RUN printf '%s\n' \
  && command -v pocketsphinx_continuous >/dev/null \
  && test -d /usr/share/pocketsphinx/model/en-us
 # /data: the server's one writable directory (server.dataDir, set below by XIAOZHI_DATA_DIR): the
-# device registry of activation mode and whatever else it keeps. Owned by the `node` user the
+# SQLite database (xiaozhi.db) unless store.url names a PostgreSQL. Owned by the `node` user the
 # server runs as, and a volume (compose mounts a named one). `devices` on PATH is the operator's
-# CLI (bind, list, revoke), compiled from scripts/devices.ts: `docker compose exec server devices list`.
+# CLI (bind, list, revoke), compiled from scripts/devices.ts: `docker compose exec server devices list`;
+# `db migrate` runs the schema migrations apart from a start (scripts/db.ts).
 RUN mkdir /data && chown node:node /data \
  && printf '%s\n' '#!/bin/sh' 'exec node /app/dist/scripts/devices.js "$@"' > /usr/local/bin/devices \
- && chmod 755 /usr/local/bin/devices
+ && printf '%s\n' '#!/bin/sh' 'exec node /app/dist/scripts/db.js "$@"' > /usr/local/bin/db \
+ && chmod 755 /usr/local/bin/devices /usr/local/bin/db
 VOLUME /data
 WORKDIR /app
 ENV NODE_ENV=production \

@@ -1,6 +1,7 @@
 /**
  * @module buildApp(deps): the Fastify application without listening, so tests and main.ts wire it
- * the same way. Routes: OTA, the device WebSocket, health; later issues add metrics and the page.
+ * the same way. Routes: OTA, the device WebSocket, health, plus the plugins given. It opens the
+ * store (`store.url`) first, in every auth mode, unless one is given, and closes what it opened.
  */
 import { createServer } from 'node:http';
 import Fastify, { type FastifyInstance } from 'fastify';

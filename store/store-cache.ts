@@ -40,6 +40,8 @@ export class CacheState implements StoreCache {
   readonly #db: Kysely<Database>;
   readonly #log: Logger;
   #bindings = new Map<string, BoundDevice>();
+  /** The same bindings by MAC (OTA asks for every request). */
+  #byDevice = new Map<string, Map<string, BoundDevice>>();
   #agents = new Map<string, AgentRow>();
   #deviceAgents = new Map<string, string>();
   readonly #changeListeners = new Set<Listener<StoreChange>>();
@@ -70,7 +72,7 @@ export class CacheState implements StoreCache {
   /** The bindings of one MAC (normally one). */
   bindingsOf(deviceId: string): BoundDevice[] {
     const d = deviceId.toLowerCase();
-    return [...this.#bindings.values()].filter((b) => b.deviceId === d);
+    return [...(this.#byDevice.get(d)?.values() ?? [])];
   }
 
   onChange(listener: Listener<StoreChange>): () => void {
@@ -84,6 +86,11 @@ export class CacheState implements StoreCache {
 
   onRevoked(listener: Listener<BoundDevice[]>): void {
     this.#revokedListeners.push(listener);
+  }
+
+  /** A refresh after a write failed: logged, the cache stays as it was until the next change. */
+  reportStale(err: unknown): void {
+    this.#log.error({ err: (err as Error)?.message ?? String(err) }, 'store: re-reading after a write failed; the cache may lag until the next change');
   }
 
   /** Everything, read again; listeners hear what differs from before (nothing at the first load). */
@@ -112,7 +119,9 @@ export class CacheState implements StoreCache {
       if (this.#deviceAgents.get(id) !== nextDevices.get(id)) changes.push({ kind: 'device', deviceId: id });
     }
     const before = this.#bindings;
-    this.#bindings = nextBindings;
+    this.#bindings = new Map();
+    this.#byDevice = new Map();
+    for (const [k, b] of nextBindings) this.#setBinding(k, b);
     this.#agents = nextAgents;
     this.#deviceAgents = nextDevices;
     this.#emitBindings(before, changes);
@@ -131,8 +140,8 @@ export class CacheState implements StoreCache {
         const k = pairKey(c.deviceId, c.clientId);
         const row = await this.#db.selectFrom('bindings').selectAll().where('device_id', '=', c.deviceId.toLowerCase()).where('client_id', '=', c.clientId.toLowerCase()).executeTakeFirst();
         if (!before.has(k)) before.set(k, this.#bindings.get(k));
-        if (row) this.#bindings.set(k, boundFromRow(row));
-        else this.#bindings.delete(k);
+        if (row) this.#setBinding(k, boundFromRow(row));
+        else this.#deleteBinding(k);
       } else if (c.kind === 'agent') {
         const row = await this.#db.selectFrom('agents').selectAll().where('name', '=', c.name).executeTakeFirst();
         if (row) this.#agents.set(c.name, agentFromRow(row));
@@ -155,6 +164,23 @@ export class CacheState implements StoreCache {
     this.#emit(this.#revokedListeners, revoked);
     this.#emit(this.#boundListeners, bound);
     for (const c of changes) this.#emitChange(c);
+  }
+
+  #setBinding(key: string, b: BoundDevice): void {
+    this.#deleteBinding(key);
+    this.#bindings.set(key, b);
+    let ofDevice = this.#byDevice.get(b.deviceId);
+    if (!ofDevice) this.#byDevice.set(b.deviceId, (ofDevice = new Map()));
+    ofDevice.set(key, b);
+  }
+
+  #deleteBinding(key: string): void {
+    const old = this.#bindings.get(key);
+    if (!old) return;
+    this.#bindings.delete(key);
+    const ofDevice = this.#byDevice.get(old.deviceId);
+    ofDevice?.delete(key);
+    if (ofDevice?.size === 0) this.#byDevice.delete(old.deviceId);
   }
 
   #emitBindings(before: Map<string, BoundDevice>, changes: StoreChange[]): void {

@@ -35,7 +35,9 @@ export class Writer {
       for (const c of changes) await this.#feed.record(trx, c);
       return r;
     });
-    if (changes.length > 0) await this.#cache.apply(changes);
+    // Committed: a failure to re-read (the database went away just now) must not make the write
+    // look failed; the cache catches up at the next change or reload.
+    if (changes.length > 0) await this.#cache.apply(changes).catch((err: unknown) => this.#cache.reportStale(err));
     return result;
   }
 }

@@ -87,7 +87,7 @@ describe('activation mode end to end', () => {
 
       const id = /^bound ([0-9a-f]{10})/.exec(bound.stdout)?.[1] ?? '';
       await run(process.execPath, [...CLI, 'revoke', id, '--file', file]);
-      // The server notices the file change within its poll interval and ends the session.
+      // The server hears of the change through the store's change feed and ends the session.
       assert.equal(await dev.closed, 4005);
     } finally {
       dev.close();

@@ -21,7 +21,10 @@ export interface TestPostgres {
   port: number;
   /** A new empty database on the cluster, for one test. */
   database(): Promise<string>;
-  /** Stops the server (as a crash would: `immediate`) and starts it again on the same port. */
+  /** Stops the server as a crash would (`immediate`); `up()` starts it again on the same port. */
+  down(): Promise<void>;
+  up(): Promise<void>;
+  /** down() then up(). */
   restart(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -58,8 +61,12 @@ export async function startPostgres(): Promise<TestPostgres> {
   const data = join(dir, 'data');
   const port = await freePort();
   await pgRun('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync', '--no-instructions']);
-  const start = (): Promise<unknown> =>
-    pgRun('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-w', '-t', '60', '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`, 'start']);
+  const start = async (): Promise<void> => {
+    await pgRun('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-w', '-t', '60', '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`, 'start']);
+  };
+  const down = async (): Promise<void> => {
+    await pgRun('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']);
+  };
   await start();
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   let n = 0;
@@ -77,8 +84,10 @@ export async function startPostgres(): Promise<TestPostgres> {
       }
       return `postgres://postgres@127.0.0.1:${port}/${name}`;
     },
+    down,
+    up: start,
     async restart() {
-      await pgRun('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']);
+      await down();
       await start();
     },
     async stop() {
