@@ -3,7 +3,7 @@
  * (assembled as in production, SQLite store in a temp data directory): sign in with the admin
  * token, create an agent and edit its prompt, see a device that asked OTA for a code (a real OTA request in activation
  * mode) with the code it speaks, bind it to that agent with one click, then move it to another
- * agent. No CSP violation or page error on the way, and nothing wider than the screen.
+ * agent, sign out. No CSP violation or page error on the way, and nothing wider than the screen.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -125,6 +125,14 @@ describe('admin console in Chromium, phone viewport', { skip: haveChromium ? fal
     const shot = outputPath('admin-console-phone.png');
     mkdirSync(dirname(shot), { recursive: true });
     await page.screenshot({ path: shot, fullPage: true });
+
+    // Signing out ends the session on the server: the cookie no longer opens the API.
+    const cookie = (await page.context().cookies()).find((c) => c.name === 'xiaozhi_admin')?.value ?? '';
+    await page.click('#sign-out');
+    await page.locator('#sign-in').waitFor({ state: 'visible' });
+    const after = await fetch(`${srv.httpUrl}/api/admin/devices`, { headers: { cookie: `xiaozhi_admin=${cookie}` } });
+    await after.arrayBuffer();
+    assert.equal(after.status, 401);
     // The one refused sign-in is the only failed request Chromium reports; no CSP violation, no page error.
     assert.equal(errors.length, 1, errors.join('\n'));
     assert.match(errors[0] ?? '', /status of 401/);
