@@ -130,9 +130,9 @@ describe('admin console in Chromium, phone viewport', { skip: haveChromium ? fal
     const cookie = (await page.context().cookies()).find((c) => c.name === 'xiaozhi_admin')?.value ?? '';
     await page.click('#sign-out');
     await page.locator('#sign-in').waitFor({ state: 'visible' });
-    const after = await fetch(`${srv.httpUrl}/api/admin/devices`, { headers: { cookie: `xiaozhi_admin=${cookie}` } });
-    await after.arrayBuffer();
-    assert.equal(after.status, 401);
+    const signedOut = await fetch(`${srv.httpUrl}/api/admin/devices`, { headers: { cookie: `xiaozhi_admin=${cookie}` } });
+    await signedOut.arrayBuffer();
+    assert.equal(signedOut.status, 401);
     // The one refused sign-in is the only failed request Chromium reports; no CSP violation, no page error.
     assert.equal(errors.length, 1, errors.join('\n'));
     assert.match(errors[0] ?? '', /status of 401/);
