@@ -13,6 +13,7 @@ import { deviceWsRoute, type WsRefusalReason } from './http/ws-route.ts';
 import { webSocketErrorHandler } from './http/ws-errors.ts';
 import type { AdmissionGate } from './admission.ts';
 import { webRoutes } from './http/web-route.ts';
+import { adminPlugin } from './admin/plugin.ts';
 import { RequestLogController } from './http/request-log.ts';
 import type { ConversationFactory } from '../voice/session/conversation.ts';
 import { SessionRegistry } from '../voice/session/registry.ts';
@@ -150,6 +151,8 @@ async function buildWithStore(deps: AppDeps, store: Store): Promise<App> {
     ...(deps.onRefused ? { onRefused: deps.onRefused } : {}),
   });
   await fastify.register(webRoutes);
+  // The admin API and console: off (and the log says how to turn them on) without admin.token.
+  await fastify.register(adminPlugin({ token: config.admin.token, store, liveSessions: registry, ...(deps.onSecret ? { onSecret: deps.onSecret } : {}) }));
   for (const plugin of deps.plugins ?? []) await fastify.register(plugin);
 
   // Sessions end before the HTTP server closes, so each one releases its turn and processes.

@@ -313,6 +313,15 @@ export const LoggingSchema = z.strictObject({
   logContent: z.boolean().default(false),
 });
 
+/** The admin API (`/api/admin/`) and the console (`/admin`). */
+export const AdminSchema = z.strictObject({
+  /**
+   * Bearer token of the admin API and the console's sign-in. Empty: both are off (404). Compared
+   * in constant time and redacted from logs by value.
+   */
+  token: z.union([z.literal(''), z.string().min(16, 'must be at least 16 characters')]).default(''),
+});
+
 export function createConfigSchema<M extends z.ZodType>(mcpServersSchema: M) {
   return z.strictObject({
     /**
@@ -333,5 +342,6 @@ export function createConfigSchema<M extends z.ZodType>(mcpServersSchema: M) {
     media: MediaSchema.prefault({}),
     deviceMcp: DeviceMcpSchema.prefault({}),
     logging: LoggingSchema.prefault({}),
+    admin: AdminSchema.prefault({}),
   });
 }

@@ -17,6 +17,8 @@ import { markQuiet } from './request-log.ts';
  * (`npm run build`), which holds no copy of them.
  */
 export const PUBLIC_DIR = join(packageRoot(dirname(fileURLToPath(import.meta.url))), 'web', 'device');
+/** The admin console (`/admin`), served the same way when the admin API is on. */
+export const ADMIN_DIR = join(packageRoot(dirname(fileURLToPath(import.meta.url))), 'web', 'admin');
 
 function packageRoot(from: string): string {
   for (let dir = from; ; dir = dirname(dir)) {
@@ -44,9 +46,31 @@ export const PAGE_CSP = [
   "frame-ancestors 'none'",
 ].join('; ');
 
+/**
+ * The console's policy: its own scripts and styles only (no eval, nothing inline), requests to
+ * its own origin only, never inside a frame.
+ */
+export const ADMIN_CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "connect-src 'self'",
+  "img-src 'self' data:",
+  "style-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+type HeaderSink = { setHeader(name: string, value: string): unknown };
+
 /** Set on every file served for the page. */
-function setPageHeaders(res: { setHeader(name: string, value: string): unknown }): void {
-  res.setHeader('Content-Security-Policy', PAGE_CSP);
+function setPageHeaders(res: HeaderSink): void {
+  setSecurityHeaders(res, PAGE_CSP);
+}
+
+function setSecurityHeaders(res: HeaderSink, csp: string): void {
+  res.setHeader('Content-Security-Policy', csp);
   res.setHeader('X-Frame-Options', 'DENY');
   res.setHeader('X-Content-Type-Options', 'nosniff');
   res.setHeader('Referrer-Policy', 'no-referrer');
@@ -67,4 +91,23 @@ export async function webRoutes(app: FastifyInstance): Promise<void> {
   if (opusDir) {
     await app.register(fastifyStatic, { root: join(opusDir, 'build'), prefix: '/vendor/opusscript/', decorateReply: false, setHeaders: setPageHeaders });
   }
+}
+
+/** The admin console's files at `/admin/` (`/admin` redirects there), with the console's policy. */
+export async function adminConsoleRoutes(app: FastifyInstance): Promise<void> {
+  app.addHook('onRoute', markQuiet);
+  await app.register(fastifyStatic, {
+    root: ADMIN_DIR,
+    prefix: '/admin/',
+    index: ['index.html'],
+    decorateReply: false,
+    // Small files; a new version reaches the operator on the next load.
+    cacheControl: false,
+    setHeaders: (res: HeaderSink) => {
+      setSecurityHeaders(res, ADMIN_CSP);
+      res.setHeader('Cache-Control', 'no-cache');
+    },
+  });
+  // The address people type: relative links in the page need the trailing slash.
+  app.get('/admin', (_request, reply) => reply.redirect('/admin/', 301));
 }

@@ -1,0 +1,43 @@
+/**
+ * @module Sign-in attempts per address: a token bucket each (`burst` at once, refilled at
+ * `perMinute`), so guessing the admin token from one address is slow. The map of addresses is
+ * bounded: beyond `maxAddresses` the oldest are forgotten.
+ */
+import { TokenBucket } from '../../core/token-bucket.ts';
+
+export interface SignInLimitOptions {
+  burst: number;
+  perMinute: number;
+  maxAddresses?: number;
+  now?: () => number;
+}
+
+export class SignInLimit {
+  readonly #buckets = new Map<string, TokenBucket>();
+  readonly #opts: SignInLimitOptions;
+
+  constructor(opts: SignInLimitOptions) {
+    this.#opts = opts;
+  }
+
+  /** Takes one attempt for `address`; false when it is over the limit. */
+  take(address: string): boolean {
+    let b = this.#buckets.get(address);
+    if (!b) {
+      const max = this.#opts.maxAddresses ?? 10_000;
+      while (this.#buckets.size >= max) {
+        const oldest = this.#buckets.keys().next().value;
+        if (oldest === undefined) break;
+        this.#buckets.delete(oldest);
+      }
+      b = new TokenBucket({ burst: this.#opts.burst, perSecond: this.#opts.perMinute / 60 }, this.#opts.now);
+      this.#buckets.set(address, b);
+    }
+    return b.take();
+  }
+
+  /** Seconds until one more attempt is allowed: what `Retry-After` says. */
+  get retryAfterS(): number {
+    return Math.ceil(60 / this.#opts.perMinute);
+  }
+}

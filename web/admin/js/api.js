@@ -1,0 +1,47 @@
+// The admin API from the console: same-origin fetch with the session cookie, JSON both ways.
+// A 401 means the sign-in expired: listeners of `onSignedOut` show the sign-in form again.
+
+const signedOutListeners = [];
+
+/** Called when the server no longer accepts this browser's session. */
+export function onSignedOut(fn) {
+  signedOutListeners.push(fn);
+}
+
+export class ApiError extends Error {
+  constructor(status, message, field) {
+    super(message);
+    this.status = status;
+    this.field = field;
+  }
+}
+
+/** One request to `/api/admin{path}`; resolves to the parsed answer (null for 204). */
+export async function api(method, path, body) {
+  const init = { method, credentials: 'same-origin', headers: { accept: 'application/json' } };
+  if (body !== undefined) {
+    init.headers['content-type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  const res = await fetch(`/api/admin${path}`, init);
+  if (res.status === 204) return null;
+  const data = await res.json().catch(() => ({ error: `HTTP ${res.status}` }));
+  if (!res.ok) {
+    if (res.status === 401 && path !== '/session') for (const fn of signedOutListeners) fn();
+    throw new ApiError(res.status, data.error ?? `HTTP ${res.status}`, data.field);
+  }
+  return data;
+}
+
+export const signIn = (token) => api('POST', '/session', { token });
+export const signOut = () => api('DELETE', '/session');
+export const whoAmI = () => api('GET', '/session');
+export const listDevices = () => api('GET', '/devices').then((r) => r.devices);
+export const bindDevice = (code, agent, alias) => api('POST', '/devices/bind', { code, ...(agent ? { agent } : {}), ...(alias ? { alias } : {}) });
+export const updateDevice = (deviceId, patch) => api('PATCH', `/devices/${encodeURIComponent(deviceId)}`, patch);
+export const revokeDevice = (deviceId) => api('DELETE', `/devices/${encodeURIComponent(deviceId)}`);
+export const listAgents = () => api('GET', '/agents').then((r) => r.agents);
+export const createAgent = (name, settings) => api('POST', '/agents', { name, settings });
+export const updateAgent = (name, settings) => api('PATCH', `/agents/${encodeURIComponent(name)}`, { settings });
+export const deleteAgent = (name) => api('DELETE', `/agents/${encodeURIComponent(name)}`);
+export const listSessions = () => api('GET', '/sessions').then((r) => r.sessions);
