@@ -4,7 +4,7 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-const folders = ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'server', 'web', 'test', 'examples'];
+const folders = ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store', 'server', 'web', 'test', 'examples'];
 
 /** Folder -> folders it may import (besides itself). `llm` and `providers` may import `mcp` for types only. */
 const allowed = {
@@ -15,7 +15,8 @@ const allowed = {
   llm: ['core'],
   providers: ['core', 'audio', 'llm'],
   voice: ['core', 'protocol', 'audio', 'mcp', 'llm'],
-  server: ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice'],
+  store: ['core', 'protocol'],
+  server: ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store'],
   examples: [],
 };
 

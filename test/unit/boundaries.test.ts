@@ -9,7 +9,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const FOLDERS = ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'server', 'examples'] as const;
+const FOLDERS = ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store', 'server', 'examples'] as const;
 const ALLOWED: Record<(typeof FOLDERS)[number], readonly string[]> = {
   core: [],
   protocol: ['core'],
@@ -18,7 +18,8 @@ const ALLOWED: Record<(typeof FOLDERS)[number], readonly string[]> = {
   llm: ['core', 'mcp(types)'],
   providers: ['core', 'audio', 'llm', 'mcp(types)'],
   voice: ['core', 'protocol', 'audio', 'mcp', 'llm'],
-  server: ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice'],
+  store: ['core', 'protocol'],
+  server: ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store'],
   examples: [],
 };
 

@@ -16,6 +16,7 @@ import type { Conversation, ConversationContext, ConversationFactory } from '../
 import { Listener, type ListenerEvent } from './listener.ts';
 import { Turn, type TurnInput, type TurnOptions } from './turn.ts';
 import type { SessionTools, VoiceDeps } from './voice-deps.ts';
+import { depsWithProfile, type TurnProfile } from './turn-profile.ts';
 
 /**
  * Early starts dropped within one utterance before no more are tried until it ends: each costs an
@@ -57,6 +58,10 @@ class VoiceConversation implements Conversation {
   #turnDone: Promise<void> = Promise.resolve();
   #deviceMcp: DeviceMcp | undefined;
   #tools: SessionTools | undefined;
+  /** The assistant of the latest turn (`VoiceDeps.profileFor`): its prompt heads the history. */
+  #profile: TurnProfile | undefined;
+  /** Releases the profile each queued or running turn holds. */
+  readonly #releases = new Map<Turn, () => void>();
   #closed = false;
 
   constructor(deps: VoiceDeps, ctx: ConversationContext) {
@@ -70,7 +75,7 @@ class VoiceConversation implements Conversation {
       // (and memory) without limit. The current turn always stays.
       maxChars: HISTORY_MAX_CHARS,
       systemPrompt: () =>
-        buildSystemPrompt(deps.config.llm.systemPrompt, {
+        buildSystemPrompt(this.#profile?.systemPrompt ?? deps.config.llm.systemPrompt, {
           now: new Date(),
           ...(deps.config.tools.timeZone ? { timeZone: deps.config.tools.timeZone } : {}),
           ...(info.deviceId ? { device: info.deviceId } : {}),
@@ -132,7 +137,12 @@ class VoiceConversation implements Conversation {
         log.error({ err: err.message }, 'media worker lost; ending the session');
         this.#ctx.closeSession(CloseCode.MediaLost, 'media worker failed');
       });
-      this.#tools = this.#deps.toolsFor({ info, log, ...(this.#deviceMcp ? { deviceTools: this.#deviceMcp.toolSource() } : {}) });
+      this.#tools = this.#deps.toolsFor({
+        info,
+        log,
+        policy: () => this.#profile?.tools,
+        ...(this.#deviceMcp ? { deviceTools: this.#deviceMcp.toolSource() } : {}),
+      });
       this.#listener = new Listener({
         media,
         log,
@@ -343,9 +353,12 @@ class VoiceConversation implements Conversation {
     const media = this.#media;
     const tools = this.#tools;
     if (!media || !tools) throw new Error('voice pipeline not ready');
-    return new Turn(
+    // The device's assistant as it is now: a change of agent applies from this turn on.
+    const held = this.#deps.profileFor?.(this.#ctx.info);
+    if (held) this.#profile = held.profile;
+    const turn = new Turn(
       {
-        deps: this.#deps,
+        deps: held ? depsWithProfile(this.#deps, held.profile) : this.#deps,
         info: this.#ctx.info,
         channel: this.#ctx.channel,
         log: this.#ctx.log,
@@ -358,6 +371,8 @@ class VoiceConversation implements Conversation {
       input,
       opts,
     );
+    if (held) this.#releases.set(turn, () => held.release());
+    return turn;
   }
 
   /** Runs `turn` after the previous one has wound down; a dropped early turn leaves no aftermath. */
@@ -375,7 +390,11 @@ class VoiceConversation implements Conversation {
           this.#ctx.log.error({ err: toVoiceError(err).message }, 'turn crashed');
           if (!turn.dropped) this.#afterTurn(turn, false);
         },
-      );
+      )
+      .finally(() => {
+        this.#releases.get(turn)?.();
+        this.#releases.delete(turn);
+      });
   }
 
   #afterTurn(turn: Turn, endSession: boolean): void {
