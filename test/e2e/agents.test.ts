@@ -12,6 +12,7 @@ import { startFakeOpenAi, type FakeMessage, type FakeOpenAi, type RecordedReques
 import { startFakeOpenAiAudio, type FakeOpenAiAudio } from '../fixtures/fake-openai-audio.ts';
 import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
 import { closeAll } from '../helpers/close-all.ts';
+import { fixtureEntry } from '../integration/mcp/mcp-test-helpers.ts';
 import { ConfigAgentSchema } from '../../server/agents/agent-settings.ts';
 import { configAgentLookup, type MutableAgentLookup } from '../../server/agents/agent-lookup.ts';
 
@@ -43,10 +44,19 @@ describe('agents: each device talks to its own assistant', { timeout: 120_000 },
     audio = await startFakeOpenAiAudio();
     const declared = [
       { name: 'kitchen', systemPrompt: 'You are the kitchen helper.', llm: { model: 'model-kitchen', temperature: 0.3 }, tts: { ...speech('alloy'), baseURL: audio.baseURL }, devices: [KITCHEN_1, KITCHEN_2] },
-      { name: 'study', systemPrompt: 'You are the study tutor.', llm: { model: 'model-study', apiKey: 'sk-study-agent-key' }, tts: { ...speech('nova'), baseURL: audio.baseURL }, devices: [STUDY] },
+      {
+        name: 'study',
+        systemPrompt: 'You are the study tutor.',
+        greeting: 'Hello, student.',
+        llm: { model: 'model-study', apiKey: 'sk-study-agent-key' },
+        tts: { ...speech('nova'), baseURL: audio.baseURL },
+        // No MCP server, one local tool.
+        tools: { mcpServers: [], local: ['get_current_datetime'] },
+        devices: [STUDY],
+      },
     ];
     agents = configAgentLookup({ agents: declared.map((a) => ConfigAgentSchema.parse(a)) });
-    srv = await startVoiceApp(llm.url, { agents: declared }, undefined, { agents, onSecret: (v) => secrets.push(v) });
+    srv = await startVoiceApp(llm.url, { agents: declared, mcpServers: { fx: fixtureEntry() } }, undefined, { agents, onSecret: (v) => secrets.push(v) });
     // The agents' remote voices are made in the background as soon as the agents are known.
     await srv.deps.profiles.ready();
   });
@@ -81,6 +91,17 @@ describe('agents: each device talks to its own assistant', { timeout: 120_000 },
       assert.equal(voiceFor('what is for dinner'), 'alloy');
       assert.equal(voiceFor('what is for homework'), 'nova');
       assert.ok(secrets.includes('sk-study-agent-key'), 'the agent\'s key is registered for log redaction');
+      // Each agent's tools: the kitchen may use everything, the study one local tool.
+      const toolNames = (r: RecordedRequest): string[] => (r.body.tools ?? []).map((t) => t.function.name);
+      assert.ok(toolNames(k).includes('end_conversation') && toolNames(k).some((n) => n.startsWith('fx__')), JSON.stringify(toolNames(k)));
+      assert.deepEqual(toolNames(s), ['get_current_datetime']);
+      // The wake word's greeting is the agent's, in its voice.
+      const from = study.json.length;
+      study.listen('detect', { text: 'hi xiaozhi' });
+      await study.waitJson('tts', 'stop', 20_000, from);
+      const said = study.json.slice(from).filter((j) => j.msg.state === 'sentence_start').map((j) => j.msg.text);
+      assert.deepEqual(said, ['Hello, student.']);
+      assert.equal(audio.speeches.find((x) => x.body.input === 'Hello, student.')?.body.voice, 'nova');
     } finally {
       kitchen.close();
       study.close();
