@@ -23,6 +23,7 @@ import type { OpenAiLlmOptions } from '../../providers/openai/options.ts';
 import type { HeldProfile, TurnProfile } from '../../voice/conversation/turn-profile.ts';
 import type { Config } from '../config.ts';
 import { configSecrets } from '../config-secrets.ts';
+import type { AgentRow } from '../../store/types.ts';
 import type { AgentLookup } from './agent-lookup.ts';
 import { parseAgentSettings, resolveAgent, type ResolvedAgent } from './resolve-agent.ts';
 
@@ -51,8 +52,10 @@ export interface AgentProfilesOptions {
 /** One agent's profile as built from one version of its settings. */
 interface Built {
   name: string;
-  /** The settings it was built from (`stableKey`). */
+  /** The settings it was built from (`stableKey`), and the row they were read from. */
   key: string;
+  row: AgentRow | undefined;
+  updatedAt: string | undefined;
   profile: TurnProfile;
   ttsKey: string;
   /** Turns holding it. */
@@ -152,18 +155,24 @@ export class AgentProfiles {
   #current(name: string): Built {
     const row = this.#o.lookup.agent(name);
     const agent = row ? name : CONFIG_AGENT;
+    const have = this.#built.get(agent);
+    // The same row, not updated since: unchanged, without serialising its settings again.
+    if (have && row !== undefined && have.row === row && have.updatedAt === row.updatedAt) return have;
     const raw = row?.settings ?? {};
     const key = stableKey(raw);
-    const have = this.#built.get(agent);
-    if (have && have.key === key) return have;
+    if (have && have.key === key) {
+      have.row = row;
+      have.updatedAt = row?.updatedAt;
+      return have;
+    }
     if (!row && name !== CONFIG_AGENT) this.#warnOnce(`missing:${name}`, { agent: name }, 'agent not found; using the configuration');
-    const built = this.#build(agent, key, raw);
+    const built = this.#build(agent, key, raw, row);
     if (have) this.#retire(have);
     this.#built.set(agent, built);
     return built;
   }
 
-  #build(name: string, key: string, raw: Record<string, unknown>): Built {
+  #build(name: string, key: string, raw: Record<string, unknown>, row: AgentRow | undefined): Built {
     const { config } = this.#o;
     for (const s of configSecrets(raw)) this.#o.onSecret?.(s.value);
     let resolved: ResolvedAgent;
@@ -192,7 +201,7 @@ export class AgentProfiles {
     };
     this.#builds.set(name, (this.#builds.get(name) ?? 0) + 1);
     this.#log.info({ agent: name, model: resolved.llm.model, tts: resolved.tts.provider }, 'agent ready');
-    return { name, key, profile, ttsKey, refs: 0, current: true, disposed: false };
+    return { name, key, row, updatedAt: row?.updatedAt, profile, ttsKey, refs: 0, current: true, disposed: false };
   }
 
   #asr(name: string, options: AsrOptions): Asr {
