@@ -23,6 +23,7 @@ import type { OpenAiLlmOptions } from '../../providers/openai/options.ts';
 import type { HeldProfile, TurnProfile } from '../../voice/conversation/turn-profile.ts';
 import type { Config } from '../config.ts';
 import { configSecrets } from '../config-secrets.ts';
+import { languageWarnings } from '../language.ts';
 import type { AgentRow } from '../../store/types.ts';
 import type { AgentLookup } from './agent-lookup.ts';
 import { parseAgentSettings, resolveAgent, type ResolvedAgent } from './resolve-agent.ts';
@@ -182,6 +183,11 @@ export class AgentProfiles {
     } else {
       this.#warnOnce(`invalid:${name}:${key}`, { agent: name, err: checked.error }, 'agent settings are not valid; using the configuration');
       resolved = resolveAgent(config, {});
+    }
+    const language = checked.ok ? checked.settings.language : undefined;
+    // Said once for the configuration at start; for an agent that speaks another language, once here.
+    if (language !== undefined && language !== config.language) {
+      for (const w of languageWarnings({ language, asr: resolved.asr })) this.#warnOnce(`lang:${name}:${w.key}`, { agent: name, key: w.key }, w.message);
     }
     const ttsKey = stableKey(resolved.tts);
     const tts = this.#useTts(ttsKey, resolved.tts);

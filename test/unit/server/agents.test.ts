@@ -15,6 +15,8 @@ import { configAgentLookup } from '../../../server/agents/agent-lookup.ts';
 import { AgentProfiles, CONFIG_AGENT } from '../../../server/agents/agent-profiles.ts';
 import { resolveAgent } from '../../../server/agents/resolve-agent.ts';
 import { LANGUAGE_PACKS } from '../../../server/language.ts';
+import { createLogger } from '../../../server/logger.ts';
+import { createLogSink } from '../../helpers/log-sink.ts';
 
 function configError(raw: Record<string, unknown>): string {
   const r = ConfigSchema.safeParse(raw);
@@ -121,7 +123,7 @@ describe('agent profiles', () => {
   const base = { asr: { name: 'base', transcribe: async () => '', close: async () => {} } satisfies Asr, tts: { name: 'espeak', synthesis: 'media-worker', voice: { voice: 'en-us' }, close: async () => {} } satisfies Tts };
   const tts = (voice: string) => ({ provider: 'openai', baseURL: 'http://127.0.0.1:9/v1', voice });
 
-  function setup(raw: Record<string, unknown>) {
+  function setup(raw: Record<string, unknown>, log = silentLogger) {
     const config: Config = ConfigSchema.parse(raw);
     const lookup = configAgentLookup(config);
     const { made, clients } = fakeClients();
@@ -130,7 +132,7 @@ describe('agent profiles', () => {
     const profiles = new AgentProfiles({
       config,
       lookup,
-      log: silentLogger,
+      log,
       base,
       clients,
       onSecret: (v) => secrets.push(v),
@@ -188,6 +190,16 @@ describe('agent profiles', () => {
     lookup.deleteAgent('a');
     assert.equal(profiles.profileFor('d1').profile.agent, CONFIG_AGENT);
     await profiles.close();
+  });
+
+  test('an agent speaking Chinese over the English-only embedded recogniser is warned about once, naming the agent', () => {
+    const logs = createLogSink();
+    const { profiles } = setup({ agents: [{ name: 'zh-room', language: 'zh', devices: ['d1'] }, { name: 'en-room' }] }, createLogger({ level: 'warn', logContent: false, destination: logs.stream }));
+    profiles.profileFor('d1');
+    profiles.profileFor('d1');
+    const warned = logs.lines.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('language is zh but asr.provider is pocketsphinx'));
+    assert.equal(warned.length, 1);
+    assert.equal(warned[0]?.agent, 'zh-room');
   });
 
   test('settings that are not valid (a stored row edited by hand) fall back to the configuration', () => {
