@@ -4,7 +4,7 @@
 # (or `buildah bud`, see docs/deployment.md). Run: `docker run -p 8000:8000 xiaozhi-server`.
 #
 # Stages, ordered so that a source change rebuilds only `build` and the final COPY layers:
-#   deps       all npm packages (dev too), native modules compiled here
+#   deps       all npm packages (dev too), native modules (Opus, SQLite) compiled here
 #   prod-deps  deps minus dev packages, minus other platforms' binaries
 #   build      TypeScript -> dist/
 #   native     build/espeak-pcm, the embedded TTS's native espeak-ng helper (C, against libespeak-ng1)
@@ -25,8 +25,8 @@ RUN apt-get update \
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund --loglevel=warn \
- && node -e "require('@discordjs/opus')" \
- || { echo 'npm ci failed or @discordjs/opus did not build' >&2; exit 1; }
+ && node -e "require('@discordjs/opus'); new (require('better-sqlite3'))(':memory:').close()" \
+ || { echo 'npm ci failed, or @discordjs/opus or better-sqlite3 did not build' >&2; exit 1; }
 
 FROM deps AS prod-deps
 # tsx is a runtime dependency only for `npm start` from sources; the image runs compiled JS.
@@ -40,7 +40,9 @@ RUN npm pkg delete dependencies.tsx \
  && test -f "$ort/linux/$arch/onnxruntime_binding.node" \
  # @discordjs/opus: keep the built module (prebuild/), drop the libopus sources and objects.
  && rm -rf node_modules/@discordjs/opus/deps node_modules/@discordjs/opus/build-tmp-napi-v3 \
- && node -e "require('@discordjs/opus'); require('onnxruntime-node')" \
+ # better-sqlite3: keep the compiled module, drop the SQLite sources and objects (~27 MB).
+ && b=node_modules/better-sqlite3 && rm -rf "$b/deps" "$b/src" "$b/build/deps" "$b"/build/Release/obj* "$b/build/Release/test_extension.node" "$b/build/Release/sqlite3.a" \
+ && node -e "require('@discordjs/opus'); require('onnxruntime-node'); new (require('better-sqlite3'))(':memory:').close()" \
  && find node_modules -type f \( -name '*.md' -o -name '*.map' -o -name '*.ts' ! -name '*.d.ts' \) -delete
 
 FROM deps AS build

@@ -7,6 +7,7 @@
  */
 import { truncateForLog } from '../core/log-fields.ts';
 import type { Logger } from '../core/logger.ts';
+import { fitToolBudget } from './device-tool-budget.ts';
 import { normalizeToolResult } from './normalize.ts';
 import { ToolNameMap } from './name-patterns.ts';
 import type { CallToolOptions, JsonSchema, ToolResult, ToolSource, ToolSpec } from './tool-source.ts';
@@ -44,6 +45,11 @@ export interface DeviceMcpOptions {
   namePrefix?: string;
   /** Cap on tools/list pages followed (default 32). */
   maxPages?: number;
+  /**
+   * Bytes all of the device's tool specs may take in a model request (default 8192): past it
+   * descriptions are cut, then tools dropped from the last (`device-tool-budget.ts`).
+   */
+  maxSchemaBytes?: number;
   clientInfo?: { name: string; version: string };
 }
 
@@ -92,6 +98,7 @@ export function createDeviceMcp(opts: DeviceMcpOptions): DeviceMcp {
   const timeoutMs = opts.timeoutMs ?? 30_000;
   const prefix = opts.namePrefix ?? '';
   const maxPages = opts.maxPages ?? 32;
+  const maxSchemaBytes = opts.maxSchemaBytes ?? 8192;
   let nextId = 1;
   let closed = false;
   const pending = new Map<number, Pending>();
@@ -194,13 +201,24 @@ export function createDeviceMcp(opts: DeviceMcpOptions): DeviceMcp {
       seen.add(t.name);
       const schema: JsonSchema = isRecord(t.inputSchema) ? { ...(t.inputSchema as JsonSchema) } : { type: 'object', properties: {} };
       if (schema.type === undefined) schema.type = 'object';
+      // As the model will be sent it, so that its size is measured as sent.
+      if (schema.type === 'object' && schema.properties === undefined) schema.properties = {};
       const name = map.add(`${prefix}${t.name}`, t.name);
       const description = typeof t.description === 'string' ? t.description.slice(0, DEVICE_TOOL_LIMITS.descriptionChars) : undefined;
       out.push(description !== undefined ? { name, description, inputSchema: schema } : { name, inputSchema: schema });
     }
     // Once per initialize: every device tool goes into every LLM request of the session.
     if (Object.values(dropped).some((n) => n > 0)) log.warn({ dropped, kept: out.length, limits: DEVICE_TOOL_LIMITS }, 'device mcp tools dropped: over the limits');
-    specs = out;
+    const fit = fitToolBudget(out, maxSchemaBytes);
+    if (fit.shortened.length > 0 || fit.dropped.length > 0) {
+      // Once per initialize; the names are the device's, so the lists are cut for the log.
+      const names = (list: string[]): string | undefined => truncateForLog(list.join(', '), 1000);
+      log.warn(
+        { maxSchemaBytes, bytesAnnounced: fit.bytesBefore, bytesOffered: fit.bytesAfter, shortened: names(fit.shortened), dropped: names(fit.dropped), droppedCount: fit.dropped.length },
+        'device mcp tools over the schema budget',
+      );
+    }
+    specs = fit.specs;
     names = map;
   }
 

@@ -21,6 +21,8 @@ import { resolveAuthMode } from './auth.ts';
 import type { DeviceRegistry } from './identity/device-registry.ts';
 import { JsonDeviceRegistry, type RegistryLog } from './identity/json-device-registry.ts';
 import { pairKey, verifyBinding } from './identity/device-token.ts';
+import { useAddressSettings } from './http/address-key.ts';
+import { guardBrowserHosts } from './identity/origin.ts';
 
 export interface AppDeps {
   config: Config;
@@ -84,6 +86,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     },
     errorHandler: (err, socket, request) => webSocketErrorHandler(err, socket, request),
   });
+  // Before any route: every per-address limit counts by one key, and browsers only by our names.
+  useAddressSettings(fastify, config.server);
+  guardBrowserHosts(fastify, config.server);
   const mode = resolveAuthMode(config.server.auth);
   const devices = mode === 'activation' ? (deps.devices ?? openDeviceRegistry(config, 1000, deps.log)) : undefined;
   if (devices) deps.onSecret?.(devices.secret());

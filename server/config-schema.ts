@@ -8,6 +8,8 @@ import { AsrSchema, TtsSchema } from '../providers/index.ts';
 import { OpenAiLlmSchema } from '../providers/openai/options.ts';
 import { LANGUAGES, LANGUAGE_PACKS } from './language.ts';
 import { AgentNameSchema, ConfigAgentSchema } from './agents/agent-settings.ts';
+import { parseRange } from './http/ip-address.ts';
+import { MAX_DEVICE_TEXT } from '../protocol/messages.ts';
 
 const EN = LANGUAGE_PACKS.en;
 const DEFAULT_SYSTEM_PROMPT = EN.systemPrompt;
@@ -79,7 +81,24 @@ export const ServerSchema = z.strictObject({
    * the proxy's address: raise it or set 0 there.
    */
   maxSessionsPerIp: z.number().int().min(0).default(64),
-  /** WebSocket upgrades per IP address (token bucket); over it: 429 before the upgrade. */
+  /**
+   * Reverse proxies (addresses or CIDRs, IPv4 or IPv6) whose `X-Forwarded-For` is believed: the
+   * client is the rightmost entry that is not itself one of them. From any other peer the header
+   * is ignored. Empty: every limit counts the socket's peer.
+   */
+  trustProxy: z.array(z.string().refine((s) => parseRange(s) !== null, 'must be an IP address or CIDR, e.g. 10.0.0.0/8 or 2001:db8::/32')).default([]),
+  /** IPv6 clients are counted by this prefix for every per-address limit (a home or phone gets a /64). */
+  ipv6PrefixLength: z.number().int().min(32).max(128).default(64),
+  /**
+   * Names (and addresses) browsers reach this server by, besides loopback, the machine's own
+   * addresses and the host of `publicWsUrl`. A browser request (one with an Origin) whose Host is
+   * none of them is refused with 403: that is what a DNS rebinding page sends.
+   */
+  publicHosts: z.array(z.string().regex(/^[A-Za-z0-9.\-:[\]]+$/, 'must be a host name or address, e.g. voice.example.org')).default([]),
+  /**
+   * WebSocket upgrades per IP address (token bucket); over it: 429. Upgrades presenting a valid
+   * credential count against a budget of their own (the same rate, per device).
+   */
   upgradeRate: z
     .strictObject({
       perSecond: z.number().positive().default(5),
@@ -197,6 +216,16 @@ export const ConversationSchema = z.strictObject({
   playbackError: z.string().min(1).default(EN.conversation.playbackError),
   /** Spoken by the end-conversation tool. */
   goodbye: z.string().min(1).default(EN.conversation.goodbye),
+  /**
+   * Turns a session may start in any 60 s (typed text, wake word or speech; each one aborts the
+   * last and costs a model request). Past it the new turn is not started and the device hears
+   * `tooManyTurns`, once per window. 0: no limit.
+   */
+  maxTurnsPerMinute: z.number().int().min(0).max(1000).default(20),
+  /** Spoken (once per 60 s) to a device over `maxTurnsPerMinute`. */
+  tooManyTurns: z.string().min(1).default(EN.conversation.tooManyTurns),
+  /** Characters of a typed text (`listen detect`) the model gets; the rest is cut. */
+  maxTextChars: z.number().int().min(1).max(MAX_DEVICE_TEXT).default(500),
 });
 
 /** `asr` and `tts`: each provider's own options schema (`providers/<vendor>/options.ts`), chosen by `provider`. */
@@ -243,6 +272,11 @@ export const DeviceMcpSchema = z.strictObject({
   timeoutMs: z.number().int().positive().default(30_000),
   /** Camera "explain" endpoint advertised in initialize (http URL + token); empty: none. */
   vision: z.strictObject({ url: z.string().default(''), token: z.string().default('') }).prefault({}),
+  /**
+   * Bytes of one device's tool specs (names, descriptions, input schemas) offered in every model
+   * request. Past it descriptions are cut to 200 characters, then tools dropped from the last.
+   */
+  maxSchemaBytes: z.number().int().min(1024).max(1_048_576).default(8192),
 });
 
 /** Reading audio that MCP tools link to (ResourceLink), in pages (seed 001). */

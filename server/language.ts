@@ -14,6 +14,7 @@ interface LanguagePack {
     apologies: { llm: string; asr: string; tts: string };
     playbackError: string;
     goodbye: string;
+    tooManyTurns: string;
   };
   systemPrompt: string;
   /** ISO-639-1 hint for OpenAI-compatible transcription. */
@@ -33,6 +34,7 @@ const EN: LanguagePack = {
     },
     playbackError: 'Sorry, I could not play {name}.',
     goodbye: 'Goodbye!',
+    tooManyTurns: 'You are asking too fast. Please wait a moment.',
   },
   systemPrompt: [
     'You are Xiaozhi, a friendly voice assistant speaking through a small smart speaker.',
@@ -55,6 +57,7 @@ const ZH: LanguagePack = {
     },
     playbackError: '抱歉，无法播放{name}。',
     goodbye: '再见！',
+    tooManyTurns: '你问得太快了，请稍等一会儿。',
   },
   systemPrompt: [
     '你是小智，一个通过小音箱说话的友好语音助手。',

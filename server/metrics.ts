@@ -140,8 +140,13 @@ export function createServerMetrics(opts: ServerMetricsOptions = {}): ServerMetr
   });
   const turns = new Counter({
     name: 'xiaozhi_turns_total',
-    help: 'Conversation turns by how they started and how they ended.',
+    help: 'Conversation turns by how they started (voice, text, wake_word, or notice: a message of the server\'s own) and how they ended.',
     labelNames: ['source', 'outcome'] as const,
+    registers,
+  });
+  const turnsRefused = new Counter({
+    name: 'xiaozhi_turns_refused_total',
+    help: 'Turns a device asked for (typed text, wake word, speech) and did not get: its session had started conversation.maxTurnsPerMinute turns in the last minute.',
     registers,
   });
   const stage = (name: string, help: string): Histogram => new Histogram({ name, help, buckets: [...STAGE_BUCKETS_S], registers });
@@ -276,7 +281,7 @@ export function createServerMetrics(opts: ServerMetricsOptions = {}): ServerMetr
 
   return {
     registry,
-    observer: { onTurn: observeTurn, onEarlyStart: (result) => earlyStarts.inc({ result }) },
+    observer: { onTurn: observeTurn, onEarlyStart: (result) => earlyStarts.inc({ result }), onTurnRefused: () => turnsRefused.inc() },
     observeTurn,
     connectionRefused: (reason) => refused.inc({ reason }),
     countSessions(factory) {

@@ -18,6 +18,7 @@ import { CloseCode } from '../../protocol/close-codes.ts';
 import { createLogRateLimit } from '../../core/log-rate-limit.ts';
 import type { RateLimit } from '../../core/token-bucket.ts';
 import { PerIpLimits } from './per-ip-limits.ts';
+import { addressKey, clientAddress } from './address-key.ts';
 
 export const DEVICE_WS_PATH = '/xiaozhi/v1/';
 
@@ -44,9 +45,9 @@ export interface WsRouteOptions {
   maxOutputBufferBytes: number;
   /** Control messages per connection. */
   controlRate: RateLimit;
-  /** Concurrent sessions from one IP; 0: no limit. */
+  /** Concurrent sessions from one address (`addressKey`); 0: no limit. */
   maxSessionsPerIp: number;
-  /** Upgrade attempts per IP. */
+  /** Upgrade attempts per address: anonymous ones together, each credentialed device on its own. */
   upgradeRate: RateLimit;
   /** Told about every refused upgrade (metrics). */
   onRefused?: (reason: WsRefusalReason) => void;
@@ -89,22 +90,28 @@ export async function deviceWsRoute(app: FastifyInstance, opts: WsRouteOptions):
       await reply.code(403).send({ error: 'origin not allowed' });
       return;
     }
-    // Before auth: a stranger hammering upgrades or opening sockets by the hundred is refused
-    // before any work is done for it (without this, 300 sessions from one IP were accepted).
-    if (!perIp.takeUpgrade(request.ip)) {
-      warnRefused(request.log, { remote: request.ip }, 'device refused: upgrade rate per IP');
+    // The credential is checked first (synchronous, no I/O): an upgrade presenting a valid one
+    // spends its own budget per address and device, so strangers flooding a shared address (a
+    // home or carrier NAT) cannot lock its real devices out. Anything else (no credential, or a
+    // wrong one) spends the address's anonymous budget and is refused there before any more work
+    // is done for it (without this, 300 sessions from one IP were accepted).
+    const address = addressKey(request);
+    const identity = readIdentity(request.headers, queryOf(request));
+    const decision = authorize(identity, opts.auth);
+    const credentialed = decision.ok && opts.auth.mode !== 'open';
+    const budget = credentialed ? perIp.takeAuthenticatedUpgrade(address, identityKey(identity) ?? '') : perIp.takeUpgrade(address);
+    if (!budget) {
+      warnRefused(request.log, { remote: clientAddress(request), credentialed }, 'device refused: upgrade rate per IP');
       opts.onRefused?.('per_ip');
       await reply.code(429).header('retry-after', String(opts.retryAfterS)).send({ error: 'too many connection attempts' });
       return;
     }
-    if (opts.maxSessionsPerIp > 0 && perIp.sessions(request.ip) >= opts.maxSessionsPerIp) {
-      warnRefused(request.log, { remote: request.ip, limit: opts.maxSessionsPerIp }, 'device refused: sessions per IP');
+    if (opts.maxSessionsPerIp > 0 && perIp.sessions(address) >= opts.maxSessionsPerIp) {
+      warnRefused(request.log, { remote: clientAddress(request), limit: opts.maxSessionsPerIp }, 'device refused: sessions per IP');
       opts.onRefused?.('per_ip');
       await reply.code(429).header('retry-after', String(opts.retryAfterS)).send({ error: 'too many sessions from this address' });
       return;
     }
-    const identity = readIdentity(request.headers, queryOf(request));
-    const decision = authorize(identity, opts.auth);
     if (!decision.ok) {
       request.log.warn({ deviceId: identity.deviceId, reason: decision.reason }, 'device refused');
       opts.onRefused?.('unauthorized');
@@ -160,9 +167,10 @@ export async function deviceWsRoute(app: FastifyInstance, opts: WsRouteOptions):
     });
     holder.session = s;
     opts.registry.add(s, identityKey(identity));
-    perIp.opened(request.ip);
-    s.signal.addEventListener('abort', () => perIp.closed(request.ip), { once: true });
-    log.info({ clientId: identity.clientId, protocolVersion: identity.protocolVersion, remote: request.ip }, 'device connected');
+    const address = addressKey(request);
+    perIp.opened(address);
+    s.signal.addEventListener('abort', () => perIp.closed(address), { once: true });
+    log.info({ clientId: identity.clientId, protocolVersion: identity.protocolVersion, remote: clientAddress(request) }, 'device connected');
 
     socket.on('message', (data: RawData, isBinary: boolean) => {
       if (isBinary) s.handleBinary(toBytes(data));

@@ -49,7 +49,9 @@ export async function runFuzz(fz: FuzzServer, opts: FuzzRunOptions): Promise<Fuz
   const honest = await HonestDevice.connect(fz.srv.wsUrl);
   const timer = opts.progress ? setInterval(() => opts.progress?.(describeStats(fz, startedAt)), opts.progressMs ?? 10_000) : undefined;
   try {
-    honest.startTalking();
+    // Paced to leave room in the session's turn budget for the spoken turn at the end.
+    const perMinute = fz.srv.config.conversation.maxTurnsPerMinute;
+    honest.startTalking(perMinute > 0 ? Math.ceil(60_000 / Math.max(1, perMinute - 1)) + 100 : 0);
     // Shrinking re-runs cases against the live server; a failure is reported with its seed and path.
     const limit = (share: number) => (opts.timeLimitMs ? { interruptAfterTimeLimit: opts.timeLimitMs * share } : {});
     const mcpShare = opts.mcpRuns / (opts.mcpRuns + opts.connectionRuns);

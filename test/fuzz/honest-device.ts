@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { DeviceSim } from '../fixtures/device-sim.ts';
 import { sendPaced, speak16k, utterancePackets } from '../helpers/speech.ts';
+import { sleep } from '../helpers/wait.ts';
 
 export class HonestDevice {
   readonly dev: DeviceSim;
@@ -34,15 +35,20 @@ export class HonestDevice {
     this.turns++;
   }
 
-  /** Typed turns one after another until stop(); failures are kept, not thrown. */
-  startTalking(): void {
+  /**
+   * Typed turns one after another until stop(), each started at least `minIntervalMs` after the
+   * last (as a person asks, within the server's turn budget); failures are kept, not thrown.
+   */
+  startTalking(minIntervalMs = 0): void {
     this.#loop = (async () => {
       while (!this.#stopped && this.dev.closeCode === null) {
+        const startedAt = Date.now();
         try {
           await this.textTurn();
         } catch (err) {
           this.failures.push(String(err).slice(0, 500));
         }
+        while (!this.#stopped && Date.now() - startedAt < minIntervalMs) await sleep(Math.min(100, minIntervalMs - (Date.now() - startedAt)));
       }
     })();
   }

@@ -1,26 +1,30 @@
 /**
- * The long fuzz run: `npm run fuzz -- --runs 100000 [--seed N] [--mcp-share 0.01] [--max-minutes M]`.
- * The same properties as the CI test (fuzz-run.ts), many more cases; prints progress every 10 s
- * and a final report (inputs sent, crashes, close codes, elapsed, RSS, heap after GC). Exit code 1
- * on any failure, with fast-check's seed and path to replay it.
+ * The long fuzz run: `npm run fuzz -- --runs 100000 [--seed N] [--mcp-share 0.01] [--ota-runs 2000] [--max-minutes M]`.
+ * The same properties as the CI tests (fuzz-run.ts for the device protocol, ota-run.ts for OTA
+ * and the identity fields, `--ota-runs` per auth mode), many more cases; prints progress every
+ * 10 s and a final report (inputs sent, crashes, close codes, OTA answers, elapsed, RSS, heap
+ * after GC). Exit code 1 on any failure, with fast-check's seed and path to replay it.
  */
 import { parseArgs } from 'node:util';
 import { startFuzzServer } from './fuzz-server.ts';
 import { describeStats, runFuzz } from './fuzz-run.ts';
+import { OTA_MODES, runOtaFuzz } from './ota-run.ts';
 
 const { values } = parseArgs({
   options: {
     runs: { type: 'string', default: '10000' },
     seed: { type: 'string' },
     'mcp-share': { type: 'string', default: '0.01' },
+    'ota-runs': { type: 'string', default: '2000' },
     'max-minutes': { type: 'string' },
   },
 });
 const runs = Number(values.runs);
 const seed = values.seed !== undefined ? Number(values.seed) : Date.now() % 2 ** 31;
 const mcpRuns = Math.round(runs * Number(values['mcp-share']));
+const otaRuns = Number(values['ota-runs']);
 const timeLimitMs = values['max-minutes'] !== undefined ? Number(values['max-minutes']) * 60_000 : undefined;
-if (!Number.isInteger(runs) || runs < 1 || !Number.isInteger(seed)) throw new Error('--runs and --seed take integers');
+if (!Number.isInteger(runs) || runs < 1 || !Number.isInteger(seed) || !Number.isInteger(otaRuns) || otaRuns < 0) throw new Error('--runs, --seed and --ota-runs take integers');
 
 /** Heap in use after a full collection (run with --expose-gc, as `npm run fuzz` does). */
 function heapAfterGc(): number {
@@ -29,11 +33,23 @@ function heapAfterGc(): number {
 }
 
 const mb = (n: number): string => `${(n / 2 ** 20).toFixed(0)} MB`;
-console.log(`fuzz: seed ${seed}, runs ${runs - mcpRuns} connections + ${mcpRuns} MCP exchanges${timeLimitMs ? `, at most ${values['max-minutes']} min` : ''}`);
+console.log(
+  `fuzz: seed ${seed}, runs ${runs - mcpRuns} connections + ${mcpRuns} MCP exchanges + ${otaRuns} OTA requests per auth mode (${OTA_MODES.join(', ')})${timeLimitMs ? `, at most ${values['max-minutes']} min` : ''}`,
+);
+let failed = false;
+if (otaRuns > 0) {
+  // OTA first, on servers of its own: a tenth of the time limit, if one is given.
+  try {
+    await runOtaFuzz({ seed, runsPerMode: otaRuns, progress: (l) => console.log(`  ota ${l}`), progressMs: 10_000, ...(timeLimitMs ? { timeLimitMsPerMode: timeLimitMs / 10 / OTA_MODES.length } : {}) });
+    console.log('fuzz: OTA PASSED');
+  } catch (err) {
+    failed = true;
+    console.error(`fuzz: OTA FAILED (replay with --seed ${seed})\n${err instanceof Error ? err.message : String(err)}`);
+  }
+}
 const fz = await startFuzzServer();
 const startedAt = Date.now();
 const heapBefore = heapAfterGc();
-let failed = false;
 try {
   const r = await runFuzz(fz, { seed, connectionRuns: runs - mcpRuns, mcpRuns, progress: (l) => console.log(`  ${l}`), progressMs: 10_000, ...(timeLimitMs ? { timeLimitMs } : {}) });
   console.log(`fuzz: PASSED. Honest device: ${r.honestTurns} typed turns during the run, then heard "${r.recognised}"`);

@@ -25,6 +25,8 @@ export interface TestAppOptions {
   config?: Record<string, unknown>;
   createConversation: ConversationFactory;
   plugins?: AppDeps['plugins'];
+  /** Where the server logs go (default: an in-memory sink that keeps every line). */
+  logs?: LogSink;
 }
 
 export async function startTestApp(opts: TestAppOptions): Promise<TestApp> {
@@ -33,7 +35,7 @@ export async function startTestApp(opts: TestAppOptions): Promise<TestApp> {
   // (they have their own tests in server-bounds.test.ts).
   const server = { ...LOOPBACK_CLIENTS, ...((given.server as Record<string, unknown> | undefined) ?? {}) };
   const config = ConfigSchema.parse({ ...given, server });
-  const logs = createLogSink();
+  const logs = opts.logs ?? createLogSink();
   const secrets = new SecretValues();
   registerConfigSecrets(secrets, config);
   const log = createLogger({ level: 'debug', logContent: false, destination: logs.stream, secrets });

@@ -23,7 +23,9 @@ import type { SessionTools, TurnTimings, VoiceDeps } from './voice-deps.ts';
 export type TurnInput =
   | { source: 'voice'; pcm: Int16Array; sampleRate: number; endedAt: number }
   | { source: 'text'; text: string; endedAt: number }
-  | { source: 'wake_word'; text: string; endedAt: number };
+  | { source: 'wake_word'; text: string; endedAt: number }
+  /** Says `text` as it is, with no model: what the server tells the device by itself. */
+  | { source: 'notice'; text: string; endedAt: number };
 
 export interface TurnEnv {
   deps: VoiceDeps;
@@ -208,7 +210,7 @@ export class Turn {
         text = input.text.trim();
       }
       if (this.aborted) throw this.signal.reason;
-      this.#visible(() => {
+      if (input.source !== 'notice') this.#visible(() => {
         this.#env.channel.sendJson({ type: 'stt', text, session_id: this.#env.info.sessionId });
         log.info({ source: input.source, pii: { text } }, 'user said');
       });
@@ -217,6 +219,8 @@ export class Turn {
       if (input.source === 'wake_word') {
         timings.outcome = 'greeted';
         await this.#speakPlain(out, deps.config.conversation.greeting, deps.tts);
+      } else if (input.source === 'notice') {
+        await this.#speakPlain(out, text, deps.tts);
       } else {
         const outcome = await this.#think(text, out, timings);
         endSession = outcome.endSession;

@@ -10,6 +10,11 @@ export interface VoiceConfig {
     /** Spoken when a turn fails for a reason `apologies` does not name. */
     apology: string;
     apologies: { llm: string; asr: string; tts: string };
+    /** Turns a session may start in any 60 s (0: no limit), and what a device past it hears. */
+    maxTurnsPerMinute: number;
+    tooManyTurns: string;
+    /** Characters of a typed text the model gets. */
+    maxTextChars: number;
   };
   audio: {
     preBufferFrames: number;
@@ -20,7 +25,7 @@ export interface VoiceConfig {
   };
   llm: { historyTurns: number; maxToolRounds: number; systemPrompt: string; toolTimeoutMs: number };
   tools: { timeZone?: string | undefined };
-  deviceMcp: { enabled: boolean; timeoutMs: number; vision: { url: string; token: string } };
+  deviceMcp: { enabled: boolean; timeoutMs: number; maxSchemaBytes: number; vision: { url: string; token: string } };
   vad: {
     bargeIn: boolean;
     earlyStartMs: number;

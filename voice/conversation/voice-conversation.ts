@@ -15,6 +15,7 @@ import { CloseCode } from '../../protocol/close-codes.ts';
 import type { Conversation, ConversationContext, ConversationFactory } from '../session/conversation.ts';
 import { Listener, type ListenerEvent } from './listener.ts';
 import { Turn, type TurnInput, type TurnOptions } from './turn.ts';
+import { TurnBudget } from './turn-budget.ts';
 import type { SessionTools, VoiceDeps } from './voice-deps.ts';
 import { depsWithProfile, type TurnProfile } from './turn-profile.ts';
 
@@ -63,11 +64,14 @@ class VoiceConversation implements Conversation {
   /** Releases the profile each queued or running turn holds. */
   readonly #releases = new Map<Turn, () => void>();
   #closed = false;
+  /** Turns started in the last minute (`conversation.maxTurnsPerMinute`). */
+  readonly #budget: TurnBudget;
 
   constructor(deps: VoiceDeps, ctx: ConversationContext) {
     this.#deps = deps;
     this.#ctx = ctx;
     this.#wakeWords = new Set(deps.config.conversation.wakeWords.map(normalizeWake));
+    this.#budget = new TurnBudget({ maxTurns: deps.config.conversation.maxTurnsPerMinute, now: this.#now });
     const { info } = ctx;
     this.#history = createHistory({
       historyTurns: Math.max(1, deps.config.llm.historyTurns),
@@ -87,6 +91,7 @@ class VoiceConversation implements Conversation {
         send: (payload) => ctx.channel.sendJson({ type: 'mcp', session_id: info.sessionId, payload }),
         log: ctx.log.child({ part: 'device-mcp' }),
         timeoutMs: dm.timeoutMs,
+        maxSchemaBytes: dm.maxSchemaBytes,
         ...(dm.vision.url ? { vision: { url: dm.vision.url, token: dm.vision.token } } : {}),
       });
     }
@@ -199,18 +204,44 @@ class VoiceConversation implements Conversation {
   }
 
   detect(text: string): void {
-    const trimmed = text.trim();
+    const trimmed = this.#bounded(text.trim());
     if (!trimmed) return;
     if (!this.#media && !this.#closed) {
       // The media state opens on first use (or is still opening): answer once it is there.
       this.#start().then(() => this.detect(trimmed), () => {});
       return;
     }
+    const isWake = this.#wakeWords.has(normalizeWake(trimmed));
+    // Over the turn budget the running turn goes on, unless the device is to be told.
+    const input = this.#budgeted(isWake ? { source: 'wake_word', text: trimmed, endedAt: this.#now() } : { source: 'text', text: trimmed, endedAt: this.#now() });
+    if (!input) return;
     this.#dropEarly('wake word');
     this.#turn?.abort('wake word');
-    const isWake = this.#wakeWords.has(normalizeWake(trimmed));
     this.#ctx.state.apply('detect');
-    this.#startTurn(isWake ? { source: 'wake_word', text: trimmed, endedAt: this.#now() } : { source: 'text', text: trimmed, endedAt: this.#now() });
+    this.#startTurn(input);
+  }
+
+  /** A typed text cut to `conversation.maxTextChars` (whole code points), before any model sees it. */
+  #bounded(text: string): string {
+    const max = this.#deps.config.conversation.maxTextChars;
+    if (text.length <= max) return text;
+    const cut = Array.from(text).slice(0, max).join('');
+    if (cut.length < text.length) this.#ctx.log.info({ chars: text.length, maxTextChars: max }, 'typed text cut to conversation.maxTextChars');
+    return cut;
+  }
+
+  /**
+   * The turn to start for `input` under the session's turn budget: `input` itself, the spoken
+   * notice (the first refusal of a window), or nothing (refused silently).
+   */
+  #budgeted(input: TurnInput): TurnInput | undefined {
+    const verdict = this.#budget.take();
+    if (verdict === 'start') return input;
+    this.#deps.observer?.onTurnRefused?.();
+    if (verdict === 'refuse') return undefined;
+    const cfg = this.#deps.config.conversation;
+    this.#ctx.log.warn({ source: input.source, maxTurnsPerMinute: cfg.maxTurnsPerMinute }, 'turn budget spent; new turns refused');
+    return { source: 'notice', text: cfg.tooManyTurns, endedAt: input.endedAt };
   }
 
   audio(packet: Uint8Array): void {
@@ -294,7 +325,7 @@ class VoiceConversation implements Conversation {
     }
     // The pause was the end of speech: the early turn is this utterance's turn (its transcript
     // is of the same speech, without the last moments of silence).
-    const committed = early !== undefined && e.reason === 'vad' && this.#commitEarly(early, e.endedAt);
+    const committed = early !== undefined && e.reason === 'vad' && this.#budget.allows() && this.#commitEarly(early, e.endedAt);
     if (committed) return;
     early?.abort('utterance cut otherwise');
     if (e.pcm.length === 0) {
@@ -302,7 +333,15 @@ class VoiceConversation implements Conversation {
       return;
     }
     this.#ctx.state.apply(e.reason === 'manual' ? 'listen_stop' : 'speech_end');
-    this.#startTurn({ source: 'voice', pcm: e.pcm, sampleRate: e.sampleRate, endedAt: e.endedAt });
+    const input = this.#budgeted({ source: 'voice', pcm: e.pcm, sampleRate: e.sampleRate, endedAt: e.endedAt });
+    if (input) {
+      this.#startTurn(input);
+      return;
+    }
+    // Refused silently: the utterance is dropped and the device, still listening, is heard again.
+    const st = this.#ctx.state;
+    st.apply('turn_end_no_answer');
+    if (st.mode !== 'manual' && st.current === 'listening') this.#listener?.start(st.mode);
   }
 
   /** Makes the early turn the current one, as `#startTurn` would a new one; false if it had already ended. */
@@ -311,7 +350,9 @@ class VoiceConversation implements Conversation {
     this.#ctx.state.apply('speech_end');
     this.#listener?.pause(this.#monitors());
     this.#turn = early;
-    return early.commit(endedAt);
+    if (!early.commit(endedAt)) return false;
+    this.#budget.record();
+    return true;
   }
 
   /** Realtime devices with barge-in on keep the VAD running during the answer. */
@@ -322,7 +363,7 @@ class VoiceConversation implements Conversation {
   /** A pause that may end the utterance: its turn starts now, held until the VAD confirms. */
   #startEarly(utterance: () => Int16Array, sampleRate: number): void {
     if (this.#closed || this.#turn || this.#early || !this.#media || !this.#tools) return;
-    if (this.#earlyDrops >= MAX_EARLY_DROPS_PER_UTTERANCE) return;
+    if (this.#earlyDrops >= MAX_EARLY_DROPS_PER_UTTERANCE || !this.#budget.allows()) return;
     const pcm = utterance();
     if (pcm.length === 0) return;
     const turn = this.#newTurn({ source: 'voice', pcm, sampleRate, endedAt: this.#now() }, { early: true });

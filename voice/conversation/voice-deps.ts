@@ -38,11 +38,13 @@ export interface TurnObserver {
   onTurn?(t: TurnTimings): void;
   /** An early start was used (its end of speech confirmed) or dropped (the user spoke on). */
   onEarlyStart?(result: 'used' | 'dropped'): void;
+  /** A turn the device asked for was not started: the session's turn budget was spent. */
+  onTurnRefused?(): void;
 }
 
 export interface TurnTimings {
   /** How the turn started. */
-  source: 'voice' | 'text' | 'wake_word';
+  source: 'voice' | 'text' | 'wake_word' | 'notice';
   outcome: 'answered' | 'no_speech' | 'aborted' | 'failed' | 'greeted';
   /** End of speech (server's decision) → the transcript. */
   asrMs?: number;

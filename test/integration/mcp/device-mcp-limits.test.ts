@@ -15,6 +15,8 @@ test('a device with 300 tools, a 30,000-deep schema and a 20 KB schema: at most 
   const toolsText = `[${deep},${huge},${flat.map((t) => JSON.stringify(t)).join(',')}]`;
   const dm = createDeviceMcp({
     log,
+    // The count, depth and per-schema limits alone (the size budget over all tools has its own tests).
+    maxSchemaBytes: 10_000_000,
     send: (payload) => {
       const id = payload.id as number | undefined;
       if (id === undefined) return;

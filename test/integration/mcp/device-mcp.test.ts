@@ -138,6 +138,8 @@ describe('device MCP over a real WebSocket', () => {
     dm = createDeviceMcp({
       log,
       timeoutMs: 1500,
+      // Room for all 45 tools (paging is what this suite tests; the size budget has its own tests).
+      maxSchemaBytes: 1_000_000,
       vision: { url: 'http://127.0.0.1:8003/mcp/vision/explain', token: 'tok' },
       send: (payload) => serverSide.send(JSON.stringify({ session_id: 's', type: 'mcp', payload })),
     });
