@@ -17,6 +17,22 @@ export interface AgentLookup {
   onChange(listener: (change: StoreChange) => void): () => void;
 }
 
+/** The store's cache (`store.cache`) and change feed (`store.onChange`) as one lookup. */
+export function agentLookupOf(cache: Omit<AgentLookup, 'onChange'>, onChange: AgentLookup['onChange']): AgentLookup {
+  return {
+    agentNameOf: (deviceId) => cache.agentNameOf(deviceId),
+    agent: (name) => cache.agent(name),
+    agents: () => cache.agents(),
+    onChange,
+  };
+}
+
+/** A configured agent as the store's `Agents.ensure` takes it: its settings apart from its name and devices. */
+export function configAgentParts(agent: ConfigAgent): { name: string; settings: Record<string, unknown>; devices: string[] } {
+  const { name, devices, ...settings } = agent;
+  return { name, settings, devices };
+}
+
 /** An in-memory lookup whose agents and device assignments can be changed at run time. */
 export interface MutableAgentLookup extends AgentLookup {
   /** Creates or replaces an agent's settings. */
@@ -41,7 +57,7 @@ export function configAgentLookup(config: { agents: readonly ConfigAgent[] }): M
     agents.set(name, { name, settings: structuredClone(settings), createdAt: agents.get(name)?.createdAt ?? at, updatedAt: at });
   };
   for (const a of config.agents) {
-    const { name, devices: ids, ...settings } = a;
+    const { name, settings, devices: ids } = configAgentParts(a);
     put(name, settings);
     // The first agent that lists a device keeps it (as the store's `ensure` does).
     for (const id of ids) if (!devices.has(id)) devices.set(id, name);

@@ -6,6 +6,7 @@
  * configuration itself. Pure: no clients are built here.
  */
 import { AsrSchema, TtsSchema, type AsrOptions, type TtsOptions } from '../../providers/index.ts';
+import { EspeakTtsSchema } from '../../providers/espeak/options.ts';
 import { pickLlmOptions, type OpenAiLlmOptions } from '../../providers/openai/options.ts';
 import type { Config } from '../config.ts';
 import { LANGUAGE_PACKS } from '../language.ts';
@@ -23,6 +24,13 @@ export interface ResolvedAgent {
   /** Unset lists allow all of their kind. */
   tools: { mcpServers?: string[]; local?: string[] };
 }
+
+/**
+ * The embedded voice the schema fills in when none is written: settings that went through the
+ * schema once (the configuration's `agents:`, a body the admin API validated) carry it, so for an
+ * agent of another language it counts as unset.
+ */
+const ESPEAK_DEFAULT_VOICE = EspeakTtsSchema.parse({ provider: 'espeak' }).voice;
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -60,7 +68,7 @@ export function resolveAgent(config: Config, raw: Record<string, unknown>): Reso
 
   const rawTts = isObj(raw.tts) ? raw.tts : undefined;
   let tts: TtsOptions = rawTts ? TtsSchema.parse(rawTts) : config.tts;
-  if (pack && tts.provider === 'espeak' && rawTts?.voice === undefined) tts = { ...tts, voice: pack.espeakVoice };
+  if (pack && tts.provider === 'espeak' && (rawTts?.voice === undefined || rawTts.voice === ESPEAK_DEFAULT_VOICE)) tts = { ...tts, voice: pack.espeakVoice };
 
   return {
     systemPrompt: s.systemPrompt ?? pack?.systemPrompt ?? config.llm.systemPrompt,

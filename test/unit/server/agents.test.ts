@@ -84,6 +84,12 @@ describe('an agent over the configuration', () => {
     const own = resolveAgent(config, { language: 'zh', greeting: '喂', tts: { provider: 'espeak', voice: 'yue' } });
     assert.equal(own.greeting, '喂');
     assert.equal(own.tts.provider === 'espeak' && own.tts.voice, 'yue', 'a voice it wrote stays');
+    // Declared in the configuration, its settings went through the schema (which fills in the English voice).
+    const declared = ConfigSchema.parse({ agents: [{ name: 'zh', language: 'zh', tts: { provider: 'espeak', speed: 150 } }] }).agents[0];
+    assert.ok(declared);
+    const { name: _name, devices: _devices, ...settings } = declared;
+    const fromConfig = resolveAgent(config, settings);
+    assert.deepEqual(fromConfig.tts, { provider: 'espeak', voice: 'cmn-latn-pinyin', speed: 150, pitch: 50 });
     // Its own language is the configuration's: the configuration's (edited) texts stay.
     assert.equal(resolveAgent(config, { language: 'en' }).greeting, 'Hello from the base.');
   });
