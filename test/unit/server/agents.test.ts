@@ -208,6 +208,24 @@ describe('agent profiles', () => {
     assert.equal(warned[0]?.agent, 'zh-room');
   });
 
+  test('an agent\'s OpenAI ASR is its own provider-thread client; pocketsphinx stays the server\'s one process', () => {
+    const logs = createLogSink();
+    const { profiles, made } = setup(
+      {
+        agents: [
+          { name: 'remote', asr: { provider: 'openai', baseURL: 'http://127.0.0.1:9/v1', model: 'agent-whisper' }, devices: ['d1'] },
+          { name: 'grammar', asr: { provider: 'pocketsphinx', grammar: 'commands.gram' }, devices: ['d2'] },
+        ],
+      },
+      createLogger({ level: 'warn', logContent: false, destination: logs.stream }),
+    );
+    const remote = profiles.profileFor('d1').profile;
+    assert.notEqual(remote.asr, base.asr);
+    assert.deepEqual(made.filter((m) => m.startsWith('asr:')), ['asr:openai']);
+    assert.equal(profiles.profileFor('d2').profile.asr, base.asr);
+    assert.equal(logs.find('this ASR runs as one process for the whole server: the agent uses the configured ASR')[0]?.agent, 'grammar');
+  });
+
   test('settings that are not valid (a stored row edited by hand) fall back to the configuration', () => {
     const { profiles, lookup } = setup({ llm: { systemPrompt: 'Base.' }, agents: [{ name: 'a', devices: ['d1'] }] });
     lookup.setAgent('a', { systemPrompt: 42 });
