@@ -13,12 +13,16 @@ import { startFakeOpenAiAudio, type FakeOpenAiAudio } from '../fixtures/fake-ope
 import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
 import { closeAll } from '../helpers/close-all.ts';
 import { fixtureEntry } from '../integration/mcp/mcp-test-helpers.ts';
+import { decodeDownlink } from '../helpers/speech.ts';
 import { ConfigAgentSchema } from '../../server/agents/agent-settings.ts';
 import { configAgentLookup, type MutableAgentLookup } from '../../server/agents/agent-lookup.ts';
 
 const KITCHEN_1 = 'a6:00:00:00:00:01';
 const KITCHEN_2 = 'a6:00:00:00:00:02';
 const STUDY = 'a6:00:00:00:00:03';
+const PLAIN_1 = 'a6:00:00:00:00:04';
+const PLAIN_2 = 'a6:00:00:00:00:05';
+const HIGH = 'a6:00:00:00:00:06';
 
 function systemText(r: RecordedRequest | undefined): string {
   const m: FakeMessage | undefined = r?.body.messages[0];
@@ -54,6 +58,9 @@ describe('agents: each device talks to its own assistant', { timeout: 120_000 },
         tools: { mcpServers: [], local: ['get_current_datetime'] },
         devices: [STUDY],
       },
+      // The configured embedded voice, and an embedded voice of its own.
+      { name: 'plain', devices: [PLAIN_1, PLAIN_2] },
+      { name: 'high', tts: { provider: 'espeak', voice: 'en-us+f3', pitch: 80 }, devices: [HIGH] },
     ];
     agents = configAgentLookup({ agents: declared.map((a) => ConfigAgentSchema.parse(a)) });
     srv = await startVoiceApp(llm.url, { agents: declared, mcpServers: { fx: fixtureEntry() } }, undefined, { agents, onSecret: (v) => secrets.push(v) });
@@ -106,6 +113,30 @@ describe('agents: each device talks to its own assistant', { timeout: 120_000 },
       kitchen.close();
       study.close();
     }
+  });
+
+  test('an agent\'s embedded voice: the media worker speaks with it for that agent\'s devices only', async () => {
+    /** The greeting's zero crossings per second: a higher voice crosses zero more often. */
+    const greet = async (deviceId: string): Promise<number> => {
+      const dev = new DeviceSim({ url: srv.wsUrl, deviceId });
+      try {
+        await dev.hello();
+        dev.listen('detect', { text: 'hi xiaozhi' });
+        await dev.waitJson('tts', 'stop', 20_000);
+        const { pcm, ms, rms } = await decodeDownlink(dev.audio.map((a) => a.payload));
+        assert.ok(ms > 500 && rms > 300, 'the greeting was spoken');
+        let crossings = 0;
+        for (let i = 1; i < pcm.length; i++) if (((pcm[i - 1] ?? 0) < 0) !== ((pcm[i] ?? 0) < 0)) crossings++;
+        return crossings / (ms / 1000);
+      } finally {
+        dev.close();
+      }
+    };
+    const plain1 = await greet(PLAIN_1);
+    const plain2 = await greet(PLAIN_2);
+    const high = await greet(HIGH);
+    assert.ok(Math.abs(plain2 - plain1) < plain1 * 0.1, `the same voice: ${Math.round(plain1)} and ${Math.round(plain2)} crossings/s`);
+    assert.ok(high > plain1 * 1.2, `the agent's own, higher voice: ${Math.round(high)} against ${Math.round(plain1)} crossings/s`);
   });
 
   test('an agent\'s clients are built once and shared by its devices', async () => {
