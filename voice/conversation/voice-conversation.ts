@@ -17,7 +17,7 @@ import { Listener, type ListenerEvent } from './listener.ts';
 import { Turn, type TurnInput, type TurnOptions } from './turn.ts';
 import { TurnBudget } from './turn-budget.ts';
 import type { SessionTools, VoiceDeps } from './voice-deps.ts';
-import { depsWithProfile, type TurnProfile } from './turn-profile.ts';
+import { depsWithProfile, type HeldProfile, type TurnProfile } from './turn-profile.ts';
 
 /**
  * Early starts dropped within one utterance before no more are tried until it ends: each costs an
@@ -59,10 +59,10 @@ class VoiceConversation implements Conversation {
   #turnDone: Promise<void> = Promise.resolve();
   #deviceMcp: DeviceMcp | undefined;
   #tools: SessionTools | undefined;
-  /** The assistant of the latest turn (`VoiceDeps.profileFor`): its prompt heads the history. */
+  /** The assistant of the running turn (`VoiceDeps.profileFor`): its prompt heads the history, its tool policy applies. */
   #profile: TurnProfile | undefined;
-  /** Releases the profile each queued or running turn holds. */
-  readonly #releases = new Map<Turn, () => void>();
+  /** The profile each queued or running turn holds. */
+  readonly #held = new Map<Turn, HeldProfile>();
   #closed = false;
   /** Turns started in the last minute (`conversation.maxTurnsPerMinute`). */
   readonly #budget: TurnBudget;
@@ -396,7 +396,6 @@ class VoiceConversation implements Conversation {
     if (!media || !tools) throw new Error('voice pipeline not ready');
     // The device's assistant as it is now: a change of agent applies from this turn on.
     const held = this.#deps.profileFor?.(this.#ctx.info);
-    if (held) this.#profile = held.profile;
     const turn = new Turn(
       {
         deps: held ? depsWithProfile(this.#deps, held.profile) : this.#deps,
@@ -412,7 +411,7 @@ class VoiceConversation implements Conversation {
       input,
       opts,
     );
-    if (held) this.#releases.set(turn, () => held.release());
+    if (held) this.#held.set(turn, held);
     return turn;
   }
 
@@ -420,7 +419,11 @@ class VoiceConversation implements Conversation {
   #run(turn: Turn): void {
     const previous = this.#turnDone;
     this.#turnDone = previous
-      .then(() => turn.run())
+      .then(() => {
+        // From here on the history's system prompt and the tools are this turn's assistant's.
+        this.#profile = this.#held.get(turn)?.profile ?? this.#profile;
+        return turn.run();
+      })
       .then(
         (result) => {
           if (this.#turn === turn) this.#turn = undefined;
@@ -433,8 +436,8 @@ class VoiceConversation implements Conversation {
         },
       )
       .finally(() => {
-        this.#releases.get(turn)?.();
-        this.#releases.delete(turn);
+        this.#held.get(turn)?.release();
+        this.#held.delete(turn);
       });
   }
 
