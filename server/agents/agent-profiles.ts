@@ -106,7 +106,9 @@ export class AgentProfiles {
   /** The device's assistant as it is now, held until `release`. */
   profileFor(deviceId: string | null): HeldProfile {
     const named = deviceId !== null ? this.#o.lookup.agentNameOf(deviceId) : null;
-    const built = this.#current(named ?? this.defaultAgent());
+    // An agent deleted a moment ago (another replica's change not seen yet): the default agent.
+    const name = named !== null && this.#o.lookup.agent(named) !== undefined ? named : this.defaultAgent();
+    const built = this.#current(name);
     built.refs++;
     let released = false;
     return {

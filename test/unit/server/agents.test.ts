@@ -226,6 +226,14 @@ describe('agent profiles', () => {
     assert.equal(logs.find('this ASR runs as one process for the whole server: the agent uses the configured ASR')[0]?.agent, 'grammar');
   });
 
+  test('a device whose agent is gone uses the default agent', () => {
+    const { profiles } = setup({ agents: [{ name: 'a' }, { name: 'b' }], defaultAgent: 'b' });
+    const lookup = { agentNameOf: () => 'deleted', agent: (n: string) => (n === 'b' ? { name: 'b', settings: {}, createdAt: '', updatedAt: '' } : undefined), agents: () => [], onChange: () => () => {} };
+    const stale = new AgentProfiles({ config: ConfigSchema.parse({ agents: [{ name: 'a' }, { name: 'b' }], defaultAgent: 'b' }), lookup, log: silentLogger, base, clients: fakeClients().clients });
+    assert.equal(stale.profileFor('d1').profile.agent, 'b');
+    assert.equal(profiles.profileFor('unknown-device').profile.agent, 'b');
+  });
+
   test('settings that are not valid (a stored row edited by hand) fall back to the configuration', () => {
     const { profiles, lookup } = setup({ llm: { systemPrompt: 'Base.' }, agents: [{ name: 'a', devices: ['d1'] }] });
     lookup.setAgent('a', { systemPrompt: 42 });
