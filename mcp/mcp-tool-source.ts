@@ -105,6 +105,11 @@ export class McpToolSource implements ToolSource {
     return this.#catalog.specs();
   }
 
+  /** The MCP server an exposed tool name belongs to (what an agent's tool policy is written in). */
+  serverOf(name: string): string | undefined {
+    return this.#catalog.resolve(name)?.conn.name;
+  }
+
   async callTool(name: string, args: Record<string, unknown>, opts: CallToolOptions): Promise<ToolResult> {
     const target = this.#catalog.resolve(name);
     if (!target) return errorResult(`Unknown tool "${name}". Use one of the listed tools.`);

@@ -21,6 +21,8 @@ export interface BuildContextOptions {
   signal?: AbortSignal;
   /** Bound for one server's reads, in ms: context must never stall a turn for long. */
   timeoutMs?: number;
+  /** Only these servers (an agent's tool policy); absent: every server. */
+  servers?: readonly string[];
 }
 
 /** Formats a block as the text of one system message. */
@@ -72,7 +74,7 @@ async function serverContext(conn: McpConnection, cache: ResourceCache, log: Log
  * it. A failing server is logged and skipped; never throws except on abort of `signal`.
  */
 export async function buildResourceContext(conns: McpConnection[], cache: ResourceCache, log: Logger, opts: BuildContextOptions = {}): Promise<ContextBlock[]> {
-  const wanted = conns.filter((c) => c.state === 'ready' && c.capabilities().resources && (c.config.resources?.context ?? 'none') !== 'none');
+  const wanted = conns.filter((c) => (opts.servers === undefined || opts.servers.includes(c.name)) && c.state === 'ready' && c.capabilities().resources && (c.config.resources?.context ?? 'none') !== 'none');
   const perServer = await Promise.all(
     wanted.map(async (conn) => {
       try {

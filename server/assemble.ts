@@ -9,6 +9,7 @@ import { AdmissionControl, type MediaLoad } from './admission.ts';
 import { buildApp, type App } from './app.ts';
 import type { Config } from './config.ts';
 import { createDeps, type Deps } from './deps.ts';
+import type { AgentLookup } from './agents/agent-lookup.ts';
 import { healthRoutes, providerChecks } from './http/health-route.ts';
 import { metricsRoute } from './http/metrics-route.ts';
 import { createProviderDoctor } from './provider-doctor.ts';
@@ -34,6 +35,8 @@ export interface AssembleOptions {
   onSecret?: (value: string) => void;
   /** Sees each media worker and provider thread as it starts. */
   onWorker?: WorkerObserver;
+  /** Where devices' agents are looked up (the store's cache); default: the configuration's `agents:`. */
+  agents?: AgentLookup;
 }
 
 export async function assembleServer(config: Config, log: PinoLogger, opts: AssembleOptions = {}): Promise<AssembledServer> {
@@ -42,6 +45,8 @@ export async function assembleServer(config: Config, log: PinoLogger, opts: Asse
     observer: metrics.observer,
     ...(opts.mcpStartWaitMs !== undefined ? { mcpStartWaitMs: opts.mcpStartWaitMs } : {}),
     ...(opts.onWorker ? { onWorker: opts.onWorker } : {}),
+    ...(opts.agents ? { agents: opts.agents } : {}),
+    ...(opts.onSecret ? { onSecret: opts.onSecret } : {}),
   });
   const registry = new SessionRegistry();
   metrics.bind({ mcp: deps.mcp, activeSessions: () => registry.size });

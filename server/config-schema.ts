@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { AsrSchema, TtsSchema } from '../providers/index.ts';
 import { OpenAiLlmSchema } from '../providers/openai/options.ts';
 import { LANGUAGES, LANGUAGE_PACKS } from './language.ts';
+import { AgentNameSchema, ConfigAgentSchema } from './agents/agent-settings.ts';
 import { parseRange } from './http/ip-address.ts';
 import { MAX_DEVICE_TEXT } from '../protocol/messages.ts';
 
@@ -343,5 +344,28 @@ export function createConfigSchema<M extends z.ZodType>(mcpServersSchema: M) {
     deviceMcp: DeviceMcpSchema.prefault({}),
     logging: LoggingSchema.prefault({}),
     admin: AdminSchema.prefault({}),
+    /**
+     * Agents: each device's assistant (prompt, language, voice, models, tools). Created in the
+     * store at start when missing; what an agent leaves unset comes from this configuration.
+     */
+    agents: z.array(ConfigAgentSchema).max(1000).default([]),
+    /** The agent a device without one uses; unset: the first of `agents`, or this configuration itself. */
+    defaultAgent: AgentNameSchema.optional(),
+  }).superRefine((cfg, ctx) => {
+    const names = new Set<string>();
+    // `mcpServers` is the generic M here: its keys are the server names.
+    const servers = new Set(Object.keys((cfg as unknown as { mcpServers?: Record<string, unknown> }).mcpServers ?? {}));
+    cfg.agents.forEach((agent, i) => {
+      if (names.has(agent.name)) ctx.addIssue({ code: 'custom', path: ['agents', i, 'name'], message: `agent '${agent.name}' is declared twice` });
+      names.add(agent.name);
+      (agent.tools?.mcpServers ?? []).forEach((server, j) => {
+        if (!servers.has(server)) {
+          ctx.addIssue({ code: 'custom', path: ['agents', i, 'tools', 'mcpServers', j], message: `agent '${agent.name}' names MCP server '${server}', which is not in mcpServers` });
+        }
+      });
+    });
+    if (cfg.defaultAgent !== undefined && !names.has(cfg.defaultAgent)) {
+      ctx.addIssue({ code: 'custom', path: ['defaultAgent'], message: `'${cfg.defaultAgent}' is not one of the agents declared in agents:` });
+    }
   });
 }

@@ -1,6 +1,8 @@
 /**
  * @module Builds the process-wide dependencies from the configuration: the shared VAD model, ASR
- * and TTS providers, the LLM client, the MCP connections, and the per-session tool wiring. The
+ * and TTS providers, the LLM client, the MCP connections, each device's agent (`agents/`: what a
+ * turn uses, asked for at every turn start), and the per-session tool wiring (filtered by the
+ * agent's tool policy). The
  * providers come from the one explicit map in `providers/index.ts` (no self-registration
  * anywhere); where each runs is what the provider declares.
  */
@@ -25,6 +27,9 @@ import type { Config } from './config.ts';
 import type { ConversationFactory } from '../voice/session/conversation.ts';
 import { createVoiceConversationFactory } from '../voice/conversation/voice-conversation.ts';
 import type { SessionTools, SessionToolsInput, TurnObserver, VoiceDeps } from '../voice/conversation/voice-deps.ts';
+import { configAgentLookup, type AgentLookup } from './agents/agent-lookup.ts';
+import { AgentProfiles } from './agents/agent-profiles.ts';
+import { localToolsUnder, mcpToolsUnder } from './agents/tool-policy.ts';
 
 export interface Deps {
   createConversation: ConversationFactory;
@@ -36,6 +41,9 @@ export interface Deps {
   /** The thread the LLM client and a remote ASR run on. */
   providers: ProviderThread;
   mcp: McpManager;
+  /** Each device's agent and what it resolves to for a turn. */
+  agents: AgentLookup;
+  profiles: AgentProfiles;
   /** Releases providers, child processes and MCP connections. */
   close(): Promise<void>;
 }
@@ -46,6 +54,10 @@ export interface CreateDepsOptions {
   mcpStartWaitMs?: number;
   /** Sees each media worker and provider thread as it starts. */
   onWorker?: WorkerObserver;
+  /** Where devices' agents are looked up (the store's cache); default: the configuration's `agents:` in memory. */
+  agents?: AgentLookup;
+  /** Where secrets found at run time go (agents' API keys), for log redaction by value. */
+  onSecret?: (value: string) => void;
 }
 
 export async function createDeps(config: Config, log: Logger, opts: CreateDepsOptions = {}): Promise<Deps> {
@@ -80,6 +92,10 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
   });
   const asr = providers.asr ?? (await asrEntry.create(config.asr, log.child({ part: 'asr' })));
   const llm = providers.llm;
+  // Each device's assistant: its agent's settings over the configuration, built once per distinct
+  // settings and shared by the agent's devices; asked for at every turn start.
+  const agents = opts.agents ?? configAgentLookup(config);
+  const profiles = new AgentProfiles({ config, lookup: agents, log, base: { asr, tts }, clients: providers, ...(opts.onSecret ? { onSecret: opts.onSecret } : {}) });
   const mcp = createMcpManager({ servers: config.mcpServers, log: log.child({ part: 'mcp' }) });
   const started = mcp.start();
   const waitMs = opts.mcpStartWaitMs ?? 5000;
@@ -96,10 +112,11 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
       : []),
   ];
   const toolsFor = (input: SessionToolsInput): SessionTools => {
-    const local = createLocalTools(localTools, { log: input.log });
+    const policy = input.policy ?? (() => undefined);
+    // The agent's tool policy is read at each listing and call: the device's own tools are not filtered.
     const sources: NamedToolSource[] = [
-      { name: 'local', source: local },
-      { name: 'mcp', source: mcp.sessionView() },
+      { name: 'local', source: localToolsUnder(createLocalTools(localTools, { log: input.log }), policy) },
+      { name: 'mcp', source: mcpToolsUnder(mcp.sessionView(), policy) },
     ];
     if (input.deviceTools) sources.push({ name: 'device', source: input.deviceTools });
     return {
@@ -109,7 +126,11 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
         ...config.media,
         playbackError: (name) => config.conversation.playbackError.replace('{name}', name),
       }),
-      context: async (signal) => (Object.keys(config.mcpServers).length > 0 ? mcp.contextFor({ signal }) : []),
+      context: async (signal) => {
+        if (Object.keys(config.mcpServers).length === 0) return [];
+        const servers = policy()?.mcpServers;
+        return mcp.contextFor(servers ? { signal, servers } : { signal });
+      },
     };
   };
 
@@ -122,6 +143,7 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
     fallbackTts,
     llm,
     toolsFor,
+    profileFor: (info) => profiles.profileFor(info.deviceId),
     ...(opts.observer ? { observer: opts.observer } : {}),
   };
   return {
@@ -132,8 +154,10 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
     llm,
     providers,
     mcp,
+    agents,
+    profiles,
     close: async () => {
-      await Promise.allSettled([asr.close(), tts.close(), fallbackTts === tts ? Promise.resolve() : fallbackTts.close(), mcp.close()]);
+      await Promise.allSettled([asr.close(), tts.close(), fallbackTts === tts ? Promise.resolve() : fallbackTts.close(), mcp.close(), profiles.close()]);
       await Promise.allSettled([media.close(), providers.close()]);
     },
   };

@@ -8,6 +8,7 @@ import { throwIfAborted } from '../../core/abort.ts';
 import { encodeChunks } from './encode-chunks.ts';
 import { MediaCore, type CoreSession } from './media-core.ts';
 import { FRAME_MS, UPLINK_SAMPLE_RATE, type MediaEngine, type MediaThreadConfig, type SessionMedia, type SessionMediaOptions, type UplinkResult } from './media.ts';
+import type { EspeakVoice } from '../tts/espeak-wasm.ts';
 
 class InProcessSession implements SessionMedia {
   readonly uplinkSampleRate = UPLINK_SAMPLE_RATE;
@@ -38,10 +39,10 @@ class InProcessSession implements SessionMedia {
     return encodeChunks(pcm, signal, (chunk, final) => this.#core.encodeChunk(stream, chunk, final));
   }
 
-  async *speak(text: string, signal: AbortSignal, _urgent?: boolean): AsyncGenerator<Buffer> {
+  async *speak(text: string, signal: AbortSignal, _urgent?: boolean, voice?: EspeakVoice): AsyncGenerator<Buffer> {
     throwIfAborted(signal);
     const packets: Buffer[] = [];
-    this.#core.speak(text, (p) => packets.push(...p));
+    this.#core.speak(text, (p) => packets.push(...p), voice);
     yield* packets;
   }
 

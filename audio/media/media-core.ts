@@ -9,7 +9,7 @@ import { createOpusCodec, type OpusCodec } from '../opus/codec.ts';
 import { PcmFramer } from '../pcm.ts';
 import { Resampler } from '../resample.ts';
 import { localHelperSource, startNativeEspeak, type EspeakHelperSource, type NativeEspeakEngine } from '../tts/espeak-native.ts';
-import { checkEspeakVoice, espeakText, loadEspeakEngine, type EspeakEngine } from '../tts/espeak-wasm.ts';
+import { checkEspeakVoice, espeakText, loadEspeakEngine, type EspeakEngine, type EspeakVoice } from '../tts/espeak-wasm.ts';
 import { createVadModel, type VadModel, type VadStream } from '../vad/vad.ts';
 import { FRAME_MS, UPLINK_SAMPLE_RATE, type EspeakEngineChoice, type MediaThreadConfig, type SessionMediaOptions, type UplinkResult } from './media.ts';
 
@@ -124,6 +124,8 @@ export class CoreSession {
   readonly #thread: MediaThreadConfig;
   /** One framer per downlink stream (each `encode` call), so streams never mix samples. */
   readonly #framers = new Map<number, PcmFramer>();
+  /** Voices other than the thread's that espeak-ng was found to know. */
+  readonly #checkedVoices = new Set<string>();
   #closed = false;
 
   constructor(decoder: OpusCodec, encoder: OpusCodec, vad: VadStream, espeak: EspeakEngine, thread: MediaThreadConfig) {
@@ -165,8 +167,18 @@ export class CoreSession {
   }
 
   /** Synthesises `text` with the embedded TTS straight to Opus, handing packets out as they come. */
-  speak(text: string, emit: (packets: Buffer[]) => void): void {
-    this.startSpeech(text, Infinity, emit);
+  speak(text: string, emit: (packets: Buffer[]) => void, voice?: EspeakVoice): void {
+    this.startSpeech(text, Infinity, emit, voice);
+  }
+
+  /** The voice to speak with: the thread's, or one asked for (checked once, as the thread's was at load). */
+  #voice(voice: EspeakVoice | undefined): EspeakVoice {
+    if (!voice) return this.#thread.espeak;
+    if (!this.#checkedVoices.has(voice.voice)) {
+      checkEspeakVoice(this.#espeak, voice.voice);
+      this.#checkedVoices.add(voice.voice);
+    }
+    return voice;
   }
 
   /**
@@ -176,9 +188,10 @@ export class CoreSession {
    * encoded and emitted while espeak-ng is still speaking, so they are not held up by the rest
    * of the sentence. Null when there is nothing to say.
    */
-  startSpeech(text: string, first: number, emit: (packets: Buffer[]) => void): SpeechJob | null {
+  startSpeech(text: string, first: number, emit: (packets: Buffer[]) => void, voice?: EspeakVoice): SpeechJob | null {
     const t = espeakText(text);
     if (!t) return null;
+    const v = this.#voice(voice);
     const framer = new PcmFramer(this.encoder.frameSamples);
     const job = new SpeechJob(this.encoder);
     let owed = first;
@@ -192,13 +205,13 @@ export class CoreSession {
     const espeak = this.#espeak;
     if (espeak.resamples) {
       // The native helper resamples as it goes, at a tenth of the JavaScript resampler's cost.
-      espeak.synthesize(t, this.#thread.espeak, (chunk) => add(framer.push(chunk)), this.encoder.sampleRate);
+      espeak.synthesize(t, v, (chunk) => add(framer.push(chunk)), this.encoder.sampleRate);
       const last = framer.flush();
       add(last ? [last] : []);
       return job;
     }
     const resampler = new Resampler(espeak.sampleRate, this.encoder.sampleRate, TTS_RESAMPLE_ZERO_CROSSINGS);
-    espeak.synthesize(t, this.#thread.espeak, (chunk) => add(framer.push(resampler.push(chunk))));
+    espeak.synthesize(t, v, (chunk) => add(framer.push(resampler.push(chunk))));
     const tail = framer.push(resampler.flush());
     const last = framer.flush();
     add(last ? [...tail, last] : tail);

@@ -11,6 +11,7 @@ import { workerRpcThread } from '../../core/worker-rpc-thread.ts';
 import { Moved, type RpcCall, type RpcHandlers } from '../../core/worker-rpc-peer.ts';
 import { MediaCore, type CoreSession, type SpeechJob } from './media-core.ts';
 import type { EspeakHelperSource } from '../tts/espeak-native.ts';
+import type { EspeakVoice } from '../tts/espeak-wasm.ts';
 import { FRAME_MS } from './media.ts';
 import { rampSendTime } from '../pacer.ts';
 import { packPackets, SESSION_LOG_BINDING, type MediaMainApi, type MediaWorkerApi, type PackedPackets, type WorkerData } from './worker-protocol.ts';
@@ -61,6 +62,8 @@ interface SpeakTask {
   sid: number;
   text: string;
   urgent: boolean;
+  /** The voice asked for; default the thread's. */
+  voice: EspeakVoice | undefined;
   /** Sends packets to the caller. */
   call: RpcCall<PackedPackets>;
   /** Ends the call: done (no error), or failed. */
@@ -155,7 +158,7 @@ function runSpeak(): void {
       } else {
         // The first slice leaves while espeak-ng is still speaking the rest of the sentence.
         const first = clocks.has(sid) ? SLICE_FRAMES : leadFrames;
-        task.job = session(sid).startSpeech(task.text, first, postSlice) ?? undefined;
+        task.job = session(sid).startSpeech(task.text, first, postSlice, task.voice) ?? undefined;
       }
       if (!task.job || task.job.finished) finishTask(task);
     } catch (err) {
@@ -190,13 +193,13 @@ const handlers: RpcHandlers<MediaWorkerApi> = {
     const packets = packPackets(session(sid).encodeChunk(stream, pcm, final));
     return new Moved(packets, [packets.bytes.buffer as ArrayBuffer]);
   },
-  speak: ({ sid, text, urgent }, call) =>
+  speak: ({ sid, text, urgent, voice }, call) =>
     new Promise<void>((resolve, reject) => {
       const now = performance.now();
       // A turn's first sentence starts the turn's clock again.
       if (urgent) clocks.delete(sid);
       const due = urgent ? now - NEW_ANSWER_HEAD_START_MS : dueOf(sid, now);
-      const task: SpeakTask = { sid, text, urgent, call, end: (err) => (err === undefined ? resolve() : reject(err)), due, seq: speakSeq++ };
+      const task: SpeakTask = { sid, text, urgent, voice, call, end: (err) => (err === undefined ? resolve() : reject(err)), due, seq: speakSeq++ };
       speaks.push(task);
       // Cancelled (barge-in), started or not: what is left of it is dropped.
       call.signal.addEventListener('abort', () => finishTask(task), { once: true });

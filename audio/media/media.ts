@@ -48,8 +48,10 @@ export interface SessionMedia {
    * Text → Opus packets with the embedded TTS (espeak-ng), synthesised where the codec lives.
    * `urgent` marks the first sentence of a turn: a worker serves those before sentences that are
    * only synthesised ahead, so when many turns start at once each gets its first audio early.
+   * `voice`: the voice to speak with (each agent may have its own); default the thread's
+   * (`MediaThreadConfig.espeak`). An unknown voice fails the request with `config_invalid`.
    */
-  speak(text: string, signal: AbortSignal, urgent?: boolean): AsyncIterable<Buffer>;
+  speak(text: string, signal: AbortSignal, urgent?: boolean, voice?: EspeakVoice): AsyncIterable<Buffer>;
   /**
    * While held, the session's answer is prepared but not played (an early start waiting for the
    * end of speech): beyond each sentence's first slice its synthesis is not due, so a worker does

@@ -13,6 +13,7 @@ import type { ThreadLogRecord } from '../../core/thread-logger.ts';
 import { startModuleWorker } from '../../core/start-worker.ts';
 import { WorkerRpc, type WorkerObserver } from '../../core/worker-rpc.ts';
 import { spawnEspeakHelper, type EspeakHelperProcess } from '../tts/espeak-native.ts';
+import type { EspeakVoice } from '../tts/espeak-wasm.ts';
 import { FRAME_MS, UPLINK_SAMPLE_RATE, type MediaEngine, type MediaEngineStats, type MediaThreadConfig, type SessionMedia, type SessionMediaOptions, type UplinkResult } from './media.ts';
 import { encodeChunks } from './encode-chunks.ts';
 import { SESSION_LOG_BINDING, unpackPackets, type MediaMainApi, type MediaWorkerApi, type WorkerData } from './worker-protocol.ts';
@@ -132,9 +133,10 @@ class RemoteSession implements SessionMedia {
   }
 
   // Stopped early (barge-in, abort): a synthesis still waiting in the worker is dropped.
-  async *speak(text: string, signal: AbortSignal, urgent = false): AsyncGenerator<Buffer> {
+  async *speak(text: string, signal: AbortSignal, urgent = false, voice?: EspeakVoice): AsyncGenerator<Buffer> {
     throwIfAborted(signal);
-    for await (const packets of this.#rpc().stream('speak', { sid: this.sid, text, urgent }, { signal })) yield* unpackPackets(packets);
+    const params = voice ? { sid: this.sid, text, urgent, voice } : { sid: this.sid, text, urgent };
+    for await (const packets of this.#rpc().stream('speak', params, { signal })) yield* unpackPackets(packets);
   }
 
   onLost(cb: (err: VoiceError) => void): void {

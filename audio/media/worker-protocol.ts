@@ -3,6 +3,7 @@
  * the worker RPC of `core/worker-rpc.ts`. Every call names the session (`sid`). PCM and packets
  * travel as transferred ArrayBuffers, never copied by structured clone.
  */
+import type { EspeakVoice } from '../tts/espeak-wasm.ts';
 import type { VadEvent } from '../vad/vad.ts';
 import type { MediaThreadConfig, SessionMediaOptions } from './media.ts';
 
@@ -30,7 +31,7 @@ export interface MediaWorkerApi {
    * Packets as they are made, then the end. `urgent`: the first sentence of a turn (someone is
    * waiting for it), served before look-ahead. A cancelled synthesis is dropped, started or not.
    */
-  speak: { params: { sid: number; text: string; urgent: boolean }; result: void; item: PackedPackets };
+  speak: { params: { sid: number; text: string; urgent: boolean; voice?: EspeakVoice }; result: void; item: PackedPackets };
   /** Notification: the session's answer is held (not playing yet) or released (its pacer starts now). */
   hold: { params: { sid: number; held: boolean }; result: void };
   /** Notification: the session is gone; its syntheses still waiting end. */

@@ -14,13 +14,25 @@ import { ErrorCode, VoiceError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
 import { startModuleWorker } from '../../core/start-worker.ts';
 import { WorkerRpc, type WorkerObserver } from '../../core/worker-rpc.ts';
+import { stableKey } from '../../core/stable-key.ts';
 import type { LlmClient, LlmEvent, LlmStreamRequest } from '../../llm/types.ts';
-import type { ProviderApi, ProviderThreadData } from './provider-protocol.ts';
+import type { AsrOptions } from '../index.ts';
+import type { OpenAiLlmOptions } from '../openai/options.ts';
+import type { ProviderApi, ProviderClientStats, ProviderThreadData } from './provider-protocol.ts';
 
 export interface ProviderThread {
   readonly llm: LlmClient;
   /** The configured OpenAI-compatible ASR, served by the thread; undefined when another ASR is used. */
   readonly asr: Asr | undefined;
+  /**
+   * An LLM client with these options, served by the thread (which makes it on first use and
+   * keeps a bounded number): the configured `llm` when the options are the configured ones.
+   */
+  llmFor(options: OpenAiLlmOptions): LlmClient;
+  /** An ASR with these options (a provider that runs in the provider thread), like `llmFor`. */
+  asrFor(options: AsrOptions): Asr;
+  /** Clients the thread has made and keeps now. */
+  clients(): Promise<ProviderClientStats>;
   /** Times the thread died and was replaced. */
   readonly restarts: number;
   /** Ends the thread; requests in flight fail. */
@@ -36,8 +48,12 @@ class ProviderThreadImpl implements ProviderThread {
   readonly llm: LlmClient;
   readonly asr: Asr | undefined;
   readonly rpc: WorkerRpc<ProviderApi>;
+  readonly #llmKey: string;
+  readonly #asrKey: string | undefined;
 
   constructor(data: ProviderThreadData, log: Logger, opts: ProviderThreadOptions) {
+    this.#llmKey = stableKey(data.llm);
+    this.#asrKey = data.asr ? stableKey(data.asr) : undefined;
     this.rpc = new WorkerRpc<ProviderApi>({
       label: 'provider thread',
       start: () => startModuleWorker(import.meta.url, './provider-worker', { workerData: data, name: 'providers' }),
@@ -46,8 +62,22 @@ class ProviderThreadImpl implements ProviderThread {
       onLost: () => log.warn({ restarts: this.rpc.restarts }, 'provider thread exited; starting a new one'),
       ...(opts.onWorker ? { onWorker: opts.onWorker } : {}),
     });
-    this.llm = { model: data.llm.model, stream: (req) => this.#streamLlm(req) };
-    this.asr = data.asr ? { name: 'openai', transcribe: (pcm, o) => this.#transcribe(pcm, o), close: async () => {} } : undefined;
+    this.llm = { model: data.llm.model, stream: (req) => this.#streamLlm(req, undefined) };
+    this.asr = data.asr ? { name: data.asr.provider, transcribe: (pcm, o) => this.#transcribe(pcm, o, undefined), close: async () => {} } : undefined;
+  }
+
+  llmFor(options: OpenAiLlmOptions): LlmClient {
+    if (stableKey(options) === this.#llmKey) return this.llm;
+    return { model: options.model, stream: (req) => this.#streamLlm(req, options) };
+  }
+
+  asrFor(options: AsrOptions): Asr {
+    if (this.asr && stableKey(options) === this.#asrKey) return this.asr;
+    return { name: options.provider, transcribe: (pcm, o) => this.#transcribe(pcm, o, options), close: async () => {} };
+  }
+
+  clients(): Promise<ProviderClientStats> {
+    return this.rpc.request('clients', {});
   }
 
   get restarts(): number {
@@ -55,15 +85,19 @@ class ProviderThreadImpl implements ProviderThread {
   }
 
   // Aborted, or the consumer stopped reading: the thread cancels the HTTP request.
-  async *#streamLlm(req: LlmStreamRequest): AsyncGenerator<LlmEvent> {
+  // `options`: the client's, sent with each request (a few hundred bytes), so a replaced thread
+  // makes it again on first use; undefined: the configured one.
+  async *#streamLlm(req: LlmStreamRequest, options: OpenAiLlmOptions | undefined): AsyncGenerator<LlmEvent> {
     throwIfAborted(req.signal);
-    yield* this.rpc.stream('llm', { messages: req.messages, tools: req.tools }, { signal: req.signal });
+    const params = { messages: req.messages, tools: req.tools };
+    yield* this.rpc.stream('llm', options ? { ...params, options } : params, { signal: req.signal });
   }
 
-  #transcribe(pcm: Int16Array, opts: { signal: AbortSignal; sampleRate: number }): Promise<string> {
+  #transcribe(pcm: Int16Array, opts: { signal: AbortSignal; sampleRate: number }, options: AsrOptions | undefined): Promise<string> {
     throwIfAborted(opts.signal);
     // Copied by structured clone, not transferred: the caller still owns the utterance.
-    return this.rpc.request('asr', { pcm, sampleRate: opts.sampleRate }, { signal: opts.signal });
+    const params = { pcm, sampleRate: opts.sampleRate };
+    return this.rpc.request('asr', options ? { ...params, options } : params, { signal: opts.signal });
   }
 
   close(): Promise<void> {

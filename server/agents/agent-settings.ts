@@ -42,7 +42,7 @@ export const AgentSettingsSchema = z.strictObject({
     .strictObject({
       /** Names from the configuration's `mcpServers`; unset: all of them. */
       mcpServers: z.array(z.string().min(1).max(100)).max(100).optional(),
-      /** Local tool names (`get_datetime`, `end_conversation`, `play_music`); unset: all of them. */
+      /** Local tool names (`get_current_datetime`, `end_conversation`, `play_music`); unset: all of them. */
       local: z.array(z.string().min(1).max(100)).max(100).optional(),
     })
     .optional(),

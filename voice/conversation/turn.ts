@@ -300,7 +300,7 @@ export class Turn {
    */
   #synth(tts: Tts): Synthesize {
     const { media, info, log } = this.#env;
-    if (tts.synthesis === 'media-worker') return (text, signal, urgent) => media.speak(text, signal, urgent);
+    if (tts.synthesis === 'media-worker') return (text, signal, urgent) => media.speak(text, signal, urgent, tts.voice);
     return (text, signal) => media.encode(synthesizePcm(tts, text, { sampleRate: info.downlink.sampleRate, signal, log }), signal);
   }
 

@@ -17,6 +17,7 @@ import { Listener, type ListenerEvent } from './listener.ts';
 import { Turn, type TurnInput, type TurnOptions } from './turn.ts';
 import { TurnBudget } from './turn-budget.ts';
 import type { SessionTools, VoiceDeps } from './voice-deps.ts';
+import { depsWithProfile, type HeldProfile, type TurnProfile } from './turn-profile.ts';
 
 /**
  * Early starts dropped within one utterance before no more are tried until it ends: each costs an
@@ -58,6 +59,10 @@ class VoiceConversation implements Conversation {
   #turnDone: Promise<void> = Promise.resolve();
   #deviceMcp: DeviceMcp | undefined;
   #tools: SessionTools | undefined;
+  /** The assistant of the running turn (`VoiceDeps.profileFor`): its prompt heads the history, its tool policy applies. */
+  #profile: TurnProfile | undefined;
+  /** The profile each queued or running turn holds. */
+  readonly #held = new Map<Turn, HeldProfile>();
   #closed = false;
   /** Turns started in the last minute (`conversation.maxTurnsPerMinute`). */
   readonly #budget: TurnBudget;
@@ -74,7 +79,7 @@ class VoiceConversation implements Conversation {
       // (and memory) without limit. The current turn always stays.
       maxChars: HISTORY_MAX_CHARS,
       systemPrompt: () =>
-        buildSystemPrompt(deps.config.llm.systemPrompt, {
+        buildSystemPrompt(this.#profile?.systemPrompt ?? deps.config.llm.systemPrompt, {
           now: new Date(),
           ...(deps.config.tools.timeZone ? { timeZone: deps.config.tools.timeZone } : {}),
           ...(info.deviceId ? { device: info.deviceId } : {}),
@@ -137,7 +142,12 @@ class VoiceConversation implements Conversation {
         log.error({ err: err.message }, 'media worker lost; ending the session');
         this.#ctx.closeSession(CloseCode.MediaLost, 'media worker failed');
       });
-      this.#tools = this.#deps.toolsFor({ info, log, ...(this.#deviceMcp ? { deviceTools: this.#deviceMcp.toolSource() } : {}) });
+      this.#tools = this.#deps.toolsFor({
+        info,
+        log,
+        policy: () => this.#profile?.tools,
+        ...(this.#deviceMcp ? { deviceTools: this.#deviceMcp.toolSource() } : {}),
+      });
       this.#listener = new Listener({
         media,
         log,
@@ -384,9 +394,11 @@ class VoiceConversation implements Conversation {
     const media = this.#media;
     const tools = this.#tools;
     if (!media || !tools) throw new Error('voice pipeline not ready');
-    return new Turn(
+    // The device's assistant as it is now: a change of agent applies from this turn on.
+    const held = this.#deps.profileFor?.(this.#ctx.info);
+    const turn = new Turn(
       {
-        deps: this.#deps,
+        deps: held ? depsWithProfile(this.#deps, held.profile) : this.#deps,
         info: this.#ctx.info,
         channel: this.#ctx.channel,
         log: this.#ctx.log,
@@ -399,13 +411,19 @@ class VoiceConversation implements Conversation {
       input,
       opts,
     );
+    if (held) this.#held.set(turn, held);
+    return turn;
   }
 
   /** Runs `turn` after the previous one has wound down; a dropped early turn leaves no aftermath. */
   #run(turn: Turn): void {
     const previous = this.#turnDone;
     this.#turnDone = previous
-      .then(() => turn.run())
+      .then(() => {
+        // From here on the history's system prompt and the tools are this turn's assistant's.
+        this.#profile = this.#held.get(turn)?.profile ?? this.#profile;
+        return turn.run();
+      })
       .then(
         (result) => {
           if (this.#turn === turn) this.#turn = undefined;
@@ -416,7 +434,11 @@ class VoiceConversation implements Conversation {
           this.#ctx.log.error({ err: toVoiceError(err).message }, 'turn crashed');
           if (!turn.dropped) this.#afterTurn(turn, false);
         },
-      );
+      )
+      .finally(() => {
+        this.#held.get(turn)?.release();
+        this.#held.delete(turn);
+      });
   }
 
   #afterTurn(turn: Turn, endSession: boolean): void {

@@ -12,6 +12,7 @@ import type { ToolSource } from '../../mcp/tool-source.ts';
 import type { TurnDispatcher } from '../dispatch/dispatch.ts';
 import type { SessionInfo } from '../session/conversation.ts';
 import type { VoiceConfig } from './voice-config.ts';
+import type { ProfileSource, ToolPolicy } from './turn-profile.ts';
 
 /** Per-session tools: what the session's ReAct loop may call. */
 export interface SessionTools {
@@ -28,6 +29,8 @@ export interface SessionToolsInput {
   log: Logger;
   /** The device's own MCP tools, when it has any. */
   deviceTools?: ToolSource;
+  /** Which tools the current turn's profile allows (read at each listing and call); absent: all. */
+  policy?: () => ToolPolicy | undefined;
 }
 
 /** Observers for metrics (operations issue); all optional. */
@@ -75,6 +78,11 @@ export interface VoiceDeps {
   fallbackTts?: Tts;
   llm: LlmClient;
   toolsFor(input: SessionToolsInput): SessionTools;
+  /**
+   * The device's current assistant, asked at the start of every turn: its prompt, texts, model,
+   * recogniser, voice and tools replace the ones above for that turn. Absent: the ones above.
+   */
+  profileFor?: ProfileSource;
   observer?: TurnObserver;
   /**
    * What the turns are timed on (end of speech, transcript, first sentence and frame, the wait

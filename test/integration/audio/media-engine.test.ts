@@ -297,6 +297,23 @@ describe('media engine: workers give bit-identical results to the in-process eng
   test('speak: espeak straight to Opus gives the same packets on both, decodable speech', { timeout: 60_000 }, async () => {
     await assertSameSpeech(both(), open, 'speak');
   });
+
+  test('speak with a voice given per request: that voice, on both engines; an unknown voice fails with config_invalid', { timeout: 60_000 }, async () => {
+    const text = 'Hello there, how are you?';
+    for (const e of both()) {
+      const m = await open(e);
+      const plain = await within(collect(m.speak(text, new AbortController().signal)), 30_000, 'speak');
+      const asDefault = await within(collect(m.speak(text, new AbortController().signal, false, { voice: 'en-us' })), 30_000, 'speak en-us');
+      const other = await within(collect(m.speak(text, new AbortController().signal, false, { voice: 'en-us+f3', pitch: 80 })), 30_000, 'speak en-us+f3');
+      const plainAgain = await within(collect(m.speak(text, new AbortController().signal)), 30_000, 'speak again');
+      assert.equal(asDefault.length, plain.length, 'the thread\'s voice asked for by name speaks alike');
+      assert.notDeepEqual(other.map((p) => p.toString('hex')), plain.map((p) => p.toString('hex')), 'another voice sounds different');
+      assert.equal(plainAgain.length, plain.length, 'the next request without a voice is back to the thread\'s voice');
+      const decoded = await decodeDownlink(other, 24000);
+      assert.ok(decoded.ms > 500 && decoded.rms > 300, 'the other voice is speech');
+      await assert.rejects(collect(m.speak(text, new AbortController().signal, false, { voice: 'no-such-voice' })), (err: unknown) => err instanceof VoiceError && err.code === 'config_invalid');
+    }
+  });
 });
 
 describe('media engine: the WebAssembly espeak-ng (audio.espeakEngine: wasm) gives the same packets in a worker and in-process', () => {

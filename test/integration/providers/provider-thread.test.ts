@@ -57,6 +57,7 @@ describe('provider thread', { timeout: 60_000 }, () => {
       {
         llm: OpenAiLlmSchema.parse({ baseURL: llm.url, apiKey: 'sk-thread-test', model: 'fake-model', timeoutMs: 30_000, maxRetries: 1 }),
         asr: AsrSchema.parse({ provider: 'openai', baseURL: audio.baseURL, apiKey: 'sk-asr', model: 'whisper-1' }),
+        maxClients: 2,
       },
       log,
       { onWorker: (w) => workers.push(w) },
@@ -148,6 +149,43 @@ describe('provider thread', { timeout: 60_000 }, () => {
     } finally {
       audio.transcriptionMode = 'ok';
     }
+  });
+
+  test('clients per distinct options: an agent\'s model, key and temperature are its own; equal options share one; the least recently used is dropped past the bound', async () => {
+    const options = (model: string, temperature: number) => OpenAiLlmSchema.parse({ baseURL: llm.url, apiKey: `sk-${model}-key`, model, temperature, maxRetries: 0 });
+    assert.equal(thread.llmFor(OpenAiLlmSchema.parse({ baseURL: llm.url, apiKey: 'sk-thread-test', model: 'fake-model', timeoutMs: 30_000, maxRetries: 1 })), thread.llm, 'the configured options are the configured client');
+    const start = await thread.clients();
+    const ask = async (o: ReturnType<typeof options>): Promise<void> => {
+      await collect(thread.llmFor(o).stream({ messages: user, tools: [], signal: new AbortController().signal }));
+    };
+    await ask(options('model-a', 0.2));
+    const a = llm.requests.at(-1);
+    assert.equal(a?.body.model, 'model-a');
+    assert.equal(a?.body.temperature, 0.2);
+    assert.equal(a?.headers.authorization, 'Bearer sk-model-a-key');
+    // The same options again, written in another key order: the same client.
+    const again = Object.fromEntries(Object.entries(options('model-a', 0.2)).reverse()) as ReturnType<typeof options>;
+    await ask(again);
+    await ask(options('model-b', 0.9));
+    assert.equal(llm.requests.at(-1)?.body.model, 'model-b');
+    let now = await thread.clients();
+    assert.equal(now.llm.created - start.llm.created, 2, 'one client per distinct options');
+    assert.equal(now.llm.kept, start.llm.kept + 2);
+    // A third: past the bound (2), model-a (least recently used) is dropped and made again on its next use.
+    await ask(options('model-c', 0));
+    await ask(options('model-b', 0.9));
+    now = await thread.clients();
+    assert.equal(now.llm.created - start.llm.created, 3);
+    assert.equal(now.llm.kept, start.llm.kept + 2, 'bounded');
+    await ask(options('model-a', 0.2));
+    assert.equal((await thread.clients()).llm.created - start.llm.created, 4, 'model-a was dropped and made again');
+    // An agent's own ASR.
+    const text = await thread.asrFor(AsrSchema.parse({ provider: 'openai', baseURL: audio.baseURL, apiKey: 'sk-asr-agent', model: 'agent-whisper', language: 'zh' })).transcribe(new Int16Array(1600), { signal: new AbortController().signal, sampleRate: 16000 });
+    assert.equal(text, 'what time is it');
+    const sent = audio.transcriptions.at(-1);
+    assert.equal(sent?.model, 'agent-whisper');
+    assert.equal(sent?.language, 'zh');
+    assert.equal(sent?.authorization, 'Bearer sk-asr-agent');
   });
 
   test('a thread that dies fails what was in flight, and the next request goes to a new thread', async () => {

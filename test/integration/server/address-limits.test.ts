@@ -94,7 +94,7 @@ describe('a device with a valid credential connects while its address is flooded
       const pair = { 'Device-Id': 'a0:b1:c2:d3:e4:42', 'Client-Id': '6f1c1d2e-1111-4222-8333-444455550042' };
       const firmware = { 'Content-Type': 'application/json', 'Activation-Version': '1' };
       const code = (JSON.parse((await postTo(t.port, '/xiaozhi/ota/', { ...firmware, ...pair })).body) as { activation?: { code: string } }).activation?.code ?? '';
-      assert.equal(t.app.devices?.bind(code).ok, true);
+      assert.equal((await t.app.devices?.bind(code))?.ok, true);
       const token = (JSON.parse((await postTo(t.port, '/xiaozhi/ota/', { ...firmware, ...pair })).body) as { websocket: { token?: string } }).websocket.token ?? '';
       assert.ok(token.length >= 40);
 

@@ -1,0 +1,61 @@
+/**
+ * @module The assistant a device talks to, as one turn sees it: its system prompt, spoken texts,
+ * model, recogniser, voice and which tools it may use. The conversation asks for it at the start
+ * of every turn (`VoiceDeps.profileFor`), so a change of the device's agent, or of the agent
+ * itself, applies from the device's next turn without a reconnect. Where profiles come from (the
+ * configuration, a store of agents) is the server's business.
+ */
+import type { Asr } from '../../audio/asr/asr.ts';
+import type { Tts } from '../../audio/tts/tts.ts';
+import type { LlmClient } from '../../llm/types.ts';
+import type { SessionInfo } from '../session/conversation.ts';
+import type { VoiceDeps } from './voice-deps.ts';
+
+/** Which tools a profile may use; an unset list allows all of that kind. */
+export interface ToolPolicy {
+  /** MCP server names. */
+  readonly mcpServers?: readonly string[];
+  /** Local tool names. */
+  readonly local?: readonly string[];
+}
+
+export interface TurnProfile {
+  /** The agent's name (logs). */
+  readonly agent: string;
+  readonly systemPrompt: string;
+  readonly greeting: string;
+  readonly apology: string;
+  readonly apologies: { readonly llm: string; readonly asr: string; readonly tts: string };
+  readonly llm: LlmClient;
+  readonly asr: Asr;
+  readonly tts: Tts;
+  readonly tools?: ToolPolicy;
+}
+
+/** A profile in use by one turn: `release` when the turn has ended (its clients may then be closed). */
+export interface HeldProfile {
+  readonly profile: TurnProfile;
+  release(): void;
+}
+
+export type ProfileSource = (info: SessionInfo) => HeldProfile;
+
+/**
+ * The process's dependencies as one turn sees them under `p`: its providers and texts in place of
+ * the configuration's. An embedded voice is its own apology fallback.
+ */
+export function depsWithProfile(deps: VoiceDeps, p: TurnProfile): VoiceDeps {
+  const fallbackTts = p.tts.synthesis === 'media-worker' ? p.tts : deps.fallbackTts;
+  return {
+    ...deps,
+    llm: p.llm,
+    asr: p.asr,
+    tts: p.tts,
+    ...(fallbackTts ? { fallbackTts } : {}),
+    config: {
+      ...deps.config,
+      conversation: { ...deps.config.conversation, greeting: p.greeting, apology: p.apology, apologies: p.apologies },
+      llm: { ...deps.config.llm, systemPrompt: p.systemPrompt },
+    },
+  };
+}
