@@ -9,7 +9,7 @@ import websocket from '@fastify/websocket';
 import type { Logger as PinoLogger } from 'pino';
 import type { Config } from './config.ts';
 import { otaRoutes } from './http/ota-route.ts';
-import { deviceWsRoute, type WsRefusalReason } from './http/ws-route.ts';
+import { deviceWsRoute, type WsRefusalReason, type WsRouteOptions } from './http/ws-route.ts';
 import { webSocketErrorHandler } from './http/ws-errors.ts';
 import type { AdmissionGate } from './admission.ts';
 import { webRoutes } from './http/web-route.ts';
@@ -26,6 +26,8 @@ import { verifyBinding } from './identity/device-token.ts';
 import { openConfiguredStore } from './open-store.ts';
 import { useAddressSettings } from './http/address-key.ts';
 import { guardBrowserHosts } from './identity/origin.ts';
+import { ClientIdSchema, DeviceIdSchema } from '../protocol/ota.ts';
+import type { Logger } from '../core/logger.ts';
 
 export interface AppDeps {
   config: Config;
@@ -148,6 +150,7 @@ async function buildWithStore(deps: AppDeps, store: Store): Promise<App> {
     controlRate: config.server.controlMessages,
     retryAfterS: config.server.admission.retryAfterS,
     ...(deps.admission ? { admission: deps.admission } : {}),
+    onSessionOpened: recordSessions(store, config, deps.log),
     ...(deps.onRefused ? { onRefused: deps.onRefused } : {}),
   });
   await fastify.register(webRoutes);
@@ -175,4 +178,31 @@ async function buildWithStore(deps: AppDeps, store: Store): Promise<App> {
     return shuttingDown;
   };
   return { fastify, registry, store, ...(devices ? { devices } : {}), shutdown };
+}
+
+/**
+ * Each session in the store: the device's record (first and last seen, also for a device that
+ * never asked OTA) and a live-session row (the admin API's "who is online", across replicas).
+ * Off the session's path: a database that is down costs a warning, never the session.
+ */
+function recordSessions(store: Store, config: Config, log: Logger): NonNullable<WsRouteOptions['onSessionOpened']> {
+  const defaultAgent = config.defaultAgent ?? config.agents[0]?.name ?? null;
+  const failed = (what: string) => (err: unknown) => log.warn({ err: err instanceof Error ? err.message : String(err) }, `store: could not ${what}`);
+  return ({ sessionId, deviceId, clientId }, ended) => {
+    const device = DeviceIdSchema.safeParse(deviceId);
+    const client = ClientIdSchema.safeParse(clientId);
+    const mac = device.success ? device.data : null;
+    if (mac && client.success) store.devices.seen({ deviceId: mac, clientId: client.data }).catch(failed('record the device'));
+    const row = {
+      sessionId,
+      deviceId: mac,
+      clientId: client.success ? client.data : null,
+      agent: (mac ? store.cache.agentNameOf(mac) : null) ?? defaultAgent,
+      replica: store.replica,
+      since: new Date().toISOString(),
+    };
+    // The row is removed after it was added, even when the session ends first.
+    const added = store.sessions.add(row).catch(failed('record the live session'));
+    ended.addEventListener('abort', () => void added.then(() => store.sessions.remove(sessionId)).catch(failed('remove the live session')), { once: true });
+  };
 }

@@ -9,7 +9,9 @@ import { AdmissionControl, type MediaLoad } from './admission.ts';
 import { buildApp, type App } from './app.ts';
 import type { Config } from './config.ts';
 import { createDeps, type Deps } from './deps.ts';
-import type { AgentLookup } from './agents/agent-lookup.ts';
+import { agentLookupOf, configAgentParts, type AgentLookup } from './agents/agent-lookup.ts';
+import { openConfiguredStore } from './open-store.ts';
+import type { Store } from '../store/store.ts';
 import { healthRoutes, providerChecks } from './http/health-route.ts';
 import { metricsRoute } from './http/metrics-route.ts';
 import { createProviderDoctor } from './provider-doctor.ts';
@@ -35,17 +37,39 @@ export interface AssembleOptions {
   onSecret?: (value: string) => void;
   /** Sees each media worker and provider thread as it starts. */
   onWorker?: WorkerObserver;
-  /** Where devices' agents are looked up (the store's cache); default: the configuration's `agents:`. */
+  /** Where devices' agents are looked up; default: the store's cache (kept fresh by its change feed). */
   agents?: AgentLookup;
+  /** The store; default: opened from `store.url` here and closed with the server. */
+  store?: Store;
 }
 
 export async function assembleServer(config: Config, log: PinoLogger, opts: AssembleOptions = {}): Promise<AssembledServer> {
+  // Opened first: an unreachable database stops the start with a message naming store.url, before
+  // any worker or child process exists.
+  const store = opts.store ?? (await openConfiguredStore(config, log));
+  const ownStore = opts.store === undefined;
+  try {
+    return await assembleWithStore(config, log, opts, store, ownStore);
+  } catch (err) {
+    if (ownStore) await store.close();
+    throw err;
+  }
+}
+
+async function assembleWithStore(config: Config, log: PinoLogger, opts: AssembleOptions, store: Store, ownStore: boolean): Promise<AssembledServer> {
+  // Agents declared in the configuration exist in the store (created when missing, never
+  // overwritten: the console may have edited them since); their `devices:` get them when unset.
+  for (const agent of config.agents) {
+    const { name, settings, devices } = configAgentParts(agent);
+    await store.agents.ensure(name, settings, devices);
+  }
+  const agents = opts.agents ?? agentLookupOf(store.cache, (listener) => store.onChange(listener));
   const metrics = createServerMetrics({ mcpServerNames: Object.keys(config.mcpServers) });
   const deps = await createDeps(config, log, {
     observer: metrics.observer,
     ...(opts.mcpStartWaitMs !== undefined ? { mcpStartWaitMs: opts.mcpStartWaitMs } : {}),
     ...(opts.onWorker ? { onWorker: opts.onWorker } : {}),
-    ...(opts.agents ? { agents: opts.agents } : {}),
+    agents,
     ...(opts.onSecret ? { onSecret: opts.onSecret } : {}),
   });
   const registry = new SessionRegistry();
@@ -74,11 +98,13 @@ export async function assembleServer(config: Config, log: PinoLogger, opts: Asse
       createConversation: metrics.countSessions(deps.createConversation),
       onRefused: (reason) => metrics.connectionRefused(reason),
       admission,
+      store,
       ...(opts.onSecret ? { onSecret: opts.onSecret } : {}),
       plugins: [healthRoutes({ mcp: deps.mcp, ready: () => ready, checks: providerChecks(config), problems: () => doctor.problems(), adminSecret: config.server.adminSecret }), metricsRoute({ metrics })],
     });
   } catch (err) {
     admission.close();
+    await deps.close();
     throw err;
   }
   return {
@@ -93,6 +119,7 @@ export async function assembleServer(config: Config, log: PinoLogger, opts: Asse
       admission.close();
       await deps.close();
       metrics.close();
+      if (ownStore) await store.close();
     },
   };
 }

@@ -43,6 +43,8 @@ export interface Store {
   readonly cache: StoreCache;
   /** The schema version (the newest migration applied). */
   readonly version: string;
+  /** This process's replica id (its rows in `sessions`). */
+  readonly replica: string;
   /** Changes made by this process, the CLI, or another replica (within ~1-2 s). Returns an unsubscribe. */
   onChange(listener: (c: StoreChange) => void): () => void;
   close(): Promise<void>;
@@ -124,6 +126,7 @@ export async function openStore(opts: OpenStoreOptions): Promise<Store> {
       sessions: live,
       cache,
       version,
+      replica: opts.replica,
       onChange: (listener) => cache.onChange(listener),
       close: () => {
         closing ??= (async () => {

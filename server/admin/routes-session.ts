@@ -8,6 +8,7 @@ import { AdminError, adminRoute } from './route.ts';
 import { ADMIN_COOKIE, readCookie, sessionCookie } from './admin-sessions.ts';
 import { authenticate, tokenMatches } from './admin-token.ts';
 import { SignInBody, SignedIn } from './schemas.ts';
+import { addressKey, clientAddress } from '../http/address-key.ts';
 
 /** The console was reached over https (directly, or through a proxy that says so). */
 function overHttps(request: FastifyRequest): boolean {
@@ -28,18 +29,18 @@ export const sessionRoutes = [
     response: SignedIn,
     errors: { 429: 'too many attempts from this address: wait Retry-After seconds' },
     handle: async ({ body }, ctx, { request, reply }) => {
-      if (!ctx.signInLimit.take(request.ip)) {
+      if (!ctx.signInLimit.take(addressKey(request))) {
         reply.header('Retry-After', String(ctx.signInLimit.retryAfterS));
-        ctx.log.warn({ address: request.ip }, 'admin: sign-in attempts over the limit');
+        ctx.log.warn({ address: clientAddress(request) }, 'admin: sign-in attempts over the limit');
         throw new AdminError(429, 'too many sign-in attempts: try again in a minute');
       }
       if (!tokenMatches(body.token, ctx.token)) {
-        ctx.log.warn({ address: request.ip }, 'admin: sign-in with a wrong token');
+        ctx.log.warn({ address: clientAddress(request) }, 'admin: sign-in with a wrong token');
         throw new AdminError(401, 'wrong admin token', 'body.token');
       }
       const s = ctx.sessions.create();
       reply.header('Set-Cookie', sessionCookie(s.id, Math.floor((s.expiresAt - Date.now()) / 1000), overHttps(request)));
-      ctx.log.info({ address: request.ip }, 'admin: signed in');
+      ctx.log.info({ address: clientAddress(request) }, 'admin: signed in');
       return { signedIn: true as const, expiresAt: new Date(s.expiresAt).toISOString() };
     },
   }),

@@ -51,6 +51,8 @@ export interface WsRouteOptions {
   upgradeRate: RateLimit;
   /** Told about every refused upgrade (metrics). */
   onRefused?: (reason: WsRefusalReason) => void;
+  /** Told about every session opened; `ended` aborts when it ends (the store's device records and live sessions). */
+  onSessionOpened?: (s: { sessionId: string; deviceId: string | null; clientId: string | null }, ended: AbortSignal) => void;
 }
 
 /** Why a device's WebSocket upgrade was refused (the metric's `reason` label). */
@@ -170,6 +172,7 @@ export async function deviceWsRoute(app: FastifyInstance, opts: WsRouteOptions):
     const address = addressKey(request);
     perIp.opened(address);
     s.signal.addEventListener('abort', () => perIp.closed(address), { once: true });
+    opts.onSessionOpened?.({ sessionId, deviceId: identity.deviceId, clientId: identity.clientId }, s.signal);
     log.info({ clientId: identity.clientId, protocolVersion: identity.protocolVersion, remote: clientAddress(request) }, 'device connected');
 
     socket.on('message', (data: RawData, isBinary: boolean) => {

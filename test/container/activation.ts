@@ -1,11 +1,11 @@
 /**
  * Container smoke for activation mode (run by .ci/container-smoke.sh, not by `npm test`): the
  * server runs in the image as the `node` user with `server.auth.mode: activation` (the launcher
- * mounts that config at /app/config.yaml) and keeps its registry in the image's data directory
+ * mounts that config at /app/config.yaml) and keeps its database in the image's data directory
  * /data. A device on the host does OTA and gets a code; the operator's CLI, run inside the same
  * container while the server runs (`devices` on PATH, as `docker compose exec server devices …`
  * does), lists the pending code and binds it; the device then gets its token from OTA, connects
- * and has a turn. Every line the server wrote to stdout is JSON. Exits 1 on any failure.
+ * and has a turn. After a restart on the same /data the device is still bound (same token). Every line the server wrote to stdout is JSON. Exits 1 on any failure.
  *
  *   usage: tsx test/container/activation.ts [--timeout-ms N] -- <server launcher...> --- <exec launcher...>
  * The server launcher gets `/usr/bin/tini -- env HOST=… PORT=… OPENAI_BASE_URL=… node dist/server/main.js`
@@ -109,6 +109,22 @@ async function main(): Promise<void> {
 
     assert.deepEqual(nonJsonLines(srv.stdout()), [], 'every line the server wrote to stdout is JSON');
     assert.doesNotMatch(srv.output(), /EACCES|telemetry/i, 'no permission error, nothing about telemetry');
+    dev.close();
+
+    // What the server stores survives a restart: the same /data (the compose volume) holds the
+    // database, so the device is still bound and its token still opens a session.
+    step('restarting the server on the same /data: the binding is still there');
+    srv = await spawnServer({
+      command,
+      args: [...prefix, '/usr/bin/tini', '--', 'env', 'HOST=127.0.0.1', `PORT=${port}`, `OPENAI_BASE_URL=${llm.url}`, 'LLM_MODEL=fake-model', 'LOG_LEVEL=info', 'node', 'dist/server/main.js'],
+      port,
+      readyTimeoutMs: 60_000,
+    });
+    const again = await ota(srv.httpUrl);
+    assert.equal(again.activation, undefined, 'still bound after the restart: no code');
+    assert.equal(again.websocket?.token, token, 'the same token after the restart');
+    dev = new DeviceSim({ url: again.websocket?.url ?? '', deviceId: DEVICE['Device-Id'], clientId: DEVICE['Client-Id'], token });
+    await dev.hello();
 
     clearTimeout(watchdog);
     process.stdout.write(`${JSON.stringify({ activationSmoke: 'passed', totalMs: Math.round(performance.now() - t0) })}\n`);

@@ -3,7 +3,7 @@
  * (assembled as in production, SQLite store in a temp data directory): sign in with the admin
  * token, create an agent and edit its prompt, see a device that asked OTA for a code (a real OTA request in activation
  * mode) with the code it speaks, bind it to that agent with one click, then move it to another
- * agent, sign out. No CSP violation or page error on the way, and nothing wider than the screen.
+ * agent while it is connected: its next answer uses the other agent's prompt. Sign out. No CSP violation or page error on the way, and nothing wider than the screen.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,7 +11,8 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { startFakeOpenAi, type FakeOpenAi } from '../fixtures/fake-openai.ts';
+import { startFakeOpenAi, type FakeMessage, type FakeOpenAi, type RecordedRequest } from '../fixtures/fake-openai.ts';
+import { DeviceSim } from '../fixtures/device-sim.ts';
 import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
 import { CHROMIUM, haveChromium, openPage, outputPath } from './browser/harness.ts';
 
@@ -46,6 +47,21 @@ describe('admin console in Chromium, phone viewport', { skip: haveChromium ? fal
   async function fitsWidth(page: Page): Promise<void> {
     const width = await page.evaluate(() => document.documentElement.scrollWidth);
     assert.ok(width <= PHONE.width, `page is ${width}px wide on a ${PHONE.width}px screen`);
+  }
+
+  /** Types `text` (as `listen detect`), waits for the answer to end, returns the system prompt of the chat request it made. */
+  async function ask(dev: DeviceSim, text: string): Promise<string> {
+    const from = dev.json.length;
+    dev.listen('detect', { text });
+    await dev.waitJson('tts', 'stop', 20_000, from);
+    const userText = (r: RecordedRequest): string => {
+      const u = [...r.body.messages].reverse().find((m) => m.role === 'user');
+      return typeof u?.content === 'string' ? u.content : '';
+    };
+    const req = [...llm.requests].reverse().find((r) => userText(r) === text);
+    assert.ok(req, `the model was asked "${text}"`);
+    const system: FakeMessage | undefined = req.body.messages[0];
+    return system?.role === 'system' && typeof system.content === 'string' ? system.content : '';
   }
 
   const agentOf = async (): Promise<string | null | undefined> => (await srv.app.store.devices.get(DEVICE['Device-Id']))?.agent;
@@ -112,7 +128,18 @@ describe('admin console in Chromium, phone viewport', { skip: haveChromium ? fal
     assert.equal(await agentOf(), 'kitchen');
     assert.equal(srv.app.devices?.isBound(DEVICE['Device-Id'], DEVICE['Client-Id']), true);
 
-    // Moved to the other agent from the devices tab.
+    // The device connects with the token OTA now gives it and talks to its agent.
+    const ota = await fetch(`${srv.httpUrl}/xiaozhi/ota/`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...DEVICE },
+      body: JSON.stringify({ version: 2, mac_address: DEVICE['Device-Id'], uuid: DEVICE['Client-Id'], application: { name: 'xiaozhi', version: '2.4.2' } }),
+    });
+    const token = ((await ota.json()) as { websocket?: { token?: string } }).websocket?.token ?? '';
+    const dev = new DeviceSim({ url: srv.wsUrl, deviceId: DEVICE['Device-Id'], clientId: DEVICE['Client-Id'], token });
+    await dev.hello();
+    assert.match(await ask(dev, 'what shall we bake'), /^You are a baker\./);
+
+    // Moved to the other agent from the devices tab, while it is connected.
     await page.click('[data-tab=devices]');
     const row = page.locator(`article.device[data-device="${DEVICE['Device-Id']}"]`);
     await row.waitFor();
@@ -121,6 +148,9 @@ describe('admin console in Chromium, phone viewport', { skip: haveChromium ? fal
     await page.locator('#notice', { hasText: 'now uses bedroom' }).waitFor();
     assert.equal(await agentOf(), 'bedroom');
     await fitsWidth(page);
+    // Its next answer (same connection) uses the other agent's prompt.
+    assert.match(await ask(dev, 'good night'), /^Speak softly\./);
+    dev.close();
 
     const shot = outputPath('admin-console-phone.png');
     mkdirSync(dirname(shot), { recursive: true });

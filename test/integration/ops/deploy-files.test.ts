@@ -120,6 +120,35 @@ describe('deployment files', () => {
     assert.ok('data' in compose.volumes, 'compose declares the data volume');
   });
 
+  test('compose.replicas.yml: two replicas of one image on one PostgreSQL, behind a proxy that passes WebSocket upgrades', () => {
+    const rep = parse(readFileSync('docker/compose.replicas.yml', 'utf8'), { merge: true }) as { services: Record<string, ComposeService & { image?: string }>; volumes: Record<string, unknown> };
+    const a = rep.services['server-a'];
+    const b = rep.services['server-b'];
+    assert.ok(a && b, 'two server services');
+    assert.equal(a.image, b.image, 'the same image');
+    assert.equal(b.pull_policy, 'never', 'the second uses the image the first builds');
+    for (const srv of [a, b]) {
+      const url = new URL((srv.environment?.DATABASE_URL ?? '').replace(/\$\{[^}]*\}/, 'pw'));
+      assert.equal(url.protocol, 'postgres:');
+      assert.equal(url.hostname, 'postgres', 'the compose PostgreSQL service');
+      assert.equal(srv.depends_on?.postgres?.condition, 'service_healthy');
+      assert.equal(srv.ports, undefined, 'only the proxy is published');
+      assert.ok(srv.volumes?.includes('./replicas/server.yaml:/app/config.yaml:ro'));
+    }
+    assert.ok(rep.services.postgres?.volumes?.some((v) => v.startsWith('pgdata:')), 'the database on a volume');
+    assert.ok('pgdata' in rep.volumes);
+    const nginx = readFileSync('docker/replicas/nginx.conf', 'utf8');
+    assert.match(nginx, /server server-a:8000;[\s\S]*server server-b:8000;/);
+    assert.match(nginx, /proxy_http_version 1\.1;/);
+    assert.match(nginx, /proxy_set_header Upgrade \$http_upgrade;/);
+    assert.match(nginx, /proxy_set_header X-Forwarded-For/);
+    // The replicas' configuration is valid, in activation mode, and believes the proxy's network.
+    const { config } = loadConfig({ argv: ['--config', 'docker/replicas/server.yaml'], env: { DATABASE_URL: 'postgres://x:y@postgres:5432/xiaozhi' }, cwd: process.cwd() });
+    assert.equal(config.server.auth.mode, 'activation');
+    assert.ok(config.server.trustProxy.includes('172.16.0.0/12'));
+    assert.equal(config.store.url, 'postgres://x:y@postgres:5432/xiaozhi', 'DATABASE_URL names the store');
+  });
+
   test('.dockerignore lets through every folder the build compiles, and no secrets', () => {
     const build = JSON.parse(readFileSync('tsconfig.build.json', 'utf8')) as { include: string[] };
     const lines = readFileSync('.dockerignore', 'utf8').split('\n').map((l) => l.trim());
