@@ -24,6 +24,7 @@ import { recordingConversation } from '../../helpers/recording-conversation.ts';
 import { createLogSink, type LogSink } from '../../helpers/log-sink.ts';
 import { listenOnLoopback } from '../../helpers/listen.ts';
 import { LOOPBACK_CLIENTS } from '../../helpers/test-app.ts';
+import { waitFor } from '../../helpers/wait.ts';
 
 const TOKEN = 'admin-token-for-tests-0123456789';
 const AGENT_KEY = 'sk-agent-key-never-shown-4242';
@@ -208,9 +209,17 @@ describe('admin API', () => {
     try {
       await dev.hello();
       assert.equal((await devices()).find((d) => d.deviceId === DEVICE['Device-Id'])?.online, true);
+      // The server records its own sessions in the store: listed with agent and replica.
+      const listed = async (): Promise<Array<Record<string, unknown>>> => ((await call('GET', '/sessions')).json?.sessions as Array<Record<string, unknown>>).filter((x) => x.deviceId === DEVICE['Device-Id']);
+      await waitFor(async () => (await listed()).length === 1, { what: 'the session recorded in the store' });
+      const [live] = await listed();
+      assert.equal(live?.agent, 'bedroom');
+      assert.equal(live?.replica, s.app.store.replica);
+      assert.equal(live?.clientId, DEVICE['Client-Id']);
       const revoked = await call('DELETE', `/devices/${DEVICE['Device-Id']}`);
       assert.equal(revoked.status, 200, revoked.text);
       assert.equal(await dev.closed, 4005, 'the revoked device is disconnected');
+      await waitFor(async () => (await listed()).length === 0, { what: 'the ended session gone from the store' });
     } finally {
       dev.close();
     }
