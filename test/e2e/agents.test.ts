@@ -14,8 +14,6 @@ import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
 import { closeAll } from '../helpers/close-all.ts';
 import { fixtureEntry } from '../integration/mcp/mcp-test-helpers.ts';
 import { decodeDownlink } from '../helpers/speech.ts';
-import { ConfigAgentSchema } from '../../server/agents/agent-settings.ts';
-import { configAgentLookup, type MutableAgentLookup } from '../../server/agents/agent-lookup.ts';
 
 const KITCHEN_1 = 'a6:00:00:00:00:01';
 const KITCHEN_2 = 'a6:00:00:00:00:02';
@@ -38,7 +36,6 @@ describe('agents: each device talks to its own assistant', { timeout: 120_000 },
   let llm: FakeOpenAi;
   let audio: FakeOpenAiAudio;
   let srv: VoiceApp;
-  let agents: MutableAgentLookup;
   const secrets: string[] = [];
 
   const speech = (voice: string) => ({ provider: 'openai', baseURL: '', apiKey: 'sk-agent-tts', model: 'tts-1', voice, format: 'wav' });
@@ -62,8 +59,9 @@ describe('agents: each device talks to its own assistant', { timeout: 120_000 },
       { name: 'plain', devices: [PLAIN_1, PLAIN_2] },
       { name: 'high', tts: { provider: 'espeak', voice: 'en-us+f3', pitch: 80 }, devices: [HIGH] },
     ];
-    agents = configAgentLookup({ agents: declared.map((a) => ConfigAgentSchema.parse(a)) });
-    srv = await startVoiceApp(llm.url, { agents: declared, mcpServers: { fx: fixtureEntry() } }, undefined, { agents, onSecret: (v) => secrets.push(v) });
+    // As in production: the configuration's agents are created in the store (SQLite) at start, and
+    // the devices' agents are read from its cache.
+    srv = await startVoiceApp(llm.url, { agents: declared, mcpServers: { fx: fixtureEntry() } }, undefined, { onSecret: (v) => secrets.push(v) });
     // The agents' remote voices are made in the background as soon as the agents are known.
     await srv.deps.profiles.ready();
   });
@@ -163,9 +161,9 @@ describe('agents: each device talks to its own assistant', { timeout: 120_000 },
       const first = await ask(dev, 'first question');
       assert.match(systemText(first), /^You are the study tutor\./);
 
-      const study = agents.agent('study');
+      const study = await srv.app.store.agents.get('study');
       assert.ok(study);
-      agents.setAgent('study', { ...study.settings, systemPrompt: 'You are the new tutor.', llm: { model: 'model-study', apiKey: 'sk-study-rotated-key' } });
+      await srv.app.store.agents.update('study', { ...study.settings, systemPrompt: 'You are the new tutor.', llm: { model: 'model-study', apiKey: 'sk-study-rotated-key' } });
       const second = await ask(dev, 'second question');
       assert.match(systemText(second), /^You are the new tutor\./);
       assert.equal(second.headers.authorization, 'Bearer sk-study-rotated-key');
@@ -173,7 +171,7 @@ describe('agents: each device talks to its own assistant', { timeout: 120_000 },
       // The history goes on under the new prompt: the first exchange is still there.
       assert.ok(second.body.messages.some((m) => m.role === 'user' && m.content === 'first question'));
 
-      agents.setDeviceAgent(STUDY, 'kitchen');
+      await srv.app.store.devices.update(STUDY, { agent: 'kitchen' });
       const third = await ask(dev, 'third question');
       assert.match(systemText(third), /^You are the kitchen helper\./);
       assert.equal(third.body.model, 'model-kitchen');
