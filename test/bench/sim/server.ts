@@ -216,7 +216,7 @@ function deepMerge(base: Record<string, unknown>, over: Record<string, unknown>)
 }
 
 /** Environment variables the server reads as overrides: never inherited, so nothing points away from loopback. */
-const SERVER_ENV_OVERRIDES = ['HOST', 'PORT', 'PUBLIC_WS_URL', 'OPENAI_BASE_URL', 'OPENAI_API_KEY', 'LLM_MODEL', 'LOG_LEVEL', 'XIAOZHI_CONFIG'];
+const SERVER_ENV_OVERRIDES = ['HOST', 'PORT', 'PUBLIC_WS_URL', 'OPENAI_BASE_URL', 'OPENAI_API_KEY', 'LLM_MODEL', 'LOG_LEVEL', 'XIAOZHI_CONFIG', 'XIAOZHI_DATA_DIR', 'DATABASE_URL', 'ADMIN_TOKEN'];
 
 export interface Fakes {
   proc: ChildProcess;
@@ -303,7 +303,8 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<SimSer
     const port = await freePort();
     const base: Record<string, unknown> = {
       // The simulated fleet comes from one loopback address and measures capacity itself.
-      server: { host: '127.0.0.1', port, drainTimeoutMs: 1000, maxSessions: 0, maxSessionsPerIp: 0, upgradeRate: { perSecond: 1_000_000, burst: 1_000_000 } },
+      // The database in the run's own folder (a device record and a live session per connection).
+      server: { host: '127.0.0.1', port, dataDir: join(dir, 'data'), drainTimeoutMs: 1000, maxSessions: 0, maxSessionsPerIp: 0, upgradeRate: { perSecond: 1_000_000, burst: 1_000_000 } },
       asr: { provider: 'openai', baseURL: fakes.asr, apiKey: 'sk-sim', model: 'whisper-1', language: 'en' },
       tts: { provider: 'espeak', voice: 'en-us' },
       llm: { baseURL: fakes.llm, apiKey: 'sk-sim', model: 'sim', maxRetries: 0 },

@@ -78,7 +78,7 @@ describe('signals to npm reach the server', () => {
     test(`${label}, ${signal} to npm's PID: the port closes and no process of its tree remains`, async () => {
       const port = await freePort();
       const config = join(dir, `config-${port}.yaml`);
-      writeFileSync(config, stringify({ server: { host: '127.0.0.1', port, drainTimeoutMs: 1000 }, logging: { level: 'warn' } }));
+      writeFileSync(config, stringify({ server: { host: '127.0.0.1', port, drainTimeoutMs: 1000, dataDir: join(dir, `data-${port}`) }, logging: { level: 'warn' } }));
       const env: NodeJS.ProcessEnv = { ...process.env, XIAOZHI_CONFIG: config };
       for (const k of ['HOST', 'PORT', 'LOG_LEVEL', 'PUBLIC_WS_URL']) delete env[k];
       // Its own process group, as a shell gives a job, so every process it starts can be found.

@@ -29,7 +29,7 @@ async function startServer(llmUrl: string, drainTimeoutMs: number, dir: string):
   writeFileSync(
     file,
     stringify({
-      server: { host: '127.0.0.1', port, drainTimeoutMs },
+      server: { host: '127.0.0.1', port, drainTimeoutMs, dataDir: join(dir, `data-${port}`) },
       llm: { baseURL: llmUrl, model: 'fake-model', maxRetries: 0, timeoutMs: 10_000 },
       logging: { level: 'info' },
     }),

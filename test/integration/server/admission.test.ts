@@ -35,7 +35,7 @@ after(async () => {
 /** The production wiring with the fake LLM; closed again if listening fails. */
 async function start(server: Record<string, unknown>, opts: AssembleOptions = {}): Promise<Server> {
   assert.ok(llm, 'the fake LLM started');
-  const config = ConfigSchema.parse({ llm: { baseURL: llm.url, apiKey: '', model: 'fake-model', maxRetries: 0, timeoutMs: 5000 }, server });
+  const config = ConfigSchema.parse({ llm: { baseURL: llm.url, apiKey: '', model: 'fake-model', maxRetries: 0, timeoutMs: 5000 }, server, store: { url: 'sqlite::memory:' } });
   const logs = createLogSink();
   const srv = await assembleServer(config, createLogger({ level: 'debug', logContent: false, destination: logs.stream }), opts);
   try {

@@ -16,7 +16,9 @@ function start(configText: string, mode = 0o600): Promise<{ code: number | null;
   writeFileSync(file, configText);
   chmodSync(file, mode);
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts', '--config', file], { stdio: ['ignore', 'pipe', 'pipe'] });
+    // Its own data directory (the database), not ./data of the checkout.
+    const env = { ...process.env, XIAOZHI_DATA_DIR: join(dir, 'data') };
+    const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts', '--config', file], { stdio: ['ignore', 'pipe', 'pipe'], env });
     let stderr = '';
     let stdout = '';
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));

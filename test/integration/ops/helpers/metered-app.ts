@@ -27,6 +27,8 @@ export interface MeteredApp {
 export async function startMeteredApp(llmUrl: string, overrides: Record<string, unknown> = {}): Promise<MeteredApp> {
   const config = ConfigSchema.parse({
     llm: { baseURL: llmUrl, apiKey: '', model: 'fake-model', maxRetries: 0, timeoutMs: 5000 },
+    // A private database, not ./data of the checkout.
+    store: { url: 'sqlite::memory:' },
     ...overrides,
   });
   const logs = createLogSink();
