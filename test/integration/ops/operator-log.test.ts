@@ -91,7 +91,7 @@ describe('the operator log of a server for Chinese speakers', () => {
   test('language zh with the embedded (English) ASR: a warning at start naming asr.provider and what to use', async () => {
     const port = await freePort();
     const config = join(dir, 'config.yaml');
-    writeFileSync(config, stringify({ language: 'zh', server: { host: '127.0.0.1', port }, logging: { level: 'info' } }));
+    writeFileSync(config, stringify({ language: 'zh', server: { host: '127.0.0.1', port, dataDir: join(dir, 'state') }, logging: { level: 'info' } }));
     srv = await spawnServer({ command: process.execPath, args: ['--import', 'tsx', 'server/main.ts', '--config', config], env: cleanEnv(), port });
     const lines = srv.output().split('\n').filter((l) => l.includes('asr.provider'));
     assert.equal(lines.length, 1, srv.output().slice(-3000));
