@@ -24,11 +24,13 @@ import { StoreDeviceRegistry } from './registry.ts';
 import { StoreDeviceRecords, type DeviceRecords } from './device-records.ts';
 import { StoreAgents, type Agents } from './agents.ts';
 import { HEARTBEAT_MS, StoreLiveSessions, type LiveSessions } from './live-sessions.ts';
+import { StoreMcpTokens, type McpTokens } from './mcp-tokens.ts';
 
 export type { StoreCache } from './store-cache.ts';
 export type { DeviceRecords } from './device-records.ts';
 export type { Agents } from './agents.ts';
 export type { LiveSession, LiveSessions } from './live-sessions.ts';
+export type { McpTokens } from './mcp-tokens.ts';
 
 export interface Store {
   readonly dialect: Dialect;
@@ -39,6 +41,8 @@ export interface Store {
   readonly agents: Agents;
   /** Who is connected now, on which replica. */
   readonly sessions: LiveSessions;
+  /** The MCP endpoint's tokens (hashed), one agent each. */
+  readonly mcpTokens: McpTokens;
   /** Synchronous reads for the hot path, kept fresh by the change feed. */
   readonly cache: StoreCache;
   /** The schema version (the newest migration applied). */
@@ -124,6 +128,7 @@ export async function openStore(opts: OpenStoreOptions): Promise<Store> {
       devices,
       agents,
       sessions: live,
+      mcpTokens: new StoreMcpTokens(writer, now),
       cache,
       version,
       replica: opts.replica,
