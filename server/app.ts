@@ -162,7 +162,7 @@ async function buildWithStore(deps: AppDeps, store: Store): Promise<App> {
   });
   await fastify.register(webRoutes);
   // Users' own MCP bridges dial in here with an agent's token.
-  const bridges = deps.bridges ?? bridgeHubFor(config, deps.log);
+  const bridges = deps.bridges ?? bridgeHubFor(config, deps.log, store.mcpRelay);
   await fastify.register(mcpEndpointRoute, {
     hub: bridges,
     tokens: store.mcpTokens,

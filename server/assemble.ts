@@ -67,7 +67,7 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
   const agents = opts.agents ?? agentLookupOf(store.cache, (listener) => store.onChange(listener));
   const metrics = createServerMetrics({ mcpServerNames: Object.keys(config.mcpServers) });
   // Shared by the endpoint (bridges join it) and the sessions' tools (their agent's bridges).
-  const bridges = bridgeHubFor(config, log);
+  const bridges = bridgeHubFor(config, log, store.mcpRelay);
   const deps = await createDeps(config, log, {
     bridges,
     observer: metrics.observer,

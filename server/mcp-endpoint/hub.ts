@@ -6,8 +6,11 @@
  * name its initialize answered) and the same source address: its new connection replaces the old
  * one, and no other bridge of the agent is touched.
  */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import type { Logger } from '../../core/logger.ts';
 import { errorResult, type ToolResult, type ToolSource, type ToolSpec } from '../../mcp/tool-source.ts';
+import type { McpRelay, PublishedBridge } from '../../store/mcp-relay.ts';
 import { CloseCodes } from '../../mcp/websocket-peer-transport.ts';
 import type { Bridge } from './bridge.ts';
 import type { McpEndpointLimits } from './limits.ts';
@@ -29,16 +32,62 @@ function safe(s: string): string {
   return s.replace(/[^a-zA-Z0-9_-]/g, '_');
 }
 
+/** How the bridges of one replica serve the devices of the others (through the database). */
+export interface RelayOptions {
+  relay: McpRelay;
+  /** How often this process looks for calls queued for its bridges, and for answers, ms. */
+  pollMs?: number;
+  /** How often this process re-publishes its bridges (their heartbeat), ms. */
+  heartbeatMs?: number;
+}
+
+type Route = { bridge: Bridge; name: string } | { remote: PublishedBridge; name: string };
+
+function isToolSpec(v: unknown): v is ToolSpec {
+  return typeof v === 'object' && v !== null && typeof (v as ToolSpec).name === 'string' && typeof (v as ToolSpec).inputSchema === 'object';
+}
+
+function isToolResult(v: unknown): v is ToolResult {
+  return typeof v === 'object' && v !== null && Array.isArray((v as ToolResult).content) && typeof (v as ToolResult).isError === 'boolean';
+}
+
 export class BridgeHub {
   readonly limits: McpEndpointLimits;
+  /** This process among the replicas (what it publishes its bridges as). */
+  readonly owner = `${hostname()}:${process.pid}#${randomBytes(4).toString('hex')}`;
   readonly #log: Logger;
   readonly #byAgent = new Map<string, Bridge[]>();
   readonly #perAddress = new Map<string, number>();
   readonly #listeners = new Set<(agent: string) => void>();
+  readonly #relay: McpRelay | undefined;
+  readonly #pollMs: number;
+  readonly #timers: NodeJS.Timeout[] = [];
+  #publishing: Promise<void> | undefined;
+  #publishAgain = false;
+  #polling = false;
+  #stopped = false;
 
-  constructor(limits: McpEndpointLimits, log: Logger) {
+  constructor(limits: McpEndpointLimits, log: Logger, relay?: RelayOptions) {
     this.limits = limits;
     this.#log = log;
+    this.#relay = relay?.relay;
+    this.#pollMs = relay?.pollMs ?? 150;
+    if (this.#relay) {
+      const beat = setInterval(() => this.#publish(), relay?.heartbeatMs ?? 10_000);
+      const poll = setInterval(() => void this.#serveQueued(), this.#pollMs);
+      beat.unref();
+      poll.unref();
+      this.#timers.push(beat, poll);
+    }
+  }
+
+  /** Stops the relay and removes what this process published. */
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    for (const t of this.#timers) clearInterval(t);
+    await this.#publishing;
+    await this.#relay?.clear(this.owner).catch((err: unknown) => this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not remove the published bridges'));
   }
 
   /** Whether one more connection from `address` fits; counts it when it does (release with `released`). */
@@ -115,36 +164,112 @@ export class BridgeHub {
    * turns). Calls go to the bridge that offered the tool at the last listing.
    */
   toolSource(agentOf: () => string): ToolSource {
-    let routes = new Map<string, { bridge: Bridge; name: string }>();
+    let routes = new Map<string, Route>();
     let listedFor: string | undefined;
-    const list = (): ToolSpec[] => {
+    const list = async (): Promise<ToolSpec[]> => {
       const agent = agentOf();
-      const next = new Map<string, { bridge: Bridge; name: string }>();
+      const next = new Map<string, Route>();
       const out: ToolSpec[] = [];
-      for (const bridge of this.bridgesOf(agent)) {
-        for (const spec of bridge.tools) {
-          let exposed = spec.name;
-          if (next.has(exposed)) {
-            exposed = `${safe(bridge.name)}__${spec.name}`.slice(0, MAX_NAME);
-            if (next.has(exposed)) continue;
-          }
-          next.set(exposed, { bridge, name: spec.name });
-          out.push(exposed === spec.name ? spec : { ...spec, name: exposed });
+      const add = (bridgeName: string, spec: ToolSpec, route: Route): void => {
+        let exposed = spec.name;
+        if (next.has(exposed)) {
+          exposed = `${safe(bridgeName)}__${spec.name}`.slice(0, MAX_NAME);
+          if (next.has(exposed)) return;
         }
-      }
+        next.set(exposed, route);
+        out.push(exposed === spec.name ? spec : { ...spec, name: exposed });
+      };
+      for (const bridge of this.bridgesOf(agent)) for (const spec of bridge.tools) add(bridge.name, spec, { bridge, name: spec.name });
+      for (const remote of await this.#remote(agent)) for (const spec of remote.tools.filter(isToolSpec)) add(remote.name, spec, { remote, name: spec.name });
       routes = next;
       listedFor = agent;
       return out;
     };
     return {
-      listTools: () => Promise.resolve(list()),
+      listTools: () => list(),
       callTool: async (name, args, opts): Promise<ToolResult> => {
-        if (listedFor !== agentOf()) list();
+        if (listedFor !== agentOf()) await list();
         const route = routes.get(name);
         if (!route) return errorResult(`Unknown tool "${name}".`);
-        return route.bridge.callTool(route.name, args, opts);
+        if ('bridge' in route) return route.bridge.callTool(route.name, args, opts);
+        return this.#callRemote(route.remote, route.name, args, opts.signal);
       },
     };
+  }
+
+  async #remote(agent: string): Promise<PublishedBridge[]> {
+    if (!this.#relay) return [];
+    try {
+      return await this.#relay.remote(agent, this.owner);
+    } catch (err) {
+      this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not read the other replicas\' bridges');
+      return [];
+    }
+  }
+
+  /** A call to a bridge on another replica: queued in the database, answered by that replica. */
+  async #callRemote(remote: PublishedBridge, tool: string, args: Record<string, unknown>, signal: AbortSignal): Promise<ToolResult> {
+    const relay = this.#relay;
+    if (!relay) return errorResult(`Tool ${tool} failed: the MCP bridge "${remote.name}" is not connected here.`);
+    const id = randomUUID();
+    // The owner runs it with its own call timeout; a little more for the trips through the database.
+    const deadline = performance.now() + this.limits.callTimeoutMs + 5000;
+    try {
+      await relay.enqueue(remote.owner, { id, bridgeId: remote.id, tool, args });
+      while (!signal.aborted && performance.now() < deadline) {
+        await new Promise((r) => setTimeout(r, this.#pollMs));
+        const result = await relay.take(id);
+        if (result !== undefined) return isToolResult(result) ? result : errorResult(`Tool ${tool} on the MCP bridge "${remote.name}" answered a malformed result.`);
+      }
+      await relay.drop(id);
+      return signal.aborted ? errorResult(`Tool ${tool} was cancelled.`) : errorResult(`Tool ${tool} failed: the replica the MCP bridge "${remote.name}" is connected to did not answer in time.`);
+    } catch (err) {
+      return errorResult(`Tool ${tool} failed: could not reach the MCP bridge "${remote.name}" on another replica (${(err as Error).message}).`);
+    }
+  }
+
+  /** Runs the calls other replicas queued for this process's bridges. */
+  async #serveQueued(): Promise<void> {
+    const relay = this.#relay;
+    if (!relay || this.#polling || this.#byAgent.size === 0) return;
+    this.#polling = true;
+    try {
+      const calls = await relay.claim(this.owner);
+      for (const call of calls) {
+        const bridge = [...this.#byAgent.values()].flat().find((b) => b.id === call.bridgeId);
+        void (async () => {
+          const result = bridge
+            ? await bridge.callTool(call.tool, call.args, { signal: new AbortController().signal })
+            : errorResult(`Tool ${call.tool} failed: its MCP bridge is not connected any more.`);
+          await relay.finish(call.id, { content: result.content, isError: result.isError, ...(result.structuredContent ? { structuredContent: result.structuredContent } : {}) });
+        })().catch((err: unknown) => this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not answer a forwarded call'));
+      }
+    } catch (err) {
+      this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not read forwarded calls');
+    } finally {
+      this.#polling = false;
+    }
+  }
+
+  /** Publishes this process's bridges (coalesced: one write at a time, the latest state last). */
+  #publish(): void {
+    const relay = this.#relay;
+    if (!relay || this.#stopped) return;
+    if (this.#publishing) {
+      this.#publishAgain = true;
+      return;
+    }
+    const bridges = [...this.#byAgent.values()].flat().map((b) => ({ id: b.id, agent: b.agent, name: b.name, tools: [...b.tools] }));
+    this.#publishing = relay
+      .publish(this.owner, bridges)
+      .catch((err: unknown) => this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not publish the bridges for the other replicas'))
+      .finally(() => {
+        this.#publishing = undefined;
+        if (this.#publishAgain) {
+          this.#publishAgain = false;
+          this.#publish();
+        }
+      });
   }
 
   #leave(bridge: Bridge): void {
@@ -157,6 +282,7 @@ export class BridgeHub {
   }
 
   #changed(agent: string): void {
+    this.#publish();
     for (const fn of [...this.#listeners]) {
       try {
         fn(agent);

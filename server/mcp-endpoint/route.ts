@@ -109,5 +109,8 @@ export async function mcpEndpointRoute(app: FastifyInstance, opts: McpEndpointRo
 
   app.get(MCP_ENDPOINT_PATH, { websocket: true, preValidation }, handler);
   app.get(MCP_ENDPOINT_PATH.slice(0, -1), { websocket: true, preValidation }, handler);
-  app.addHook('preClose', async () => hub.closeAll());
+  app.addHook('preClose', async () => {
+    hub.closeAll();
+    await hub.stop();
+  });
 }
