@@ -23,6 +23,8 @@ export interface McpEndpointRouteOptions {
   /** Upgrade attempts per address (failed ones) and per address and agent (valid ones). */
   upgradeRate: RateLimit;
   retryAfterS: number;
+  /** How often connected bridges' tokens are checked again (revoked through another replica), ms. */
+  recheckMs?: number;
   /** Told each token a bridge presents that is valid, for log redaction by value. */
   onSecret?: (value: string) => void;
 }
@@ -47,6 +49,21 @@ export async function mcpEndpointRoute(app: FastifyInstance, opts: McpEndpointRo
   const { hub } = opts;
   const perIp = new PerIpLimits(opts.upgradeRate);
   const agentOf = new WeakMap<FastifyRequest, string>();
+  const tokenOf = new WeakMap<FastifyRequest, string>();
+  // A token revoked or rotated through another replica's admin API: its bridges here are closed
+  // at the next check (this replica's own admin API closes them at once).
+  const live = new Map<Bridge, string>();
+  const recheck = setInterval(() => {
+    for (const [bridge, token] of live) {
+      opts.tokens
+        .verify(token)
+        .then((agent) => {
+          if (agent !== bridge.agent) bridge.close(1008, 'token revoked');
+        })
+        .catch(() => undefined);
+    }
+  }, opts.recheckMs ?? 10_000);
+  recheck.unref();
 
   const preValidation = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const address = addressKey(request);
@@ -68,6 +85,7 @@ export async function mcpEndpointRoute(app: FastifyInstance, opts: McpEndpointRo
     }
     opts.onSecret?.(token);
     agentOf.set(request, agent);
+    tokenOf.set(request, token);
   };
 
   const handler = (socket: WebSocket, request: FastifyRequest): void => {
@@ -90,7 +108,9 @@ export async function mcpEndpointRoute(app: FastifyInstance, opts: McpEndpointRo
       log,
       onToolsChanged: () => hub.toolsChanged(agent),
     });
+    live.set(bridge, tokenOf.get(request) ?? '');
     bridge.onClosed((reason) => {
+      live.delete(bridge);
       hub.released(address);
       log.info({ bridge: bridge.name, reason }, 'mcp endpoint: bridge disconnected');
     });
@@ -110,6 +130,7 @@ export async function mcpEndpointRoute(app: FastifyInstance, opts: McpEndpointRo
   app.get(MCP_ENDPOINT_PATH, { websocket: true, preValidation }, handler);
   app.get(MCP_ENDPOINT_PATH.slice(0, -1), { websocket: true, preValidation }, handler);
   app.addHook('preClose', async () => {
+    clearInterval(recheck);
     hub.closeAll();
     await hub.stop();
   });

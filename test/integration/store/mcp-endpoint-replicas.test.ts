@@ -36,9 +36,10 @@ describe('MCP endpoint across two replicas on one PostgreSQL', { timeout: 120_00
     await pg?.stop();
   });
 
-  test('a bridge on replica A serves a device of its agent on replica B; its tools leave B when it leaves A', async () => {
+  test('a bridge on replica A serves a device of its agent on replica B; its tools leave B when it leaves A; a revoke through B closes it on A', async () => {
     const r = await fetch(`${b.httpUrl}/api/admin/agents/kitchen/mcp-endpoint`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}` } });
     const { token } = (await r.json()) as { token: string };
+    assert.ok(token);
     // Issued through B, used on A: the token is in the database.
     const bridge = await connectSdkBridge(`${a.wsUrl.replace(/\/xiaozhi\/v1\/?$/, '')}/mcp/?token=${token}`, 'calculator', [
       { name: 'calculator', description: 'Evaluates an arithmetic expression', args: ['python_expression'], run: (x) => `The result is ${x.python_expression === '6*7' ? 42 : '?'}` },
@@ -67,5 +68,11 @@ describe('MCP endpoint across two replicas on one PostgreSQL', { timeout: 120_00
     }
     const onB = b.app.bridges.toolSource(() => 'kitchen');
     await waitFor(async () => (await onB.listTools()).length === 0, { what: 'the tools to leave replica B', timeoutMs: 5000 });
+
+    // Revoked through B: the bridge connected to A is closed at A's next check.
+    const again = await connectSdkBridge(`${a.wsUrl.replace(/\/xiaozhi\/v1\/?$/, '')}/mcp/?token=${token}`, 'calculator', [{ name: 'calculator', description: 'x', run: () => '1' }]);
+    assert.equal((await fetch(`${b.httpUrl}/api/admin/agents/kitchen/mcp-endpoint`, { method: 'DELETE', headers: { authorization: `Bearer ${ADMIN}` } })).status, 204);
+    const closed = await Promise.race([again.closed, new Promise<{ code: number; reason: string }>((r) => setTimeout(() => r({ code: 0, reason: 'still open' }), 30_000))]);
+    assert.deepEqual(closed, { code: 1008, reason: 'token revoked' });
   });
 });
