@@ -237,3 +237,42 @@ describe('MCP endpoint', { timeout: 120_000 }, () => {
     for (const b of [schemaBridge, two, three]) await b.close();
   });
 });
+
+describe('MCP endpoint: upgrades per address', { timeout: 60_000 }, () => {
+  let t: TestApp;
+  before(async () => {
+    t = await startTestApp({
+      createConversation: recordingConversation().factory,
+      config: { server: { upgradeRate: { perSecond: 0.01, burst: 5 } }, mcpEndpoint: { maxConnectionsPerAddress: 2, pingIntervalMs: 0 } },
+    });
+    await t.app.store.agents.create('kitchen', {});
+  });
+  after(() => t.close());
+
+  const status = (url: string): Promise<number> =>
+    new Promise((resolve) => {
+      const ws = new WebSocket(url);
+      ws.on('unexpected-response', (_q, res) => resolve(res.statusCode ?? 0));
+      ws.on('open', () => {
+        ws.close();
+        resolve(101);
+      });
+      ws.on('error', () => undefined);
+    });
+
+  test('failed upgrades spend the address budget (then 429); a valid token has its own; open connections per address are bounded', async () => {
+    const base = `ws://127.0.0.1:${t.port}/mcp/?token=`;
+    const { token } = await t.app.store.mcpTokens.issue('kitchen');
+    const bad: number[] = [];
+    for (let i = 0; i < 5; i++) bad.push(await status(`${base}bad-token-bad-token-${i}`));
+    assert.deepEqual(bad, [401, 401, 401, 401, 401]);
+    assert.equal(await status(`${base}bad-token-bad-token-6`), 429, 'the anonymous budget is spent');
+    const first = await connectRawBridge(`${base}${token}&bridge=one`, (m) => (m.method === 'initialize' ? initializeResult('one') : m.method === 'tools/list' ? { tools: [] } : undefined));
+    const second = await connectRawBridge(`${base}${token}&bridge=two`, (m) => (m.method === 'initialize' ? initializeResult('two') : m.method === 'tools/list' ? { tools: [] } : undefined));
+    assert.equal(await status(`${base}${token}&bridge=three`), 429, 'two open connections from this address is the limit');
+    await first.close();
+    await waitFor(() => t.app.bridges.bridgesOf('kitchen').length === 1, { what: 'the first bridge to leave' });
+    assert.equal(await status(`${base}${token}&bridge=three`), 101, 'room for one more after a close; a valid token has its own budget');
+    await second.close();
+  });
+});
