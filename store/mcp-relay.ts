@@ -14,6 +14,9 @@ export interface PublishedBridge {
   owner: string;
   agent: string;
   name: string;
+  /** Its source address (as the per-address limits count it). */
+  address: string;
+  connectedAt: string;
   /** JSON-able tool specs. */
   tools: unknown[];
 }
@@ -56,7 +59,7 @@ export class StoreMcpRelay implements McpRelay {
     const now = this.#now();
     await this.#db.transaction().execute(async (trx) => {
       await trx.deleteFrom('mcp_bridges').where('owner', '=', owner).execute();
-      for (const b of bridges) await trx.insertInto('mcp_bridges').values({ id: b.id, owner, agent: b.agent, name: b.name, tools: JSON.stringify(b.tools), seen_ms: now }).execute();
+      for (const b of bridges) await trx.insertInto('mcp_bridges').values({ id: b.id, owner, agent: b.agent, name: b.name, address: b.address, connected_at: b.connectedAt, tools: JSON.stringify(b.tools), seen_ms: now }).execute();
       // Rows of processes that stopped without clearing (a crash) go after a while.
       await trx.deleteFrom('mcp_bridges').where('seen_ms', '<', now - 4 * BRIDGE_STALE_MS).execute();
       await trx.deleteFrom('mcp_calls').where('created_ms', '<', now - 4 * BRIDGE_STALE_MS).execute();
@@ -72,7 +75,7 @@ export class StoreMcpRelay implements McpRelay {
       .where('seen_ms', '>=', this.#now() - BRIDGE_STALE_MS)
       .orderBy('id')
       .execute();
-    return rows.map((r) => ({ id: r.id, owner: r.owner, agent: r.agent, name: r.name, tools: parseArray(r.tools) }));
+    return rows.map((r) => ({ id: r.id, owner: r.owner, agent: r.agent, name: r.name, address: r.address, connectedAt: r.connected_at, tools: parseArray(r.tools) }));
   }
 
   async enqueue(owner: string, call: QueuedCall): Promise<void> {

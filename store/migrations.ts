@@ -122,6 +122,8 @@ function mcpEndpoint(): Migration {
         .addColumn('owner', 'varchar(200)', (c) => c.notNull())
         .addColumn('agent', 'varchar(64)', (c) => c.notNull())
         .addColumn('name', 'varchar(64)', (c) => c.notNull())
+        .addColumn('address', 'varchar(64)', (c) => c.notNull())
+        .addColumn('connected_at', 'varchar(40)', (c) => c.notNull())
         .addColumn('tools', 'text', (c) => c.notNull())
         .addColumn('seen_ms', 'bigint', (c) => c.notNull())
         .execute();

@@ -106,6 +106,8 @@ export interface McpBridgesTable {
   owner: string;
   agent: string;
   name: string;
+  address: string;
+  connected_at: string;
   /** JSON of the bridge's ToolSpec[]. */
   tools: string;
   seen_ms: Millis;

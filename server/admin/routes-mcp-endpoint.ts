@@ -11,6 +11,8 @@ import { MCP_ENDPOINT_PATH } from '../mcp-endpoint/route.ts';
 
 const BridgeView = z.object({
   id: z.string(),
+  /** The server process (replica) it is connected to. */
+  replica: z.string(),
   name: z.string(),
   server: z.object({ name: z.string(), version: z.string() }).nullable(),
   protocolVersion: z.string().nullable(),
@@ -77,7 +79,7 @@ export const mcpEndpointRoutes = [
     id: 'getMcpEndpoint',
     method: 'GET',
     path: '/agents/{name}/mcp-endpoint',
-    summary: "The agent's MCP endpoint: whether it has a token, and the bridges connected to this process with their tools.",
+    summary: "The agent's MCP endpoint: whether it has a token, and the bridges connected (to any replica) with their tools.",
     auth: true,
     params: AgentParams,
     body: null,
@@ -88,7 +90,7 @@ export const mcpEndpointRoutes = [
       const ep = endpointOf(ctx);
       await requireAgent(ctx, params.name);
       const info = await ctx.store.mcpTokens.info(params.name);
-      const bridges = ep.hub.status(params.name).map((b) => ({ ...b, toolCount: b.tools.length }));
+      const bridges = (await ep.hub.statusEverywhere(params.name)).map((b) => ({ ...b, toolCount: b.tools.length }));
       return {
         agent: params.name,
         enabled: info !== undefined,

@@ -18,6 +18,8 @@ import type { McpEndpointLimits } from './limits.ts';
 /** What the admin API shows of one bridge. */
 export interface BridgeStatus {
   id: string;
+  /** The server process it is connected to. */
+  replica: string;
   name: string;
   server: { name: string; version: string } | null;
   protocolVersion: string | null;
@@ -98,6 +100,11 @@ export class BridgeHub {
     return true;
   }
 
+  /** Endpoint connections open from `address`. */
+  connections(address: string): number {
+    return this.#perAddress.get(address) ?? 0;
+  }
+
   released(address: string): void {
     const n = (this.#perAddress.get(address) ?? 1) - 1;
     if (n <= 0) this.#perAddress.delete(address);
@@ -139,6 +146,7 @@ export class BridgeHub {
   status(agent: string): BridgeStatus[] {
     return this.bridgesOf(agent).map((b) => ({
       id: b.id,
+      replica: this.owner,
       name: b.name,
       server: b.serverInfo ?? null,
       protocolVersion: b.protocolVersion ?? null,
@@ -146,6 +154,21 @@ export class BridgeHub {
       connectedAt: b.connectedAt,
       tools: b.tools.map((t) => t.name),
     }));
+  }
+
+  /** The agent's bridges on this process and, through the store, on the other replicas. */
+  async statusEverywhere(agent: string): Promise<BridgeStatus[]> {
+    const remote = (await this.#remote(agent)).map((r) => ({
+      id: r.id,
+      replica: r.owner,
+      name: r.name,
+      server: null,
+      protocolVersion: null,
+      address: r.address,
+      connectedAt: r.connectedAt,
+      tools: r.tools.filter(isToolSpec).map((t) => t.name),
+    }));
+    return [...this.status(agent), ...remote];
   }
 
   /** Told the agent's name when its set of tools may have changed. Returns the unsubscribe. */
@@ -259,7 +282,7 @@ export class BridgeHub {
       this.#publishAgain = true;
       return;
     }
-    const bridges = [...this.#byAgent.values()].flat().map((b) => ({ id: b.id, agent: b.agent, name: b.name, tools: [...b.tools] }));
+    const bridges = [...this.#byAgent.values()].flat().map((b) => ({ id: b.id, agent: b.agent, name: b.name, address: b.address, connectedAt: b.connectedAt, tools: [...b.tools] }));
     this.#publishing = relay
       .publish(this.owner, bridges)
       .catch((err: unknown) => this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not publish the bridges for the other replicas'))

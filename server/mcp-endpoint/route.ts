@@ -79,7 +79,7 @@ export async function mcpEndpointRoute(app: FastifyInstance, opts: McpEndpointRo
       await reply.code(401).send({ error: 'unauthorized: unknown or revoked MCP endpoint token' });
       return;
     }
-    if (!hub.admit(address)) {
+    if (hub.connections(address) >= hub.limits.maxConnectionsPerAddress) {
       await reply.code(429).send({ error: 'too many MCP endpoint connections from this address' });
       return;
     }
@@ -93,6 +93,12 @@ export async function mcpEndpointRoute(app: FastifyInstance, opts: McpEndpointRo
     const address = addressKey(request);
     if (agent === undefined) {
       socket.close(1008, 'unauthorized');
+      return;
+    }
+    // Counted once connected (an upgrade that never completes holds nothing); two upgrades racing
+    // past the check above are caught here.
+    if (!hub.admit(address)) {
+      socket.close(1008, 'too many MCP endpoint connections from this address');
       return;
     }
     const id = randomUUID();

@@ -48,6 +48,9 @@ describe('MCP endpoint across two replicas on one PostgreSQL', { timeout: 120_00
       const onB = b.app.bridges.toolSource(() => 'kitchen');
       await waitFor(async () => (await onB.listTools()).some((t) => t.name === 'calculator'), { what: 'the bridge tools on replica B', timeoutMs: 5000 });
       assert.deepEqual(await b.app.bridges.toolSource(() => 'study').listTools(), [], 'another agent on B is not offered it');
+      // B's admin API shows the bridge connected to A, with A as its replica.
+      const st = (await (await fetch(`${b.httpUrl}/api/admin/agents/kitchen/mcp-endpoint`, { headers: { authorization: `Bearer ${ADMIN}` } })).json()) as { bridges: Array<{ name: string; replica: string; tools: string[] }> };
+      assert.deepEqual(st.bridges.map((x) => [x.name, x.replica, x.tools]), [['calculator', a.app.bridges.owner, ['calculator']]]);
 
       const dev = new DeviceSim({ url: b.wsUrl, deviceId: KITCHEN });
       try {

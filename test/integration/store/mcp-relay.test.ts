@@ -16,13 +16,13 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
       const store = await open(await target.fresh(), { now: () => now });
       try {
         const relay = store.mcpRelay;
-        await relay.publish('A', [{ id: 'b1', agent: 'kitchen', name: 'calc', tools: [{ name: 'add', inputSchema: { type: 'object' } }] }]);
-        await relay.publish('B', [{ id: 'b2', agent: 'kitchen', name: 'lights', tools: [] }]);
-        assert.deepEqual((await relay.remote('kitchen', 'B')).map((r) => [r.id, r.owner, r.name, r.tools.length]), [['b1', 'A', 'calc', 1]]);
+        await relay.publish('A', [{ id: 'b1', agent: 'kitchen', name: 'calc', address: '10.0.0.1', connectedAt: '2026-01-01T00:00:00.000Z', tools: [{ name: 'add', inputSchema: { type: 'object' } }] }]);
+        await relay.publish('B', [{ id: 'b2', agent: 'kitchen', name: 'lights', address: '10.0.0.2', connectedAt: '2026-01-01T00:00:00.000Z', tools: [] }]);
+        assert.deepEqual((await relay.remote('kitchen', 'B')).map((r) => [r.id, r.owner, r.name, r.address, r.connectedAt, r.tools.length]), [['b1', 'A', 'calc', '10.0.0.1', '2026-01-01T00:00:00.000Z', 1]]);
         assert.deepEqual(await relay.remote('office', 'B'), []);
         await relay.publish('A', []);
         assert.deepEqual(await relay.remote('kitchen', 'B'), [], 'a new publish replaces the old one');
-        await relay.publish('A', [{ id: 'b1', agent: 'kitchen', name: 'calc', tools: [] }]);
+        await relay.publish('A', [{ id: 'b1', agent: 'kitchen', name: 'calc', address: '10.0.0.1', connectedAt: '2026-01-01T00:00:00.000Z', tools: [] }]);
         now += BRIDGE_STALE_MS + 1;
         assert.deepEqual(await relay.remote('kitchen', 'B'), [], 'a process silent too long is ignored');
 
