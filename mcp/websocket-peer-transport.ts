@@ -69,8 +69,9 @@ export class WebSocketPeerTransport implements Transport {
     else this.#finish();
   }
 
+  /** The SDK's close: on the next turn, so a close with a reason given in the same turn wins. */
   close(): Promise<void> {
-    this.closeWith(CloseCodes.Normal, 'closed by the server');
+    setImmediate(() => this.closeWith(CloseCodes.Normal, 'closed by the server'));
     return Promise.resolve();
   }
 

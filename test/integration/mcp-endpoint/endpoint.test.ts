@@ -187,6 +187,18 @@ describe('MCP endpoint', { timeout: 120_000 }, () => {
     await b.close();
   });
 
+  test('a protocol version the server does not know, and a bridge that stops answering pings: each closed with the reason', async () => {
+    const future = await raw(kitchenUrl, (m) => (m.method === 'initialize' ? { ...initializeResult('future'), protocolVersion: '2099-01-01' } : undefined));
+    const f = await future.closed;
+    assert.equal(f.code, 1008);
+    assert.match(f.reason, /initialize failed/);
+    const deaf = await raw(kitchenUrl, (m) => (m.method === 'initialize' ? initializeResult('deaf') : m.method === 'tools/list' ? { tools: [tool('deaf_tool')] } : undefined));
+    const d = await deaf.closed;
+    assert.equal(d.code, 1001);
+    assert.match(d.reason, /no answer to ping/);
+    assert.ok(!(await names('kitchen')).includes('deaf_tool'));
+  });
+
   test('limits: a deep or huge schema drops that tool only; too many tools, a list that never answers, a message too big, one bridge too many: each closed with a reason', async () => {
     const { url } = await issue('limits');
     // A schema 30,000 levels deep (JSON.stringify recurses: the text is built by hand) is 1 MB.
