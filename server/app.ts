@@ -26,6 +26,9 @@ import { verifyBinding } from './identity/device-token.ts';
 import { openConfiguredStore } from './open-store.ts';
 import { useAddressSettings } from './http/address-key.ts';
 import { guardBrowserHosts } from './identity/origin.ts';
+import { mcpEndpointRoute } from './mcp-endpoint/route.ts';
+import { bridgeHubFor } from './mcp-endpoint/hub-for-config.ts';
+import type { BridgeHub } from './mcp-endpoint/hub.ts';
 import { ClientIdSchema, DeviceIdSchema } from '../protocol/ota.ts';
 import type { Logger } from '../core/logger.ts';
 
@@ -45,6 +48,8 @@ export interface AppDeps {
    * token OTA issues), so the log redaction can register it by value.
    */
   onSecret?: (value: string) => void;
+  /** The MCP endpoint's bridges (shared with the sessions' tools); absent: one of the app's own. */
+  bridges?: BridgeHub;
   /** Extra route plugins (health, metrics, web client) registered after the core routes. */
   plugins?: Array<(app: FastifyInstance) => Promise<void>>;
 }
@@ -54,6 +59,8 @@ export interface App {
   registry: SessionRegistry;
   /** The store, in every auth mode (device records, agents). */
   store: Store;
+  /** The bridges connected to the MCP endpoint. */
+  bridges: BridgeHub;
   /** activation mode only: the store's registry. Its secret() and every issued token must be redacted from logs by value. */
   devices?: DeviceRegistry;
   /** Stops accepting devices, lets turns finish until `deadline`, closes sessions and the server. */
@@ -154,8 +161,17 @@ async function buildWithStore(deps: AppDeps, store: Store): Promise<App> {
     ...(deps.onRefused ? { onRefused: deps.onRefused } : {}),
   });
   await fastify.register(webRoutes);
+  // Users' own MCP bridges dial in here with an agent's token.
+  const bridges = deps.bridges ?? bridgeHubFor(config, deps.log, store.mcpRelay);
+  await fastify.register(mcpEndpointRoute, {
+    hub: bridges,
+    tokens: store.mcpTokens,
+    upgradeRate: config.server.upgradeRate,
+    retryAfterS: config.server.admission.retryAfterS,
+    ...(deps.onSecret ? { onSecret: deps.onSecret } : {}),
+  });
   // The admin API and console: off (and the log says how to turn them on) without admin.token.
-  await fastify.register(adminPlugin({ token: config.admin.token, store, liveSessions: registry, ...(deps.onSecret ? { onSecret: deps.onSecret } : {}) }));
+  await fastify.register(adminPlugin({ token: config.admin.token, store, liveSessions: registry, mcpEndpoint: { hub: bridges, publicUrl: config.mcpEndpoint.publicUrl }, ...(deps.onSecret ? { onSecret: deps.onSecret } : {}) }));
   for (const plugin of deps.plugins ?? []) await fastify.register(plugin);
 
   // Sessions end before the HTTP server closes, so each one releases its turn and processes.
@@ -177,7 +193,7 @@ async function buildWithStore(deps: AppDeps, store: Store): Promise<App> {
     })();
     return shuttingDown;
   };
-  return { fastify, registry, store, ...(devices ? { devices } : {}), shutdown };
+  return { fastify, registry, store, bridges, ...(devices ? { devices } : {}), shutdown };
 }
 
 /**

@@ -11,6 +11,7 @@ import type { Config } from './config.ts';
 import { createDeps, type Deps } from './deps.ts';
 import { agentLookupOf, configAgentParts, type AgentLookup } from './agents/agent-lookup.ts';
 import { openConfiguredStore } from './open-store.ts';
+import { bridgeHubFor } from './mcp-endpoint/hub-for-config.ts';
 import type { Store } from '../store/store.ts';
 import { healthRoutes, providerChecks } from './http/health-route.ts';
 import { metricsRoute } from './http/metrics-route.ts';
@@ -65,7 +66,10 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
   }
   const agents = opts.agents ?? agentLookupOf(store.cache, (listener) => store.onChange(listener));
   const metrics = createServerMetrics({ mcpServerNames: Object.keys(config.mcpServers) });
+  // Shared by the endpoint (bridges join it) and the sessions' tools (their agent's bridges).
+  const bridges = bridgeHubFor(config, log, store.mcpRelay);
   const deps = await createDeps(config, log, {
+    bridges,
     observer: metrics.observer,
     ...(opts.mcpStartWaitMs !== undefined ? { mcpStartWaitMs: opts.mcpStartWaitMs } : {}),
     ...(opts.onWorker ? { onWorker: opts.onWorker } : {}),
@@ -99,6 +103,7 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
       onRefused: (reason) => metrics.connectionRefused(reason),
       admission,
       store,
+      bridges,
       ...(opts.onSecret ? { onSecret: opts.onSecret } : {}),
       plugins: [healthRoutes({ mcp: deps.mcp, ready: () => ready, checks: providerChecks(config), problems: () => doctor.problems(), adminSecret: config.server.adminSecret }), metricsRoute({ metrics })],
     });

@@ -315,6 +315,27 @@ export const LoggingSchema = z.strictObject({
 });
 
 /** The admin API (`/api/admin/`) and the console (`/admin`). */
+/**
+ * The MCP endpoint (`/mcp/`): users' own MCP bridges dial in with an agent's token. Every bound
+ * here is one a bridge can reach; a bridge over one is refused alone (an error, a close code with
+ * the reason, or a tool left out). Frames are also bounded by `server.maxMessageBytes`.
+ */
+export const McpEndpointSchema = z.strictObject({
+  /** The URL handed out (`wss://host/mcp/`); empty: built from the admin request's host. */
+  publicUrl: z.string().default(''),
+  maxMessageBytes: z.number().int().positive().default(65_536),
+  maxToolsPerBridge: z.number().int().positive().max(10_000).default(128),
+  maxBridgesPerAgent: z.number().int().positive().max(1000).default(8),
+  maxConnectionsPerAddress: z.number().int().positive().default(16),
+  maxCallsInFlight: z.number().int().positive().default(4),
+  callTimeoutMs: z.number().int().positive().default(30_000),
+  requestTimeoutMs: z.number().int().positive().default(10_000),
+  pingIntervalMs: z.number().int().min(0).default(30_000),
+  maxSchemaDepth: z.number().int().positive().max(1000).default(32),
+  maxSchemaNodes: z.number().int().positive().default(2_000),
+  maxListPages: z.number().int().positive().default(20),
+});
+
 export const AdminSchema = z.strictObject({
   /**
    * Bearer token of the admin API and the console's sign-in. Empty: both are off (404). Compared
@@ -344,6 +365,7 @@ export function createConfigSchema<M extends z.ZodType>(mcpServersSchema: M) {
     deviceMcp: DeviceMcpSchema.prefault({}),
     logging: LoggingSchema.prefault({}),
     admin: AdminSchema.prefault({}),
+    mcpEndpoint: McpEndpointSchema.prefault({}),
     /**
      * Agents: each device's assistant (prompt, language, voice, models, tools). Created in the
      * store at start when missing; what an agent leaves unset comes from this configuration.

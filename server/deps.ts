@@ -30,6 +30,7 @@ import type { SessionTools, SessionToolsInput, TurnObserver, VoiceDeps } from '.
 import { configAgentLookup, type AgentLookup } from './agents/agent-lookup.ts';
 import { AgentProfiles } from './agents/agent-profiles.ts';
 import { localToolsUnder, mcpToolsUnder } from './agents/tool-policy.ts';
+import type { BridgeHub } from './mcp-endpoint/hub.ts';
 
 export interface Deps {
   createConversation: ConversationFactory;
@@ -58,6 +59,8 @@ export interface CreateDepsOptions {
   agents?: AgentLookup;
   /** Where secrets found at run time go (agents' API keys), for log redaction by value. */
   onSecret?: (value: string) => void;
+  /** The bridges dialled in to the MCP endpoint: their agent's tools join each session's. */
+  bridges?: BridgeHub;
 }
 
 export async function createDeps(config: Config, log: Logger, opts: CreateDepsOptions = {}): Promise<Deps> {
@@ -118,6 +121,15 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
       { name: 'local', source: localToolsUnder(createLocalTools(localTools, { log: input.log }), policy) },
       { name: 'mcp', source: mcpToolsUnder(mcp.sessionView(), policy) },
     ];
+    if (opts.bridges) {
+      // The device's agent is asked at each listing: a change of agent applies from the next turn.
+      const deviceId = input.info.deviceId;
+      const agentOf = (): string => {
+        const named = deviceId ? agents.agentNameOf(deviceId) : null;
+        return named !== null && agents.agent(named) !== undefined ? named : profiles.defaultAgent();
+      };
+      sources.push({ name: 'bridge', source: opts.bridges.toolSource(agentOf) });
+    }
     if (input.deviceTools) sources.push({ name: 'device', source: input.deviceTools });
     return {
       tools: createCompositeToolSource(sources, { log: input.log }),

@@ -112,9 +112,41 @@ function initial(dialect: Dialect): Migration {
   };
 }
 
+/** The MCP endpoint's bridges published by each process, and calls forwarded between replicas. */
+function mcpEndpoint(): Migration {
+  return {
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema
+        .createTable('mcp_bridges')
+        .addColumn('id', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('owner', 'varchar(200)', (c) => c.notNull())
+        .addColumn('agent', 'varchar(64)', (c) => c.notNull())
+        .addColumn('name', 'varchar(64)', (c) => c.notNull())
+        .addColumn('address', 'varchar(64)', (c) => c.notNull())
+        .addColumn('connected_at', 'varchar(40)', (c) => c.notNull())
+        .addColumn('tools', 'text', (c) => c.notNull())
+        .addColumn('seen_ms', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('mcp_bridges_agent').on('mcp_bridges').column('agent').execute();
+      await db.schema
+        .createTable('mcp_calls')
+        .addColumn('id', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('owner', 'varchar(200)', (c) => c.notNull())
+        .addColumn('bridge_id', 'varchar(64)', (c) => c.notNull())
+        .addColumn('tool', 'varchar(64)', (c) => c.notNull())
+        .addColumn('args', 'text', (c) => c.notNull())
+        .addColumn('state', 'varchar(16)', (c) => c.notNull())
+        .addColumn('result', 'text')
+        .addColumn('created_ms', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('mcp_calls_owner').on('mcp_calls').columns(['owner', 'state']).execute();
+    },
+  };
+}
+
 /** Every migration, by name (names sort in the order they run). */
 export function migrations(dialect: Dialect): Record<string, Migration> {
-  return { '0001-initial': initial(dialect) };
+  return { '0001-initial': initial(dialect), '0003-mcp-endpoint': mcpEndpoint() };
 }
 
 export function migrationProvider(dialect: Dialect): MigrationProvider {

@@ -99,6 +99,36 @@ export interface McpTokensTable {
   created_at: string;
 }
 
+/** The MCP endpoint's bridges as each server process publishes them (for the other replicas). */
+export interface McpBridgesTable {
+  id: string;
+  /** The publishing process (its relay id). */
+  owner: string;
+  agent: string;
+  name: string;
+  address: string;
+  connected_at: string;
+  /** JSON of the bridge's ToolSpec[]. */
+  tools: string;
+  seen_ms: Millis;
+}
+
+/** A tool call one replica asks of a bridge connected to another. */
+export interface McpCallsTable {
+  id: string;
+  /** The process the bridge is connected to. */
+  owner: string;
+  bridge_id: string;
+  tool: string;
+  /** JSON of the arguments. */
+  args: string;
+  /** 'queued', 'running' or 'done'. */
+  state: string;
+  /** JSON of the ToolResult once done. */
+  result: string | null;
+  created_ms: Millis;
+}
+
 export interface RemindersTable {
   id: Generated<number>;
   device_id: string;
@@ -120,5 +150,7 @@ export interface Database {
   conversation_turns: ConversationTurnsTable;
   memory_facts: MemoryFactsTable;
   mcp_tokens: McpTokensTable;
+  mcp_bridges: McpBridgesTable;
+  mcp_calls: McpCallsTable;
   reminders: RemindersTable;
 }

@@ -24,11 +24,15 @@ import { StoreDeviceRegistry } from './registry.ts';
 import { StoreDeviceRecords, type DeviceRecords } from './device-records.ts';
 import { StoreAgents, type Agents } from './agents.ts';
 import { HEARTBEAT_MS, StoreLiveSessions, type LiveSessions } from './live-sessions.ts';
+import { StoreMcpTokens, type McpTokens } from './mcp-tokens.ts';
+import { StoreMcpRelay, type McpRelay } from './mcp-relay.ts';
 
 export type { StoreCache } from './store-cache.ts';
 export type { DeviceRecords } from './device-records.ts';
 export type { Agents } from './agents.ts';
 export type { LiveSession, LiveSessions } from './live-sessions.ts';
+export type { McpTokens } from './mcp-tokens.ts';
+export type { McpRelay } from './mcp-relay.ts';
 
 export interface Store {
   readonly dialect: Dialect;
@@ -39,6 +43,10 @@ export interface Store {
   readonly agents: Agents;
   /** Who is connected now, on which replica. */
   readonly sessions: LiveSessions;
+  /** The MCP endpoint's tokens (hashed), one agent each. */
+  readonly mcpTokens: McpTokens;
+  /** The MCP endpoint's bridges as every replica publishes them, and calls forwarded between replicas. */
+  readonly mcpRelay: McpRelay;
   /** Synchronous reads for the hot path, kept fresh by the change feed. */
   readonly cache: StoreCache;
   /** The schema version (the newest migration applied). */
@@ -124,6 +132,8 @@ export async function openStore(opts: OpenStoreOptions): Promise<Store> {
       devices,
       agents,
       sessions: live,
+      mcpTokens: new StoreMcpTokens(writer, now),
+      mcpRelay: new StoreMcpRelay(db, now),
       cache,
       version,
       replica: opts.replica,

@@ -5,4 +5,4 @@
  */
 import type { Store } from '../../store/store.ts';
 
-export type AdminStore = Pick<Store, 'registry' | 'devices' | 'agents' | 'sessions'>;
+export type AdminStore = Pick<Store, 'registry' | 'devices' | 'agents' | 'sessions' | 'mcpTokens'>;

@@ -31,6 +31,8 @@ export interface AdminOptions {
   sessionTtlMs?: number;
   /** Sign-in attempts per address: `burst` at once, then `perMinute`. */
   signIn?: { burst: number; perMinute: number };
+  /** The MCP endpoint's bridges and the URL base handed out (`mcpEndpoint.publicUrl`). */
+  mcpEndpoint?: AdminContext['mcpEndpoint'];
 }
 
 /** `where.path: message` for every issue; the first issue's path is the field named. */
@@ -64,6 +66,7 @@ export function adminPlugin(opts: AdminOptions): (app: FastifyInstance) => Promi
       localOnline: () => opts.liveSessions.list().flatMap((s) => (s.deviceId ? [s.deviceId] : [])),
       onSecret: (v) => opts.onSecret?.(v),
       log: app.log,
+      ...(opts.mcpEndpoint ? { mcpEndpoint: opts.mcpEndpoint } : {}),
     };
     // Keys stored by earlier runs (or another replica) are redacted from the first line on.
     try {

@@ -9,6 +9,7 @@ import type { Logger } from '../../core/logger.ts';
 import type { AdminStore } from './admin-store.ts';
 import type { AdminSessions } from './admin-sessions.ts';
 import type { SignInLimit } from './sign-in-limit.ts';
+import type { BridgeHub } from '../mcp-endpoint/hub.ts';
 
 export type AdminMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 
@@ -35,6 +36,8 @@ export interface AdminContext {
   /** Registers a secret value for log redaction (an agent's API key). */
   onSecret(value: string): void;
   log: Logger;
+  /** The MCP endpoint's bridges in this process and the URL base handed out; absent: not served. */
+  mcpEndpoint?: { hub: BridgeHub; publicUrl: string };
 }
 
 type Parsed<S> = S extends z.ZodType ? z.output<S> : undefined;

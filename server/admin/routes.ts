@@ -4,6 +4,7 @@ import { adminRoute, type AdminRoute } from './route.ts';
 import { deviceRoutes } from './routes-devices.ts';
 import { agentRoutes } from './routes-agents.ts';
 import { sessionRoutes } from './routes-session.ts';
+import { mcpEndpointRoutes } from './routes-mcp-endpoint.ts';
 import { SessionList } from './schemas.ts';
 import { openApiDocument } from './openapi.ts';
 
@@ -35,4 +36,4 @@ const openApiRoute = adminRoute({
   handle: async () => openApiDocument(ADMIN_ROUTES),
 });
 
-export const ADMIN_ROUTES: readonly AdminRoute[] = [...sessionRoutes, ...deviceRoutes, ...agentRoutes, ...liveSessionRoutes, openApiRoute];
+export const ADMIN_ROUTES: readonly AdminRoute[] = [...sessionRoutes, ...deviceRoutes, ...agentRoutes, ...mcpEndpointRoutes, ...liveSessionRoutes, openApiRoute];

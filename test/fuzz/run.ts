@@ -1,7 +1,8 @@
 /**
- * The long fuzz run: `npm run fuzz -- --runs 100000 [--seed N] [--mcp-share 0.01] [--ota-runs 2000] [--max-minutes M]`.
+ * The long fuzz run: `npm run fuzz -- --runs 100000 [--seed N] [--mcp-share 0.01] [--ota-runs 2000] [--endpoint-runs 500] [--max-minutes M]`.
  * The same properties as the CI tests (fuzz-run.ts for the device protocol, ota-run.ts for OTA
- * and the identity fields, `--ota-runs` per auth mode), many more cases; prints progress every
+ * and the identity fields, `--ota-runs` per auth mode, mcp-endpoint-run.ts for the MCP endpoint's
+ * bridges), many more cases; prints progress every
  * 10 s and a final report (inputs sent, crashes, close codes, OTA answers, elapsed, RSS, heap
  * after GC). Exit code 1 on any failure, with fast-check's seed and path to replay it.
  */
@@ -9,6 +10,7 @@ import { parseArgs } from 'node:util';
 import { startFuzzServer } from './fuzz-server.ts';
 import { describeStats, runFuzz } from './fuzz-run.ts';
 import { OTA_MODES, runOtaFuzz } from './ota-run.ts';
+import { runMcpEndpointFuzz } from './mcp-endpoint-run.ts';
 
 const { values } = parseArgs({
   options: {
@@ -16,6 +18,7 @@ const { values } = parseArgs({
     seed: { type: 'string' },
     'mcp-share': { type: 'string', default: '0.01' },
     'ota-runs': { type: 'string', default: '2000' },
+    'endpoint-runs': { type: 'string', default: '500' },
     'max-minutes': { type: 'string' },
   },
 });
@@ -23,6 +26,7 @@ const runs = Number(values.runs);
 const seed = values.seed !== undefined ? Number(values.seed) : Date.now() % 2 ** 31;
 const mcpRuns = Math.round(runs * Number(values['mcp-share']));
 const otaRuns = Number(values['ota-runs']);
+const endpointRuns = Number(values['endpoint-runs']);
 const timeLimitMs = values['max-minutes'] !== undefined ? Number(values['max-minutes']) * 60_000 : undefined;
 if (!Number.isInteger(runs) || runs < 1 || !Number.isInteger(seed) || !Number.isInteger(otaRuns) || otaRuns < 0) throw new Error('--runs, --seed and --ota-runs take integers');
 
@@ -45,6 +49,15 @@ if (otaRuns > 0) {
   } catch (err) {
     failed = true;
     console.error(`fuzz: OTA FAILED (replay with --seed ${seed})\n${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+if (Number.isInteger(endpointRuns) && endpointRuns > 0) {
+  try {
+    for (const l of await runMcpEndpointFuzz({ seed, runs: endpointRuns })) console.log(`  mcp endpoint ${l}`);
+    console.log('fuzz: MCP endpoint PASSED');
+  } catch (err) {
+    failed = true;
+    console.error(`fuzz: MCP endpoint FAILED (replay with --seed ${seed})\n${err instanceof Error ? err.message : String(err)}`);
   }
 }
 const fz = await startFuzzServer();

@@ -2,6 +2,7 @@
 // and to edit one. API keys are write-only: the form shows whether one is set, never its value.
 import { createAgent, deleteAgent, updateAgent } from './api.js';
 import { confirmButton, fill, h } from './dom.js';
+import { endpointPanel } from './mcp-endpoint.js';
 
 /** Text-like settings: `path` in the settings, its label, the input kind. */
 const FIELDS = [
@@ -166,6 +167,7 @@ export function renderAgents(root, agents, done) {
         { class: 'card agent', 'data-agent': a.name },
         h('summary', {}, h('strong', {}, a.name), summary(a)),
         agentForm(a, done),
+        endpointPanel(a.name, done),
         h(
           'div',
           { class: 'row end' },

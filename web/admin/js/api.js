@@ -45,3 +45,6 @@ export const createAgent = (name, settings) => api('POST', '/agents', { name, se
 export const updateAgent = (name, settings) => api('PATCH', `/agents/${encodeURIComponent(name)}`, { settings });
 export const deleteAgent = (name) => api('DELETE', `/agents/${encodeURIComponent(name)}`);
 export const listSessions = () => api('GET', '/sessions').then((r) => r.sessions);
+export const getMcpEndpoint = (agent) => api('GET', `/agents/${encodeURIComponent(agent)}/mcp-endpoint`);
+export const createMcpEndpoint = (agent) => api('POST', `/agents/${encodeURIComponent(agent)}/mcp-endpoint`);
+export const revokeMcpEndpoint = (agent) => api('DELETE', `/agents/${encodeURIComponent(agent)}/mcp-endpoint`);

@@ -1,0 +1,317 @@
+/**
+ * @module The bridges connected to this process, by agent. A bridge joins once it has initialized
+ * and listed its tools; the tools of an agent's bridges are merged into one ToolSource (a name
+ * offered by two bridges is exposed as `<bridge>__<tool>` for the later one). A bridge is the same
+ * bridge again when it has the same agent, the same name (its `?bridge=` parameter, else the server
+ * name its initialize answered) and the same source address: its new connection replaces the old
+ * one, and no other bridge of the agent is touched.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Logger } from '../../core/logger.ts';
+import { errorResult, type ToolResult, type ToolSource, type ToolSpec } from '../../mcp/tool-source.ts';
+import type { McpRelay, PublishedBridge } from '../../store/mcp-relay.ts';
+import { CloseCodes } from '../../mcp/websocket-peer-transport.ts';
+import type { Bridge } from './bridge.ts';
+import type { McpEndpointLimits } from './limits.ts';
+
+/** What the admin API shows of one bridge. */
+export interface BridgeStatus {
+  id: string;
+  /** The server process it is connected to. */
+  replica: string;
+  name: string;
+  server: { name: string; version: string } | null;
+  protocolVersion: string | null;
+  address: string;
+  connectedAt: string;
+  tools: string[];
+}
+
+const MAX_NAME = 64;
+
+function safe(s: string): string {
+  return s.replace(/[^a-zA-Z0-9_-]/g, '_');
+}
+
+/** How the bridges of one replica serve the devices of the others (through the database). */
+export interface RelayOptions {
+  relay: McpRelay;
+  /** How often this process looks for calls queued for its bridges, and for answers, ms. */
+  pollMs?: number;
+  /** How often this process re-publishes its bridges (their heartbeat), ms. */
+  heartbeatMs?: number;
+}
+
+type Route = { bridge: Bridge; name: string } | { remote: PublishedBridge; name: string };
+
+function isToolSpec(v: unknown): v is ToolSpec {
+  return typeof v === 'object' && v !== null && typeof (v as ToolSpec).name === 'string' && typeof (v as ToolSpec).inputSchema === 'object';
+}
+
+function isToolResult(v: unknown): v is ToolResult {
+  return typeof v === 'object' && v !== null && Array.isArray((v as ToolResult).content) && typeof (v as ToolResult).isError === 'boolean';
+}
+
+export class BridgeHub {
+  readonly limits: McpEndpointLimits;
+  /** This process among the replicas (what it publishes its bridges as). */
+  readonly owner = `${hostname()}:${process.pid}#${randomBytes(4).toString('hex')}`;
+  readonly #log: Logger;
+  readonly #byAgent = new Map<string, Bridge[]>();
+  readonly #perAddress = new Map<string, number>();
+  readonly #listeners = new Set<(agent: string) => void>();
+  readonly #relay: McpRelay | undefined;
+  readonly #pollMs: number;
+  readonly #timers: NodeJS.Timeout[] = [];
+  #publishing: Promise<void> | undefined;
+  #publishAgain = false;
+  #polling = false;
+  #stopped = false;
+
+  constructor(limits: McpEndpointLimits, log: Logger, relay?: RelayOptions) {
+    this.limits = limits;
+    this.#log = log;
+    this.#relay = relay?.relay;
+    this.#pollMs = relay?.pollMs ?? 150;
+    if (this.#relay) {
+      const beat = setInterval(() => this.#publish(), relay?.heartbeatMs ?? 10_000);
+      const poll = setInterval(() => void this.#serveQueued(), this.#pollMs);
+      beat.unref();
+      poll.unref();
+      this.#timers.push(beat, poll);
+    }
+  }
+
+  /** Stops the relay and removes what this process published. */
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    for (const t of this.#timers) clearInterval(t);
+    await this.#publishing;
+    await this.#relay?.clear(this.owner).catch((err: unknown) => this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not remove the published bridges'));
+  }
+
+  /** Whether one more connection from `address` fits; counts it when it does (release with `released`). */
+  admit(address: string): boolean {
+    const n = this.#perAddress.get(address) ?? 0;
+    if (n >= this.limits.maxConnectionsPerAddress) return false;
+    this.#perAddress.set(address, n + 1);
+    return true;
+  }
+
+  /** Endpoint connections open from `address`. */
+  connections(address: string): number {
+    return this.#perAddress.get(address) ?? 0;
+  }
+
+  released(address: string): void {
+    const n = (this.#perAddress.get(address) ?? 1) - 1;
+    if (n <= 0) this.#perAddress.delete(address);
+    else this.#perAddress.set(address, n);
+  }
+
+  /** Adds a bridge that has initialized and listed its tools; closes the connection it replaces. */
+  join(bridge: Bridge): void {
+    const list = this.#byAgent.get(bridge.agent) ?? [];
+    const same = (b: Bridge): boolean => b.name === bridge.name && b.address === bridge.address;
+    const replaced = list.filter(same);
+    const kept = list.filter((b) => !same(b));
+    if (kept.length >= this.limits.maxBridgesPerAgent) {
+      bridge.close(CloseCodes.Policy, `agent already has ${kept.length} bridges connected (the limit)`);
+      return;
+    }
+    this.#byAgent.set(bridge.agent, [...kept, bridge]);
+    for (const old of replaced) old.close(CloseCodes.Normal, 'replaced by a new connection of the same bridge');
+    bridge.onClosed(() => this.#leave(bridge));
+    this.#changed(bridge.agent);
+  }
+
+  /** Closes every bridge of `agent` (its token was revoked or rotated). */
+  closeAgent(agent: string, reason: string): number {
+    const list = this.#byAgent.get(agent) ?? [];
+    for (const b of list) b.close(CloseCodes.Policy, reason);
+    return list.length;
+  }
+
+  /** Closes every bridge (the server stops). */
+  closeAll(): void {
+    for (const list of this.#byAgent.values()) for (const b of list) b.close(CloseCodes.GoingAway, 'server shutting down');
+  }
+
+  bridgesOf(agent: string): readonly Bridge[] {
+    return this.#byAgent.get(agent) ?? [];
+  }
+
+  status(agent: string): BridgeStatus[] {
+    return this.bridgesOf(agent).map((b) => ({
+      id: b.id,
+      replica: this.owner,
+      name: b.name,
+      server: b.serverInfo ?? null,
+      protocolVersion: b.protocolVersion ?? null,
+      address: b.address,
+      connectedAt: b.connectedAt,
+      tools: b.tools.map((t) => t.name),
+    }));
+  }
+
+  /** The agent's bridges on this process and, through the store, on the other replicas. */
+  async statusEverywhere(agent: string): Promise<BridgeStatus[]> {
+    const remote = (await this.#remote(agent)).map((r) => ({
+      id: r.id,
+      replica: r.owner,
+      name: r.name,
+      server: null,
+      protocolVersion: null,
+      address: r.address,
+      connectedAt: r.connectedAt,
+      tools: r.tools.filter(isToolSpec).map((t) => t.name),
+    }));
+    return [...this.status(agent), ...remote];
+  }
+
+  /** Told the agent's name when its set of tools may have changed. Returns the unsubscribe. */
+  onChange(fn: (agent: string) => void): () => void {
+    this.#listeners.add(fn);
+    return () => this.#listeners.delete(fn);
+  }
+
+  /** Tell listeners that `agent`'s tools changed (a bridge listed them again). */
+  toolsChanged(agent: string): void {
+    this.#changed(agent);
+  }
+
+  /**
+   * The tools of the agent `agentOf()` names at each listing (a device's agent may change between
+   * turns). Calls go to the bridge that offered the tool at the last listing.
+   */
+  toolSource(agentOf: () => string): ToolSource {
+    let routes = new Map<string, Route>();
+    let listedFor: string | undefined;
+    const list = async (): Promise<ToolSpec[]> => {
+      const agent = agentOf();
+      const next = new Map<string, Route>();
+      const out: ToolSpec[] = [];
+      const add = (bridgeName: string, spec: ToolSpec, route: Route): void => {
+        let exposed = spec.name;
+        if (next.has(exposed)) {
+          exposed = `${safe(bridgeName)}__${spec.name}`.slice(0, MAX_NAME);
+          if (next.has(exposed)) return;
+        }
+        next.set(exposed, route);
+        out.push(exposed === spec.name ? spec : { ...spec, name: exposed });
+      };
+      for (const bridge of this.bridgesOf(agent)) for (const spec of bridge.tools) add(bridge.name, spec, { bridge, name: spec.name });
+      for (const remote of await this.#remote(agent)) for (const spec of remote.tools.filter(isToolSpec)) add(remote.name, spec, { remote, name: spec.name });
+      routes = next;
+      listedFor = agent;
+      return out;
+    };
+    return {
+      listTools: () => list(),
+      callTool: async (name, args, opts): Promise<ToolResult> => {
+        if (listedFor !== agentOf()) await list();
+        const route = routes.get(name);
+        if (!route) return errorResult(`Unknown tool "${name}".`);
+        if ('bridge' in route) return route.bridge.callTool(route.name, args, opts);
+        return this.#callRemote(route.remote, route.name, args, opts.signal);
+      },
+    };
+  }
+
+  async #remote(agent: string): Promise<PublishedBridge[]> {
+    if (!this.#relay) return [];
+    try {
+      return await this.#relay.remote(agent, this.owner);
+    } catch (err) {
+      this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not read the other replicas\' bridges');
+      return [];
+    }
+  }
+
+  /** A call to a bridge on another replica: queued in the database, answered by that replica. */
+  async #callRemote(remote: PublishedBridge, tool: string, args: Record<string, unknown>, signal: AbortSignal): Promise<ToolResult> {
+    const relay = this.#relay;
+    if (!relay) return errorResult(`Tool ${tool} failed: the MCP bridge "${remote.name}" is not connected here.`);
+    const id = randomUUID();
+    // The owner runs it with its own call timeout; a little more for the trips through the database.
+    const deadline = performance.now() + this.limits.callTimeoutMs + 5000;
+    try {
+      await relay.enqueue(remote.owner, { id, bridgeId: remote.id, tool, args });
+      while (!signal.aborted && performance.now() < deadline) {
+        await new Promise((r) => setTimeout(r, this.#pollMs));
+        const result = await relay.take(id);
+        if (result !== undefined) return isToolResult(result) ? result : errorResult(`Tool ${tool} on the MCP bridge "${remote.name}" answered a malformed result.`);
+      }
+      await relay.drop(id);
+      return signal.aborted ? errorResult(`Tool ${tool} was cancelled.`) : errorResult(`Tool ${tool} failed: the replica the MCP bridge "${remote.name}" is connected to did not answer in time.`);
+    } catch (err) {
+      return errorResult(`Tool ${tool} failed: could not reach the MCP bridge "${remote.name}" on another replica (${(err as Error).message}).`);
+    }
+  }
+
+  /** Runs the calls other replicas queued for this process's bridges. */
+  async #serveQueued(): Promise<void> {
+    const relay = this.#relay;
+    if (!relay || this.#polling || this.#byAgent.size === 0) return;
+    this.#polling = true;
+    try {
+      const calls = await relay.claim(this.owner);
+      for (const call of calls) {
+        const bridge = [...this.#byAgent.values()].flat().find((b) => b.id === call.bridgeId);
+        void (async () => {
+          const result = bridge
+            ? await bridge.callTool(call.tool, call.args, { signal: new AbortController().signal })
+            : errorResult(`Tool ${call.tool} failed: its MCP bridge is not connected any more.`);
+          await relay.finish(call.id, { content: result.content, isError: result.isError, ...(result.structuredContent ? { structuredContent: result.structuredContent } : {}) });
+        })().catch((err: unknown) => this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not answer a forwarded call'));
+      }
+    } catch (err) {
+      this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not read forwarded calls');
+    } finally {
+      this.#polling = false;
+    }
+  }
+
+  /** Publishes this process's bridges (coalesced: one write at a time, the latest state last). */
+  #publish(): void {
+    const relay = this.#relay;
+    if (!relay || this.#stopped) return;
+    if (this.#publishing) {
+      this.#publishAgain = true;
+      return;
+    }
+    const bridges = [...this.#byAgent.values()].flat().map((b) => ({ id: b.id, agent: b.agent, name: b.name, address: b.address, connectedAt: b.connectedAt, tools: [...b.tools] }));
+    this.#publishing = relay
+      .publish(this.owner, bridges)
+      .catch((err: unknown) => this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not publish the bridges for the other replicas'))
+      .finally(() => {
+        this.#publishing = undefined;
+        if (this.#publishAgain) {
+          this.#publishAgain = false;
+          this.#publish();
+        }
+      });
+  }
+
+  #leave(bridge: Bridge): void {
+    const list = this.#byAgent.get(bridge.agent);
+    if (!list?.includes(bridge)) return;
+    const rest = list.filter((b) => b !== bridge);
+    if (rest.length === 0) this.#byAgent.delete(bridge.agent);
+    else this.#byAgent.set(bridge.agent, rest);
+    this.#changed(bridge.agent);
+  }
+
+  #changed(agent: string): void {
+    this.#publish();
+    for (const fn of [...this.#listeners]) {
+      try {
+        fn(agent);
+      } catch (err) {
+        this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: a change listener failed');
+      }
+    }
+  }
+}
