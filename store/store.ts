@@ -24,11 +24,13 @@ import { StoreDeviceRegistry } from './registry.ts';
 import { StoreDeviceRecords, type DeviceRecords } from './device-records.ts';
 import { StoreAgents, type Agents } from './agents.ts';
 import { HEARTBEAT_MS, StoreLiveSessions, type LiveSessions } from './live-sessions.ts';
+import { StoreDeviceMemory, type DeviceMemoryStore } from './memory.ts';
 
 export type { StoreCache } from './store-cache.ts';
 export type { DeviceRecords } from './device-records.ts';
 export type { Agents } from './agents.ts';
 export type { LiveSession, LiveSessions } from './live-sessions.ts';
+export type { DeviceMemoryStore } from './memory.ts';
 
 export interface Store {
   readonly dialect: Dialect;
@@ -39,6 +41,8 @@ export interface Store {
   readonly agents: Agents;
   /** Who is connected now, on which replica. */
   readonly sessions: LiveSessions;
+  /** Each device's conversation turns, remembered facts and summary, per agent. */
+  readonly memory: DeviceMemoryStore;
   /** Synchronous reads for the hot path, kept fresh by the change feed. */
   readonly cache: StoreCache;
   /** The schema version (the newest migration applied). */
@@ -104,6 +108,7 @@ export async function openStore(opts: OpenStoreOptions): Promise<Store> {
     const devices = new StoreDeviceRecords(writer, cache, now);
     const agents = new StoreAgents(writer, now);
     const live = new StoreLiveSessions(db, opts.replica, now);
+    const memory = new StoreDeviceMemory(writer, now);
     sessions = live;
     if (watch) {
       await feed.start({
@@ -124,6 +129,7 @@ export async function openStore(opts: OpenStoreOptions): Promise<Store> {
       devices,
       agents,
       sessions: live,
+      memory,
       cache,
       version,
       replica: opts.replica,
