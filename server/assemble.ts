@@ -70,6 +70,7 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
     ...(opts.mcpStartWaitMs !== undefined ? { mcpStartWaitMs: opts.mcpStartWaitMs } : {}),
     ...(opts.onWorker ? { onWorker: opts.onWorker } : {}),
     agents,
+    memory: store.memory,
     ...(opts.onSecret ? { onSecret: opts.onSecret } : {}),
   });
   const registry = new SessionRegistry();
