@@ -71,6 +71,7 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
     ...(opts.onWorker ? { onWorker: opts.onWorker } : {}),
     agents,
     memory: store.memory,
+    onStoreChange: (listener) => store.onChange(listener),
     ...(opts.onSecret ? { onSecret: opts.onSecret } : {}),
   });
   const registry = new SessionRegistry();

@@ -31,6 +31,7 @@ import { configAgentLookup, type AgentLookup } from './agents/agent-lookup.ts';
 import { AgentProfiles } from './agents/agent-profiles.ts';
 import { localToolsUnder, mcpToolsUnder } from './agents/tool-policy.ts';
 import type { DeviceMemoryStore } from '../store/memory.ts';
+import type { StoreChange } from '../store/types.ts';
 import { DeviceMemory } from './memory/device-memory.ts';
 import { memoryTools } from '../mcp/local-tools/memory-tools.ts';
 
@@ -65,6 +66,8 @@ export interface CreateDepsOptions {
   onSecret?: (value: string) => void;
   /** Where each device's memory is kept (the store); absent: nothing is kept across sessions. */
   memory?: DeviceMemoryStore;
+  /** The store's change feed: a device's memory deleted anywhere empties its live sessions' too. */
+  onStoreChange?: (listener: (c: StoreChange) => void) => () => void;
 }
 
 export async function createDeps(config: Config, log: Logger, opts: CreateDepsOptions = {}): Promise<Deps> {
@@ -114,6 +117,7 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
           return { agent: held.profile.agent, llm: held.profile.llm };
         },
         log,
+        ...(opts.onStoreChange ? { onChange: opts.onStoreChange } : {}),
       })
     : undefined;
   const mcp = createMcpManager({ servers: config.mcpServers, log: log.child({ part: 'mcp' }) });

@@ -215,7 +215,10 @@ export class StoreDeviceMemory implements DeviceMemoryStore {
   }
 
   async deleteDevice(deviceId: string): Promise<void> {
-    await this.#w.write((trx) => deleteMemoryRows(trx, [deviceId]));
+    await this.#w.write(async (trx, changed) => {
+      await deleteMemoryRows(trx, [deviceId]);
+      changed({ kind: 'memory', deviceId: key(deviceId) });
+    });
   }
 
   async prune(limits: PruneLimits): Promise<number> {

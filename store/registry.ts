@@ -154,6 +154,7 @@ export class StoreDeviceRegistry implements DeviceRegistry {
       await trx.deleteFrom('bindings').where('id', 'in', rows.map((r) => r.id)).execute();
       // A revoked device's memory goes with its binding.
       await deleteMemoryRows(trx, rows.map((r) => r.device_id));
+      for (const r of rows) changed({ kind: 'memory', deviceId: r.device_id });
       for (const r of rows) changed({ kind: 'binding', deviceId: r.device_id, clientId: r.client_id });
       return rows.map(boundFromRow);
     });

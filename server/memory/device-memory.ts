@@ -9,6 +9,7 @@ import type { Logger } from '../../core/logger.ts';
 import type { ChatMessage, LlmClient } from '../../llm/types.ts';
 import type { MemoryToolTarget } from '../../mcp/local-tools/memory-tools.ts';
 import type { DeviceMemoryStore } from '../../store/memory.ts';
+import type { StoreChange } from '../../store/types.ts';
 import type { SessionInfo } from '../../voice/session/conversation.ts';
 import type { MemoryMode, SessionMemory } from '../../voice/conversation/session-memory.ts';
 import { memoryBlock } from './memory-block.ts';
@@ -30,6 +31,8 @@ export interface DeviceMemoryOptions {
   /** The device's agent now and that agent's model. */
   agentOf(deviceId: string): { agent: string; llm: LlmClient };
   log: Logger;
+  /** The store's changes: a device's memory deleted elsewhere (admin, revoke, another replica) empties its live sessions' too. */
+  onChange?: (listener: (c: StoreChange) => void) => () => void;
   /** Retention runs this often (ms); default hourly, first a minute after start. */
   pruneEveryMs?: number;
 }
@@ -53,6 +56,9 @@ export class DeviceMemory {
   readonly #running = new Map<string, Promise<void>>();
   readonly #timers: NodeJS.Timeout[] = [];
   readonly #abort = new AbortController();
+  /** Live sessions by Device-Id. */
+  readonly #live = new Map<string, Set<DeviceSessionMemory>>();
+  readonly #unsubscribe: () => void;
   #closed = false;
 
   constructor(opts: DeviceMemoryOptions) {
@@ -67,13 +73,26 @@ export class DeviceMemory {
       t.unref();
       this.#timers.push(t);
     }
+    this.#unsubscribe =
+      opts.onChange?.((c) => {
+        if (c.kind !== 'memory') return;
+        for (const s of this.#live.get(c.deviceId.toLowerCase()) ?? []) s.deleted();
+      }) ?? (() => undefined);
   }
 
   /** A session's memory; undefined without a Device-Id (nothing to keep it under). */
   forSession(info: SessionInfo): SessionMemory | undefined {
     if (!info.deviceId || this.#closed) return undefined;
-    const session = new DeviceSessionMemory(this, info.deviceId);
+    const id = info.deviceId.toLowerCase();
+    const session = new DeviceSessionMemory(this, info.deviceId, () => {
+      const set = this.#live.get(id);
+      set?.delete(session);
+      if (set?.size === 0) this.#live.delete(id);
+    });
     this.#targets.set(session, session.target);
+    let set = this.#live.get(id);
+    if (!set) this.#live.set(id, (set = new Set()));
+    set.add(session);
     return session;
   }
 
@@ -173,6 +192,7 @@ export class DeviceMemory {
   /** Stores what is queued, then stops (summaries in flight are given up; they stay due in the turns). */
   async close(): Promise<void> {
     this.#closed = true;
+    this.#unsubscribe();
     for (const t of this.#timers) clearTimeout(t);
     await this.#batcher.flush();
     this.#batcher.close();
@@ -194,10 +214,12 @@ class DeviceSessionMemory implements SessionMemory {
   readonly #recordedWith = new Set<string>();
   #cleared = false;
   readonly target: MemoryToolTarget;
+  readonly #ended: () => void;
 
-  constructor(memory: DeviceMemory, deviceId: string) {
+  constructor(memory: DeviceMemory, deviceId: string, ended: () => void) {
     this.#m = memory;
     this.#deviceId = deviceId;
+    this.#ended = ended;
     // Read from hello on: the first turn finds it loaded.
     void this.#load(memory.agentOf(deviceId)).catch(() => undefined);
     this.target = {
@@ -223,11 +245,7 @@ class DeviceSessionMemory implements SessionMemory {
         // Turns still queued are stored first, so that they are deleted too.
         await this.#m.batcher.flush();
         await this.#m.store.forgetAll(this.#deviceId, agent);
-        this.#facts = [];
-        this.#summary = undefined;
-        this.#loads.delete(agent);
-        this.#recordedWith.delete(agent);
-        this.#cleared = true;
+        this.#forgotten(agent);
         this.#m.log.info({ agent }, 'memory: the device\'s memory with its agent was deleted at the user\'s request');
       },
       list: async () => {
@@ -245,6 +263,22 @@ class DeviceSessionMemory implements SessionMemory {
       this.#loads.set(agent, p);
     }
     return p;
+  }
+
+  /** What this session holds of its memory with `agent` (or with every agent) is gone: the conversation empties its history at its next turn. */
+  #forgotten(agent?: string): void {
+    this.#facts = [];
+    this.#summary = undefined;
+    if (agent === undefined) this.#loads.clear();
+    else this.#loads.delete(agent);
+    if (agent === undefined) this.#recordedWith.clear();
+    else this.#recordedWith.delete(agent);
+    this.#cleared = true;
+  }
+
+  /** The device's whole memory was deleted (admin API, revoke), here or on another replica. */
+  deleted(): void {
+    this.#forgotten();
   }
 
   async #refreshFacts(agent: string): Promise<void> {
@@ -286,6 +320,7 @@ class DeviceSessionMemory implements SessionMemory {
   }
 
   close(): void {
+    this.#ended();
     const agent = this.#agent;
     if (agent !== undefined && this.#mode === 'summary' && this.#recordedWith.has(agent)) this.#m.summaryDue(this.#deviceId, agent);
   }

@@ -163,26 +163,32 @@ describe('memory: each device remembers its own, across reconnects and restarts,
     assert.ok((await srv.deps.memory?.store.history(ANN, 50))?.some((t) => t.agent === 'study' && t.text === 'what is the homework'));
   });
 
-  test('the admin API shows a device\'s history and memory, and its delete empties what the next turn receives', async () => {
-    await session(BOB, ['remember that my cat is called Tom']);
+  test('the admin API shows a device\'s history and memory, and its delete empties what the next turn receives, in the open session too', async () => {
     const auth = { authorization: `Bearer ${TOKEN}` };
-    const hist = await fetch(`${srv.httpUrl}/api/admin/devices/${encodeURIComponent(BOB)}/history`, { headers: auth });
-    assert.equal(hist.status, 200);
-    const h = (await hist.json()) as { turns: Array<{ role: string; text: string }> };
-    assert.ok(h.turns.some((t) => t.role === 'user' && t.text === 'remember that my cat is called Tom'));
-    const mem = await fetch(`${srv.httpUrl}/api/admin/devices/${encodeURIComponent(BOB)}/memory`, { headers: auth });
-    const m = (await mem.json()) as { facts: Array<{ text: string }> };
-    assert.ok(m.facts.some((f) => f.text === 'my cat is called Tom'));
-    const del = await fetch(`${srv.httpUrl}/api/admin/devices/${encodeURIComponent(BOB)}/memory`, { method: 'DELETE', headers: auth });
-    assert.equal(del.status, 200);
-    const dev = new DeviceSim({ url: srv.wsUrl, deviceId: BOB });
+    const dev = new DeviceSim({ url: srv.wsUrl, deviceId: BOB, clientId: `client-${BOB}` });
     try {
       await dev.hello();
+      await ask(dev, 'remember that my cat is called Tom');
+      await until(async () => (await srv.deps.memory?.store.history(BOB, 50))?.some((t) => t.text === 'remember that my cat is called Tom') ?? false, 'the turn to be stored');
+      const hist = await fetch(`${srv.httpUrl}/api/admin/devices/${encodeURIComponent(BOB)}/history`, { headers: auth });
+      assert.equal(hist.status, 200);
+      const h = (await hist.json()) as { turns: Array<{ role: string; text: string }> };
+      assert.ok(h.turns.some((t) => t.role === 'user' && t.text === 'remember that my cat is called Tom'));
+      const mem = await fetch(`${srv.httpUrl}/api/admin/devices/${encodeURIComponent(BOB)}/memory`, { headers: auth });
+      const m = (await mem.json()) as { facts: Array<{ text: string }> };
+      assert.ok(m.facts.some((f) => f.text === 'my cat is called Tom'));
+      const del = await fetch(`${srv.httpUrl}/api/admin/devices/${encodeURIComponent(BOB)}/memory`, { method: 'DELETE', headers: auth });
+      assert.equal(del.status, 200);
+      // The same connection's next turn: nothing of before.
       const next = await ask(dev, 'what is my cat called');
       assert.doesNotMatch(JSON.stringify(next.body.messages), /Tom|HACKED/);
       assert.deepEqual(earlierUsers(next), []);
     } finally {
       dev.close();
     }
+    const [fresh] = await session(BOB, ['and the cat again']);
+    assert.ok(fresh);
+    assert.doesNotMatch(JSON.stringify(fresh.body.messages), /Tom|HACKED/);
+    assert.deepEqual(earlierUsers(fresh), ['what is my cat called']);
   });
 });
