@@ -124,6 +124,9 @@ export class DeviceMemory {
   /** Reads what a session with `agent` gets back. */
   async load(deviceId: string, agent: string): Promise<Loaded> {
     const { historyTurns, historyChars } = this.#o.settings;
+    // Turns still queued (the device's last session ended a moment ago) are stored first: a quick
+    // reconnect must find them.
+    await this.#batcher.flush();
     const [rows, facts, summary] = await Promise.all([
       this.#o.store.recentTurns(deviceId, agent, historyTurns * ROWS_PER_TURN),
       this.#o.store.facts(deviceId, agent),

@@ -74,6 +74,24 @@ describe('device memory on the server', () => {
     }
   });
 
+  test('a session opened right after the last one ended finds its turns (still queued for the database)', async () => {
+    const store = await open(await target.fresh());
+    const memory = new DeviceMemory({ store: store.memory, settings: { ...settings, historyTurns: 5 }, agentOf: () => ({ agent: 'home', llm: new ScriptedLlm() }), log: silentLogger });
+    try {
+      const first = memory.forSession(info);
+      assert.ok(first);
+      await first.use('home', 'history');
+      first.record([{ role: 'user', content: 'my name is Ann' }, { role: 'assistant', content: 'Hello Ann.' }]);
+      first.close();
+      const next = memory.forSession(info);
+      assert.ok(next);
+      assert.deepEqual(await next.use('home', 'history'), [{ role: 'user', content: 'my name is Ann' }, { role: 'assistant', content: 'Hello Ann.' }]);
+    } finally {
+      await memory.close();
+      await store.close();
+    }
+  });
+
   test('mode none stores nothing', async () => {
     const store = await open(await target.fresh());
     const memory = new DeviceMemory({ store: store.memory, settings, agentOf: () => ({ agent: 'home', llm: new ScriptedLlm() }), log: silentLogger });
