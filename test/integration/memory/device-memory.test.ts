@@ -92,6 +92,23 @@ describe('device memory on the server', () => {
     }
   });
 
+  test('the server removes turns past retention by itself', async () => {
+    let now = Date.parse('2026-01-01T00:00:00Z');
+    const store = await open(await target.fresh(), { now: () => now });
+    await store.memory.addTurns([{ deviceId: DEV, agent: 'home', role: 'user', text: 'long ago' }]);
+    now += 91 * 86_400_000;
+    await store.memory.addTurns([{ deviceId: DEV, agent: 'home', role: 'user', text: 'today' }]);
+    const memory = new DeviceMemory({ store: store.memory, settings, agentOf: () => ({ agent: 'home', llm: new ScriptedLlm() }), log: silentLogger, pruneEveryMs: 50 });
+    try {
+      const end = Date.now() + 10_000;
+      while ((await store.memory.history(DEV, 10)).length > 1 && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+      assert.deepEqual((await store.memory.history(DEV, 10)).map((t) => t.text), ['today']);
+    } finally {
+      await memory.close();
+      await store.close();
+    }
+  });
+
   test('mode none stores nothing', async () => {
     const store = await open(await target.fresh());
     const memory = new DeviceMemory({ store: store.memory, settings, agentOf: () => ({ agent: 'home', llm: new ScriptedLlm() }), log: silentLogger });
