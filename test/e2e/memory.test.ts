@@ -97,6 +97,9 @@ describe('memory: each device remembers its own, across reconnects and restarts,
     const system = systemText(again);
     assert.match(system, /"my daughter is called Mia"/);
     assert.deepEqual(earlierUsers(again), ['remember that my daughter is called Mia', 'what is for dinner']);
+    // Memory text is the user's speech: not in the logs at info.
+    assert.doesNotMatch(JSON.stringify(srv.logs.lines), /Mia/);
+    assert.ok(srv.logs.lines.some((l) => l.msg === 'memory: fact remembered'));
 
     await closeAll(srv);
     srv = await start();
