@@ -74,6 +74,8 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
     ...(opts.mcpStartWaitMs !== undefined ? { mcpStartWaitMs: opts.mcpStartWaitMs } : {}),
     ...(opts.onWorker ? { onWorker: opts.onWorker } : {}),
     agents,
+    memory: store.memory,
+    onStoreChange: (listener) => store.onChange(listener),
     ...(opts.onSecret ? { onSecret: opts.onSecret } : {}),
   });
   const registry = new SessionRegistry();

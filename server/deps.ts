@@ -31,6 +31,10 @@ import { configAgentLookup, type AgentLookup } from './agents/agent-lookup.ts';
 import { AgentProfiles } from './agents/agent-profiles.ts';
 import { localToolsUnder, mcpToolsUnder } from './agents/tool-policy.ts';
 import type { BridgeHub } from './mcp-endpoint/hub.ts';
+import type { DeviceMemoryStore } from '../store/memory.ts';
+import type { StoreChange } from '../store/types.ts';
+import { DeviceMemory } from './memory/device-memory.ts';
+import { memoryTools } from '../mcp/local-tools/memory-tools.ts';
 
 export interface Deps {
   createConversation: ConversationFactory;
@@ -45,6 +49,8 @@ export interface Deps {
   /** Each device's agent and what it resolves to for a turn. */
   agents: AgentLookup;
   profiles: AgentProfiles;
+  /** Each device's memory (absent without a store). */
+  memory?: DeviceMemory;
   /** Releases providers, child processes and MCP connections. */
   close(): Promise<void>;
 }
@@ -61,6 +67,10 @@ export interface CreateDepsOptions {
   onSecret?: (value: string) => void;
   /** The bridges dialled in to the MCP endpoint: their agent's tools join each session's. */
   bridges?: BridgeHub;
+  /** Where each device's memory is kept (the store); absent: nothing is kept across sessions. */
+  memory?: DeviceMemoryStore;
+  /** The store's change feed: a device's memory deleted anywhere empties its live sessions' too. */
+  onStoreChange?: (listener: (c: StoreChange) => void) => () => void;
 }
 
 export async function createDeps(config: Config, log: Logger, opts: CreateDepsOptions = {}): Promise<Deps> {
@@ -99,6 +109,20 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
   // settings and shared by the agent's devices; asked for at every turn start.
   const agents = opts.agents ?? configAgentLookup(config);
   const profiles = new AgentProfiles({ config, lookup: agents, log, base: { asr, tts }, clients: providers, ...(opts.onSecret ? { onSecret: opts.onSecret } : {}) });
+  // Each device's memory: its agent now, and that agent's model for the summary.
+  const memory = opts.memory
+    ? new DeviceMemory({
+        store: opts.memory,
+        settings: config.memory,
+        agentOf: (deviceId) => {
+          const held = profiles.profileFor(deviceId);
+          held.release();
+          return { agent: held.profile.agent, llm: held.profile.llm };
+        },
+        log,
+        ...(opts.onStoreChange ? { onChange: opts.onStoreChange } : {}),
+      })
+    : undefined;
   const mcp = createMcpManager({ servers: config.mcpServers, log: log.child({ part: 'mcp' }) });
   const started = mcp.start();
   const waitMs = opts.mcpStartWaitMs ?? 5000;
@@ -114,11 +138,16 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
       ? [playMusicTool({ folder: config.tools.music.folder, allowedHosts: config.tools.music.allowedHosts, allowPrivateAddresses: config.tools.music.allowPrivateAddresses })]
       : []),
   ];
+  // The memory tools act on the session's own device memory only: made per session around it.
+  const sessionMemoryTools = (input: SessionToolsInput) => {
+    const target = input.memory ? memory?.toolTarget(input.memory) : undefined;
+    return target ? memoryTools(target) : [];
+  };
   const toolsFor = (input: SessionToolsInput): SessionTools => {
     const policy = input.policy ?? (() => undefined);
     // The agent's tool policy is read at each listing and call: the device's own tools are not filtered.
     const sources: NamedToolSource[] = [
-      { name: 'local', source: localToolsUnder(createLocalTools(localTools, { log: input.log }), policy) },
+      { name: 'local', source: localToolsUnder(createLocalTools([...localTools, ...sessionMemoryTools(input)], { log: input.log }), policy) },
       { name: 'mcp', source: mcpToolsUnder(mcp.sessionView(), policy) },
     ];
     if (opts.bridges) {
@@ -156,6 +185,7 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
     llm,
     toolsFor,
     profileFor: (info) => profiles.profileFor(info.deviceId),
+    ...(memory ? { memoryFor: (info) => memory.forSession(info) } : {}),
     ...(opts.observer ? { observer: opts.observer } : {}),
   };
   return {
@@ -168,7 +198,9 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
     mcp,
     agents,
     profiles,
+    ...(memory ? { memory } : {}),
     close: async () => {
+      await memory?.close();
       await Promise.allSettled([asr.close(), tts.close(), fallbackTts === tts ? Promise.resolve() : fallbackTts.close(), mcp.close(), profiles.close()]);
       await Promise.allSettled([media.close(), providers.close()]);
     },

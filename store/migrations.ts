@@ -144,9 +144,33 @@ function mcpEndpoint(): Migration {
   };
 }
 
+/**
+ * Device memory: each conversation turn and fact belongs to one device and one agent (a device
+ * moved to another agent starts that agent's memory clean), and a running summary per pair.
+ */
+function memory(): Migration {
+  return {
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema.createIndex('conversation_turns_device_agent').on('conversation_turns').columns(['device_id', 'agent', 'id']).execute();
+      await db.schema.createIndex('conversation_turns_created').on('conversation_turns').column('created_at').execute();
+      await db.schema.createIndex('memory_facts_device_agent').on('memory_facts').columns(['device_id', 'agent']).execute();
+      await db.schema
+        .createTable('memory_summaries')
+        .addColumn('device_id', 'varchar(17)', (c) => c.notNull())
+        .addColumn('agent', 'varchar(64)', (c) => c.notNull())
+        .addColumn('text', 'text', (c) => c.notNull())
+        // The newest turn id the summary covers: later turns are not folded in yet.
+        .addColumn('upto_id', 'bigint', (c) => c.notNull())
+        .addColumn('updated_at', 'varchar(40)', (c) => c.notNull())
+        .addPrimaryKeyConstraint('memory_summaries_pk', ['device_id', 'agent'])
+        .execute();
+    },
+  };
+}
+
 /** Every migration, by name (names sort in the order they run). */
 export function migrations(dialect: Dialect): Record<string, Migration> {
-  return { '0001-initial': initial(dialect), '0003-mcp-endpoint': mcpEndpoint() };
+  return { '0001-initial': initial(dialect), '0002-memory': memory(), '0003-mcp-endpoint': mcpEndpoint() };
 }
 
 export function migrationProvider(dialect: Dialect): MigrationProvider {

@@ -15,6 +15,7 @@ import { boundFromRow } from './store-cache.ts';
 import type { Writer } from './writer.ts';
 import { nextGeneration } from './settings.ts';
 import { pairKey } from './pair-key.ts';
+import { deleteMemoryRows } from './memory.ts';
 
 export const MAX_BOUND = 10_000;
 export const MAX_PENDING = 100;
@@ -151,6 +152,9 @@ export class StoreDeviceRegistry implements DeviceRegistry {
         .execute();
       if (rows.length === 0) return [];
       await trx.deleteFrom('bindings').where('id', 'in', rows.map((r) => r.id)).execute();
+      // A revoked device's memory goes with its binding.
+      await deleteMemoryRows(trx, rows.map((r) => r.device_id));
+      for (const r of rows) changed({ kind: 'memory', deviceId: r.device_id });
       for (const r of rows) changed({ kind: 'binding', deviceId: r.device_id, clientId: r.client_id });
       return rows.map(boundFromRow);
     });

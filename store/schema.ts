@@ -93,6 +93,15 @@ export interface MemoryFactsTable {
   updated_at: string;
 }
 
+/** One device's running summary with one agent (turns up to `upto_id` folded in). */
+export interface MemorySummariesTable {
+  device_id: string;
+  agent: string;
+  text: string;
+  upto_id: Millis;
+  updated_at: string;
+}
+
 export interface McpTokensTable {
   agent: string;
   token_hash: string;
@@ -149,6 +158,7 @@ export interface Database {
   store_changes: StoreChangesTable;
   conversation_turns: ConversationTurnsTable;
   memory_facts: MemoryFactsTable;
+  memory_summaries: MemorySummariesTable;
   mcp_tokens: McpTokensTable;
   mcp_bridges: McpBridgesTable;
   mcp_calls: McpCallsTable;

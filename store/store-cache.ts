@@ -146,7 +146,7 @@ export class CacheState implements StoreCache {
         const row = await this.#db.selectFrom('agents').selectAll().where('name', '=', c.name).executeTakeFirst();
         if (row) this.#agents.set(c.name, agentFromRow(row));
         else this.#agents.delete(c.name);
-      } else {
+      } else if (c.kind === 'device') {
         const id = c.deviceId.toLowerCase();
         const row = await this.#db.selectFrom('devices').select('agent').where('device_id', '=', id).executeTakeFirst();
         if (row?.agent) this.#deviceAgents.set(id, row.agent);

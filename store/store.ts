@@ -26,6 +26,7 @@ import { StoreAgents, type Agents } from './agents.ts';
 import { HEARTBEAT_MS, StoreLiveSessions, type LiveSessions } from './live-sessions.ts';
 import { StoreMcpTokens, type McpTokens } from './mcp-tokens.ts';
 import { StoreMcpRelay, type McpRelay } from './mcp-relay.ts';
+import { StoreDeviceMemory, type DeviceMemoryStore } from './memory.ts';
 
 export type { StoreCache } from './store-cache.ts';
 export type { DeviceRecords } from './device-records.ts';
@@ -33,6 +34,7 @@ export type { Agents } from './agents.ts';
 export type { LiveSession, LiveSessions } from './live-sessions.ts';
 export type { McpTokens } from './mcp-tokens.ts';
 export type { McpRelay } from './mcp-relay.ts';
+export type { DeviceMemoryStore } from './memory.ts';
 
 export interface Store {
   readonly dialect: Dialect;
@@ -47,6 +49,8 @@ export interface Store {
   readonly mcpTokens: McpTokens;
   /** The MCP endpoint's bridges as every replica publishes them, and calls forwarded between replicas. */
   readonly mcpRelay: McpRelay;
+  /** Each device's conversation turns, remembered facts and summary, per agent. */
+  readonly memory: DeviceMemoryStore;
   /** Synchronous reads for the hot path, kept fresh by the change feed. */
   readonly cache: StoreCache;
   /** The schema version (the newest migration applied). */
@@ -112,6 +116,7 @@ export async function openStore(opts: OpenStoreOptions): Promise<Store> {
     const devices = new StoreDeviceRecords(writer, cache, now);
     const agents = new StoreAgents(writer, now);
     const live = new StoreLiveSessions(db, opts.replica, now);
+    const memory = new StoreDeviceMemory(writer, now);
     sessions = live;
     if (watch) {
       await feed.start({
@@ -134,6 +139,7 @@ export async function openStore(opts: OpenStoreOptions): Promise<Store> {
       sessions: live,
       mcpTokens: new StoreMcpTokens(writer, now),
       mcpRelay: new StoreMcpRelay(db, now),
+      memory,
       cache,
       version,
       replica: opts.replica,

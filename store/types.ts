@@ -30,4 +30,6 @@ export interface DeviceRecord {
 export type StoreChange =
   | { kind: 'device'; deviceId: string }
   | { kind: 'binding'; deviceId: string; clientId: string }
-  | { kind: 'agent'; name: string };
+  | { kind: 'agent'; name: string }
+  /** A device's memory was deleted (admin, revoke): live sessions of the device drop what they hold of it. */
+  | { kind: 'memory'; deviceId: string };

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { adminRoute, type AdminRoute } from './route.ts';
 import { deviceRoutes } from './routes-devices.ts';
+import { memoryRoutes } from './routes-memory.ts';
 import { agentRoutes } from './routes-agents.ts';
 import { sessionRoutes } from './routes-session.ts';
 import { mcpEndpointRoutes } from './routes-mcp-endpoint.ts';
@@ -36,4 +37,4 @@ const openApiRoute = adminRoute({
   handle: async () => openApiDocument(ADMIN_ROUTES),
 });
 
-export const ADMIN_ROUTES: readonly AdminRoute[] = [...sessionRoutes, ...deviceRoutes, ...agentRoutes, ...mcpEndpointRoutes, ...liveSessionRoutes, openApiRoute];
+export const ADMIN_ROUTES: readonly AdminRoute[] = [...sessionRoutes, ...deviceRoutes, ...memoryRoutes, ...agentRoutes, ...mcpEndpointRoutes, ...liveSessionRoutes, openApiRoute];

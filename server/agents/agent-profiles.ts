@@ -206,6 +206,7 @@ export class AgentProfiles {
         return tts();
       },
       ...(resolved.tools.mcpServers || resolved.tools.local ? { tools: resolved.tools } : {}),
+      memory: (checked.ok ? checked.settings.memory : undefined) ?? 'summary',
     };
     this.#builds.set(name, (this.#builds.get(name) ?? 0) + 1);
     this.#log.info({ agent: name, model: resolved.llm.model, tts: resolved.tts.provider }, 'agent ready');

@@ -152,6 +152,19 @@ describe('admin console in Chromium, phone viewport', { skip: haveChromium ? fal
     assert.match(await ask(dev, 'good night'), /^Speak softly\./);
     dev.close();
 
+    // What the device remembers, on its card: its turns with both agents; deleted from there.
+    const deviceId = DEVICE['Device-Id'];
+    for (let i = 0; i < 100 && !(await srv.app.store.memory.history(deviceId, 10)).some((t) => t.text === 'good night'); i++) await new Promise((r) => setTimeout(r, 50));
+    await row.locator('details.memory > summary').click();
+    await row.locator('details.memory li[data-role=user]', { hasText: 'what shall we bake' }).waitFor();
+    await row.locator('details.memory li[data-role=user]', { hasText: 'good night' }).waitFor();
+    await fitsWidth(page);
+    await row.locator('button.delete-memory').click();
+    await row.locator('button.delete-memory').click();
+    await page.locator('#notice', { hasText: 'Deleted the memory' }).waitFor();
+    await row.locator('details.memory', { hasText: 'Nothing remembered.' }).waitFor();
+    assert.deepEqual(await srv.app.store.memory.history(deviceId, 10), []);
+
     const shot = outputPath('admin-console-phone.png');
     mkdirSync(dirname(shot), { recursive: true });
     await page.screenshot({ path: shot, fullPage: true });

@@ -143,6 +143,28 @@ describe('browser device client', { skip: haveChromium ? false : 'needs Debian c
     assert.ok(later.decoded - start.decoded < 12 * 25, 'the long story was cut short');
   });
 
+  test('memory: a fact told on the page comes back after a disconnect and a reconnect', async () => {
+    const page = desktop;
+    if ((await page.textContent('#connect')) === 'Connect') await connect(page);
+    llm.script(fakeToolCalls([{ name: 'remember', arguments: { fact: 'my daughter is called Mia' } }]), fakeText('I will remember that.'));
+    await page.fill('#text', 'remember that my daughter is called Mia');
+    await page.click('#send');
+    await page.locator('.msg.assistant', { hasText: 'I will remember that.' }).waitFor({ timeout: 15_000 });
+    await page.waitForFunction(() => (window as unknown as { __xiaozhi: { state: string } }).__xiaozhi.state !== 'speaking', undefined, { timeout: 20_000 });
+    // Disconnect and connect again at once: a new session of the same device (the page keeps its identity).
+    await page.click('#connect');
+    await page.locator('#connect', { hasText: 'Connect' }).waitFor();
+    await connect(page);
+    await page.fill('#text', 'what is my daughter called');
+    await page.click('#send');
+    await page.locator('.msg.assistant', { hasText: 'You said: what is my daughter called.' }).waitFor({ timeout: 15_000 });
+    const req = [...llm.requests].reverse().find((r) => r.body.messages.at(-1)?.role === 'user' && r.body.messages.at(-1)?.content === 'what is my daughter called');
+    assert.ok(req, 'the model was asked');
+    const system = req.body.messages[0];
+    assert.match(typeof system?.content === 'string' ? system.content : '', /"my daughter is called Mia"/);
+    assert.ok(req.body.messages.some((m) => m.role === 'user' && m.content === 'remember that my daughter is called Mia'), 'the earlier turn is in the history');
+  });
+
   test('device MCP: paged tools/list reaches the model, a turn calls set_volume on the page', async () => {
     // A small page budget makes the server follow nextCursor over several tools/list pages.
     const { page, context } = await openPage(browser, `${srv.httpUrl}/?processing=0&mcpPageBytes=700`, { viewport: { width: 1280, height: 800 } });

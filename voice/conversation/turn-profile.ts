@@ -10,6 +10,7 @@ import type { Tts } from '../../audio/tts/tts.ts';
 import type { LlmClient } from '../../llm/types.ts';
 import type { SessionInfo } from '../session/conversation.ts';
 import type { VoiceDeps } from './voice-deps.ts';
+import type { MemoryMode } from './session-memory.ts';
 
 /** Which tools a profile may use; an unset list allows all of that kind. */
 export interface ToolPolicy {
@@ -30,6 +31,8 @@ export interface TurnProfile {
   readonly asr: Asr;
   readonly tts: Tts;
   readonly tools?: ToolPolicy;
+  /** What the device's conversations with this agent leave behind; absent: `summary`. */
+  readonly memory?: MemoryMode;
 }
 
 /** A profile in use by one turn: `release` when the turn has ended (its clients may then be closed). */

@@ -18,6 +18,8 @@ import { Turn, type TurnInput, type TurnOptions } from './turn.ts';
 import { TurnBudget } from './turn-budget.ts';
 import type { SessionTools, VoiceDeps } from './voice-deps.ts';
 import { depsWithProfile, type HeldProfile, type TurnProfile } from './turn-profile.ts';
+import type { MemoryMode, SessionMemory } from './session-memory.ts';
+import type { ChatMessage } from '../../llm/types.ts';
 
 /**
  * Early starts dropped within one utterance before no more are tried until it ends: each costs an
@@ -66,6 +68,12 @@ class VoiceConversation implements Conversation {
   #closed = false;
   /** Turns started in the last minute (`conversation.maxTurnsPerMinute`). */
   readonly #budget: TurnBudget;
+  /** The device's memory (absent: nothing kept across sessions). */
+  readonly #memory: SessionMemory | undefined;
+  /** The agent and mode whose memory the history holds now. */
+  #memoryOf: { agent: string; mode: MemoryMode } | undefined;
+  /** The newest user message already recorded (or given back): a turn without one records nothing. */
+  #recorded: ChatMessage | undefined;
 
   constructor(deps: VoiceDeps, ctx: ConversationContext) {
     this.#deps = deps;
@@ -73,17 +81,22 @@ class VoiceConversation implements Conversation {
     this.#wakeWords = new Set(deps.config.conversation.wakeWords.map(normalizeWake));
     this.#budget = new TurnBudget({ maxTurns: deps.config.conversation.maxTurnsPerMinute, now: this.#now });
     const { info } = ctx;
+    this.#memory = deps.memoryFor?.(info);
     this.#history = createHistory({
       historyTurns: Math.max(1, deps.config.llm.historyTurns),
       // Also bounded in size: a few very long answers or tool results must not grow the prompt
       // (and memory) without limit. The current turn always stays.
       maxChars: HISTORY_MAX_CHARS,
-      systemPrompt: () =>
-        buildSystemPrompt(this.#profile?.systemPrompt ?? deps.config.llm.systemPrompt, {
+      systemPrompt: () => {
+        const prompt = buildSystemPrompt(this.#profile?.systemPrompt ?? deps.config.llm.systemPrompt, {
           now: new Date(),
           ...(deps.config.tools.timeZone ? { timeZone: deps.config.tools.timeZone } : {}),
           ...(info.deviceId ? { device: info.deviceId } : {}),
-        }),
+        });
+        // The remembered facts and summary follow the role, as a delimited block of the user's words.
+        const block = this.#memory?.block() ?? '';
+        return block === '' ? prompt : `${prompt}\n\n${block}`;
+      },
     });
     const dm = deps.config.deviceMcp;
     if (info.features.mcp && dm.enabled) {
@@ -146,6 +159,7 @@ class VoiceConversation implements Conversation {
         info,
         log,
         policy: () => this.#profile?.tools,
+        ...(this.#memory ? { memory: this.#memory } : {}),
         ...(this.#deviceMcp ? { deviceTools: this.#deviceMcp.toolSource() } : {}),
       });
       this.#listener = new Listener({
@@ -292,6 +306,50 @@ class VoiceConversation implements Conversation {
     this.#deviceMcp?.close();
     await this.#tools?.close?.().catch(() => {});
     this.#media?.close();
+    this.#memory?.close();
+  }
+
+  /**
+   * Puts the device's earlier turns with the turn's agent into the history when the agent (or its
+   * memory mode) is not the one the history holds: at the session's first turn, and when the
+   * device was moved to another agent (whose history starts from its own turns, not the old role's).
+   */
+  async #recall(profile: TurnProfile | undefined): Promise<void> {
+    const memory = this.#memory;
+    if (!memory || !profile) return;
+    if (memory.takeCleared()) {
+      this.#history.clear();
+      this.#memoryOf = undefined;
+    }
+    const mode = profile.memory ?? 'summary';
+    if (this.#memoryOf?.agent === profile.agent && this.#memoryOf.mode === mode) return;
+    const changed = this.#memoryOf !== undefined && this.#memoryOf.agent !== profile.agent;
+    this.#memoryOf = { agent: profile.agent, mode };
+    const recalled = await memory.use(profile.agent, mode).catch((err: unknown) => {
+      this.#ctx.log.warn({ err: toVoiceError(err).message }, 'device memory could not be read; answering without it');
+      return [];
+    });
+    if (changed || this.#history.turns === 0) {
+      this.#history.clear();
+      this.#history.append(...recalled);
+      this.#recorded = recalled.findLast((m) => m.role === 'user');
+    }
+  }
+
+  /** Hands the turn just ended (from its user message on) to the memory. */
+  #record(): void {
+    if (!this.#memory) return;
+    if (this.#memory.takeCleared()) {
+      this.#history.clear();
+      this.#memoryOf = undefined;
+      return;
+    }
+    const messages = this.#history.messages();
+    const at = messages.findLastIndex((m) => m.role === 'user');
+    const user = messages[at];
+    if (at < 0 || user === this.#recorded) return;
+    this.#recorded = user;
+    this.#memory.record(messages.slice(at));
   }
 
   #onListenerEvent(e: ListenerEvent): void {
@@ -422,11 +480,12 @@ class VoiceConversation implements Conversation {
       .then(() => {
         // From here on the history's system prompt and the tools are this turn's assistant's.
         this.#profile = this.#held.get(turn)?.profile ?? this.#profile;
-        return turn.run();
+        return this.#recall(this.#profile).then(() => turn.run());
       })
       .then(
         (result) => {
           if (this.#turn === turn) this.#turn = undefined;
+          if (!turn.dropped) this.#record();
           if (!turn.dropped) this.#afterTurn(turn, result.endSession);
         },
         (err: unknown) => {

@@ -13,6 +13,7 @@ import type { TurnDispatcher } from '../dispatch/dispatch.ts';
 import type { SessionInfo } from '../session/conversation.ts';
 import type { VoiceConfig } from './voice-config.ts';
 import type { ProfileSource, ToolPolicy } from './turn-profile.ts';
+import type { SessionMemory } from './session-memory.ts';
 
 /** Per-session tools: what the session's ReAct loop may call. */
 export interface SessionTools {
@@ -31,6 +32,8 @@ export interface SessionToolsInput {
   deviceTools?: ToolSource;
   /** Which tools the current turn's profile allows (read at each listing and call); absent: all. */
   policy?: () => ToolPolicy | undefined;
+  /** The device's memory, for the memory tools; absent: none offered. */
+  memory?: SessionMemory;
 }
 
 /** Observers for metrics (operations issue); all optional. */
@@ -83,6 +86,8 @@ export interface VoiceDeps {
    * recogniser, voice and tools replace the ones above for that turn. Absent: the ones above.
    */
   profileFor?: ProfileSource;
+  /** The device's memory for one session (absent, or undefined for a session without a Device-Id: nothing kept). */
+  memoryFor?: (info: SessionInfo) => SessionMemory | undefined;
   observer?: TurnObserver;
   /**
    * What the turns are timed on (end of speech, transcript, first sentence and frame, the wait

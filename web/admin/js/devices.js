@@ -1,7 +1,8 @@
 // The pending and devices tabs: pending devices with the code they speak and a one-click bind to a
-// chosen agent; bound devices renamed, moved to another agent or revoked.
+// chosen agent; bound devices renamed, moved to another agent or revoked, and what each remembers.
 import { bindDevice, revokeDevice, updateDevice } from './api.js';
 import { agentSelect, ago, confirmButton, fill, h } from './dom.js';
+import { memorySection } from './memory.js';
 
 /** `123456` → `123 456`, as it is read out. */
 const spoken = (code) => `${code.slice(0, 3)} ${code.slice(3)}`;
@@ -99,6 +100,7 @@ export function renderDevices(root, devices, agents, done) {
             facts(d),
             h('div', { class: 'row' }, h('label', { class: 'inline' }, 'Agent ', agent)),
             h('div', { class: 'row' }, alias, save, revoke),
+            memorySection(d.deviceId, done),
           );
         }),
   );

@@ -1,0 +1,330 @@
+/**
+ * @module Each device's memory as the server runs it: a `SessionMemory` per session (the device's
+ * earlier turns with its agent, loaded in the background from hello on; the facts and summary for
+ * the system prompt; each finished turn queued to the store in batches), the memory tools' target
+ * for that session, the summary written after a session ends (retried later when the model fails),
+ * and retention (old turns and turns past the per-device maximum removed periodically).
+ */
+import type { Logger } from '../../core/logger.ts';
+import type { ChatMessage, LlmClient } from '../../llm/types.ts';
+import type { MemoryToolTarget } from '../../mcp/local-tools/memory-tools.ts';
+import type { DeviceMemoryStore } from '../../store/memory.ts';
+import type { StoreChange } from '../../store/types.ts';
+import type { SessionInfo } from '../../voice/session/conversation.ts';
+import type { MemoryMode, SessionMemory } from '../../voice/conversation/session-memory.ts';
+import { memoryBlock } from './memory-block.ts';
+import { messagesOfRows, rowsOfTurn } from './turn-rows.ts';
+import { TurnBatcher } from './turn-batcher.ts';
+import { foldIntoSummary } from './summarizer.ts';
+
+export interface MemorySettings {
+  historyTurns: number;
+  historyChars: number;
+  retentionDays: number;
+  maxTurnsPerDevice: number;
+  summaryRetryMs: number;
+}
+
+export interface DeviceMemoryOptions {
+  store: DeviceMemoryStore;
+  settings: MemorySettings;
+  /** The device's agent now and that agent's model. */
+  agentOf(deviceId: string): { agent: string; llm: LlmClient };
+  log: Logger;
+  /** The store's changes: a device's memory deleted elsewhere (admin, revoke, another replica) empties its live sessions' too. */
+  onChange?: (listener: (c: StoreChange) => void) => () => void;
+  /** Retention runs this often (ms); default hourly, first a minute after start. */
+  pruneEveryMs?: number;
+}
+
+/** Stored messages read per turn given back (a user message, tool calls, the answer). */
+const ROWS_PER_TURN = 8;
+
+interface Loaded {
+  rows: ChatMessage[];
+  facts: string[];
+  summary: string | undefined;
+}
+
+export class DeviceMemory {
+  readonly #o: DeviceMemoryOptions;
+  readonly #log: Logger;
+  readonly #batcher: TurnBatcher;
+  readonly #targets = new WeakMap<SessionMemory, MemoryToolTarget>();
+  /** Pairs (`device|agent`) whose summary is due; retried every `summaryRetryMs`. */
+  readonly #due = new Map<string, { deviceId: string; agent: string }>();
+  readonly #running = new Map<string, Promise<void>>();
+  readonly #timers: NodeJS.Timeout[] = [];
+  readonly #abort = new AbortController();
+  /** Live sessions by Device-Id. */
+  readonly #live = new Map<string, Set<DeviceSessionMemory>>();
+  readonly #unsubscribe: () => void;
+  #closed = false;
+
+  constructor(opts: DeviceMemoryOptions) {
+    this.#o = opts;
+    this.#log = opts.log.child({ part: 'memory' });
+    this.#batcher = new TurnBatcher({ write: (rows) => opts.store.addTurns(rows), log: this.#log });
+    const every = opts.pruneEveryMs ?? 3_600_000;
+    const first = setTimeout(() => void this.prune(), Math.min(every, 60_000));
+    const repeat = setInterval(() => void this.prune(), every);
+    const retry = setInterval(() => this.#retryDue(), opts.settings.summaryRetryMs);
+    for (const t of [first, repeat, retry]) {
+      t.unref();
+      this.#timers.push(t);
+    }
+    this.#unsubscribe =
+      opts.onChange?.((c) => {
+        if (c.kind !== 'memory') return;
+        for (const s of this.#live.get(c.deviceId.toLowerCase()) ?? []) s.deleted();
+      }) ?? (() => undefined);
+  }
+
+  /** A session's memory; undefined without a Device-Id (nothing to keep it under). */
+  forSession(info: SessionInfo): SessionMemory | undefined {
+    if (!info.deviceId || this.#closed) return undefined;
+    const id = info.deviceId.toLowerCase();
+    const session = new DeviceSessionMemory(this, info.deviceId, () => {
+      const set = this.#live.get(id);
+      set?.delete(session);
+      if (set?.size === 0) this.#live.delete(id);
+    });
+    this.#targets.set(session, session.target);
+    let set = this.#live.get(id);
+    if (!set) this.#live.set(id, (set = new Set()));
+    set.add(session);
+    return session;
+  }
+
+  /** The memory tools' target for a session's memory (made here: others have none). */
+  toolTarget(memory: SessionMemory): MemoryToolTarget | undefined {
+    return this.#targets.get(memory);
+  }
+
+  get store(): DeviceMemoryStore {
+    return this.#o.store;
+  }
+
+  get settings(): MemorySettings {
+    return this.#o.settings;
+  }
+
+  get log(): Logger {
+    return this.#log;
+  }
+
+  get batcher(): TurnBatcher {
+    return this.#batcher;
+  }
+
+  agentOf(deviceId: string): string {
+    return this.#o.agentOf(deviceId).agent;
+  }
+
+  /** Reads what a session with `agent` gets back. */
+  async load(deviceId: string, agent: string): Promise<Loaded> {
+    const { historyTurns, historyChars } = this.#o.settings;
+    // Turns still queued (the device's last session ended a moment ago) are stored first: a quick
+    // reconnect must find them.
+    await this.#batcher.flush();
+    const [rows, facts, summary] = await Promise.all([
+      this.#o.store.recentTurns(deviceId, agent, historyTurns * ROWS_PER_TURN),
+      this.#o.store.facts(deviceId, agent),
+      this.#o.store.summary(deviceId, agent),
+    ]);
+    return { rows: messagesOfRows(rows, historyTurns, historyChars), facts: facts.map((f) => f.text), summary: summary?.text };
+  }
+
+  /** A session with `agent` in summary mode ended: fold its older turns into the summary, in the background. */
+  summaryDue(deviceId: string, agent: string): void {
+    this.#due.set(`${deviceId}|${agent}`, { deviceId, agent });
+    void this.#summarise(deviceId, agent);
+  }
+
+  /** Writes the summary now (after the queued turns are stored); resolves when done or failed (it stays due). */
+  #summarise(deviceId: string, agent: string): Promise<void> {
+    const key = `${deviceId}|${agent}`;
+    const running = this.#running.get(key);
+    if (running) return running;
+    const work = (async () => {
+      try {
+        await this.#batcher.flush();
+        const now = this.#o.agentOf(deviceId);
+        if (now.agent !== agent) {
+          // The device moved on: that agent's model is not known here any more; its summary waits.
+          this.#due.delete(key);
+          return;
+        }
+        const { historyTurns, historyChars } = this.#o.settings;
+        const kept = messagesOfRows(await this.#o.store.recentTurns(deviceId, agent, historyTurns * ROWS_PER_TURN), historyTurns, historyChars);
+        const keepRecent = kept.length;
+        await foldIntoSummary({ store: this.#o.store, llm: now.llm, deviceId, agent, keepRecent, signal: this.#abort.signal });
+        this.#due.delete(key);
+      } catch (err) {
+        if (!this.#closed) this.#log.warn({ agent, err: err instanceof Error ? err.message : String(err) }, 'memory: summary not written; tried again later');
+      } finally {
+        this.#running.delete(key);
+      }
+    })();
+    this.#running.set(key, work);
+    return work;
+  }
+
+  #retryDue(): void {
+    for (const { deviceId, agent } of this.#due.values()) void this.#summarise(deviceId, agent);
+  }
+
+  /** Summaries due now (tests): written or failed. */
+  async settle(): Promise<void> {
+    await this.#batcher.flush();
+    await Promise.all([...this.#running.values()]);
+  }
+
+  /** Removes turns past the retention period and the per-device maximum. */
+  async prune(): Promise<number> {
+    try {
+      const removed = await this.#o.store.prune({ retentionDays: this.#o.settings.retentionDays, maxTurnsPerDevice: this.#o.settings.maxTurnsPerDevice });
+      if (removed > 0) this.#log.info({ removed }, 'memory: old turns removed');
+      return removed;
+    } catch (err) {
+      this.#log.error({ err: err instanceof Error ? err.message : String(err) }, 'memory: pruning failed');
+      return 0;
+    }
+  }
+
+  /** Stores what is queued, then stops (summaries in flight are given up; they stay due in the turns). */
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#unsubscribe();
+    for (const t of this.#timers) clearTimeout(t);
+    await this.#batcher.flush();
+    this.#batcher.close();
+    this.#abort.abort();
+    await Promise.allSettled([...this.#running.values()]);
+  }
+}
+
+/** One session's view of its device's memory. */
+class DeviceSessionMemory implements SessionMemory {
+  readonly #m: DeviceMemory;
+  readonly #deviceId: string;
+  readonly #loads = new Map<string, Promise<Loaded>>();
+  #agent: string | undefined;
+  #mode: MemoryMode = 'summary';
+  #facts: string[] = [];
+  #summary: string | undefined;
+  /** Agents this session stored turns with. */
+  readonly #recordedWith = new Set<string>();
+  #cleared = false;
+  readonly target: MemoryToolTarget;
+  readonly #ended: () => void;
+
+  constructor(memory: DeviceMemory, deviceId: string, ended: () => void) {
+    this.#m = memory;
+    this.#deviceId = deviceId;
+    this.#ended = ended;
+    // Read from hello on: the first turn finds it loaded.
+    void this.#load(memory.agentOf(deviceId)).catch(() => undefined);
+    this.target = {
+      keepsFacts: () => this.#mode === 'summary' && this.#agent !== undefined,
+      remember: async (fact) => {
+        const agent = this.#agent;
+        if (agent === undefined) return false;
+        const saved = await this.#m.store.remember(this.#deviceId, agent, fact);
+        await this.#refreshFacts(agent);
+        this.#m.log.info({ pii: { fact } }, 'memory: fact remembered');
+        return saved !== undefined;
+      },
+      forget: async (words) => {
+        const agent = this.#agent;
+        if (agent === undefined) return 0;
+        const n = await this.#m.store.forget(this.#deviceId, agent, words);
+        await this.#refreshFacts(agent);
+        return n;
+      },
+      forgetAll: async () => {
+        const agent = this.#agent;
+        if (agent === undefined) return;
+        // Turns still queued are stored first, so that they are deleted too.
+        await this.#m.batcher.flush();
+        await this.#m.store.forgetAll(this.#deviceId, agent);
+        this.#forgotten(agent);
+        this.#m.log.info({ agent }, 'memory: the device\'s memory with its agent was deleted at the user\'s request');
+      },
+      list: async () => {
+        const agent = this.#agent;
+        return agent === undefined ? [] : (await this.#m.store.facts(this.#deviceId, agent)).map((f) => f.text);
+      },
+    };
+  }
+
+  #load(agent: string): Promise<Loaded> {
+    let p = this.#loads.get(agent);
+    if (!p) {
+      p = this.#m.load(this.#deviceId, agent);
+      p.catch(() => this.#loads.delete(agent));
+      this.#loads.set(agent, p);
+    }
+    return p;
+  }
+
+  /** What this session holds of its memory with `agent` (or with every agent) is gone: the conversation empties its history at its next turn. */
+  #forgotten(agent?: string): void {
+    this.#facts = [];
+    this.#summary = undefined;
+    if (agent === undefined) this.#loads.clear();
+    else this.#loads.delete(agent);
+    if (agent === undefined) this.#recordedWith.clear();
+    else this.#recordedWith.delete(agent);
+    this.#cleared = true;
+  }
+
+  /** The device's whole memory was deleted (admin API, revoke), here or on another replica. */
+  deleted(): void {
+    this.#forgotten();
+  }
+
+  async #refreshFacts(agent: string): Promise<void> {
+    this.#facts = (await this.#m.store.facts(this.#deviceId, agent)).map((f) => f.text);
+  }
+
+  async use(agent: string, mode: MemoryMode): Promise<ChatMessage[]> {
+    this.#agent = agent;
+    this.#mode = mode;
+    if (mode === 'none') {
+      this.#facts = [];
+      this.#summary = undefined;
+      return [];
+    }
+    const loaded = await this.#load(agent);
+    if (this.#agent !== agent) return [];
+    this.#facts = mode === 'summary' ? loaded.facts : [];
+    this.#summary = mode === 'summary' ? loaded.summary : undefined;
+    return loaded.rows;
+  }
+
+  block(): string {
+    return this.#mode === 'summary' ? memoryBlock(this.#facts, this.#summary) : '';
+  }
+
+  takeCleared(): boolean {
+    const cleared = this.#cleared;
+    this.#cleared = false;
+    return cleared;
+  }
+
+  record(messages: readonly ChatMessage[]): void {
+    const agent = this.#agent;
+    if (agent === undefined || this.#mode === 'none') return;
+    const rows = rowsOfTurn(messages);
+    if (rows.length === 0) return;
+    this.#m.batcher.add(rows.map((r) => ({ deviceId: this.#deviceId, agent, role: r.role, text: r.text })));
+    this.#recordedWith.add(agent);
+  }
+
+  close(): void {
+    this.#ended();
+    const agent = this.#agent;
+    if (agent !== undefined && this.#mode === 'summary' && this.#recordedWith.has(agent)) this.#m.summaryDue(this.#deviceId, agent);
+  }
+}

@@ -1,0 +1,128 @@
+/**
+ * The server's device memory over a real SQLite store: the summary is written after a session by
+ * the agent's model, folds only the turns past those given back, and when the model fails the
+ * turns stay and the summary is written at the next attempt; a session records nothing in mode
+ * `none`, and gives back only its own agent's turns. The model is a scripted `LlmClient` (the
+ * cloud service is the one thing faked).
+ */
+import { after, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { silentLogger } from '../../../core/logger.ts';
+import type { LlmClient, LlmEvent, LlmStreamRequest } from '../../../llm/types.ts';
+import { DeviceMemory } from '../../../server/memory/device-memory.ts';
+import type { SessionInfo } from '../../../voice/session/conversation.ts';
+import { open, sqliteTarget } from '../../helpers/store-targets.ts';
+
+const DEV = 'a8:00:00:00:00:01';
+
+class ScriptedLlm implements LlmClient {
+  readonly model = 'scripted';
+  failing = true;
+  readonly asked: LlmStreamRequest[] = [];
+  async *stream(req: LlmStreamRequest): AsyncIterable<LlmEvent> {
+    this.asked.push(req);
+    if (this.failing) throw new Error('model unreachable');
+    yield { type: 'text_delta', text: 'The user has a daughter, Mia.' };
+    yield { type: 'done', finishReason: 'stop' };
+  }
+}
+
+const info = { deviceId: DEV } as unknown as SessionInfo;
+const settings = { historyTurns: 1, historyChars: 4000, retentionDays: 90, maxTurnsPerDevice: 1000, summaryRetryMs: 1000 };
+
+describe('device memory on the server', () => {
+  const target = sqliteTarget();
+  after(() => target.close());
+
+  test('the summary waits while the model fails, loses nothing, and folds only the turns past those given back', async () => {
+    const store = await open(await target.fresh());
+    const llm = new ScriptedLlm();
+    const memory = new DeviceMemory({ store: store.memory, settings, agentOf: () => ({ agent: 'home', llm }), log: silentLogger });
+    try {
+      const s = memory.forSession(info);
+      assert.ok(s);
+      assert.deepEqual(await s.use('home', 'summary'), []);
+      s.record([{ role: 'user', content: 'my daughter is Mia' }, { role: 'assistant', content: 'Nice name.' }]);
+      s.record([{ role: 'user', content: 'what time is it' }, { role: 'assistant', content: '', toolCalls: [{ id: 'c1', name: 'get_current_datetime', arguments: '{}' }] }, { role: 'tool', toolCallId: 'c1', content: 'noon' }, { role: 'assistant', content: 'It is noon.' }]);
+      s.close();
+      await memory.settle();
+      assert.equal(llm.asked.length, 1, 'the model was asked once, after the session');
+      assert.equal(await store.memory.summary(DEV, 'home'), undefined, 'no summary while the model fails');
+      assert.equal((await store.memory.history(DEV, 10)).length, 5, 'every turn kept');
+
+      llm.failing = false;
+      await new Promise((r) => setTimeout(r, 1500));
+      await memory.settle();
+      const summary = await store.memory.summary(DEV, 'home');
+      assert.equal(summary?.text, 'The user has a daughter, Mia.');
+      const asked = JSON.stringify(llm.asked.at(-1)?.messages);
+      assert.match(asked, /my daughter is Mia/);
+      assert.doesNotMatch(asked, /what time is it/, 'the turn given back as it is is not folded');
+
+      const next = memory.forSession(info);
+      assert.ok(next);
+      const back = await next.use('home', 'summary');
+      assert.deepEqual(back, [{ role: 'user', content: 'what time is it' }, { role: 'assistant', content: '(tool used: get_current_datetime({}) → noon)' }, { role: 'assistant', content: 'It is noon.' }]);
+      assert.match(next.block(), /"The user has a daughter, Mia\."/);
+      assert.deepEqual(await next.use('other', 'summary'), [], 'another agent: nothing of this one');
+      assert.equal(next.block(), '');
+      await next.use('home', 'history');
+      assert.equal(next.block(), '', 'history mode: no facts or summary in the prompt');
+    } finally {
+      await memory.close();
+      await store.close();
+    }
+  });
+
+  test('a session opened right after the last one ended finds its turns (still queued for the database)', async () => {
+    const store = await open(await target.fresh());
+    const memory = new DeviceMemory({ store: store.memory, settings: { ...settings, historyTurns: 5 }, agentOf: () => ({ agent: 'home', llm: new ScriptedLlm() }), log: silentLogger });
+    try {
+      const first = memory.forSession(info);
+      assert.ok(first);
+      await first.use('home', 'history');
+      first.record([{ role: 'user', content: 'my name is Ann' }, { role: 'assistant', content: 'Hello Ann.' }]);
+      first.close();
+      const next = memory.forSession(info);
+      assert.ok(next);
+      assert.deepEqual(await next.use('home', 'history'), [{ role: 'user', content: 'my name is Ann' }, { role: 'assistant', content: 'Hello Ann.' }]);
+    } finally {
+      await memory.close();
+      await store.close();
+    }
+  });
+
+  test('the server removes turns past retention by itself', async () => {
+    let now = Date.parse('2026-01-01T00:00:00Z');
+    const store = await open(await target.fresh(), { now: () => now });
+    await store.memory.addTurns([{ deviceId: DEV, agent: 'home', role: 'user', text: 'long ago' }]);
+    now += 91 * 86_400_000;
+    await store.memory.addTurns([{ deviceId: DEV, agent: 'home', role: 'user', text: 'today' }]);
+    const memory = new DeviceMemory({ store: store.memory, settings, agentOf: () => ({ agent: 'home', llm: new ScriptedLlm() }), log: silentLogger, pruneEveryMs: 50 });
+    try {
+      const end = Date.now() + 10_000;
+      while ((await store.memory.history(DEV, 10)).length > 1 && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+      assert.deepEqual((await store.memory.history(DEV, 10)).map((t) => t.text), ['today']);
+    } finally {
+      await memory.close();
+      await store.close();
+    }
+  });
+
+  test('mode none stores nothing', async () => {
+    const store = await open(await target.fresh());
+    const memory = new DeviceMemory({ store: store.memory, settings, agentOf: () => ({ agent: 'home', llm: new ScriptedLlm() }), log: silentLogger });
+    try {
+      const s = memory.forSession(info);
+      assert.ok(s);
+      await s.use('home', 'none');
+      s.record([{ role: 'user', content: 'hello' }, { role: 'assistant', content: 'hi' }]);
+      s.close();
+      await memory.settle();
+      assert.deepEqual(await store.memory.history(DEV, 10), []);
+    } finally {
+      await memory.close();
+      await store.close();
+    }
+  });
+});
