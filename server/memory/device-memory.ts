@@ -35,6 +35,17 @@ export interface DeviceMemoryOptions {
   onChange?: (listener: (c: StoreChange) => void) => () => void;
   /** Retention runs this often (ms); default hourly, first a minute after start. */
   pruneEveryMs?: number;
+  /** Longest wait for a device's memory at a turn start (ms); past it the turn answers without it. Default 3000. */
+  readTimeoutMs?: number;
+}
+
+/** Resolves as `p`, or rejects with `message` after `ms`; the timer is cleared either way. */
+function withinMs<T>(p: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(message)), ms);
+  });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
 
 /** Stored messages read per turn given back (a user message, tool calls, the answer). */
@@ -107,6 +118,10 @@ export class DeviceMemory {
 
   get settings(): MemorySettings {
     return this.#o.settings;
+  }
+
+  get readTimeoutMs(): number {
+    return this.#o.readTimeoutMs ?? 3000;
   }
 
   get log(): Logger {
@@ -296,7 +311,9 @@ class DeviceSessionMemory implements SessionMemory {
       this.#summary = undefined;
       return [];
     }
-    const loaded = await this.#load(agent);
+    // A database that hangs must not hold the answer: past the bound the turn goes on without
+    // memory (the caller logs it) and the next turn asks again (the read itself keeps going).
+    const loaded = await withinMs(this.#load(agent), this.#m.readTimeoutMs, 'device memory read timed out');
     if (this.#agent !== agent) return [];
     this.#facts = mode === 'summary' ? loaded.facts : [];
     this.#summary = mode === 'summary' ? loaded.summary : undefined;

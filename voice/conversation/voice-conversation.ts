@@ -327,6 +327,8 @@ class VoiceConversation implements Conversation {
     this.#memoryOf = { agent: profile.agent, mode };
     const recalled = await memory.use(profile.agent, mode).catch((err: unknown) => {
       this.#ctx.log.warn({ err: toVoiceError(err).message }, 'device memory could not be read; answering without it');
+      // The next turn asks again.
+      this.#memoryOf = undefined;
       return [];
     });
     if (changed || this.#history.turns === 0) {

@@ -92,6 +92,36 @@ describe('device memory on the server', () => {
     }
   });
 
+  test('a database that hangs on the read does not hold the turn: past readTimeoutMs it answers without memory, and a later turn gets it', { timeout: 20_000 }, async () => {
+    const store = await open(await target.fresh());
+    await store.memory.addTurns([{ deviceId: DEV, agent: 'home', role: 'user', text: 'my name is Ann' }, { deviceId: DEV, agent: 'home', role: 'assistant', text: 'Hello Ann.' }]);
+    // The real store, with its reads held until released (as a database stuck on a lock would).
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((r) => (release = r));
+    const stuck = new Proxy(store.memory, {
+      get(t, prop, receiver) {
+        const v: unknown = Reflect.get(t, prop, receiver);
+        if (typeof v !== 'function') return v;
+        const fn = v as (...a: unknown[]) => unknown;
+        return ['recentTurns', 'facts', 'summary'].includes(String(prop)) ? async (...a: unknown[]) => (await held, fn.apply(t, a)) : fn.bind(t);
+      },
+    });
+    const memory = new DeviceMemory({ store: stuck, settings: { ...settings, historyTurns: 5 }, agentOf: () => ({ agent: 'home', llm: new ScriptedLlm() }), log: silentLogger, readTimeoutMs: 200 });
+    try {
+      const session = memory.forSession(info);
+      assert.ok(session);
+      const started = performance.now();
+      await assert.rejects(session.use('home', 'history'), /device memory read timed out/);
+      assert.ok(performance.now() - started < 5000, 'the turn was not held by the stuck read');
+      release();
+      assert.deepEqual(await session.use('home', 'history'), [{ role: 'user', content: 'my name is Ann' }, { role: 'assistant', content: 'Hello Ann.' }], 'asked again, it gets the memory');
+    } finally {
+      release();
+      await memory.close();
+      await store.close();
+    }
+  });
+
   test('the server removes turns past retention by itself', async () => {
     let now = Date.parse('2026-01-01T00:00:00Z');
     const store = await open(await target.fresh(), { now: () => now });
