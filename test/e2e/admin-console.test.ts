@@ -97,7 +97,7 @@ describe('admin console in Chromium, phone viewport', { skip: haveChromium ? fal
 
     // Its prompt edited: the new one is stored, the write-only key kept.
     const kitchen = page.locator('details.agent[data-agent=kitchen]');
-    await kitchen.locator('summary').click();
+    await kitchen.locator(':scope > summary').click();
     assert.equal(await kitchen.locator('input[name=llm-apiKey]').inputValue(), '');
     assert.match((await kitchen.locator('input[name=llm-apiKey]').getAttribute('placeholder')) ?? '', /^set/);
     await kitchen.locator('textarea[name=systemPrompt]').fill('You are a baker.');
