@@ -5,6 +5,7 @@
  * bounded: beyond `maxAddresses` the oldest are forgotten.
  */
 import { TokenBucket } from '../../core/token-bucket.ts';
+import { makeRoom } from '../../core/bounded-map.ts';
 
 export interface SignInLimitOptions {
   burst: number;
@@ -34,12 +35,7 @@ export class SignInLimit {
   #bucket(address: string): TokenBucket {
     let b = this.#buckets.get(address);
     if (!b) {
-      const max = this.#opts.maxAddresses ?? 10_000;
-      while (this.#buckets.size >= max) {
-        const oldest = this.#buckets.keys().next().value;
-        if (oldest === undefined) break;
-        this.#buckets.delete(oldest);
-      }
+      makeRoom(this.#buckets, this.#opts.maxAddresses ?? 10_000);
       b = new TokenBucket({ burst: this.#opts.burst, perSecond: this.#opts.perMinute / 60 }, this.#opts.now);
       this.#buckets.set(address, b);
     }
