@@ -22,11 +22,16 @@ export class TokenBucket {
 
   /** Takes one token; false when the bucket is empty (the event is over the limit). */
   take(): boolean {
+    if (this.empty()) return false;
+    this.#tokens -= 1;
+    return true;
+  }
+
+  /** Whether the next `take()` would be refused; takes nothing. */
+  empty(): boolean {
     const now = this.#now();
     this.#tokens = Math.min(this.#limit.burst, this.#tokens + ((now - this.#last) / 1000) * this.#limit.perSecond);
     this.#last = now;
-    if (this.#tokens < 1) return false;
-    this.#tokens -= 1;
-    return true;
+    return this.#tokens < 1;
   }
 }

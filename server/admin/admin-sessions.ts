@@ -5,6 +5,7 @@
  * out (the admin token signs in again).
  */
 import { createHash, randomBytes } from 'node:crypto';
+import { makeRoom } from '../../core/bounded-map.ts';
 
 export const ADMIN_COOKIE = 'xiaozhi_admin';
 
@@ -36,11 +37,7 @@ export class AdminSessions {
   /** A new signed-in session: its id (for the cookie) and when it expires. */
   create(): { id: string; expiresAt: number } {
     this.#sweep();
-    while (this.#expiry.size >= this.#opts.max) {
-      const oldest = this.#expiry.keys().next().value;
-      if (oldest === undefined) break;
-      this.#expiry.delete(oldest);
-    }
+    makeRoom(this.#expiry, this.#opts.max);
     const id = randomBytes(32).toString('base64url');
     const expiresAt = this.#now() + this.#opts.ttlMs;
     this.#expiry.set(digest(id), expiresAt);

@@ -33,6 +33,7 @@ function operation(r: AdminRoute): Json {
     if (!r.auth && status === '401' && r.id !== 'signIn') continue;
     responses[status] = { description, ...errorBody };
   }
+  if (r.auth) responses['429'] ??= { description: 'too many wrong admin tokens from this address: wait Retry-After seconds', ...errorBody };
   const op: Json = { operationId: r.id, summary: r.summary, responses };
   if (r.params) {
     const s = jsonSchema(r.params, 'input');

@@ -12,7 +12,8 @@ import type { SessionRegistry } from '../../voice/session/registry.ts';
 import { adminConsoleRoutes } from '../http/web-route.ts';
 import type { AdminStore } from './admin-store.ts';
 import { AdminSessions } from './admin-sessions.ts';
-import { authenticate } from './admin-token.ts';
+import { authenticate, bearerToken } from './admin-token.ts';
+import { addressKey } from '../http/address-key.ts';
 import { SignInLimit } from './sign-in-limit.ts';
 import { AdminError, fastifyPath, type AdminContext, type AdminRoute } from './route.ts';
 import { ADMIN_ROUTES } from './routes.ts';
@@ -105,7 +106,17 @@ function registerRoute(api: FastifyInstance, r: AdminRoute, ctx: AdminContext): 
     url: fastifyPath(r.path),
     handler: async (request, reply) => {
       if (r.auth) {
+        // A bearer token is a guess at the admin token like a sign-in: wrong ones spend the
+        // address's sign-in attempts, and an address with none left is refused before the check,
+        // so a right guess is not told apart from a wrong one.
+        const bearer = bearerToken(request.headers.authorization) !== undefined;
+        const address = addressKey(request);
+        if (bearer && ctx.signInLimit.exhausted(address)) {
+          reply.header('Retry-After', String(ctx.signInLimit.retryAfterS));
+          throw new AdminError(429, 'too many wrong admin tokens from this address: try again in a minute');
+        }
         const how = authenticate(request, ctx.token, ctx.sessions);
+        if (!how && bearer) ctx.signInLimit.take(address);
         if (!how) {
           reply.header('WWW-Authenticate', 'Bearer realm="xiaozhi admin"');
           throw new AdminError(401, 'admin token or console sign-in required');

@@ -1,9 +1,11 @@
 /**
  * @module Sign-in attempts per address: a token bucket each (`burst` at once, refilled at
- * `perMinute`), so guessing the admin token from one address is slow. The map of addresses is
+ * `perMinute`), so guessing the admin token from one address is slow, at the sign-in and as a
+ * wrong bearer token alike. The map of addresses is
  * bounded: beyond `maxAddresses` the oldest are forgotten.
  */
 import { TokenBucket } from '../../core/token-bucket.ts';
+import { makeRoom } from '../../core/bounded-map.ts';
 
 export interface SignInLimitOptions {
   burst: number;
@@ -22,18 +24,22 @@ export class SignInLimit {
 
   /** Takes one attempt for `address`; false when it is over the limit. */
   take(address: string): boolean {
+    return this.#bucket(address).take();
+  }
+
+  /** Whether `address` has no attempt left; takes none. */
+  exhausted(address: string): boolean {
+    return this.#buckets.get(address)?.empty() ?? false;
+  }
+
+  #bucket(address: string): TokenBucket {
     let b = this.#buckets.get(address);
     if (!b) {
-      const max = this.#opts.maxAddresses ?? 10_000;
-      while (this.#buckets.size >= max) {
-        const oldest = this.#buckets.keys().next().value;
-        if (oldest === undefined) break;
-        this.#buckets.delete(oldest);
-      }
+      makeRoom(this.#buckets, this.#opts.maxAddresses ?? 10_000);
       b = new TokenBucket({ burst: this.#opts.burst, perSecond: this.#opts.perMinute / 60 }, this.#opts.now);
       this.#buckets.set(address, b);
     }
-    return b.take();
+    return b;
   }
 
   /** Seconds until one more attempt is allowed: what `Retry-After` says. */

@@ -8,6 +8,7 @@
  * address with no sessions is forgotten first.
  */
 import { TokenBucket, type RateLimit } from '../../core/token-bucket.ts';
+import { makeRoom } from '../../core/bounded-map.ts';
 
 interface Entry {
   sessions: number;
@@ -38,12 +39,8 @@ export class PerIpLimits {
       // Most recently used last, so the oldest are forgotten first.
       this.#authenticated.delete(key);
     } else {
-      if (this.#authenticated.size >= this.#maxAddresses) {
-        for (const k of this.#authenticated.keys()) {
-          this.#authenticated.delete(k);
-          if (this.#authenticated.size < this.#maxAddresses * 0.9) break;
-        }
-      }
+      // A tenth at once, so a spray of new identities does not evict on every upgrade.
+      if (this.#authenticated.size >= this.#maxAddresses) makeRoom(this.#authenticated, this.#maxAddresses * 0.9);
       bucket = new TokenBucket(this.#rate);
     }
     this.#authenticated.set(key, bucket);

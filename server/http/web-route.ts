@@ -27,6 +27,21 @@ function packageRoot(from: string): string {
   }
 }
 
+/** What both pages allow alike: nothing from elsewhere, no plugins, no <base>, no forms, no frames. */
+function policy(scriptSrc: string, connectSrc: string): string {
+  return [
+    "default-src 'self'",
+    `script-src ${scriptSrc}`,
+    `connect-src ${connectSrc}`,
+    "img-src 'self' data:",
+    "style-src 'self'",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
+
 /**
  * The page's policy: its own scripts only (ES modules, the AudioWorklet, the opusscript loader),
  * plus eval, because the Opus fallback's Emscripten glue compiles WASM and builds its embind
@@ -34,33 +49,13 @@ function packageRoot(from: string): string {
  * Its own WebSocket and HTTP endpoints (and a ws:/wss: server URL the user types), the inline SVG
  * icon, and never inside a frame. The page has no inline scripts or styles, so none are allowed.
  */
-export const PAGE_CSP = [
-  "default-src 'self'",
-  "script-src 'self' 'unsafe-eval'",
-  "connect-src 'self' ws: wss:",
-  "img-src 'self' data:",
-  "style-src 'self'",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'",
-].join('; ');
+export const PAGE_CSP = policy("'self' 'unsafe-eval'", "'self' ws: wss:");
 
 /**
  * The console's policy: its own scripts and styles only (no eval, nothing inline), requests to
  * its own origin only, never inside a frame.
  */
-export const ADMIN_CSP = [
-  "default-src 'self'",
-  "script-src 'self'",
-  "connect-src 'self'",
-  "img-src 'self' data:",
-  "style-src 'self'",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'",
-].join('; ');
+export const ADMIN_CSP = policy("'self'", "'self'");
 
 type HeaderSink = { setHeader(name: string, value: string): unknown };
 

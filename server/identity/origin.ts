@@ -43,8 +43,11 @@ export class OwnHosts {
   /** Listed addresses, in canonical form (`formatIp`). */
   readonly #addresses = new Set<string>();
   readonly #interfaces: () => string[];
+  readonly #now: () => number;
+  /** The interface addresses last read, and when (ms). */
+  #read: { at: number; addresses: readonly string[] } | undefined;
 
-  constructor(settings: HostSettings, interfaces: () => string[] = interfaceAddresses) {
+  constructor(settings: HostSettings, interfaces: () => string[] = interfaceAddresses, now: () => number = () => performance.now()) {
     const machine = machineName().toLowerCase();
     this.#names = new Set(['localhost', machine, `${machine}.local`]);
     let wsHost: string | undefined;
@@ -63,6 +66,7 @@ export class OwnHosts {
       }
     }
     this.#interfaces = interfaces;
+    this.#now = now;
   }
 
   /** True when the Host header `host` names this server. */
@@ -76,8 +80,17 @@ export class OwnHosts {
     if (isLoopback(ip)) return true;
     const text = formatIp(ip);
     if (this.#addresses.has(text)) return true;
-    // Read at each check: addresses come and go (DHCP, a VPN); this runs only for browser requests.
-    return this.#interfaces().some((a) => a === text);
+    return this.#interfaceAddresses().includes(text);
+  }
+
+  /**
+   * Addresses come and go (DHCP, a VPN), so they are read again, but at most once a second: a
+   * stranger's flood of requests naming unknown addresses costs no system call each.
+   */
+  #interfaceAddresses(): readonly string[] {
+    const now = this.#now();
+    if (!this.#read || now - this.#read.at > 1000) this.#read = { at: now, addresses: this.#interfaces() };
+    return this.#read.addresses;
   }
 }
 

@@ -321,8 +321,8 @@ describe('admin API', () => {
   });
 
   test('sign-in attempts are limited per address: 5 a minute, then 429 even with the right token', async () => {
-    // Earlier tests signed in twice from this address: three wrong attempts are left (one more if
-    // the bucket refilled meanwhile, one every 12 s).
+    // Earlier tests signed in and sent wrong bearer tokens from this address, spending the same
+    // attempts: at most four are left (one more if the bucket refilled meanwhile, one every 12 s).
     const statuses: number[] = [];
     while (statuses.length < 8 && statuses.at(-1) !== 429) statuses.push((await call('POST', '/session', { token: null, body: { token: 'wrong-token-wrong-token' } })).status);
     assert.equal(statuses.at(-1), 429, `statuses: ${statuses.join(',')}`);
@@ -332,6 +332,38 @@ describe('admin API', () => {
     assert.equal(limited.status, 429);
     assert.equal(limited.headers.get('retry-after'), '12');
     assert.ok(s.logs.find('admin: sign-in attempts over the limit').length > 0);
+  });
+});
+
+describe('admin API: guessing the token as a bearer', () => {
+  test('wrong bearer tokens spend the sign-in budget of the address: then 429, even with the right token', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'admin-bearer-'));
+    const s = await start(dir, { token: TOKEN });
+    try {
+      const get = async (token: string) => (await fetch(`${s.url}/api/admin/devices`, { headers: { authorization: `Bearer ${token}` } })).status;
+      const statuses: number[] = [];
+      while (statuses.length < 10 && statuses.at(-1) !== 429) statuses.push(await get('wrong-token-wrong-token-wrong'));
+      assert.equal(statuses.at(-1), 429, `statuses: ${statuses.join(',')}`);
+      assert.ok(statuses.length - 1 <= 6, `at most 5 guesses a minute (one more if the bucket refilled): ${statuses.join(',')}`);
+      assert.equal(await get(TOKEN), 429, 'a guess that happens to be right is not told apart while the address is over the limit');
+    } finally {
+      await s.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('the right bearer token is not limited', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'admin-bearer-'));
+    const s = await start(dir, { token: TOKEN });
+    try {
+      for (let i = 0; i < 12; i++) {
+        const r = await fetch(`${s.url}/api/admin/devices`, { headers: { authorization: `Bearer ${TOKEN}` } });
+        assert.equal(r.status, 200, `request ${i}`);
+      }
+    } finally {
+      await s.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -8,7 +8,6 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { request } from 'node:http';
 import { DeviceSim } from '../../fixtures/device-sim.ts';
 import { recordingConversation } from '../../helpers/recording-conversation.ts';
 import { startTestApp, type TestApp } from '../../helpers/test-app.ts';
@@ -17,48 +16,7 @@ import { ConfigSchema } from '../../../server/config.ts';
 import { createLogger } from '../../../server/logger.ts';
 import { createLogSink } from '../../helpers/log-sink.ts';
 import { listenOnLoopback } from '../../helpers/listen.ts';
-
-interface Answer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
-
-function post(port: number, path: string, headers: Record<string, string>, body = '{}'): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, method: 'POST', headers: { 'Content-Length': Buffer.byteLength(body), ...headers } }, (res) => {
-      let data = '';
-      res.on('data', (c: Buffer) => (data += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: data }));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
-/** A WebSocket upgrade whose refusal body we can read (a WebSocket client hides it). */
-function upgrade(port: number, headers: Record<string, string>, query = ''): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = request({
-      host: '127.0.0.1',
-      port,
-      path: `/xiaozhi/v1/${query}`,
-      agent: false,
-      headers: { Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Version': '13', 'Sec-WebSocket-Key': 'dGhlIHNhbXBsZSBub25jZQ==', ...headers },
-    });
-    req.on('upgrade', (res, socket) => {
-      socket.destroy();
-      resolve({ status: res.statusCode ?? 0, headers: res.headers, body: '' });
-    });
-    req.on('response', (res) => {
-      let data = '';
-      res.on('data', (c: Buffer) => (data += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: data }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+import { postTo as post, upgradeTo as upgrade } from '../../helpers/http-probe.ts';
 
 const FIRMWARE = { 'Content-Type': 'application/json', 'Activation-Version': '1' };
 

@@ -28,3 +28,17 @@ test('anything else is not: a rebinding name, other addresses, no Host', () => {
     assert.ok(!own.has(h), String(h));
   }
 });
+
+test('a flood of unknown addresses reads the interfaces once a second, not once a request; a new one shows after that', () => {
+  let reads = 0;
+  let now = 0;
+  let list = ['10.1.2.3'];
+  const hosts = new OwnHosts({ publicHosts: [], publicWsUrl: '' }, () => (reads++, list), () => now);
+  for (let i = 0; i < 1000; i++) assert.ok(!hosts.has(`10.9.${i >> 8}.${i & 255}`));
+  assert.equal(reads, 1);
+  list = ['10.1.2.3', '10.1.2.4'];
+  assert.ok(!hosts.has('10.1.2.4'), 'within the second the old list is used');
+  now = 1001;
+  assert.ok(hosts.has('10.1.2.4'));
+  assert.equal(reads, 2);
+});
