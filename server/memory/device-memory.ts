@@ -5,6 +5,7 @@
  * for that session, the summary written after a session ends (retried later when the model fails),
  * and retention (old turns and turns past the per-device maximum removed periodically).
  */
+import { linkedScope } from '../../core/abort.ts';
 import type { Logger } from '../../core/logger.ts';
 import type { ChatMessage, LlmClient } from '../../llm/types.ts';
 import type { MemoryToolTarget } from '../../mcp/local-tools/memory-tools.ts';
@@ -37,6 +38,8 @@ export interface DeviceMemoryOptions {
   pruneEveryMs?: number;
   /** Longest wait for a device's memory at a turn start (ms); past it the turn answers without it. Default 3000. */
   readTimeoutMs?: number;
+  /** Longest a summary may take the model (ms); past it the attempt is given up and the summary stays due. Default 60000. */
+  summaryTimeoutMs?: number;
 }
 
 /** Resolves as `p`, or rejects with `message` after `ms`; the timer is cleared either way. */
@@ -161,6 +164,8 @@ export class DeviceMemory {
     const key = `${deviceId}|${agent}`;
     const running = this.#running.get(key);
     if (running) return running;
+    // A model that stalls must not hold the summary for good: the attempt is bounded and retried.
+    const scope = linkedScope(this.#abort.signal, { timeoutMs: this.#o.summaryTimeoutMs ?? 60_000, what: 'memory summary' });
     const work = (async () => {
       try {
         await this.#batcher.flush();
@@ -173,11 +178,12 @@ export class DeviceMemory {
         const { historyTurns, historyChars } = this.#o.settings;
         const kept = messagesOfRows(await this.#o.store.recentTurns(deviceId, agent, historyTurns * ROWS_PER_TURN), historyTurns, historyChars);
         const keepRecent = kept.length;
-        await foldIntoSummary({ store: this.#o.store, llm: now.llm, deviceId, agent, keepRecent, signal: this.#abort.signal });
+        await foldIntoSummary({ store: this.#o.store, llm: now.llm, deviceId, agent, keepRecent, signal: scope.signal });
         this.#due.delete(key);
       } catch (err) {
         if (!this.#closed) this.#log.warn({ agent, err: err instanceof Error ? err.message : String(err) }, 'memory: summary not written; tried again later');
       } finally {
+        scope.dispose();
         this.#running.delete(key);
       }
     })();
