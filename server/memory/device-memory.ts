@@ -178,8 +178,9 @@ export class DeviceMemory {
         const { historyTurns, historyChars } = this.#o.settings;
         const kept = messagesOfRows(await this.#o.store.recentTurns(deviceId, agent, historyTurns * ROWS_PER_TURN), historyTurns, historyChars);
         const keepRecent = kept.length;
-        await foldIntoSummary({ store: this.#o.store, llm: now.llm, deviceId, agent, keepRecent, signal: scope.signal });
-        this.#due.delete(key);
+        const folded = await foldIntoSummary({ store: this.#o.store, llm: now.llm, deviceId, agent, keepRecent, signal: scope.signal });
+        // Turns left over (more than one request holds) are folded at the next retry.
+        if (folded !== 'more') this.#due.delete(key);
       } catch (err) {
         if (!this.#closed) this.#log.warn({ agent, err: err instanceof Error ? err.message : String(err) }, 'memory: summary not written; tried again later');
       } finally {
