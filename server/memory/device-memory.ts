@@ -131,6 +131,11 @@ export class DeviceMemory {
     return this.#log;
   }
 
+  /** True once `close` ran: a session ending later (past the shutdown's drain) keeps nothing. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
   get batcher(): TurnBatcher {
     return this.#batcher;
   }
@@ -155,6 +160,7 @@ export class DeviceMemory {
 
   /** A session with `agent` in summary mode ended: fold its older turns into the summary, in the background. */
   summaryDue(deviceId: string, agent: string): void {
+    if (this.#closed) return;
     this.#due.set(`${deviceId}|${agent}`, { deviceId, agent });
     void this.#summarise(deviceId, agent);
   }
@@ -339,7 +345,7 @@ class DeviceSessionMemory implements SessionMemory {
 
   record(messages: readonly ChatMessage[]): void {
     const agent = this.#agent;
-    if (agent === undefined || this.#mode === 'none') return;
+    if (agent === undefined || this.#mode === 'none' || this.#m.closed) return;
     const rows = rowsOfTurn(messages);
     if (rows.length === 0) return;
     this.#m.batcher.add(rows.map((r) => ({ deviceId: this.#deviceId, agent, role: r.role, text: r.text })));

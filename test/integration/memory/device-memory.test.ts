@@ -172,6 +172,37 @@ describe('device memory on the server', () => {
     }
   });
 
+  test('a session that ends after the memory closed (shutdown past its drain) asks neither the store nor the model', async () => {
+    const store = await open(await target.fresh());
+    const llm = new ScriptedLlm();
+    llm.failing = false;
+    let writes = 0;
+    const counted = new Proxy(store.memory, {
+      get(t, prop) {
+        const v = Reflect.get(t, prop) as unknown;
+        if (prop !== 'addTurns' || typeof v !== 'function') return typeof v === 'function' ? v.bind(t) : v;
+        return (...a: unknown[]) => {
+          writes++;
+          return (v as (...x: unknown[]) => unknown).apply(t, a);
+        };
+      },
+    });
+    const memory = new DeviceMemory({ store: counted, settings, agentOf: () => ({ agent: 'home', llm }), log: silentLogger });
+    try {
+      const s = memory.forSession(info);
+      assert.ok(s);
+      await s.use('home', 'summary');
+      await memory.close();
+      s.record([{ role: 'user', content: 'late words' }, { role: 'assistant', content: 'late answer' }]);
+      s.close();
+      await new Promise((r) => setTimeout(r, 600));
+      assert.equal(writes, 0, 'nothing written after close');
+      assert.equal(llm.asked.length, 0, 'no summary asked for after close');
+    } finally {
+      await store.close();
+    }
+  });
+
   test('mode none stores nothing', async () => {
     const store = await open(await target.fresh());
     const memory = new DeviceMemory({ store: store.memory, settings, agentOf: () => ({ agent: 'home', llm: new ScriptedLlm() }), log: silentLogger });
