@@ -58,7 +58,8 @@ interface Built {
   row: AgentRow | undefined;
   updatedAt: string | undefined;
   profile: TurnProfile;
-  ttsKey: string;
+  /** The shared remote TTS it counts as a user of (none for the configured or an embedded voice). */
+  tts: { key: string; entry: TtsEntry } | undefined;
   /** Turns holding it. */
   refs: number;
   /** False once the agent changed or went away: disposed when no turn holds it. */
@@ -191,8 +192,7 @@ export class AgentProfiles {
     if (language !== undefined && language !== config.language) {
       for (const w of languageWarnings({ language, asr: resolved.asr })) this.#warnOnce(`lang:${name}:${w.key}`, { agent: name, key: w.key }, w.message);
     }
-    const ttsKey = stableKey(resolved.tts);
-    const tts = this.#useTts(ttsKey, resolved.tts);
+    const { voice: tts, uses } = this.#useTts(stableKey(resolved.tts), resolved.tts);
     const profile: TurnProfile = {
       agent: name,
       systemPrompt: resolved.systemPrompt,
@@ -210,7 +210,7 @@ export class AgentProfiles {
     };
     this.#builds.set(name, (this.#builds.get(name) ?? 0) + 1);
     this.#log.info({ agent: name, model: resolved.llm.model, tts: resolved.tts.provider }, 'agent ready');
-    return { name, key, row, updatedAt: row?.updatedAt, profile, ttsKey, refs: 0, current: true, disposed: false };
+    return { name, key, row, updatedAt: row?.updatedAt, profile, tts: uses, refs: 0, current: true, disposed: false };
   }
 
   #asr(name: string, options: AsrOptions): Asr {
@@ -225,12 +225,12 @@ export class AgentProfiles {
    * embedded voice are at hand; a remote one is made in the background, and until then the
    * configured TTS speaks (the agent's voice from the turn after).
    */
-  #useTts(key: string, options: TtsOptions): () => Tts {
+  #useTts(key: string, options: TtsOptions): { voice: () => Tts; uses: { key: string; entry: TtsEntry } | undefined } {
     const base = this.#o.base.tts;
-    if (key === this.#baseTtsKey) return () => base;
+    if (key === this.#baseTtsKey) return { voice: () => base, uses: undefined };
     if (options.provider === 'espeak') {
       const voice = createEspeakTts(options);
-      return () => voice;
+      return { voice: () => voice, uses: undefined };
     }
     let entry = this.#tts.get(key);
     if (!entry) {
@@ -254,7 +254,7 @@ export class AgentProfiles {
     }
     entry.users++;
     const shared = entry;
-    return () => shared.tts ?? base;
+    return { voice: () => shared.tts ?? base, uses: { key, entry: shared } };
   }
 
   #retire(built: Built): void {
@@ -266,11 +266,13 @@ export class AgentProfiles {
   #disposeIfUnused(built: Built): void {
     if (built.current || built.refs > 0 || built.disposed) return;
     built.disposed = true;
-    const entry = this.#tts.get(built.ttsKey);
-    if (!entry) return;
+    // Its own entry, not whatever the key maps to now: an entry whose voice could not be made was
+    // dropped from the map, and another profile's new entry may hold the key since.
+    if (!built.tts) return;
+    const { key, entry } = built.tts;
     entry.users--;
     if (entry.users > 0) return;
-    this.#tts.delete(built.ttsKey);
+    if (this.#tts.get(key) === entry) this.#tts.delete(key);
     // Still being made: its completion sees nobody wants it and closes it.
     void entry.tts?.close();
   }

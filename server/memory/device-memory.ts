@@ -5,6 +5,7 @@
  * for that session, the summary written after a session ends (retried later when the model fails),
  * and retention (old turns and turns past the per-device maximum removed periodically).
  */
+import { linkedScope } from '../../core/abort.ts';
 import type { Logger } from '../../core/logger.ts';
 import type { ChatMessage, LlmClient } from '../../llm/types.ts';
 import type { MemoryToolTarget } from '../../mcp/local-tools/memory-tools.ts';
@@ -37,6 +38,8 @@ export interface DeviceMemoryOptions {
   pruneEveryMs?: number;
   /** Longest wait for a device's memory at a turn start (ms); past it the turn answers without it. Default 3000. */
   readTimeoutMs?: number;
+  /** Longest a summary may take the model (ms); past it the attempt is given up and the summary stays due. Default 60000. */
+  summaryTimeoutMs?: number;
 }
 
 /** Resolves as `p`, or rejects with `message` after `ms`; the timer is cleared either way. */
@@ -128,6 +131,11 @@ export class DeviceMemory {
     return this.#log;
   }
 
+  /** True once `close` ran: a session ending later (past the shutdown's drain) keeps nothing. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
   get batcher(): TurnBatcher {
     return this.#batcher;
   }
@@ -152,6 +160,7 @@ export class DeviceMemory {
 
   /** A session with `agent` in summary mode ended: fold its older turns into the summary, in the background. */
   summaryDue(deviceId: string, agent: string): void {
+    if (this.#closed) return;
     this.#due.set(`${deviceId}|${agent}`, { deviceId, agent });
     void this.#summarise(deviceId, agent);
   }
@@ -161,6 +170,8 @@ export class DeviceMemory {
     const key = `${deviceId}|${agent}`;
     const running = this.#running.get(key);
     if (running) return running;
+    // A model that stalls must not hold the summary for good: the attempt is bounded and retried.
+    const scope = linkedScope(this.#abort.signal, { timeoutMs: this.#o.summaryTimeoutMs ?? 60_000, what: 'memory summary' });
     const work = (async () => {
       try {
         await this.#batcher.flush();
@@ -173,11 +184,13 @@ export class DeviceMemory {
         const { historyTurns, historyChars } = this.#o.settings;
         const kept = messagesOfRows(await this.#o.store.recentTurns(deviceId, agent, historyTurns * ROWS_PER_TURN), historyTurns, historyChars);
         const keepRecent = kept.length;
-        await foldIntoSummary({ store: this.#o.store, llm: now.llm, deviceId, agent, keepRecent, signal: this.#abort.signal });
-        this.#due.delete(key);
+        const folded = await foldIntoSummary({ store: this.#o.store, llm: now.llm, deviceId, agent, keepRecent, signal: scope.signal });
+        // Turns left over (more than one request holds) are folded at the next retry.
+        if (folded !== 'more') this.#due.delete(key);
       } catch (err) {
         if (!this.#closed) this.#log.warn({ agent, err: err instanceof Error ? err.message : String(err) }, 'memory: summary not written; tried again later');
       } finally {
+        scope.dispose();
         this.#running.delete(key);
       }
     })();
@@ -332,7 +345,7 @@ class DeviceSessionMemory implements SessionMemory {
 
   record(messages: readonly ChatMessage[]): void {
     const agent = this.#agent;
-    if (agent === undefined || this.#mode === 'none') return;
+    if (agent === undefined || this.#mode === 'none' || this.#m.closed) return;
     const rows = rowsOfTurn(messages);
     if (rows.length === 0) return;
     this.#m.batcher.add(rows.map((r) => ({ deviceId: this.#deviceId, agent, role: r.role, text: r.text })));

@@ -14,8 +14,13 @@ const HEADER =
 
 /** One line of user text, quoted, without anything that could open or close the block. */
 export function quoteUserText(text: string): string {
-  const flat = text.replace(/\s+/g, ' ').replace(/<\/?\s*device_memory\s*>/gi, '').trim();
-  return JSON.stringify(flat);
+  let flat = text.replace(/\s+/g, ' ');
+  // Until none is left: removing one may join its surroundings into another.
+  for (let before = ''; before !== flat; ) {
+    before = flat;
+    flat = flat.replace(/<\/?\s*device_memory\s*>/gi, '');
+  }
+  return JSON.stringify(flat.trim());
 }
 
 export function memoryBlock(facts: readonly string[], summary: string | undefined): string {

@@ -139,6 +139,70 @@ describe('device memory on the server', () => {
     }
   });
 
+  test('a model that never answers the summary does not hold it: past the bound it is tried again', async () => {
+    const store = await open(await target.fresh());
+    let calls = 0;
+    const llm: LlmClient = {
+      model: 'hanging-once',
+      async *stream(req: LlmStreamRequest): AsyncIterable<LlmEvent> {
+        calls++;
+        if (calls === 1) {
+          // Hangs until its signal is aborted, as a stalled connection does.
+          await new Promise((_, reject) => req.signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }));
+        }
+        yield { type: 'text_delta', text: 'The user likes tea.' };
+        yield { type: 'done', finishReason: 'stop' };
+      },
+    };
+    const memory = new DeviceMemory({ store: store.memory, settings: { ...settings, summaryRetryMs: 300 }, agentOf: () => ({ agent: 'home', llm }), log: silentLogger, summaryTimeoutMs: 300 });
+    try {
+      const s = memory.forSession(info);
+      assert.ok(s);
+      await s.use('home', 'summary');
+      s.record([{ role: 'user', content: 'I like tea' }, { role: 'assistant', content: 'Noted.' }]);
+      s.record([{ role: 'user', content: 'and now?' }, { role: 'assistant', content: 'Now.' }]);
+      s.close();
+      const end = Date.now() + 10_000;
+      while ((await store.memory.summary(DEV, 'home')) === undefined && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+      assert.equal((await store.memory.summary(DEV, 'home'))?.text, 'The user likes tea.');
+      assert.ok(calls >= 2, 'asked again after the first call was given up');
+    } finally {
+      await memory.close();
+      await store.close();
+    }
+  });
+
+  test('a session that ends after the memory closed (shutdown past its drain) asks neither the store nor the model', async () => {
+    const store = await open(await target.fresh());
+    const llm = new ScriptedLlm();
+    llm.failing = false;
+    let writes = 0;
+    const counted = new Proxy(store.memory, {
+      get(t, prop) {
+        const v = Reflect.get(t, prop) as unknown;
+        if (prop !== 'addTurns' || typeof v !== 'function') return typeof v === 'function' ? v.bind(t) : v;
+        return (...a: unknown[]) => {
+          writes++;
+          return (v as (...x: unknown[]) => unknown).apply(t, a);
+        };
+      },
+    });
+    const memory = new DeviceMemory({ store: counted, settings, agentOf: () => ({ agent: 'home', llm }), log: silentLogger });
+    try {
+      const s = memory.forSession(info);
+      assert.ok(s);
+      await s.use('home', 'summary');
+      await memory.close();
+      s.record([{ role: 'user', content: 'late words' }, { role: 'assistant', content: 'late answer' }]);
+      s.close();
+      await new Promise((r) => setTimeout(r, 600));
+      assert.equal(writes, 0, 'nothing written after close');
+      assert.equal(llm.asked.length, 0, 'no summary asked for after close');
+    } finally {
+      await store.close();
+    }
+  });
+
   test('mode none stores nothing', async () => {
     const store = await open(await target.fresh());
     const memory = new DeviceMemory({ store: store.memory, settings, agentOf: () => ({ agent: 'home', llm: new ScriptedLlm() }), log: silentLogger });

@@ -198,6 +198,38 @@ describe('agent profiles', () => {
     await profiles.close();
   });
 
+  test('a voice that could not be made, then made for another agent: retiring the first agent leaves the other\'s voice open', async () => {
+    const config: Config = ConfigSchema.parse({ agents: [{ name: 'a', tts: tts('alloy'), devices: ['d1'] }] });
+    const lookup = configAgentLookup(config);
+    const closed: string[] = [];
+    let attempts = 0;
+    const profiles = new AgentProfiles({
+      config,
+      lookup,
+      log: silentLogger,
+      base,
+      clients: fakeClients().clients,
+      createTts: async (o) => {
+        if (++attempts === 1) throw new Error('voice service down');
+        return remoteTts(o.provider === 'openai' ? o.voice : 'espeak', closed);
+      },
+    });
+    await profiles.ready();
+    const heldA = profiles.profileFor('d1');
+    assert.equal(heldA.profile.tts, base.tts, 'the configured voice speaks while the agent\'s could not be made');
+    lookup.setAgent('b', { tts: tts('alloy') });
+    await profiles.ready();
+    lookup.setDeviceAgent('d2', 'b');
+    const heldB = profiles.profileFor('d2');
+    assert.equal(heldB.profile.tts.name, 'openai', 'b has the voice, made at the second attempt');
+    lookup.setAgent('a', { tts: tts('echo') });
+    heldA.release();
+    await profiles.ready();
+    assert.deepEqual(closed, [], 'b\'s voice is not closed by a\'s old profile');
+    heldB.release();
+    await profiles.close();
+  });
+
   test('an agent speaking Chinese over the English-only embedded recogniser is warned about once, naming the agent', () => {
     const logs = createLogSink();
     const { profiles } = setup({ agents: [{ name: 'zh-room', language: 'zh', devices: ['d1'] }, { name: 'en-room' }] }, createLogger({ level: 'warn', logContent: false, destination: logs.stream }));
