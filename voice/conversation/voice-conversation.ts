@@ -298,15 +298,20 @@ class VoiceConversation implements Conversation {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#dropEarly('session closed');
-    this.#turn?.abort('session closed');
-    await this.#turnDone;
-    await this.#ready?.catch(() => {});
-    this.#listener?.close();
-    this.#deviceMcp?.close();
-    await this.#tools?.close?.().catch(() => {});
-    this.#media?.close();
-    this.#memory?.close();
+    try {
+      this.#dropEarly('session closed');
+      this.#turn?.abort('session closed');
+      await this.#turnDone;
+      await this.#ready?.catch(() => {});
+      this.#listener?.close();
+      this.#deviceMcp?.close();
+      await this.#tools?.close?.().catch(() => {});
+    } finally {
+      // Released whatever happened above: the worker's codec and VAD state, and the device's
+      // place among the live sessions (its summary is asked for here).
+      this.#media?.close();
+      this.#memory?.close();
+    }
   }
 
   /**
