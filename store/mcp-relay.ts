@@ -9,6 +9,12 @@ import type { Database } from './schema.ts';
 
 export const BRIDGE_STALE_MS = 30_000;
 
+/**
+ * Longest serialized arguments or result one forwarded call puts into the database, bytes. A
+ * larger result is replaced by an error result saying so; larger arguments are refused.
+ */
+export const MAX_RELAYED_BYTES = 256 * 1024;
+
 export interface PublishedBridge {
   id: string;
   owner: string;
@@ -79,9 +85,12 @@ export class StoreMcpRelay implements McpRelay {
   }
 
   async enqueue(owner: string, call: QueuedCall): Promise<void> {
+    const args = JSON.stringify(call.args);
+    const bytes = Buffer.byteLength(args);
+    if (bytes > MAX_RELAYED_BYTES) throw new Error(`arguments of ${bytes} bytes are over the limit of ${MAX_RELAYED_BYTES} bytes`);
     await this.#db
       .insertInto('mcp_calls')
-      .values({ id: call.id, owner, bridge_id: call.bridgeId, tool: call.tool, args: JSON.stringify(call.args), state: 'queued', result: null, created_ms: this.#now() })
+      .values({ id: call.id, owner, bridge_id: call.bridgeId, tool: call.tool, args, state: 'queued', result: null, created_ms: this.#now() })
       .execute();
   }
 
@@ -99,7 +108,12 @@ export class StoreMcpRelay implements McpRelay {
   }
 
   async finish(id: string, result: unknown): Promise<void> {
-    await this.#db.updateTable('mcp_calls').set({ state: 'done', result: JSON.stringify(result) }).where('id', '=', id).execute();
+    let text = JSON.stringify(result);
+    const bytes = Buffer.byteLength(text);
+    if (bytes > MAX_RELAYED_BYTES) {
+      text = JSON.stringify({ content: [{ type: 'text', text: `The tool's result of ${bytes} bytes is over the limit of ${MAX_RELAYED_BYTES} bytes a call forwarded between replicas may return.` }], isError: true });
+    }
+    await this.#db.updateTable('mcp_calls').set({ state: 'done', result: text }).where('id', '=', id).execute();
   }
 
   async take(id: string): Promise<unknown> {

@@ -72,6 +72,8 @@ export class Bridge {
   #original = new Map<string, string>();
   #inFlight = 0;
   #pinger: NodeJS.Timeout | undefined;
+  #relisting = false;
+  #relistAgain = false;
   #closed = false;
   #closedListeners = new Set<(reason: string) => void>();
 
@@ -116,17 +118,7 @@ export class Bridge {
     } catch (err) {
       throw this.#refuse(err instanceof BridgeRefused ? err : new BridgeRefused(CloseCodes.Policy, `tools/list failed: ${errMessage(err)}`));
     }
-    this.#client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
-      this.#refresh()
-        .then(() => {
-          this.#log.info({ agent: this.agent, bridge: this.name, tools: this.#tools.length }, 'mcp endpoint: bridge tools changed');
-          this.#o.onToolsChanged();
-        })
-        .catch((err: unknown) => {
-          if (err instanceof BridgeRefused) this.#refuse(err);
-          else this.#log.warn({ bridge: this.name, err: errMessage(err) }, 'mcp endpoint: listing the tools again failed; the old list stays');
-        });
-    });
+    this.#client.setNotificationHandler(ToolListChangedNotificationSchema, () => this.#relist());
     if (this.#o.limits.pingIntervalMs > 0) {
       this.#pinger = setInterval(() => {
         this.#client.ping({ timeout: t }).catch((err: unknown) => {
@@ -181,6 +173,34 @@ export class Bridge {
       scope.dispose();
       this.#inFlight--;
     }
+  }
+
+  /**
+   * Lists the tools again after list_changed. One listing at a time: notifications arriving while
+   * one runs are folded into a single listing after it (a flood costs two listings, not one each).
+   */
+  #relist(): void {
+    if (this.#relisting) {
+      this.#relistAgain = true;
+      return;
+    }
+    this.#relisting = true;
+    this.#refresh()
+      .then(() => {
+        this.#log.info({ agent: this.agent, bridge: this.name, tools: this.#tools.length }, 'mcp endpoint: bridge tools changed');
+        this.#o.onToolsChanged();
+      })
+      .catch((err: unknown) => {
+        if (err instanceof BridgeRefused) this.#refuse(err);
+        else this.#log.warn({ bridge: this.name, err: errMessage(err) }, 'mcp endpoint: listing the tools again failed; the old list stays');
+      })
+      .finally(() => {
+        this.#relisting = false;
+        if (this.#relistAgain && !this.#closed) {
+          this.#relistAgain = false;
+          this.#relist();
+        }
+      });
   }
 
   async #refresh(): Promise<void> {

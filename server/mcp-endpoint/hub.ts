@@ -41,6 +41,8 @@ export interface RelayOptions {
   pollMs?: number;
   /** How often this process re-publishes its bridges (their heartbeat), ms. */
   heartbeatMs?: number;
+  /** How long one read of an agent's bridges on the other replicas serves its listings, ms. */
+  remoteTtlMs?: number;
 }
 
 type Route = { bridge: Bridge; name: string } | { remote: PublishedBridge; name: string };
@@ -63,6 +65,9 @@ export class BridgeHub {
   readonly #listeners = new Set<(agent: string) => void>();
   readonly #relay: McpRelay | undefined;
   readonly #pollMs: number;
+  readonly #remoteTtlMs: number;
+  /** Per agent: the last read of its bridges on the other replicas (shared by its sessions' listings). */
+  readonly #remoteRead = new Map<string, { at: number; bridges: Promise<PublishedBridge[]> }>();
   readonly #timers: NodeJS.Timeout[] = [];
   #publishing: Promise<void> | undefined;
   #publishAgain = false;
@@ -74,6 +79,7 @@ export class BridgeHub {
     this.#log = log;
     this.#relay = relay?.relay;
     this.#pollMs = relay?.pollMs ?? 150;
+    this.#remoteTtlMs = relay?.remoteTtlMs ?? 1000;
     if (this.#relay) {
       const beat = setInterval(() => this.#publish(), relay?.heartbeatMs ?? 10_000);
       const poll = setInterval(() => void this.#serveQueued(), this.#pollMs);
@@ -220,14 +226,25 @@ export class BridgeHub {
     };
   }
 
-  async #remote(agent: string): Promise<PublishedBridge[]> {
-    if (!this.#relay) return [];
-    try {
-      return await this.#relay.remote(agent, this.owner);
-    } catch (err) {
+  /**
+   * The agent's bridges on the other replicas. One read serves every listing of the agent for
+   * remoteTtlMs (a turn's listing does not query the database each time); expired reads are
+   * removed, so the map holds at most the agents listed within that interval.
+   */
+  #remote(agent: string): Promise<PublishedBridge[]> {
+    const relay = this.#relay;
+    if (!relay) return Promise.resolve([]);
+    const now = performance.now();
+    for (const [a, r] of this.#remoteRead) if (now - r.at >= this.#remoteTtlMs) this.#remoteRead.delete(a);
+    const cached = this.#remoteRead.get(agent);
+    if (cached) return cached.bridges;
+    const bridges = relay.remote(agent, this.owner).catch((err: unknown) => {
       this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not read the other replicas\' bridges');
+      this.#remoteRead.delete(agent);
       return [];
-    }
+    });
+    this.#remoteRead.set(agent, { at: now, bridges });
+    return bridges;
   }
 
   /** A call to a bridge on another replica: queued in the database, answered by that replica. */

@@ -54,11 +54,14 @@ export async function mcpEndpointRoute(app: FastifyInstance, opts: McpEndpointRo
   // at the next check (this replica's own admin API closes them at once).
   const live = new Map<Bridge, string>();
   const recheck = setInterval(() => {
-    for (const [bridge, token] of live) {
+    // One look-up per token, however many of its agent's bridges are connected.
+    const byToken = new Map<string, Bridge[]>();
+    for (const [bridge, token] of live) byToken.set(token, [...(byToken.get(token) ?? []), bridge]);
+    for (const [token, bridges] of byToken) {
       opts.tokens
         .verify(token)
         .then((agent) => {
-          if (agent !== bridge.agent) bridge.close(1008, 'token revoked');
+          for (const bridge of bridges) if (agent !== bridge.agent) bridge.close(1008, 'token revoked');
         })
         .catch(() => undefined);
     }

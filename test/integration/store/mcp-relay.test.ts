@@ -4,7 +4,7 @@
  */
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BRIDGE_STALE_MS } from '../../../store/mcp-relay.ts';
+import { BRIDGE_STALE_MS, MAX_RELAYED_BYTES } from '../../../store/mcp-relay.ts';
 import { open, postgresTarget, sqliteTarget } from '../../helpers/store-targets.ts';
 
 for (const target of [sqliteTarget(), postgresTarget()]) {
@@ -38,6 +38,23 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
         await relay.clear('A');
         now -= BRIDGE_STALE_MS + 1;
         assert.deepEqual(await relay.remote('kitchen', 'B'), []);
+      } finally {
+        await store.close();
+      }
+    });
+
+    test('a result or arguments over the bound do not go into the database whole', async () => {
+      const store = await open(await target.fresh());
+      try {
+        const relay = store.mcpRelay;
+        const huge = 'x'.repeat(MAX_RELAYED_BYTES + 1);
+        await assert.rejects(relay.enqueue('A', { id: 'c2', bridgeId: 'b1', tool: 'echo', args: { text: huge } }), /over the limit/);
+        await relay.enqueue('A', { id: 'c3', bridgeId: 'b1', tool: 'echo', args: { text: 'hi' } });
+        await relay.finish('c3', { content: [{ type: 'text', text: huge }], isError: false });
+        const taken = (await relay.take('c3')) as { content: Array<{ text: string }>; isError: boolean };
+        assert.equal(taken.isError, true);
+        assert.match(taken.content[0]?.text ?? '', /over the limit of \d+ bytes/);
+        assert.ok(JSON.stringify(taken).length < 1000);
       } finally {
         await store.close();
       }
