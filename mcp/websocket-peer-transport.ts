@@ -14,6 +14,11 @@ export interface WebSocketPeerTransportOptions {
   maxMessageBytes: number;
   /** Malformed frames tolerated before the socket is closed (1008). */
   maxMalformed?: number;
+  /**
+   * Bytes queued for a peer that does not read (a bridge flooding pings and never reading the
+   * answers); past this the socket is closed (1008). Default: 4 × maxMessageBytes, at least 1 MiB.
+   */
+  maxBufferedBytes?: number;
   /** Told of each dropped frame (for a debug log line). */
   onDropped?: (why: string) => void;
 }
@@ -59,6 +64,13 @@ export class WebSocketPeerTransport implements Transport {
 
   send(message: JSONRPCMessage): Promise<void> {
     if (this.#closed || this.#ws.readyState !== this.#ws.OPEN) return Promise.reject(new Error('the bridge is not connected'));
+    const limit = this.#opts.maxBufferedBytes ?? Math.max(1024 * 1024, 4 * this.#opts.maxMessageBytes);
+    if (this.#ws.bufferedAmount > limit) {
+      // What we send is bounded only if the peer reads it: one that stops reading is let go.
+      this.closeWith(CloseCodes.Policy, 'not reading');
+      this.#ws.terminate();
+      return Promise.reject(new Error('the bridge does not read what it is sent'));
+    }
     return new Promise((resolve, reject) => this.#ws.send(JSON.stringify(message), (err) => (err ? reject(err) : resolve())));
   }
 
