@@ -59,7 +59,7 @@ export async function connect(url: string, dataDir: string, log: Logger): Promis
   const dialect = dialectOf(url);
   if (dialect === 'sqlite') {
     const file = sqliteFile(url, dataDir);
-    let handle: BetterSqlite3.Database;
+    let handle: BetterSqlite3.Database | undefined;
     try {
       if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
       handle = new BetterSqlite3(file);
@@ -68,6 +68,8 @@ export async function connect(url: string, dataDir: string, log: Logger): Promis
       handle.pragma('busy_timeout = 5000');
       handle.pragma('synchronous = NORMAL');
     } catch (err) {
+      // A file that opened but is not a database: its descriptor would otherwise stay open.
+      handle?.close();
       throw new StoreError(`store.url ${url}: cannot open the database file ${file}: ${(err as Error).message}`, { cause: err });
     }
     return { dialect, db: new Kysely<Database>({ dialect: new SqliteDialect({ database: handle }) }), sqlite: { file, handle } };
