@@ -10,6 +10,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import type { Logger } from '../core/logger.ts';
+import { redactUrl } from '../core/redact-url.ts';
 import type { Database } from './schema.ts';
 import type { Dialect } from './migrations.ts';
 
@@ -30,16 +31,8 @@ export interface Connection {
   postgresUrl?: string;
 }
 
-/** The URL with its password replaced, for messages and logs. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.protocol.startsWith('postgres') ? u.toString() : url;
-  } catch {
-    return url.replace(/\/\/([^:/@]+):[^@/]*@/, '//$1:***@');
-  }
-}
+/** The URL without its credentials (userinfo, `?password=`), for messages and logs. */
+export { redactUrl };
 
 export function dialectOf(url: string): Dialect {
   if (url.startsWith('sqlite:')) return 'sqlite';
