@@ -10,6 +10,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import type { Logger } from '../core/logger.ts';
+import { redactUrl } from '../core/redact-url.ts';
 import type { Database } from './schema.ts';
 import type { Dialect } from './migrations.ts';
 
@@ -30,16 +31,8 @@ export interface Connection {
   postgresUrl?: string;
 }
 
-/** The URL with its password replaced, for messages and logs. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.protocol.startsWith('postgres') ? u.toString() : url;
-  } catch {
-    return url.replace(/\/\/([^:/@]+):[^@/]*@/, '//$1:***@');
-  }
-}
+/** The URL without its credentials (userinfo, `?password=`), for messages and logs. */
+export { redactUrl };
 
 export function dialectOf(url: string): Dialect {
   if (url.startsWith('sqlite:')) return 'sqlite';
@@ -59,7 +52,7 @@ export async function connect(url: string, dataDir: string, log: Logger): Promis
   const dialect = dialectOf(url);
   if (dialect === 'sqlite') {
     const file = sqliteFile(url, dataDir);
-    let handle: BetterSqlite3.Database;
+    let handle: BetterSqlite3.Database | undefined;
     try {
       if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
       handle = new BetterSqlite3(file);
@@ -68,6 +61,8 @@ export async function connect(url: string, dataDir: string, log: Logger): Promis
       handle.pragma('busy_timeout = 5000');
       handle.pragma('synchronous = NORMAL');
     } catch (err) {
+      // A file that opened but is not a database: its descriptor would otherwise stay open.
+      handle?.close();
       throw new StoreError(`store.url ${url}: cannot open the database file ${file}: ${(err as Error).message}`, { cause: err });
     }
     return { dialect, db: new Kysely<Database>({ dialect: new SqliteDialect({ database: handle }) }), sqlite: { file, handle } };

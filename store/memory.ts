@@ -84,8 +84,11 @@ function key(deviceId: string): string {
   return deviceId.toLowerCase();
 }
 
+/** At most `max` UTF-16 units, cut before a character rather than inside one (a lone surrogate). */
 function cut(text: string, max: number): string {
-  return text.length <= max ? text : Array.from(text).slice(0, max).join('').slice(0, max);
+  if (text.length <= max) return text;
+  const high = text.charCodeAt(max - 1);
+  return text.slice(0, high >= 0xd800 && high <= 0xdbff ? max - 1 : max);
 }
 
 function turnOf(r: { id: number | string; agent: string | null; role: string; text: string; created_at: string }): StoredTurn {

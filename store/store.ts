@@ -92,7 +92,6 @@ export async function openStore(opts: OpenStoreOptions): Promise<Store> {
   const where = conn.sqlite ? `sqlite:${conn.sqlite.file}` : redactUrl(opts.url);
   const timers: NodeJS.Timeout[] = [];
   let feed: ChangeFeed | undefined;
-  let sessions: StoreLiveSessions | undefined;
   const watch = opts.watch !== false;
   try {
     const version = await migrate(db, dialect, where);
@@ -117,7 +116,6 @@ export async function openStore(opts: OpenStoreOptions): Promise<Store> {
     const agents = new StoreAgents(writer, now);
     const live = new StoreLiveSessions(db, opts.replica, now);
     const memory = new StoreDeviceMemory(writer, now);
-    sessions = live;
     if (watch) {
       await feed.start({
         changes: (changes) => cache.apply(changes).catch((err: unknown) => log.error({ err: (err as Error).message }, 'store: applying a change from another process failed')),
@@ -157,7 +155,6 @@ export async function openStore(opts: OpenStoreOptions): Promise<Store> {
   } catch (err) {
     for (const t of timers) clearInterval(t);
     await feed?.close().catch(() => undefined);
-    void sessions;
     await db.destroy().catch(() => undefined);
     throw err;
   }

@@ -82,7 +82,7 @@ describe('an unreachable or lost database', () => {
       (e: unknown) => e,
     );
     assert.ok(err instanceof StoreError);
-    assert.match(err.message, /^store\.url postgres:\/\/app:\*\*\*@127\.0\.0\.1:1\/xiaozhi: cannot reach the database/);
+    assert.match(err.message, /^store\.url postgres:\/\/\[Redacted\]@127\.0\.0\.1:1\/xiaozhi: cannot reach the database/);
     assert.equal(err.message.includes('hunter2'), false);
     await assert.rejects(openStore({ url: 'mysql://x', dataDir: '/tmp', secret: '', codeTtlMs: 1000, pendingPerSource: 3, replica: 'x', log: silentLogger }), /store\.url mysql:\/\/x is not understood/);
   });

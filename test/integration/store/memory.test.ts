@@ -47,6 +47,11 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
       try {
         await store.memory.addTurns([{ deviceId: A, agent: 'home', role: 'user', text: 'x'.repeat(MAX_TURN_CHARS * 2) }]);
         assert.equal((await store.memory.recentTurns(A, 'home', 1))[0]?.text.length, MAX_TURN_CHARS);
+        // Cut at a character, never inside one: no half of an emoji (a lone surrogate) is kept.
+        await store.memory.addTurns([{ deviceId: A, agent: 'home', role: 'assistant', text: `a${'\u{1F600}'.repeat(MAX_TURN_CHARS)}` }]);
+        const emoji = (await store.memory.recentTurns(A, 'home', 1))[0]?.text ?? '';
+        assert.ok(emoji.length <= MAX_TURN_CHARS && emoji.length >= MAX_TURN_CHARS - 1, `cut to ${emoji.length}`);
+        assert.doesNotMatch(emoji, /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/, 'a lone surrogate was kept');
         const f = await store.memory.remember(A, 'home', 'y'.repeat(MAX_FACT_CHARS + 10));
         assert.equal(f?.text.length, MAX_FACT_CHARS);
         await store.memory.remember(A, 'home', 'the cat is called Tom');

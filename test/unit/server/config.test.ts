@@ -105,7 +105,7 @@ describe('config', () => {
     const { config, overrides } = loadConfig({ argv: ['--config', a.file], env: { DATABASE_URL: 'postgres://app:hunter2@db:5432/xiaozhi' }, cwd: a.dir });
     assert.equal(config.store.url, 'postgres://app:hunter2@db:5432/xiaozhi');
     assert.deepEqual(overrides, ['DATABASE_URL']);
-    assert.equal(storeLocation(config), 'postgres://app:***@db:5432/xiaozhi');
+    assert.equal(storeLocation(config), 'postgres://[Redacted]@db:5432/xiaozhi');
     assert.throws(() => loadConfig({ argv: [], env: { DATABASE_URL: 'mysql://x' }, cwd: tmpDir() }), /store\.url/);
   });
 
