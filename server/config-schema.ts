@@ -354,6 +354,75 @@ export const McpEndpointSchema = z.strictObject({
   maxListPages: z.number().int().positive().default(20),
 });
 
+/**
+ * The firmware's other transport: MQTT for control (an embedded broker) plus UDP for audio
+ * (AES-128-CTR). Off by default: the firmware prefers `mqtt` over `websocket` whenever OTA offers it.
+ */
+export const MqttSchema = z.strictObject({
+  /** Runs the broker and the UDP socket, and OTA offers `mqtt` to devices. */
+  enabled: z.boolean().default(false),
+  host: z.string().min(1).default('0.0.0.0'),
+  /** TCP port of the broker: 1883, or 8883 with TLS (the firmware uses TLS exactly on port 8883). */
+  port: z.number().int().min(0).max(65535).default(1883),
+  /** PEM files; both set: the broker speaks TLS (give port 8883). */
+  tlsCert: z.string().default(''),
+  tlsKey: z.string().default(''),
+  /** `host:port` the devices are told (OTA `mqtt.endpoint`); empty: the host the OTA request used and `port`. */
+  publicEndpoint: z.string().default(''),
+  /** UDP port for audio; 0 picks a free one (tests). */
+  udpPort: z.number().int().min(0).max(65535).default(8884),
+  /** Address devices send UDP to (server hello `udp.server`); empty: the host of the MQTT endpoint. */
+  udpPublicHost: z.string().default(''),
+  /** Seconds; told to the device in OTA (`keepalive`). */
+  keepaliveS: z.number().int().min(10).max(3600).default(240),
+  /** Topic the device publishes to (OTA `publish_topic`). */
+  publishTopic: z.string().min(1).max(64).default('device-server'),
+  /** Concurrent broker connections; past it new ones are refused. */
+  maxConnections: z.number().int().min(1).default(10_000),
+  /** Largest MQTT packet accepted, in bytes. */
+  maxPacketBytes: z.number().int().min(1024).max(1_048_576).default(65_536),
+  /**
+   * Running behind xinnan's xiaozhi-mqtt-gateway instead of the embedded broker: OTA hands out the
+   * gateway's endpoint and credentials signed with its key (its `MQTT_SIGNATURE_KEY`).
+   */
+  gateway: z
+    .strictObject({
+      endpoint: z.string().default(''),
+      signatureKey: z.string().default(''),
+    })
+    .prefault({}),
+});
+
+/** Speech the server starts: the admin API's `say` and reminders. */
+export const PushSchema = z.strictObject({
+  /** How long a message for an offline device waits for it in the database, ms; 0: not queued (refused). */
+  queueTtlMs: z.number().int().min(0).max(30 * 24 * 3600_000).default(24 * 3600_000),
+  /** Messages waiting per device at most (the oldest is dropped). */
+  maxQueuedPerDevice: z.number().int().min(1).max(1000).default(20),
+  /** `say` requests per device. */
+  rate: z
+    .strictObject({ perSecond: z.number().positive().default(0.2), burst: z.number().int().min(1).default(3) })
+    .prefault({}),
+  /** Characters of one message at most. */
+  maxChars: z.number().int().min(1).max(2000).default(500),
+  /** Firmware from this version on gets `notify` (audio by URL) while idle on MQTT; older gets `alert` (text on screen). */
+  notifyMinVersion: z.string().regex(/^\d+(\.\d+)*$/, 'must be a numeric dotted version like 2.5.0').default('2.5.0'),
+  /** How long a `notify` audio URL stays valid, ms (single use). */
+  audioUrlTtlMs: z.number().int().min(1000).max(3600_000).default(60_000),
+  /** Base URL devices fetch `notify` audio from (`http://host:port`); empty: the host the device used for OTA. */
+  publicHttpUrl: z.string().default(''),
+});
+
+/** Reminders and timers the model sets (`set_reminder`). */
+export const RemindersSchema = z.strictObject({
+  enabled: z.boolean().default(true),
+  maxPerDevice: z.number().int().min(1).max(1000).default(50),
+  /** How far ahead a reminder may be set, days. */
+  maxDaysAhead: z.number().int().min(1).max(3650).default(366),
+  /** A reminder that could not be delivered for this long (device offline) is dropped, ms. */
+  staleAfterMs: z.number().int().min(60_000).default(24 * 3600_000),
+});
+
 export const AdminSchema = z.strictObject({
   /**
    * Bearer token of the admin API and the console's sign-in. Empty: both are off (404). Compared
@@ -385,6 +454,9 @@ export function createConfigSchema<M extends z.ZodType>(mcpServersSchema: M) {
     logging: LoggingSchema.prefault({}),
     admin: AdminSchema.prefault({}),
     mcpEndpoint: McpEndpointSchema.prefault({}),
+    mqtt: MqttSchema.prefault({}),
+    push: PushSchema.prefault({}),
+    reminders: RemindersSchema.prefault({}),
     /**
      * Agents: each device's assistant (prompt, language, voice, models, tools). Created in the
      * store at start when missing; what an agent leaves unset comes from this configuration.

@@ -30,6 +30,10 @@ export function recordingConversation(): { factory: ConversationFactory; session
         ctx.state.apply('abort');
       },
       mcp: (payload) => rec.calls.push({ name: 'mcp', arg: payload }),
+      say: (text) => {
+        rec.calls.push({ name: 'say', arg: text });
+        return 'spoken';
+      },
       drain: async () => {},
       close: async () => {
         rec.closed = true;

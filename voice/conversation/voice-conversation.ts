@@ -286,6 +286,11 @@ class VoiceConversation implements Conversation {
     else this.#ctx.log.debug('mcp message from a device without the mcp feature ignored');
   }
 
+  say(_text: string, _opts: { interrupt?: boolean }): 'spoken' | 'after_turn' {
+    // Contract only (issue 35): the push work implements it.
+    throw new Error('say is not implemented yet');
+  }
+
   async drain(deadline: number): Promise<void> {
     if (!this.#turn) return;
     const left = deadline - Date.now();

@@ -55,6 +55,12 @@ export interface Conversation {
   mcp(payload: Record<string, unknown> | string): void;
   /** True while a turn is running (thinking or speaking). */
   readonly busy: boolean;
+  /**
+   * Speaks `text` the server starts (push, reminders) as a turn without the model, in the turn's
+   * assistant's voice: now when idle (`spoken`), after the running turn's answer (`after_turn`),
+   * or at once with `interrupt` (the running turn is aborted first, `spoken`).
+   */
+  say(text: string, opts: { interrupt?: boolean }): 'spoken' | 'after_turn';
   /** Lets a running turn finish, up to the deadline (ms since epoch), then aborts it. */
   drain(deadline: number): Promise<void>;
   /** Releases everything. Called once, when the session ends. */
