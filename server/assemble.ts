@@ -18,11 +18,20 @@ import { metricsRoute } from './http/metrics-route.ts';
 import { createProviderDoctor } from './provider-doctor.ts';
 import { createServerMetrics, type ServerMetrics } from './metrics.ts';
 import { SessionRegistry } from '../voice/session/registry.ts';
+import { recordSessions } from './app.ts';
+import { resolveAuthMode } from './auth.ts';
+import { startMqttTransport, type MqttTransport } from './mqtt/transport.ts';
 
 export interface AssembledServer {
   app: App;
   deps: Deps;
   metrics: ServerMetrics;
+  /**
+   * The MQTT+UDP transport when `mqtt.enabled` (and no gateway stands in for it): listening from
+   * here on, closed with the app. Its `ports` are the bound ones; it is the `IdleDeviceLinks` of
+   * server/push/.
+   */
+  mqtt?: MqttTransport;
   /** `/readyz` answers 503 while this is false (start-up, drain). */
   setReady(ready: boolean): void;
   /** Closes the app, then providers and MCP connections, then the metrics. */
@@ -94,14 +103,18 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
   await doctor.reportAtStartup(log);
   const admission = new AdmissionControl({ ...config.server.admission, load: mediaLoad });
   metrics.bind({ admissionEventLoopDelayMs: () => admission.eventLoopDelayMs() });
+  const createConversation = metrics.countSessions(deps.createConversation);
   let app: App;
+  let mqtt: MqttTransport | undefined;
   try {
-    // The app closes admission control when it closes (main.ts closes the app by shutdown()).
+    mqtt = await startMqtt(config, log, store, registry, createConversation, admission);
+    // The app closes admission control and the MQTT transport when it closes (main.ts closes the app by shutdown()).
     app = await buildApp({
       config,
       log,
       registry,
-      createConversation: metrics.countSessions(deps.createConversation),
+      createConversation,
+      ...(mqtt ? { mqtt } : {}),
       onRefused: (reason) => metrics.connectionRefused(reason),
       admission,
       store,
@@ -110,6 +123,7 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
       plugins: [healthRoutes({ mcp: deps.mcp, ready: () => ready, checks: providerChecks(config), problems: () => doctor.problems(), adminSecret: config.server.adminSecret }), metricsRoute({ metrics })],
     });
   } catch (err) {
+    await mqtt?.close();
     admission.close();
     await deps.close();
     throw err;
@@ -118,6 +132,7 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
     app,
     deps,
     metrics,
+    ...(mqtt ? { mqtt } : {}),
     setReady: (r) => {
       ready = r;
     },
@@ -129,4 +144,44 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
       if (ownStore) await store.close();
     },
   };
+}
+
+/** The embedded broker and UDP socket, when `mqtt.enabled` and no gateway is configured in their place. */
+async function startMqtt(
+  config: Config,
+  log: PinoLogger,
+  store: Store,
+  registry: SessionRegistry,
+  createConversation: ReturnType<ServerMetrics['countSessions']>,
+  admission: AdmissionControl,
+): Promise<MqttTransport | undefined> {
+  if (!config.mqtt.enabled || config.mqtt.gateway.endpoint) return undefined;
+  const mode = resolveAuthMode(config.server.auth);
+  const devices = store.registry;
+  return startMqttTransport({
+    mqtt: config.mqtt,
+    log: log.child({ transport: 'mqtt' }),
+    registry,
+    createConversation,
+    auth: {
+      mode,
+      allowedDevices: config.server.auth.allowedDevices,
+      secret: () => devices.secret(),
+      binding: (d, c) => devices.binding(d, c),
+    },
+    ...(mode !== 'open' ? { devices } : {}),
+    onSessionOpened: recordSessions(store, config, log),
+    admission,
+    address: config.server,
+    session: {
+      helloTimeoutMs: config.server.helloTimeoutMs,
+      idleTimeoutMs: config.server.idleTimeoutMs,
+      outputSampleRate: config.audio.outputSampleRate,
+      frameDurationMs: config.audio.frameDurationMs,
+      maxSessions: config.server.maxSessions,
+    },
+    controlRate: config.server.controlMessages,
+    maxConnectionsPerAddress: config.server.maxSessionsPerIp,
+    connectRate: config.server.upgradeRate,
+  });
 }
