@@ -58,7 +58,31 @@ describe('simulated firmware over MQTT+UDP end to end', { timeout: 180_000 }, ()
     await closeAll(srv, llm);
   });
 
+  test('a hello published right after CONNACK is answered (OpenAudioChannel connecting first), for devices connecting together', async () => {
+    // The firmware's OpenAudioChannel starts the MQTT client when it is not connected and
+    // publishes the hello as soon as Connect returns: on loopback that is a round trip after CONNACK.
+    const devices = Array.from({ length: 8 }, (_, i) => new SimFirmware({ otaUrl: `${srv.httpUrl}/xiaozhi/ota/`, identity: { deviceId: `e6:00:00:00:01:0${i}`, clientId: `3f1c2b7a-5d64-4c1e-9a0b-7e8f9d6c5b0${i}` }, helloTimeoutMs: 5000 }));
+    try {
+      for (const d of devices) {
+        const code = (await d.checkVersion()).activation?.code ?? '';
+        assert.equal((await admin('POST', '/devices/bind', { code })).status, 201);
+        assert.equal(await d.activate(), 200);
+        await d.checkVersion();
+      }
+      const opened = await Promise.allSettled(devices.map((d) => d.openAudioChannel()));
+      const failed = opened.flatMap((r, i) => (r.status === 'rejected' ? [`${devices[i]?.identity.deviceId}: ${String(r.reason)}`] : []));
+      assert.deepEqual(failed, [], 'every device got its server hello');
+      // Leave as a firmware does: once the session is up (its device tools read), with a goodbye.
+      for (const d of devices) await d.waitFor('tools/list', () => d.json.find((j) => j.msg.type === 'mcp' && (j.msg.payload as { method?: string }).method === 'tools/list'), 10_000);
+      for (const d of devices) d.closeAudioChannel();
+      await waitFor(() => srv.app.registry.size === 0, { what: 'every session to end', timeoutMs: 10_000 });
+    } finally {
+      for (const d of devices) d.close();
+    }
+  });
+
   test('activation, OTA with every mqtt field, broker, hello, two spoken turns paced both ways, goodbye, a new session', async () => {
+    const logFrom = srv.logs.lines.length;
     // A new device speaks its code; the owner binds it; the firmware's loop asks OTA again.
     const first = await fw.checkVersion();
     const code = first.activation?.code ?? '';
@@ -116,7 +140,7 @@ describe('simulated firmware over MQTT+UDP end to end', { timeout: 180_000 }, ()
     assert.equal(fw.audio[t3.framesFrom]?.header.sequence, 1, 'the new session’s downlink starts at 1 again');
     assert.deepEqual(fw.drops, { short: 0, type: 0, size: 0, old: 0 });
 
-    const warnings = srv.logs.lines.filter((l) => Number(l.level) >= 40).map((l) => String(l.msg));
+    const warnings = srv.logs.lines.slice(logFrom).filter((l) => Number(l.level) >= 40).map((l) => String(l.msg));
     assert.deepEqual(warnings, [], 'a device that follows the protocol leaves no warning or error in the log');
   });
 
