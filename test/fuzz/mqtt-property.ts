@@ -181,7 +181,7 @@ export async function runBrokerCase(t: MqttTarget, c: BrokerCase): Promise<void>
     for (const s of socks) s?.sock.destroy();
   } else if (c.kind === 'garbage') {
     const { sock } = await openSocket(t);
-    await talk(sock, [Buffer.from(c.bytes)], c.chunk, 50);
+    await talk(sock, [Buffer.from(c.bytes)], c.chunk, 30);
     sock.destroy();
   } else {
     const creds = await credentials(t);
@@ -199,8 +199,8 @@ export async function runBrokerCase(t: MqttTarget, c: BrokerCase): Promise<void>
     if (m?.field === 'truncate') bytes = bytes.subarray(0, Math.min(bytes.length - 1, m.at));
     if (m?.field === 'lengthLie') bytes = packet(1, 0, bytes.subarray(2), m.claimed);
     const { sock, received } = await openSocket(t);
-    await talk(sock, [bytes], c.chunk, 30);
-    await talk(sock, c.after.map((a) => afterBytes(a, t, bytes, rnd)), c.chunk, 80);
+    await talk(sock, [bytes], c.chunk, 20);
+    await talk(sock, c.after.map((a) => afterBytes(a, t, bytes, rnd)), c.chunk, 40);
     sock.destroy();
     const packets = readPackets(received());
     const connack = packets[0]?.type === 2 ? packets[0] : undefined;
@@ -232,7 +232,7 @@ export async function runHelloCase(t: MqttTarget, c: { messages: FuzzInput[]; go
       t.fz.count(`mqtt publish ${m.kind}`);
       fw.sendText(m.kind === 'text' ? m.text : Buffer.from(m.bytes));
     }
-    await sleep(60);
+    await sleep(40);
     if (c.goodbyeAtEnd && fw.sessionId) fw.sendText({ session_id: fw.sessionId, type: 'goodbye' });
     const mine = t.bystander.fw.channel;
     for (const { msg } of fw.json.filter((j) => j.msg.type === 'hello')) {
