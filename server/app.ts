@@ -66,6 +66,11 @@ export interface App {
   store: Store;
   /** The bridges connected to the MCP endpoint. */
   bridges: BridgeHub;
+  /**
+   * What every transport calls for each session it opens (`ended` aborts when it ends): the
+   * store's device record and live-session row, and push's queued messages.
+   */
+  sessionOpened: NonNullable<WsRouteOptions['onSessionOpened']>;
   /** activation mode only: the store's registry. Its secret() and every issued token must be redacted from logs by value. */
   devices?: DeviceRegistry;
   /** Stops accepting devices, lets turns finish until `deadline`, closes sessions and the server. */
@@ -137,6 +142,7 @@ async function buildWithStore(deps: AppDeps, store: Store): Promise<App> {
     timezoneOffsetMinutes: config.server.timezoneOffsetMinutes,
     firmware: config.server.firmware,
   });
+  const sessionOpened = withHook(recordSessions(store, config, deps.log), deps.onSessionOpened);
   await fastify.register(deviceWsRoute, {
     auth: {
       mode,
@@ -162,7 +168,7 @@ async function buildWithStore(deps: AppDeps, store: Store): Promise<App> {
     controlRate: config.server.controlMessages,
     retryAfterS: config.server.admission.retryAfterS,
     ...(deps.admission ? { admission: deps.admission } : {}),
-    onSessionOpened: withHook(recordSessions(store, config, deps.log), deps.onSessionOpened),
+    onSessionOpened: sessionOpened,
     ...(deps.onRefused ? { onRefused: deps.onRefused } : {}),
   });
   await fastify.register(webRoutes);
@@ -198,7 +204,7 @@ async function buildWithStore(deps: AppDeps, store: Store): Promise<App> {
     })();
     return shuttingDown;
   };
-  return { fastify, registry, store, bridges, ...(devices ? { devices } : {}), shutdown };
+  return { fastify, registry, store, bridges, sessionOpened, ...(devices ? { devices } : {}), shutdown };
 }
 
 /** Both hooks, the store's first. */

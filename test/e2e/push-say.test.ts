@@ -76,6 +76,29 @@ describe('say: server-initiated speech on WebSocket devices', { timeout: 180_000
     }
   });
 
+  test('a push-to-talk (manual) device goes idle after it, as the firmware does after tts stop', async () => {
+    const dev = new DeviceSim({ url: srv.wsUrl, deviceId: 'a9:00:00:00:00:04', clientId: 'c4' });
+    try {
+      await dev.hello();
+      dev.listen('start', { mode: 'manual' });
+      const session = srv.app.registry.list().find((s) => s.deviceId === 'a9:00:00:00:00:04');
+      await dev.waitFor('the session listening', () => session?.state === 'listening');
+      assert.equal((await say(srv, 'a9:00:00:00:00:04', { text: 'Short message.' })).body.status, 'spoken');
+      await heard(dev, 'Short message.');
+      await dev.waitFor('the session idle', () => session?.state === 'idle');
+    } finally {
+      dev.close();
+    }
+  });
+
+  test('the OpenAPI document describes the route and each status it answers with', async () => {
+    const r = await fetch(`${srv.httpUrl}/api/admin/openapi.json`, { headers: { authorization: `Bearer ${ADMIN}` } });
+    const doc = (await r.json()) as { paths: Record<string, { post?: { responses: Record<string, unknown>; requestBody?: unknown } }> };
+    const op = doc.paths['/api/admin/devices/{deviceId}/say']?.post;
+    assert.ok(op?.requestBody, 'with its body');
+    assert.deepEqual(Object.keys(op.responses).sort(), ['200', '202', '400', '401', '403', '404', '409', '429', '503']);
+  });
+
   test('during a turn it waits for the answer (after_turn); with interrupt the turn is aborted and it is spoken at once', async () => {
     const dev = new DeviceSim({ url: srv.wsUrl, deviceId: 'a9:00:00:00:00:02', clientId: 'c2' });
     try {
