@@ -127,6 +127,24 @@ describe('say: server-initiated speech on WebSocket devices', { timeout: 180_000
     }
   });
 
+  test('reminders are not rated; past 8 waiting for a turn, the oldest waiting ones are dropped', async () => {
+    const mac = 'a9:00:00:00:00:05';
+    const dev = new DeviceSim({ url: srv.wsUrl, deviceId: mac, clientId: 'c5' });
+    try {
+      await dev.hello();
+      llm.script(fakeText('Just a moment.', { firstDelayMs: 1500 }));
+      dev.listen('detect', { text: 'Hold on.' });
+      await dev.waitJson('stt');
+      const outcomes: string[] = [];
+      for (let n = 1; n <= 10; n++) outcomes.push((await srv.push.say({ deviceId: mac, text: `Reminder ${n}.`, source: 'reminder' })).status);
+      assert.deepEqual(outcomes, Array(10).fill('after_turn'));
+      await heard(dev, 'Reminder 10.', 40_000);
+      assert.deepEqual(sentences(dev), ['Just a moment.', ...[3, 4, 5, 6, 7, 8, 9, 10].map((n) => `Reminder ${n}.`)]);
+    } finally {
+      dev.close();
+    }
+  });
+
   test('an offline device gets it queued (202) and hears it at its next hello; unknown devices are 404; past the rate 429', async () => {
     const mac = 'a9:00:00:00:00:03';
     // Seen once (a session), then gone.

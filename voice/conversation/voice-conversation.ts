@@ -307,13 +307,13 @@ class VoiceConversation implements Conversation {
         this.#turn = undefined;
       }
       this.#says.unshift(text);
-      this.#bound();
+      this.#bound(true);
       this.#sayNext();
       return 'spoken';
     }
     if (this.#turn || this.#sayOpening || this.#says.length > 0) {
       this.#says.push(text);
-      this.#bound();
+      this.#bound(false);
       return 'after_turn';
     }
     this.#says.push(text);
@@ -321,12 +321,12 @@ class VoiceConversation implements Conversation {
     return 'spoken';
   }
 
-  /** Keeps at most MAX_QUEUED_SAYS waiting: the oldest goes first. */
-  #bound(): void {
-    while (this.#says.length > MAX_QUEUED_SAYS) {
-      this.#says.splice(1, 1);
-      this.#ctx.log.warn({ max: MAX_QUEUED_SAYS }, 'too many server messages waiting for the turn: the oldest waiting one dropped');
-    }
+  /** Keeps at most MAX_QUEUED_SAYS waiting: the oldest go (not the first when it is the one interrupting now). */
+  #bound(keepFirst: boolean): void {
+    const over = this.#says.length - MAX_QUEUED_SAYS;
+    if (over <= 0) return;
+    this.#says.splice(keepFirst ? 1 : 0, over);
+    this.#ctx.log.warn({ max: MAX_QUEUED_SAYS, dropped: over }, 'too many server messages waiting for the turn: the oldest dropped');
   }
 
   /**
