@@ -48,6 +48,8 @@ export interface PushMessages {
    */
   add(m: NewPushMessage, maxPerDevice: number): Promise<{ expired: number; dropped: number }>;
   get(id: string): Promise<PushMessage | undefined>;
+  /** Pending, unexpired messages, oldest first (a replica's sweep for devices it holds). */
+  pending(limit: number): Promise<Array<{ id: string; deviceId: string }>>;
   /** Claims one pending, unexpired message for `replica`; undefined when someone else had it (or it expired). */
   claim(id: string, replica: string): Promise<PushMessage | undefined>;
   /** Claims the pending, unexpired messages for this pair (or for any client of the MAC), oldest first. */
@@ -106,6 +108,11 @@ export class StorePushMessages implements PushMessages {
   async get(id: string): Promise<PushMessage | undefined> {
     const row = await this.#w.db.selectFrom('push_messages').selectAll().where('id', '=', id).executeTakeFirst();
     return row ? fromRow(row) : undefined;
+  }
+
+  async pending(limit: number): Promise<Array<{ id: string; deviceId: string }>> {
+    const rows = await this.#w.db.selectFrom('push_messages').select(['id', 'device_id']).where('state', '=', 'pending').where('expires_ms', '>', this.#now()).orderBy('created_ms').orderBy('id').limit(limit).execute();
+    return rows.map((r) => ({ id: r.id, deviceId: r.device_id }));
   }
 
   async claim(id: string, replica: string): Promise<PushMessage | undefined> {

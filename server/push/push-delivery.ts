@@ -36,6 +36,14 @@ export const HAND_OVER_WAIT_MS = 3000;
 const MAX_RATED_DEVICES = 10_000;
 /** How often the asking replica reads the row while waiting (besides the change feed). */
 const POLL_MS = 250;
+/**
+ * How often each replica looks for waiting messages of devices it holds: what the change feed
+ * did not announce (a PostgreSQL listener that was reconnecting, a SQLite feed that resynced)
+ * is still delivered, a few seconds late.
+ */
+export const SWEEP_MS = 5000;
+/** Waiting messages one sweep reads at most. */
+const SWEEP_ROWS = 200;
 
 export interface PushDeliveryOptions {
   config: PushConfig;
@@ -49,6 +57,8 @@ export interface PushDeliveryOptions {
   log: Logger;
   now?: () => number;
   handOverWaitMs?: number;
+  /** How often waiting messages of devices held here are looked for (SWEEP_MS). */
+  sweepMs?: number;
 }
 
 /** The `notify` URL base (`http://host:port`), or '' when none is configured. */
@@ -76,6 +86,8 @@ export class PushDelivery implements Push {
   #links: IdleDeviceLinks | undefined;
   readonly #urlBase: string;
   #warnedNoUrl = false;
+  readonly #sweep: NodeJS.Timeout;
+  #sweeping = false;
 
   constructor(o: PushDeliveryOptions) {
     this.#o = o;
@@ -83,6 +95,25 @@ export class PushDelivery implements Push {
     this.#now = o.now ?? Date.now;
     this.#urlBase = audioUrlBase(o.config.publicHttpUrl, o.publicWsUrl);
     this.#unsubscribe.push(o.store.onChange((c) => this.#onChange(c)));
+    this.#sweep = setInterval(() => void this.#sweepHeld(), o.sweepMs ?? SWEEP_MS);
+    this.#sweep.unref();
+  }
+
+  /** Claims and delivers the waiting messages of devices held here that nobody announced. */
+  async #sweepHeld(): Promise<void> {
+    if (this.#sweeping || this.#closing.signal.aborted) return;
+    this.#sweeping = true;
+    try {
+      for (const m of await this.#o.store.pushMessages.pending(SWEEP_ROWS)) {
+        if (!this.#holds(m.deviceId)) continue;
+        const claimed = await this.#o.store.pushMessages.claim(m.id, this.#o.store.replica);
+        if (claimed) await this.#deliverClaimed(claimed, {});
+      }
+    } catch (err) {
+      this.#log.warn({ err: err instanceof Error ? err.message : String(err) }, 'push: looking for waiting messages failed');
+    } finally {
+      this.#sweeping = false;
+    }
   }
 
   /** The MQTT transport's idle devices: `say` reaches them, and they get their queued messages when they connect. */
@@ -285,6 +316,7 @@ export class PushDelivery implements Push {
 
   async close(): Promise<void> {
     this.#closing.abort();
+    clearInterval(this.#sweep);
     for (const u of this.#unsubscribe.splice(0)) u();
     for (const w of [...this.#waiters.values()]) w();
   }

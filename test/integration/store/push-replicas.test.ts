@@ -3,7 +3,7 @@
  * (assembleServer) on its own loopback port: asked on replica A, a device connected to replica B
  * hears it (B claims the row A wrote, announced by NOTIFY, speaks it and writes the outcome A
  * answers with). A device connected to neither gets it queued, and hears it when it says hello
- * to B.
+ * to B. A message written without its notification is found by B's sweep.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,7 +11,7 @@ import { DeviceSim } from '../../fixtures/device-sim.ts';
 import { startFakeOpenAi, type FakeOpenAi } from '../../fixtures/fake-openai.ts';
 import { startVoiceApp, type VoiceApp } from '../../helpers/voice-app.ts';
 import { startPostgres, type TestPostgres } from '../../helpers/postgres.ts';
-import { open } from '../../helpers/store-targets.ts';
+import { open, raw } from '../../helpers/store-targets.ts';
 import type { Store } from '../../../store/store.ts';
 import { waitFor } from '../../helpers/wait.ts';
 
@@ -36,9 +36,11 @@ describe('say across two replicas on one PostgreSQL', { timeout: 120_000 }, () =
   let storeB: Store;
   let a: VoiceApp;
   let b: VoiceApp;
+  let dbUrl = '';
   before(async () => {
     pg = await startPostgres();
     const url = await pg.database();
+    dbUrl = url;
     llm = await startFakeOpenAi();
     // Two replicas in one test process: their stores are opened here under two names.
     storeA = await open({ url, dataDir: '/tmp' }, { replica: 'replica-a' });
@@ -66,6 +68,25 @@ describe('say across two replicas on one PostgreSQL', { timeout: 120_000 }, () =
       assert.deepEqual(r.body, { status: 'spoken', replica: 'replica-b' });
       await heard(dev, 'Hello from the other replica.');
       assert.ok(dev.audio.length > 10, 'with its audio');
+    } finally {
+      dev.close();
+    }
+  });
+
+  test('a message the change feed did not announce (written without NOTIFY) is still found by the replica holding the device', async () => {
+    const mac = 'ac:00:00:00:00:03';
+    const dev = new DeviceSim({ url: b.wsUrl, deviceId: mac, clientId: 'c3' });
+    try {
+      await dev.hello();
+      const db = await raw({ url: dbUrl, dataDir: '/tmp' });
+      try {
+        await db.db.insertInto('push_messages').values({ id: 'silent-1', device_id: mac, client_id: null, text: 'Found without a notification.', interrupt: 0, source: 'admin', state: 'pending', claimed_by: null, created_ms: Date.now(), expires_ms: Date.now() + 60_000 }).execute();
+      } finally {
+        await db.db.destroy();
+      }
+      await heard(dev, 'Found without a notification.');
+      assert.equal((await storeA.pushMessages.get('silent-1'))?.state, 'spoken');
+      assert.equal((await storeA.pushMessages.get('silent-1'))?.claimedBy, 'replica-b');
     } finally {
       dev.close();
     }
