@@ -18,11 +18,23 @@ import { metricsRoute } from './http/metrics-route.ts';
 import { createProviderDoctor } from './provider-doctor.ts';
 import { createServerMetrics, type ServerMetrics } from './metrics.ts';
 import { SessionRegistry } from '../voice/session/registry.ts';
+import type { OpusSampleRate } from '../audio/opus/codec.ts';
+import { PushDelivery } from './push/push-delivery.ts';
+import { AudioClips, pushAudioRoute } from './push/audio-clips.ts';
+import { notifyAudio } from './push/notify-audio.ts';
+import type { IdleDeviceLinks } from './push/idle-links.ts';
 
 export interface AssembledServer {
   app: App;
   deps: Deps;
   metrics: ServerMetrics;
+  /**
+   * Server-initiated speech: `push.say({ deviceId, text, source })` delivers wherever the device
+   * is (reminders call it with `source: 'reminder'`, exempt from the rate). `onSessionOpened` is
+   * the hook every transport calls for a new session (queued messages); `useIdleLinks` hands it
+   * the MQTT transport's idle devices.
+   */
+  push: PushDelivery;
   /** `/readyz` answers 503 while this is false (start-up, drain). */
   setReady(ready: boolean): void;
   /** Closes the app, then providers and MCP connections, then the metrics. */
@@ -42,6 +54,8 @@ export interface AssembleOptions {
   agents?: AgentLookup;
   /** The store; default: opened from `store.url` here and closed with the server. */
   store?: Store;
+  /** Devices connected to the MQTT broker here (server-initiated speech reaches them while idle). */
+  idleLinks?: IdleDeviceLinks;
 }
 
 export async function assembleServer(config: Config, log: PinoLogger, opts: AssembleOptions = {}): Promise<AssembledServer> {
@@ -94,6 +108,31 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
   await doctor.reportAtStartup(log);
   const admission = new AdmissionControl({ ...config.server.admission, load: mediaLoad });
   metrics.bind({ admissionEventLoopDelayMs: () => admission.eventLoopDelayMs() });
+  // Server-initiated speech: sessions here, idle MQTT devices (notify audio at a single-use URL),
+  // other replicas and the offline queue, through the store.
+  const clips = new AudioClips(config.push.audioUrlTtlMs);
+  const push = new PushDelivery({
+    config: config.push,
+    publicWsUrl: config.server.publicWsUrl,
+    registry,
+    store,
+    clips,
+    notifyAudio: (deviceId, text) =>
+      notifyAudio(
+        {
+          media: deps.media,
+          profileFor: (d) => deps.profiles.profileFor(d),
+          sampleRate: config.audio.outputSampleRate as OpusSampleRate,
+          complexity: config.audio.opusComplexity,
+          vad: { threshold: config.vad.threshold, minSilenceMs: config.vad.minSilenceMs, minSpeechMs: config.vad.minSpeechMs, pauseMs: config.vad.earlyStartMs },
+          log: log.child({ part: 'push' }),
+        },
+        deviceId,
+        text,
+      ),
+    log: log.child({ part: 'push' }),
+  });
+  if (opts.idleLinks) push.useIdleLinks(opts.idleLinks);
   let app: App;
   try {
     // The app closes admission control when it closes (main.ts closes the app by shutdown()).
@@ -106,11 +145,14 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
       admission,
       store,
       bridges,
+      push,
+      onSessionOpened: push.onSessionOpened,
       ...(opts.onSecret ? { onSecret: opts.onSecret } : {}),
-      plugins: [healthRoutes({ mcp: deps.mcp, ready: () => ready, checks: providerChecks(config), problems: () => doctor.problems(), adminSecret: config.server.adminSecret }), metricsRoute({ metrics })],
+      plugins: [pushAudioRoute(clips), healthRoutes({ mcp: deps.mcp, ready: () => ready, checks: providerChecks(config), problems: () => doctor.problems(), adminSecret: config.server.adminSecret }), metricsRoute({ metrics })],
     });
   } catch (err) {
     admission.close();
+    await push.close();
     await deps.close();
     throw err;
   }
@@ -118,10 +160,12 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
     app,
     deps,
     metrics,
+    push,
     setReady: (r) => {
       ready = r;
     },
     close: async () => {
+      await push.close();
       await app.fastify.close();
       admission.close();
       await deps.close();
