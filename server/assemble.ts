@@ -107,7 +107,8 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
   let app: App;
   let mqtt: MqttTransport | undefined;
   try {
-    mqtt = await startMqtt(config, log, store, registry, createConversation, admission);
+    mqtt = await startMqtt(config, log, store, registry, createConversation, admission, metrics);
+    if (mqtt) metrics.bind({ mqtt: mqtt.stats });
     // The app closes admission control and the MQTT transport when it closes (main.ts closes the app by shutdown()).
     app = await buildApp({
       config,
@@ -154,6 +155,7 @@ async function startMqtt(
   registry: SessionRegistry,
   createConversation: ReturnType<ServerMetrics['countSessions']>,
   admission: AdmissionControl,
+  metrics: ServerMetrics,
 ): Promise<MqttTransport | undefined> {
   if (!config.mqtt.enabled || config.mqtt.gateway.endpoint) return undefined;
   const mode = resolveAuthMode(config.server.auth);
@@ -183,5 +185,6 @@ async function startMqtt(
     controlRate: config.server.controlMessages,
     maxConnectionsPerAddress: config.server.maxSessionsPerIp,
     connectRate: config.server.upgradeRate,
+    onUdpDrop: (reason) => metrics.udpDropped(reason),
   });
 }
