@@ -19,8 +19,8 @@ import { createProviderDoctor } from './provider-doctor.ts';
 import { createServerMetrics, type ServerMetrics } from './metrics.ts';
 import { SessionRegistry } from '../voice/session/registry.ts';
 import { recordSessions } from './app.ts';
-import { resolveAuthMode } from './auth.ts';
-import { startMqttTransport, type MqttTransport } from './mqtt/transport.ts';
+import type { MqttTransport } from './mqtt/transport.ts';
+import { mqttTransportFor } from './mqtt/transport-for-config.ts';
 
 export interface AssembledServer {
   app: App;
@@ -107,7 +107,14 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
   let app: App;
   let mqtt: MqttTransport | undefined;
   try {
-    mqtt = await startMqtt(config, log, store, registry, createConversation, admission, metrics);
+    mqtt = await mqttTransportFor(config, log, {
+      store,
+      registry,
+      createConversation,
+      admission,
+      onSessionOpened: recordSessions(store, config, log),
+      onUdpDrop: (reason) => metrics.udpDropped(reason),
+    });
     if (mqtt) metrics.bind({ mqtt: mqtt.stats });
     // The app closes admission control and the MQTT transport when it closes (main.ts closes the app by shutdown()).
     app = await buildApp({
@@ -145,46 +152,4 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
       if (ownStore) await store.close();
     },
   };
-}
-
-/** The embedded broker and UDP socket, when `mqtt.enabled` and no gateway is configured in their place. */
-async function startMqtt(
-  config: Config,
-  log: PinoLogger,
-  store: Store,
-  registry: SessionRegistry,
-  createConversation: ReturnType<ServerMetrics['countSessions']>,
-  admission: AdmissionControl,
-  metrics: ServerMetrics,
-): Promise<MqttTransport | undefined> {
-  if (!config.mqtt.enabled || config.mqtt.gateway.endpoint) return undefined;
-  const mode = resolveAuthMode(config.server.auth);
-  const devices = store.registry;
-  return startMqttTransport({
-    mqtt: config.mqtt,
-    log: log.child({ transport: 'mqtt' }),
-    registry,
-    createConversation,
-    auth: {
-      mode,
-      allowedDevices: config.server.auth.allowedDevices,
-      secret: () => devices.secret(),
-      binding: (d, c) => devices.binding(d, c),
-    },
-    ...(mode !== 'open' ? { devices } : {}),
-    onSessionOpened: recordSessions(store, config, log),
-    admission,
-    address: config.server,
-    session: {
-      helloTimeoutMs: config.server.helloTimeoutMs,
-      idleTimeoutMs: config.server.idleTimeoutMs,
-      outputSampleRate: config.audio.outputSampleRate,
-      frameDurationMs: config.audio.frameDurationMs,
-      maxSessions: config.server.maxSessions,
-    },
-    controlRate: config.server.controlMessages,
-    maxConnectionsPerAddress: config.server.maxSessionsPerIp,
-    connectRate: config.server.upgradeRate,
-    onUdpDrop: (reason) => metrics.udpDropped(reason),
-  });
 }
