@@ -91,11 +91,11 @@ export class MqttDeviceLink implements IdleDeviceLink, JsonLink {
     return this.client.conn.writableLength + this.#socket.writableLength;
   }
 
-  publish(message: Record<string, unknown>): boolean {
+  /** `onWritten`: called once the message is handed to the socket (or its write failed). */
+  publish(message: Record<string, unknown>, onWritten?: () => void): boolean {
     if (!this.connected) return false;
-    this.client.publish({ topic: this.#ctx.downlinkTopic, payload: Buffer.from(JSON.stringify(message)), qos: 0, cmd: 'publish', retain: false, dup: false }, () => {
-      // A write error closes the client; its disconnect ends the session.
-    });
+    // A write error closes the client; its disconnect ends the session.
+    this.client.publish({ topic: this.#ctx.downlinkTopic, payload: Buffer.from(JSON.stringify(message)), qos: 0, cmd: 'publish', retain: false, dup: false }, () => onWritten?.());
     return true;
   }
 

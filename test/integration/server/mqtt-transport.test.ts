@@ -105,9 +105,16 @@ describe('MQTT+UDP transport', () => {
       assert.equal(open.rec.sessions[rec]?.calls[0]?.name, 'listenStart');
 
       // Downlink: what the session sends arrives as datagrams the device accepts and decrypts.
+      // The firmware plays audio only once it has read `tts start`: audio sent after a JSON
+      // message reaches the device after it, although the one goes over TCP and the other over UDP.
       const channel = open.rec.sessions[rec]!.ctx.channel;
+      channel.sendJson({ type: 'tts', state: 'start', session_id: dev.sessionId });
       for (const f of frames.slice(5)) channel.sendAudio(f);
       await waitFor(() => dev.audio.length === 5, { what: 'five downlink frames' });
+      const ttsStart = await dev.waitJson('tts', (m) => m.state === 'start');
+      assert.ok(ttsStart);
+      const ttsAt = dev.json.find((j) => j.msg.type === 'tts')?.at ?? Infinity;
+      assert.ok(ttsAt < (dev.audio[0]?.at ?? 0), 'tts start before the first frame');
       assert.deepEqual(
         dev.audio.map((a) => a.payload),
         frames.slice(5),
