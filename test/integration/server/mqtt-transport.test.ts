@@ -6,6 +6,10 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect as tcpConnect } from 'node:net';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createOpusCodec } from '../../../audio/opus/codec.ts';
 import { silentLogger } from '../../../core/logger.ts';
 import { openStore, type Store } from '../../../store/store.ts';
@@ -27,13 +31,20 @@ interface Rig {
   section(deviceId: string, clientId: string, generation?: number | null): MqttSection;
 }
 
-async function startRig(store: Store, mode: AuthMode, opts: { idleTimeoutMs?: number; maxPacketBytes?: number } = {}): Promise<Rig> {
+async function startRig(store: Store, mode: AuthMode, opts: { idleTimeoutMs?: number; maxPacketBytes?: number; tls?: { cert: string; key: string } } = {}): Promise<Rig> {
   const registry = new SessionRegistry();
   const rec = recordingConversation();
   const drops: UdpDropReason[] = [];
   const opened: string[] = [];
   const transport = await startMqttTransport({
-    mqtt: MqttSchema.parse({ enabled: true, host: '127.0.0.1', port: 0, udpPort: 0, ...(opts.maxPacketBytes ? { maxPacketBytes: opts.maxPacketBytes } : {}) }),
+    mqtt: MqttSchema.parse({
+      enabled: true,
+      host: '127.0.0.1',
+      port: 0,
+      udpPort: 0,
+      ...(opts.maxPacketBytes ? { maxPacketBytes: opts.maxPacketBytes } : {}),
+      ...(opts.tls ? { tlsCert: opts.tls.cert, tlsKey: opts.tls.key } : {}),
+    }),
     log: silentLogger,
     registry,
     createConversation: rec.factory,
@@ -253,6 +264,26 @@ describe('MQTT+UDP transport', () => {
       await rig.transport.close();
     }
     assert.equal(rig.transport.find('a0:00:00:00:00:07'), undefined);
+  });
+
+  test('with a certificate the broker speaks TLS', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mqtt-tls-'));
+    const cert = join(dir, 'cert.pem');
+    const key = join(dir, 'key.pem');
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost'], { stdio: 'ignore' });
+    const rig = await startRig(store, 'open', { tls: { cert, key } });
+    try {
+      const section = rig.section('a0:00:00:00:00:09', 'client-9');
+      // Plain MQTT to a TLS port gets nowhere.
+      await assert.rejects(MqttUdpClient.connect(section, {}, { connectTimeout: 1000 }));
+      const dev = await MqttUdpClient.connect(section, {}, { protocol: 'mqtts', ca: readFileSync(cert), rejectUnauthorized: false });
+      const hello = await dev.hello();
+      assert.equal(hello.transport, 'udp');
+      await dev.close();
+    } finally {
+      await rig.transport.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('activation mode: only a bound pair connects; a revoke disconnects it and refuses it after', async () => {
