@@ -18,6 +18,7 @@ import { startMqttTransport, type MqttTransport } from '../../../server/mqtt/tra
 import { MqttSchema } from '../../../server/config-schema.ts';
 import type { AuthMode } from '../../../server/auth.ts';
 import type { UdpDropReason } from '../../../server/mqtt/udp-audio.ts';
+import { aesCtr, plausibleOpusFrame, UDP_HEADER_BYTES } from '../../../protocol/udp-packet.ts';
 import { recordingConversation } from '../../helpers/recording-conversation.ts';
 import { MqttUdpClient, type MqttSection } from '../../helpers/mqtt-udp-client.ts';
 import { sleep, waitFor } from '../../helpers/wait.ts';
@@ -61,6 +62,21 @@ async function startRig(store: Store, mode: AuthMode, opts: { idleTimeoutMs?: nu
   const section = (deviceId: string, clientId: string, generation: number | null = null): MqttSection =>
     transport.otaSection({ deviceId, clientId, generation, host: '127.0.0.1' }) as unknown as MqttSection;
   return { transport, registry, rec, drops, opened, section };
+}
+
+/**
+ * A key other than the session's whose datagram the server decrypts to noise that is not a
+ * plausible frame. Noise passes the Opus check now and then (CTR has no tag); the test knows the
+ * session key, so it picks a wrong key that is refused for certain.
+ */
+function wrongKey(dev: MqttUdpClient, opus: Buffer, sequence: number): Buffer {
+  const sessionKey = Buffer.from(dev.block!.key, 'hex');
+  for (let fill = 1; ; fill++) {
+    const key = Buffer.alloc(16, fill);
+    const datagram = dev.datagram(opus, { sequence, key });
+    const seen = aesCtr(sessionKey, datagram.subarray(0, UDP_HEADER_BYTES), datagram.subarray(UDP_HEADER_BYTES));
+    if (!plausibleOpusFrame(seen, 60)) return key;
+  }
 }
 
 describe('MQTT+UDP transport', () => {
@@ -170,7 +186,7 @@ describe('MQTT+UDP transport', () => {
       const dropsBefore = open.drops.length;
       const good = dev.datagram(frames[2]!, { sequence: 3 });
       dev.sendRaw(dev.datagram(frames[2]!, { sequence: 1 })); // replayed sequence
-      dev.sendRaw(dev.datagram(frames[2]!, { sequence: 4, key: Buffer.alloc(16, 9) })); // wrong key
+      dev.sendRaw(dev.datagram(frames[2]!, { sequence: 4, key: wrongKey(dev, frames[2]!, 4) })); // wrong key
       dev.sendRaw(good.subarray(0, 10)); // short
       dev.sendRaw(good.subarray(0, good.length - 1)); // length mismatch
       dev.sendRaw(Buffer.concat([good, Buffer.alloc(8000)])); // huge
