@@ -256,6 +256,22 @@ describe('MQTT+UDP transport', () => {
     await ended;
   });
 
+  test('hellos are answered up to their rate: each one starts a session', async () => {
+    const dev = await MqttUdpClient.connect(open.section('a0:00:00:00:00:0a', 'client-10'));
+    try {
+      const hello = { type: 'hello', version: 3, transport: 'udp', audio_params: { format: 'opus', sample_rate: 16000, channels: 1, frame_duration: 60 } };
+      for (let i = 0; i < 8; i++) dev.publish(hello);
+      await waitFor(() => dev.json.filter((j) => j.msg.type === 'hello').length === 5, { what: 'five hellos answered' });
+      await sleep(300);
+      assert.equal(dev.json.filter((j) => j.msg.type === 'hello').length, 5);
+      // Each new hello ended the one before without a goodbye (the device has forgotten that id).
+      assert.equal(dev.json.filter((j) => j.msg.type === 'goodbye').length, 0);
+      assert.equal(open.registry.size, 1);
+    } finally {
+      await dev.close();
+    }
+  });
+
   test('an idle session ends with a goodbye carrying its id; the connection stays; links publish to idle devices', async () => {
     const rig = await startRig(store, 'open', { idleTimeoutMs: 600 });
     const seen: string[] = [];
