@@ -148,20 +148,32 @@ export function brokenMcpPayload(text: string): string | undefined {
 // ---------------------------------------------------------------------------------------------
 // Server → device. Builders return plain objects; the caller serializes them.
 
-export interface ServerHello {
-  type: 'hello';
-  transport: 'websocket';
-  session_id: string;
-  audio_params: { format: 'opus'; sample_rate: number; channels: 1; frame_duration: number };
+/** Where and how an MQTT device sends its audio (protocol/udp-packet.ts): key and nonce as 32 hex characters. */
+export interface UdpHelloBlock {
+  server: string;
+  port: number;
+  key: string;
+  nonce: string;
 }
 
-export function serverHello(sessionId: string, sampleRate: number, frameDuration: number): ServerHello {
+export interface ServerHello {
+  type: 'hello';
+  transport: 'websocket' | 'udp';
+  session_id: string;
+  audio_params: { format: 'opus'; sample_rate: number; channels: 1; frame_duration: number };
+  /** MQTT+UDP sessions only. */
+  udp?: UdpHelloBlock;
+}
+
+/** `udp`: the session's audio goes over UDP (the MQTT transport); absent: over the WebSocket. */
+export function serverHello(sessionId: string, sampleRate: number, frameDuration: number, udp?: UdpHelloBlock): ServerHello {
   return {
     type: 'hello',
     // Mandatory: firmware 2.4.x dereferences `transport` without a null check.
-    transport: 'websocket',
+    transport: udp ? 'udp' : 'websocket',
     session_id: sessionId,
     audio_params: { format: 'opus', sample_rate: sampleRate, channels: 1, frame_duration: frameDuration },
+    ...(udp ? { udp } : {}),
   };
 }
 
@@ -173,10 +185,18 @@ export type ServerMessage =
   | { type: 'tts'; session_id: string; state: 'sentence_start'; text: string }
   | { type: 'mcp'; session_id: string; payload: Record<string, unknown> }
   | { type: 'system'; session_id: string; command: 'reboot' }
-  | { type: 'alert'; session_id: string; status: string; message: string; emotion: string };
+  | { type: 'alert'; session_id: string; status: string; message: string; emotion: string }
+  /** MQTT transport: the server ends the audio session (the device closes its UDP side without replying). */
+  | { type: 'goodbye'; session_id: string };
 
 export const ServerMessageSchema = z.union([
-  z.object({ type: z.literal('hello'), transport: z.literal('websocket'), session_id: z.string(), audio_params: z.object({ format: z.literal('opus'), sample_rate: z.number(), channels: z.literal(1), frame_duration: z.number() }) }),
+  z.object({
+    type: z.literal('hello'),
+    transport: z.enum(['websocket', 'udp']),
+    session_id: z.string(),
+    audio_params: z.object({ format: z.literal('opus'), sample_rate: z.number(), channels: z.literal(1), frame_duration: z.number() }),
+    udp: z.object({ server: z.string(), port: z.number().int(), key: z.string().regex(/^[0-9a-f]{32}$/), nonce: z.string().regex(/^[0-9a-f]{32}$/) }).optional(),
+  }),
   z.object({ type: z.literal('stt'), session_id: z.string(), text: z.string() }),
   z.object({ type: z.literal('llm'), session_id: z.string(), emotion: z.string(), text: z.string() }),
   z.object({ type: z.literal('tts'), session_id: z.string(), state: z.enum(['start', 'stop']) }),
@@ -184,6 +204,7 @@ export const ServerMessageSchema = z.union([
   z.object({ type: z.literal('mcp'), session_id: z.string(), payload: z.record(z.string(), z.unknown()) }),
   z.object({ type: z.literal('system'), session_id: z.string(), command: z.literal('reboot') }),
   z.object({ type: z.literal('alert'), session_id: z.string(), status: z.string(), message: z.string(), emotion: z.string() }),
+  z.object({ type: z.literal('goodbye'), session_id: z.string() }),
 ]);
 
 /** Emoji shown with each emotion (the firmware ignores `text`, other clients display it). */

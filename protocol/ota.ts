@@ -80,4 +80,6 @@ export interface OtaResponse {
   websocket: { url: string; token?: string; version: number };
   firmware?: { version: string; url: string; force?: number };
   activation?: { code: string; message: string; challenge: string };
+  /** The MQTT+UDP transport: endpoint `host:port`, client_id, username, password, keepalive, publish_topic. */
+  mqtt?: Record<string, string | number>;
 }

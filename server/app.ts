@@ -32,6 +32,8 @@ import type { BridgeHub } from './mcp-endpoint/hub.ts';
 import { ClientIdSchema, DeviceIdSchema } from '../protocol/ota.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Push } from './push/push.ts';
+import type { MqttTransport } from './mqtt/transport.ts';
+import { mqttOtaProvider } from './mqtt/ota-section.ts';
 
 export interface AppDeps {
   config: Config;
@@ -55,6 +57,11 @@ export interface AppDeps {
   onSessionOpened?: WsRouteOptions['onSessionOpened'];
   /** Server-initiated speech (the admin API's `say`); absent: that route answers 503. */
   push?: Push;
+  /**
+   * The MQTT+UDP transport (server/mqtt/), started before the app: OTA hands out its endpoint, and
+   * the app stops and closes it with the device sessions.
+   */
+  mqtt?: MqttTransport;
   /** Extra route plugins (health, metrics, web client) registered after the core routes. */
   plugins?: Array<(app: FastifyInstance) => Promise<void>>;
 }
@@ -141,6 +148,7 @@ async function buildWithStore(deps: AppDeps, store: Store): Promise<App> {
     protocolVersion: config.server.protocolVersion,
     timezoneOffsetMinutes: config.server.timezoneOffsetMinutes,
     firmware: config.server.firmware,
+    ...mqttOta(deps, store, mode),
   });
   const sessionOpened = withHook(recordSessions(store, config, deps.log), deps.onSessionOpened);
   await fastify.register(deviceWsRoute, {
@@ -188,7 +196,9 @@ async function buildWithStore(deps: AppDeps, store: Store): Promise<App> {
   // Sessions end before the HTTP server closes, so each one releases its turn and processes.
   fastify.addHook('preClose', async () => {
     accepting = false;
+    deps.mqtt?.stopAccepting();
     await registry.closeAll(CloseCode.GoingAway);
+    await deps.mqtt?.close();
   });
   fastify.addHook('onClose', async () => {
     deps.admission?.close();
@@ -199,6 +209,7 @@ async function buildWithStore(deps: AppDeps, store: Store): Promise<App> {
   const shutdown = (drainMs: number): Promise<void> => {
     shuttingDown ??= (async () => {
       accepting = false;
+      deps.mqtt?.stopAccepting();
       await registry.drainAll(Date.now() + drainMs);
       await fastify.close();
     })();
@@ -216,12 +227,26 @@ function withHook(first: NonNullable<WsRouteOptions['onSessionOpened']>, second:
   };
 }
 
+/** The OTA route's `mqtt` option: the gateway's section or the embedded broker's, when MQTT is on. */
+function mqttOta(deps: AppDeps, store: Store, mode: ReturnType<typeof resolveAuthMode>): { mqtt?: NonNullable<ReturnType<typeof mqttOtaProvider>> } {
+  const { mqtt } = deps.config;
+  if (!mqtt.enabled) return {};
+  const provider = mqttOtaProvider({
+    mode,
+    gateway: mqtt.gateway,
+    keepaliveS: mqtt.keepaliveS,
+    ...(deps.mqtt ? { transport: deps.mqtt } : {}),
+    binding: (d, c) => store.registry.binding(d, c),
+  });
+  return provider ? { mqtt: provider } : {};
+}
+
 /**
  * Each session in the store: the device's record (first and last seen, also for a device that
  * never asked OTA) and a live-session row (the admin API's "who is online", across replicas).
  * Off the session's path: a database that is down costs a warning, never the session.
  */
-function recordSessions(store: Store, config: Config, log: Logger): NonNullable<WsRouteOptions['onSessionOpened']> {
+export function recordSessions(store: Store, config: Config, log: Logger): NonNullable<WsRouteOptions['onSessionOpened']> {
   const defaultAgent = config.defaultAgent ?? config.agents[0]?.name ?? null;
   const failed = (what: string) => (err: unknown) => log.warn({ err: err instanceof Error ? err.message : String(err) }, `store: could not ${what}`);
   return ({ sessionId, deviceId, clientId }, ended) => {

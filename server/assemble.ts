@@ -23,6 +23,9 @@ import { PushDelivery } from './push/push-delivery.ts';
 import { AudioClips, pushAudioRoute } from './push/audio-clips.ts';
 import { notifyAudio } from './push/notify-audio.ts';
 import type { IdleDeviceLinks } from './push/idle-links.ts';
+import { recordSessions } from './app.ts';
+import type { MqttTransport } from './mqtt/transport.ts';
+import { mqttTransportFor } from './mqtt/transport-for-config.ts';
 
 export interface AssembledServer {
   app: App;
@@ -35,6 +38,12 @@ export interface AssembledServer {
    * the MQTT transport's idle devices.
    */
   push: PushDelivery;
+  /**
+   * The MQTT+UDP transport when `mqtt.enabled` (and no gateway stands in for it): listening from
+   * here on, closed with the app. Its `ports` are the bound ones; it is the `IdleDeviceLinks` of
+   * server/push/.
+   */
+  mqtt?: MqttTransport;
   /** `/readyz` answers 503 while this is false (start-up, drain). */
   setReady(ready: boolean): void;
   /** Closes the app, then providers and MCP connections, then the metrics. */
@@ -133,14 +142,33 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
     log: log.child({ part: 'push' }),
   });
   if (opts.idleLinks) push.useIdleLinks(opts.idleLinks);
+  const createConversation = metrics.countSessions(deps.createConversation);
   let app: App;
+  let mqtt: MqttTransport | undefined;
   try {
-    // The app closes admission control when it closes (main.ts closes the app by shutdown()).
+    const recordMqtt = recordSessions(store, config, log);
+    mqtt = await mqttTransportFor(config, log, {
+      store,
+      registry,
+      createConversation,
+      admission,
+      // The store's record of the session, then push (queued messages): as the WebSocket route does.
+      onSessionOpened: (s, ended) => {
+        recordMqtt(s, ended);
+        push.onSessionOpened(s);
+      },
+      onUdpDrop: (reason) => metrics.udpDropped(reason),
+    });
+    if (mqtt) metrics.bind({ mqtt: mqtt.stats });
+    // Idle MQTT devices can be reached (notify/alert) and get their queued messages when they connect.
+    if (mqtt) push.useIdleLinks(mqtt);
+    // The app closes admission control and the MQTT transport when it closes (main.ts closes the app by shutdown()).
     app = await buildApp({
       config,
       log,
       registry,
-      createConversation: metrics.countSessions(deps.createConversation),
+      createConversation,
+      ...(mqtt ? { mqtt } : {}),
       onRefused: (reason) => metrics.connectionRefused(reason),
       admission,
       store,
@@ -151,6 +179,7 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
       plugins: [pushAudioRoute(clips), healthRoutes({ mcp: deps.mcp, ready: () => ready, checks: providerChecks(config), problems: () => doctor.problems(), adminSecret: config.server.adminSecret }), metricsRoute({ metrics })],
     });
   } catch (err) {
+    await mqtt?.close();
     admission.close();
     await push.close();
     await deps.close();
@@ -161,6 +190,7 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
     deps,
     metrics,
     push,
+    ...(mqtt ? { mqtt } : {}),
     setReady: (r) => {
       ready = r;
     },

@@ -12,7 +12,8 @@ import type { DeviceRegistry } from '../../store/device-registry.ts';
 import type { DeviceRecords } from '../../store/device-records.ts';
 import { deviceToken } from '../identity/device-token.ts';
 import { originAllowed } from '../identity/origin.ts';
-import { addressKey } from './address-key.ts';
+import { addressKey, clientAddress } from './address-key.ts';
+import type { MqttOtaProvider } from '../mqtt/ota-section.ts';
 
 export const OTA_PATH = '/xiaozhi/ota/';
 
@@ -31,6 +32,8 @@ export interface OtaRouteOptions {
   /** Minutes east of UTC; null: the server's zone. */
   timezoneOffsetMinutes: number | null;
   firmware: { version: string; url: string; force: boolean };
+  /** The `mqtt` section for an identified device (server/mqtt/ota-section.ts); absent: MQTT is off. */
+  mqtt?: MqttOtaProvider;
 }
 
 const CORS_HEADERS = {
@@ -38,6 +41,16 @@ const CORS_HEADERS = {
   'access-control-allow-headers': 'Content-Type, Device-Id, Client-Id, Authorization, Activation-Version, Accept-Language, Serial-Number, Protocol-Version',
   'access-control-max-age': '600',
 };
+
+/** The host (without a port) the client used to reach us. */
+export function requestHost(request: FastifyRequest): string {
+  const forwardedHost = String(request.headers['x-forwarded-host'] ?? '').split(',')[0]?.trim();
+  const host = forwardedHost || request.headers.host || request.hostname;
+  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(host);
+  if (bracketed) return bracketed[1] ?? host;
+  const i = host.lastIndexOf(':');
+  return i > 0 && host.indexOf(':') === i ? host.slice(0, i) : host;
+}
 
 /** ws:// or wss:// URL built from what the client used to reach us. */
 export function wsUrlFor(request: FastifyRequest, publicWsUrl: string): string {
@@ -108,6 +121,7 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
         request.log.error({ err: (err as Error).message }, 'OTA: recording the device failed');
       }
     }
+    let generation: number | undefined;
     if (opts.mode === 'activation' && opts.devices) {
       let credential;
       try {
@@ -124,6 +138,7 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
       }
       opts.onSecret?.(credential.token);
       response.websocket.token = credential.token;
+      generation = credential.generation;
       if (credential.activation) response.activation = credential.activation;
       // The operator binds by this code: a new one is logged at info, so `docker logs` shows it.
       if (credential.newCode) {
@@ -133,11 +148,18 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
         );
       }
     }
+    if (opts.mqtt && deviceId && clientId) {
+      const mqtt = opts.mqtt({ deviceId, clientId, ...(generation !== undefined ? { generation } : {}), host: requestHost(request), board: device.board?.type ?? '', ip: clientAddress(request) });
+      if (mqtt) {
+        if (typeof mqtt.password === 'string') opts.onSecret?.(mqtt.password);
+        response.mqtt = mqtt;
+      }
+    }
     if (opts.firmware.version) {
       response.firmware = { version: opts.firmware.version, url: opts.firmware.url, ...(opts.firmware.force ? { force: 1 } : {}) };
     }
     request.log.info(
-      { deviceId: truncateForLog(deviceId), board: truncateForLog(device.board?.type), appVersion: truncateForLog(device.application?.version), wsUrl: response.websocket.url },
+      { deviceId: truncateForLog(deviceId), board: truncateForLog(device.board?.type), appVersion: truncateForLog(device.application?.version), wsUrl: response.websocket.url, ...(response.mqtt ? { mqtt: response.mqtt.endpoint } : {}) },
       'OTA check',
     );
     await reply.code(200).send(response);
@@ -187,15 +209,16 @@ async function activationAnswer(
   deviceId: string | undefined,
   clientId: string | undefined,
   source: string,
-): Promise<{ token: string; activation?: NonNullable<OtaResponse['activation']>; newCode?: boolean } | null> {
+): Promise<{ token: string; generation: number; activation?: NonNullable<OtaResponse['activation']>; newCode?: boolean } | null> {
   if (!deviceId || !clientId) return null;
   const bound = devices.binding(deviceId, clientId);
-  if (bound) return { token: deviceToken(devices.secret(), deviceId, clientId, bound.generation) };
+  if (bound) return { token: deviceToken(devices.secret(), deviceId, clientId, bound.generation), generation: bound.generation };
   const pending = await devices.pendingCode(deviceId, clientId, source);
   if (!pending) return null;
   return {
     // The token of the binding this code will create (its generation is reserved with the code).
     token: deviceToken(devices.secret(), deviceId, clientId, pending.generation),
+    generation: pending.generation,
     newCode: pending.created,
     activation: {
       code: pending.code,

@@ -2,7 +2,7 @@
  * @module The session's view of its device connection. Sessions never touch `ws` or Fastify; the
  * WebSocket adapter (server/http/ws-channel.ts) implements this, and tests can too.
  */
-import type { ServerMessage } from '../../protocol/messages.ts';
+import type { ServerMessage, UdpHelloBlock } from '../../protocol/messages.ts';
 import type { CloseCode } from '../../protocol/close-codes.ts';
 
 export interface DeviceChannel {
@@ -15,4 +15,6 @@ export interface DeviceChannel {
   readonly isOpen: boolean;
   /** Bytes queued in the socket and not yet sent (backpressure signal). */
   readonly bufferedBytes: number;
+  /** Audio over UDP (the MQTT transport): what the server hello tells the device. Absent on WebSocket. */
+  readonly udp?: UdpHelloBlock;
 }

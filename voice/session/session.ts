@@ -184,10 +184,16 @@ export class DeviceSession {
       if (this.counters.droppedAudioFrames <= 5) this.log.warn({ reason: res.reason, version: this.#version }, 'bad audio frame dropped');
       return;
     }
+    this.handleAudio(res.frame.payload, res.frame.timestamp);
+  }
+
+  /** One Opus packet that arrived without framing (the MQTT transport's UDP datagrams). Never throws. */
+  handleAudio(payload: Uint8Array, timestamp: number): void {
+    if (this.#ended || !this.#helloDone) return;
     this.counters.audioFrames++;
     this.#touch();
     try {
-      this.#conversation?.audio(res.frame.payload, res.frame.timestamp);
+      this.#conversation?.audio(payload, timestamp);
     } catch (err) {
       this.log.error({ err }, 'conversation failed handling audio');
       this.#end(CloseCode.InternalError);
@@ -263,8 +269,9 @@ export class DeviceSession {
       this.#end(CloseCode.BadHello, 'unsupported protocol version');
       return;
     }
-    if (hello.transport !== undefined && hello.transport !== 'websocket') {
-      this.log.warn({ transport: hello.transport }, 'hello with a transport other than websocket');
+    const transport = this.#channel.udp ? 'udp' : 'websocket';
+    if (hello.transport !== undefined && hello.transport !== transport) {
+      this.log.warn({ transport: hello.transport, expected: transport }, 'hello names another transport');
     }
     this.#version = requested;
     clearTimeout(this.#helloTimer);
@@ -331,7 +338,7 @@ export class DeviceSession {
   }
 
   #sendHello(): void {
-    this.#channel.sendJson(serverHello(this.id, this.#opts.outputSampleRate, this.#opts.frameDurationMs));
+    this.#channel.sendJson(serverHello(this.id, this.#opts.outputSampleRate, this.#opts.frameDurationMs, this.#channel.udp));
   }
 
   #apply(event: SessionEvent): SessionState | null {

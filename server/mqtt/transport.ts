@@ -1,0 +1,357 @@
+/**
+ * @module The firmware's MQTT+UDP transport, server side: an embedded MQTT broker (aedes) for the
+ * JSON and one UDP socket for the audio. Devices connect with the per-device credentials OTA
+ * handed out (credentials.ts); the broker delivers to each client directly (the firmware
+ * subscribes to nothing, so subscriptions are refused) and accepts publishes only to the
+ * configured topic. Each connection is a MqttDeviceLink; each hello on it a DeviceSession in the
+ * shared SessionRegistry, so the voice pipeline, the admin API and push see it like a WebSocket
+ * session. Everything a stranger can send is bounded: connections (in all, per address, time to
+ * CONNECT), packet size, QoS and retain, publishes per connection, datagram size.
+ */
+import { readFileSync } from 'node:fs';
+import { createServer as createTcpServer, type Server, type Socket } from 'node:net';
+import { createServer as createTlsServer } from 'node:tls';
+import { Aedes, type AuthenticateError, type Client } from 'aedes';
+import type { Logger } from '../../core/logger.ts';
+import { createLogRateLimit } from '../../core/log-rate-limit.ts';
+import type { RateLimit } from '../../core/token-bucket.ts';
+import { pairKey } from '../../store/pair-key.ts';
+import type { DeviceRegistry } from '../../store/device-registry.ts';
+import type { AdmissionGate } from '../admission.ts';
+import { AddressKeys, type AddressSettings } from '../http/address-key.ts';
+import { PerIpLimits } from '../http/per-ip-limits.ts';
+import { parseIp, formatIp } from '../http/ip-address.ts';
+import { identityKey, type WsRouteOptions } from '../http/ws-route.ts';
+import type { IdleDeviceLink, IdleDeviceLinks } from '../push/idle-links.ts';
+import type { ConversationFactory } from '../../voice/session/conversation.ts';
+import type { SessionRegistry } from '../../voice/session/registry.ts';
+import { DeviceSession } from '../../voice/session/session.ts';
+import { checkMqttCredentials, MAX_MQTT_CLIENT_ID_CHARS, mqttCredentials, type MqttAuthPolicy } from './credentials.ts';
+import { MqttDeviceLink, type LinkContext } from './device-link.ts';
+import { limitConnection } from './packet-limit.ts';
+import { UdpAudio, type UdpDropReason } from './udp-audio.ts';
+
+/** Longest wait for a CONNECT after the TCP connection opens. */
+const CONNECT_TIMEOUT_MS = 10_000;
+
+export interface MqttSettings {
+  host: string;
+  port: number;
+  tlsCert: string;
+  tlsKey: string;
+  publicEndpoint: string;
+  udpPort: number;
+  udpPublicHost: string;
+  keepaliveS: number;
+  publishTopic: string;
+  maxConnections: number;
+  maxPacketBytes: number;
+}
+
+export interface MqttTransportOptions {
+  mqtt: MqttSettings;
+  log: Logger;
+  registry: SessionRegistry;
+  createConversation: ConversationFactory;
+  auth: MqttAuthPolicy;
+  /** Revocations (the store's registry): a revoked pair is disconnected. */
+  devices?: Pick<DeviceRegistry, 'onRevoked'>;
+  /** The same hook the WebSocket route calls for each session (device records, live sessions). */
+  onSessionOpened?: WsRouteOptions['onSessionOpened'];
+  admission?: AdmissionGate;
+  /** Per-address keys as every other limit counts them (no proxy stands in front of the broker). */
+  address: AddressSettings;
+  session: { helloTimeoutMs: number; idleTimeoutMs: number; outputSampleRate: number; frameDurationMs: number; maxSessions: number };
+  controlRate: RateLimit;
+  /** Open connections per address (`server.maxSessionsPerIp`); 0: no limit. */
+  maxConnectionsPerAddress: number;
+  /** CONNECTs with valid credentials per address and device (`server.upgradeRate`). */
+  connectRate: RateLimit;
+  /** Told about each dropped datagram and refused connection (metrics). */
+  onUdpDrop?: (reason: UdpDropReason) => void;
+}
+
+/** The OTA `mqtt` section for the embedded broker. */
+export interface MqttOtaSection {
+  endpoint: string;
+  client_id: string;
+  username: string;
+  password: string;
+  keepalive: number;
+  publish_topic: string;
+  [key: string]: string | number;
+}
+
+export interface MqttTransport extends IdleDeviceLinks {
+  /** Bound ports (the configured ones, or what port 0 picked). */
+  readonly ports: { mqtt: number; udp: number };
+  /** Connected devices and open audio sessions. */
+  stats(): { connections: number; devices: number; audioSessions: number };
+  /**
+   * The OTA section for a pair: the endpoint (`mqtt.publicEndpoint`, else `host` with the broker's
+   * port) and credentials; `generation` null in open mode.
+   */
+  otaSection(ctx: { deviceId: string; clientId: string; generation: number | null; host: string }): MqttOtaSection;
+  /** Draining: hellos are no longer answered (connections stay until close). */
+  stopAccepting(): void;
+  /** Ends every session (with a goodbye) and connection, closes the broker and both sockets. */
+  close(): Promise<void>;
+}
+
+/** The host part of `host:port` (IPv6 in brackets allowed). */
+function hostOf(endpoint: string): string {
+  const m = /^\[([^\]]+)\](?::\d+)?$/.exec(endpoint);
+  if (m) return m[1] ?? '';
+  const i = endpoint.lastIndexOf(':');
+  return i > 0 && endpoint.indexOf(':') === i ? endpoint.slice(0, i) : endpoint;
+}
+
+export async function startMqttTransport(opts: MqttTransportOptions): Promise<MqttTransport> {
+  const { mqtt, log } = opts;
+  const refusals = createLogRateLimit({ perSecond: 1, burst: 3 });
+  const warn = refusals.wrap(log);
+  const keys = new AddressKeys(opts.address);
+  const perAddress = new PerIpLimits(opts.connectRate);
+  const audio = new UdpAudio({ host: mqtt.host, port: mqtt.udpPort, log, ...(opts.onUdpDrop ? { onDrop: opts.onUdpDrop } : {}) });
+  /** The socket and address key under each stream the broker reads. */
+  const conns = new WeakMap<object, { socket: Socket; address: string; remote: string }>();
+  const pairs = new WeakMap<Client, { deviceId: string; clientId: string }>();
+  const links = new Map<string, MqttDeviceLink>();
+  const byDevice = new Map<string, Set<MqttDeviceLink>>();
+  const listeners = new Set<(link: IdleDeviceLink) => void>();
+  const sockets = new Set<Socket>();
+  let accepting = true;
+  let closing = false;
+
+  const ctx: LinkContext = {
+    audio,
+    downlinkTopic: 'devices/p2p',
+    controlRate: opts.controlRate,
+    udpServerFor: (localAddress) => {
+      if (mqtt.udpPublicHost) return mqtt.udpPublicHost;
+      if (mqtt.publicEndpoint) return hostOf(mqtt.publicEndpoint);
+      const ip = localAddress ? parseIp(localAddress) : null;
+      return ip ? formatIp(ip) : (localAddress ?? '127.0.0.1');
+    },
+    openSession: (link, sessionId, channel, sessionLog) => {
+      if (!accepting) {
+        warn.warn({ deviceId: link.deviceId }, 'MQTT hello refused: server is shutting down');
+        return null;
+      }
+      const key = identityKey(link);
+      const replacing = key !== null && opts.registry.byIdentity(key) !== undefined;
+      if (!replacing && opts.session.maxSessions > 0 && opts.registry.size >= opts.session.maxSessions) {
+        warn.warn({ deviceId: link.deviceId, sessions: opts.registry.size }, 'MQTT hello refused: server at capacity');
+        return null;
+      }
+      const verdict = replacing ? undefined : opts.admission?.check();
+      if (verdict && !verdict.ok) {
+        warn.warn({ deviceId: link.deviceId, signal: verdict.signal }, 'MQTT hello refused: server overloaded');
+        return null;
+      }
+      const s = new DeviceSession({
+        sessionId,
+        deviceId: link.deviceId,
+        clientId: link.clientId,
+        headerProtocolVersion: null,
+        channel,
+        log: sessionLog,
+        helloTimeoutMs: opts.session.helloTimeoutMs,
+        idleTimeoutMs: opts.session.idleTimeoutMs,
+        outputSampleRate: opts.session.outputSampleRate,
+        frameDurationMs: opts.session.frameDurationMs,
+        createConversation: opts.createConversation,
+        // The link's own budget covers every message of the connection, the hello included.
+        onEnded: (ended) => opts.registry.remove(ended),
+      });
+      opts.registry.add(s, key);
+      opts.onSessionOpened?.({ sessionId, deviceId: link.deviceId, clientId: link.clientId }, s.signal);
+      return s;
+    },
+  };
+
+  const broker = await Aedes.createBroker({
+    id: 'xiaozhi',
+    connectTimeout: CONNECT_TIMEOUT_MS,
+    maxClientsIdLength: MAX_MQTT_CLIENT_ID_CHARS,
+    // Keepalive 0 (none) would let a half-open connection live for ever; the firmware uses what OTA says.
+    keepaliveLimit: Math.max(3600, mqtt.keepaliveS),
+    // Packets queued before CONNECT is answered, and inbound QoS 2 held: both bounded small.
+    queueLimit: 16,
+    maxInflightInbound: 4,
+    maxTopicLevels: 8,
+    authenticate: (client, username, password, done) => {
+      const conn = conns.get(client.conn);
+      const decision = checkMqttCredentials(client.id ?? '', username, password, opts.auth);
+      const refuse = (code: number, reason: string): void => {
+        warn.warn({ clientId: String(client.id ?? '').slice(0, MAX_MQTT_CLIENT_ID_CHARS), remote: conn?.remote, reason }, 'MQTT connection refused');
+        const err = new Error(reason) as AuthenticateError;
+        (err as { returnCode: number }).returnCode = code;
+        done(err, false);
+      };
+      if (!decision.ok) return refuse(4, decision.reason);
+      // A device reconnecting in a loop spends only its own budget, never its neighbours'.
+      if (conn && !perAddress.takeAuthenticatedUpgrade(conn.address, pairKey(decision.deviceId, decision.clientId))) return refuse(3, 'connect rate per device');
+      pairs.set(client, { deviceId: decision.deviceId, clientId: decision.clientId });
+      done(null, true);
+    },
+    // The firmware subscribes to nothing (the broker delivers to each client directly): every
+    // subscription is answered as failed (0x80), so nothing a client sends reaches another.
+    authorizeSubscribe: (_client, _sub, done) => done(null, null),
+    authorizePublish: (client, packet, done) => {
+      if (!client) return done(new Error('no publishing for the server itself'));
+      if (packet.topic !== mqtt.publishTopic) return done(new Error('publish topic not allowed'));
+      if (packet.retain || packet.qos > 1) return done(new Error('retain and QoS 2 are not offered'));
+      const pair = pairs.get(client);
+      const link = pair ? links.get(pairKey(pair.deviceId, pair.clientId)) : undefined;
+      if (link?.client === client) link.handleMessage(Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload));
+      // Handled here: nothing subscribes, so the broker's own delivery has no one to reach.
+      done(null);
+    },
+  });
+
+  broker.on('clientReady', (client) => {
+    const pair = pairs.get(client);
+    const conn = conns.get(client.conn);
+    if (!pair || !conn || closing) {
+      client.close();
+      return;
+    }
+    const key = pairKey(pair.deviceId, pair.clientId);
+    const linkLog = log.child({ deviceId: pair.deviceId, clientId: pair.clientId, transport: 'mqtt' });
+    const link = new MqttDeviceLink(client, conn.socket, pair.deviceId, pair.clientId, ctx, linkLog);
+    const old = links.get(key);
+    if (old && old.client !== client) old.handleDisconnected();
+    links.set(key, link);
+    let set = byDevice.get(pair.deviceId);
+    if (!set) byDevice.set(pair.deviceId, (set = new Set()));
+    if (old) set.delete(old);
+    set.add(link);
+    linkLog.info({ remote: conn.remote }, 'device connected over MQTT');
+    for (const l of listeners) {
+      try {
+        l(link);
+      } catch (err) {
+        linkLog.error({ err }, 'onConnected listener failed');
+      }
+    }
+  });
+
+  broker.on('clientDisconnect', (client) => {
+    const pair = pairs.get(client);
+    if (!pair) return;
+    const key = pairKey(pair.deviceId, pair.clientId);
+    const link = links.get(key);
+    if (!link || link.client !== client) return;
+    link.handleDisconnected();
+    links.delete(key);
+    const set = byDevice.get(pair.deviceId);
+    set?.delete(link);
+    if (set?.size === 0) byDevice.delete(pair.deviceId);
+    link.log.info('device disconnected from MQTT');
+  });
+  broker.on('clientError', (client, err) => log.debug({ clientId: String(client.id).slice(0, MAX_MQTT_CLIENT_ID_CHARS), err: err.message }, 'MQTT client error'));
+  broker.on('connectionError', (_client, err) => log.debug({ err: err.message }, 'MQTT connection error'));
+
+  opts.devices?.onRevoked((gone) => {
+    for (const d of gone) links.get(pairKey(d.deviceId, d.clientId))?.revoke();
+  });
+
+  const onConnection = (socket: Socket): void => {
+    if (closing) {
+      socket.destroy();
+      return;
+    }
+    const address = keys.key(socket.remoteAddress, undefined);
+    const remote = socket.remoteAddress ?? 'unknown';
+    if (opts.maxConnectionsPerAddress > 0 && perAddress.sessions(address) >= opts.maxConnectionsPerAddress) {
+      warn.warn({ remote, limit: opts.maxConnectionsPerAddress }, 'MQTT connection refused: connections per address');
+      socket.destroy();
+      return;
+    }
+    perAddress.opened(address);
+    sockets.add(socket);
+    socket.once('close', () => {
+      perAddress.closed(address);
+      sockets.delete(socket);
+    });
+    // A device that lost power leaves a half-open connection: TCP keepalive finds it.
+    socket.setKeepAlive(true, 60_000);
+    socket.setNoDelay(true);
+    const stream = limitConnection(socket, mqtt.maxPacketBytes, () => warn.warn({ remote, limit: mqtt.maxPacketBytes }, 'MQTT connection closed: packet over the size limit'));
+    conns.set(stream, { socket, address, remote });
+    broker.handle(stream);
+  };
+
+  const tls = mqtt.tlsCert !== '' && mqtt.tlsKey !== '';
+  const server: Server = tls
+    ? createTlsServer({ cert: readFileSync(mqtt.tlsCert), key: readFileSync(mqtt.tlsKey), handshakeTimeout: CONNECT_TIMEOUT_MS }, onConnection)
+    : createTcpServer(onConnection);
+  server.maxConnections = mqtt.maxConnections;
+  server.on('error', (err) => log.error({ err: err.message }, 'MQTT server error'));
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(mqtt.port, mqtt.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    await audio.listen();
+  } catch (err) {
+    server.close();
+    await audio.close();
+    await new Promise<void>((resolve) => broker.close(() => resolve()));
+    throw err;
+  }
+  const address = server.address();
+  const ports = { mqtt: typeof address === 'object' && address ? address.port : mqtt.port, udp: audio.port };
+  log.info({ mqtt: `${mqtt.host}:${ports.mqtt}`, udp: ports.udp, tls }, 'MQTT broker and UDP audio listening');
+
+  const find = (deviceId: string, clientId?: string): MqttDeviceLink | undefined => {
+    if (clientId !== undefined) return links.get(pairKey(deviceId, clientId));
+    const set = byDevice.get(deviceId.toLowerCase());
+    let latest: MqttDeviceLink | undefined;
+    for (const l of set ?? []) latest = l;
+    return latest;
+  };
+
+  return {
+    ports,
+    find,
+    onConnected(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    stats: () => ({ connections: broker.connectedClients, devices: links.size, audioSessions: audio.sessions }),
+    otaSection: ({ deviceId, clientId, generation, host }) => ({
+      endpoint: mqtt.publicEndpoint || `${host}:${ports.mqtt}`,
+      ...mqttCredentials(opts.auth.secret(), deviceId, clientId, generation),
+      keepalive: mqtt.keepaliveS,
+      publish_topic: mqtt.publishTopic,
+    }),
+    stopAccepting: () => {
+      accepting = false;
+    },
+    close: async () => {
+      if (closing) return;
+      closing = true;
+      accepting = false;
+      const ending: Promise<void>[] = [];
+      for (const link of [...links.values()]) {
+        const s = link.session;
+        if (s) ending.push(s.closed);
+        link.close();
+      }
+      links.clear();
+      byDevice.clear();
+      await Promise.all(ending);
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // Connections that never sent CONNECT would hold the server open until their timeout.
+      for (const socket of sockets) socket.destroy();
+      await closed;
+      await new Promise<void>((resolve) => broker.close(() => resolve()));
+      await audio.close();
+    },
+  };
+}

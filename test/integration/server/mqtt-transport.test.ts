@@ -1,0 +1,346 @@
+/**
+ * The MQTT+UDP transport on its own: the real broker and UDP socket on loopback, a real MQTT
+ * client (the `mqtt` package) and real UDP with real Opus, the real store's registry for
+ * bindings and revocation; the conversation records what the session hands it.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { connect as tcpConnect } from 'node:net';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createOpusCodec } from '../../../audio/opus/codec.ts';
+import { silentLogger } from '../../../core/logger.ts';
+import { openStore, type Store } from '../../../store/store.ts';
+import { SessionRegistry } from '../../../voice/session/registry.ts';
+import { startMqttTransport, type MqttTransport } from '../../../server/mqtt/transport.ts';
+import { MqttSchema } from '../../../server/config-schema.ts';
+import type { AuthMode } from '../../../server/auth.ts';
+import type { UdpDropReason } from '../../../server/mqtt/udp-audio.ts';
+import { aesCtr, plausibleOpusFrame, UDP_HEADER_BYTES } from '../../../protocol/udp-packet.ts';
+import { recordingConversation } from '../../helpers/recording-conversation.ts';
+import { MqttUdpClient, type MqttSection } from '../../helpers/mqtt-udp-client.ts';
+import { sleep, waitFor } from '../../helpers/wait.ts';
+
+interface Rig {
+  transport: MqttTransport;
+  registry: SessionRegistry;
+  rec: ReturnType<typeof recordingConversation>;
+  drops: UdpDropReason[];
+  opened: string[];
+  section(deviceId: string, clientId: string, generation?: number | null): MqttSection;
+}
+
+async function startRig(store: Store, mode: AuthMode, opts: { idleTimeoutMs?: number; maxPacketBytes?: number; tls?: { cert: string; key: string } } = {}): Promise<Rig> {
+  const registry = new SessionRegistry();
+  const rec = recordingConversation();
+  const drops: UdpDropReason[] = [];
+  const opened: string[] = [];
+  const transport = await startMqttTransport({
+    mqtt: MqttSchema.parse({
+      enabled: true,
+      host: '127.0.0.1',
+      port: 0,
+      udpPort: 0,
+      ...(opts.maxPacketBytes ? { maxPacketBytes: opts.maxPacketBytes } : {}),
+      ...(opts.tls ? { tlsCert: opts.tls.cert, tlsKey: opts.tls.key } : {}),
+    }),
+    log: silentLogger,
+    registry,
+    createConversation: rec.factory,
+    auth: { mode, allowedDevices: [], secret: () => store.registry.secret(), binding: (d, c) => store.registry.binding(d, c) },
+    devices: store.registry,
+    onSessionOpened: (s) => opened.push(s.sessionId),
+    address: { trustProxy: [], ipv6PrefixLength: 64 },
+    session: { helloTimeoutMs: 10_000, idleTimeoutMs: opts.idleTimeoutMs ?? 60_000, outputSampleRate: 24000, frameDurationMs: 60, maxSessions: 0 },
+    controlRate: { perSecond: 20, burst: 100 },
+    maxConnectionsPerAddress: 0,
+    connectRate: { perSecond: 1000, burst: 1000 },
+    onUdpDrop: (r) => drops.push(r),
+  });
+  const section = (deviceId: string, clientId: string, generation: number | null = null): MqttSection =>
+    transport.otaSection({ deviceId, clientId, generation, host: '127.0.0.1' }) as unknown as MqttSection;
+  return { transport, registry, rec, drops, opened, section };
+}
+
+/**
+ * A key other than the session's whose datagram the server decrypts to noise that is not a
+ * plausible frame. Noise passes the Opus check now and then (CTR has no tag); the test knows the
+ * session key, so it picks a wrong key that is refused for certain.
+ */
+function wrongKey(dev: MqttUdpClient, opus: Buffer, sequence: number): Buffer {
+  const sessionKey = Buffer.from(dev.block!.key, 'hex');
+  for (let fill = 1; ; fill++) {
+    const key = Buffer.alloc(16, fill);
+    const datagram = dev.datagram(opus, { sequence, key });
+    const seen = aesCtr(sessionKey, datagram.subarray(0, UDP_HEADER_BYTES), datagram.subarray(UDP_HEADER_BYTES));
+    if (!plausibleOpusFrame(seen, 60)) return key;
+  }
+}
+
+describe('MQTT+UDP transport', () => {
+  let store: Store;
+  let open: Rig;
+  let frames: Buffer[];
+  before(async () => {
+    store = await openStore({ url: 'sqlite::memory:', dataDir: '/tmp', secret: '', codeTtlMs: 600_000, pendingPerSource: 3, replica: 'test', log: silentLogger });
+    open = await startRig(store, 'open');
+    const codec = await createOpusCodec({ sampleRate: 16000 });
+    frames = [];
+    for (let f = 0; f < 10; f++) {
+      const pcm = new Int16Array(codec.frameSamples);
+      for (let i = 0; i < pcm.length; i++) pcm[i] = Math.round(6000 * Math.sin((f * pcm.length + i) / 7));
+      frames.push(Buffer.from(codec.encode(pcm)));
+    }
+    codec.close();
+  });
+  after(async () => {
+    await open.transport.close();
+    await store.close();
+  });
+
+  const audioCalls = (rig: Rig, i: number): number => rig.rec.sessions[i]?.calls.filter((c) => c.name === 'audio').length ?? 0;
+
+  test('OTA credentials connect; the hello opens a session answered with the udp block; audio flows both ways', async () => {
+    const section = open.section('a0:00:00:00:00:01', 'client-1');
+    assert.equal(section.endpoint, `127.0.0.1:${open.transport.ports.mqtt}`);
+    assert.equal(section.keepalive, 240);
+    assert.equal(section.publish_topic, 'device-server');
+    const dev = await MqttUdpClient.connect(section);
+    try {
+      const link = (await waitFor(() => open.transport.find('a0:00:00:00:00:01'), { what: 'the link' }))!;
+      assert.equal(link.inSession, false);
+      const hello = await dev.hello();
+      assert.equal(hello.transport, 'udp');
+      assert.deepEqual(hello.audio_params, { format: 'opus', sample_rate: 24000, channels: 1, frame_duration: 60 });
+      const udp = dev.block!;
+      assert.match(udp.key, /^[0-9a-f]{32}$/);
+      assert.match(udp.nonce, /^[0-9a-f]{32}$/);
+      assert.equal(udp.nonce.slice(0, 2), '01');
+      assert.equal(udp.server, '127.0.0.1');
+      assert.equal(udp.port, open.transport.ports.udp);
+      assert.equal(open.registry.size, 1);
+      assert.deepEqual(open.opened, [dev.sessionId]);
+      assert.ok(link.inSession);
+      const rec = open.rec.sessions.length - 1;
+      assert.equal(open.rec.sessions[rec]?.ctx.info.sessionId, dev.sessionId);
+
+      dev.publish({ type: 'listen', state: 'start', mode: 'auto', session_id: dev.sessionId });
+      for (const f of frames.slice(0, 5)) dev.sendOpus(f);
+      await waitFor(() => audioCalls(open, rec) === 5, { what: 'five uplink frames' });
+      assert.equal(open.rec.sessions[rec]?.calls[0]?.name, 'listenStart');
+
+      // Downlink: what the session sends arrives as datagrams the device accepts and decrypts.
+      // The firmware plays audio only once it has read `tts start`: audio sent after a JSON
+      // message reaches the device after it, although the one goes over TCP and the other over UDP.
+      const channel = open.rec.sessions[rec]!.ctx.channel;
+      channel.sendJson({ type: 'tts', state: 'start', session_id: dev.sessionId });
+      for (const f of frames.slice(5)) channel.sendAudio(f);
+      await waitFor(() => dev.audio.length === 5, { what: 'five downlink frames' });
+      const ttsStart = await dev.waitJson('tts', (m) => m.state === 'start');
+      assert.ok(ttsStart);
+      const ttsAt = dev.json.find((j) => j.msg.type === 'tts')?.at ?? Infinity;
+      assert.ok(ttsAt < (dev.audio[0]?.at ?? 0), 'tts start before the first frame');
+      assert.deepEqual(
+        dev.audio.map((a) => a.payload),
+        frames.slice(5),
+      );
+      assert.deepEqual(
+        dev.audio.map((a) => a.sequence),
+        [1, 2, 3, 4, 5],
+      );
+      assert.equal(dev.downlinkDropped, 0);
+
+      // A device goodbye ends the session; the server does not answer it; MQTT stays connected.
+      const before = dev.json.length;
+      dev.publish({ type: 'goodbye', session_id: dev.sessionId });
+      await waitFor(() => open.registry.size === 0, { what: 'the session to end' });
+      assert.equal(link.inSession, false);
+      await sleep(200);
+      assert.equal(dev.json.slice(before).length, 0, 'no reply to a goodbye');
+      assert.ok(dev.mqtt.connected);
+      assert.equal(open.transport.find('a0:00:00:00:00:01', 'client-1'), link);
+
+      // A new hello: a new audio session with new secrets; sequences restart.
+      const firstKey = udp.key;
+      await dev.hello();
+      assert.notEqual(dev.block!.key, firstKey);
+      assert.equal(open.registry.size, 1);
+      dev.sendOpus(frames[0]!);
+      await waitFor(() => audioCalls(open, open.rec.sessions.length - 1) === 1, { what: 'uplink in the new session' });
+    } finally {
+      await dev.close();
+    }
+    await waitFor(() => open.registry.size === 0, { what: 'the session to end with the connection' });
+  });
+
+  test('bad datagrams are dropped without touching the session; a rebinding moves the downlink', async () => {
+    const dev = await MqttUdpClient.connect(open.section('a0:00:00:00:00:02', 'client-2'));
+    try {
+      await dev.hello();
+      const rec = open.rec.sessions.length - 1;
+      dev.sendOpus(frames[0]!);
+      dev.sendOpus(frames[1]!);
+      await waitFor(() => audioCalls(open, rec) === 2, { what: 'two good frames' });
+      const dropsBefore = open.drops.length;
+      const good = dev.datagram(frames[2]!, { sequence: 3 });
+      dev.sendRaw(dev.datagram(frames[2]!, { sequence: 1 })); // replayed sequence
+      dev.sendRaw(dev.datagram(frames[2]!, { sequence: 4, key: wrongKey(dev, frames[2]!, 4) })); // wrong key
+      dev.sendRaw(good.subarray(0, 10)); // short
+      dev.sendRaw(good.subarray(0, good.length - 1)); // length mismatch
+      dev.sendRaw(Buffer.concat([good, Buffer.alloc(8000)])); // huge
+      const stranger = Buffer.from(good);
+      stranger.writeUInt32BE((stranger.readUInt32BE(4) + 1) >>> 0, 4);
+      dev.sendRaw(stranger); // unknown ssrc
+      dev.sendRaw(dev.datagram(frames[2]!, { sequence: 1_000_000 })); // implausible jump
+      await waitFor(() => open.drops.length - dropsBefore >= 7, { what: 'seven drops' });
+      const reasons = open.drops.slice(dropsBefore).sort();
+      assert.deepEqual(reasons.filter((r) => r !== 'implausible'), ['length', 'replay', 'replay', 'short', 'size', 'unknown_ssrc'].sort());
+      assert.equal(audioCalls(open, rec), 2);
+      // The session goes on: the next good frame is accepted.
+      dev.sendRaw(good);
+      await waitFor(() => audioCalls(open, rec) === 3, { what: 'the good frame after the bad ones' });
+
+      // NAT rebinding: packets that authenticate from a new address move the downlink there.
+      await dev.rebind();
+      dev.sendRaw(dev.datagram(frames[3]!, { sequence: 4 }));
+      await waitFor(() => audioCalls(open, rec) === 4, { what: 'a frame from the new address' });
+      open.rec.sessions[rec]!.ctx.channel.sendAudio(frames[4]!);
+      await waitFor(() => dev.audio.length === 1, { what: 'downlink at the new address' });
+      assert.deepEqual(dev.audio[0]?.payload, frames[4]);
+      assert.equal(open.registry.size, 1);
+    } finally {
+      await dev.close();
+    }
+  });
+
+  test('wrong credentials are refused: password, another pair, a username that does not match', async () => {
+    const section = open.section('a0:00:00:00:00:03', 'client-3');
+    const other = open.section('a0:00:00:00:00:04', 'client-4');
+    await assert.rejects(MqttUdpClient.connect(section, { password: 'x'.repeat(43) }), /Bad username or password|Not authorized/i);
+    await assert.rejects(MqttUdpClient.connect(section, { password: other.password }), /Bad username or password|Not authorized/i);
+    await assert.rejects(MqttUdpClient.connect(section, { username: 'a0:00:00:00:00:04' }), /Bad username or password|Not authorized/i);
+    await assert.rejects(MqttUdpClient.connect(section, { client_id: 'someone-else' }), /Bad username or password|Not authorized/i);
+    assert.equal(open.transport.find('a0:00:00:00:00:03'), undefined);
+    // The right ones still work.
+    const dev = await MqttUdpClient.connect(section);
+    await dev.close();
+  });
+
+  test('subscriptions are refused, other topics and oversize packets close the connection', async () => {
+    const dev = await MqttUdpClient.connect(open.section('a0:00:00:00:00:05', 'client-5'));
+    try {
+      // Answered as failed (0x80), the connection kept.
+      await assert.rejects(dev.mqtt.subscribeAsync('#'), /Subscribe error/);
+      assert.ok(dev.mqtt.connected);
+      const closed = new Promise<void>((resolve) => dev.mqtt.once('close', () => resolve()));
+      dev.mqtt.publish('somewhere/else', 'hi');
+      await closed;
+    } finally {
+      await dev.close();
+    }
+    const big = await MqttUdpClient.connect(open.section('a0:00:00:00:00:06', 'client-6'));
+    try {
+      const closed = new Promise<void>((resolve) => big.mqtt.once('close', () => resolve()));
+      big.mqtt.publish('device-server', Buffer.alloc(200_000, 0x20));
+      await closed;
+    } finally {
+      await big.close();
+    }
+    // A stranger announcing a huge packet before CONNECT is cut off at its length bytes.
+    const sock = tcpConnect(open.transport.ports.mqtt, '127.0.0.1');
+    const ended = new Promise<void>((resolve) => sock.once('close', () => resolve()));
+    sock.on('error', () => {});
+    sock.write(Buffer.from([0x10, 0xff, 0xff, 0xff, 0x7f]));
+    await ended;
+  });
+
+  test('hellos are answered up to their rate: each one starts a session', async () => {
+    const dev = await MqttUdpClient.connect(open.section('a0:00:00:00:00:0a', 'client-10'));
+    try {
+      const hello = { type: 'hello', version: 3, transport: 'udp', audio_params: { format: 'opus', sample_rate: 16000, channels: 1, frame_duration: 60 } };
+      for (let i = 0; i < 8; i++) dev.publish(hello);
+      await waitFor(() => dev.json.filter((j) => j.msg.type === 'hello').length === 5, { what: 'five hellos answered' });
+      await sleep(300);
+      assert.equal(dev.json.filter((j) => j.msg.type === 'hello').length, 5);
+      // Each new hello ended the one before without a goodbye (the device has forgotten that id).
+      assert.equal(dev.json.filter((j) => j.msg.type === 'goodbye').length, 0);
+      assert.equal(open.registry.size, 1);
+    } finally {
+      await dev.close();
+    }
+  });
+
+  test('an idle session ends with a goodbye carrying its id; the connection stays; links publish to idle devices', async () => {
+    const rig = await startRig(store, 'open', { idleTimeoutMs: 600 });
+    const seen: string[] = [];
+    const off = rig.transport.onConnected((l) => seen.push(l.deviceId));
+    const dev = await MqttUdpClient.connect(rig.section('a0:00:00:00:00:07', 'client-7'));
+    try {
+      await waitFor(() => seen.length === 1, { what: 'onConnected' });
+      assert.deepEqual(seen, ['a0:00:00:00:00:07']);
+      await dev.hello();
+      const bye = await dev.waitJson('goodbye', () => true, 5000);
+      assert.equal(bye.session_id, dev.sessionId);
+      await waitFor(() => rig.registry.size === 0, { what: 'the session to end' });
+      assert.ok(dev.mqtt.connected);
+      const link = rig.transport.find('a0:00:00:00:00:07');
+      assert.ok(link && !link.inSession);
+      assert.equal(link.publish({ type: 'alert', status: 'Reminder', message: 'tea', emotion: 'happy' }), true);
+      const alert = await dev.waitJson('alert');
+      assert.equal(alert.message, 'tea');
+    } finally {
+      off();
+      await dev.close();
+      await rig.transport.close();
+    }
+    assert.equal(rig.transport.find('a0:00:00:00:00:07'), undefined);
+  });
+
+  test('with a certificate the broker speaks TLS', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mqtt-tls-'));
+    const cert = join(dir, 'cert.pem');
+    const key = join(dir, 'key.pem');
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost'], { stdio: 'ignore' });
+    const rig = await startRig(store, 'open', { tls: { cert, key } });
+    try {
+      const section = rig.section('a0:00:00:00:00:09', 'client-9');
+      // Plain MQTT to a TLS port gets nowhere.
+      await assert.rejects(MqttUdpClient.connect(section, {}, { connectTimeout: 1000 }));
+      const dev = await MqttUdpClient.connect(section, {}, { protocol: 'mqtts', ca: readFileSync(cert), rejectUnauthorized: false });
+      const hello = await dev.hello();
+      assert.equal(hello.transport, 'udp');
+      await dev.close();
+    } finally {
+      await rig.transport.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('activation mode: only a bound pair connects; a revoke disconnects it and refuses it after', async () => {
+    const rig = await startRig(store, 'activation');
+    try {
+      const unbound = rig.section('a0:00:00:00:00:08', 'client-8', 1);
+      await assert.rejects(MqttUdpClient.connect(unbound), /Bad username or password|Not authorized/i);
+      const code = await store.registry.pendingCode('a0:00:00:00:00:08', 'client-8', '127.0.0.1');
+      assert.ok(code);
+      const bound = await store.registry.bind(code.code);
+      assert.ok(bound.ok);
+      await waitFor(() => store.registry.isBound('a0:00:00:00:00:08', 'client-8'), { what: 'the binding' });
+      const section = rig.section('a0:00:00:00:00:08', 'client-8', bound.device.generation);
+      // The pending code's generation is the binding's: what OTA handed out before binding works now.
+      assert.equal(bound.device.generation, code.generation);
+      const dev = await MqttUdpClient.connect(section);
+      await dev.hello();
+      const closed = new Promise<void>((resolve) => dev.mqtt.once('close', () => resolve()));
+      await store.registry.revoke('a0:00:00:00:00:08');
+      await closed;
+      await waitFor(() => rig.registry.size === 0, { what: 'the session to end' });
+      await dev.close();
+      await assert.rejects(MqttUdpClient.connect(section), /Bad username or password|Not authorized/i);
+    } finally {
+      await rig.transport.close();
+    }
+  });
+});
