@@ -106,7 +106,9 @@ ENV NODE_ENV=production \
     PORT=8000 \
     XIAOZHI_DATA_DIR=/data
 # Metadata first, code last: a source change rebuilds only the COPY layers below.
-EXPOSE 8000
+# 8000: HTTP and the device WebSocket. 1883 (8883 with TLS) and 8884/udp: the MQTT broker and
+# the audio socket, listening only with mqtt.enabled.
+EXPOSE 8000 1883 8884/udp
 # /healthz answers while the event loop runs; PORT is what the server listens on (env override).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8000)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]

@@ -18,14 +18,26 @@ import { metricsRoute } from './http/metrics-route.ts';
 import { createProviderDoctor } from './provider-doctor.ts';
 import { createServerMetrics, type ServerMetrics } from './metrics.ts';
 import { SessionRegistry } from '../voice/session/registry.ts';
+import type { OpusSampleRate } from '../audio/opus/codec.ts';
+import { PushDelivery } from './push/push-delivery.ts';
+import { AudioClips, pushAudioRoute } from './push/audio-clips.ts';
+import { notifyAudio } from './push/notify-audio.ts';
+import type { IdleDeviceLinks } from './push/idle-links.ts';
 import { recordSessions } from './app.ts';
-import { resolveAuthMode } from './auth.ts';
-import { startMqttTransport, type MqttTransport } from './mqtt/transport.ts';
+import type { MqttTransport } from './mqtt/transport.ts';
+import { mqttTransportFor } from './mqtt/transport-for-config.ts';
 
 export interface AssembledServer {
   app: App;
   deps: Deps;
   metrics: ServerMetrics;
+  /**
+   * Server-initiated speech: `push.say({ deviceId, text, source })` delivers wherever the device
+   * is (reminders call it with `source: 'reminder'`, exempt from the rate). `onSessionOpened` is
+   * the hook every transport calls for a new session (queued messages); `useIdleLinks` hands it
+   * the MQTT transport's idle devices.
+   */
+  push: PushDelivery;
   /**
    * The MQTT+UDP transport when `mqtt.enabled` (and no gateway stands in for it): listening from
    * here on, closed with the app. Its `ports` are the bound ones; it is the `IdleDeviceLinks` of
@@ -51,6 +63,8 @@ export interface AssembleOptions {
   agents?: AgentLookup;
   /** The store; default: opened from `store.url` here and closed with the server. */
   store?: Store;
+  /** Devices connected to the MQTT broker here (server-initiated speech reaches them while idle). */
+  idleLinks?: IdleDeviceLinks;
 }
 
 export async function assembleServer(config: Config, log: PinoLogger, opts: AssembleOptions = {}): Promise<AssembledServer> {
@@ -103,11 +117,51 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
   await doctor.reportAtStartup(log);
   const admission = new AdmissionControl({ ...config.server.admission, load: mediaLoad });
   metrics.bind({ admissionEventLoopDelayMs: () => admission.eventLoopDelayMs() });
+  // Server-initiated speech: sessions here, idle MQTT devices (notify audio at a single-use URL),
+  // other replicas and the offline queue, through the store.
+  const clips = new AudioClips(config.push.audioUrlTtlMs);
+  const push = new PushDelivery({
+    config: config.push,
+    publicWsUrl: config.server.publicWsUrl,
+    registry,
+    store,
+    clips,
+    notifyAudio: (deviceId, text) =>
+      notifyAudio(
+        {
+          media: deps.media,
+          profileFor: (d) => deps.profiles.profileFor(d),
+          sampleRate: config.audio.outputSampleRate as OpusSampleRate,
+          complexity: config.audio.opusComplexity,
+          vad: { threshold: config.vad.threshold, minSilenceMs: config.vad.minSilenceMs, minSpeechMs: config.vad.minSpeechMs, pauseMs: config.vad.earlyStartMs },
+          log: log.child({ part: 'push' }),
+        },
+        deviceId,
+        text,
+      ),
+    log: log.child({ part: 'push' }),
+  });
+  if (opts.idleLinks) push.useIdleLinks(opts.idleLinks);
   const createConversation = metrics.countSessions(deps.createConversation);
   let app: App;
   let mqtt: MqttTransport | undefined;
   try {
-    mqtt = await startMqtt(config, log, store, registry, createConversation, admission);
+    const recordMqtt = recordSessions(store, config, log);
+    mqtt = await mqttTransportFor(config, log, {
+      store,
+      registry,
+      createConversation,
+      admission,
+      // The store's record of the session, then push (queued messages): as the WebSocket route does.
+      onSessionOpened: (s, ended) => {
+        recordMqtt(s, ended);
+        push.onSessionOpened(s);
+      },
+      onUdpDrop: (reason) => metrics.udpDropped(reason),
+    });
+    if (mqtt) metrics.bind({ mqtt: mqtt.stats });
+    // Idle MQTT devices can be reached (notify/alert) and get their queued messages when they connect.
+    if (mqtt) push.useIdleLinks(mqtt);
     // The app closes admission control and the MQTT transport when it closes (main.ts closes the app by shutdown()).
     app = await buildApp({
       config,
@@ -119,12 +173,15 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
       admission,
       store,
       bridges,
+      push,
+      onSessionOpened: push.onSessionOpened,
       ...(opts.onSecret ? { onSecret: opts.onSecret } : {}),
-      plugins: [healthRoutes({ mcp: deps.mcp, ready: () => ready, checks: providerChecks(config), problems: () => doctor.problems(), adminSecret: config.server.adminSecret }), metricsRoute({ metrics })],
+      plugins: [pushAudioRoute(clips), healthRoutes({ mcp: deps.mcp, ready: () => ready, checks: providerChecks(config), problems: () => doctor.problems(), adminSecret: config.server.adminSecret }), metricsRoute({ metrics })],
     });
   } catch (err) {
     await mqtt?.close();
     admission.close();
+    await push.close();
     await deps.close();
     throw err;
   }
@@ -132,11 +189,13 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
     app,
     deps,
     metrics,
+    push,
     ...(mqtt ? { mqtt } : {}),
     setReady: (r) => {
       ready = r;
     },
     close: async () => {
+      await push.close();
       await app.fastify.close();
       admission.close();
       await deps.close();
@@ -144,44 +203,4 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
       if (ownStore) await store.close();
     },
   };
-}
-
-/** The embedded broker and UDP socket, when `mqtt.enabled` and no gateway is configured in their place. */
-async function startMqtt(
-  config: Config,
-  log: PinoLogger,
-  store: Store,
-  registry: SessionRegistry,
-  createConversation: ReturnType<ServerMetrics['countSessions']>,
-  admission: AdmissionControl,
-): Promise<MqttTransport | undefined> {
-  if (!config.mqtt.enabled || config.mqtt.gateway.endpoint) return undefined;
-  const mode = resolveAuthMode(config.server.auth);
-  const devices = store.registry;
-  return startMqttTransport({
-    mqtt: config.mqtt,
-    log: log.child({ transport: 'mqtt' }),
-    registry,
-    createConversation,
-    auth: {
-      mode,
-      allowedDevices: config.server.auth.allowedDevices,
-      secret: () => devices.secret(),
-      binding: (d, c) => devices.binding(d, c),
-    },
-    ...(mode !== 'open' ? { devices } : {}),
-    onSessionOpened: recordSessions(store, config, log),
-    admission,
-    address: config.server,
-    session: {
-      helloTimeoutMs: config.server.helloTimeoutMs,
-      idleTimeoutMs: config.server.idleTimeoutMs,
-      outputSampleRate: config.audio.outputSampleRate,
-      frameDurationMs: config.audio.frameDurationMs,
-      maxSessions: config.server.maxSessions,
-    },
-    controlRate: config.server.controlMessages,
-    maxConnectionsPerAddress: config.server.maxSessionsPerIp,
-    connectRate: config.server.upgradeRate,
-  });
 }

@@ -34,6 +34,8 @@ export interface MetricsSources {
   media?: () => MediaEngineStats;
   /** Times the provider thread (LLM client, OpenAI ASR) died and was replaced. */
   providerThreadRestarts?: () => number;
+  /** The MQTT transport: devices connected to the broker, audio sessions open. */
+  mqtt?: () => { devices: number; audioSessions: number };
 }
 
 export interface ServerMetricsOptions extends MetricsSources {
@@ -57,6 +59,8 @@ export interface ServerMetrics {
   observeTurn(t: TurnTimings): void;
   /** Counts a device connection refused before the upgrade (pass to `buildApp({ onRefused })`). */
   connectionRefused(reason: RefusalReason): void;
+  /** Counts an audio datagram the MQTT transport dropped. */
+  udpDropped(reason: string): void;
   /** The exposition text and its content type, for `/metrics`. */
   render(): Promise<{ contentType: string; body: string }>;
   /** Unsubscribes from MCP state changes and clears the registry. */
@@ -95,6 +99,20 @@ export function createServerMetrics(opts: ServerMetricsOptions = {}): ServerMetr
   const refused = new Counter({
     name: 'xiaozhi_connections_refused_total',
     help: 'Device WebSocket upgrades refused: unauthorized (401), capacity (503, server.maxSessions), draining (503, shutting down), overloaded (503, server.admission), per_ip (429, server.maxSessionsPerIp or server.upgradeRate).',
+    labelNames: ['reason'],
+    registers,
+  });
+  new Gauge({
+    name: 'xiaozhi_mqtt_devices',
+    help: 'Devices connected to the embedded MQTT broker (idle or in an audio session).',
+    registers,
+    collect() {
+      this.set(sources.mqtt?.().devices ?? 0);
+    },
+  });
+  const udpDrops = new Counter({
+    name: 'xiaozhi_udp_datagrams_dropped_total',
+    help: 'Audio datagrams dropped by the MQTT transport: size (too large), short, type, length (not the header\'s), unknown_ssrc, replay (sequence not newer, or too far ahead), implausible (not an Opus frame of the announced duration after decryption).',
     labelNames: ['reason'],
     registers,
   });
@@ -284,6 +302,7 @@ export function createServerMetrics(opts: ServerMetricsOptions = {}): ServerMetr
     observer: { onTurn: observeTurn, onEarlyStart: (result) => earlyStarts.inc({ result }), onTurnRefused: () => turnsRefused.inc() },
     observeTurn,
     connectionRefused: (reason) => refused.inc({ reason }),
+    udpDropped: (reason) => udpDrops.inc({ reason }),
     countSessions(factory) {
       return (ctx) => {
         const conversation = factory(ctx);

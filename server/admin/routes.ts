@@ -6,6 +6,7 @@ import { memoryRoutes } from './routes-memory.ts';
 import { agentRoutes } from './routes-agents.ts';
 import { sessionRoutes } from './routes-session.ts';
 import { mcpEndpointRoutes } from './routes-mcp-endpoint.ts';
+import { pushRoutes } from './routes-push.ts';
 import { SessionList } from './schemas.ts';
 import { openApiDocument } from './openapi.ts';
 
@@ -37,4 +38,4 @@ const openApiRoute = adminRoute({
   handle: async () => openApiDocument(ADMIN_ROUTES),
 });
 
-export const ADMIN_ROUTES: readonly AdminRoute[] = [...sessionRoutes, ...deviceRoutes, ...memoryRoutes, ...agentRoutes, ...mcpEndpointRoutes, ...liveSessionRoutes, openApiRoute];
+export const ADMIN_ROUTES: readonly AdminRoute[] = [...sessionRoutes, ...deviceRoutes, ...pushRoutes, ...memoryRoutes, ...agentRoutes, ...mcpEndpointRoutes, ...liveSessionRoutes, openApiRoute];

@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import type { Client } from 'aedes';
 import type { Logger } from '../../core/logger.ts';
+import { createLogRateLimit } from '../../core/log-rate-limit.ts';
 import { TokenBucket, type RateLimit } from '../../core/token-bucket.ts';
 import { CloseCode } from '../../protocol/close-codes.ts';
 import { DeviceHelloSchema } from '../../protocol/messages.ts';
@@ -31,6 +32,12 @@ export interface LinkContext {
   /** Address devices send UDP to, for a connection that reached us at `localAddress`. */
   udpServerFor(localAddress: string | undefined): string;
 }
+
+/**
+ * Hellos per connection: each one starts a session (a conversation, a media stream), where a
+ * repeated hello on a WebSocket changes nothing. A device opens one per wake word or button press.
+ */
+const HELLO_RATE: RateLimit = { perSecond: 0.5, burst: 5 };
 
 /** Messages a device publishes that the link itself looks at. */
 function messageType(text: string): { type: string; sessionId?: string; frameDurationMs?: number } | null {
@@ -58,6 +65,7 @@ export class MqttDeviceLink implements IdleDeviceLink, JsonLink {
   readonly #socket: Socket;
   readonly #ctx: LinkContext;
   readonly #control: TokenBucket;
+  readonly #hellos = new TokenBucket(HELLO_RATE);
   #session: DeviceSession | undefined;
   #channel: MqttUdpChannel | undefined;
   #ratedOut = 0;
@@ -70,7 +78,8 @@ export class MqttDeviceLink implements IdleDeviceLink, JsonLink {
     this.deviceId = deviceId;
     this.clientId = clientId;
     this.#ctx = ctx;
-    this.log = log;
+    // Whatever a device repeats costs a few warnings, then one a second.
+    this.log = createLogRateLimit({ perSecond: 1, burst: 5 }).wrap(log);
     this.#control = new TokenBucket(ctx.controlRate);
   }
 
@@ -91,11 +100,11 @@ export class MqttDeviceLink implements IdleDeviceLink, JsonLink {
     return this.client.conn.writableLength + this.#socket.writableLength;
   }
 
-  publish(message: Record<string, unknown>): boolean {
+  /** `onWritten`: called once the message is handed to the socket (or its write failed). */
+  publish(message: Record<string, unknown>, onWritten?: () => void): boolean {
     if (!this.connected) return false;
-    this.client.publish({ topic: this.#ctx.downlinkTopic, payload: Buffer.from(JSON.stringify(message)), qos: 0, cmd: 'publish', retain: false, dup: false }, () => {
-      // A write error closes the client; its disconnect ends the session.
-    });
+    // A write error closes the client; its disconnect ends the session.
+    this.client.publish({ topic: this.#ctx.downlinkTopic, payload: Buffer.from(JSON.stringify(message)), qos: 0, cmd: 'publish', retain: false, dup: false }, () => onWritten?.());
     return true;
   }
 
@@ -111,7 +120,8 @@ export class MqttDeviceLink implements IdleDeviceLink, JsonLink {
     const text = payload.toString('utf8');
     const m = messageType(text);
     if (m?.type === 'hello') {
-      this.#hello(text, m.frameDurationMs ?? 60);
+      if (this.#hellos.take()) this.#hello(text, m.frameDurationMs ?? 60);
+      else this.log.warn('hellos over the rate limit: not answered');
       return;
     }
     const session = this.session;

@@ -284,7 +284,9 @@ export async function startMqttTransport(opts: MqttTransportOptions): Promise<Mq
   };
 
   const tls = mqtt.tlsCert !== '' && mqtt.tlsKey !== '';
-  const server: Server = tls ? createTlsServer({ cert: readFileSync(mqtt.tlsCert), key: readFileSync(mqtt.tlsKey) }, onConnection) : createTcpServer(onConnection);
+  const server: Server = tls
+    ? createTlsServer({ cert: readFileSync(mqtt.tlsCert), key: readFileSync(mqtt.tlsKey), handshakeTimeout: CONNECT_TIMEOUT_MS }, onConnection)
+    : createTcpServer(onConnection);
   server.maxConnections = mqtt.maxConnections;
   server.on('error', (err) => log.error({ err: err.message }, 'MQTT server error'));
   try {

@@ -43,6 +43,8 @@ export class UdpAudioSession {
   address: { host: string; port: number } | undefined;
   /** Downlink: the firmware drops a sequence that is not newer than the last, starting from 0. */
   downSequence = 0;
+  /** Times the device's address changed (logged the first few times). */
+  moves = 0;
   /** Downlink frames dropped because no uplink datagram has told us where the device is yet. */
   unaddressed = 0;
   closed = false;
@@ -115,7 +117,9 @@ export class UdpAudio {
   }
 
   release(s: UdpAudioSession): void {
+    if (s.closed) return;
     s.closed = true;
+    if (s.unaddressed > 0) s.opts.log.warn({ frames: s.unaddressed }, 'downlink audio dropped: no datagram from the device told where to send it');
     if (this.#sessions.get(s.ssrc) === s) this.#sessions.delete(s.ssrc);
   }
 
@@ -153,7 +157,7 @@ export class UdpAudio {
     if (!plausibleOpusFrame(opened.payload, s.opts.frameDurationMs)) return this.#drop('implausible');
     s.lastSequence = sequence;
     if (!s.address || s.address.host !== host || s.address.port !== port) {
-      if (s.address) this.#warn.wrap(s.opts.log).info({ from: `${s.address.host}:${s.address.port}`, to: `${host}:${port}` }, 'device audio address changed: downlink follows');
+      if (s.address && ++s.moves <= 3) s.opts.log.info({ from: `${s.address.host}:${s.address.port}`, to: `${host}:${port}`, moves: s.moves }, 'device audio address changed: downlink follows');
       s.address = { host, port };
     }
     s.opts.onAudio(opened.payload, timestamp);

@@ -5,7 +5,7 @@
  * length and a newer sequence). The full simulated firmware lives in test/fixtures/firmware/.
  */
 import { createSocket, type Socket } from 'node:dgram';
-import { connectAsync, type MqttClient } from 'mqtt';
+import { connectAsync, type IClientOptions, type MqttClient } from 'mqtt';
 import { aesCtr, UDP_HEADER_BYTES } from '../../protocol/udp-packet.ts';
 import { waitFor } from './wait.ts';
 
@@ -53,20 +53,24 @@ export class MqttUdpClient {
     });
   }
 
-  static async connect(section: MqttSection, override: Partial<Pick<MqttSection, 'client_id' | 'username' | 'password'>> = {}): Promise<MqttUdpClient> {
-    const [host, port] = section.endpoint.split(':');
-    const client = await connectAsync({
-      host,
-      port: Number(port),
-      protocol: 'mqtt',
-      clientId: override.client_id ?? section.client_id,
-      username: override.username ?? section.username,
-      password: override.password ?? section.password,
-      keepalive: section.keepalive,
-      protocolVersion: 4,
-      reconnectPeriod: 0,
-      connectTimeout: 5000,
-    });
+  /** `options`: more options of the `mqtt` client (TLS: `protocol: 'mqtts'` and its `ca`). */
+  static async connect(section: MqttSection, override: Partial<Pick<MqttSection, 'client_id' | 'username' | 'password'>> = {}, options: IClientOptions = {}): Promise<MqttUdpClient> {
+    const scheme = options.protocol ?? 'mqtt';
+    // Without retries a connection closed before CONNACK rejects (with them it would wait for ever).
+    const client = await connectAsync(
+      `${scheme}://${section.endpoint}`,
+      {
+        clientId: override.client_id ?? section.client_id,
+        username: override.username ?? section.username,
+        password: override.password ?? section.password,
+        keepalive: section.keepalive,
+        protocolVersion: 4,
+        reconnectPeriod: 0,
+        connectTimeout: 5000,
+        ...options,
+      },
+      false,
+    );
     return new MqttUdpClient(client, section);
   }
 

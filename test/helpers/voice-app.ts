@@ -4,9 +4,10 @@
  */
 import { LOOPBACK_CLIENTS } from './test-app.ts';
 import type { App } from '../../server/app.ts';
-import { assembleServer, type AssembleOptions } from '../../server/assemble.ts';
+import { assembleServer, type AssembledServer, type AssembleOptions } from '../../server/assemble.ts';
 import { ConfigSchema, type Config } from '../../server/config.ts';
 import type { Deps } from '../../server/deps.ts';
+import type { MqttTransport } from '../../server/mqtt/transport.ts';
 import { createLogger } from '../../server/logger.ts';
 import { createLogSink, type LogSink } from './log-sink.ts';
 import { listenOnLoopback } from './listen.ts';
@@ -14,10 +15,14 @@ import { listenOnLoopback } from './listen.ts';
 export interface VoiceApp {
   app: App;
   deps: Deps;
+  /** Server-initiated speech, as assemble wires it. */
+  push: AssembledServer['push'];
   config: Config;
   logs: LogSink;
   httpUrl: string;
   wsUrl: string;
+  /** With `mqtt.enabled`: the broker and UDP socket (`mqtt.ports` are the bound ports). */
+  mqtt?: MqttTransport;
   close(): Promise<void>;
 }
 
@@ -60,5 +65,5 @@ export async function startVoiceApp(llmUrl: string, overrides: Record<string, un
   // Wired exactly as server/main.ts wires it.
   const server = await assembleServer(config, log, assemble);
   const { httpUrl, wsUrl } = await listenOnLoopback(server.app);
-  return { app: server.app, deps: server.deps, config, logs, httpUrl, wsUrl, close: server.close };
+  return { app: server.app, deps: server.deps, push: server.push, config, logs, httpUrl, wsUrl, ...(server.mqtt ? { mqtt: server.mqtt } : {}), close: server.close };
 }

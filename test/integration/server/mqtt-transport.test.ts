@@ -6,6 +6,10 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect as tcpConnect } from 'node:net';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createOpusCodec } from '../../../audio/opus/codec.ts';
 import { silentLogger } from '../../../core/logger.ts';
 import { openStore, type Store } from '../../../store/store.ts';
@@ -14,6 +18,7 @@ import { startMqttTransport, type MqttTransport } from '../../../server/mqtt/tra
 import { MqttSchema } from '../../../server/config-schema.ts';
 import type { AuthMode } from '../../../server/auth.ts';
 import type { UdpDropReason } from '../../../server/mqtt/udp-audio.ts';
+import { aesCtr, plausibleOpusFrame, UDP_HEADER_BYTES } from '../../../protocol/udp-packet.ts';
 import { recordingConversation } from '../../helpers/recording-conversation.ts';
 import { MqttUdpClient, type MqttSection } from '../../helpers/mqtt-udp-client.ts';
 import { sleep, waitFor } from '../../helpers/wait.ts';
@@ -27,13 +32,20 @@ interface Rig {
   section(deviceId: string, clientId: string, generation?: number | null): MqttSection;
 }
 
-async function startRig(store: Store, mode: AuthMode, opts: { idleTimeoutMs?: number; maxPacketBytes?: number } = {}): Promise<Rig> {
+async function startRig(store: Store, mode: AuthMode, opts: { idleTimeoutMs?: number; maxPacketBytes?: number; tls?: { cert: string; key: string } } = {}): Promise<Rig> {
   const registry = new SessionRegistry();
   const rec = recordingConversation();
   const drops: UdpDropReason[] = [];
   const opened: string[] = [];
   const transport = await startMqttTransport({
-    mqtt: MqttSchema.parse({ enabled: true, host: '127.0.0.1', port: 0, udpPort: 0, ...(opts.maxPacketBytes ? { maxPacketBytes: opts.maxPacketBytes } : {}) }),
+    mqtt: MqttSchema.parse({
+      enabled: true,
+      host: '127.0.0.1',
+      port: 0,
+      udpPort: 0,
+      ...(opts.maxPacketBytes ? { maxPacketBytes: opts.maxPacketBytes } : {}),
+      ...(opts.tls ? { tlsCert: opts.tls.cert, tlsKey: opts.tls.key } : {}),
+    }),
     log: silentLogger,
     registry,
     createConversation: rec.factory,
@@ -50,6 +62,21 @@ async function startRig(store: Store, mode: AuthMode, opts: { idleTimeoutMs?: nu
   const section = (deviceId: string, clientId: string, generation: number | null = null): MqttSection =>
     transport.otaSection({ deviceId, clientId, generation, host: '127.0.0.1' }) as unknown as MqttSection;
   return { transport, registry, rec, drops, opened, section };
+}
+
+/**
+ * A key other than the session's whose datagram the server decrypts to noise that is not a
+ * plausible frame. Noise passes the Opus check now and then (CTR has no tag); the test knows the
+ * session key, so it picks a wrong key that is refused for certain.
+ */
+function wrongKey(dev: MqttUdpClient, opus: Buffer, sequence: number): Buffer {
+  const sessionKey = Buffer.from(dev.block!.key, 'hex');
+  for (let fill = 1; ; fill++) {
+    const key = Buffer.alloc(16, fill);
+    const datagram = dev.datagram(opus, { sequence, key });
+    const seen = aesCtr(sessionKey, datagram.subarray(0, UDP_HEADER_BYTES), datagram.subarray(UDP_HEADER_BYTES));
+    if (!plausibleOpusFrame(seen, 60)) return key;
+  }
 }
 
 describe('MQTT+UDP transport', () => {
@@ -105,9 +132,16 @@ describe('MQTT+UDP transport', () => {
       assert.equal(open.rec.sessions[rec]?.calls[0]?.name, 'listenStart');
 
       // Downlink: what the session sends arrives as datagrams the device accepts and decrypts.
+      // The firmware plays audio only once it has read `tts start`: audio sent after a JSON
+      // message reaches the device after it, although the one goes over TCP and the other over UDP.
       const channel = open.rec.sessions[rec]!.ctx.channel;
+      channel.sendJson({ type: 'tts', state: 'start', session_id: dev.sessionId });
       for (const f of frames.slice(5)) channel.sendAudio(f);
       await waitFor(() => dev.audio.length === 5, { what: 'five downlink frames' });
+      const ttsStart = await dev.waitJson('tts', (m) => m.state === 'start');
+      assert.ok(ttsStart);
+      const ttsAt = dev.json.find((j) => j.msg.type === 'tts')?.at ?? Infinity;
+      assert.ok(ttsAt < (dev.audio[0]?.at ?? 0), 'tts start before the first frame');
       assert.deepEqual(
         dev.audio.map((a) => a.payload),
         frames.slice(5),
@@ -152,7 +186,7 @@ describe('MQTT+UDP transport', () => {
       const dropsBefore = open.drops.length;
       const good = dev.datagram(frames[2]!, { sequence: 3 });
       dev.sendRaw(dev.datagram(frames[2]!, { sequence: 1 })); // replayed sequence
-      dev.sendRaw(dev.datagram(frames[2]!, { sequence: 4, key: Buffer.alloc(16, 9) })); // wrong key
+      dev.sendRaw(dev.datagram(frames[2]!, { sequence: 4, key: wrongKey(dev, frames[2]!, 4) })); // wrong key
       dev.sendRaw(good.subarray(0, 10)); // short
       dev.sendRaw(good.subarray(0, good.length - 1)); // length mismatch
       dev.sendRaw(Buffer.concat([good, Buffer.alloc(8000)])); // huge
@@ -222,6 +256,22 @@ describe('MQTT+UDP transport', () => {
     await ended;
   });
 
+  test('hellos are answered up to their rate: each one starts a session', async () => {
+    const dev = await MqttUdpClient.connect(open.section('a0:00:00:00:00:0a', 'client-10'));
+    try {
+      const hello = { type: 'hello', version: 3, transport: 'udp', audio_params: { format: 'opus', sample_rate: 16000, channels: 1, frame_duration: 60 } };
+      for (let i = 0; i < 8; i++) dev.publish(hello);
+      await waitFor(() => dev.json.filter((j) => j.msg.type === 'hello').length === 5, { what: 'five hellos answered' });
+      await sleep(300);
+      assert.equal(dev.json.filter((j) => j.msg.type === 'hello').length, 5);
+      // Each new hello ended the one before without a goodbye (the device has forgotten that id).
+      assert.equal(dev.json.filter((j) => j.msg.type === 'goodbye').length, 0);
+      assert.equal(open.registry.size, 1);
+    } finally {
+      await dev.close();
+    }
+  });
+
   test('an idle session ends with a goodbye carrying its id; the connection stays; links publish to idle devices', async () => {
     const rig = await startRig(store, 'open', { idleTimeoutMs: 600 });
     const seen: string[] = [];
@@ -246,6 +296,26 @@ describe('MQTT+UDP transport', () => {
       await rig.transport.close();
     }
     assert.equal(rig.transport.find('a0:00:00:00:00:07'), undefined);
+  });
+
+  test('with a certificate the broker speaks TLS', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mqtt-tls-'));
+    const cert = join(dir, 'cert.pem');
+    const key = join(dir, 'key.pem');
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost'], { stdio: 'ignore' });
+    const rig = await startRig(store, 'open', { tls: { cert, key } });
+    try {
+      const section = rig.section('a0:00:00:00:00:09', 'client-9');
+      // Plain MQTT to a TLS port gets nowhere.
+      await assert.rejects(MqttUdpClient.connect(section, {}, { connectTimeout: 1000 }));
+      const dev = await MqttUdpClient.connect(section, {}, { protocol: 'mqtts', ca: readFileSync(cert), rejectUnauthorized: false });
+      const hello = await dev.hello();
+      assert.equal(hello.transport, 'udp');
+      await dev.close();
+    } finally {
+      await rig.transport.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('activation mode: only a bound pair connects; a revoke disconnects it and refuses it after', async () => {
