@@ -3,8 +3,9 @@
  * (test/fixtures/firmware) against the real server on loopback (embedded broker, UDP audio, Silero
  * VAD, pocketsphinx, the fake OpenAI LLM, espeak-ng): activation and OTA as the firmware does them,
  * the broker connection with the credentials OTA handed out, hello, spoken turns with real Opus
- * paced both ways (decoded and timed at the device), goodbye and a new session, and a revoke that
- * disconnects the device and refuses its credentials.
+ * paced both ways (decoded and timed at the device), goodbye and a new session, `say` while the
+ * session is idle and while the device is idle on the broker, and a revoke that disconnects the
+ * device and refuses its credentials.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -142,6 +143,31 @@ describe('simulated firmware over MQTT+UDP end to end', { timeout: 180_000 }, ()
 
     const warnings = srv.logs.lines.slice(logFrom).filter((l) => Number(l.level) >= 40).map((l) => String(l.msg));
     assert.deepEqual(warnings, [], 'a device that follows the protocol leaves no warning or error in the log');
+  });
+
+  test('say: to the open, idle session it is spoken over UDP; to the device idle on the broker (firmware 2.4.2) it is an alert', async () => {
+    assert.ok(fw.channelOpen, 'the session of the previous test is open');
+    const from = fw.json.length;
+    const framesFrom = fw.audio.length;
+    const spoken = await admin('POST', `/devices/${DEVICE.deviceId}/say`, { text: 'The washing machine has finished.' });
+    assert.deepEqual([spoken.status, spoken.body.status], [200, 'spoken']);
+    await fw.waitJson('tts', 'start', 10_000, from);
+    const sentence = await fw.waitJson('tts', 'sentence_start', 10_000, from);
+    assert.match(String(sentence.text), /washing machine/i);
+    await fw.waitJson('tts', 'stop', 20_000, from);
+    const d = await fw.decodePlayed(framesFrom);
+    assert.ok(d.bad === 0 && d.ms > 600 && d.rms > 300, JSON.stringify(d));
+
+    // Idle on the broker: the firmware closes its audio channel after the conversation.
+    fw.closeAudioChannel();
+    await waitFor(() => srv.app.registry.size === 0, { what: 'the session to end', timeoutMs: 10_000 });
+    const before = fw.json.length;
+    const alerted = await admin('POST', `/devices/${DEVICE.deviceId}/say`, { text: 'Your tea is ready.' });
+    assert.deepEqual([alerted.status, alerted.body.status], [200, 'alerted']);
+    const alert = await fw.waitJson('alert', undefined, 10_000, before);
+    assert.equal(alert.message, 'Your tea is ready.');
+    for (const k of ['status', 'message', 'emotion']) assert.equal(typeof alert[k], 'string', `alert.${k} is a string (the firmware ignores it otherwise)`);
+    assert.ok(fw.mqttConnected);
   });
 
   test('a revoke disconnects the device and its credentials are refused from then on', async () => {
