@@ -81,6 +81,7 @@ if (Number.isInteger(mqttRuns) && mqttRuns > 0) {
   } catch (err) {
     failed = true;
     console.error(`fuzz: MQTT+UDP FAILED (replay with --seed ${seed})\n${err instanceof Error ? err.message : String(err)}`);
+    if (err instanceof Error && err.cause) console.error(String(err.cause));
   }
 }
 const fz = await startFuzzServer();
