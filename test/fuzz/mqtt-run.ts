@@ -47,7 +47,9 @@ export async function runMqttFuzz(opts: MqttFuzzOptions): Promise<string[]> {
     assert.ok(t.bystander.turns > 0, 'the bystander completed typed turns during the fuzzing');
     t.bystander.assertUntouched();
     // Its downlink still goes to it (a typed turn: the server sends before the device says anything).
-    await t.bystander.textTurn();
+    await t.bystander.textTurn().catch((err: unknown) => {
+      throw new Error(`after the fuzzing the bystander's answer no longer reaches it: a datagram from another address moved its session's downlink (${String(err)})`);
+    });
     // Nothing of the fuzzed devices is left: their sessions end when they power off.
     await waitFor(() => t.fz.srv.app.registry.size === 1, { what: 'every fuzzed session to end', timeoutMs: 10_000 });
     const recognised = await t.bystander.voiceTurn();
