@@ -27,6 +27,7 @@ import { HEARTBEAT_MS, StoreLiveSessions, type LiveSessions } from './live-sessi
 import { StoreMcpTokens, type McpTokens } from './mcp-tokens.ts';
 import { StoreMcpRelay, type McpRelay } from './mcp-relay.ts';
 import { StoreDeviceMemory, type DeviceMemoryStore } from './memory.ts';
+import { StoreReminders, type RemindersStore } from './reminders.ts';
 
 export type { StoreCache } from './store-cache.ts';
 export type { DeviceRecords } from './device-records.ts';
@@ -35,6 +36,7 @@ export type { LiveSession, LiveSessions } from './live-sessions.ts';
 export type { McpTokens } from './mcp-tokens.ts';
 export type { McpRelay } from './mcp-relay.ts';
 export type { DeviceMemoryStore } from './memory.ts';
+export type { RemindersStore, Reminder } from './reminders.ts';
 
 export interface Store {
   readonly dialect: Dialect;
@@ -51,6 +53,8 @@ export interface Store {
   readonly mcpRelay: McpRelay;
   /** Each device's conversation turns, remembered facts and summary, per agent. */
   readonly memory: DeviceMemoryStore;
+  /** Reminders the model set for each device, until delivered. */
+  readonly reminders: RemindersStore;
   /** Synchronous reads for the hot path, kept fresh by the change feed. */
   readonly cache: StoreCache;
   /** The schema version (the newest migration applied). */
@@ -138,6 +142,7 @@ export async function openStore(opts: OpenStoreOptions): Promise<Store> {
       mcpTokens: new StoreMcpTokens(writer, now),
       mcpRelay: new StoreMcpRelay(db, now),
       memory,
+      reminders: new StoreReminders(writer, now),
       cache,
       version,
       replica: opts.replica,
