@@ -18,6 +18,8 @@ import { metricsRoute } from './http/metrics-route.ts';
 import { createProviderDoctor } from './provider-doctor.ts';
 import { createServerMetrics, type ServerMetrics } from './metrics.ts';
 import { SessionRegistry } from '../voice/session/registry.ts';
+import type { Push } from './push/push.ts';
+import { ReminderScheduler } from './reminders/scheduler.ts';
 
 export interface AssembledServer {
   app: App;
@@ -25,6 +27,8 @@ export interface AssembledServer {
   metrics: ServerMetrics;
   /** `/readyz` answers 503 while this is false (start-up, drain). */
   setReady(ready: boolean): void;
+  /** Fires the reminders that fall due (absent when reminders are off or there is no Push). */
+  reminders?: ReminderScheduler;
   /** Closes the app, then providers and MCP connections, then the metrics. */
   close(): Promise<void>;
 }
@@ -42,6 +46,10 @@ export interface AssembleOptions {
   agents?: AgentLookup;
   /** The store; default: opened from `store.url` here and closed with the server. */
   store?: Store;
+  /** How server-initiated speech is delivered (reminders fire through it); absent: no reminders. */
+  push?: Push;
+  /** Wall-clock time of reminders (set and fired), ms since the epoch; default `Date.now` (tests move it). */
+  now?: () => number;
 }
 
 export async function assembleServer(config: Config, log: PinoLogger, opts: AssembleOptions = {}): Promise<AssembledServer> {
@@ -68,6 +76,9 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
   const metrics = createServerMetrics({ mcpServerNames: Object.keys(config.mcpServers) });
   // Shared by the endpoint (bridges join it) and the sessions' tools (their agent's bridges).
   const bridges = bridgeHubFor(config, log, store.mcpRelay);
+  // Reminders need something to speak them: without a Push the tools are not offered either.
+  const push = opts.push;
+  const remindersOn = config.reminders.enabled && push !== undefined;
   const deps = await createDeps(config, log, {
     bridges,
     observer: metrics.observer,
@@ -75,6 +86,8 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
     ...(opts.onWorker ? { onWorker: opts.onWorker } : {}),
     agents,
     memory: store.memory,
+    ...(remindersOn ? { reminders: store.reminders } : {}),
+    ...(opts.now ? { now: opts.now } : {}),
     onStoreChange: (listener) => store.onChange(listener),
     ...(opts.onSecret ? { onSecret: opts.onSecret } : {}),
   });
@@ -114,14 +127,30 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
     await deps.close();
     throw err;
   }
+  // Every replica polls; each due reminder is claimed by exactly one of them.
+  const reminders =
+    remindersOn && push
+      ? new ReminderScheduler({
+          store: store.reminders,
+          push,
+          replica: store.replica,
+          staleAfterMs: config.reminders.staleAfterMs,
+          spoken: (deviceId, text) => deps.locale.reminderText(deviceId, text),
+          log,
+          ...(opts.now ? { now: opts.now } : {}),
+        })
+      : undefined;
+  reminders?.start();
   return {
     app,
     deps,
     metrics,
+    ...(reminders ? { reminders } : {}),
     setReady: (r) => {
       ready = r;
     },
     close: async () => {
+      await reminders?.stop();
       await app.fastify.close();
       admission.close();
       await deps.close();
