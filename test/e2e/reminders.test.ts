@@ -3,7 +3,8 @@
  * real server, the fake OpenAI server calls `set_reminder` with PT10M, the answer tells the local
  * time in the agent's zone; the wall clock is moved ten minutes and the server's own scheduler
  * hands "Reminder: take the tea out" to the Push (a recording one: delivery has its own tests).
- * An agent whose tool policy leaves the reminder tools out is not offered them.
+ * An agent whose tool policy leaves the reminder tools out is not offered them; the admin API
+ * lists and cancels a device's reminders.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -21,6 +22,7 @@ import type { Store } from '../../store/store.ts';
 const TEA = 'a7:00:00:00:00:31';
 const PLAIN = 'a7:00:00:00:00:32';
 const ASK = 'Remind me in ten minutes to take the tea out';
+const TOKEN = 'reminders-admin-token-0123456789abcdef';
 
 describe('reminders end to end', { timeout: 120_000 }, () => {
   let llm: FakeOpenAi;
@@ -37,6 +39,7 @@ describe('reminders end to end', { timeout: 120_000 }, () => {
     llm.rule(onUserText(/remind me in ten minutes to take the tea out/i, fakeToolCalls([{ name: 'set_reminder', arguments: { when: 'PT10M', text: 'take the tea out' } }])));
     push = recordingPush();
     const config = {
+      admin: { token: TOKEN },
       server: { dataDir: dir },
       store: { url: 'sqlite:reminders.db' },
       agents: [
@@ -95,5 +98,25 @@ describe('reminders end to end', { timeout: 120_000 }, () => {
     const names = (first.body.tools ?? []).map((t) => t.function.name);
     assert.ok(names.includes('get_current_datetime'));
     assert.ok(!names.some((n) => n.includes('reminder')), `offered: ${names.join(', ')}`);
+  });
+
+  test('the admin API lists a device\'s reminders and cancels one', async () => {
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    const base = `${srv.httpUrl}/api/admin/devices/${encodeURIComponent(TEA)}/reminders`;
+    const r = await store.reminders.add({ deviceId: TEA, clientId: `client-${TEA}`, agent: 'home', text: 'water the plants', dueMs: clock.now + 3_600_000 }, 50);
+    assert.ok(r !== 'full');
+    const list = await fetch(base, { headers: auth });
+    assert.equal(list.status, 200);
+    assert.deepEqual(await list.json(), {
+      deviceId: TEA,
+      reminders: [{ id: r.id, clientId: `client-${TEA}`, agent: 'home', text: 'water the plants', dueAt: new Date(clock.now + 3_600_000).toISOString(), state: 'pending', createdAt: r.createdAt }],
+    });
+    assert.equal((await fetch(`${base}/${r.id}`, { method: 'DELETE', headers: auth })).status, 200);
+    const again = await fetch(`${base}/${r.id}`, { method: 'DELETE', headers: auth });
+    assert.equal(again.status, 404);
+    assert.equal((await fetch(`${base}/tea`, { method: 'DELETE', headers: auth })).status, 400);
+    assert.deepEqual(await store.reminders.list(TEA), []);
+    const doc = (await (await fetch(`${srv.httpUrl}/api/admin/openapi.json`, { headers: auth })).json()) as { paths: Record<string, unknown> };
+    assert.ok(doc.paths['/api/admin/devices/{deviceId}/reminders/{id}'], 'documented in the OpenAPI document');
   });
 });
