@@ -136,16 +136,19 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
         ...(opts.onStoreChange ? { onChange: opts.onStoreChange } : {}),
       })
     : undefined;
-  const locale = new DeviceLocale({ config, agents, defaultAgent: () => profiles.defaultAgent(), log });
   const mcp = createMcpManager({ servers: config.mcpServers, log: log.child({ part: 'mcp' }) });
   const started = mcp.start();
   const waitMs = opts.mcpStartWaitMs ?? 5000;
   await Promise.race([started, new Promise((r) => setTimeout(r, waitMs).unref())]);
 
-  // The local tools hold no per-session state: built once (the date tool's Intl formatter is
-  // costly), shared by every session's tool source.
+  // The date tool checks `tools.timeZone` here (a config error at start); a device's session gets
+  // one that answers in its agent's zone (the Intl formatters, which are costly, are shared per
+  // zone). The other local tools hold no per-session state: built once, shared by every session.
+  const dateTool = dateTimeTool(config.tools.timeZone ? { timeZone: config.tools.timeZone } : {});
+  const locale = new DeviceLocale({ config, agents, defaultAgent: () => profiles.defaultAgent(), log });
+  const sessionDateTool = (deviceId: string | null) =>
+    deviceId ? dateTimeTool({ ...(config.tools.timeZone ? { timeZone: config.tools.timeZone } : {}), zoneOf: () => locale.timeZoneOf(deviceId) }) : dateTool;
   const localTools = [
-    dateTimeTool(config.tools.timeZone ? { timeZone: config.tools.timeZone } : {}),
     endConversationTool({ goodbye: config.conversation.goodbye }),
     // Offered only when there is something to play: a tool that always fails confuses the model.
     ...(config.tools.music.folder || config.tools.music.allowedHosts.length > 0
@@ -168,7 +171,7 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
     const policy = input.policy ?? (() => undefined);
     // The agent's tool policy is read at each listing and call: the device's own tools are not filtered.
     const sources: NamedToolSource[] = [
-      { name: 'local', source: localToolsUnder(createLocalTools([...localTools, ...sessionMemoryTools(input), ...sessionReminderTools(input)], { log: input.log }), policy) },
+      { name: 'local', source: localToolsUnder(createLocalTools([sessionDateTool(input.info.deviceId), ...localTools, ...sessionMemoryTools(input), ...sessionReminderTools(input)], { log: input.log }), policy) },
       { name: 'mcp', source: mcpToolsUnder(mcp.sessionView(), policy) },
     ];
     if (opts.bridges) {

@@ -52,6 +52,13 @@ export class DeviceLocale {
     }
   }
 
+  /** The device's IANA zone when one is set (its agent's, else `tools.timeZone`); undefined: the server's. */
+  timeZoneOf(deviceId: string): string | undefined {
+    const tz = this.#settings(deviceId)?.timeZone;
+    if (tz !== undefined) return tz;
+    return this.#o.config.tools.timeZone === '' ? undefined : this.#o.config.tools.timeZone;
+  }
+
   language(deviceId: string): Language {
     return this.#settings(deviceId)?.language ?? this.#o.config.language;
   }

@@ -36,6 +36,7 @@ describe('reminders end to end', { timeout: 120_000 }, () => {
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'reminders-e2e-'));
     llm = await startFakeOpenAi();
+    llm.rule(onUserText(/what time is it/i, fakeToolCalls([{ name: 'get_current_datetime', arguments: {} }])));
     llm.rule(onUserText(/remind me in ten minutes to take the tea out/i, fakeToolCalls([{ name: 'set_reminder', arguments: { when: 'PT10M', text: 'take the tea out' } }])));
     push = recordingPush();
     const config = {
@@ -90,6 +91,15 @@ describe('reminders end to end', { timeout: 120_000 }, () => {
     assert.deepEqual(await store.reminders.list(TEA), []);
     assert.equal(srv.logs.find('reminders: delivered').length, 1);
     assert.doesNotMatch(srv.logs.text(), /take the tea out/, 'the reminder text is logged only under pii');
+  });
+
+  test('the date tool answers in the agent\'s zone too', async () => {
+    const [, observe] = await ask(TEA, 'What time is it');
+    const result = observe?.body.messages.find((m) => m.role === 'tool');
+    assert.match(String(result?.content), /\(Asia\/Shanghai\)/);
+    const [, plain] = await ask(PLAIN, 'What time is it');
+    const other = plain?.body.messages.find((m) => m.role === 'tool');
+    assert.match(String(other?.content), new RegExp(`\\(${Intl.DateTimeFormat().resolvedOptions().timeZone.replace('/', '\\/')}\\)`));
   });
 
   test('an agent whose tool policy leaves them out is not offered the reminder tools', async () => {
