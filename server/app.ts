@@ -31,6 +31,7 @@ import { bridgeHubFor } from './mcp-endpoint/hub-for-config.ts';
 import type { BridgeHub } from './mcp-endpoint/hub.ts';
 import { ClientIdSchema, DeviceIdSchema } from '../protocol/ota.ts';
 import type { Logger } from '../core/logger.ts';
+import type { Push } from './push/push.ts';
 
 export interface AppDeps {
   config: Config;
@@ -50,6 +51,10 @@ export interface AppDeps {
   onSecret?: (value: string) => void;
   /** The MCP endpoint's bridges (shared with the sessions' tools); absent: one of the app's own. */
   bridges?: BridgeHub;
+  /** Told about every session opened, besides the store's record of it (push: queued messages). */
+  onSessionOpened?: WsRouteOptions['onSessionOpened'];
+  /** Server-initiated speech (the admin API's `say`); absent: that route answers 503. */
+  push?: Push;
   /** Extra route plugins (health, metrics, web client) registered after the core routes. */
   plugins?: Array<(app: FastifyInstance) => Promise<void>>;
 }
@@ -61,6 +66,11 @@ export interface App {
   store: Store;
   /** The bridges connected to the MCP endpoint. */
   bridges: BridgeHub;
+  /**
+   * What every transport calls for each session it opens (`ended` aborts when it ends): the
+   * store's device record and live-session row, and push's queued messages.
+   */
+  sessionOpened: NonNullable<WsRouteOptions['onSessionOpened']>;
   /** activation mode only: the store's registry. Its secret() and every issued token must be redacted from logs by value. */
   devices?: DeviceRegistry;
   /** Stops accepting devices, lets turns finish until `deadline`, closes sessions and the server. */
@@ -132,6 +142,7 @@ async function buildWithStore(deps: AppDeps, store: Store): Promise<App> {
     timezoneOffsetMinutes: config.server.timezoneOffsetMinutes,
     firmware: config.server.firmware,
   });
+  const sessionOpened = withHook(recordSessions(store, config, deps.log), deps.onSessionOpened);
   await fastify.register(deviceWsRoute, {
     auth: {
       mode,
@@ -157,7 +168,7 @@ async function buildWithStore(deps: AppDeps, store: Store): Promise<App> {
     controlRate: config.server.controlMessages,
     retryAfterS: config.server.admission.retryAfterS,
     ...(deps.admission ? { admission: deps.admission } : {}),
-    onSessionOpened: recordSessions(store, config, deps.log),
+    onSessionOpened: sessionOpened,
     ...(deps.onRefused ? { onRefused: deps.onRefused } : {}),
   });
   await fastify.register(webRoutes);
@@ -171,7 +182,7 @@ async function buildWithStore(deps: AppDeps, store: Store): Promise<App> {
     ...(deps.onSecret ? { onSecret: deps.onSecret } : {}),
   });
   // The admin API and console: off (and the log says how to turn them on) without admin.token.
-  await fastify.register(adminPlugin({ token: config.admin.token, store, liveSessions: registry, mcpEndpoint: { hub: bridges, publicUrl: config.mcpEndpoint.publicUrl }, ...(deps.onSecret ? { onSecret: deps.onSecret } : {}) }));
+  await fastify.register(adminPlugin({ token: config.admin.token, store, liveSessions: registry, mcpEndpoint: { hub: bridges, publicUrl: config.mcpEndpoint.publicUrl }, ...(deps.push ? { push: deps.push } : {}), ...(deps.onSecret ? { onSecret: deps.onSecret } : {}) }));
   for (const plugin of deps.plugins ?? []) await fastify.register(plugin);
 
   // Sessions end before the HTTP server closes, so each one releases its turn and processes.
@@ -193,7 +204,16 @@ async function buildWithStore(deps: AppDeps, store: Store): Promise<App> {
     })();
     return shuttingDown;
   };
-  return { fastify, registry, store, bridges, ...(devices ? { devices } : {}), shutdown };
+  return { fastify, registry, store, bridges, sessionOpened, ...(devices ? { devices } : {}), shutdown };
+}
+
+/** Both hooks, the store's first. */
+function withHook(first: NonNullable<WsRouteOptions['onSessionOpened']>, second: WsRouteOptions['onSessionOpened']): NonNullable<WsRouteOptions['onSessionOpened']> {
+  if (!second) return first;
+  return (s, ended) => {
+    first(s, ended);
+    second(s, ended);
+  };
 }
 
 /**

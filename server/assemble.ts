@@ -18,16 +18,27 @@ import { metricsRoute } from './http/metrics-route.ts';
 import { createProviderDoctor } from './provider-doctor.ts';
 import { createServerMetrics, type ServerMetrics } from './metrics.ts';
 import { SessionRegistry } from '../voice/session/registry.ts';
-import type { Push } from './push/push.ts';
+import type { OpusSampleRate } from '../audio/opus/codec.ts';
+import { PushDelivery } from './push/push-delivery.ts';
+import { AudioClips, pushAudioRoute } from './push/audio-clips.ts';
+import { notifyAudio } from './push/notify-audio.ts';
+import type { IdleDeviceLinks } from './push/idle-links.ts';
 import { ReminderScheduler } from './reminders/scheduler.ts';
 
 export interface AssembledServer {
   app: App;
   deps: Deps;
   metrics: ServerMetrics;
+  /**
+   * Server-initiated speech: `push.say({ deviceId, text, source })` delivers wherever the device
+   * is (reminders call it with `source: 'reminder'`, exempt from the rate). `onSessionOpened` is
+   * the hook every transport calls for a new session (queued messages); `useIdleLinks` hands it
+   * the MQTT transport's idle devices.
+   */
+  push: PushDelivery;
   /** `/readyz` answers 503 while this is false (start-up, drain). */
   setReady(ready: boolean): void;
-  /** Fires the reminders that fall due (absent when reminders are off or there is no Push). */
+  /** Fires the reminders that fall due through `push` (absent when `reminders.enabled` is off). */
   reminders?: ReminderScheduler;
   /** Closes the app, then providers and MCP connections, then the metrics. */
   close(): Promise<void>;
@@ -46,8 +57,8 @@ export interface AssembleOptions {
   agents?: AgentLookup;
   /** The store; default: opened from `store.url` here and closed with the server. */
   store?: Store;
-  /** How server-initiated speech is delivered (reminders fire through it); absent: no reminders. */
-  push?: Push;
+  /** Devices connected to the MQTT broker here (server-initiated speech reaches them while idle). */
+  idleLinks?: IdleDeviceLinks;
   /** Wall-clock time of reminders (set and fired), ms since the epoch; default `Date.now` (tests move it). */
   now?: () => number;
 }
@@ -76,9 +87,6 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
   const metrics = createServerMetrics({ mcpServerNames: Object.keys(config.mcpServers) });
   // Shared by the endpoint (bridges join it) and the sessions' tools (their agent's bridges).
   const bridges = bridgeHubFor(config, log, store.mcpRelay);
-  // Reminders need something to speak them: without a Push the tools are not offered either.
-  const push = opts.push;
-  const remindersOn = config.reminders.enabled && push !== undefined;
   const deps = await createDeps(config, log, {
     bridges,
     observer: metrics.observer,
@@ -86,7 +94,7 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
     ...(opts.onWorker ? { onWorker: opts.onWorker } : {}),
     agents,
     memory: store.memory,
-    ...(remindersOn ? { reminders: store.reminders } : {}),
+    ...(config.reminders.enabled ? { reminders: store.reminders } : {}),
     ...(opts.now ? { now: opts.now } : {}),
     onStoreChange: (listener) => store.onChange(listener),
     ...(opts.onSecret ? { onSecret: opts.onSecret } : {}),
@@ -107,6 +115,31 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
   await doctor.reportAtStartup(log);
   const admission = new AdmissionControl({ ...config.server.admission, load: mediaLoad });
   metrics.bind({ admissionEventLoopDelayMs: () => admission.eventLoopDelayMs() });
+  // Server-initiated speech: sessions here, idle MQTT devices (notify audio at a single-use URL),
+  // other replicas and the offline queue, through the store.
+  const clips = new AudioClips(config.push.audioUrlTtlMs);
+  const push = new PushDelivery({
+    config: config.push,
+    publicWsUrl: config.server.publicWsUrl,
+    registry,
+    store,
+    clips,
+    notifyAudio: (deviceId, text) =>
+      notifyAudio(
+        {
+          media: deps.media,
+          profileFor: (d) => deps.profiles.profileFor(d),
+          sampleRate: config.audio.outputSampleRate as OpusSampleRate,
+          complexity: config.audio.opusComplexity,
+          vad: { threshold: config.vad.threshold, minSilenceMs: config.vad.minSilenceMs, minSpeechMs: config.vad.minSpeechMs, pauseMs: config.vad.earlyStartMs },
+          log: log.child({ part: 'push' }),
+        },
+        deviceId,
+        text,
+      ),
+    log: log.child({ part: 'push' }),
+  });
+  if (opts.idleLinks) push.useIdleLinks(opts.idleLinks);
   let app: App;
   try {
     // The app closes admission control when it closes (main.ts closes the app by shutdown()).
@@ -119,38 +152,43 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
       admission,
       store,
       bridges,
+      push,
+      onSessionOpened: push.onSessionOpened,
       ...(opts.onSecret ? { onSecret: opts.onSecret } : {}),
-      plugins: [healthRoutes({ mcp: deps.mcp, ready: () => ready, checks: providerChecks(config), problems: () => doctor.problems(), adminSecret: config.server.adminSecret }), metricsRoute({ metrics })],
+      plugins: [pushAudioRoute(clips), healthRoutes({ mcp: deps.mcp, ready: () => ready, checks: providerChecks(config), problems: () => doctor.problems(), adminSecret: config.server.adminSecret }), metricsRoute({ metrics })],
     });
   } catch (err) {
     admission.close();
+    await push.close();
     await deps.close();
     throw err;
   }
   // Every replica polls; each due reminder is claimed by exactly one of them.
-  const reminders =
-    remindersOn && push
-      ? new ReminderScheduler({
-          store: store.reminders,
-          push,
-          replica: store.replica,
-          staleAfterMs: config.reminders.staleAfterMs,
-          spoken: (deviceId, text) => deps.locale.reminderText(deviceId, text),
-          log,
-          ...(opts.now ? { now: opts.now } : {}),
-        })
-      : undefined;
+  const reminders = config.reminders.enabled
+    ? new ReminderScheduler({
+        store: store.reminders,
+        push,
+        replica: store.replica,
+        staleAfterMs: config.reminders.staleAfterMs,
+        spoken: (deviceId, text) => deps.locale.reminderText(deviceId, text),
+        log,
+        ...(opts.now ? { now: opts.now } : {}),
+      })
+    : undefined;
   reminders?.start();
   return {
     app,
     deps,
     metrics,
+    push,
     ...(reminders ? { reminders } : {}),
     setReady: (r) => {
       ready = r;
     },
     close: async () => {
+      // No reminder is fired once the app stops: the scheduler first, then the delivery.
       await reminders?.stop();
+      await push.close();
       await app.fastify.close();
       admission.close();
       await deps.close();

@@ -409,7 +409,10 @@ export const PushSchema = z.strictObject({
   notifyMinVersion: z.string().regex(/^\d+(\.\d+)*$/, 'must be a numeric dotted version like 2.5.0').default('2.5.0'),
   /** How long a `notify` audio URL stays valid, ms (single use). */
   audioUrlTtlMs: z.number().int().min(1000).max(3600_000).default(60_000),
-  /** Base URL devices fetch `notify` audio from (`http://host:port`); empty: the host the device used for OTA. */
+  /**
+   * Base URL devices fetch `notify` audio from (`http://host:port`); empty: the origin of
+   * `server.publicWsUrl`; with neither, idle devices get `alert` (the text) instead.
+   */
   publicHttpUrl: z.string().default(''),
 });
 

@@ -169,6 +169,32 @@ function memory(): Migration {
 }
 
 /**
+ * Speech the server starts (`say`): the messages waiting for an offline device, and the hand-over
+ * between replicas (a row the replica holding the device claims, and the outcome it writes back).
+ */
+function push(): Migration {
+  return {
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema
+        .createTable('push_messages')
+        .addColumn('id', 'varchar(36)', (c) => c.primaryKey())
+        .addColumn('device_id', 'varchar(17)', (c) => c.notNull())
+        .addColumn('client_id', 'varchar(36)')
+        .addColumn('text', 'text', (c) => c.notNull())
+        .addColumn('interrupt', 'integer', (c) => c.notNull())
+        .addColumn('source', 'varchar(16)', (c) => c.notNull())
+        .addColumn('state', 'varchar(16)', (c) => c.notNull())
+        .addColumn('claimed_by', 'varchar(200)')
+        .addColumn('created_ms', 'bigint', (c) => c.notNull())
+        .addColumn('expires_ms', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('push_messages_device').on('push_messages').columns(['device_id', 'state']).execute();
+      await db.schema.createIndex('push_messages_expires').on('push_messages').column('expires_ms').execute();
+    },
+  };
+}
+
+/**
  * Reminders the model sets: the unused table of the first version is replaced. A row is due at
  * `due_ms` and tried at `next_ms` (later after a failed delivery); `state` is `pending` until a
  * replica claims it (`firing`, with `claimed_by`/`claimed_ms`), and a delivered row is deleted.
@@ -197,7 +223,7 @@ function reminders(dialect: Dialect): Migration {
 
 /** Every migration, by name (names sort in the order they run). */
 export function migrations(dialect: Dialect): Record<string, Migration> {
-  return { '0001-initial': initial(dialect), '0002-memory': memory(), '0003-mcp-endpoint': mcpEndpoint(), '0005-reminders': reminders(dialect) };
+  return { '0001-initial': initial(dialect), '0002-memory': memory(), '0003-mcp-endpoint': mcpEndpoint(), '0004-push': push(), '0005-reminders': reminders(dialect) };
 }
 
 export function migrationProvider(dialect: Dialect): MigrationProvider {

@@ -157,6 +157,26 @@ export interface RemindersTable {
   created_at: string;
 }
 
+/** A message the server asked a device to say: waiting for it, or handed to the replica holding it. */
+export interface PushMessagesTable {
+  id: string;
+  device_id: string;
+  /** Only this pair; null: any session of the MAC. */
+  client_id: string | null;
+  text: string;
+  /** 1: the running turn is aborted for it. */
+  interrupt: number;
+  /** Who asked ('admin', 'reminder'). */
+  source: string;
+  /** 'pending', 'claimed', then how it went ('spoken', 'after_turn', 'notified', 'alerted') or 'cancelled'. */
+  state: string;
+  /** The replica that claimed it. */
+  claimed_by: string | null;
+  created_ms: Millis;
+  /** A pending message past this is not delivered any more. */
+  expires_ms: Millis;
+}
+
 export interface Database {
   settings: SettingsTable;
   bindings: BindingsTable;
@@ -173,4 +193,5 @@ export interface Database {
   mcp_bridges: McpBridgesTable;
   mcp_calls: McpCallsTable;
   reminders: RemindersTable;
+  push_messages: PushMessagesTable;
 }

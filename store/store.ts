@@ -27,6 +27,7 @@ import { HEARTBEAT_MS, StoreLiveSessions, type LiveSessions } from './live-sessi
 import { StoreMcpTokens, type McpTokens } from './mcp-tokens.ts';
 import { StoreMcpRelay, type McpRelay } from './mcp-relay.ts';
 import { StoreDeviceMemory, type DeviceMemoryStore } from './memory.ts';
+import { StorePushMessages, type PushMessages } from './push-messages.ts';
 import { StoreReminders, type RemindersStore } from './reminders.ts';
 
 export type { StoreCache } from './store-cache.ts';
@@ -36,6 +37,7 @@ export type { LiveSession, LiveSessions } from './live-sessions.ts';
 export type { McpTokens } from './mcp-tokens.ts';
 export type { McpRelay } from './mcp-relay.ts';
 export type { DeviceMemoryStore } from './memory.ts';
+export type { PushMessages } from './push-messages.ts';
 export type { RemindersStore, Reminder } from './reminders.ts';
 
 export interface Store {
@@ -53,6 +55,8 @@ export interface Store {
   readonly mcpRelay: McpRelay;
   /** Each device's conversation turns, remembered facts and summary, per agent. */
   readonly memory: DeviceMemoryStore;
+  /** Messages the server asked devices to say: the offline queue and the hand-over between replicas. */
+  readonly pushMessages: PushMessages;
   /** Reminders the model set for each device, until delivered. */
   readonly reminders: RemindersStore;
   /** Synchronous reads for the hot path, kept fresh by the change feed. */
@@ -142,6 +146,7 @@ export async function openStore(opts: OpenStoreOptions): Promise<Store> {
       mcpTokens: new StoreMcpTokens(writer, now),
       mcpRelay: new StoreMcpRelay(db, now),
       memory,
+      pushMessages: new StorePushMessages(writer, now),
       reminders: new StoreReminders(writer, now),
       cache,
       version,

@@ -32,4 +32,6 @@ export type StoreChange =
   | { kind: 'binding'; deviceId: string; clientId: string }
   | { kind: 'agent'; name: string }
   /** A device's memory was deleted (admin, revoke): live sessions of the device drop what they hold of it. */
-  | { kind: 'memory'; deviceId: string };
+  | { kind: 'memory'; deviceId: string }
+  /** A message for a device was queued, or its outcome written (store/push-messages.ts): the replica holding the device claims it. */
+  | { kind: 'push'; id: string; deviceId: string };

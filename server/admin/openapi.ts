@@ -33,6 +33,10 @@ function operation(r: AdminRoute): Json {
     if (!r.auth && status === '401' && r.id !== 'signIn') continue;
     responses[status] = { description, ...errorBody };
   }
+  // Statuses answered with the route's own body (an outcome rather than an error).
+  for (const [status, description] of Object.entries(r.answers ?? {})) {
+    if (r.response) responses[status] = { description, content: { 'application/json': { schema: jsonSchema(r.response, 'output') } } };
+  }
   if (r.auth) responses['429'] ??= { description: 'too many wrong admin tokens from this address: wait Retry-After seconds', ...errorBody };
   const op: Json = { operationId: r.id, summary: r.summary, responses };
   if (r.params) {

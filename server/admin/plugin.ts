@@ -34,6 +34,8 @@ export interface AdminOptions {
   signIn?: { burst: number; perMinute: number };
   /** The MCP endpoint's bridges and the URL base handed out (`mcpEndpoint.publicUrl`). */
   mcpEndpoint?: AdminContext['mcpEndpoint'];
+  /** Server-initiated speech (`say`). */
+  push?: AdminContext['push'];
 }
 
 /** `where.path: message` for every issue; the first issue's path is the field named. */
@@ -68,6 +70,7 @@ export function adminPlugin(opts: AdminOptions): (app: FastifyInstance) => Promi
       onSecret: (v) => opts.onSecret?.(v),
       log: app.log,
       ...(opts.mcpEndpoint ? { mcpEndpoint: opts.mcpEndpoint } : {}),
+      ...(opts.push ? { push: opts.push } : {}),
     };
     // Keys stored by earlier runs (or another replica) are redacted from the first line on.
     try {
@@ -130,7 +133,7 @@ function registerRoute(api: FastifyInstance, r: AdminRoute, ctx: AdminContext): 
       const params = r.params ? parse(r.params, request.params, 'params') : undefined;
       const body = r.body ? parse(r.body, request.body, 'body') : undefined;
       const result = await r.handle({ params, body }, ctx, { request, reply });
-      return r.status === 204 ? send(reply, 204, undefined) : send(reply, r.status, result);
+      return r.status === 204 ? send(reply, 204, undefined) : send(reply, r.statusOf?.(result) ?? r.status, result);
     },
   });
 }

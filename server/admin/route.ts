@@ -10,6 +10,7 @@ import type { AdminStore } from './admin-store.ts';
 import type { AdminSessions } from './admin-sessions.ts';
 import type { SignInLimit } from './sign-in-limit.ts';
 import type { BridgeHub } from '../mcp-endpoint/hub.ts';
+import type { Push } from '../push/push.ts';
 
 export type AdminMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 
@@ -38,6 +39,8 @@ export interface AdminContext {
   log: Logger;
   /** The MCP endpoint's bridges in this process and the URL base handed out; absent: not served. */
   mcpEndpoint?: { hub: BridgeHub; publicUrl: string };
+  /** Server-initiated speech; absent: not served. */
+  push?: Push;
 }
 
 type Parsed<S> = S extends z.ZodType ? z.output<S> : undefined;
@@ -56,6 +59,13 @@ export interface AdminRoute<P extends z.ZodType | null = z.ZodType | null, B ext
   /** Status of a successful answer, and the schema of its body (null: no body). */
   status: 200 | 201 | 204;
   response: z.ZodType | null;
+  /**
+   * A route whose answer's status depends on the answer (the same body schema): the status for
+   * `result`. Each status it may give is listed in `answers` (OpenAPI).
+   */
+  statusOf?: (result: unknown) => number;
+  /** Other statuses answered with the `response` schema, with what they mean. */
+  answers?: Partial<Record<202 | 404 | 409 | 429, string>>;
   /** Statuses besides 400/401/403 this route may answer, with what they mean. */
   errors?: Partial<Record<404 | 409 | 429 | 503, string>>;
   handle(input: { params: Parsed<P>; body: Parsed<B> }, ctx: AdminContext, http: { request: FastifyRequest; reply: FastifyReply }): Promise<unknown>;

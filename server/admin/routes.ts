@@ -7,6 +7,7 @@ import { reminderRoutes } from './routes-reminders.ts';
 import { agentRoutes } from './routes-agents.ts';
 import { sessionRoutes } from './routes-session.ts';
 import { mcpEndpointRoutes } from './routes-mcp-endpoint.ts';
+import { pushRoutes } from './routes-push.ts';
 import { SessionList } from './schemas.ts';
 import { openApiDocument } from './openapi.ts';
 
@@ -38,4 +39,4 @@ const openApiRoute = adminRoute({
   handle: async () => openApiDocument(ADMIN_ROUTES),
 });
 
-export const ADMIN_ROUTES: readonly AdminRoute[] = [...sessionRoutes, ...deviceRoutes, ...memoryRoutes, ...reminderRoutes, ...agentRoutes, ...mcpEndpointRoutes, ...liveSessionRoutes, openApiRoute];
+export const ADMIN_ROUTES: readonly AdminRoute[] = [...sessionRoutes, ...deviceRoutes, ...pushRoutes, ...memoryRoutes, ...reminderRoutes, ...agentRoutes, ...mcpEndpointRoutes, ...liveSessionRoutes, openApiRoute];

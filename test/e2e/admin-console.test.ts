@@ -3,7 +3,7 @@
  * (assembled as in production, SQLite store in a temp data directory): sign in with the admin
  * token, create an agent and edit its prompt, see a device that asked OTA for a code (a real OTA request in activation
  * mode) with the code it speaks, bind it to that agent with one click, then move it to another
- * agent while it is connected: its next answer uses the other agent's prompt. Sign out. No CSP violation or page error on the way, and nothing wider than the screen.
+ * agent while it is connected: its next answer uses the other agent's prompt; say a text on it from its card. Sign out. No CSP violation or page error on the way, and nothing wider than the screen.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -150,6 +150,12 @@ describe('admin console in Chromium, phone viewport', { skip: haveChromium ? fal
     await fitsWidth(page);
     // Its next answer (same connection) uses the other agent's prompt.
     assert.match(await ask(dev, 'good night'), /^Speak softly\./);
+    // Said from its card: the connected device speaks it now.
+    await row.locator('input.say-text').fill('Time for bed.');
+    await row.locator('button.say').click();
+    await page.locator('#notice', { hasText: 'is saying it now' }).waitFor();
+    await dev.waitFor('the text from the console spoken', () => dev.json.some((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start' && j.msg.text === 'Time for bed.'));
+    await fitsWidth(page);
     dev.close();
 
     // What the device remembers, on its card: its turns with both agents; deleted from there.

@@ -4,7 +4,7 @@
  */
 import { LOOPBACK_CLIENTS } from './test-app.ts';
 import type { App } from '../../server/app.ts';
-import { assembleServer, type AssembleOptions } from '../../server/assemble.ts';
+import { assembleServer, type AssembledServer, type AssembleOptions } from '../../server/assemble.ts';
 import { ConfigSchema, type Config } from '../../server/config.ts';
 import type { Deps } from '../../server/deps.ts';
 import { createLogger } from '../../server/logger.ts';
@@ -14,6 +14,8 @@ import { listenOnLoopback } from './listen.ts';
 export interface VoiceApp {
   app: App;
   deps: Deps;
+  /** Server-initiated speech, as assemble wires it. */
+  push: AssembledServer['push'];
   config: Config;
   logs: LogSink;
   httpUrl: string;
@@ -60,5 +62,5 @@ export async function startVoiceApp(llmUrl: string, overrides: Record<string, un
   // Wired exactly as server/main.ts wires it.
   const server = await assembleServer(config, log, assemble);
   const { httpUrl, wsUrl } = await listenOnLoopback(server.app);
-  return { app: server.app, deps: server.deps, config, logs, httpUrl, wsUrl, close: server.close };
+  return { app: server.app, deps: server.deps, push: server.push, config, logs, httpUrl, wsUrl, close: server.close };
 }

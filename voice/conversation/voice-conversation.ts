@@ -4,7 +4,7 @@
  */
 import { sleep } from '../../core/abort.ts';
 import { realClock } from '../../core/clock.ts';
-import { toVoiceError } from '../../core/errors.ts';
+import { ErrorCode, toVoiceError, VoiceError } from '../../core/errors.ts';
 import type { SessionMedia } from '../../audio/media/media.ts';
 import type { OpusSampleRate } from '../../audio/opus/codec.ts';
 import { createHistory, type History } from '../../llm/history.ts';
@@ -30,6 +30,12 @@ const MAX_EARLY_DROPS_PER_UTTERANCE = 3;
 
 /** Characters of history (old turns are dropped first); roughly 10k tokens. */
 const HISTORY_MAX_CHARS = 40_000;
+
+/**
+ * Server-initiated texts (`say`) waiting for the running turn at most; past it the oldest waiting
+ * one is dropped (logged): a sender that outpaces the device must not grow the session.
+ */
+export const MAX_QUEUED_SAYS = 8;
 
 /** Normalizes a wake-word text for comparison: lowercase, no punctuation or spaces. */
 function normalizeWake(text: string): string {
@@ -74,6 +80,10 @@ class VoiceConversation implements Conversation {
   #memoryOf: { agent: string; mode: MemoryMode } | undefined;
   /** The newest user message already recorded (or given back): a turn without one records nothing. */
   #recorded: ChatMessage | undefined;
+  /** Server-initiated texts (`say`) waiting for the running turn, or for the media state to open. */
+  readonly #says: string[] = [];
+  /** The media state is opening for a `say`: the next one waits behind it. */
+  #sayOpening = false;
 
   constructor(deps: VoiceDeps, ctx: ConversationContext) {
     this.#deps = deps;
@@ -286,9 +296,66 @@ class VoiceConversation implements Conversation {
     else this.#ctx.log.debug('mcp message from a device without the mcp feature ignored');
   }
 
-  say(_text: string, _opts: { interrupt?: boolean }): 'spoken' | 'after_turn' {
-    // Contract only (issue 35): the push work implements it.
-    throw new Error('say is not implemented yet');
+  say(text: string, opts: { interrupt?: boolean }): 'spoken' | 'after_turn' {
+    if (this.#closed) throw new VoiceError(ErrorCode.Aborted, 'the session has ended');
+    if (opts.interrupt === true) {
+      // Spoken now: ahead of what waits, and the running turn (or a tentative early one) gives way.
+      this.#dropEarly('server speech');
+      const turn = this.#turn;
+      if (turn) {
+        turn.abort('server speech');
+        this.#turn = undefined;
+      }
+      this.#says.unshift(text);
+      this.#bound(true);
+      this.#sayNext();
+      return 'spoken';
+    }
+    if (this.#turn || this.#sayOpening || this.#says.length > 0) {
+      this.#says.push(text);
+      this.#bound(false);
+      return 'after_turn';
+    }
+    this.#says.push(text);
+    this.#sayNext();
+    return 'spoken';
+  }
+
+  /** Keeps at most MAX_QUEUED_SAYS waiting: the oldest go (not the first when it is the one interrupting now). */
+  #bound(keepFirst: boolean): void {
+    const over = this.#says.length - MAX_QUEUED_SAYS;
+    if (over <= 0) return;
+    this.#says.splice(keepFirst ? 1 : 0, over);
+    this.#ctx.log.warn({ max: MAX_QUEUED_SAYS, dropped: over }, 'too many server messages waiting for the turn: the oldest dropped');
+  }
+
+  /**
+   * Starts the next waiting `say` as a turn without the model (a `notice`: spoken as it is, in the
+   * turn's assistant's voice, through the same audio path as an answer). It is not put in the
+   * history: the model did not say it. Opens the media state first when the session has not
+   * listened yet. False when nothing was started.
+   */
+  #sayNext(): boolean {
+    if (this.#closed || this.#turn || this.#says.length === 0) return false;
+    if (!this.#media || !this.#tools) {
+      if (this.#sayOpening) return true;
+      this.#sayOpening = true;
+      this.#start().then(
+        () => {
+          this.#sayOpening = false;
+          this.#sayNext();
+        },
+        () => {
+          this.#sayOpening = false;
+        },
+      );
+      return true;
+    }
+    const text = this.#says.shift() as string;
+    this.#dropEarly('server speech');
+    this.#ctx.state.apply('detect');
+    this.#startTurn({ source: 'notice', text, endedAt: this.#now() });
+    return true;
   }
 
   async drain(deadline: number): Promise<void> {
@@ -305,6 +372,7 @@ class VoiceConversation implements Conversation {
     this.#closed = true;
     try {
       this.#dropEarly('session closed');
+      this.#says.length = 0;
       this.#turn?.abort('session closed');
       await this.#turnDone;
       await this.#ready?.catch(() => {});
@@ -521,6 +589,8 @@ class VoiceConversation implements Conversation {
     }
     // A newer turn or listen start already took over.
     if (this.#turn) return;
+    // What the server asked to say while this turn ran comes next; listening resumes after it.
+    if (this.#sayNext()) return;
     const st = this.#ctx.state;
     if (st.current === 'speaking') st.apply('tts_stop');
     else if (st.current === 'thinking') st.apply('turn_end_no_answer');

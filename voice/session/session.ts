@@ -49,6 +49,7 @@ export interface SessionCounters {
 export class DeviceSession {
   readonly id: string;
   readonly deviceId: string | null;
+  readonly clientId: string | null;
   readonly log: Logger;
   readonly counters: SessionCounters = { textFrames: 0, audioFrames: 0, droppedAudioFrames: 0, badMessages: 0, ratedOut: 0 };
   #opts: SessionOptions;
@@ -70,6 +71,7 @@ export class DeviceSession {
     this.#opts = opts;
     this.id = opts.sessionId;
     this.deviceId = opts.deviceId;
+    this.clientId = opts.clientId;
     // Every warning of the session, wherever it comes from (protocol, listener, turn, device MCP),
     // is bounded: a device repeating the same bad input costs a few lines, then one a second.
     this.log = this.#warnings.wrap(opts.log);
@@ -199,6 +201,33 @@ export class DeviceSession {
     this.#end(null);
   }
 
+  /**
+   * Speaks text the server starts (push, reminders) through the conversation: `spoken` now,
+   * `after_turn` when a turn is running; undefined when this session cannot (no hello yet, ended).
+   */
+  say(text: string, opts: { interrupt?: boolean } = {}): 'spoken' | 'after_turn' | undefined {
+    const conv = this.#conversation;
+    if (this.#ended || !conv) return undefined;
+    try {
+      const how = conv.say(text, opts);
+      this.#touch();
+      return how;
+    } catch (err) {
+      this.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'server speech could not start');
+      return undefined;
+    }
+  }
+
+  /** Resolves true once the hello is answered (the session can speak), false if it ends first. */
+  get greeted(): Promise<boolean> {
+    return this.#greetedPromise;
+  }
+
+  #greetedResolve!: (ok: boolean) => void;
+  #greetedPromise = new Promise<boolean>((resolve) => {
+    this.#greetedResolve = resolve;
+  });
+
   /** Ends the session from outside (replacement, shutdown). */
   close(code: CloseCode, reason?: string): void {
     this.#end(code, reason);
@@ -272,6 +301,7 @@ export class DeviceSession {
         state: control,
         closeSession: (code, reason) => this.#end(code, reason),
       });
+      this.#greetedResolve(true);
     } catch (err) {
       this.log.error({ err }, 'could not start the conversation');
       this.#end(CloseCode.InternalError);
@@ -341,6 +371,7 @@ export class DeviceSession {
     clearTimeout(this.#helloTimer);
     clearTimeout(this.#idleTimer);
     this.#abort.abort();
+    this.#greetedResolve(false);
     if (code !== null) {
       if (code === CloseCode.HelloTimeout) this.log.warn({ helloTimeoutMs: this.#opts.helloTimeoutMs }, 'no hello in time');
       this.#channel.close(code, reason ?? CloseReason[code]);

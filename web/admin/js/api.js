@@ -43,6 +43,16 @@ export const revokeDevice = (deviceId) => api('DELETE', `/devices/${encodeURICom
 export const deviceHistory = (deviceId) => api('GET', `/devices/${encodeURIComponent(deviceId)}/history`);
 export const deviceMemory = (deviceId) => api('GET', `/devices/${encodeURIComponent(deviceId)}/memory`);
 export const deleteDeviceMemory = (deviceId) => api('DELETE', `/devices/${encodeURIComponent(deviceId)}/memory`);
+/** Speaks a text on the device; resolves to the outcome, also when it was queued or refused. */
+export async function sayOnDevice(deviceId, text) {
+  try {
+    return await api('POST', `/devices/${encodeURIComponent(deviceId)}/say`, { text });
+  } catch (err) {
+    // Refusals (404 unknown, 409 offline, 429 rate) carry the outcome: only the status is known here.
+    if (err instanceof ApiError && [404, 409, 429].includes(err.status)) return { status: 'refused', reason: { 404: 'unknown_device', 409: 'offline', 429: 'rate_limited' }[err.status] };
+    throw err;
+  }
+}
 export const listAgents = () => api('GET', '/agents').then((r) => r.agents);
 export const createAgent = (name, settings) => api('POST', '/agents', { name, settings });
 export const updateAgent = (name, settings) => api('PATCH', `/agents/${encodeURIComponent(name)}`, { settings });

@@ -1,6 +1,6 @@
 // The pending and devices tabs: pending devices with the code they speak and a one-click bind to a
 // chosen agent; bound devices renamed, moved to another agent or revoked, and what each remembers.
-import { bindDevice, revokeDevice, updateDevice } from './api.js';
+import { bindDevice, revokeDevice, sayOnDevice, updateDevice } from './api.js';
 import { agentSelect, ago, confirmButton, fill, h } from './dom.js';
 import { memorySection } from './memory.js';
 
@@ -88,6 +88,30 @@ export function renderDevices(root, devices, agents, done) {
                   }
                 }, { class: 'btn danger revoke' })
               : h('span', { class: 'muted' }, 'not bound');
+          const text = h('input', { type: 'text', placeholder: 'Something to say', 'aria-label': 'Text to say', maxlength: 500, class: 'say-text' });
+          const sayBtn = h('button', { type: 'button', class: 'btn say' }, 'Say');
+          sayBtn.addEventListener('click', async () => {
+            if (!text.value.trim()) return;
+            try {
+              const o = await sayOnDevice(d.deviceId, text.value.trim());
+              const name = d.alias ?? d.deviceId;
+              const told = {
+                spoken: `${name} is saying it now.`,
+                after_turn: `${name} says it after its current answer.`,
+                notified: `${name} was sent it (audio).`,
+                alerted: `${name} shows it on its screen.`,
+                queued: `${name} is offline: it hears it when it connects.`,
+              }[o.status];
+              if (told) {
+                text.value = '';
+                done(told);
+              } else {
+                done(`Not said: ${o.reason === 'offline' ? `${name} is offline` : o.reason === 'rate_limited' ? 'too many messages, try again later' : o.reason}.`, true);
+              }
+            } catch (err) {
+              done(err.message, true);
+            }
+          });
           return h(
             'article',
             { class: 'card device', 'data-device': d.deviceId, 'data-state': d.state },
@@ -100,6 +124,7 @@ export function renderDevices(root, devices, agents, done) {
             facts(d),
             h('div', { class: 'row' }, h('label', { class: 'inline' }, 'Agent ', agent)),
             h('div', { class: 'row' }, alias, save, revoke),
+            h('div', { class: 'row' }, text, sayBtn),
             memorySection(d.deviceId, done),
           );
         }),

@@ -1,0 +1,163 @@
+/**
+ * @module Messages the server asked a device to say (`say`) that no session here could take: the
+ * offline queue, and the hand-over between replicas. A message is added `pending` (the change feed
+ * tells every replica); the replica holding the device, or the first to see it connect, claims it
+ * with one conditional update (exactly one wins), delivers it and writes how it went, which the
+ * asking replica reads. Bounded: per device at most `maxPerDevice` wait (the oldest is dropped),
+ * expired ones and finished ones older than KEEP_DONE_MS are deleted at each add.
+ */
+import type { Selectable } from 'kysely';
+import type { PushMessagesTable } from './schema.ts';
+import type { Writer } from './writer.ts';
+import { REPLICA_TIMEOUT_MS } from './live-sessions.ts';
+
+/** Finished (or claimed and never finished) messages are kept this long, for the asker to read. */
+export const KEEP_DONE_MS = 3600_000;
+
+/** How a claimed message went. */
+export type DeliveredState = 'spoken' | 'after_turn' | 'notified' | 'alerted';
+export type PushMessageState = 'pending' | 'claimed' | 'cancelled' | DeliveredState;
+
+export interface PushMessage {
+  id: string;
+  deviceId: string;
+  clientId: string | null;
+  text: string;
+  interrupt: boolean;
+  source: string;
+  state: PushMessageState;
+  claimedBy: string | null;
+  createdMs: number;
+  expiresMs: number;
+}
+
+export interface NewPushMessage {
+  id: string;
+  deviceId: string;
+  clientId: string | null;
+  text: string;
+  interrupt: boolean;
+  source: string;
+  expiresMs: number;
+}
+
+export interface PushMessages {
+  /**
+   * Adds a pending message; past `maxPerDevice` waiting for the device the oldest are deleted.
+   * Returns how many waiting messages (of any device) had expired and were deleted.
+   */
+  add(m: NewPushMessage, maxPerDevice: number): Promise<{ expired: number; dropped: number }>;
+  get(id: string): Promise<PushMessage | undefined>;
+  /** Claims one pending, unexpired message for `replica`; undefined when someone else had it (or it expired). */
+  claim(id: string, replica: string): Promise<PushMessage | undefined>;
+  /** Claims the pending, unexpired messages for this pair (or for any client of the MAC), oldest first. */
+  claimFor(deviceId: string, clientId: string | null, replica: string): Promise<PushMessage[]>;
+  /** Writes how a claimed message went (the asker hears of it through the change feed). */
+  finish(id: string, state: DeliveredState): Promise<void>;
+  /** Cancels a message nobody claimed: true when it was still pending. */
+  cancel(id: string): Promise<boolean>;
+  /** Puts a claimed message back to pending (the device was gone before it could be delivered). */
+  release(id: string): Promise<void>;
+  /** Whether another replica is alive now (heart-beating): only then can one hold a device this one does not. */
+  othersAlive(replica: string): Promise<boolean>;
+}
+
+function fromRow(r: Selectable<PushMessagesTable>): PushMessage {
+  return {
+    id: r.id,
+    deviceId: r.device_id,
+    clientId: r.client_id,
+    text: r.text,
+    interrupt: Number(r.interrupt) === 1,
+    source: r.source,
+    state: r.state as PushMessageState,
+    claimedBy: r.claimed_by,
+    createdMs: Number(r.created_ms),
+    expiresMs: Number(r.expires_ms),
+  };
+}
+
+export class StorePushMessages implements PushMessages {
+  readonly #w: Writer;
+  readonly #now: () => number;
+
+  constructor(writer: Writer, now: () => number = Date.now) {
+    this.#w = writer;
+    this.#now = now;
+  }
+
+  async add(m: NewPushMessage, maxPerDevice: number): Promise<{ expired: number; dropped: number }> {
+    const now = this.#now();
+    return this.#w.write(async (trx, changed) => {
+      const expired = await trx.deleteFrom('push_messages').where('state', '=', 'pending').where('expires_ms', '<=', now).executeTakeFirst();
+      await trx.deleteFrom('push_messages').where('state', '<>', 'pending').where('created_ms', '<', now - KEEP_DONE_MS).execute();
+      await trx
+        .insertInto('push_messages')
+        .values({ id: m.id, device_id: m.deviceId, client_id: m.clientId, text: m.text, interrupt: m.interrupt ? 1 : 0, source: m.source, state: 'pending', claimed_by: null, created_ms: now, expires_ms: m.expiresMs })
+        .execute();
+      const waiting = await trx.selectFrom('push_messages').select('id').where('device_id', '=', m.deviceId).where('state', '=', 'pending').orderBy('created_ms', 'desc').orderBy('id', 'desc').execute();
+      const over = waiting.slice(maxPerDevice).map((r) => r.id);
+      if (over.length > 0) await trx.deleteFrom('push_messages').where('id', 'in', over).execute();
+      changed({ kind: 'push', id: m.id, deviceId: m.deviceId });
+      return { expired: Number(expired.numDeletedRows), dropped: over.length };
+    });
+  }
+
+  async get(id: string): Promise<PushMessage | undefined> {
+    const row = await this.#w.db.selectFrom('push_messages').selectAll().where('id', '=', id).executeTakeFirst();
+    return row ? fromRow(row) : undefined;
+  }
+
+  async claim(id: string, replica: string): Promise<PushMessage | undefined> {
+    const u = await this.#w.db
+      .updateTable('push_messages')
+      .set({ state: 'claimed', claimed_by: replica })
+      .where('id', '=', id)
+      .where('state', '=', 'pending')
+      .where('expires_ms', '>', this.#now())
+      .executeTakeFirst();
+    if (Number(u.numUpdatedRows) === 0) return undefined;
+    return this.get(id);
+  }
+
+  async claimFor(deviceId: string, clientId: string | null, replica: string): Promise<PushMessage[]> {
+    let q = this.#w.db.selectFrom('push_messages').select('id').where('device_id', '=', deviceId).where('state', '=', 'pending').where('expires_ms', '>', this.#now());
+    if (clientId !== null) q = q.where((eb) => eb.or([eb('client_id', 'is', null), eb('client_id', '=', clientId)]));
+    const rows = await q.orderBy('created_ms').orderBy('id').limit(1000).execute();
+    const out: PushMessage[] = [];
+    for (const r of rows) {
+      const m = await this.claim(r.id, replica);
+      if (m) out.push(m);
+    }
+    return out;
+  }
+
+  async finish(id: string, state: DeliveredState): Promise<void> {
+    await this.#w.write(async (trx, changed) => {
+      const row = await trx.selectFrom('push_messages').select('device_id').where('id', '=', id).executeTakeFirst();
+      if (!row) return;
+      await trx.updateTable('push_messages').set({ state }).where('id', '=', id).execute();
+      changed({ kind: 'push', id, deviceId: row.device_id });
+    });
+  }
+
+  async cancel(id: string): Promise<boolean> {
+    const u = await this.#w.db.updateTable('push_messages').set({ state: 'cancelled' }).where('id', '=', id).where('state', '=', 'pending').executeTakeFirst();
+    return Number(u.numUpdatedRows) > 0;
+  }
+
+  async release(id: string): Promise<void> {
+    await this.#w.db.updateTable('push_messages').set({ state: 'pending', claimed_by: null }).where('id', '=', id).where('state', '=', 'claimed').execute();
+  }
+
+  async othersAlive(replica: string): Promise<boolean> {
+    const row = await this.#w.db
+      .selectFrom('replicas')
+      .select('replica')
+      .where('replica', '<>', replica)
+      .where('heartbeat_ms', '>=', this.#now() - REPLICA_TIMEOUT_MS)
+      .limit(1)
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+}

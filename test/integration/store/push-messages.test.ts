@@ -1,0 +1,57 @@
+/**
+ * The push messages on SQLite and PostgreSQL: the offline queue (bounded per device, expiring) and
+ * the hand-over between replicas (claimed exactly once, the outcome written back and announced on
+ * the change feed, a cancel that loses to a claim).
+ */
+import { after, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { open, postgresTarget, sqliteTarget } from '../../helpers/store-targets.ts';
+import type { StoreChange } from '../../../store/types.ts';
+
+const MAC = 'ab:00:00:00:00:01';
+
+for (const target of [sqliteTarget(), postgresTarget()]) {
+  describe(`push messages on ${target.name}`, () => {
+    after(() => target.close());
+
+    test('queued per device (the oldest dropped past the bound), claimed once, oldest first, expired ones never delivered', async () => {
+      let now = 1_000_000;
+      const store = await open(await target.fresh(), { now: () => now });
+      try {
+        const pm = store.pushMessages;
+        const changes: StoreChange[] = [];
+        store.onChange((c) => changes.push(c));
+        const add = (id: string, expiresMs: number, clientId: string | null = null) => pm.add({ id, deviceId: MAC, clientId, text: `text ${id}`, interrupt: false, source: 'admin', expiresMs }, 3);
+        await add('m1', now + 10_000);
+        now += 1;
+        await add('m2', now + 10_000, 'client-b');
+        now += 1;
+        await add('m3', now + 10_000);
+        now += 1;
+        assert.deepEqual(await add('m4', now + 10_000), { expired: 0, dropped: 1 }, 'past 3 waiting, the oldest goes');
+        assert.equal(await pm.get('m1'), undefined);
+        assert.deepEqual(changes.filter((c) => c.kind === 'push').map((c) => (c.kind === 'push' ? c.id : '')), ['m1', 'm2', 'm3', 'm4']);
+
+        // Another client of the MAC does not get the message for client-b.
+        const forA = await pm.claimFor(MAC, 'client-a', 'R1');
+        assert.deepEqual(forA.map((m) => [m.id, m.text, m.state, m.claimedBy]), [['m3', 'text m3', 'claimed', 'R1'], ['m4', 'text m4', 'claimed', 'R1']]);
+        const [x, y] = await Promise.all([pm.claim('m2', 'R1'), pm.claim('m2', 'R2')]);
+        assert.equal([x, y].filter(Boolean).length, 1, 'claimed once');
+        assert.equal(await pm.cancel('m2'), false, 'a claimed message cannot be cancelled');
+        await pm.finish('m2', 'spoken');
+        assert.equal((await pm.get('m2'))?.state, 'spoken');
+        await pm.release('m3');
+        assert.equal((await pm.get('m3'))?.state, 'pending', 'released back to the queue');
+
+        now += 20_000;
+        assert.deepEqual(await pm.claimFor(MAC, null, 'R1'), [], 'expired: not delivered');
+        assert.deepEqual(await pm.add({ id: 'm5', deviceId: MAC, clientId: null, text: 't', interrupt: true, source: 'reminder', expiresMs: now + 1000 }, 3), { expired: 1, dropped: 0 });
+        assert.equal(await pm.cancel('m5'), true);
+        assert.equal((await pm.get('m5'))?.state, 'cancelled');
+        assert.equal(await pm.othersAlive('test'), false);
+      } finally {
+        await store.close();
+      }
+    });
+  });
+}
