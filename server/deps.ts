@@ -75,10 +75,7 @@ export interface CreateDepsOptions {
   bridges?: BridgeHub;
   /** Where each device's memory is kept (the store); absent: nothing is kept across sessions. */
   memory?: DeviceMemoryStore;
-  /**
-   * Where reminders are kept; absent: the reminder tools are not offered (nothing would fire them).
-   * Offered only with `reminders.enabled`.
-   */
+  /** Where reminders are kept (given with `reminders.enabled`); absent: the reminder tools are not offered. */
   reminders?: RemindersStore;
   /** Wall-clock time reminders are set by, ms since the epoch (tests move it); default `Date.now`. */
   now?: () => number;
