@@ -54,8 +54,6 @@ export interface RemindersStore {
   release(id: number, replica: string, nextMs: number): Promise<void>;
   /** Claims older than `before` (their replica died while firing) made pending again; how many. */
   releaseAbandoned(before: number): Promise<number>;
-  /** Removes the pending reminders due before `before` (undeliverable for too long); returns them. */
-  dropStale(before: number): Promise<Reminder[]>;
   /** Removes every reminder of the device. */
   deleteDevice(deviceId: string): Promise<void>;
 }
@@ -160,11 +158,6 @@ export class StoreReminders implements RemindersStore {
       .where('claimed_ms', '<', before)
       .executeTakeFirst();
     return Number(r.numUpdatedRows);
-  }
-
-  async dropStale(before: number): Promise<Reminder[]> {
-    const rows = await this.#db.deleteFrom('reminders').where('state', '=', 'pending').where('due_ms', '<', before).returning(COLUMNS).execute();
-    return rows.map(reminderOf);
   }
 
   async deleteDevice(deviceId: string): Promise<void> {

@@ -1,11 +1,12 @@
 /**
  * @module Fires reminders at their time. Every replica polls the store for due rows (one indexed
- * query a second), claims each with one conditional UPDATE (so exactly one replica fires it) and
- * speaks it through `Push.say`, which reaches the device wherever it is connected, or queues it.
- * A delivered reminder is deleted; one that could not be delivered (the device offline with the
- * push queue off) is tried again later, until `staleAfterMs` past its time, when it is dropped and
- * logged. A claim whose replica died while firing is given back after a minute. Rows live in the
- * database, so reminders survive restarts.
+ * query a second; a full batch is followed by the next at once), claims each with one conditional
+ * UPDATE (so exactly one replica fires it) and speaks it through `Push.say`, which reaches the
+ * device wherever it is connected, or queues it. A delivered reminder is deleted; one that could
+ * not be delivered (the device offline with the push queue off) is tried again later, and one
+ * claimed more than `staleAfterMs` past its time (after a long downtime, or refused that long) is
+ * dropped and logged instead of spoken. A claim whose replica died while firing is given back
+ * after a minute (looked for every 30 s). Rows live in the database, so reminders survive restarts.
  */
 import type { Logger } from '../../core/logger.ts';
 import type { Reminder, RemindersStore } from '../../store/reminders.ts';
@@ -30,9 +31,14 @@ export interface ReminderSchedulerOptions {
   retryMs?: number;
   /** A claim older than this is taken to be abandoned by a replica that died, ms; default 60 s. */
   abandonedAfterMs?: number;
-  /** Reminders fired per poll at most; default 20 (the rest at the next poll). */
+  /** Reminders claimed per query; default 20 (a full batch is followed by the next at once). */
   batch?: number;
 }
+
+/** Batches one poll goes through at most before giving the event loop back until the next. */
+const MAX_BATCHES_PER_POLL = 10;
+/** How often abandoned claims are looked for, ms. */
+const ABANDONED_CHECK_MS = 30_000;
 
 /** Refusals that no later try can change: the reminder is dropped at once. */
 const FINAL_REFUSALS: ReadonlySet<SayOutcome['reason']> = new Set(['unknown_device', 'empty']);
@@ -44,6 +50,8 @@ export class ReminderScheduler {
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<number> | undefined;
   #stopped = false;
+  /** When abandoned claims were last looked for. */
+  #checkedAbandoned = -Infinity;
 
   constructor(opts: ReminderSchedulerOptions) {
     this.#o = opts;
@@ -73,7 +81,7 @@ export class ReminderScheduler {
     await this.#running?.catch(() => undefined);
   }
 
-  /** One poll: gives back abandoned claims, drops stale reminders, fires the due ones. Returns how many were delivered. */
+  /** One poll: fires the due reminders (and now and then gives back abandoned claims). Returns how many were delivered. */
   tick(): Promise<number> {
     // One poll at a time: a slow delivery delays the next poll rather than overlapping it.
     this.#running ??= this.#poll()
@@ -90,17 +98,30 @@ export class ReminderScheduler {
   async #poll(): Promise<number> {
     const { store } = this.#o;
     const now = this.#now();
-    const back = await store.releaseAbandoned(now - (this.#o.abandonedAfterMs ?? 60_000));
-    if (back > 0) this.#log.warn({ reminders: back }, 'reminders: claims abandoned by a stopped replica given back');
-    for (const r of await store.dropStale(now - this.#o.staleAfterMs)) this.#dropped(r, 'stale');
-    const due = await store.due(now, this.#o.batch ?? 20);
-    const fired = await Promise.all(due.map((r) => this.#fire(r, now)));
-    return fired.filter(Boolean).length;
+    if (now - this.#checkedAbandoned >= ABANDONED_CHECK_MS) {
+      this.#checkedAbandoned = now;
+      const back = await store.releaseAbandoned(now - (this.#o.abandonedAfterMs ?? 60_000));
+      if (back > 0) this.#log.warn({ reminders: back }, 'reminders: claims abandoned by a stopped replica given back');
+    }
+    const batch = this.#o.batch ?? 20;
+    let delivered = 0;
+    for (let i = 0; i < MAX_BATCHES_PER_POLL && !this.#stopped; i++) {
+      const due = await store.due(now, batch);
+      const fired = await Promise.all(due.map((r) => this.#fire(r, now)));
+      delivered += fired.filter(Boolean).length;
+      if (due.length < batch) break;
+    }
+    return delivered;
   }
 
   async #fire(r: Reminder, now: number): Promise<boolean> {
     const { store, replica } = this.#o;
     if (!(await store.claim(r.id, replica, now))) return false;
+    if (now - r.dueMs > this.#o.staleAfterMs) {
+      await store.delivered(r.id, replica);
+      this.#dropped(r, 'stale');
+      return false;
+    }
     let outcome: SayOutcome;
     try {
       outcome = await this.#o.push.say({ deviceId: r.deviceId, clientId: r.clientId, text: this.#o.spoken(r.deviceId, r.text), source: 'reminder' });

@@ -57,6 +57,10 @@ describe('reminder scheduler', () => {
       assert.equal(await s.tick(), 0);
       assert.equal(push.said.length, 1, 'fired once');
       assert.deepEqual(await store.reminders.list(A), [], 'a delivered reminder is gone');
+      // More due at once than one batch: one poll goes through them all.
+      for (let i = 0; i < 45; i++) await store.reminders.add({ deviceId: i % 2 ? A : B, clientId: 'c', agent: null, text: `n${i}`, dueMs: clock.now - i }, 100);
+      assert.equal(await s.tick(), 45);
+      assert.equal(push.said.length, 46);
     } finally {
       await s.stop();
       await store.close();
@@ -84,7 +88,7 @@ describe('reminder scheduler', () => {
       assert.equal(await s.tick(), 0);
       assert.equal((await store.reminders.list(A))[0]?.state, 'pending', 'a failed delivery leaves it pending');
       assert.equal(logs.find('reminders: delivery failed; trying again later').length, 1);
-      // Past staleAfterMs: dropped without another try, and logged (its text only under pii).
+      // Claimed past staleAfterMs: dropped instead of spoken, and logged (its text only under pii).
       clock.now = T0 + 61 * MIN;
       push.answer = () => ({ status: 'spoken' });
       assert.equal(await s.tick(), 0);
