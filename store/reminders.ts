@@ -12,6 +12,11 @@ import { cut } from './memory.ts';
 
 /** Characters kept of one reminder's text. */
 export const MAX_REMINDER_CHARS = 200;
+/**
+ * Reminders the whole store holds at most: with open auth any MAC may talk, so the per-device
+ * bound alone would not bound the table.
+ */
+export const MAX_REMINDERS_TOTAL = 100_000;
 
 /** Advisory lock class of the per-device count (PostgreSQL), so two adds cannot both pass the bound. */
 const REMINDER_LOCK = 0x52454d; // 'REM'
@@ -29,6 +34,9 @@ export interface Reminder {
   createdAt: string;
 }
 
+/** Why a reminder was not stored: the device holds its most, or the whole store does. */
+export type Refused = 'full' | 'store_full';
+
 export interface NewReminder {
   deviceId: string;
   clientId: string;
@@ -38,8 +46,8 @@ export interface NewReminder {
 }
 
 export interface RemindersStore {
-  /** Stores a reminder unless the device already holds `maxPerDevice`. */
-  add(r: NewReminder, maxPerDevice: number): Promise<Reminder | 'full'>;
+  /** Stores a reminder unless the device already holds `maxPerDevice` (`full`) or the store `maxTotal` (`store_full`, default MAX_REMINDERS_TOTAL). */
+  add(r: NewReminder, maxPerDevice: number, maxTotal?: number): Promise<Reminder | Refused>;
   /** The device's reminders, soonest first. */
   list(deviceId: string): Promise<Reminder[]>;
   /** Removes one of the device's reminders; false when it has none with that id. */
@@ -94,14 +102,16 @@ export class StoreReminders implements RemindersStore {
     this.#now = now;
   }
 
-  async add(r: NewReminder, maxPerDevice: number): Promise<Reminder | 'full'> {
+  async add(r: NewReminder, maxPerDevice: number, maxTotal = MAX_REMINDERS_TOTAL): Promise<Reminder | Refused> {
     const deviceId = key(r.deviceId);
     const text = cut(r.text.trim(), MAX_REMINDER_CHARS);
     const createdAt = new Date(this.#now()).toISOString();
-    return this.#w.write(async (trx) => {
+    return this.#w.write(async (trx): Promise<Reminder | Refused> => {
       if (this.#w.dialect === 'postgres') await sql`select pg_advisory_xact_lock(${REMINDER_LOCK}, hashtext(${deviceId}))`.execute(trx);
       const held = await trx.selectFrom('reminders').select((eb) => eb.fn.countAll().as('n')).where('device_id', '=', deviceId).executeTakeFirstOrThrow();
       if (Number(held.n) >= maxPerDevice) return 'full';
+      const all = await trx.selectFrom('reminders').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
+      if (Number(all.n) >= maxTotal) return 'store_full';
       const row = await trx
         .insertInto('reminders')
         .values({ device_id: deviceId, client_id: r.clientId, agent: r.agent, text, due_ms: r.dueMs, next_ms: r.dueMs, state: 'pending', claimed_by: null, claimed_ms: null, created_at: createdAt })

@@ -27,7 +27,8 @@ export interface ReminderToolTarget {
   readonly maxDaysAhead: number;
   /** Characters of a reminder's text at most. */
   readonly maxChars: number;
-  add(dueMs: number, text: string): Promise<ReminderEntry | 'full'>;
+  /** `full`: the device holds its most; `store_full`: the server holds its most. */
+  add(dueMs: number, text: string): Promise<ReminderEntry | 'full' | 'store_full'>;
   list(): Promise<ReminderEntry[]>;
   cancel(id: number): Promise<boolean>;
 }
@@ -99,6 +100,7 @@ export function reminderTools(target: ReminderToolTarget): LocalTool[] {
         if (!when.ok) return errorResult(`${when.error}.`);
         const added = await target.add(when.dueMs, text);
         if (added === 'full') return errorResult(`This device already has ${target.maxPerDevice} reminders, the most it may hold: cancel one first (list_reminders shows them).`);
+        if (added === 'store_full') return errorResult('The server holds as many reminders as it may: none can be set now. Tell the user.');
         const local = formatLocal(zone, added.dueMs);
         return {
           ...textResult(`Reminder ${added.id} set for ${local} (${zone.name}), in ${humanDelay(added.dueMs - now)}: "${added.text}". Tell the user when it will ring.`),

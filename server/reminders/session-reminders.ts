@@ -30,9 +30,9 @@ export function sessionReminders(o: SessionRemindersOptions): ReminderToolTarget
     async add(dueMs, text) {
       const agent = o.locale.agentOf(o.deviceId);
       const added = await o.store.add({ deviceId: o.deviceId, clientId: o.clientId, agent, text, dueMs }, o.settings.maxPerDevice);
-      if (added === 'full') {
-        o.log.info({ max: o.settings.maxPerDevice }, 'reminders: device full, not set');
-        return 'full';
+      if (added === 'full' || added === 'store_full') {
+        o.log.warn({ max: o.settings.maxPerDevice, why: added }, 'reminders: not set, the most are held');
+        return added;
       }
       o.log.info({ id: added.id, due: new Date(dueMs).toISOString(), pii: { text: added.text } }, 'reminders: set');
       return { id: added.id, dueMs: added.dueMs, text: added.text };

@@ -148,7 +148,7 @@ describe('reminder scheduler', () => {
       const n = 40;
       for (let i = 0; i < n; i++) {
         const r = await one.reminders.add({ deviceId: i % 2 ? A : B, clientId: 'c', agent: null, text: `r${i}`, dueMs: T0 + (i % 4) * 1000 }, 100);
-        assert.ok(r !== 'full');
+        assert.ok(r !== 'full' && r !== 'store_full');
       }
       for (let step = 0; step < 6; step++) {
         clock.now = T0 + step * 1000;

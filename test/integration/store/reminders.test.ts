@@ -22,7 +22,7 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
         const late = await store.reminders.add({ deviceId: A.toUpperCase(), clientId: 'c-a', agent: 'home', text: ' later ', dueMs: T0 + 2000 }, 3);
         const soon = await store.reminders.add({ deviceId: A, clientId: 'c-a', agent: 'home', text: 'x'.repeat(MAX_REMINDER_CHARS + 50), dueMs: T0 + 1000 }, 3);
         const other = await store.reminders.add({ deviceId: B, clientId: 'c-b', agent: null, text: 'for B', dueMs: T0 }, 3);
-        assert.ok(late !== 'full' && soon !== 'full' && other !== 'full');
+        assert.ok(typeof late === 'object' && typeof soon === 'object' && typeof other === 'object');
         assert.equal(late.deviceId, A, 'device ids are kept lower case');
         assert.equal(late.text, 'later');
         assert.equal(soon.text.length, MAX_REMINDER_CHARS);
@@ -39,12 +39,16 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
       }
     });
 
-    test('adds at the same time never pass the bound', async () => {
+    test('adds at the same time never pass the bound; the store holds a bounded number in all', async () => {
       const store = await open(await target.fresh());
       try {
         const results = await Promise.all(Array.from({ length: 12 }, (_, i) => store.reminders.add({ deviceId: A, clientId: 'c', agent: null, text: `r${i}`, dueMs: T0 + i }, 5)));
         assert.equal(results.filter((r) => r !== 'full').length, 5);
         assert.equal((await store.reminders.list(A)).length, 5);
+        // The whole store is bounded too (any MAC may talk in open mode).
+        assert.notEqual(await store.reminders.add({ deviceId: B, clientId: 'c', agent: null, text: 'b1', dueMs: T0 }, 5, 7), 'full');
+        assert.notEqual(await store.reminders.add({ deviceId: B, clientId: 'c', agent: null, text: 'b2', dueMs: T0 }, 5, 7), 'full');
+        assert.equal(await store.reminders.add({ deviceId: B, clientId: 'c', agent: null, text: 'b3', dueMs: T0 }, 5, 7), 'store_full');
       } finally {
         await store.close();
       }
@@ -55,7 +59,7 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
       const [one, two] = [await open(db, { replica: 'one' }), await open(db, { replica: 'two' })];
       try {
         const r = await one.reminders.add({ deviceId: A, clientId: 'c', agent: null, text: 'tea', dueMs: T0 }, 10);
-        assert.ok(r !== 'full');
+        assert.ok(typeof r === 'object');
         assert.deepEqual(await one.reminders.due(T0 - 1, 10), []);
         assert.deepEqual((await two.reminders.due(T0, 10)).map((x) => x.id), [r.id]);
         const claims = await Promise.all([one.reminders.claim(r.id, 'one', T0), two.reminders.claim(r.id, 'two', T0)]);

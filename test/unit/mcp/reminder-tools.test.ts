@@ -9,17 +9,19 @@ import { humanDelay, reminderTools, type ReminderEntry, type ReminderToolTarget 
 import { namedZone } from '../../../mcp/local-tools/local-time.ts';
 import { createLocalTools } from '../../../mcp/local-tools.ts';
 
-function target(clock: { now: number }, max = 3): ReminderToolTarget & { rows: ReminderEntry[] } {
+function target(clock: { now: number }, max = 3): ReminderToolTarget & { rows: ReminderEntry[]; serverFull: boolean } {
   const rows: ReminderEntry[] = [];
   let next = 1;
-  return {
+  const t: ReminderToolTarget & { rows: ReminderEntry[]; serverFull: boolean } = {
     rows,
+    serverFull: false,
     zone: () => namedZone('Europe/Berlin'),
     now: () => clock.now,
     maxPerDevice: max,
     maxDaysAhead: 30,
     maxChars: 200,
     add: async (dueMs, text) => {
+      if (t.serverFull) return 'store_full';
       if (rows.length >= max) return 'full';
       const r = { id: next++, dueMs, text };
       rows.push(r);
@@ -33,6 +35,7 @@ function target(clock: { now: number }, max = 3): ReminderToolTarget & { rows: R
       return true;
     },
   };
+  return t;
 }
 
 const text = (r: { content: Array<{ type: string; text?: string }> }): string => r.content.map((c) => c.text ?? '').join('');
@@ -95,6 +98,8 @@ describe('reminder tools', () => {
     const full = await tools.callTool('set_reminder', { when: 'PT3M', text: 'c' }, { signal });
     assert.equal(full.isError, true);
     assert.match(text(full), /already has 2 reminders, the most it may hold: cancel one first/);
+    mine.serverFull = true;
+    assert.match(text(await tools.callTool('set_reminder', { when: 'PT3M', text: 'c' }, { signal })), /The server holds as many reminders as it may/);
   });
 
   test('delays read as people say them', () => {
