@@ -63,8 +63,10 @@ async function main(): Promise<void> {
       process.exit(0);
     }, config.server.drainTimeoutMs + CLOSE_GRACE_MS);
     force.unref();
-    app
-      .shutdown(config.server.drainTimeoutMs)
+    // No reminder is claimed while the sessions drain; push's timers stop with the app.
+    Promise.resolve(server.reminders?.stop())
+      .then(() => app.shutdown(config.server.drainTimeoutMs))
+      .then(() => server.push.close())
       .then(() => deps.close())
       .then(() => {
         log.info('stopped');
