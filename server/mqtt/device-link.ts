@@ -130,6 +130,11 @@ export class MqttDeviceLink implements IdleDeviceLink, JsonLink {
       return;
     }
     if (m?.type === 'goodbye') {
+      // A goodbye naming another session (an earlier one, late) leaves the current one alone.
+      if (m.sessionId !== undefined && m.sessionId !== session.id) {
+        this.log.debug({ sessionId: m.sessionId }, 'goodbye for another session ignored');
+        return;
+      }
       // The device has closed its UDP side already and expects no reply.
       this.#channel?.closeQuietly();
     }

@@ -152,6 +152,10 @@ describe('MQTT+UDP transport', () => {
       );
       assert.equal(dev.downlinkDropped, 0);
 
+      // A goodbye naming another session changes nothing.
+      dev.publish({ type: 'goodbye', session_id: 'an-earlier-session' });
+      await sleep(200);
+      assert.equal(open.registry.size, 1);
       // A device goodbye ends the session; the server does not answer it; MQTT stays connected.
       const before = dev.json.length;
       dev.publish({ type: 'goodbye', session_id: dev.sessionId });
