@@ -92,8 +92,9 @@ export class MqttDeviceLink implements IdleDeviceLink, JsonLink {
     return this.inSession ? this.#session : undefined;
   }
 
+  /** From CONNACK on (the broker writes to a client still finishing its connection) until it closes. */
   get connected(): boolean {
-    return !this.#closed && this.client.connected && !this.client.closed;
+    return !this.#closed && !this.client.closed;
   }
 
   get bufferedBytes(): number {

@@ -116,6 +116,7 @@ export async function startMqttTransport(opts: MqttTransportOptions): Promise<Mq
   /** The socket and address key under each stream the broker reads. */
   const conns = new WeakMap<object, { socket: Socket; address: string; remote: string }>();
   const pairs = new WeakMap<Client, { deviceId: string; clientId: string }>();
+  const linkByClient = new WeakMap<Client, MqttDeviceLink>();
   const links = new Map<string, MqttDeviceLink>();
   const byDevice = new Map<string, Set<MqttDeviceLink>>();
   const listeners = new Set<(link: IdleDeviceLink) => void>();
@@ -202,24 +203,32 @@ export async function startMqttTransport(opts: MqttTransportOptions): Promise<Mq
       if (!client) return done(new Error('no publishing for the server itself'));
       if (packet.topic !== mqtt.publishTopic) return done(new Error('publish topic not allowed'));
       if (packet.retain || packet.qos > 1) return done(new Error('retain and QoS 2 are not offered'));
-      const pair = pairs.get(client);
-      const link = pair ? links.get(pairKey(pair.deviceId, pair.clientId)) : undefined;
-      if (link?.client === client) link.handleMessage(Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload));
+      linkOf(client)?.handleMessage(Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload));
       // Handled here: nothing subscribes, so the broker's own delivery has no one to reach.
       done(null);
     },
   });
 
-  broker.on('clientReady', (client) => {
+  /**
+   * The link of an authenticated client, made once CONNACK is written: the broker handles what the
+   * client publishes from then on, before it reports the client ready, and the firmware publishes
+   * its hello the moment its CONNECT returns.
+   */
+  const linkOf = (client: Client): MqttDeviceLink | undefined => {
     const pair = pairs.get(client);
-    const conn = conns.get(client.conn);
-    if (!pair || !conn || closing) {
-      client.close();
-      return;
-    }
+    if (!pair) return undefined;
+    // A client has one link for its life, even once a newer connection of the pair displaced it.
+    const made = linkByClient.get(client);
+    if (made) return made;
     const key = pairKey(pair.deviceId, pair.clientId);
+    const conn = conns.get(client.conn);
+    if (!conn || closing || client.closed) {
+      client.close();
+      return undefined;
+    }
     const linkLog = log.child({ deviceId: pair.deviceId, clientId: pair.clientId, transport: 'mqtt' });
     const link = new MqttDeviceLink(client, conn.socket, pair.deviceId, pair.clientId, ctx, linkLog);
+    linkByClient.set(client, link);
     const old = links.get(key);
     if (old && old.client !== client) old.handleDisconnected();
     links.set(key, link);
@@ -235,6 +244,11 @@ export async function startMqttTransport(opts: MqttTransportOptions): Promise<Mq
         linkLog.error({ err }, 'onConnected listener failed');
       }
     }
+    return link;
+  };
+  broker.on('connackSent', (_packet, client) => void linkOf(client));
+  broker.on('clientReady', (client) => {
+    if (!linkOf(client)) client.close();
   });
 
   broker.on('clientDisconnect', (client) => {

@@ -260,6 +260,45 @@ describe('MQTT+UDP transport', () => {
     await ended;
   });
 
+  test('a hello published as soon as CONNACK arrives is answered, for devices connecting together', async () => {
+    // The firmware publishes its hello the moment Connect returns: the broker may still be
+    // finishing the connection on its side.
+    const devices = await Promise.all(
+      Array.from({ length: 12 }, async (_, i) => {
+        const dev = await MqttUdpClient.connect(open.section(`a0:00:00:00:01:${String(i).padStart(2, '0')}`, `together-${i}`));
+        dev.publish({ type: 'hello', version: 3, transport: 'udp', audio_params: { format: 'opus', sample_rate: 16000, channels: 1, frame_duration: 60 } });
+        return dev;
+      }),
+    );
+    try {
+      await waitFor(() => devices.every((d) => d.json.some((j) => j.msg.type === 'hello')), { what: 'every hello answered', timeoutMs: 5000 });
+    } finally {
+      await Promise.all(devices.map((d) => d.close()));
+    }
+    await waitFor(() => open.registry.size === 0, { what: 'the sessions to end' });
+  });
+
+  test('a second connection of the same pair takes over: the first is closed and its session ended', async () => {
+    const section = open.section('a0:00:00:00:00:0b', 'client-11');
+    const first = await MqttUdpClient.connect(section);
+    await first.hello();
+    const firstLink = open.transport.find('a0:00:00:00:00:0b');
+    const firstClosed = new Promise<void>((resolve) => first.mqtt.once('close', () => resolve()));
+    const second = await MqttUdpClient.connect(section);
+    try {
+      await firstClosed;
+      await second.hello();
+      const link = (await waitFor(() => open.transport.find('a0:00:00:00:00:0b', 'client-11'), { what: 'the new link' }))!;
+      assert.notEqual(link, firstLink);
+      assert.ok(link.inSession);
+      assert.equal(firstLink?.inSession, false);
+      assert.equal(open.registry.size, 1);
+    } finally {
+      await first.close();
+      await second.close();
+    }
+  });
+
   test('hellos are answered up to their rate: each one starts a session', async () => {
     const dev = await MqttUdpClient.connect(open.section('a0:00:00:00:00:0a', 'client-10'));
     try {
