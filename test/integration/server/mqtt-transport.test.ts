@@ -6,6 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect as tcpConnect } from 'node:net';
+import { createSocket } from 'node:dgram';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,7 +18,7 @@ import { SessionRegistry } from '../../../voice/session/registry.ts';
 import { startMqttTransport, type MqttTransport } from '../../../server/mqtt/transport.ts';
 import { MqttSchema } from '../../../server/config-schema.ts';
 import type { AuthMode } from '../../../server/auth.ts';
-import type { UdpDropReason } from '../../../server/mqtt/udp-audio.ts';
+import { MOVE_CONFIRMATIONS, type UdpDropReason } from '../../../server/mqtt/udp-audio.ts';
 import { aesCtr, plausibleOpusFrame, UDP_HEADER_BYTES } from '../../../protocol/udp-packet.ts';
 import { recordingConversation } from '../../helpers/recording-conversation.ts';
 import { MqttUdpClient, type MqttSection } from '../../helpers/mqtt-udp-client.ts';
@@ -206,10 +207,33 @@ describe('MQTT+UDP transport', () => {
       dev.sendRaw(good);
       await waitFor(() => audioCalls(open, rec) === 3, { what: 'the good frame after the bad ones' });
 
-      // NAT rebinding: packets that authenticate from a new address move the downlink there.
+      // Valid datagrams from another address while the device keeps sending from its own (someone
+      // who saw the cleartext headers, or a stale path): they neither count nor move the downlink.
+      const other = createSocket('udp4');
+      await new Promise<void>((resolve) => other.bind(0, '127.0.0.1', () => resolve()));
+      let otherGot = 0;
+      other.on('message', () => otherGot++);
+      const fromOther = (sequence: number): void => void other.send(dev.datagram(frames[3]!, { sequence }), dev.block!.port, '127.0.0.1');
+      try {
+        for (let seq = 4; seq <= 7; seq++) fromOther(seq);
+        dev.sendRaw(dev.datagram(frames[3]!, { sequence: 8 }));
+        for (let seq = 9; seq <= 12; seq++) fromOther(seq);
+        dev.sendRaw(dev.datagram(frames[3]!, { sequence: 13 }));
+        await waitFor(() => audioCalls(open, rec) === 5, { what: "the device's two frames" });
+        await sleep(100);
+        assert.equal(audioCalls(open, rec), 5);
+        open.rec.sessions[rec]!.ctx.channel.sendAudio(frames[4]!);
+        await waitFor(() => dev.audio.length === 1, { what: 'downlink still at the device' });
+        assert.equal(otherGot, 0);
+      } finally {
+        other.close();
+      }
+
+      // NAT rebinding: datagrams that pass every check keep coming from a new address, and the
+      // old one has gone quiet: the downlink moves there after a few of them.
       await dev.rebind();
-      dev.sendRaw(dev.datagram(frames[3]!, { sequence: 4 }));
-      await waitFor(() => audioCalls(open, rec) === 4, { what: 'a frame from the new address' });
+      for (let seq = 14; seq < 14 + MOVE_CONFIRMATIONS; seq++) dev.sendRaw(dev.datagram(frames[3]!, { sequence: seq }));
+      await waitFor(() => audioCalls(open, rec) === 6, { what: 'the frame that confirms the new address' });
       open.rec.sessions[rec]!.ctx.channel.sendAudio(frames[4]!);
       await waitFor(() => dev.audio.length === 1, { what: 'downlink at the new address' });
       assert.deepEqual(dev.audio[0]?.payload, frames[4]);
