@@ -29,8 +29,8 @@ export interface LinkContext {
    * server refuses new sessions now (draining, capacity, overload).
    */
   openSession(link: MqttDeviceLink, sessionId: string, channel: MqttUdpChannel, log: Logger): DeviceSession | null;
-  /** Address devices send UDP to, for a connection that reached us at `localAddress`. */
-  udpServerFor(localAddress: string | undefined): string;
+  /** Address this device sends UDP to; its connection reached us at `localAddress`. */
+  udpServerFor(link: MqttDeviceLink, localAddress: string | undefined): string;
 }
 
 /**
@@ -159,7 +159,7 @@ export class MqttDeviceLink implements IdleDeviceLink, JsonLink {
         if (this.#session?.id === sessionId) this.#session.handleAudio(opus, timestamp);
       },
     });
-    const channel = new MqttUdpChannel({ sessionId, link: this, audio: ctx.audio, session: audioSession, server: ctx.udpServerFor(this.#socket.localAddress) });
+    const channel = new MqttUdpChannel({ sessionId, link: this, audio: ctx.audio, session: audioSession, server: ctx.udpServerFor(this, this.#socket.localAddress) });
     const session = ctx.openSession(this, sessionId, channel, log);
     if (!session) {
       ctx.audio.release(audioSession);

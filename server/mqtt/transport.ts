@@ -14,6 +14,7 @@ import { createServer as createTlsServer } from 'node:tls';
 import { Aedes, type AuthenticateError, type Client } from 'aedes';
 import type { Logger } from '../../core/logger.ts';
 import { createLogRateLimit } from '../../core/log-rate-limit.ts';
+import { makeRoom } from '../../core/bounded-map.ts';
 import type { RateLimit } from '../../core/token-bucket.ts';
 import { pairKey } from '../../store/pair-key.ts';
 import type { DeviceRegistry } from '../../store/device-registry.ts';
@@ -121,6 +122,8 @@ export async function startMqttTransport(opts: MqttTransportOptions): Promise<Mq
   const byDevice = new Map<string, Set<MqttDeviceLink>>();
   const listeners = new Set<(link: IdleDeviceLink) => void>();
   const sockets = new Set<Socket>();
+  /** The endpoint host OTA handed each pair (most recent last; bounded like every map strangers fill). */
+  const endpointHosts = new Map<string, string>();
   let accepting = true;
   let closing = false;
 
@@ -128,9 +131,13 @@ export async function startMqttTransport(opts: MqttTransportOptions): Promise<Mq
     audio,
     downlinkTopic: 'devices/p2p',
     controlRate: opts.controlRate,
-    udpServerFor: (localAddress) => {
+    udpServerFor: (link, localAddress) => {
       if (mqtt.udpPublicHost) return mqtt.udpPublicHost;
       if (mqtt.publicEndpoint) return hostOf(mqtt.publicEndpoint);
+      // The host OTA told this device to reach the broker at: it reaches us there (behind a
+      // container's port mapping too, where the socket's local address is the container's).
+      const told = endpointHosts.get(pairKey(link.deviceId, link.clientId));
+      if (told) return told;
       const ip = localAddress ? parseIp(localAddress) : null;
       return ip ? formatIp(ip) : (localAddress ?? '127.0.0.1');
     },
@@ -338,12 +345,20 @@ export async function startMqttTransport(opts: MqttTransportOptions): Promise<Mq
       return () => listeners.delete(listener);
     },
     stats: () => ({ connections: broker.connectedClients, devices: links.size, audioSessions: audio.sessions }),
-    otaSection: ({ deviceId, clientId, generation, host }) => ({
-      endpoint: mqtt.publicEndpoint || `${host}:${ports.mqtt}`,
-      ...mqttCredentials(opts.auth.secret(), deviceId, clientId, generation),
-      keepalive: mqtt.keepaliveS,
-      publish_topic: mqtt.publishTopic,
-    }),
+    otaSection: ({ deviceId, clientId, generation, host }) => {
+      if (!mqtt.publicEndpoint) {
+        const key = pairKey(deviceId, clientId);
+        endpointHosts.delete(key);
+        makeRoom(endpointHosts, Math.max(1000, mqtt.maxConnections));
+        endpointHosts.set(key, host);
+      }
+      return {
+        endpoint: mqtt.publicEndpoint || `${host}:${ports.mqtt}`,
+        ...mqttCredentials(opts.auth.secret(), deviceId, clientId, generation),
+        keepalive: mqtt.keepaliveS,
+        publish_topic: mqtt.publishTopic,
+      };
+    },
     stopAccepting: () => {
       accepting = false;
     },
