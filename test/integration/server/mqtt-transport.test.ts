@@ -33,7 +33,7 @@ interface Rig {
   section(deviceId: string, clientId: string, generation?: number | null): MqttSection;
 }
 
-async function startRig(store: Store, mode: AuthMode, opts: { idleTimeoutMs?: number; maxPacketBytes?: number; tls?: { cert: string; key: string } } = {}): Promise<Rig> {
+async function startRig(store: Store, mode: AuthMode, opts: { idleTimeoutMs?: number; maxPacketBytes?: number; tls?: { cert: string; key: string }; perAddress?: number } = {}): Promise<Rig> {
   const registry = new SessionRegistry();
   const rec = recordingConversation();
   const drops: UdpDropReason[] = [];
@@ -56,7 +56,7 @@ async function startRig(store: Store, mode: AuthMode, opts: { idleTimeoutMs?: nu
     address: { trustProxy: [], ipv6PrefixLength: 64 },
     session: { helloTimeoutMs: 10_000, idleTimeoutMs: opts.idleTimeoutMs ?? 60_000, outputSampleRate: 24000, frameDurationMs: 60, maxSessions: 0 },
     controlRate: { perSecond: 20, burst: 100 },
-    maxConnectionsPerAddress: 0,
+    maxConnectionsPerAddress: opts.perAddress ?? 0,
     connectRate: { perSecond: 1000, burst: 1000 },
     onUdpDrop: (r) => drops.push(r),
   });
@@ -363,6 +363,28 @@ describe('MQTT+UDP transport', () => {
       await rig.transport.close();
     }
     assert.equal(rig.transport.find('a0:00:00:00:00:07'), undefined);
+  });
+
+  test('open connections per address are limited: past the limit a connection is closed at once', async () => {
+    const rig = await startRig(store, 'open', { perAddress: 2 });
+    const idle = [tcpConnect(rig.transport.ports.mqtt, '127.0.0.1'), tcpConnect(rig.transport.ports.mqtt, '127.0.0.1')];
+    try {
+      for (const s of idle) await new Promise<void>((resolve) => s.once('connect', () => resolve()));
+      await sleep(100);
+      // Two strangers hold the address's connections without a CONNECT: a third is cut off.
+      const third = tcpConnect(rig.transport.ports.mqtt, '127.0.0.1');
+      third.on('error', () => {});
+      await new Promise<void>((resolve) => third.once('close', () => resolve()));
+      await assert.rejects(MqttUdpClient.connect(rig.section('a0:00:00:00:00:0c', 'client-12')));
+      // Once one of them leaves, a device gets in.
+      idle[0]?.destroy();
+      await sleep(100);
+      const dev = await MqttUdpClient.connect(rig.section('a0:00:00:00:00:0c', 'client-12'));
+      await dev.close();
+    } finally {
+      for (const s of idle) s.destroy();
+      await rig.transport.close();
+    }
   });
 
   test('with a certificate the broker speaks TLS', async () => {
