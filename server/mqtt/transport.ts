@@ -169,7 +169,7 @@ export async function startMqttTransport(opts: MqttTransportOptions): Promise<Mq
         outputSampleRate: opts.session.outputSampleRate,
         frameDurationMs: opts.session.frameDurationMs,
         createConversation: opts.createConversation,
-        // The link's own budget covers every message of the connection, the hello included.
+        // No controlRate here: the link's own budget covers every message of the connection, hellos included.
         onEnded: (ended) => opts.registry.remove(ended),
       });
       opts.registry.add(s, key);
@@ -207,7 +207,7 @@ export async function startMqttTransport(opts: MqttTransportOptions): Promise<Mq
     // subscription is answered as failed (0x80), so nothing a client sends reaches another.
     authorizeSubscribe: (_client, _sub, done) => done(null, null),
     authorizePublish: (client, packet, done) => {
-      if (!client) return done(new Error('no publishing for the server itself'));
+      if (!client) return done(new Error('no publishing without a client'));
       if (packet.topic !== mqtt.publishTopic) return done(new Error('publish topic not allowed'));
       if (packet.retain || packet.qos > 1) return done(new Error('retain and QoS 2 are not offered'));
       linkOf(client)?.handleMessage(Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload));
