@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DeviceSim } from '../fixtures/device-sim.ts';
-import { fakeToolCalls, onUserText, startFakeOpenAi, type FakeOpenAi, type RecordedRequest } from '../fixtures/fake-openai.ts';
+import { fakeText, fakeToolCalls, onToolResults, onUserText, startFakeOpenAi, type FakeOpenAi, type RecordedRequest } from '../fixtures/fake-openai.ts';
 import { decodeDownlink } from '../helpers/speech.ts';
 import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
 import { closeAll } from '../helpers/close-all.ts';
@@ -37,6 +37,8 @@ describe('reminders end to end', { timeout: 120_000 }, () => {
     llm = await startFakeOpenAi();
     llm.rule(onUserText(/what time is it/i, fakeToolCalls([{ name: 'get_current_datetime', arguments: {} }])));
     llm.rule(onUserText(/remind me in ten minutes to take the tea out/i, fakeToolCalls([{ name: 'set_reminder', arguments: { when: 'PT10M', text: 'take the tea out' } }])));
+    // A short answer after a tool result: the device plays each answer in real time.
+    llm.rule(onToolResults(fakeText('Done.')));
     const config = {
       admin: { token: TOKEN },
       server: { dataDir: dir },
