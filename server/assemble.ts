@@ -59,7 +59,7 @@ export interface AssembleOptions {
   /** Media-worker pressure for admission control (queued media jobs per worker); absent: not judged. */
   mediaLoad?: () => MediaLoad;
   /** Where secrets made at run time go (the device-token secret, each issued token), for log redaction by value. */
-  onSecret?: (value: string) => void;
+  onSecret?: (value: string, issued?: boolean) => void;
   /** Sees each media worker and provider thread as it starts. */
   onWorker?: WorkerObserver;
   /** Where devices' agents are looked up; default: the store's cache (kept fresh by its change feed). */

@@ -40,7 +40,7 @@ async function main(): Promise<void> {
   for (const w of languageWarnings(config)) log.warn({ key: w.key }, w.message);
 
   // Run-time secrets (the device-token secret, every token OTA issues) are redacted like configured ones.
-  const server = await assembleServer(config, log, { onSecret: (v) => secrets.add(v) });
+  const server = await assembleServer(config, log, { onSecret: (v, issued) => secrets.add(v, { issued: issued === true }) });
   const { app, deps } = server;
   logDeviceAuth(config.server.auth, storeLocation(config), app.devices, log);
   let stopping = false;
