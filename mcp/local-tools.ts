@@ -20,6 +20,7 @@ export interface LocalToolContext {
 export interface LocalTool {
   /** Must be a valid OpenAI function name: letters, digits, `_` and `-`, at most 64. */
   name: string;
+  /** Read at each listing: a getter may describe something current (the device's local time). */
   description: string;
   inputSchema: JsonSchema;
   handler(args: Record<string, unknown>, ctx: LocalToolContext): Promise<ToolResult>;
@@ -43,11 +44,10 @@ export function createLocalTools(tools: readonly LocalTool[], opts: LocalToolsOp
     if (byName.has(t.name)) throw new Error(`local tool "${t.name}" is defined twice`);
     byName.set(t.name, t);
   }
-  const specs: ToolSpec[] = tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema }));
-
   return {
-    async listTools() {
-      return specs.map((s) => ({ ...s }));
+    async listTools(): Promise<ToolSpec[]> {
+      // Descriptions are read at each listing: a tool may describe something current (the local time).
+      return tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema }));
     },
     async callTool(name: string, args: Record<string, unknown>, callOpts: CallToolOptions): Promise<ToolResult> {
       const tool = byName.get(name);

@@ -50,7 +50,7 @@ export interface AppDeps {
    * Told every secret value this app creates or hands out (the device-token secret at start, each
    * token OTA issues), so the log redaction can register it by value.
    */
-  onSecret?: (value: string) => void;
+  onSecret?: (value: string, issued?: boolean) => void;
   /** The MCP endpoint's bridges (shared with the sessions' tools); absent: one of the app's own. */
   bridges?: BridgeHub;
   /** Told about every session opened, besides the store's record of it (push: queued messages). */

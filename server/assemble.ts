@@ -26,6 +26,7 @@ import type { IdleDeviceLinks } from './push/idle-links.ts';
 import { recordSessions } from './app.ts';
 import type { MqttTransport } from './mqtt/transport.ts';
 import { mqttTransportFor } from './mqtt/transport-for-config.ts';
+import { ReminderScheduler } from './reminders/scheduler.ts';
 
 export interface AssembledServer {
   app: App;
@@ -46,6 +47,8 @@ export interface AssembledServer {
   mqtt?: MqttTransport;
   /** `/readyz` answers 503 while this is false (start-up, drain). */
   setReady(ready: boolean): void;
+  /** Fires the reminders that fall due through `push` (absent when `reminders.enabled` is off). */
+  reminders?: ReminderScheduler;
   /** Closes the app, then providers and MCP connections, then the metrics. */
   close(): Promise<void>;
 }
@@ -56,7 +59,7 @@ export interface AssembleOptions {
   /** Media-worker pressure for admission control (queued media jobs per worker); absent: not judged. */
   mediaLoad?: () => MediaLoad;
   /** Where secrets made at run time go (the device-token secret, each issued token), for log redaction by value. */
-  onSecret?: (value: string) => void;
+  onSecret?: (value: string, issued?: boolean) => void;
   /** Sees each media worker and provider thread as it starts. */
   onWorker?: WorkerObserver;
   /** Where devices' agents are looked up; default: the store's cache (kept fresh by its change feed). */
@@ -65,6 +68,8 @@ export interface AssembleOptions {
   store?: Store;
   /** Devices connected to the MQTT broker here (server-initiated speech reaches them while idle). */
   idleLinks?: IdleDeviceLinks;
+  /** Wall-clock time of reminders (set and fired), ms since the epoch; default `Date.now` (tests move it). */
+  now?: () => number;
 }
 
 export async function assembleServer(config: Config, log: PinoLogger, opts: AssembleOptions = {}): Promise<AssembledServer> {
@@ -98,6 +103,8 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
     ...(opts.onWorker ? { onWorker: opts.onWorker } : {}),
     agents,
     memory: store.memory,
+    ...(config.reminders.enabled ? { reminders: store.reminders } : {}),
+    ...(opts.now ? { now: opts.now } : {}),
     onStoreChange: (listener) => store.onChange(listener),
     ...(opts.onSecret ? { onSecret: opts.onSecret } : {}),
   });
@@ -185,16 +192,32 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
     await deps.close();
     throw err;
   }
+  // Every replica polls; each due reminder is claimed by exactly one of them.
+  const reminders = config.reminders.enabled
+    ? new ReminderScheduler({
+        store: store.reminders,
+        push,
+        replica: store.replica,
+        staleAfterMs: config.reminders.staleAfterMs,
+        spoken: (deviceId, text) => deps.locale.reminderText(deviceId, text),
+        log,
+        ...(opts.now ? { now: opts.now } : {}),
+      })
+    : undefined;
+  reminders?.start();
   return {
     app,
     deps,
     metrics,
     push,
     ...(mqtt ? { mqtt } : {}),
+    ...(reminders ? { reminders } : {}),
     setReady: (r) => {
       ready = r;
     },
     close: async () => {
+      // No reminder is fired once the app stops: the scheduler first, then the delivery.
+      await reminders?.stop();
       await push.close();
       await app.fastify.close();
       admission.close();

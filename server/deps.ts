@@ -35,6 +35,10 @@ import type { DeviceMemoryStore } from '../store/memory.ts';
 import type { StoreChange } from '../store/types.ts';
 import { DeviceMemory } from './memory/device-memory.ts';
 import { memoryTools } from '../mcp/local-tools/memory-tools.ts';
+import { reminderTools } from '../mcp/local-tools/reminder-tools.ts';
+import type { RemindersStore } from '../store/reminders.ts';
+import { DeviceLocale } from './reminders/device-locale.ts';
+import { sessionReminders } from './reminders/session-reminders.ts';
 
 export interface Deps {
   createConversation: ConversationFactory;
@@ -51,6 +55,8 @@ export interface Deps {
   profiles: AgentProfiles;
   /** Each device's memory (absent without a store). */
   memory?: DeviceMemory;
+  /** Each device's time zone and language, from its agent over the configuration. */
+  locale: DeviceLocale;
   /** Releases providers, child processes and MCP connections. */
   close(): Promise<void>;
 }
@@ -69,6 +75,10 @@ export interface CreateDepsOptions {
   bridges?: BridgeHub;
   /** Where each device's memory is kept (the store); absent: nothing is kept across sessions. */
   memory?: DeviceMemoryStore;
+  /** Where reminders are kept (given with `reminders.enabled`); absent: the reminder tools are not offered. */
+  reminders?: RemindersStore;
+  /** Wall-clock time reminders are set by, ms since the epoch (tests move it); default `Date.now`. */
+  now?: () => number;
   /** The store's change feed: a device's memory deleted anywhere empties its live sessions' too. */
   onStoreChange?: (listener: (c: StoreChange) => void) => () => void;
 }
@@ -128,10 +138,14 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
   const waitMs = opts.mcpStartWaitMs ?? 5000;
   await Promise.race([started, new Promise((r) => setTimeout(r, waitMs).unref())]);
 
-  // The local tools hold no per-session state: built once (the date tool's Intl formatter is
-  // costly), shared by every session's tool source.
+  // The date tool checks `tools.timeZone` here (a config error at start); a device's session gets
+  // one that answers in its agent's zone (the Intl formatters, which are costly, are shared per
+  // zone). The other local tools hold no per-session state: built once, shared by every session.
+  const dateTool = dateTimeTool(config.tools.timeZone ? { timeZone: config.tools.timeZone } : {});
+  const locale = new DeviceLocale({ config, agents, defaultAgent: () => profiles.defaultAgent(), log });
+  const sessionDateTool = (deviceId: string | null) =>
+    deviceId ? dateTimeTool({ ...(config.tools.timeZone ? { timeZone: config.tools.timeZone } : {}), zoneOf: () => locale.timeZoneOf(deviceId) }) : dateTool;
   const localTools = [
-    dateTimeTool(config.tools.timeZone ? { timeZone: config.tools.timeZone } : {}),
     endConversationTool({ goodbye: config.conversation.goodbye }),
     // Offered only when there is something to play: a tool that always fails confuses the model.
     ...(config.tools.music.folder || config.tools.music.allowedHosts.length > 0
@@ -143,11 +157,18 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
     const target = input.memory ? memory?.toolTarget(input.memory) : undefined;
     return target ? memoryTools(target) : [];
   };
+  // The reminder tools act on the session's own device (a session without a Device-Id gets none).
+  const remindersStore = config.reminders.enabled ? opts.reminders : undefined;
+  const sessionReminderTools = (input: SessionToolsInput) => {
+    const { deviceId, clientId } = input.info;
+    if (!remindersStore || !deviceId || !clientId) return [];
+    return reminderTools(sessionReminders({ store: remindersStore, locale, settings: config.reminders, deviceId, clientId, log: input.log, ...(opts.now ? { now: opts.now } : {}) }));
+  };
   const toolsFor = (input: SessionToolsInput): SessionTools => {
     const policy = input.policy ?? (() => undefined);
     // The agent's tool policy is read at each listing and call: the device's own tools are not filtered.
     const sources: NamedToolSource[] = [
-      { name: 'local', source: localToolsUnder(createLocalTools([...localTools, ...sessionMemoryTools(input)], { log: input.log }), policy) },
+      { name: 'local', source: localToolsUnder(createLocalTools([sessionDateTool(input.info.deviceId), ...localTools, ...sessionMemoryTools(input), ...sessionReminderTools(input)], { log: input.log }), policy) },
       { name: 'mcp', source: mcpToolsUnder(mcp.sessionView(), policy) },
     ];
     if (opts.bridges) {
@@ -199,6 +220,7 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
     agents,
     profiles,
     ...(memory ? { memory } : {}),
+    locale,
     close: async () => {
       await memory?.close();
       await Promise.allSettled([asr.close(), tts.close(), fallbackTts === tts ? Promise.resolve() : fallbackTts.close(), mcp.close(), profiles.close()]);

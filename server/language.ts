@@ -21,6 +21,8 @@ interface LanguagePack {
   asrLanguage: string;
   /** espeak-ng voice for the embedded TTS. */
   espeakVoice: string;
+  /** What a device says when a reminder rings; `{text}` is what the user asked to be reminded of. */
+  reminder: string;
 }
 
 const EN: LanguagePack = {
@@ -44,6 +46,7 @@ const EN: LanguagePack = {
   ].join(' '),
   asrLanguage: 'en',
   espeakVoice: 'en-us',
+  reminder: 'Reminder: {text}',
 };
 
 const ZH: LanguagePack = {
@@ -67,6 +70,7 @@ const ZH: LanguagePack = {
   ].join(''),
   asrLanguage: 'zh',
   espeakVoice: 'cmn-latn-pinyin',
+  reminder: '提醒：{text}',
 };
 
 export const LANGUAGE_PACKS: Readonly<Record<Language, LanguagePack>> = { en: EN, zh: ZH };

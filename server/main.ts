@@ -40,7 +40,7 @@ async function main(): Promise<void> {
   for (const w of languageWarnings(config)) log.warn({ key: w.key }, w.message);
 
   // Run-time secrets (the device-token secret, every token OTA issues) are redacted like configured ones.
-  const server = await assembleServer(config, log, { onSecret: (v) => secrets.add(v) });
+  const server = await assembleServer(config, log, { onSecret: (v, issued) => secrets.add(v, { issued: issued === true }) });
   const { app, deps } = server;
   logDeviceAuth(config.server.auth, storeLocation(config), app.devices, log);
   let stopping = false;
@@ -63,8 +63,10 @@ async function main(): Promise<void> {
       process.exit(0);
     }, config.server.drainTimeoutMs + CLOSE_GRACE_MS);
     force.unref();
-    app
-      .shutdown(config.server.drainTimeoutMs)
+    // No reminder is claimed while the sessions drain; push's timers stop with the app.
+    Promise.resolve(server.reminders?.stop())
+      .then(() => app.shutdown(config.server.drainTimeoutMs))
+      .then(() => server.push.close())
       .then(() => deps.close())
       .then(() => {
         log.info('stopped');

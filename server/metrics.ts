@@ -112,7 +112,7 @@ export function createServerMetrics(opts: ServerMetricsOptions = {}): ServerMetr
   });
   const udpDrops = new Counter({
     name: 'xiaozhi_udp_datagrams_dropped_total',
-    help: 'Audio datagrams dropped by the MQTT transport: size (too large), short, type, length (not the header\'s), unknown_ssrc, replay (sequence not newer, or too far ahead), implausible (not an Opus frame of the announced duration after decryption).',
+    help: 'Audio datagrams dropped by the MQTT transport: size (too large), short, type, length (not the header\'s), unknown_ssrc, replay (sequence not newer, or too far ahead), implausible (not an Opus frame of the announced duration after decryption), unconfirmed (from a new address not yet confirmed as the device\'s).',
     labelNames: ['reason'],
     registers,
   });

@@ -194,9 +194,36 @@ function push(): Migration {
   };
 }
 
+/**
+ * Reminders the model sets: the unused table of the first version is replaced. A row is due at
+ * `due_ms` and tried at `next_ms` (later after a failed delivery); `state` is `pending` until a
+ * replica claims it (`firing`, with `claimed_by`/`claimed_ms`), and a delivered row is deleted.
+ */
+function reminders(dialect: Dialect): Migration {
+  return {
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema.dropTable('reminders').ifExists().execute();
+      await withId(db.schema.createTable('reminders'), dialect)
+        .addColumn('device_id', 'varchar(17)', (c) => c.notNull())
+        .addColumn('client_id', 'varchar(36)', (c) => c.notNull())
+        .addColumn('agent', 'varchar(64)')
+        .addColumn('text', 'text', (c) => c.notNull())
+        .addColumn('due_ms', 'bigint', (c) => c.notNull())
+        .addColumn('next_ms', 'bigint', (c) => c.notNull())
+        .addColumn('state', 'varchar(16)', (c) => c.notNull())
+        .addColumn('claimed_by', 'varchar(200)')
+        .addColumn('claimed_ms', 'bigint')
+        .addColumn('created_at', 'varchar(40)', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('reminders_next').on('reminders').columns(['state', 'next_ms']).execute();
+      await db.schema.createIndex('reminders_device').on('reminders').columns(['device_id', 'due_ms']).execute();
+    },
+  };
+}
+
 /** Every migration, by name (names sort in the order they run). */
 export function migrations(dialect: Dialect): Record<string, Migration> {
-  return { '0001-initial': initial(dialect), '0002-memory': memory(), '0003-mcp-endpoint': mcpEndpoint(), '0004-push': push() };
+  return { '0001-initial': initial(dialect), '0002-memory': memory(), '0003-mcp-endpoint': mcpEndpoint(), '0004-push': push(), '0005-reminders': reminders(dialect) };
 }
 
 export function migrationProvider(dialect: Dialect): MigrationProvider {

@@ -16,6 +16,7 @@ import type { Writer } from './writer.ts';
 import { nextGeneration } from './settings.ts';
 import { pairKey } from './pair-key.ts';
 import { deleteMemoryRows } from './memory.ts';
+import { deleteReminderRows } from './reminders.ts';
 
 export const MAX_BOUND = 10_000;
 export const MAX_PENDING = 100;
@@ -152,8 +153,9 @@ export class StoreDeviceRegistry implements DeviceRegistry {
         .execute();
       if (rows.length === 0) return [];
       await trx.deleteFrom('bindings').where('id', 'in', rows.map((r) => r.id)).execute();
-      // A revoked device's memory goes with its binding.
+      // A revoked device's memory and reminders go with its binding.
       await deleteMemoryRows(trx, rows.map((r) => r.device_id));
+      await deleteReminderRows(trx, rows.map((r) => r.device_id));
       for (const r of rows) changed({ kind: 'memory', deviceId: r.device_id });
       for (const r of rows) changed({ kind: 'binding', deviceId: r.device_id, clientId: r.client_id });
       return rows.map(boundFromRow);

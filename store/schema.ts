@@ -138,13 +138,23 @@ export interface McpCallsTable {
   created_ms: Millis;
 }
 
+/** A reminder the model set for a device; deleted once delivered (or dropped as stale). */
 export interface RemindersTable {
   id: Generated<number>;
   device_id: string;
-  due_at: string;
+  /** The pair it was set from: it is spoken on that pair. */
+  client_id: string;
+  /** The device's agent when it was set (the admin's view). */
+  agent: string | null;
   text: string;
+  due_ms: Millis;
+  /** When it is tried next: `due_ms`, later after a failed delivery. */
+  next_ms: Millis;
+  /** 'pending' or 'firing' (claimed by one replica). */
+  state: string;
+  claimed_by: string | null;
+  claimed_ms: ColumnType<number | string | null, number | null, number | null>;
   created_at: string;
-  delivered_at: string | null;
 }
 
 /** A message the server asked a device to say: waiting for it, or handed to the replica holding it. */

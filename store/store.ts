@@ -28,6 +28,7 @@ import { StoreMcpTokens, type McpTokens } from './mcp-tokens.ts';
 import { StoreMcpRelay, type McpRelay } from './mcp-relay.ts';
 import { StoreDeviceMemory, type DeviceMemoryStore } from './memory.ts';
 import { StorePushMessages, type PushMessages } from './push-messages.ts';
+import { StoreReminders, type RemindersStore } from './reminders.ts';
 
 export type { StoreCache } from './store-cache.ts';
 export type { DeviceRecords } from './device-records.ts';
@@ -37,6 +38,7 @@ export type { McpTokens } from './mcp-tokens.ts';
 export type { McpRelay } from './mcp-relay.ts';
 export type { DeviceMemoryStore } from './memory.ts';
 export type { PushMessages } from './push-messages.ts';
+export type { RemindersStore, Reminder } from './reminders.ts';
 
 export interface Store {
   readonly dialect: Dialect;
@@ -55,6 +57,8 @@ export interface Store {
   readonly memory: DeviceMemoryStore;
   /** Messages the server asked devices to say: the offline queue and the hand-over between replicas. */
   readonly pushMessages: PushMessages;
+  /** Reminders the model set for each device, until delivered. */
+  readonly reminders: RemindersStore;
   /** Synchronous reads for the hot path, kept fresh by the change feed. */
   readonly cache: StoreCache;
   /** The schema version (the newest migration applied). */
@@ -143,6 +147,7 @@ export async function openStore(opts: OpenStoreOptions): Promise<Store> {
       mcpRelay: new StoreMcpRelay(db, now),
       memory,
       pushMessages: new StorePushMessages(writer, now),
+      reminders: new StoreReminders(writer, now),
       cache,
       version,
       replica: opts.replica,

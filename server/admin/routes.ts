@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { adminRoute, type AdminRoute } from './route.ts';
 import { deviceRoutes } from './routes-devices.ts';
 import { memoryRoutes } from './routes-memory.ts';
+import { reminderRoutes } from './routes-reminders.ts';
 import { agentRoutes } from './routes-agents.ts';
 import { sessionRoutes } from './routes-session.ts';
 import { mcpEndpointRoutes } from './routes-mcp-endpoint.ts';
@@ -38,4 +39,4 @@ const openApiRoute = adminRoute({
   handle: async () => openApiDocument(ADMIN_ROUTES),
 });
 
-export const ADMIN_ROUTES: readonly AdminRoute[] = [...sessionRoutes, ...deviceRoutes, ...pushRoutes, ...memoryRoutes, ...agentRoutes, ...mcpEndpointRoutes, ...liveSessionRoutes, openApiRoute];
+export const ADMIN_ROUTES: readonly AdminRoute[] = [...sessionRoutes, ...deviceRoutes, ...pushRoutes, ...memoryRoutes, ...reminderRoutes, ...agentRoutes, ...mcpEndpointRoutes, ...liveSessionRoutes, openApiRoute];

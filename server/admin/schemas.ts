@@ -51,6 +51,7 @@ const S = AgentSettingsSchema.shape;
 export const AgentSettingsPatchSchema = z.strictObject({
   systemPrompt: S.systemPrompt.unwrap().nullable().optional(),
   language: S.language.unwrap().nullable().optional(),
+  timeZone: S.timeZone.unwrap().nullable().optional(),
   greeting: S.greeting.unwrap().nullable().optional(),
   llm: AgentLlmPatchSchema.nullable().optional(),
   tts: S.tts.unwrap().nullable().optional(),

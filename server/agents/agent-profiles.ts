@@ -207,6 +207,7 @@ export class AgentProfiles {
       },
       ...(resolved.tools.mcpServers || resolved.tools.local ? { tools: resolved.tools } : {}),
       memory: (checked.ok ? checked.settings.memory : undefined) ?? 'summary',
+      ...(resolved.timeZone !== undefined ? { timeZone: resolved.timeZone } : {}),
     };
     this.#builds.set(name, (this.#builds.get(name) ?? 0) + 1);
     this.#log.info({ agent: name, model: resolved.llm.model, tts: resolved.tts.provider }, 'agent ready');

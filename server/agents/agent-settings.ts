@@ -8,6 +8,7 @@
 import { z } from 'zod';
 import { AsrSchema, TtsSchema } from '../../providers/index.ts';
 import { LANGUAGES } from '../language.ts';
+import { isTimeZone } from '../../mcp/local-tools/local-time.ts';
 
 /** Agent names appear in URLs (`/api/admin/agents/{name}`) and logs: short, no spaces or slashes. */
 export const AgentNameSchema = z
@@ -32,6 +33,11 @@ export const AgentSettingsSchema = z.strictObject({
   systemPrompt: z.string().min(1).max(20_000).optional(),
   /** Switches the default texts, ASR hint and embedded voice like the configuration's `language`. */
   language: z.enum(LANGUAGES).optional(),
+  /**
+   * The devices' IANA time zone (`Europe/Berlin`): the prompt's date and time, reminders' local
+   * times. Unset: `tools.timeZone`, else `server.timezoneOffsetMinutes`, else the server's zone.
+   */
+  timeZone: z.string().max(64).refine(isTimeZone, 'must be an IANA time zone such as Europe/Berlin').optional(),
   greeting: z.string().min(1).max(500).optional(),
   llm: AgentLlmSchema.optional(),
   /** A whole TTS provider block (as the configuration's `tts`). */
@@ -42,7 +48,7 @@ export const AgentSettingsSchema = z.strictObject({
     .strictObject({
       /** Names from the configuration's `mcpServers`; unset: all of them. */
       mcpServers: z.array(z.string().min(1).max(100)).max(100).optional(),
-      /** Local tool names (`get_current_datetime`, `end_conversation`, `play_music`); unset: all of them. */
+      /** Local tool names (`get_current_datetime`, `end_conversation`, `play_music`, the memory and reminder tools); unset: all of them. */
       local: z.array(z.string().min(1).max(100)).max(100).optional(),
     })
     .optional(),

@@ -23,6 +23,8 @@ export interface ResolvedAgent {
   tts: TtsOptions;
   /** Unset lists allow all of their kind. */
   tools: { mcpServers?: string[]; local?: string[] };
+  /** IANA zone: the agent's, else `tools.timeZone`; unset: the server's offset or zone. */
+  timeZone?: string;
 }
 
 /**
@@ -82,5 +84,6 @@ export function resolveAgent(config: Config, raw: Record<string, unknown>): Reso
       ...(s.tools?.mcpServers ? { mcpServers: [...s.tools.mcpServers] } : {}),
       ...(s.tools?.local ? { local: [...s.tools.local] } : {}),
     },
+    ...(s.timeZone !== undefined || config.tools.timeZone !== '' ? { timeZone: s.timeZone ?? config.tools.timeZone } : {}),
   };
 }

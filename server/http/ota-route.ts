@@ -27,7 +27,7 @@ export interface OtaRouteOptions {
   records?: DeviceRecords;
   allowedOrigins: readonly string[];
   /** Told each device token handed out (log redaction by value). */
-  onSecret?: (value: string) => void;
+  onSecret?: (value: string, issued?: boolean) => void;
   protocolVersion: 1 | 2 | 3;
   /** Minutes east of UTC; null: the server's zone. */
   timezoneOffsetMinutes: number | null;
@@ -136,7 +136,7 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
         await reply.code(503).header('retry-after', '30').send({ error: 'activation unavailable' });
         return;
       }
-      opts.onSecret?.(credential.token);
+      opts.onSecret?.(credential.token, true);
       response.websocket.token = credential.token;
       generation = credential.generation;
       if (credential.activation) response.activation = credential.activation;
@@ -151,7 +151,7 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
     if (opts.mqtt && deviceId && clientId) {
       const mqtt = opts.mqtt({ deviceId, clientId, ...(generation !== undefined ? { generation } : {}), host: requestHost(request), board: device.board?.type ?? '', ip: clientAddress(request) });
       if (mqtt) {
-        if (typeof mqtt.password === 'string') opts.onSecret?.(mqtt.password);
+        if (typeof mqtt.password === 'string') opts.onSecret?.(mqtt.password, true);
         response.mqtt = mqtt;
       }
     }

@@ -29,8 +29,8 @@ export interface LinkContext {
    * server refuses new sessions now (draining, capacity, overload).
    */
   openSession(link: MqttDeviceLink, sessionId: string, channel: MqttUdpChannel, log: Logger): DeviceSession | null;
-  /** Address devices send UDP to, for a connection that reached us at `localAddress`. */
-  udpServerFor(localAddress: string | undefined): string;
+  /** Address this device sends UDP to; its connection reached us at `localAddress`. */
+  udpServerFor(link: MqttDeviceLink, localAddress: string | undefined): string;
 }
 
 /**
@@ -92,8 +92,9 @@ export class MqttDeviceLink implements IdleDeviceLink, JsonLink {
     return this.inSession ? this.#session : undefined;
   }
 
+  /** From CONNACK on (the broker writes to a client still finishing its connection) until it closes. */
   get connected(): boolean {
-    return !this.#closed && this.client.connected && !this.client.closed;
+    return !this.#closed && !this.client.closed;
   }
 
   get bufferedBytes(): number {
@@ -130,6 +131,11 @@ export class MqttDeviceLink implements IdleDeviceLink, JsonLink {
       return;
     }
     if (m?.type === 'goodbye') {
+      // A goodbye naming another session (an earlier one, late) leaves the current one alone.
+      if (m.sessionId !== undefined && m.sessionId !== session.id) {
+        this.log.debug({ sessionId: m.sessionId }, 'goodbye for another session ignored');
+        return;
+      }
       // The device has closed its UDP side already and expects no reply.
       this.#channel?.closeQuietly();
     }
@@ -153,7 +159,7 @@ export class MqttDeviceLink implements IdleDeviceLink, JsonLink {
         if (this.#session?.id === sessionId) this.#session.handleAudio(opus, timestamp);
       },
     });
-    const channel = new MqttUdpChannel({ sessionId, link: this, audio: ctx.audio, session: audioSession, server: ctx.udpServerFor(this.#socket.localAddress) });
+    const channel = new MqttUdpChannel({ sessionId, link: this, audio: ctx.audio, session: audioSession, server: ctx.udpServerFor(this, this.#socket.localAddress) });
     const session = ctx.openSession(this, sessionId, channel, log);
     if (!session) {
       ctx.audio.release(audioSession);

@@ -14,6 +14,7 @@ import { createServer as createTlsServer } from 'node:tls';
 import { Aedes, type AuthenticateError, type Client } from 'aedes';
 import type { Logger } from '../../core/logger.ts';
 import { createLogRateLimit } from '../../core/log-rate-limit.ts';
+import { makeRoom } from '../../core/bounded-map.ts';
 import type { RateLimit } from '../../core/token-bucket.ts';
 import { pairKey } from '../../store/pair-key.ts';
 import type { DeviceRegistry } from '../../store/device-registry.ts';
@@ -116,10 +117,13 @@ export async function startMqttTransport(opts: MqttTransportOptions): Promise<Mq
   /** The socket and address key under each stream the broker reads. */
   const conns = new WeakMap<object, { socket: Socket; address: string; remote: string }>();
   const pairs = new WeakMap<Client, { deviceId: string; clientId: string }>();
+  const linkByClient = new WeakMap<Client, MqttDeviceLink>();
   const links = new Map<string, MqttDeviceLink>();
   const byDevice = new Map<string, Set<MqttDeviceLink>>();
   const listeners = new Set<(link: IdleDeviceLink) => void>();
   const sockets = new Set<Socket>();
+  /** The endpoint host OTA handed each pair (most recent last; bounded like every map strangers fill). */
+  const endpointHosts = new Map<string, string>();
   let accepting = true;
   let closing = false;
 
@@ -127,9 +131,13 @@ export async function startMqttTransport(opts: MqttTransportOptions): Promise<Mq
     audio,
     downlinkTopic: 'devices/p2p',
     controlRate: opts.controlRate,
-    udpServerFor: (localAddress) => {
+    udpServerFor: (link, localAddress) => {
       if (mqtt.udpPublicHost) return mqtt.udpPublicHost;
       if (mqtt.publicEndpoint) return hostOf(mqtt.publicEndpoint);
+      // The host OTA told this device to reach the broker at: it reaches us there (behind a
+      // container's port mapping too, where the socket's local address is the container's).
+      const told = endpointHosts.get(pairKey(link.deviceId, link.clientId));
+      if (told) return told;
       const ip = localAddress ? parseIp(localAddress) : null;
       return ip ? formatIp(ip) : (localAddress ?? '127.0.0.1');
     },
@@ -161,7 +169,7 @@ export async function startMqttTransport(opts: MqttTransportOptions): Promise<Mq
         outputSampleRate: opts.session.outputSampleRate,
         frameDurationMs: opts.session.frameDurationMs,
         createConversation: opts.createConversation,
-        // The link's own budget covers every message of the connection, the hello included.
+        // No controlRate here: the link's own budget covers every message of the connection, hellos included.
         onEnded: (ended) => opts.registry.remove(ended),
       });
       opts.registry.add(s, key);
@@ -199,27 +207,35 @@ export async function startMqttTransport(opts: MqttTransportOptions): Promise<Mq
     // subscription is answered as failed (0x80), so nothing a client sends reaches another.
     authorizeSubscribe: (_client, _sub, done) => done(null, null),
     authorizePublish: (client, packet, done) => {
-      if (!client) return done(new Error('no publishing for the server itself'));
+      if (!client) return done(new Error('no publishing without a client'));
       if (packet.topic !== mqtt.publishTopic) return done(new Error('publish topic not allowed'));
       if (packet.retain || packet.qos > 1) return done(new Error('retain and QoS 2 are not offered'));
-      const pair = pairs.get(client);
-      const link = pair ? links.get(pairKey(pair.deviceId, pair.clientId)) : undefined;
-      if (link?.client === client) link.handleMessage(Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload));
+      linkOf(client)?.handleMessage(Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload));
       // Handled here: nothing subscribes, so the broker's own delivery has no one to reach.
       done(null);
     },
   });
 
-  broker.on('clientReady', (client) => {
+  /**
+   * The link of an authenticated client, made once CONNACK is written: the broker handles what the
+   * client publishes from then on, before it reports the client ready, and the firmware publishes
+   * its hello the moment its CONNECT returns.
+   */
+  const linkOf = (client: Client): MqttDeviceLink | undefined => {
     const pair = pairs.get(client);
-    const conn = conns.get(client.conn);
-    if (!pair || !conn || closing) {
-      client.close();
-      return;
-    }
+    if (!pair) return undefined;
+    // A client has one link for its life, even once a newer connection of the pair displaced it.
+    const made = linkByClient.get(client);
+    if (made) return made;
     const key = pairKey(pair.deviceId, pair.clientId);
+    const conn = conns.get(client.conn);
+    if (!conn || closing || client.closed) {
+      client.close();
+      return undefined;
+    }
     const linkLog = log.child({ deviceId: pair.deviceId, clientId: pair.clientId, transport: 'mqtt' });
     const link = new MqttDeviceLink(client, conn.socket, pair.deviceId, pair.clientId, ctx, linkLog);
+    linkByClient.set(client, link);
     const old = links.get(key);
     if (old && old.client !== client) old.handleDisconnected();
     links.set(key, link);
@@ -235,6 +251,11 @@ export async function startMqttTransport(opts: MqttTransportOptions): Promise<Mq
         linkLog.error({ err }, 'onConnected listener failed');
       }
     }
+    return link;
+  };
+  broker.on('connackSent', (_packet, client) => void linkOf(client));
+  broker.on('clientReady', (client) => {
+    if (!linkOf(client)) client.close();
   });
 
   broker.on('clientDisconnect', (client) => {
@@ -324,12 +345,20 @@ export async function startMqttTransport(opts: MqttTransportOptions): Promise<Mq
       return () => listeners.delete(listener);
     },
     stats: () => ({ connections: broker.connectedClients, devices: links.size, audioSessions: audio.sessions }),
-    otaSection: ({ deviceId, clientId, generation, host }) => ({
-      endpoint: mqtt.publicEndpoint || `${host}:${ports.mqtt}`,
-      ...mqttCredentials(opts.auth.secret(), deviceId, clientId, generation),
-      keepalive: mqtt.keepaliveS,
-      publish_topic: mqtt.publishTopic,
-    }),
+    otaSection: ({ deviceId, clientId, generation, host }) => {
+      if (!mqtt.publicEndpoint) {
+        const key = pairKey(deviceId, clientId);
+        endpointHosts.delete(key);
+        makeRoom(endpointHosts, Math.max(1000, mqtt.maxConnections));
+        endpointHosts.set(key, host);
+      }
+      return {
+        endpoint: mqtt.publicEndpoint || `${host}:${ports.mqtt}`,
+        ...mqttCredentials(opts.auth.secret(), deviceId, clientId, generation),
+        keepalive: mqtt.keepaliveS,
+        publish_topic: mqtt.publishTopic,
+      };
+    },
     stopAccepting: () => {
       accepting = false;
     },

@@ -5,7 +5,7 @@
  * without touching its session, when it is too large or malformed, names an unknown ssrc,
  * replays a sequence that is not newer (or jumps implausibly far), or does not decrypt to an
  * Opus frame of the announced duration. The device's address is learned from its first accepted
- * datagram and follows it when a later accepted one comes from elsewhere (a NAT rebinding).
+ * datagram and follows it when accepted ones keep coming from elsewhere (a NAT rebinding).
  */
 import { createSocket, type Socket } from 'node:dgram';
 import { randomBytes } from 'node:crypto';
@@ -21,8 +21,11 @@ export const MAX_DATAGRAM_BYTES = UDP_HEADER_BYTES + 4000;
  */
 export const MAX_SEQUENCE_JUMP = 10_000;
 
+/** Datagrams in a row from a new address before the device counts as moved there (a NAT rebinding). */
+export const MOVE_CONFIRMATIONS = 5;
+
 /** Why a datagram was dropped (the metric's label). */
-export type UdpDropReason = 'size' | 'short' | 'type' | 'length' | 'unknown_ssrc' | 'replay' | 'implausible';
+export type UdpDropReason = 'size' | 'short' | 'type' | 'length' | 'unknown_ssrc' | 'replay' | 'implausible' | 'unconfirmed';
 
 export interface UdpAudioSessionOptions {
   /** The uplink frame duration the device announced in its hello. */
@@ -41,6 +44,8 @@ export class UdpAudioSession {
   /** Last accepted uplink sequence (the device starts at 1). */
   lastSequence = 0;
   address: { host: string; port: number } | undefined;
+  /** Another address whose datagrams pass every check: where the device may have moved (see #confirmMove). */
+  candidate: { host: string; port: number; lastSequence: number; count: number } | undefined;
   /** Downlink: the firmware drops a sequence that is not newer than the last, starting from 0. */
   downSequence = 0;
   /** Times the device's address changed (logged the first few times). */
@@ -155,12 +160,41 @@ export class UdpAudio {
     const { sequence, timestamp } = opened.header;
     if (sequence <= s.lastSequence || sequence - s.lastSequence > MAX_SEQUENCE_JUMP) return this.#drop('replay');
     if (!plausibleOpusFrame(opened.payload, s.opts.frameDurationMs)) return this.#drop('implausible');
-    s.lastSequence = sequence;
-    if (!s.address || s.address.host !== host || s.address.port !== port) {
-      if (s.address && ++s.moves <= 3) s.opts.log.info({ from: `${s.address.host}:${s.address.port}`, to: `${host}:${port}`, moves: s.moves }, 'device audio address changed: downlink follows');
+    const current = s.address;
+    if (!current) {
       s.address = { host, port };
+    } else if (current.host === host && current.port === port) {
+      // The device still sends from where it was: whatever came from elsewhere was not it.
+      s.candidate = undefined;
+    } else if (!this.#confirmMove(s, host, port, sequence)) {
+      return this.#drop('unconfirmed');
     }
+    s.lastSequence = sequence;
     s.opts.onAudio(opened.payload, timestamp);
+  }
+
+  /**
+   * A datagram that passed every check from an address other than the device's. CTR carries no
+   * tag, so one forged datagram passes the Opus check about one time in twenty: the downlink
+   * moves (and the uplink sequence with it) only after MOVE_CONFIRMATIONS datagrams in a row,
+   * sequences increasing, from that one address, with none from the old address in between. A
+   * real rebinding loses that many frames once; a forger must pass the check that many times
+   * running, between two of the device's own datagrams.
+   */
+  #confirmMove(s: UdpAudioSession, host: string, port: number, sequence: number): boolean {
+    const c = s.candidate;
+    if (c && c.host === host && c.port === port && sequence > c.lastSequence) {
+      c.lastSequence = sequence;
+      c.count++;
+    } else {
+      s.candidate = { host, port, lastSequence: sequence, count: 1 };
+    }
+    if ((s.candidate?.count ?? 0) < MOVE_CONFIRMATIONS) return false;
+    const from = s.address;
+    s.candidate = undefined;
+    s.address = { host, port };
+    if (from && ++s.moves <= 3) s.opts.log.info({ from: `${from.host}:${from.port}`, to: `${host}:${port}`, moves: s.moves }, 'device audio address changed: downlink follows');
+    return true;
   }
 
   close(): Promise<void> {

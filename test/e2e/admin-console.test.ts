@@ -171,6 +171,18 @@ describe('admin console in Chromium, phone viewport', { skip: haveChromium ? fal
     await row.locator('details.memory', { hasText: 'Nothing remembered.' }).waitFor();
     assert.deepEqual(await srv.app.store.memory.history(deviceId, 10), []);
 
+    // Its reminders, on its card: listed with their text, cancelled from there.
+    const dueMs = Date.now() + 3_600_000;
+    await srv.app.store.reminders.add({ deviceId, clientId: DEVICE['Client-Id'], agent: 'bedroom', text: 'water the <b>plants</b>', dueMs }, 50);
+    await row.locator('details.reminders > summary').click();
+    await row.locator('details.reminders li', { hasText: 'water the <b>plants</b>' }).waitFor();
+    await fitsWidth(page);
+    await row.locator('button.cancel-reminder').click();
+    await row.locator('button.cancel-reminder').click();
+    await page.locator('#notice', { hasText: 'Cancelled the reminder' }).waitFor();
+    await row.locator('details.reminders', { hasText: 'No reminders.' }).waitFor();
+    assert.deepEqual(await srv.app.store.reminders.list(deviceId), []);
+
     const shot = outputPath('admin-console-phone.png');
     mkdirSync(dirname(shot), { recursive: true });
     await page.screenshot({ path: shot, fullPage: true });

@@ -33,6 +33,8 @@ export interface TurnProfile {
   readonly tools?: ToolPolicy;
   /** What the device's conversations with this agent leave behind; absent: `summary`. */
   readonly memory?: MemoryMode;
+  /** IANA zone of the prompt's date and time; absent: the configuration's. */
+  readonly timeZone?: string;
 }
 
 /** A profile in use by one turn: `release` when the turn has ended (its clients may then be closed). */

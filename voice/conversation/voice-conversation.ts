@@ -100,7 +100,7 @@ class VoiceConversation implements Conversation {
       systemPrompt: () => {
         const prompt = buildSystemPrompt(this.#profile?.systemPrompt ?? deps.config.llm.systemPrompt, {
           now: new Date(),
-          ...(deps.config.tools.timeZone ? { timeZone: deps.config.tools.timeZone } : {}),
+          ...((this.#profile?.timeZone ?? deps.config.tools.timeZone) ? { timeZone: this.#profile?.timeZone ?? deps.config.tools.timeZone } : {}),
           ...(info.deviceId ? { device: info.deviceId } : {}),
         });
         // The remembered facts and summary follow the role, as a delimited block of the user's words.

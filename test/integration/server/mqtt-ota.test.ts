@@ -86,6 +86,23 @@ describe('OTA mqtt section', () => {
     }
   });
 
+  test('the UDP server in the hello is the host OTA gave the device (the socket address may be a container one)', async () => {
+    const rig = await startRig({});
+    try {
+      const body = await ota(rig, 'b0:00:00:00:00:07', 'ota-open-7', { 'x-forwarded-host': 'localhost' });
+      assert.equal(body.mqtt?.endpoint, `localhost:${rig.mqtt?.ports.mqtt}`);
+      const dev = await MqttUdpClient.connect(body.mqtt!);
+      try {
+        await dev.hello();
+        assert.equal(dev.block?.server, 'localhost');
+      } finally {
+        await dev.close();
+      }
+    } finally {
+      await rig.close();
+    }
+  });
+
   test('the public endpoint is handed out as configured', async () => {
     const rig = await startRig({ mqtt: { publicEndpoint: 'voice.example.org:1883' } });
     try {

@@ -6,6 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect as tcpConnect } from 'node:net';
+import { createSocket } from 'node:dgram';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,7 +18,7 @@ import { SessionRegistry } from '../../../voice/session/registry.ts';
 import { startMqttTransport, type MqttTransport } from '../../../server/mqtt/transport.ts';
 import { MqttSchema } from '../../../server/config-schema.ts';
 import type { AuthMode } from '../../../server/auth.ts';
-import type { UdpDropReason } from '../../../server/mqtt/udp-audio.ts';
+import { MOVE_CONFIRMATIONS, type UdpDropReason } from '../../../server/mqtt/udp-audio.ts';
 import { aesCtr, plausibleOpusFrame, UDP_HEADER_BYTES } from '../../../protocol/udp-packet.ts';
 import { recordingConversation } from '../../helpers/recording-conversation.ts';
 import { MqttUdpClient, type MqttSection } from '../../helpers/mqtt-udp-client.ts';
@@ -32,7 +33,7 @@ interface Rig {
   section(deviceId: string, clientId: string, generation?: number | null): MqttSection;
 }
 
-async function startRig(store: Store, mode: AuthMode, opts: { idleTimeoutMs?: number; maxPacketBytes?: number; tls?: { cert: string; key: string } } = {}): Promise<Rig> {
+async function startRig(store: Store, mode: AuthMode, opts: { idleTimeoutMs?: number; maxPacketBytes?: number; tls?: { cert: string; key: string }; perAddress?: number } = {}): Promise<Rig> {
   const registry = new SessionRegistry();
   const rec = recordingConversation();
   const drops: UdpDropReason[] = [];
@@ -55,7 +56,7 @@ async function startRig(store: Store, mode: AuthMode, opts: { idleTimeoutMs?: nu
     address: { trustProxy: [], ipv6PrefixLength: 64 },
     session: { helloTimeoutMs: 10_000, idleTimeoutMs: opts.idleTimeoutMs ?? 60_000, outputSampleRate: 24000, frameDurationMs: 60, maxSessions: 0 },
     controlRate: { perSecond: 20, burst: 100 },
-    maxConnectionsPerAddress: 0,
+    maxConnectionsPerAddress: opts.perAddress ?? 0,
     connectRate: { perSecond: 1000, burst: 1000 },
     onUdpDrop: (r) => drops.push(r),
   });
@@ -152,6 +153,10 @@ describe('MQTT+UDP transport', () => {
       );
       assert.equal(dev.downlinkDropped, 0);
 
+      // A goodbye naming another session changes nothing.
+      dev.publish({ type: 'goodbye', session_id: 'an-earlier-session' });
+      await sleep(200);
+      assert.equal(open.registry.size, 1);
       // A device goodbye ends the session; the server does not answer it; MQTT stays connected.
       const before = dev.json.length;
       dev.publish({ type: 'goodbye', session_id: dev.sessionId });
@@ -202,10 +207,33 @@ describe('MQTT+UDP transport', () => {
       dev.sendRaw(good);
       await waitFor(() => audioCalls(open, rec) === 3, { what: 'the good frame after the bad ones' });
 
-      // NAT rebinding: packets that authenticate from a new address move the downlink there.
+      // Valid datagrams from another address while the device keeps sending from its own (someone
+      // who saw the cleartext headers, or a stale path): they neither count nor move the downlink.
+      const other = createSocket('udp4');
+      await new Promise<void>((resolve) => other.bind(0, '127.0.0.1', () => resolve()));
+      let otherGot = 0;
+      other.on('message', () => otherGot++);
+      const fromOther = (sequence: number): void => void other.send(dev.datagram(frames[3]!, { sequence }), dev.block!.port, '127.0.0.1');
+      try {
+        for (let seq = 4; seq <= 7; seq++) fromOther(seq);
+        dev.sendRaw(dev.datagram(frames[3]!, { sequence: 8 }));
+        for (let seq = 9; seq <= 12; seq++) fromOther(seq);
+        dev.sendRaw(dev.datagram(frames[3]!, { sequence: 13 }));
+        await waitFor(() => audioCalls(open, rec) === 5, { what: "the device's two frames" });
+        await sleep(100);
+        assert.equal(audioCalls(open, rec), 5);
+        open.rec.sessions[rec]!.ctx.channel.sendAudio(frames[4]!);
+        await waitFor(() => dev.audio.length === 1, { what: 'downlink still at the device' });
+        assert.equal(otherGot, 0);
+      } finally {
+        other.close();
+      }
+
+      // NAT rebinding: datagrams that pass every check keep coming from a new address, and the
+      // old one has gone quiet: the downlink moves there after a few of them.
       await dev.rebind();
-      dev.sendRaw(dev.datagram(frames[3]!, { sequence: 4 }));
-      await waitFor(() => audioCalls(open, rec) === 4, { what: 'a frame from the new address' });
+      for (let seq = 14; seq < 14 + MOVE_CONFIRMATIONS; seq++) dev.sendRaw(dev.datagram(frames[3]!, { sequence: seq }));
+      await waitFor(() => audioCalls(open, rec) === 6, { what: 'the frame that confirms the new address' });
       open.rec.sessions[rec]!.ctx.channel.sendAudio(frames[4]!);
       await waitFor(() => dev.audio.length === 1, { what: 'downlink at the new address' });
       assert.deepEqual(dev.audio[0]?.payload, frames[4]);
@@ -256,6 +284,45 @@ describe('MQTT+UDP transport', () => {
     await ended;
   });
 
+  test('a hello published as soon as CONNACK arrives is answered, for devices connecting together', async () => {
+    // The firmware publishes its hello the moment Connect returns: the broker may still be
+    // finishing the connection on its side.
+    const devices = await Promise.all(
+      Array.from({ length: 12 }, async (_, i) => {
+        const dev = await MqttUdpClient.connect(open.section(`a0:00:00:00:01:${String(i).padStart(2, '0')}`, `together-${i}`));
+        dev.publish({ type: 'hello', version: 3, transport: 'udp', audio_params: { format: 'opus', sample_rate: 16000, channels: 1, frame_duration: 60 } });
+        return dev;
+      }),
+    );
+    try {
+      await waitFor(() => devices.every((d) => d.json.some((j) => j.msg.type === 'hello')), { what: 'every hello answered', timeoutMs: 5000 });
+    } finally {
+      await Promise.all(devices.map((d) => d.close()));
+    }
+    await waitFor(() => open.registry.size === 0, { what: 'the sessions to end' });
+  });
+
+  test('a second connection of the same pair takes over: the first is closed and its session ended', async () => {
+    const section = open.section('a0:00:00:00:00:0b', 'client-11');
+    const first = await MqttUdpClient.connect(section);
+    await first.hello();
+    const firstLink = open.transport.find('a0:00:00:00:00:0b');
+    const firstClosed = new Promise<void>((resolve) => first.mqtt.once('close', () => resolve()));
+    const second = await MqttUdpClient.connect(section);
+    try {
+      await firstClosed;
+      await second.hello();
+      const link = (await waitFor(() => open.transport.find('a0:00:00:00:00:0b', 'client-11'), { what: 'the new link' }))!;
+      assert.notEqual(link, firstLink);
+      assert.ok(link.inSession);
+      assert.equal(firstLink?.inSession, false);
+      assert.equal(open.registry.size, 1);
+    } finally {
+      await first.close();
+      await second.close();
+    }
+  });
+
   test('hellos are answered up to their rate: each one starts a session', async () => {
     const dev = await MqttUdpClient.connect(open.section('a0:00:00:00:00:0a', 'client-10'));
     try {
@@ -296,6 +363,28 @@ describe('MQTT+UDP transport', () => {
       await rig.transport.close();
     }
     assert.equal(rig.transport.find('a0:00:00:00:00:07'), undefined);
+  });
+
+  test('open connections per address are limited: past the limit a connection is closed at once', async () => {
+    const rig = await startRig(store, 'open', { perAddress: 2 });
+    const idle = [tcpConnect(rig.transport.ports.mqtt, '127.0.0.1'), tcpConnect(rig.transport.ports.mqtt, '127.0.0.1')];
+    try {
+      for (const s of idle) await new Promise<void>((resolve) => s.once('connect', () => resolve()));
+      await sleep(100);
+      // Two strangers hold the address's connections without a CONNECT: a third is cut off.
+      const third = tcpConnect(rig.transport.ports.mqtt, '127.0.0.1');
+      third.on('error', () => {});
+      await new Promise<void>((resolve) => third.once('close', () => resolve()));
+      await assert.rejects(MqttUdpClient.connect(rig.section('a0:00:00:00:00:0c', 'client-12')));
+      // Once one of them leaves, a device gets in.
+      idle[0]?.destroy();
+      await sleep(100);
+      const dev = await MqttUdpClient.connect(rig.section('a0:00:00:00:00:0c', 'client-12'));
+      await dev.close();
+    } finally {
+      for (const s of idle) s.destroy();
+      await rig.transport.close();
+    }
   });
 
   test('with a certificate the broker speaks TLS', async () => {

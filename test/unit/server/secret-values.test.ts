@@ -26,13 +26,39 @@ describe('secret values', () => {
     assert.equal(out.match(/\[Redacted\]/g)?.length, 3);
   });
 
-  test('ignores values too short to be secrets and keeps a bounded number', () => {
+  test('ignores values too short to be secrets and keeps a bounded number of issued ones, never evicting the configuration\'s', () => {
     const s = new SecretValues({ maxValues: 3 });
     s.add('');
     s.add('abc');
     assert.equal(s.redact('abc'), 'abc');
-    for (let i = 0; i < 10; i++) s.add(`secret-value-${i}`);
-    assert.equal(s.size, 3);
+    s.add(KEY);
+    s.add(TOKEN);
+    for (let i = 0; i < 10; i++) s.add(`issued-token-${i}`, { issued: true });
+    assert.equal(s.size, 5);
+    assert.equal(s.redact(`${KEY} ${TOKEN} issued-token-0 issued-token-9`), '[Redacted] [Redacted] issued-token-0 [Redacted]');
+  });
+
+  test('word-shaped values (issued tokens) are found inside longer runs, beside other secrets, in every written form', () => {
+    const s = new SecretValues();
+    const tok = 'AbC_def-0123456789xyzXYZ';
+    s.add(tok, { issued: true });
+    s.add('short-secret');
+    s.add(TOKEN);
+    assert.equal(s.redact(`{"password":"${tok}"}`), '{"password":"[Redacted]"}');
+    assert.equal(s.redact(`/x?p=${encodeURIComponent(tok)}&q=1`), '/x?p=[Redacted]&q=1');
+    assert.equal(s.redact(`pre${tok}post`), 'pre[Redacted]post');
+    assert.equal(s.redact(`${tok}${tok} and short-secret and ${TOKEN}`), '[Redacted][Redacted] and [Redacted] and [Redacted]');
+    assert.equal(s.redact('nothing secret here'), 'nothing secret here');
+  });
+
+  test('thousands of issued tokens: a line is redacted without a pattern of all of them', () => {
+    const s = new SecretValues();
+    for (let i = 0; i < 20_000; i++) s.add(`tok${String(i).padStart(40, '0')}`, { issued: true });
+    const line = `{"msg":"hello","password":"tok${String(12_345).padStart(40, '0')}","n":1}`;
+    const started = process.hrtime.bigint();
+    for (let i = 0; i < 1000; i++) assert.equal(s.redact(line), '{"msg":"hello","password":"[Redacted]","n":1}');
+    // Generous: the old one-pattern form took seconds to compile at this size.
+    assert.ok(Number(process.hrtime.bigint() - started) / 1e6 < 2000);
   });
 
   test('the longest value wins when one secret contains another', () => {

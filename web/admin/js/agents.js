@@ -9,6 +9,7 @@ const FIELDS = [
   { path: ['systemPrompt'], label: 'Prompt (the role)', kind: 'textarea' },
   { path: ['language'], label: 'Language', kind: 'select', options: [['', 'server default'], ['en', 'English'], ['zh', 'Chinese']] },
   { path: ['greeting'], label: 'Greeting', kind: 'text' },
+  { path: ['timeZone'], label: 'Time zone (e.g. Europe/Berlin)', kind: 'text' },
   { path: ['llm', 'model'], label: 'Model', kind: 'text' },
   { path: ['llm', 'baseURL'], label: 'Model base URL', kind: 'url' },
   { path: ['llm', 'temperature'], label: 'Temperature (0–2)', kind: 'number' },

@@ -3,6 +3,7 @@
 import { bindDevice, revokeDevice, sayOnDevice, updateDevice } from './api.js';
 import { agentSelect, ago, confirmButton, fill, h } from './dom.js';
 import { memorySection } from './memory.js';
+import { remindersSection } from './reminders.js';
 
 /** `123456` → `123 456`, as it is read out. */
 const spoken = (code) => `${code.slice(0, 3)} ${code.slice(3)}`;
@@ -126,6 +127,7 @@ export function renderDevices(root, devices, agents, done) {
             h('div', { class: 'row' }, alias, save, revoke),
             h('div', { class: 'row' }, text, sayBtn),
             memorySection(d.deviceId, done),
+            remindersSection(d.deviceId, done),
           );
         }),
   );
