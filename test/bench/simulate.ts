@@ -14,10 +14,12 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { startMachineProbe, type MachineProbe } from './sim/cpu-window.ts';
-import { FleetDevice, prepareUtterance, simMac, type TurnRecord, type UtteranceAudio } from './sim/device.ts';
+import { FleetDevice, prepareUtterance, simMac, type DeviceIdentity, type FleetMember, type TurnRecord, type UtteranceAudio } from './sim/device.ts';
+import { MqttFleetDevice } from './sim/mqtt-device.ts';
 import { defaultOptions, parseArgs, USAGE, type SimulationOptions } from './sim/options.ts';
 import { alignedHeader, alignedRow, burstLine, simLine, stealWarning, talkingLine, idleLines, legend, markdownTable, stagesLine, type BurstCpu, type IdleResult, type SimulationResult, type StepResult, type TurnStages } from './sim/report.ts';
 import { remoteServer, startLocalServer, type ServerTurnTiming, type SimServer } from './sim/server.ts';
+import { freePort } from '../integration/ops/helpers/spawned-server.ts';
 import { p50p95, sleep, sumPlayback, type P50P95 } from './sim/stats.ts';
 
 export type { SimulationOptions } from './sim/options.ts';
@@ -117,6 +119,17 @@ function talkingCpu(recs: readonly TurnRecord[], sampler: MachineProbe | null): 
   return cpuShare(sampler, Math.max(...first.map((r) => r.speechStartAt as number)), Math.min(...first.map((r) => r.speechEndAt as number)));
 }
 
+/** `over` merged into `base`, objects key by key (the transport's config under the user's --set). */
+function mergeConfig(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [k, v] of Object.entries(over)) {
+    const b = out[k];
+    const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+    out[k] = isObj(b) && isObj(v) ? mergeConfig(b, v) : v;
+  }
+  return out;
+}
+
 function countErrors(recs: ReadonlyArray<{ error?: string }>): Record<string, number> {
   const out: Record<string, number> = {};
   for (const r of recs) if (r.error) out[r.error] = (out[r.error] ?? 0) + 1;
@@ -131,12 +144,17 @@ class Run {
   readonly #warned = new Set<string>();
   server!: SimServer;
   audio!: UtteranceAudio;
-  readonly live = new Set<FleetDevice>();
+  readonly live = new Set<FleetMember>();
 
   constructor(opts: SimulationOptions) {
     this.opts = opts;
     // Every device waits on the run's signal: hundreds of listeners are expected, not a leak.
     setMaxListeners(0, this.abort.signal);
+  }
+
+  /** A device of the run's transport. */
+  device(id: DeviceIdentity): FleetMember {
+    return this.opts.transport === 'mqtt' ? new MqttFleetDevice(id) : new FleetDevice(id);
   }
 
   warn(msg: string): void {
@@ -153,8 +171,8 @@ class Run {
   }
 
   /** Connects devices in batches; returns those that got the server hello. */
-  async connectAll(devs: FleetDevice[]): Promise<{ connected: FleetDevice[]; errors: Array<{ error: string }> }> {
-    const connected: FleetDevice[] = [];
+  async connectAll(devs: FleetMember[], openSession = true): Promise<{ connected: FleetMember[]; errors: Array<{ error: string }> }> {
+    const connected: FleetMember[] = [];
     const errors: Array<{ error: string }> = [];
     for (let i = 0; i < devs.length; i += this.opts.batch) {
       // A pause between batches lets the server's load signals (admission) calm down again.
@@ -173,30 +191,26 @@ class Run {
             retryForMs: this.opts.connectRetryMs,
             signal: this.abort.signal,
             warn: (m) => this.warn(m),
+            openSession,
           });
         }),
       );
       results.forEach((r, j) => {
-        const d = batch[j] as FleetDevice;
+        const d = batch[j] as FleetMember;
         if (r.status === 'fulfilled') connected.push(d);
         else {
           errors.push({ error: `connect: ${r.reason instanceof Error ? r.reason.message : String(r.reason)}` });
-          d.close();
+          void d.close();
         }
       });
     }
     return { connected, errors };
   }
 
-  async closeAll(devs: Iterable<FleetDevice>): Promise<void> {
+  async closeAll(devs: Iterable<FleetMember>): Promise<void> {
     const list = [...devs];
-    for (const d of list) {
-      d.close();
-      this.live.delete(d);
-    }
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([Promise.all(list.map((d) => d.dev?.closed)), new Promise((r) => (timer = setTimeout(r, 5000)))]);
-    clearTimeout(timer);
+    for (const d of list) this.live.delete(d);
+    await Promise.all(list.map((d) => d.close()));
   }
 
   /** Waits until the server has no sessions left (when it says), then the settle time. */
@@ -244,7 +258,7 @@ class Run {
     };
   }
 
-  async turns(devs: FleetDevice[], turns: number, staggerMs: number): Promise<TurnRecord[]> {
+  async turns(devs: FleetMember[], turns: number, staggerMs: number): Promise<TurnRecord[]> {
     const start = performance.now() + 100;
     const per = await Promise.all(
       devs.map(async (d, di) => {
@@ -271,7 +285,7 @@ class Run {
 
   async step(n: number, stepNo: number): Promise<StepResult> {
     const o = this.opts;
-    const devs = Array.from({ length: n }, (_, i) => new FleetDevice({ index: i, deviceId: simMac(this.runId, stepNo, i), clientId: randomUUID() }));
+    const devs = Array.from({ length: n }, (_, i) => this.device({ index: i, deviceId: simMac(this.runId, stepNo, i), clientId: randomUUID() }));
     const ids = new Set(devs.map((d) => d.id.deviceId));
     const { connected, errors: connectErrors } = await this.connectAll(devs);
     this.check();
@@ -376,15 +390,17 @@ class Run {
   async idle(n: number): Promise<IdleResult> {
     // One batch connects and leaves first, so that what the first sessions create once per
     // process (codecs, models, JIT) is in the baseline and not charged to the idle devices.
-    const warm = Array.from({ length: Math.min(n, this.opts.batch) }, (_, i) => new FleetDevice({ index: i, deviceId: simMac(this.runId, 249, i), clientId: randomUUID() }));
-    await this.connectAll(warm);
+    // An idle MQTT device is connected to the broker without an audio session (the firmware's idle state).
+    const openSession = this.opts.transport !== 'mqtt';
+    const warm = Array.from({ length: Math.min(n, this.opts.batch) }, (_, i) => this.device({ index: i, deviceId: simMac(this.runId, 249, i), clientId: randomUUID() }));
+    await this.connectAll(warm, openSession);
     await this.closeAll(warm);
     await this.settle(Math.max(2000, this.opts.settleMs));
     const before = await this.rssNow();
-    const devs = Array.from({ length: n }, (_, i) => new FleetDevice({ index: i, deviceId: simMac(this.runId, 250, i), clientId: randomUUID() }));
-    this.opts.print(`idle: connecting ${n} devices, ${this.opts.batch} at a time`);
+    const devs = Array.from({ length: n }, (_, i) => this.device({ index: i, deviceId: simMac(this.runId, 250, i), clientId: randomUUID() }));
+    this.opts.print(`idle: connecting ${n} devices over ${this.opts.transport}, ${this.opts.batch} at a time`);
     const t0 = performance.now();
-    const { connected, errors } = await this.connectAll(devs);
+    const { connected, errors } = await this.connectAll(devs, openSession);
     const connectMs = performance.now() - t0;
     this.check();
     // Let the sessions finish their start-up (device MCP initialize, tools/list) before measuring.
@@ -396,6 +412,7 @@ class Run {
     const after = await this.rssNow();
     return {
       devices: n,
+      transport: this.opts.transport,
       connected: connected.length,
       connectRefusals: devs.reduce((a, d) => a + d.refusals, 0),
       connectMs,
@@ -436,24 +453,26 @@ export async function runSimulation(partial: Partial<SimulationOptions> = {}): P
       print(`server: ${opts.url} (not started here; probes via ${run.server.httpUrl}/metrics)`);
     } else {
       print('server: starting the fake LLM, the fake ASR and the real server (child process) on 127.0.0.1 …');
+      // Over MQTT the server runs its broker (and UDP audio) on free loopback ports; OTA hands them out.
+      const transportConfig = opts.transport === 'mqtt' ? { mqtt: { enabled: true, host: '127.0.0.1', port: await freePort(), udpPort: 0 } } : {};
       run.server = await startLocalServer({
         transcript: opts.transcript,
         answer: opts.answer,
-        configOverrides: opts.serverConfig,
+        configOverrides: mergeConfig(transportConfig, opts.serverConfig),
         env: opts.serverEnv,
         nodeArgs: opts.serverArgs,
         ...(opts.serverLog ? { logFile: opts.serverLog } : {}),
         readyTimeoutMs: 45_000,
         log: print,
       });
-      print(`server: pid ${run.server.pid} at ${run.server.wsUrl}`);
+      print(`server: pid ${run.server.pid} at ${run.server.wsUrl}${opts.transport === 'mqtt' ? ' (devices over MQTT+UDP)' : ''}`);
     }
     run.check();
     if (opts.devices.length > 0) run.audio = await prepareUtterance(opts.utterance);
     if (opts.devices.length > 0) print(`utterance: "${opts.utterance}", ${run.audio.speechMs} ms of speech, ${run.audio.speech.length} packets incl. 300 ms lead-in`);
 
     if (opts.devices.length > 0 && opts.warmup) {
-      const w = new FleetDevice({ index: 0, deviceId: simMac(run.runId, 0, 0), clientId: randomUUID() });
+      const w = run.device({ index: 0, deviceId: simMac(run.runId, 0, 0), clientId: randomUUID() });
       const { connected, errors } = await run.connectAll([w]);
       if (connected.length === 0) throw new Error(`warm-up device could not connect: ${errors[0]?.error ?? 'unknown'}`);
       const [rec] = await run.turns(connected, 1, 0);
@@ -505,6 +524,7 @@ export async function runSimulation(partial: Partial<SimulationOptions> = {}): P
     await run.server?.stop();
   }
   const result: SimulationResult = {
+    transport: opts.transport,
     startedServer: run.server.started,
     serverPid: run.server.pid,
     wsUrl: run.server.wsUrl,

@@ -37,7 +37,8 @@ export interface FuzzServer {
   close(): Promise<void>;
 }
 
-export async function startFuzzServer(): Promise<FuzzServer> {
+/** `overrides`: configuration merged over the fuzz server's (e.g. the MQTT transport turned on). */
+export async function startFuzzServer(overrides: Record<string, unknown> = {}): Promise<FuzzServer> {
   const crashes: unknown[] = [];
   const onCrash = (err: unknown): void => {
     crashes.push(err);
@@ -56,7 +57,7 @@ export async function startFuzzServer(): Promise<FuzzServer> {
     llm.rule({ when: (r) => r.toolResults.length > 0, reply: fakeText('Done.') });
     const logs = createLogWatch();
     // Info, not debug: a debug line per fuzzed message would be most of the CPU of a long run.
-    srv = await startVoiceApp(llm.url, { logging: { level: 'info' } }, logs);
+    srv = await startVoiceApp(llm.url, { logging: { level: 'info' }, ...overrides }, logs);
     const stats: FuzzStats = { cases: 0, inputs: new Map(), closeCodes: new Map(), maxRssBytes: 0 };
     let devices = 0;
     let errorsSeen = 0;

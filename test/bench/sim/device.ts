@@ -1,6 +1,6 @@
 /**
  * One simulated xiaozhi device of the fleet, doing what the 78/xiaozhi-esp32 firmware does
- * (docs/simulate.md lists the steps): OTA POST with the firmware's headers and body, the WebSocket
+ * (docs/simulate.md lists the steps; mqtt-device.ts is the same device on MQTT+UDP): OTA POST with the firmware's headers and body, the WebSocket
  * with Authorization / Protocol-Version / Device-Id / Client-Id headers, hello (Opus 16 kHz mono
  * 60 ms, features.mcp), answering the server's MCP requests, and spoken turns in auto mode:
  * `listen start`, real Opus speech paced at real time on a drift-free schedule, encoded silence
@@ -9,7 +9,9 @@
 import { createOpusCodec } from '../../../audio/opus/codec.ts';
 import { concatInt16 } from '../../../audio/pcm.ts';
 import type { ProtocolVersion } from '../../../protocol/framing.ts';
-import { DeviceSim, type SimDeviceTool } from '../../fixtures/device-sim.ts';
+import { DeviceSim } from '../../fixtures/device-sim.ts';
+import { STOCK_TOOLS } from '../../fixtures/firmware/mcp-server.ts';
+import { FIRMWARE_2_4_2, otaHeaders, systemInfoJson } from '../../fixtures/firmware/ota.ts';
 import { speak16k } from '../../helpers/speech.ts';
 import { playbackStats, sleep, type PlaybackStats } from './stats.ts';
 
@@ -75,22 +77,6 @@ export async function prepareUtterance(text: string, leadMs = 300): Promise<Utte
   }
 }
 
-/** Tools the stock firmware's MCP server offers (names and shapes as in main/mcp_server.cc). */
-const FIRMWARE_TOOLS: SimDeviceTool[] = [
-  {
-    name: 'self.get_device_status',
-    description: 'Provides the real-time information of the device, including the current status of the audio speaker, screen, battery, network, etc.',
-    inputSchema: { type: 'object', properties: {} },
-    call: () => JSON.stringify({ audio_speaker: { volume: 70 }, screen: { brightness: 75, theme: 'light' }, network: { type: 'wifi', ssid: 'sim', signal: 'strong' } }),
-  },
-  {
-    name: 'self.audio_speaker.set_volume',
-    description: 'Set the volume of the audio speaker. If the current volume is unknown, you must call `self.get_device_status` tool first and then call this tool.',
-    inputSchema: { type: 'object', properties: { volume: { type: 'integer', minimum: 0, maximum: 100 } }, required: ['volume'] },
-    call: () => 'true',
-  },
-];
-
 export interface DeviceIdentity {
   index: number;
   /** MAC address, lowercase with colons. */
@@ -112,6 +98,11 @@ export interface ConnectOptions {
   signal: AbortSignal;
   /** Called once per device when the OTA answer pointed elsewhere and `wsUrl` was used instead. */
   warn: (msg: string) => void;
+  /**
+   * MQTT only: false connects to the broker without opening an audio session (the firmware's idle
+   * state). A WebSocket device always says hello.
+   */
+  openSession?: boolean;
 }
 
 export interface TurnOptions {
@@ -162,25 +153,6 @@ interface LiveTurn {
 
 const sleepUntil = (t: number): Promise<void> => sleep(t - performance.now());
 
-/** The firmware's OTA body (Board::GetSystemInfoJson; values illustrative, key order real). */
-function otaBody(id: DeviceIdentity): Record<string, unknown> {
-  return {
-    version: 2,
-    language: 'en-US',
-    flash_size: 16777216,
-    minimum_free_heap_size: '123456',
-    mac_address: id.deviceId,
-    uuid: id.clientId,
-    chip_model_name: 'esp32s3',
-    chip_info: { model: 9, cores: 2, revision: 2, features: 18 },
-    application: { name: 'xiaozhi', version: '2.4.2', compile_time: 'Aug  8 2026T08:33:45Z', idf_version: 'v5.5.2', elf_sha256: '0'.repeat(64) },
-    partition_table: [{ label: 'nvs', type: 1, subtype: 2, address: 36864, size: 16384 }],
-    ota: { label: 'ota_0' },
-    display: { monochrome: false, width: 240, height: 240 },
-    board: { type: 'bread-compact-wifi', name: 'bread-compact-wifi', manufacturer: '', ssid: 'sim', rssi: -50, channel: 1, ip: '127.0.0.1', mac: id.deviceId },
-  };
-}
-
 /** The server refused the upgrade with 503 (capacity or load); retry after `retryAfterMs`. */
 class Refused extends Error {
   readonly status: number;
@@ -192,34 +164,78 @@ class Refused extends Error {
   }
 }
 
-export class FleetDevice {
+/**
+ * One device of the fleet whatever its transport: the spoken turn (what the firmware does in auto
+ * mode and what the report measures). A transport subclass connects, sends, and feeds what it
+ * receives through `noteJson` / `noteFrame` / `noteLost`.
+ */
+export abstract class FleetMember {
   readonly id: DeviceIdentity;
-  /** 503 refusals met while connecting (each was retried or ended the attempt). */
+  /** Refusals met while connecting (each was retried or ended the attempt). */
   refusals = 0;
-  dev: DeviceSim | null = null;
   #live: LiveTurn | null = null;
   #waiters: Array<() => void> = [];
-  #closed = false;
+  #lost = false;
 
   constructor(id: DeviceIdentity) {
     this.id = id;
   }
 
-  get connected(): boolean {
-    return !!this.dev && !this.#closed && this.dev.ws.readyState === 1;
-  }
+  /** The connection is up and a session is open (hello answered). */
+  abstract get connected(): boolean;
+  abstract connect(opts: ConnectOptions): Promise<void>;
+  /** Closes the connection; resolves once it is closed (or soon after). */
+  abstract close(): Promise<void>;
+  protected abstract sendListenStart(): void;
+  protected abstract sendOpus(packet: Buffer): void;
+  protected abstract sendAbort(): void;
 
-  #wake(): void {
+  protected wake(): void {
     for (const w of this.#waiters.splice(0)) w();
   }
 
-  /** Waits until `pred` holds; false on timeout, abort or a closed connection. */
-  async #until(pred: () => boolean, timeoutMs: number, signal: AbortSignal): Promise<boolean> {
+  /** A connection (re)starts: nothing lost yet. */
+  protected noteOpened(): void {
+    this.#lost = false;
+  }
+
+  /** The connection is gone: waits end. */
+  protected noteLost(): void {
+    this.#lost = true;
+    this.wake();
+  }
+
+  protected get lost(): boolean {
+    return this.#lost;
+  }
+
+  protected noteFrame(at: number): void {
+    const live = this.#live;
+    if (live) {
+      if (live.ttsStartAt !== undefined && live.ttsStopAt === undefined) live.frames.push(at);
+      else live.stray++;
+    }
+    this.wake();
+  }
+
+  protected noteJson(m: Record<string, unknown>, at: number): void {
+    const live = this.#live;
+    if (live) {
+      if (m.type === 'stt') live.sttAt ??= at;
+      else if (m.type === 'tts' && m.state === 'start') live.ttsStartAt ??= at;
+      else if (m.type === 'tts' && m.state === 'sentence_start') live.sentences++;
+      else if (m.type === 'tts' && m.state === 'stop' && live.ttsStartAt !== undefined) live.ttsStopAt ??= at;
+    }
+    this.wake();
+  }
+
+  /** Waits until `pred` holds; false on timeout, abort or a lost connection. */
+  protected async until(pred: () => boolean, timeoutMs: number, signal: AbortSignal): Promise<boolean> {
     const deadline = performance.now() + timeoutMs;
     for (;;) {
       if (pred()) return true;
       const left = deadline - performance.now();
-      if (left <= 0 || signal.aborted || this.#closed) return false;
+      if (left <= 0 || signal.aborted || this.#lost) return false;
       await new Promise<void>((resolve) => {
         const t = setTimeout(done, Math.min(left, 500));
         const onAbort = (): void => done();
@@ -234,6 +250,98 @@ export class FleetDevice {
     }
   }
 
+  /** One spoken turn in auto mode. Never throws: failures are recorded in the result. */
+  async turn(index: number, opts: TurnOptions): Promise<TurnRecord> {
+    const live: LiveTurn = { sentences: 0, frames: [], stray: 0 };
+    const rec: TurnRecord = {
+      device: this.id.index,
+      deviceId: this.id.deviceId,
+      turn: index,
+      done: false,
+      bargeIn: false,
+      silencePackets: 0,
+      sentences: 0,
+      strayFrames: 0,
+      playback: playbackStats([]),
+    };
+    const finish = (error?: string): TurnRecord => {
+      this.#live = null;
+      if (error) rec.error = error;
+      rec.sentences = live.sentences;
+      rec.strayFrames = live.stray;
+      rec.playback = playbackStats(live.frames, FRAME_MS);
+      rec.done = live.ttsStopAt !== undefined && live.frames.length > 0;
+      if (live.frames.length > 0 && live.ttsStopAt !== undefined) rec.answerMs = live.ttsStopAt - (live.frames[0] as number);
+      return rec;
+    };
+    if (!this.connected) return finish('not connected');
+    this.#live = live;
+    this.sendListenStart();
+
+    // Speech on a drift-free 60 ms schedule: packet k is due at t0 + k·60 ms.
+    const { speech, tail, silenceLoop } = opts.audio;
+    const t0 = performance.now();
+    let k = 0;
+    for (const p of speech) {
+      await sleepUntil(t0 + k * FRAME_MS);
+      if (!this.connected) return finish('connection closed while speaking');
+      if (opts.signal.aborted) return finish('run stopped');
+      this.sendOpus(p);
+      k++;
+    }
+    const eosAt = performance.now();
+    rec.speechStartAt = t0;
+    rec.speechEndAt = eosAt;
+    // Encoded silence until the server has heard the end of speech (its `stt`), or the timeout.
+    const heard = (): boolean => live.sttAt !== undefined || live.ttsStartAt !== undefined;
+    const sttDeadline = eosAt + opts.sttTimeoutMs;
+    while (!heard()) {
+      const due = t0 + k * FRAME_MS;
+      if (due > sttDeadline) break;
+      await sleepUntil(due);
+      if (heard()) break;
+      if (!this.connected) return finish('connection closed while waiting for stt');
+      if (opts.signal.aborted) return finish('run stopped');
+      const s = rec.silencePackets < tail.length ? tail[rec.silencePackets] : silenceLoop[(rec.silencePackets - tail.length) % silenceLoop.length];
+      this.sendOpus(s as Buffer);
+      rec.silencePackets++;
+      k++;
+    }
+    if (!heard()) return finish(`no stt within ${opts.sttTimeoutMs} ms of the end of speech`);
+    if (live.sttAt !== undefined) rec.eosToSttMs = live.sttAt - eosAt;
+
+    const stopped = (): boolean => live.ttsStopAt !== undefined;
+    if (opts.bargeInAfterFrames !== null) {
+      const mid = await this.until(() => stopped() || live.frames.length >= (opts.bargeInAfterFrames as number), opts.answerTimeoutMs, opts.signal);
+      if (mid && !stopped()) {
+        rec.bargeIn = true;
+        const abortAt = performance.now();
+        this.sendAbort();
+        if (await this.until(stopped, opts.answerTimeoutMs, opts.signal)) rec.abortToStopMs = (live.ttsStopAt as number) - abortAt;
+      }
+    }
+    const ok = await this.until(stopped, opts.answerTimeoutMs, opts.signal);
+    if (live.frames.length > 0) rec.eosToFirstFrameMs = (live.frames[0] as number) - eosAt;
+    if (!ok) return finish(this.#lost ? 'connection closed during the answer' : opts.signal.aborted ? 'run stopped' : `no tts stop within ${opts.answerTimeoutMs} ms`);
+    if (live.frames.length === 0) return finish('tts stop without audio');
+    return finish();
+  }
+
+  /** Ends the turn bookkeeping; subclasses close their connection after it. */
+  protected endTurns(): void {
+    this.#live = null;
+    this.wake();
+  }
+}
+
+/** A device on the WebSocket transport. */
+export class FleetDevice extends FleetMember {
+  dev: DeviceSim | null = null;
+
+  get connected(): boolean {
+    return !!this.dev && !this.lost && this.dev.ws.readyState === 1;
+  }
+
   /** OTA (optional), WebSocket, hello; resolves once the server hello arrived. */
   async connect(opts: ConnectOptions): Promise<void> {
     let wsUrl = opts.wsUrl;
@@ -242,15 +350,8 @@ export class FleetDevice {
     if (opts.ota) {
       const res = await fetch(opts.otaUrl, {
         method: 'POST',
-        headers: {
-          'Activation-Version': '1',
-          'Device-Id': this.id.deviceId,
-          'Client-Id': this.id.clientId,
-          'User-Agent': 'bread-compact-wifi/2.4.2',
-          'Accept-Language': 'en-US',
-          'Content-Type': 'application/json',
-        },
-        body: JSON.stringify(otaBody(this.id)),
+        headers: otaHeaders(this.id, FIRMWARE_2_4_2),
+        body: JSON.stringify(systemInfoJson(this.id, FIRMWARE_2_4_2)),
         signal: AbortSignal.any([opts.signal, AbortSignal.timeout(opts.timeoutMs)]),
       });
       if (res.status !== 200) throw new Error(`OTA answered HTTP ${res.status}`);
@@ -283,7 +384,7 @@ export class FleetDevice {
   /** One WebSocket attempt: upgrade, hello, server hello. */
   async #open(wsUrl: string, token: string | undefined, version: ProtocolVersion, timeoutMs: number, signal: AbortSignal): Promise<void> {
     const deadline = performance.now() + timeoutMs;
-    this.#closed = false;
+    this.noteOpened();
     const dev = new DeviceSim({
       url: wsUrl,
       deviceId: this.id.deviceId,
@@ -292,7 +393,7 @@ export class FleetDevice {
       ...(token && !token.includes(' ') ? { token } : {}),
       ...(token && token.includes(' ') ? { extraHeaders: { Authorization: token } } : {}),
       protocolVersion: version,
-      mcpTools: FIRMWARE_TOOLS,
+      mcpTools: STOCK_TOOLS,
       mcpPageSize: 8,
     });
     this.dev = dev;
@@ -307,9 +408,7 @@ export class FleetDevice {
       if (this.dev === dev) this.#onMessage(isBinary);
     });
     dev.ws.on('close', () => {
-      if (this.dev !== dev) return;
-      this.#closed = true;
-      this.#wake();
+      if (this.dev === dev) this.noteLost();
     });
     dev.ws.on('error', () => {});
     let timer: NodeJS.Timeout | undefined;
@@ -333,9 +432,9 @@ export class FleetDevice {
       transport: 'websocket',
       audio_params: { format: 'opus', sample_rate: 16000, channels: 1, frame_duration: FRAME_MS },
     });
-    const ok = await this.#until(() => dev.sessionId !== '', Math.max(1, deadline - performance.now()), signal);
+    const ok = await this.until(() => dev.sessionId !== '', Math.max(1, deadline - performance.now()), signal);
     if (!ok) {
-      const closed = this.#closed;
+      const closed = this.lost;
       dev.drop();
       throw new Error(closed ? `connection closed before the server hello (code ${dev.closeCode})` : 'no server hello in time');
     }
@@ -344,113 +443,39 @@ export class FleetDevice {
   #onMessage(isBinary: boolean): void {
     const dev = this.dev;
     if (!dev) return;
-    const live = this.#live;
     if (isBinary) {
-      const at = dev.audio.at(-1)?.at ?? performance.now();
-      if (live) {
-        if (live.ttsStartAt !== undefined && live.ttsStopAt === undefined) live.frames.push(at);
-        else live.stray++;
-      }
+      this.noteFrame(dev.audio.at(-1)?.at ?? performance.now());
       // The simulator keeps only timestamps: drop the payloads DeviceSim recorded.
       dev.audio.length = 0;
       dev.timeline.length = 0;
     } else {
       const last = dev.json.at(-1);
-      if (live && last) {
-        const m = last.msg;
-        if (m.type === 'stt') live.sttAt ??= last.at;
-        else if (m.type === 'tts' && m.state === 'start') live.ttsStartAt ??= last.at;
-        else if (m.type === 'tts' && m.state === 'sentence_start') live.sentences++;
-        else if (m.type === 'tts' && m.state === 'stop' && live.ttsStartAt !== undefined) live.ttsStopAt ??= last.at;
-      }
+      if (last) this.noteJson(last.msg, last.at);
       if (dev.json.length > 200) dev.json.splice(0, dev.json.length - 20);
       if (dev.timeline.length > 200) dev.timeline.length = 0;
     }
-    this.#wake();
   }
 
-  /** One spoken turn in auto mode. Never throws: failures are recorded in the result. */
-  async turn(index: number, opts: TurnOptions): Promise<TurnRecord> {
+  protected sendListenStart(): void {
+    this.dev?.listen('start', { mode: 'auto' });
+  }
+
+  protected sendOpus(packet: Buffer): void {
+    this.dev?.sendOpus(packet);
+  }
+
+  protected sendAbort(): void {
+    this.dev?.abort();
+  }
+
+  async close(): Promise<void> {
+    this.endTurns();
     const dev = this.dev;
-    const live: LiveTurn = { sentences: 0, frames: [], stray: 0 };
-    const rec: TurnRecord = {
-      device: this.id.index,
-      deviceId: this.id.deviceId,
-      turn: index,
-      done: false,
-      bargeIn: false,
-      silencePackets: 0,
-      sentences: 0,
-      strayFrames: 0,
-      playback: playbackStats([]),
-    };
-    const finish = (error?: string): TurnRecord => {
-      this.#live = null;
-      if (error) rec.error = error;
-      rec.sentences = live.sentences;
-      rec.strayFrames = live.stray;
-      rec.playback = playbackStats(live.frames, FRAME_MS);
-      rec.done = live.ttsStopAt !== undefined && live.frames.length > 0;
-      if (live.frames.length > 0 && live.ttsStopAt !== undefined) rec.answerMs = live.ttsStopAt - (live.frames[0] as number);
-      return rec;
-    };
-    if (!dev || !this.connected) return finish('not connected');
-    this.#live = live;
-    dev.listen('start', { mode: 'auto' });
-
-    // Speech on a drift-free 60 ms schedule: packet k is due at t0 + k·60 ms.
-    const { speech, tail, silenceLoop } = opts.audio;
-    const t0 = performance.now();
-    let k = 0;
-    for (const p of speech) {
-      await sleepUntil(t0 + k * FRAME_MS);
-      if (!this.connected) return finish('connection closed while speaking');
-      if (opts.signal.aborted) return finish('run stopped');
-      dev.sendOpus(p);
-      k++;
-    }
-    const eosAt = performance.now();
-    rec.speechStartAt = t0;
-    rec.speechEndAt = eosAt;
-    // Encoded silence until the server has heard the end of speech (its `stt`), or the timeout.
-    const heard = (): boolean => live.sttAt !== undefined || live.ttsStartAt !== undefined;
-    const sttDeadline = eosAt + opts.sttTimeoutMs;
-    while (!heard()) {
-      const due = t0 + k * FRAME_MS;
-      if (due > sttDeadline) break;
-      await sleepUntil(due);
-      if (heard()) break;
-      if (!this.connected) return finish('connection closed while waiting for stt');
-      if (opts.signal.aborted) return finish('run stopped');
-      const s = rec.silencePackets < tail.length ? tail[rec.silencePackets] : silenceLoop[(rec.silencePackets - tail.length) % silenceLoop.length];
-      dev.sendOpus(s as Buffer);
-      rec.silencePackets++;
-      k++;
-    }
-    if (!heard()) return finish(`no stt within ${opts.sttTimeoutMs} ms of the end of speech`);
-    if (live.sttAt !== undefined) rec.eosToSttMs = live.sttAt - eosAt;
-
-    const stopped = (): boolean => live.ttsStopAt !== undefined;
-    if (opts.bargeInAfterFrames !== null) {
-      const mid = await this.#until(() => stopped() || live.frames.length >= (opts.bargeInAfterFrames as number), opts.answerTimeoutMs, opts.signal);
-      if (mid && !stopped()) {
-        rec.bargeIn = true;
-        const abortAt = performance.now();
-        dev.abort();
-        if (await this.#until(stopped, opts.answerTimeoutMs, opts.signal)) rec.abortToStopMs = (live.ttsStopAt as number) - abortAt;
-      }
-    }
-    const ok = await this.#until(stopped, opts.answerTimeoutMs, opts.signal);
-    if (live.frames.length > 0) rec.eosToFirstFrameMs = (live.frames[0] as number) - eosAt;
-    if (!ok) return finish(this.#closed ? 'connection closed during the answer' : opts.signal.aborted ? 'run stopped' : `no tts stop within ${opts.answerTimeoutMs} ms`);
-    if (live.frames.length === 0) return finish('tts stop without audio');
-    return finish();
-  }
-
-  close(): void {
-    this.#live = null;
-    this.dev?.close();
-    this.#wake();
+    if (!dev) return;
+    dev.close();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([dev.closed, new Promise((r) => (timer = setTimeout(r, 5000)))]);
+    clearTimeout(timer);
   }
 }
 

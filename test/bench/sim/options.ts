@@ -4,9 +4,13 @@
 import { parse as parseYaml } from 'yaml';
 import { setPath } from '../../../server/config.ts';
 
+export type SimTransport = 'websocket' | 'mqtt';
+
 export interface SimulationOptions {
   /** Steps: each runs this many devices at once (fresh connections). Empty: no turn steps. */
   devices: number[];
+  /** How the devices reach the server: WebSocket, or the firmware's MQTT (control) + UDP (audio). */
+  transport: SimTransport;
   /** Spoken turns per device per step. */
   turns: number;
   /** ws:// URL of a running server; unset: the simulator starts its own (child process + fakes). */
@@ -67,6 +71,7 @@ export interface SimulationOptions {
 export function defaultOptions(): SimulationOptions {
   return {
     devices: [],
+    transport: 'websocket',
     turns: 2,
     ota: true,
     bargeIn: false,
@@ -96,13 +101,17 @@ export const USAGE = `Fleet simulator: many xiaozhi devices talking to the serve
 
   npm run simulate -- --devices 1,10,25 --turns 2
   npm run simulate -- --idle 1000
+  npm run simulate -- --transport mqtt --devices 1,50 --idle 5000
   npm run simulate -- --devices 10 --url ws://127.0.0.1:8000/xiaozhi/v1/
 
 Options
   --devices N[,N...]   steps: N devices at once each (fresh connections); default 1 unless --idle
+  --transport T        websocket (default) or mqtt: MQTT control + UDP audio, as the firmware when
+                       OTA offers mqtt (the self-started server turns its broker on)
   --turns K            spoken turns per device per step (default 2)
   --barge-in           every other turn sends abort mid-answer, then listen start
-  --idle N             N devices connect (OTA + hello) and stay silent: server RSS per device
+  --idle N             N devices connect (OTA + hello; over mqtt OTA + broker only) and stay silent:
+                       server RSS per device
   --url WS_URL         use a running server instead of starting one (probes via its /metrics)
   --ota-url URL        OTA endpoint for --url (default http://<same host>/xiaozhi/ota/)
   --no-ota             skip the OTA POST (connect to the WebSocket URL directly)
@@ -162,6 +171,13 @@ export function parseArgs(argv: readonly string[]): SimulationOptions | 'help' {
           .map((s) => positiveInt('--devices', s.trim()));
         devicesGiven = true;
         break;
+      case '--transport': {
+        const t = value();
+        if (t === 'ws' || t === 'websocket') o.transport = 'websocket';
+        else if (t === 'mqtt') o.transport = 'mqtt';
+        else throw new Error(`--transport is websocket or mqtt, got ${JSON.stringify(t)}`);
+        break;
+      }
       case '--turns':
         o.turns = positiveInt(flag, value());
         break;
@@ -240,5 +256,6 @@ export function parseArgs(argv: readonly string[]): SimulationOptions | 'help' {
     if (inline !== undefined) throw new Error(`${flag} takes no value`);
   }
   if (!devicesGiven && o.idle === 0) o.devices = [1];
+  if (o.transport === 'mqtt' && !o.ota) throw new Error('--transport mqtt needs OTA (the broker credentials come from it): drop --no-ota');
   return o;
 }

@@ -83,6 +83,8 @@ export interface StepResult {
 
 export interface IdleResult {
   devices: number;
+  /** websocket: each idle device holds a session (hello); mqtt: a broker connection only. */
+  transport: 'websocket' | 'mqtt';
   connected: number;
   connectRefusals: number;
   connectMs: number;
@@ -95,6 +97,7 @@ export interface IdleResult {
 }
 
 export interface SimulationResult {
+  transport: 'websocket' | 'mqtt';
   startedServer: boolean;
   serverPid: number | null;
   wsUrl: string;
@@ -265,7 +268,7 @@ export function legend(vadSilenceMs: number | null, startedServer: boolean): str
 export function idleLines(r: IdleResult): string[] {
   const mb = (v: number | null): string => (v === null ? 'n/a' : `${v.toFixed(1)} MB`);
   return [
-    `idle: ${r.connected}/${r.devices} devices connected (OTA + hello) in ${int(r.connectMs)} ms` +
+    `idle: ${r.connected}/${r.devices} devices connected (${r.transport === 'mqtt' ? 'OTA + MQTT broker, no audio session' : 'OTA + hello'}) in ${int(r.connectMs)} ms` +
       `${r.connectRefusals ? ` (${r.connectRefusals} upgrades refused with 503 and retried after Retry-After)` : ''}; server sessions active: ${r.sessionsActive ?? 'n/a'}`,
     `idle: server RSS with 0 devices ${mb(r.rssBeforeMb)}, with ${r.connected} idle devices ${mb(r.rssIdleMb)} → ${r.rssPerDeviceKb === null ? 'n/a' : `${r.rssPerDeviceKb.toFixed(1)} KB`} per device; after disconnecting ${mb(r.rssAfterDisconnectMb)}`,
   ];

@@ -28,3 +28,11 @@ test('a switch given a value is refused, not silently ignored', () => {
   assert.throws(() => parseArgs(['--barge-in=yes']), /--barge-in takes no value/);
   assert.throws(() => parseArgs(['--devices']), /--devices needs a value/);
 });
+
+test('--transport: websocket by default, ws or mqtt; mqtt needs OTA', () => {
+  assert.equal(parsed([]).transport, 'websocket');
+  assert.equal(parsed(['--transport', 'ws']).transport, 'websocket');
+  assert.equal(parsed(['--transport=mqtt', '--idle', '5']).transport, 'mqtt');
+  assert.throws(() => parseArgs(['--transport', 'udp']), /--transport is websocket or mqtt/);
+  assert.throws(() => parseArgs(['--transport', 'mqtt', '--no-ota']), /needs OTA/);
+});
