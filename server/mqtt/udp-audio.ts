@@ -150,16 +150,26 @@ export class UdpAudio {
     this.#opts.onDrop?.(reason);
   }
 
+  /**
+   * A datagram of a known session that fails a check. From the address the device may be moving
+   * to, it ends that candidacy: the real device never sends one, while a forger's random payloads
+   * fail most of the time, so it would need MOVE_CONFIRMATIONS passes with no failure between.
+   */
+  #reject(s: UdpAudioSession, host: string, port: number, reason: UdpDropReason): void {
+    if (s.candidate && s.candidate.host === host && s.candidate.port === port) s.candidate = undefined;
+    this.#drop(reason);
+  }
+
   #receive(msg: Buffer, host: string, port: number): void {
     if (msg.length > MAX_DATAGRAM_BYTES) return this.#drop('size');
     if (msg.length < UDP_HEADER_BYTES) return this.#drop('short');
     const s = this.#sessions.get(msg.readUInt32BE(4));
     if (!s) return this.#drop('unknown_ssrc');
     const opened = openUdpPacket(s.key, msg);
-    if (!opened.ok) return this.#drop(opened.reason);
+    if (!opened.ok) return this.#reject(s, host, port, opened.reason);
     const { sequence, timestamp } = opened.header;
-    if (sequence <= s.lastSequence || sequence - s.lastSequence > MAX_SEQUENCE_JUMP) return this.#drop('replay');
-    if (!plausibleOpusFrame(opened.payload, s.opts.frameDurationMs)) return this.#drop('implausible');
+    if (sequence <= s.lastSequence || sequence - s.lastSequence > MAX_SEQUENCE_JUMP) return this.#reject(s, host, port, 'replay');
+    if (!plausibleOpusFrame(opened.payload, s.opts.frameDurationMs)) return this.#reject(s, host, port, 'implausible');
     const current = s.address;
     if (!current) {
       s.address = { host, port };
@@ -177,13 +187,15 @@ export class UdpAudio {
    * A datagram that passed every check from an address other than the device's. CTR carries no
    * tag, so one forged datagram passes the Opus check about one time in twenty: the downlink
    * moves (and the uplink sequence with it) only after MOVE_CONFIRMATIONS datagrams in a row,
-   * sequences increasing, from that one address, with none from the old address in between. A
-   * real rebinding loses that many frames once; a forger must pass the check that many times
-   * running, between two of the device's own datagrams.
+   * sequences increasing, from that one address, with none from the old address and no failed
+   * one from the new address in between (`#reject`). A real rebinding loses that many frames
+   * once; a forger must pass the check that many times running, between two of the device's own
+   * datagrams, with nothing failing.
    */
   #confirmMove(s: UdpAudioSession, host: string, port: number, sequence: number): boolean {
     const c = s.candidate;
-    if (c && c.host === host && c.port === port && sequence > c.lastSequence) {
+    // Consecutive sequences only: a device numbers every frame it sends, a forger's passes come with gaps.
+    if (c && c.host === host && c.port === port && sequence === c.lastSequence + 1) {
       c.lastSequence = sequence;
       c.count++;
     } else {
