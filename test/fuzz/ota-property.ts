@@ -29,9 +29,12 @@ export const OTA_STEP_MS = 15_000;
 export const DATA_DIR_LIMIT_BYTES = 8 * 1024 * 1024;
 
 /**
- * Bound on what is stored, measured with the server stopped (a database has checkpointed and
- * removed its log by then): at most 100 pending codes of a few hundred bytes each, plus a secret.
- * A store that kept what strangers send would pass it with three 100,000-character identities.
+ * Bound on what the fuzz makes the server store, over the empty database's own size (its schema:
+ * tables and indexes, which grow with every feature), measured with the server stopped (a
+ * database has checkpointed and removed its log by then): at most 100 pending codes of a few
+ * hundred bytes each, a secret, and in open mode a record of each invented pair with its labels
+ * cut to 100 characters. A store that kept what strangers send would pass it with three
+ * 100,000-character identities.
  */
 export const STORED_LIMIT_BYTES = 256 * 1024;
 
@@ -79,7 +82,11 @@ export async function startOtaTarget(mode: OtaAuthMode): Promise<OtaTarget> {
   const logs = createLogWatch();
   const start = (): Promise<TestApp> => startTestApp({ createConversation: recordingConversation().factory, config: configFor(mode, dataDir), logs });
   let app: TestApp;
+  let emptyBytes = 0;
   try {
+    // The empty database's size, as the restart measures it: started once and stopped.
+    await (await start()).close();
+    emptyBytes = dirBytes(dataDir);
     app = await start();
   } catch (err) {
     process.off('uncaughtException', onCrash);
@@ -98,7 +105,7 @@ export async function startOtaTarget(mode: OtaAuthMode): Promise<OtaTarget> {
       await target.app.close();
       const stored = dirBytes(dataDir);
       target.stats.storedBytes = stored;
-      assert.ok(stored <= STORED_LIMIT_BYTES, `${mode} mode: ${stored} bytes stored in the data directory after the run (limit ${STORED_LIMIT_BYTES})`);
+      assert.ok(stored - emptyBytes <= STORED_LIMIT_BYTES, `${mode} mode: ${stored - emptyBytes} bytes stored in the data directory after the run beyond the empty database's ${emptyBytes} (limit ${STORED_LIMIT_BYTES})`);
       target.app = await start();
       const probe = await sendRaw(target.app.port, rawRequest(target.app.port, { path: '/xiaozhi/ota/', headers: [['Content-Type', 'application/json']], body: Buffer.from('{}'), label: 'probe' }));
       assert.ok(probe.status === 200 || (mode === 'activation' && probe.status === 503), `after a restart on the fuzzed data directory OTA answered ${probe.status}`);
