@@ -25,7 +25,9 @@ if (files.length === 0) {
   console.error('no test files matched', filters);
   process.exit(1);
 }
-const concurrency = process.env.TEST_CONCURRENCY ?? '2';
+// Three files at once: most of the suite waits on real-time playback, not on the CPU (on 2 cores
+// 965 tests took 10.0 min two at a time, 7.4 min three at a time).
+const concurrency = process.env.TEST_CONCURRENCY ?? '3';
 const result = spawnSync(
   process.execPath,
   ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files],
