@@ -4,7 +4,8 @@
  * tells every replica); the replica holding the device, or the first to see it connect, claims it
  * with one conditional update (exactly one wins), delivers it and writes how it went, which the
  * asking replica reads. Bounded: per device at most `maxPerDevice` wait (the oldest is dropped),
- * expired ones and finished ones older than KEEP_DONE_MS are deleted at each add.
+ * expired ones are deleted at each add, finished ones older than KEEP_DONE_MS at most once a
+ * minute (that delete reads the whole table).
  */
 import type { Selectable } from 'kysely';
 import type { PushMessagesTable } from './schema.ts';
@@ -62,7 +63,15 @@ export interface PushMessages {
   release(id: string): Promise<void>;
   /** Whether another replica is alive now (heart-beating): only then can one hold a device this one does not. */
   othersAlive(replica: string): Promise<boolean>;
+  /**
+   * Messages claimed by a replica that stopped heart-beating (it crashed or was stopped between
+   * claim and delivery) made pending again, never `replica`'s own; how many.
+   */
+  releaseOrphaned(replica: string): Promise<number>;
 }
+
+/** How often finished messages past KEEP_DONE_MS are deleted. */
+const CLEAN_DONE_EVERY_MS = 60_000;
 
 function fromRow(r: Selectable<PushMessagesTable>): PushMessage {
   return {
@@ -82,6 +91,7 @@ function fromRow(r: Selectable<PushMessagesTable>): PushMessage {
 export class StorePushMessages implements PushMessages {
   readonly #w: Writer;
   readonly #now: () => number;
+  #cleanedDone = 0;
 
   constructor(writer: Writer, now: () => number = Date.now) {
     this.#w = writer;
@@ -92,7 +102,10 @@ export class StorePushMessages implements PushMessages {
     const now = this.#now();
     return this.#w.write(async (trx, changed) => {
       const expired = await trx.deleteFrom('push_messages').where('state', '=', 'pending').where('expires_ms', '<=', now).executeTakeFirst();
-      await trx.deleteFrom('push_messages').where('state', '<>', 'pending').where('created_ms', '<', now - KEEP_DONE_MS).execute();
+      if (now - this.#cleanedDone >= CLEAN_DONE_EVERY_MS) {
+        this.#cleanedDone = now;
+        await trx.deleteFrom('push_messages').where('state', '<>', 'pending').where('created_ms', '<', now - KEEP_DONE_MS).execute();
+      }
       await trx
         .insertInto('push_messages')
         .values({ id: m.id, device_id: m.deviceId, client_id: m.clientId, text: m.text, interrupt: m.interrupt ? 1 : 0, source: m.source, state: 'pending', claimed_by: null, created_ms: now, expires_ms: m.expiresMs })
@@ -155,6 +168,19 @@ export class StorePushMessages implements PushMessages {
 
   async release(id: string): Promise<void> {
     await this.#w.db.updateTable('push_messages').set({ state: 'pending', claimed_by: null }).where('id', '=', id).where('state', '=', 'claimed').execute();
+  }
+
+  async releaseOrphaned(replica: string): Promise<number> {
+    const alive = this.#w.db.selectFrom('replicas').select('replica').where('heartbeat_ms', '>=', this.#now() - REPLICA_TIMEOUT_MS);
+    const u = await this.#w.db
+      .updateTable('push_messages')
+      .set({ state: 'pending', claimed_by: null })
+      .where('state', '=', 'claimed')
+      .where('claimed_by', '<>', replica)
+      .where('claimed_by', 'not in', alive)
+      .where('expires_ms', '>', this.#now())
+      .executeTakeFirst();
+    return Number(u.numUpdatedRows);
   }
 
   async othersAlive(replica: string): Promise<boolean> {

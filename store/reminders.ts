@@ -142,6 +142,8 @@ export class StoreReminders implements RemindersStore {
       .set({ state: 'firing', claimed_by: replica, claimed_ms: now })
       .where('id', '=', id)
       .where('state', '=', 'pending')
+      // Still due: another replica may have put it back for a later try since it was read.
+      .where('next_ms', '<=', now)
       .executeTakeFirst();
     return Number(r.numUpdatedRows) === 1;
   }

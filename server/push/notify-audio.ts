@@ -26,10 +26,12 @@ const SYNTH_TIMEOUT_MS = 30_000;
 
 /** `text` in `deviceId`'s agent's voice as an Ogg/Opus file. */
 export async function notifyAudio(o: NotifyAudioOptions, deviceId: string, text: string): Promise<Buffer> {
-  const held = o.profileFor(deviceId);
   const media = await o.media.open({ vad: o.vad, downlinkSampleRate: o.sampleRate, complexity: o.complexity }, o.log);
   const signal = AbortSignal.timeout(SYNTH_TIMEOUT_MS);
+  // Held only once the media state is there: a failed open leaves no profile held.
+  let held: HeldProfile | undefined;
   try {
+    held = o.profileFor(deviceId);
     const tts = held.profile.tts;
     // Cut like a turn's text: the synthesis works a sentence at a time.
     const cutter = createSentenceCutter({ maxChars: 160, firstCutMinChars: Number.MAX_SAFE_INTEGER });
@@ -41,6 +43,6 @@ export async function notifyAudio(o: NotifyAudioOptions, deviceId: string, text:
     return oggOpus(packets, { inputSampleRate: o.sampleRate });
   } finally {
     media.close();
-    held.release();
+    held?.release();
   }
 }

@@ -44,6 +44,8 @@ const POLL_MS = 250;
 export const SWEEP_MS = 5000;
 /** Waiting messages one sweep reads at most. */
 const SWEEP_ROWS = 200;
+/** How often a replica gives back messages claimed by replicas that stopped (crash, kill). */
+const ORPHANS_EVERY_MS = 60_000;
 
 export interface PushDeliveryOptions {
   config: PushConfig;
@@ -88,6 +90,7 @@ export class PushDelivery implements Push {
   #warnedNoUrl = false;
   readonly #sweep: NodeJS.Timeout;
   #sweeping = false;
+  #releasedOrphans = 0;
 
   constructor(o: PushDeliveryOptions) {
     this.#o = o;
@@ -99,13 +102,26 @@ export class PushDelivery implements Push {
     this.#sweep.unref();
   }
 
-  /** Claims and delivers the waiting messages of devices held here that nobody announced. */
+  /**
+   * Claims and delivers the waiting messages of devices held here that nobody announced, and
+   * (once a minute) gives back messages a stopped replica had claimed but not delivered.
+   */
   async #sweepHeld(): Promise<void> {
     if (this.#sweeping || this.#closing.signal.aborted) return;
     this.#sweeping = true;
     try {
-      for (const m of await this.#o.store.pushMessages.pending(SWEEP_ROWS)) {
-        if (!this.#holds(m.deviceId)) continue;
+      const { pushMessages, replica } = this.#o.store;
+      if (this.#now() - this.#releasedOrphans >= ORPHANS_EVERY_MS) {
+        this.#releasedOrphans = this.#now();
+        const back = await pushMessages.releaseOrphaned(replica);
+        if (back > 0) this.#log.warn({ messages: back }, 'push: messages claimed by a stopped replica given back');
+      }
+      // The devices held here, once per sweep (not a scan of every session per waiting row).
+      const sessions = new Set<string>();
+      for (const x of this.#o.registry.list()) if (!x.ended && x.helloDone && x.deviceId) sessions.add(x.deviceId.toLowerCase());
+      for (const m of await pushMessages.pending(SWEEP_ROWS)) {
+        const d = m.deviceId.toLowerCase();
+        if (!sessions.has(d) && this.#idleLink(d, null) === undefined) continue;
         const claimed = await this.#o.store.pushMessages.claim(m.id, this.#o.store.replica);
         if (claimed) await this.#deliverClaimed(claimed, {});
       }
@@ -192,7 +208,10 @@ export class PushDelivery implements Push {
       return { status: 'queued', id };
     }
     done = await this.#waitDelivered(id, wait);
-    return done ?? { status: 'queued', id };
+    if (done) return done;
+    // The queue is off: a message the holder gave back (its device left) is withdrawn, not kept.
+    if (ttl === 0 && (await pushMessages.cancel(id))) return { status: 'refused', reason: 'offline' };
+    return { status: 'queued', id };
   }
 
   /** The outcome once a replica has delivered message `id`, or undefined after `ms`. */

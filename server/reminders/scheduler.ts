@@ -114,8 +114,12 @@ export class ReminderScheduler {
     return delivered;
   }
 
-  async #fire(r: Reminder, now: number): Promise<boolean> {
+  async #fire(r: Reminder, polledAt: number): Promise<boolean> {
     const { store, replica } = this.#o;
+    // The claim carries the time it is made, not the poll's: a poll's later batches come after
+    // earlier deliveries, and a claim stamped with the poll's start would look abandoned to
+    // another replica (and be fired twice).
+    const now = Math.max(polledAt, this.#now());
     if (!(await store.claim(r.id, replica, now))) return false;
     if (now - r.dueMs > this.#o.staleAfterMs) {
       await store.delivered(r.id, replica);

@@ -53,5 +53,27 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
         await store.close();
       }
     });
+
+    test('messages claimed by a replica that stopped heart-beating are given back; live claims and finished ones stay', async () => {
+      const now = 2_000_000;
+      const store = await open(await target.fresh(), { now: () => now });
+      try {
+        const pm = store.pushMessages;
+        const add = (id: string) => pm.add({ id, deviceId: MAC, clientId: null, text: `text ${id}`, interrupt: false, source: 'admin', expiresMs: now + 60_000 }, 10);
+        for (const id of ['o1', 'o2', 'o3', 'o4']) await add(id);
+        assert.ok(await pm.claim('o1', 'R-dead'));
+        assert.ok(await pm.claim('o2', store.replica));
+        assert.ok(await pm.claim('o3', 'R-dead'));
+        await pm.finish('o3', 'spoken');
+        assert.ok(await pm.claim('o4', 'R-asking'));
+        // R-asking is not heart-beating either, but its own claims are never given back by itself.
+        assert.equal(await pm.releaseOrphaned('R-asking'), 1);
+        assert.deepEqual(await Promise.all(['o1', 'o2', 'o3', 'o4'].map(async (id) => (await pm.get(id))?.state)), ['pending', 'claimed', 'spoken', 'claimed']);
+        assert.equal(await pm.releaseOrphaned(store.replica), 1, 'o4, claimed by a replica without a heartbeat');
+        assert.equal((await pm.get('o1'))?.claimedBy, null);
+      } finally {
+        await store.close();
+      }
+    });
   });
 }

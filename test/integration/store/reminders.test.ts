@@ -74,6 +74,8 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
         await one.reminders.release(r.id, winner, T0 + 30_000);
         assert.deepEqual(await one.reminders.due(T0 + 29_999, 10), []);
         assert.deepEqual((await one.reminders.due(T0 + 30_000, 10)).map((x) => x.dueMs), [T0], 'still due at its own time');
+        // A replica that read the row as due before it was put back for later cannot claim it early.
+        assert.equal(await two.reminders.claim(r.id, 'two', T0 + 29_999), false, 'not before its next try');
         // A claim whose replica died is given back once old enough.
         assert.ok(await two.reminders.claim(r.id, 'two', T0 + 30_000));
         assert.equal(await one.reminders.releaseAbandoned(T0 + 30_000), 0);
