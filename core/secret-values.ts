@@ -27,6 +27,8 @@ export class SecretValues {
   readonly #words = new Set<string>();
   /** Their distinct lengths, longest first (a run is searched for each). */
   #lengths: number[] = [];
+  /** How many word-shaped values have each length (an eviction must not scan them all). */
+  readonly #perLength = new Map<number, number>();
   #runPattern: RegExp | null = null;
   /** Other values, found by one pattern of all their forms. */
   readonly #others = new Set<string>();
@@ -80,7 +82,9 @@ export class SecretValues {
   #insert(value: string): void {
     if (WORD_SHAPED.test(value)) {
       this.#words.add(value);
-      if (!this.#lengths.includes(value.length)) this.#setLengths([...this.#lengths, value.length]);
+      const n = this.#perLength.get(value.length) ?? 0;
+      this.#perLength.set(value.length, n + 1);
+      if (n === 0) this.#setLengths([...this.#lengths, value.length]);
     } else {
       this.#others.add(value);
       this.#pattern = null;
@@ -89,7 +93,13 @@ export class SecretValues {
 
   #remove(value: string): void {
     if (this.#words.delete(value)) {
-      if (![...this.#words].some((w) => w.length === value.length)) this.#setLengths(this.#lengths.filter((l) => l !== value.length));
+      const n = (this.#perLength.get(value.length) ?? 1) - 1;
+      if (n > 0) {
+        this.#perLength.set(value.length, n);
+      } else {
+        this.#perLength.delete(value.length);
+        this.#setLengths(this.#lengths.filter((l) => l !== value.length));
+      }
     } else if (this.#others.delete(value)) {
       this.#pattern = null;
     }

@@ -188,6 +188,9 @@ export async function startMqttTransport(opts: MqttTransportOptions): Promise<Mq
     queueLimit: 16,
     maxInflightInbound: 4,
     maxTopicLevels: 8,
+    // The firmware sets no will; one would be published (and handled as the device's message) on
+    // an abnormal close, after the link is gone.
+    preConnect: (_client, packet, done) => (packet.will ? done(new Error('will messages are not offered'), false) : done(null, true)),
     authenticate: (client, username, password, done) => {
       const conn = conns.get(client.conn);
       const decision = checkMqttCredentials(client.id ?? '', username, password, opts.auth);
@@ -197,9 +200,15 @@ export async function startMqttTransport(opts: MqttTransportOptions): Promise<Mq
         (err as { returnCode: number }).returnCode = code;
         done(err, false);
       };
+      // As the WebSocket upgrade: valid credentials of a mode that binds devices spend their own
+      // budget per address and device (a device reconnecting in a loop spends only its own, never
+      // its neighbours'); anything else, failed CONNECTs and open mode's credentials (OTA hands
+      // them to anyone), spends the address's shared budget, so no address can CONNECT at line rate.
+      const credentialed = decision.ok && opts.auth.mode !== 'open';
+      if (conn && !(credentialed && decision.ok ? perAddress.takeAuthenticatedUpgrade(conn.address, pairKey(decision.deviceId, decision.clientId)) : perAddress.takeUpgrade(conn.address))) {
+        return refuse(3, 'connect rate per address');
+      }
       if (!decision.ok) return refuse(4, decision.reason);
-      // A device reconnecting in a loop spends only its own budget, never its neighbours'.
-      if (conn && !perAddress.takeAuthenticatedUpgrade(conn.address, pairKey(decision.deviceId, decision.clientId))) return refuse(3, 'connect rate per device');
       pairs.set(client, { deviceId: decision.deviceId, clientId: decision.clientId });
       done(null, true);
     },

@@ -33,7 +33,7 @@ interface Rig {
   section(deviceId: string, clientId: string, generation?: number | null): MqttSection;
 }
 
-async function startRig(store: Store, mode: AuthMode, opts: { idleTimeoutMs?: number; maxPacketBytes?: number; tls?: { cert: string; key: string }; perAddress?: number } = {}): Promise<Rig> {
+async function startRig(store: Store, mode: AuthMode, opts: { idleTimeoutMs?: number; maxPacketBytes?: number; tls?: { cert: string; key: string }; perAddress?: number; connectRate?: { perSecond: number; burst: number } } = {}): Promise<Rig> {
   const registry = new SessionRegistry();
   const rec = recordingConversation();
   const drops: UdpDropReason[] = [];
@@ -57,7 +57,7 @@ async function startRig(store: Store, mode: AuthMode, opts: { idleTimeoutMs?: nu
     session: { helloTimeoutMs: 10_000, idleTimeoutMs: opts.idleTimeoutMs ?? 60_000, outputSampleRate: 24000, frameDurationMs: 60, maxSessions: 0 },
     controlRate: { perSecond: 20, burst: 100 },
     maxConnectionsPerAddress: opts.perAddress ?? 0,
-    connectRate: { perSecond: 1000, burst: 1000 },
+    connectRate: opts.connectRate ?? { perSecond: 1000, burst: 1000 },
     onUdpDrop: (r) => drops.push(r),
   });
   const section = (deviceId: string, clientId: string, generation: number | null = null): MqttSection =>
@@ -404,6 +404,33 @@ describe('MQTT+UDP transport', () => {
     } finally {
       await rig.transport.close();
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a CONNECT carrying a will is refused (it would be published as the device\'s message after the link is gone)', async () => {
+    const section = open.section('a0:00:00:00:00:0a', 'client-10');
+    await assert.rejects(MqttUdpClient.connect(section, {}, { will: { topic: 'device-server', payload: Buffer.from('{"type":"hello","version":3,"transport":"udp"}'), qos: 0, retain: false } }));
+    assert.equal(open.transport.find('a0:00:00:00:00:0a'), undefined);
+    const dev = await MqttUdpClient.connect(section);
+    await dev.close();
+  });
+
+  test('failed CONNECTs spend the address\'s budget, as failed WebSocket upgrades do; a bound device keeps its own', async () => {
+    const rig = await startRig(store, 'activation', { connectRate: { perSecond: 0.001, burst: 3 } });
+    try {
+      const code = await store.registry.pendingCode('a0:00:00:00:00:0b', 'client-11', '127.0.0.1');
+      assert.ok(code);
+      const bound = await store.registry.bind(code.code);
+      assert.ok(bound.ok);
+      await waitFor(() => store.registry.isBound('a0:00:00:00:00:0b', 'client-11'), { what: 'the binding' });
+      const stranger = rig.section('a0:00:00:00:00:0c', 'client-12', 1);
+      for (let i = 0; i < 3; i++) await assert.rejects(MqttUdpClient.connect(stranger), /Bad username or password|Not authorized/i);
+      // The address's budget is spent: the next attempt is refused before its credentials are looked at.
+      await assert.rejects(MqttUdpClient.connect(stranger), /Server unavailable/i);
+      const dev = await MqttUdpClient.connect(rig.section('a0:00:00:00:00:0b', 'client-11', bound.device.generation));
+      await dev.close();
+    } finally {
+      await rig.transport.close();
     }
   });
 
