@@ -23,7 +23,6 @@ import { PushDelivery } from './push/push-delivery.ts';
 import { AudioClips, pushAudioRoute } from './push/audio-clips.ts';
 import { notifyAudio } from './push/notify-audio.ts';
 import type { IdleDeviceLinks } from './push/idle-links.ts';
-import { recordSessions } from './app.ts';
 import type { MqttTransport } from './mqtt/transport.ts';
 import { mqttTransportFor } from './mqtt/transport-for-config.ts';
 import { ReminderScheduler } from './reminders/scheduler.ts';
@@ -153,17 +152,14 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
   let app: App;
   let mqtt: MqttTransport | undefined;
   try {
-    const recordMqtt = recordSessions(store, config, log);
     mqtt = await mqttTransportFor(config, log, {
       store,
       registry,
       createConversation,
       admission,
-      // The store's record of the session, then push (queued messages): as the WebSocket route does.
-      onSessionOpened: (s, ended) => {
-        recordMqtt(s, ended);
-        push.onSessionOpened(s);
-      },
+      // The app's hook, the one the WebSocket route calls (the store's record, then push's queued
+      // messages). Sessions open only once the app listens, so `app` is set by then.
+      onSessionOpened: (s, ended) => app.sessionOpened(s, ended),
       onUdpDrop: (reason) => metrics.udpDropped(reason),
     });
     if (mqtt) metrics.bind({ mqtt: mqtt.stats });
