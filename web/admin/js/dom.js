@@ -63,3 +63,22 @@ export function confirmButton(label, confirmLabel, action, attrs = {}) {
 export function fill(root, ...children) {
   root.replaceChildren(...children.flat(2).filter((c) => c !== null && c !== undefined && c !== false));
 }
+
+/**
+ * A section of a device's card that loads when opened (`load(body)`), and stays open across the
+ * console's redraws: `opened` holds the Device-Ids whose section is open.
+ */
+export function lazySection(title, className, deviceId, opened, load) {
+  const body = h('div', { class: `${className}-body` });
+  const details = h('details', { class: className, open: opened.has(deviceId) }, h('summary', {}, title), body);
+  details.addEventListener('toggle', () => {
+    if (details.open) {
+      opened.add(deviceId);
+      void load(body);
+    } else {
+      opened.delete(deviceId);
+    }
+  });
+  if (opened.has(deviceId)) void load(body);
+  return details;
+}

@@ -2,7 +2,7 @@
 // summaries, loaded when the section is opened, and a delete of all of it. Every text is the
 // user's or the model's words: set as text, never parsed as markup.
 import { deleteDeviceMemory, deviceHistory, deviceMemory } from './api.js';
-import { ago, confirmButton, fill, h } from './dom.js';
+import { ago, confirmButton, fill, h, lazySection } from './dom.js';
 
 /** Device-Ids whose memory section is open: kept open across the console's redraws. */
 const opened = new Set();
@@ -37,16 +37,5 @@ async function load(body, deviceId, done) {
 
 /** The memory section of a device's card. `done(message, isError)` reports a change. */
 export function memorySection(deviceId, done) {
-  const body = h('div', { class: 'memory-body' });
-  const details = h('details', { class: 'memory', open: opened.has(deviceId) }, h('summary', {}, 'Memory'), body);
-  details.addEventListener('toggle', () => {
-    if (details.open) {
-      opened.add(deviceId);
-      void load(body, deviceId, done);
-    } else {
-      opened.delete(deviceId);
-    }
-  });
-  if (opened.has(deviceId)) void load(body, deviceId, done);
-  return details;
+  return lazySection('Memory', 'memory', deviceId, opened, (body) => load(body, deviceId, done));
 }

@@ -2,7 +2,7 @@
 // time), loaded when the section is opened, each with a cancel. The texts are the user's words:
 // set as text, never parsed as markup.
 import { cancelDeviceReminder, deviceReminders } from './api.js';
-import { confirmButton, fill, h } from './dom.js';
+import { confirmButton, fill, h, lazySection } from './dom.js';
 
 /** Device-Ids whose reminders section is open: kept open across the console's redraws. */
 const opened = new Set();
@@ -33,16 +33,5 @@ async function load(body, deviceId, done) {
 
 /** The reminders section of a device's card. `done(message, isError)` reports a change. */
 export function remindersSection(deviceId, done) {
-  const body = h('div', { class: 'reminders-body' });
-  const details = h('details', { class: 'reminders', open: opened.has(deviceId) }, h('summary', {}, 'Reminders'), body);
-  details.addEventListener('toggle', () => {
-    if (details.open) {
-      opened.add(deviceId);
-      void load(body, deviceId, done);
-    } else {
-      opened.delete(deviceId);
-    }
-  });
-  if (opened.has(deviceId)) void load(body, deviceId, done);
-  return details;
+  return lazySection('Reminders', 'reminders', deviceId, opened, (body) => load(body, deviceId, done));
 }
