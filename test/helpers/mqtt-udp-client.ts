@@ -8,15 +8,10 @@ import { createSocket, type Socket } from 'node:dgram';
 import { connectAsync, type IClientOptions, type MqttClient } from 'mqtt';
 import { aesCtr, UDP_HEADER_BYTES } from '../../protocol/udp-packet.ts';
 import { waitFor } from './wait.ts';
+import type { MqttOtaSection } from '../../server/mqtt/transport.ts';
 
-export interface MqttSection {
-  endpoint: string;
-  client_id: string;
-  username: string;
-  password: string;
-  keepalive: number;
-  publish_topic: string;
-}
+/** The fields of the OTA `mqtt` section a client uses: the server's own type, not a copy. */
+export type MqttSection = Pick<MqttOtaSection, 'endpoint' | 'client_id' | 'username' | 'password' | 'keepalive' | 'publish_topic'>;
 
 export interface UdpBlock {
   server: string;
