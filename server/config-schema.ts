@@ -359,9 +359,10 @@ export const McpEndpointSchema = z.strictObject({
  * (AES-128-CTR). Off by default: the firmware prefers `mqtt` over `websocket` whenever OTA offers it.
  */
 export const MqttSchema = z.strictObject({
-  /** Runs the broker and the UDP socket, and OTA offers `mqtt` to devices. */
+  /** Runs the embedded broker and the UDP socket, and OTA offers `mqtt` to devices (the gateway needs no broker here). */
   enabled: z.boolean().default(false),
-  host: z.string().min(1).default('0.0.0.0'),
+  /** Interface of the broker and the UDP socket; empty: `server.host` (which `HOST` sets), as the HTTP listener. */
+  host: z.string().default(''),
   /** TCP port of the broker: 1883, or 8883 with TLS (the firmware uses TLS exactly on port 8883). */
   port: z.number().int().min(0).max(65535).default(1883),
   /** PEM files; both set: the broker speaks TLS (give port 8883). */

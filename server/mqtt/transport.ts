@@ -242,7 +242,8 @@ export async function startMqttTransport(opts: MqttTransportOptions): Promise<Mq
       client.close();
       return undefined;
     }
-    const linkLog = log.child({ deviceId: pair.deviceId, clientId: pair.clientId, transport: 'mqtt' });
+    // `log` already says `transport: mqtt` (transport-for-config.ts): a second binding would repeat the key on every line.
+    const linkLog = log.child({ deviceId: pair.deviceId, clientId: pair.clientId });
     const link = new MqttDeviceLink(client, conn.socket, pair.deviceId, pair.clientId, ctx, linkLog);
     linkByClient.set(client, link);
     const old = links.get(key);
@@ -336,7 +337,13 @@ export async function startMqttTransport(opts: MqttTransportOptions): Promise<Mq
   }
   const address = server.address();
   const ports = { mqtt: typeof address === 'object' && address ? address.port : mqtt.port, udp: audio.port };
-  log.info({ mqtt: `${mqtt.host}:${ports.mqtt}`, udp: ports.udp, tls }, 'MQTT broker and UDP audio listening');
+  // The firmware prefers `mqtt` over `websocket` whenever OTA offers it: the operator must know
+  // that devices leave the WebSocket, and that both ports have to be reachable (TCP alone lets a
+  // device connect and say hello, and then no audio flows).
+  log.info(
+    { mqtt: `${mqtt.host}:${ports.mqtt}`, udp: ports.udp, tls, open: [`${ports.mqtt}/tcp`, `${ports.udp}/udp`] },
+    `MQTT broker and UDP audio listening: open TCP ${ports.mqtt}${tls ? ' (TLS)' : ''} and UDP ${ports.udp} to the devices; devices offered mqtt at OTA move from the WebSocket to MQTT`,
+  );
 
   const find = (deviceId: string, clientId?: string): MqttDeviceLink | undefined => {
     if (clientId !== undefined) return links.get(pairKey(deviceId, clientId));
