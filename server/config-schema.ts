@@ -380,6 +380,12 @@ export const MqttSchema = z.strictObject({
   publishTopic: z.string().min(1).max(64).default('device-server'),
   /** Concurrent broker connections; past it new ones are refused. */
   maxConnections: z.number().int().min(1).default(10_000),
+  /**
+   * Connections per address that have not had a CONNECT accepted yet (a device's is pending for
+   * milliseconds); one more closes the address's oldest. They do not count against
+   * `server.maxSessionsPerIp`, which limits the authenticated ones.
+   */
+  maxPendingPerAddress: z.number().int().min(2).max(10_000).default(16),
   /** Largest MQTT packet accepted, in bytes. */
   maxPacketBytes: z.number().int().min(1024).max(1_048_576).default(65_536),
   /**

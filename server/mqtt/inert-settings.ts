@@ -10,7 +10,7 @@ import { MqttSchema } from '../config-schema.ts';
 type MqttConfig = z.output<typeof MqttSchema>;
 
 /** Keys only the embedded broker reads (`keepaliveS` goes to the gateway's section too). */
-const BROKER_KEYS = ['host', 'port', 'tlsCert', 'tlsKey', 'publicEndpoint', 'udpPort', 'udpPublicHost', 'publishTopic', 'maxConnections', 'maxPacketBytes'] as const;
+const BROKER_KEYS = ['host', 'port', 'tlsCert', 'tlsKey', 'publicEndpoint', 'udpPort', 'udpPublicHost', 'publishTopic', 'maxConnections', 'maxPendingPerAddress', 'maxPacketBytes'] as const;
 
 const DEFAULTS = MqttSchema.parse({});
 

@@ -33,7 +33,17 @@ interface Rig {
   section(deviceId: string, clientId: string, generation?: number | null): MqttSection;
 }
 
-async function startRig(store: Store, mode: AuthMode, opts: { idleTimeoutMs?: number; maxPacketBytes?: number; tls?: { cert: string; key: string }; perAddress?: number; connectRate?: { perSecond: number; burst: number } } = {}): Promise<Rig> {
+interface RigOptions {
+  idleTimeoutMs?: number;
+  maxPacketBytes?: number;
+  tls?: { cert: string; key: string };
+  perAddress?: number;
+  maxPendingPerAddress?: number;
+  connectDeadlines?: { normalMs: number; pressuredMs: number };
+  connectRate?: { perSecond: number; burst: number };
+}
+
+async function startRig(store: Store, mode: AuthMode, opts: RigOptions = {}): Promise<Rig> {
   const registry = new SessionRegistry();
   const rec = recordingConversation();
   const drops: UdpDropReason[] = [];
@@ -45,6 +55,7 @@ async function startRig(store: Store, mode: AuthMode, opts: { idleTimeoutMs?: nu
       port: 0,
       udpPort: 0,
       ...(opts.maxPacketBytes ? { maxPacketBytes: opts.maxPacketBytes } : {}),
+      ...(opts.maxPendingPerAddress ? { maxPendingPerAddress: opts.maxPendingPerAddress } : {}),
       ...(opts.tls ? { tlsCert: opts.tls.cert, tlsKey: opts.tls.key } : {}),
     }),
     log: silentLogger,
@@ -59,6 +70,7 @@ async function startRig(store: Store, mode: AuthMode, opts: { idleTimeoutMs?: nu
     maxConnectionsPerAddress: opts.perAddress ?? 0,
     connectRate: opts.connectRate ?? { perSecond: 1000, burst: 1000 },
     onUdpDrop: (r) => drops.push(r),
+    ...(opts.connectDeadlines ? { connectDeadlines: opts.connectDeadlines } : {}),
   });
   const section = (deviceId: string, clientId: string, generation: number | null = null): MqttSection =>
     transport.otaSection({ deviceId, clientId, generation, host: '127.0.0.1' }) as unknown as MqttSection;
@@ -365,24 +377,66 @@ describe('MQTT+UDP transport', () => {
     assert.equal(rig.transport.find('a0:00:00:00:00:07'), undefined);
   });
 
-  test('open connections per address are limited: past the limit a connection is closed at once', async () => {
-    const rig = await startRig(store, 'open', { perAddress: 2 });
+  test('connections per address: those without CONNECT count apart from devices, so they lock no device out', async () => {
+    const rig = await startRig(store, 'open', { perAddress: 2, maxPendingPerAddress: 4 });
     const idle = [tcpConnect(rig.transport.ports.mqtt, '127.0.0.1'), tcpConnect(rig.transport.ports.mqtt, '127.0.0.1')];
+    const devices: MqttUdpClient[] = [];
     try {
       for (const s of idle) await new Promise<void>((resolve) => s.once('connect', () => resolve()));
       await sleep(100);
-      // Two strangers hold the address's connections without a CONNECT: a third is cut off.
-      const third = tcpConnect(rig.transport.ports.mqtt, '127.0.0.1');
-      third.on('error', () => {});
-      await new Promise<void>((resolve) => third.once('close', () => resolve()));
-      await assert.rejects(MqttUdpClient.connect(rig.section('a0:00:00:00:00:0c', 'client-12')));
-      // Once one of them leaves, a device gets in.
-      idle[0]?.destroy();
-      await sleep(100);
-      const dev = await MqttUdpClient.connect(rig.section('a0:00:00:00:00:0c', 'client-12'));
-      await dev.close();
+      // Two strangers hold connections without a CONNECT: devices of the address still get in,
+      // up to the address's limit of authenticated connections.
+      devices.push(await MqttUdpClient.connect(rig.section('a0:00:00:00:00:0c', 'client-12')));
+      devices.push(await MqttUdpClient.connect(rig.section('a0:00:00:00:00:0d', 'client-13')));
+      await assert.rejects(MqttUdpClient.connect(rig.section('a0:00:00:00:00:0e', 'client-14')), /Server unavailable/i);
+      // A device reconnecting replaces its own connection even at the limit.
+      const again = await MqttUdpClient.connect(rig.section('a0:00:00:00:00:0c', 'client-12'));
+      devices.push(again);
+      // Once one leaves, another device gets in.
+      await devices[1]!.close();
+      await waitFor(() => rig.transport.find('a0:00:00:00:00:0d') === undefined, { what: 'the device to leave' });
+      devices.push(await MqttUdpClient.connect(rig.section('a0:00:00:00:00:0e', 'client-14')));
+      assert.ok(idle.every((s) => !s.destroyed), 'two pending connections are under the pending limit');
     } finally {
       for (const s of idle) s.destroy();
+      await Promise.all(devices.map((d) => d.close()));
+      await rig.transport.close();
+    }
+  });
+
+  test('70 connections that never send CONNECT from one address: a bound device there still connects, and they are closed early', async () => {
+    // Deadlines far apart, so only the one under pressure can close the strangers within the wait.
+    const rig = await startRig(store, 'activation', { perAddress: 64, connectDeadlines: { normalMs: 120_000, pressuredMs: 1_000 } });
+    const strangers: ReturnType<typeof tcpConnect>[] = [];
+    let closed = 0;
+    try {
+      const code = await store.registry.pendingCode('a0:00:00:00:00:0f', 'client-15', '127.0.0.1');
+      assert.ok(code);
+      const bound = await store.registry.bind(code.code);
+      assert.ok(bound.ok);
+      await waitFor(() => store.registry.isBound('a0:00:00:00:00:0f', 'client-15'), { what: 'the binding' });
+      for (let i = 0; i < 70; i++) {
+        const s = tcpConnect(rig.transport.ports.mqtt, '127.0.0.1');
+        s.on('error', () => {});
+        s.once('close', () => closed++);
+        strangers.push(s);
+      }
+      await Promise.all(strangers.map((s) => new Promise<void>((resolve) => (s.readyState === 'open' ? resolve() : s.once('connect', () => resolve()).once('close', () => resolve())))));
+      // Past the address's pending limit the oldest are closed as newer ones arrive.
+      await waitFor(() => closed >= 70 - 16, { what: 'the oldest pending connections to be closed' });
+      const dev = await MqttUdpClient.connect(rig.section('a0:00:00:00:00:0f', 'client-15', bound.device.generation));
+      try {
+        await dev.hello();
+        // The rest go at the shorter deadline, the device's connection stays.
+        await waitFor(() => closed === 70, { what: 'every stranger closed under pressure', timeoutMs: 30_000 });
+        assert.ok(dev.mqtt.connected);
+        const link = rig.transport.find('a0:00:00:00:00:0f');
+        assert.ok(link?.inSession);
+      } finally {
+        await dev.close();
+      }
+    } finally {
+      for (const s of strangers) s.destroy();
       await rig.transport.close();
     }
   });
@@ -392,8 +446,14 @@ describe('MQTT+UDP transport', () => {
     const cert = join(dir, 'cert.pem');
     const key = join(dir, 'key.pem');
     execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost'], { stdio: 'ignore' });
-    const rig = await startRig(store, 'open', { tls: { cert, key } });
+    const rig = await startRig(store, 'open', { tls: { cert, key }, maxPendingPerAddress: 2 });
     try {
+      // A connection that never finishes its handshake is pending too: past the address's
+      // pending limit the oldest goes, as for plain MQTT.
+      const silent = [0, 1, 2].map(() => tcpConnect(rig.transport.ports.mqtt, '127.0.0.1').on('error', () => {}));
+      await new Promise<void>((resolve) => silent[0]!.once('close', () => resolve()));
+      assert.ok(!silent[2]!.destroyed);
+      for (const s of silent) s.destroy();
       const section = rig.section('a0:00:00:00:00:09', 'client-9');
       // Plain MQTT to a TLS port gets nowhere.
       await assert.rejects(MqttUdpClient.connect(section, {}, { connectTimeout: 1000 }));
