@@ -46,7 +46,7 @@ export interface UdpAudioSessionOptions {
 }
 
 /** An address whose datagrams pass every check: where the device may be (see UdpAudio#consider). */
-interface Candidate {
+export interface Candidate {
   host: string;
   port: number;
   /** Sequence of the chain's first datagram, and of its last. */
