@@ -227,10 +227,9 @@ function withHook(first: NonNullable<WsRouteOptions['onSessionOpened']>, second:
   };
 }
 
-/** The OTA route's `mqtt` option: the gateway's section or the embedded broker's, when MQTT is on. */
+/** The OTA route's `mqtt` option: the gateway's section (whenever it is configured) or the embedded broker's (when it runs). */
 function mqttOta(deps: AppDeps, store: Store, mode: ReturnType<typeof resolveAuthMode>): { mqtt?: NonNullable<ReturnType<typeof mqttOtaProvider>> } {
   const { mqtt } = deps.config;
-  if (!mqtt.enabled) return {};
   const provider = mqttOtaProvider({
     mode,
     gateway: mqtt.gateway,

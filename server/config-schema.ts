@@ -359,9 +359,10 @@ export const McpEndpointSchema = z.strictObject({
  * (AES-128-CTR). Off by default: the firmware prefers `mqtt` over `websocket` whenever OTA offers it.
  */
 export const MqttSchema = z.strictObject({
-  /** Runs the broker and the UDP socket, and OTA offers `mqtt` to devices. */
+  /** Runs the embedded broker and the UDP socket, and OTA offers `mqtt` to devices (the gateway needs no broker here). */
   enabled: z.boolean().default(false),
-  host: z.string().min(1).default('0.0.0.0'),
+  /** Interface of the broker and the UDP socket; empty: `server.host` (which `HOST` sets), as the HTTP listener. */
+  host: z.string().default(''),
   /** TCP port of the broker: 1883, or 8883 with TLS (the firmware uses TLS exactly on port 8883). */
   port: z.number().int().min(0).max(65535).default(1883),
   /** PEM files; both set: the broker speaks TLS (give port 8883). */
@@ -379,6 +380,12 @@ export const MqttSchema = z.strictObject({
   publishTopic: z.string().min(1).max(64).default('device-server'),
   /** Concurrent broker connections; past it new ones are refused. */
   maxConnections: z.number().int().min(1).default(10_000),
+  /**
+   * Connections per address that have not had a CONNECT accepted yet (a device's is pending for
+   * milliseconds); one more closes the address's oldest. They do not count against
+   * `server.maxSessionsPerIp`, which limits the authenticated ones.
+   */
+  maxPendingPerAddress: z.number().int().min(2).max(10_000).default(16),
   /** Largest MQTT packet accepted, in bytes. */
   maxPacketBytes: z.number().int().min(1024).max(1_048_576).default(65_536),
   /**

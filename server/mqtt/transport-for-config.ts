@@ -1,7 +1,9 @@
 /**
  * @module The MQTT transport as the configuration asks for it: started when `mqtt.enabled` and
- * no gateway stands in for it (`mqtt.gateway.endpoint`), with the limits of `server.*` that
- * bound the WebSocket path too. What assemble.ts and the tests both run.
+ * no gateway stands in for it (`mqtt.gateway.endpoint`), on `server.host` unless `mqtt.host`
+ * says otherwise, with the limits of `server.*` that bound the WebSocket path too. Settings that
+ * do nothing as configured are warned about here, once at start. What assemble.ts and the tests
+ * both run.
  */
 import type { Logger } from '../../core/logger.ts';
 import type { Store } from '../../store/store.ts';
@@ -10,6 +12,7 @@ import type { SessionRegistry } from '../../voice/session/registry.ts';
 import type { AdmissionGate } from '../admission.ts';
 import { resolveAuthMode } from '../auth.ts';
 import type { Config } from '../config.ts';
+import { inertMqttSettings } from './inert-settings.ts';
 import { startMqttTransport, type MqttTransport, type MqttTransportOptions } from './transport.ts';
 
 export interface MqttTransportParts {
@@ -22,11 +25,13 @@ export interface MqttTransportParts {
 }
 
 export async function mqttTransportFor(config: Config, log: Logger, parts: MqttTransportParts): Promise<MqttTransport | undefined> {
+  for (const warning of inertMqttSettings(config.mqtt)) log.warn({ key: 'mqtt' }, warning);
   if (!config.mqtt.enabled || config.mqtt.gateway.endpoint) return undefined;
   const mode = resolveAuthMode(config.server.auth);
   const devices = parts.store.registry;
   return startMqttTransport({
-    mqtt: config.mqtt,
+    // Where the HTTP listener listens (HOST), unless the broker is told otherwise.
+    mqtt: { ...config.mqtt, host: config.mqtt.host || config.server.host },
     log: log.child({ transport: 'mqtt' }),
     registry: parts.registry,
     createConversation: parts.createConversation,

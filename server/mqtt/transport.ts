@@ -5,12 +5,13 @@
  * subscribes to nothing, so subscriptions are refused) and accepts publishes only to the
  * configured topic. Each connection is a MqttDeviceLink; each hello on it a DeviceSession in the
  * shared SessionRegistry, so the voice pipeline, the admin API and push see it like a WebSocket
- * session. Everything a stranger can send is bounded: connections (in all, per address, time to
- * CONNECT), packet size, QoS and retain, publishes per connection, datagram size.
+ * session. Everything a stranger can send is bounded: connections (in all; per address, those
+ * without CONNECT apart from devices, connection-gate.ts; time to CONNECT), packet size, QoS and
+ * retain, publishes per connection, datagram size.
  */
 import { readFileSync } from 'node:fs';
-import { createServer as createTcpServer, type Server, type Socket } from 'node:net';
-import { createServer as createTlsServer } from 'node:tls';
+import { createServer as createTcpServer, type Socket } from 'node:net';
+import { createSecureContext, TLSSocket } from 'node:tls';
 import { Aedes, type AuthenticateError, type Client } from 'aedes';
 import type { Logger } from '../../core/logger.ts';
 import { createLogRateLimit } from '../../core/log-rate-limit.ts';
@@ -28,12 +29,15 @@ import type { ConversationFactory } from '../../voice/session/conversation.ts';
 import type { SessionRegistry } from '../../voice/session/registry.ts';
 import { DeviceSession } from '../../voice/session/session.ts';
 import { checkMqttCredentials, MAX_MQTT_CLIENT_ID_CHARS, mqttCredentials, type MqttAuthPolicy } from './credentials.ts';
+import { ConnectionGate, type GateTicket } from './connection-gate.ts';
 import { MqttDeviceLink, type LinkContext } from './device-link.ts';
 import { limitConnection } from './packet-limit.ts';
 import { UdpAudio, type UdpDropReason } from './udp-audio.ts';
 
-/** Longest wait for a CONNECT after the TCP connection opens. */
+/** Longest wait for an accepted CONNECT (TLS handshake included) after the TCP connection opens. */
 const CONNECT_TIMEOUT_MS = 10_000;
+/** The same for an address with half its pending connections (`mqtt.maxPendingPerAddress`) taken. */
+const PRESSURED_CONNECT_TIMEOUT_MS = 2_000;
 
 export interface MqttSettings {
   host: string;
@@ -46,6 +50,7 @@ export interface MqttSettings {
   keepaliveS: number;
   publishTopic: string;
   maxConnections: number;
+  maxPendingPerAddress: number;
   maxPacketBytes: number;
 }
 
@@ -64,8 +69,10 @@ export interface MqttTransportOptions {
   address: AddressSettings;
   session: { helloTimeoutMs: number; idleTimeoutMs: number; outputSampleRate: number; frameDurationMs: number; maxSessions: number };
   controlRate: RateLimit;
-  /** Open connections per address (`server.maxSessionsPerIp`); 0: no limit. */
+  /** Authenticated connections per address (`server.maxSessionsPerIp`); 0: no limit. Those without CONNECT count apart (`mqtt.maxPendingPerAddress`). */
   maxConnectionsPerAddress: number;
+  /** The CONNECT deadlines (tests); default 10 s, 2 s under pressure. */
+  connectDeadlines?: { normalMs: number; pressuredMs: number };
   /** CONNECTs with valid credentials per address and device (`server.upgradeRate`). */
   connectRate: RateLimit;
   /** Told about each dropped datagram and refused connection (metrics). */
@@ -114,8 +121,16 @@ export async function startMqttTransport(opts: MqttTransportOptions): Promise<Mq
   const keys = new AddressKeys(opts.address);
   const perAddress = new PerIpLimits(opts.connectRate);
   const audio = new UdpAudio({ host: mqtt.host, port: mqtt.udpPort, log, ...(opts.onUdpDrop ? { onDrop: opts.onUdpDrop } : {}) });
-  /** The socket and address key under each stream the broker reads. */
-  const conns = new WeakMap<object, { socket: Socket; address: string; remote: string }>();
+  const gate = new ConnectionGate({
+    maxPendingPerAddress: mqtt.maxPendingPerAddress,
+    maxAuthenticatedPerAddress: opts.maxConnectionsPerAddress,
+    connectTimeoutMs: opts.connectDeadlines?.normalMs ?? CONNECT_TIMEOUT_MS,
+    pressuredConnectTimeoutMs: opts.connectDeadlines?.pressuredMs ?? PRESSURED_CONNECT_TIMEOUT_MS,
+    onClose: (address, why) =>
+      warn.warn({ address, limit: mqtt.maxPendingPerAddress }, why === 'evicted' ? 'MQTT connection closed: too many connections without CONNECT from its address (the oldest goes)' : 'MQTT connection closed: no CONNECT in time'),
+  });
+  /** The socket, address key and gate ticket under each stream the broker reads. */
+  const conns = new WeakMap<object, { socket: Socket; address: string; remote: string; ticket: GateTicket }>();
   const pairs = new WeakMap<Client, { deviceId: string; clientId: string }>();
   const linkByClient = new WeakMap<Client, MqttDeviceLink>();
   const links = new Map<string, MqttDeviceLink>();
@@ -209,6 +224,9 @@ export async function startMqttTransport(opts: MqttTransportOptions): Promise<Mq
         return refuse(3, 'connect rate per address');
       }
       if (!decision.ok) return refuse(4, decision.reason);
+      // Only now does the connection count against the address's limit (a device reconnecting
+      // replaces its own connection, so it is let in at the limit too).
+      if (conn && !gate.authenticate(conn.ticket, links.has(pairKey(decision.deviceId, decision.clientId)))) return refuse(3, 'connections per address');
       pairs.set(client, { deviceId: decision.deviceId, clientId: decision.clientId });
       done(null, true);
     },
@@ -242,7 +260,8 @@ export async function startMqttTransport(opts: MqttTransportOptions): Promise<Mq
       client.close();
       return undefined;
     }
-    const linkLog = log.child({ deviceId: pair.deviceId, clientId: pair.clientId, transport: 'mqtt' });
+    // `log` already says `transport: mqtt` (transport-for-config.ts): a second binding would repeat the key on every line.
+    const linkLog = log.child({ deviceId: pair.deviceId, clientId: pair.clientId });
     const link = new MqttDeviceLink(client, conn.socket, pair.deviceId, pair.clientId, ctx, linkLog);
     linkByClient.set(client, link);
     const old = links.get(key);
@@ -287,36 +306,44 @@ export async function startMqttTransport(opts: MqttTransportOptions): Promise<Mq
     for (const d of gone) links.get(pairKey(d.deviceId, d.clientId))?.revoke();
   });
 
-  const onConnection = (socket: Socket): void => {
-    if (closing) {
-      socket.destroy();
-      return;
-    }
-    const address = keys.key(socket.remoteAddress, undefined);
-    const remote = socket.remoteAddress ?? 'unknown';
-    if (opts.maxConnectionsPerAddress > 0 && perAddress.sessions(address) >= opts.maxConnectionsPerAddress) {
-      warn.warn({ remote, limit: opts.maxConnectionsPerAddress }, 'MQTT connection refused: connections per address');
-      socket.destroy();
-      return;
-    }
-    perAddress.opened(address);
-    sockets.add(socket);
-    socket.once('close', () => {
-      perAddress.closed(address);
-      sockets.delete(socket);
-    });
+  const tls = mqtt.tlsCert !== '' && mqtt.tlsKey !== '';
+  const secureContext = tls ? createSecureContext({ cert: readFileSync(mqtt.tlsCert), key: readFileSync(mqtt.tlsKey) }) : undefined;
+
+  /** The broker reads `socket` (TCP, or TLS once its handshake is done). */
+  const handle = (socket: Socket, address: string, remote: string, ticket: GateTicket): void => {
     // A device that lost power leaves a half-open connection: TCP keepalive finds it.
     socket.setKeepAlive(true, 60_000);
     socket.setNoDelay(true);
     const stream = limitConnection(socket, mqtt.maxPacketBytes, () => warn.warn({ remote, limit: mqtt.maxPacketBytes }, 'MQTT connection closed: packet over the size limit'));
-    conns.set(stream, { socket, address, remote });
+    conns.set(stream, { socket, address, remote, ticket });
     broker.handle(stream);
   };
 
-  const tls = mqtt.tlsCert !== '' && mqtt.tlsKey !== '';
-  const server: Server = tls
-    ? createTlsServer({ cert: readFileSync(mqtt.tlsCert), key: readFileSync(mqtt.tlsKey), handshakeTimeout: CONNECT_TIMEOUT_MS }, onConnection)
-    : createTcpServer(onConnection);
+  const onConnection = (raw: Socket): void => {
+    if (closing) {
+      raw.destroy();
+      return;
+    }
+    const address = keys.key(raw.remoteAddress, undefined);
+    const remote = raw.remoteAddress ?? 'unknown';
+    // TLS is wrapped here rather than by a TLS server, so the handshake is pending time too:
+    // the gate's deadline and per-address bound cover a connection from its first byte.
+    const socket = secureContext ? new TLSSocket(raw, { isServer: true, secureContext }) : raw;
+    const ticket = gate.admit(socket, address);
+    sockets.add(socket);
+    socket.once('close', () => {
+      gate.release(ticket);
+      sockets.delete(socket);
+    });
+    if (socket instanceof TLSSocket) {
+      socket.on('error', () => socket.destroy());
+      socket.once('secure', () => handle(socket, address, remote, ticket));
+    } else {
+      handle(socket, address, remote, ticket);
+    }
+  };
+
+  const server = createTcpServer(onConnection);
   server.maxConnections = mqtt.maxConnections;
   server.on('error', (err) => log.error({ err: err.message }, 'MQTT server error'));
   try {
@@ -336,7 +363,13 @@ export async function startMqttTransport(opts: MqttTransportOptions): Promise<Mq
   }
   const address = server.address();
   const ports = { mqtt: typeof address === 'object' && address ? address.port : mqtt.port, udp: audio.port };
-  log.info({ mqtt: `${mqtt.host}:${ports.mqtt}`, udp: ports.udp, tls }, 'MQTT broker and UDP audio listening');
+  // The firmware prefers `mqtt` over `websocket` whenever OTA offers it: the operator must know
+  // that devices leave the WebSocket, and that both ports have to be reachable (TCP alone lets a
+  // device connect and say hello, and then no audio flows).
+  log.info(
+    { mqtt: `${mqtt.host}:${ports.mqtt}`, udp: ports.udp, tls, open: [`${ports.mqtt}/tcp`, `${ports.udp}/udp`] },
+    `MQTT broker and UDP audio listening: open TCP ${ports.mqtt}${tls ? ' (TLS)' : ''} and UDP ${ports.udp} to the devices; devices offered mqtt at OTA move from the WebSocket to MQTT`,
+  );
 
   const find = (deviceId: string, clientId?: string): MqttDeviceLink | undefined => {
     if (clientId !== undefined) return links.get(pairKey(deviceId, clientId));
@@ -387,6 +420,7 @@ export async function startMqttTransport(opts: MqttTransportOptions): Promise<Mq
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       // Connections that never sent CONNECT would hold the server open until their timeout.
       for (const socket of sockets) socket.destroy();
+      gate.close();
       await closed;
       await new Promise<void>((resolve) => broker.close(() => resolve()));
       await audio.close();

@@ -4,8 +4,11 @@
  * other live session has; incoming datagrams are routed by that ssrc. A datagram is dropped,
  * without touching its session, when it is too large or malformed, names an unknown ssrc,
  * replays a sequence that is not newer (or jumps implausibly far), or does not decrypt to an
- * Opus frame of the announced duration. The device's address is learned from its first accepted
- * datagram and follows it when accepted ones keep coming from elsewhere (a NAT rebinding).
+ * Opus frame of the announced duration. The ssrc travels in clear, so where the device is
+ * (the downlink's address, and whose sequences count) is never taken from one datagram: the
+ * first address, like every later one (a NAT rebinding), is confirmed by consecutive sequences
+ * that all decrypt to plausible frames, and a forger who got through anyway loses the session
+ * to the device's own stream (see UdpAudio#receive).
  */
 import { createSocket, type Socket } from 'node:dgram';
 import { randomBytes } from 'node:crypto';
@@ -21,8 +24,15 @@ export const MAX_DATAGRAM_BYTES = UDP_HEADER_BYTES + 4000;
  */
 export const MAX_SEQUENCE_JUMP = 10_000;
 
-/** Datagrams in a row from a new address before the device counts as moved there (a NAT rebinding). */
+/**
+ * Datagrams in a row (consecutive sequences, each a plausible frame, none failing between) from
+ * one address before it counts as the device's: the first address, or a new one. Their frames
+ * are held meanwhile and delivered once it is confirmed.
+ */
 export const MOVE_CONFIRMATIONS = 5;
+
+/** Addresses a session follows at once as where the device may be; one more forgets the one heard from least recently. */
+export const MAX_CANDIDATES = 4;
 
 /** Why a datagram was dropped (the metric's label). */
 export type UdpDropReason = 'size' | 'short' | 'type' | 'length' | 'unknown_ssrc' | 'replay' | 'implausible' | 'unconfirmed';
@@ -35,6 +45,19 @@ export interface UdpAudioSessionOptions {
   log: Logger;
 }
 
+/** An address whose datagrams pass every check: where the device may be (see UdpAudio#consider). */
+export interface Candidate {
+  host: string;
+  port: number;
+  /** Sequence of the chain's first datagram, and of its last. */
+  firstSequence: number;
+  lastSequence: number;
+  /** The chain began ahead of the session's last accepted sequence (a move), not behind it (a taking back). */
+  forward: boolean;
+  /** Frames of the chain, delivered if the address is confirmed. */
+  held: Array<{ opus: Buffer; timestamp: number }>;
+}
+
 /** One hello's audio: its crypto state, sequences and the device's current address. */
 export class UdpAudioSession {
   readonly ssrc: number;
@@ -43,14 +66,23 @@ export class UdpAudioSession {
   readonly opts: UdpAudioSessionOptions;
   /** Last accepted uplink sequence (the device starts at 1). */
   lastSequence = 0;
+  /** The confirmed address: downlink goes there, and its datagrams are accepted one by one. */
   address: { host: string; port: number } | undefined;
-  /** Another address whose datagrams pass every check: where the device may have moved (see #confirmMove). */
-  candidate: { host: string; port: number; lastSequence: number; count: number } | undefined;
+  /** First sequence of the chain that confirmed `address` (0: none yet). */
+  tenureStart = 0;
+  /** Highest sequence accepted before `address` was confirmed: anything up to it is a replay from anywhere else. */
+  floor = 0;
+  /** Sequences of a confirmed address that lost the session again (a forger's): never accepted from elsewhere. */
+  burned: { from: number; to: number } | undefined;
+  /** `address` sent a datagram that failed a check since it was confirmed: the real device never does. */
+  contested = false;
+  /** Addresses that may be the device's, least recently heard first (at most MAX_CANDIDATES). */
+  readonly candidates = new Map<string, Candidate>();
   /** Downlink: the firmware drops a sequence that is not newer than the last, starting from 0. */
   downSequence = 0;
   /** Times the device's address changed (logged the first few times). */
   moves = 0;
-  /** Downlink frames dropped because no uplink datagram has told us where the device is yet. */
+  /** Downlink frames dropped because no confirmed address told us where the device is yet. */
   unaddressed = 0;
   closed = false;
 
@@ -150,13 +182,27 @@ export class UdpAudio {
     this.#opts.onDrop?.(reason);
   }
 
+  /** Forgets a candidate; its held frames are dropped as unconfirmed. */
+  #forget(s: UdpAudioSession, key: string): void {
+    const c = s.candidates.get(key);
+    if (!c) return;
+    s.candidates.delete(key);
+    for (let i = 0; i < c.held.length; i++) this.#drop('unconfirmed');
+  }
+
   /**
-   * A datagram of a known session that fails a check. From the address the device may be moving
-   * to, it ends that candidacy: the real device never sends one, while a forger's random payloads
-   * fail most of the time, so it would need MOVE_CONFIRMATIONS passes with no failure between.
+   * A datagram of a known session that fails a check. From a candidate address it ends that
+   * candidacy: the real device never sends one, while a forger's random payloads fail most of
+   * the time, so it would need MOVE_CONFIRMATIONS passes with no failure between. From the
+   * confirmed address (other than a replay, which a network may duplicate) it contests that
+   * address: someone is forging from there, and the device may take the session back.
    */
   #reject(s: UdpAudioSession, host: string, port: number, reason: UdpDropReason): void {
-    if (s.candidate && s.candidate.host === host && s.candidate.port === port) s.candidate = undefined;
+    if (s.address && s.address.host === host && s.address.port === port) {
+      if (reason !== 'replay') s.contested = true;
+    } else {
+      this.#forget(s, addressKey(host, port));
+    }
     this.#drop(reason);
   }
 
@@ -168,45 +214,86 @@ export class UdpAudio {
     const opened = openUdpPacket(s.key, msg);
     if (!opened.ok) return this.#reject(s, host, port, opened.reason);
     const { sequence, timestamp } = opened.header;
-    if (sequence <= s.lastSequence || sequence - s.lastSequence > MAX_SEQUENCE_JUMP) return this.#reject(s, host, port, 'replay');
     if (!plausibleOpusFrame(opened.payload, s.opts.frameDurationMs)) return this.#reject(s, host, port, 'implausible');
     const current = s.address;
-    if (!current) {
-      s.address = { host, port };
-    } else if (current.host === host && current.port === port) {
-      // The device still sends from where it was: whatever came from elsewhere was not it.
-      s.candidate = undefined;
-    } else if (!this.#confirmMove(s, host, port, sequence)) {
-      return this.#drop('unconfirmed');
+    if (current && current.host === host && current.port === port) {
+      if (sequence <= s.lastSequence || sequence - s.lastSequence > MAX_SEQUENCE_JUMP) return this.#reject(s, host, port, 'replay');
+      // The device still sends from where it was: a chain ahead of it from elsewhere was not it.
+      for (const [key, c] of s.candidates) if (c.forward) this.#forget(s, key);
+      s.lastSequence = sequence;
+      s.opts.onAudio(opened.payload, timestamp);
+      return;
     }
-    s.lastSequence = sequence;
-    s.opts.onAudio(opened.payload, timestamp);
+    if (!this.#mayConsider(s, sequence)) return this.#reject(s, host, port, 'replay');
+    this.#consider(s, host, port, sequence, opened.payload, timestamp);
   }
 
   /**
-   * A datagram that passed every check from an address other than the device's. CTR carries no
-   * tag, so one forged datagram passes the Opus check about one time in twenty: the downlink
-   * moves (and the uplink sequence with it) only after MOVE_CONFIRMATIONS datagrams in a row,
-   * sequences increasing, from that one address, with none from the old address and no failed
-   * one from the new address in between (`#reject`). A real rebinding loses that many frames
-   * once; a forger must pass the check that many times running, between two of the device's own
-   * datagrams, with nothing failing.
+   * Whether a plausible datagram from an address other than the confirmed one may count towards
+   * confirming it. Ahead of the last accepted sequence (within the jump limit): a move, or the
+   * first address. Behind it: only where the device's own frames can be and no accepted one
+   * was, so replayed captures never count: between `floor` and the start of the confirmed
+   * address's chain (a forger that took the session ahead of the device), or above `floor` once
+   * the confirmed address has sent something that failed (a forger that took it on the device's
+   * own sequences, and pushes ahead). Never the sequences of an address that lost the session.
    */
-  #confirmMove(s: UdpAudioSession, host: string, port: number, sequence: number): boolean {
-    const c = s.candidate;
-    // Consecutive sequences only: a device numbers every frame it sends, a forger's passes come with gaps.
-    if (c && c.host === host && c.port === port && sequence === c.lastSequence + 1) {
+  #mayConsider(s: UdpAudioSession, sequence: number): boolean {
+    if (sequence <= s.floor) return false;
+    if (s.burned && sequence >= s.burned.from && sequence <= s.burned.to) return false;
+    if (sequence > s.lastSequence) return sequence - s.lastSequence <= MAX_SEQUENCE_JUMP;
+    return sequence < s.tenureStart || s.contested;
+  }
+
+  /**
+   * A datagram that passed every check from an address that is not the confirmed one. CTR
+   * carries no tag, so one forged datagram passes the Opus check about one time in twenty: an
+   * address is confirmed only after MOVE_CONFIRMATIONS datagrams in a row from it, sequences
+   * consecutive, none failing between (`#reject`), and for a move ahead, none accepted from the
+   * confirmed address meanwhile. A real device loses nothing (its frames are held, then
+   * delivered); a forger must pass the check that many times running. Each address keeps its
+   * own chain, so a forger's passes never reset the device's.
+   */
+  #consider(s: UdpAudioSession, host: string, port: number, sequence: number, opus: Buffer, timestamp: number): void {
+    const key = addressKey(host, port);
+    let c = s.candidates.get(key);
+    if (c && sequence === c.lastSequence + 1) {
       c.lastSequence = sequence;
-      c.count++;
+      c.held.push({ opus, timestamp });
+      // Heard from most recently: last in the map.
+      s.candidates.delete(key);
+      s.candidates.set(key, c);
     } else {
-      s.candidate = { host, port, lastSequence: sequence, count: 1 };
+      // Consecutive sequences only: a device numbers every frame it sends, a forger's passes come with gaps.
+      this.#forget(s, key);
+      if (s.candidates.size >= MAX_CANDIDATES) this.#forget(s, s.candidates.keys().next().value as string);
+      c = { host, port, firstSequence: sequence, lastSequence: sequence, forward: sequence > s.lastSequence, held: [{ opus, timestamp }] };
+      s.candidates.set(key, c);
     }
-    if ((s.candidate?.count ?? 0) < MOVE_CONFIRMATIONS) return false;
+    if (c.held.length >= MOVE_CONFIRMATIONS) this.#confirm(s, key, c);
+  }
+
+  #confirm(s: UdpAudioSession, key: string, c: Candidate): void {
     const from = s.address;
-    s.candidate = undefined;
-    s.address = { host, port };
-    if (from && ++s.moves <= 3) s.opts.log.info({ from: `${from.host}:${from.port}`, to: `${host}:${port}`, moves: s.moves }, 'device audio address changed: downlink follows');
-    return true;
+    const takenBack = from !== undefined && !c.forward;
+    if (takenBack) {
+      // The address that loses the session sent forged frames: its sequences stay refused from
+      // elsewhere, so replaying them cannot take the session again.
+      s.burned = { from: s.tenureStart, to: s.lastSequence };
+    } else {
+      s.floor = s.lastSequence;
+    }
+    s.candidates.delete(key);
+    for (const other of [...s.candidates.keys()]) this.#forget(s, other);
+    s.address = { host: c.host, port: c.port };
+    s.tenureStart = c.firstSequence;
+    s.lastSequence = c.lastSequence;
+    s.contested = false;
+    if (from && ++s.moves <= 3) {
+      const fields = { from: `${from.host}:${from.port}`, to: `${c.host}:${c.port}`, moves: s.moves };
+      if (takenBack) s.opts.log.warn(fields, 'device audio address taken back from an address that sent forged datagrams: downlink follows');
+      else s.opts.log.info(fields, 'device audio address changed: downlink follows');
+    }
+    for (const f of c.held) s.opts.onAudio(f.opus, f.timestamp);
   }
 
   close(): Promise<void> {
@@ -221,4 +308,9 @@ export class UdpAudio {
       }
     });
   }
+}
+
+/** One key per source address and port (IPv6 hosts hold colons). */
+function addressKey(host: string, port: number): string {
+  return `${host}|${port}`;
 }

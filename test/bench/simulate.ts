@@ -454,7 +454,8 @@ export async function runSimulation(partial: Partial<SimulationOptions> = {}): P
     } else {
       print('server: starting the fake LLM, the fake ASR and the real server (child process) on 127.0.0.1 …');
       // Over MQTT the server runs its broker (and UDP audio) on free loopback ports; OTA hands them out.
-      const transportConfig = opts.transport === 'mqtt' ? { mqtt: { enabled: true, host: '127.0.0.1', port: await freePort(), udpPort: 0 } } : {};
+      // The whole fleet connects from one address at once, as sim/server.ts lifts the other per-address limits.
+      const transportConfig = opts.transport === 'mqtt' ? { mqtt: { enabled: true, host: '127.0.0.1', port: await freePort(), udpPort: 0, maxPendingPerAddress: 10_000 } } : {};
       run.server = await startLocalServer({
         transcript: opts.transcript,
         answer: opts.answer,

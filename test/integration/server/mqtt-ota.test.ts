@@ -5,6 +5,8 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
 import { buildApp, recordSessions, type App } from '../../../server/app.ts';
 import { ConfigSchema } from '../../../server/config.ts';
 import { createLogger } from '../../../server/logger.ts';
@@ -150,6 +152,24 @@ describe('OTA mqtt section', () => {
       const body = await ota(rig, 'b0:00:00:00:00:05', 'ota-gw-5');
       assert.equal(body.mqtt?.endpoint, 'gw.example.org:1883');
       assert.match(body.mqtt?.client_id ?? '', /^GID_.*@@@b0_00_00_00_00_05@@@ota-gw-5$/);
+    } finally {
+      await rig.close();
+    }
+  });
+
+  test('gateway as docs/deployment.md sets it up (mqtt.enabled false: the gateway is the broker) hands out its section', async () => {
+    const doc = readFileSync('docs/deployment.md', 'utf8');
+    const part = doc.slice(doc.indexOf("## Behind xinnan's MQTT gateway"));
+    const block = /```yaml\n([\s\S]*?)```/.exec(part)?.[1];
+    assert.ok(block, 'the gateway section of docs/deployment.md has a yaml block');
+    const documented = parseYaml(block) as { server: { auth: Record<string, unknown> }; mqtt: Record<string, unknown> };
+    assert.equal(documented.mqtt.enabled ?? false, false, 'the documented set-up runs no embedded broker');
+    const rig = await startRig({ auth: documented.server.auth, mqtt: documented.mqtt });
+    try {
+      assert.equal(rig.mqtt, undefined);
+      const body = await ota(rig, 'b0:00:00:00:00:08', 'ota-gw-8');
+      assert.equal(body.mqtt?.endpoint, 'gw.example.org:1883');
+      assert.match(body.mqtt?.client_id ?? '', /^GID_.*@@@b0_00_00_00_00_08@@@ota-gw-8$/);
     } finally {
       await rig.close();
     }

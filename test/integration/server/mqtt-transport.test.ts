@@ -33,7 +33,17 @@ interface Rig {
   section(deviceId: string, clientId: string, generation?: number | null): MqttSection;
 }
 
-async function startRig(store: Store, mode: AuthMode, opts: { idleTimeoutMs?: number; maxPacketBytes?: number; tls?: { cert: string; key: string }; perAddress?: number; connectRate?: { perSecond: number; burst: number } } = {}): Promise<Rig> {
+interface RigOptions {
+  idleTimeoutMs?: number;
+  maxPacketBytes?: number;
+  tls?: { cert: string; key: string };
+  perAddress?: number;
+  maxPendingPerAddress?: number;
+  connectDeadlines?: { normalMs: number; pressuredMs: number };
+  connectRate?: { perSecond: number; burst: number };
+}
+
+async function startRig(store: Store, mode: AuthMode, opts: RigOptions = {}): Promise<Rig> {
   const registry = new SessionRegistry();
   const rec = recordingConversation();
   const drops: UdpDropReason[] = [];
@@ -45,6 +55,7 @@ async function startRig(store: Store, mode: AuthMode, opts: { idleTimeoutMs?: nu
       port: 0,
       udpPort: 0,
       ...(opts.maxPacketBytes ? { maxPacketBytes: opts.maxPacketBytes } : {}),
+      ...(opts.maxPendingPerAddress ? { maxPendingPerAddress: opts.maxPendingPerAddress } : {}),
       ...(opts.tls ? { tlsCert: opts.tls.cert, tlsKey: opts.tls.key } : {}),
     }),
     log: silentLogger,
@@ -59,6 +70,7 @@ async function startRig(store: Store, mode: AuthMode, opts: { idleTimeoutMs?: nu
     maxConnectionsPerAddress: opts.perAddress ?? 0,
     connectRate: opts.connectRate ?? { perSecond: 1000, burst: 1000 },
     onUdpDrop: (r) => drops.push(r),
+    ...(opts.connectDeadlines ? { connectDeadlines: opts.connectDeadlines } : {}),
   });
   const section = (deviceId: string, clientId: string, generation: number | null = null): MqttSection =>
     transport.otaSection({ deviceId, clientId, generation, host: '127.0.0.1' }) as unknown as MqttSection;
@@ -172,8 +184,9 @@ describe('MQTT+UDP transport', () => {
       await dev.hello();
       assert.notEqual(dev.block!.key, firstKey);
       assert.equal(open.registry.size, 1);
-      dev.sendOpus(frames[0]!);
-      await waitFor(() => audioCalls(open, open.rec.sessions.length - 1) === 1, { what: 'uplink in the new session' });
+      // The new session confirms the device's address afresh (its first frames are held until then).
+      for (const f of frames.slice(0, MOVE_CONFIRMATIONS)) dev.sendOpus(f);
+      await waitFor(() => audioCalls(open, open.rec.sessions.length - 1) === MOVE_CONFIRMATIONS, { what: 'uplink in the new session' });
     } finally {
       await dev.close();
     }
@@ -185,13 +198,12 @@ describe('MQTT+UDP transport', () => {
     try {
       await dev.hello();
       const rec = open.rec.sessions.length - 1;
-      dev.sendOpus(frames[0]!);
-      dev.sendOpus(frames[1]!);
-      await waitFor(() => audioCalls(open, rec) === 2, { what: 'two good frames' });
+      for (const f of frames.slice(0, 5)) dev.sendOpus(f);
+      await waitFor(() => audioCalls(open, rec) === 5, { what: 'five good frames' });
       const dropsBefore = open.drops.length;
-      const good = dev.datagram(frames[2]!, { sequence: 3 });
+      const good = dev.datagram(frames[2]!, { sequence: 6 });
       dev.sendRaw(dev.datagram(frames[2]!, { sequence: 1 })); // replayed sequence
-      dev.sendRaw(dev.datagram(frames[2]!, { sequence: 4, key: wrongKey(dev, frames[2]!, 4) })); // wrong key
+      dev.sendRaw(dev.datagram(frames[2]!, { sequence: 7, key: wrongKey(dev, frames[2]!, 7) })); // wrong key
       dev.sendRaw(good.subarray(0, 10)); // short
       dev.sendRaw(good.subarray(0, good.length - 1)); // length mismatch
       dev.sendRaw(Buffer.concat([good, Buffer.alloc(8000)])); // huge
@@ -202,10 +214,10 @@ describe('MQTT+UDP transport', () => {
       await waitFor(() => open.drops.length - dropsBefore >= 7, { what: 'seven drops' });
       const reasons = open.drops.slice(dropsBefore).sort();
       assert.deepEqual(reasons.filter((r) => r !== 'implausible'), ['length', 'replay', 'replay', 'short', 'size', 'unknown_ssrc'].sort());
-      assert.equal(audioCalls(open, rec), 2);
+      assert.equal(audioCalls(open, rec), 5);
       // The session goes on: the next good frame is accepted.
       dev.sendRaw(good);
-      await waitFor(() => audioCalls(open, rec) === 3, { what: 'the good frame after the bad ones' });
+      await waitFor(() => audioCalls(open, rec) === 6, { what: 'the good frame after the bad ones' });
 
       // Valid datagrams from another address while the device keeps sending from its own (someone
       // who saw the cleartext headers, or a stale path): they neither count nor move the downlink.
@@ -215,13 +227,13 @@ describe('MQTT+UDP transport', () => {
       other.on('message', () => otherGot++);
       const fromOther = (sequence: number): void => void other.send(dev.datagram(frames[3]!, { sequence }), dev.block!.port, '127.0.0.1');
       try {
-        for (let seq = 4; seq <= 7; seq++) fromOther(seq);
-        dev.sendRaw(dev.datagram(frames[3]!, { sequence: 8 }));
-        for (let seq = 9; seq <= 12; seq++) fromOther(seq);
-        dev.sendRaw(dev.datagram(frames[3]!, { sequence: 13 }));
-        await waitFor(() => audioCalls(open, rec) === 5, { what: "the device's two frames" });
+        for (let seq = 7; seq <= 10; seq++) fromOther(seq);
+        dev.sendRaw(dev.datagram(frames[3]!, { sequence: 11 }));
+        for (let seq = 12; seq <= 15; seq++) fromOther(seq);
+        dev.sendRaw(dev.datagram(frames[3]!, { sequence: 16 }));
+        await waitFor(() => audioCalls(open, rec) === 8, { what: "the device's two frames" });
         await sleep(100);
-        assert.equal(audioCalls(open, rec), 5);
+        assert.equal(audioCalls(open, rec), 8);
         open.rec.sessions[rec]!.ctx.channel.sendAudio(frames[4]!);
         await waitFor(() => dev.audio.length === 1, { what: 'downlink still at the device' });
         assert.equal(otherGot, 0);
@@ -230,15 +242,99 @@ describe('MQTT+UDP transport', () => {
       }
 
       // NAT rebinding: datagrams that pass every check keep coming from a new address, and the
-      // old one has gone quiet: the downlink moves there after a few of them.
+      // old one has gone quiet: the downlink moves there after a few of them, and none is lost.
       await dev.rebind();
-      for (let seq = 14; seq < 14 + MOVE_CONFIRMATIONS; seq++) dev.sendRaw(dev.datagram(frames[3]!, { sequence: seq }));
-      await waitFor(() => audioCalls(open, rec) === 6, { what: 'the frame that confirms the new address' });
+      for (let seq = 17; seq < 17 + MOVE_CONFIRMATIONS; seq++) dev.sendRaw(dev.datagram(frames[3]!, { sequence: seq }));
+      await waitFor(() => audioCalls(open, rec) === 8 + MOVE_CONFIRMATIONS, { what: 'the frames that confirm the new address' });
       open.rec.sessions[rec]!.ctx.channel.sendAudio(frames[4]!);
       await waitFor(() => dev.audio.length === 1, { what: 'downlink at the new address' });
       assert.deepEqual(dev.audio[0]?.payload, frames[4]);
       assert.equal(open.registry.size, 1);
     } finally {
+      await dev.close();
+    }
+  });
+
+  /** A second UDP socket on loopback: another address as the server sees it. */
+  async function otherSocket(): Promise<{ send(d: Buffer, port: number): void; received: () => number; close(): void }> {
+    const sock = createSocket('udp4');
+    await new Promise<void>((resolve) => sock.bind(0, '127.0.0.1', () => resolve()));
+    let got = 0;
+    sock.on('message', () => got++);
+    return { send: (d, port) => void sock.send(d, port, '127.0.0.1'), received: () => got, close: () => sock.close() };
+  }
+
+  test('before the device\'s first datagram, one forged datagram from elsewhere does not take the session', async () => {
+    const dev = await MqttUdpClient.connect(open.section('a0:00:00:00:00:10', 'client-16'));
+    const forger = await otherSocket();
+    try {
+      await dev.hello();
+      const rec = open.rec.sessions.length - 1;
+      // The ssrc travels in clear in every header: a forger sends first. One of its random
+      // payloads in about twenty decrypts to a plausible frame; this one does (the test seals it
+      // with the session key), with a sequence far ahead.
+      forger.send(dev.datagram(frames[0]!, { sequence: 9000 }), dev.block!.port);
+      await sleep(100);
+      assert.equal(audioCalls(open, rec), 0, 'an unconfirmed address delivers nothing');
+      // The device's own frames, from its own address, numbered from 1: all of them count.
+      for (const f of frames.slice(0, 6)) dev.sendOpus(f);
+      await waitFor(() => audioCalls(open, rec) === 6, { what: "the device's six frames" });
+      open.rec.sessions[rec]!.ctx.channel.sendAudio(frames[7]!);
+      await waitFor(() => dev.audio.length === 1, { what: 'downlink at the device' });
+      assert.equal(forger.received(), 0);
+    } finally {
+      forger.close();
+      await dev.close();
+    }
+  });
+
+  test('a forger whose datagrams took the session loses it back to the device\'s own stream', async () => {
+    const dev = await MqttUdpClient.connect(open.section('a0:00:00:00:00:11', 'client-17'));
+    const forger = await otherSocket();
+    try {
+      await dev.hello();
+      const rec = open.rec.sessions.length - 1;
+      // The rare forger that passes the check on consecutive sequences, before the device speaks.
+      for (let seq = 9000; seq < 9000 + MOVE_CONFIRMATIONS; seq++) forger.send(dev.datagram(frames[0]!, { sequence: seq }), dev.block!.port);
+      await waitFor(() => audioCalls(open, rec) === MOVE_CONFIRMATIONS, { what: "the forger's confirmed chain" });
+      // The device's own frames keep arriving from its address, numbered from 1.
+      for (const f of [...frames, ...frames]) dev.sendOpus(f);
+      await waitFor(() => audioCalls(open, rec) === MOVE_CONFIRMATIONS + 20, { what: "every frame of the device's stream" });
+      const channel = open.rec.sessions[rec]!.ctx.channel;
+      channel.sendAudio(frames[7]!);
+      await waitFor(() => dev.audio.length === 1, { what: 'downlink back at the device' });
+      // Replaying the forger's chain does not take it again.
+      const forgerGot = forger.received();
+      for (let seq = 9000; seq < 9000 + MOVE_CONFIRMATIONS; seq++) forger.send(dev.datagram(frames[0]!, { sequence: seq }), dev.block!.port);
+      dev.sendOpus(frames[1]!);
+      await waitFor(() => audioCalls(open, rec) === MOVE_CONFIRMATIONS + 21, { what: "the device's next frame" });
+      channel.sendAudio(frames[8]!);
+      await waitFor(() => dev.audio.length === 2, { what: 'downlink still at the device' });
+      assert.equal(forger.received(), forgerGot);
+    } finally {
+      forger.close();
+      await dev.close();
+    }
+  });
+
+  test('a forger that took the session on the device\'s own first sequences, and pushes ahead, loses it too', async () => {
+    const dev = await MqttUdpClient.connect(open.section('a0:00:00:00:00:12', 'client-18'));
+    const forger = await otherSocket();
+    try {
+      await dev.hello();
+      const rec = open.rec.sessions.length - 1;
+      for (let seq = 1; seq <= MOVE_CONFIRMATIONS; seq++) forger.send(dev.datagram(frames[0]!, { sequence: seq }), dev.block!.port);
+      await waitFor(() => audioCalls(open, rec) === MOVE_CONFIRMATIONS, { what: "the forger's confirmed chain" });
+      // It keeps spraying: most of its datagrams fail, one in twenty passes far ahead.
+      forger.send(dev.datagram(frames[0]!, { sequence: 20, key: wrongKey(dev, frames[0]!, 20) }), dev.block!.port);
+      forger.send(dev.datagram(frames[0]!, { sequence: 5000 }), dev.block!.port);
+      await waitFor(() => audioCalls(open, rec) === MOVE_CONFIRMATIONS + 1, { what: 'the pass far ahead' });
+      for (const f of frames) dev.sendOpus(f);
+      await waitFor(() => audioCalls(open, rec) >= MOVE_CONFIRMATIONS + 1 + 10, { what: "the device's stream" });
+      open.rec.sessions[rec]!.ctx.channel.sendAudio(frames[7]!);
+      await waitFor(() => dev.audio.length === 1, { what: 'downlink back at the device' });
+    } finally {
+      forger.close();
       await dev.close();
     }
   });
@@ -365,24 +461,66 @@ describe('MQTT+UDP transport', () => {
     assert.equal(rig.transport.find('a0:00:00:00:00:07'), undefined);
   });
 
-  test('open connections per address are limited: past the limit a connection is closed at once', async () => {
-    const rig = await startRig(store, 'open', { perAddress: 2 });
+  test('connections per address: those without CONNECT count apart from devices, so they lock no device out', async () => {
+    const rig = await startRig(store, 'open', { perAddress: 2, maxPendingPerAddress: 4 });
     const idle = [tcpConnect(rig.transport.ports.mqtt, '127.0.0.1'), tcpConnect(rig.transport.ports.mqtt, '127.0.0.1')];
+    const devices: MqttUdpClient[] = [];
     try {
       for (const s of idle) await new Promise<void>((resolve) => s.once('connect', () => resolve()));
       await sleep(100);
-      // Two strangers hold the address's connections without a CONNECT: a third is cut off.
-      const third = tcpConnect(rig.transport.ports.mqtt, '127.0.0.1');
-      third.on('error', () => {});
-      await new Promise<void>((resolve) => third.once('close', () => resolve()));
-      await assert.rejects(MqttUdpClient.connect(rig.section('a0:00:00:00:00:0c', 'client-12')));
-      // Once one of them leaves, a device gets in.
-      idle[0]?.destroy();
-      await sleep(100);
-      const dev = await MqttUdpClient.connect(rig.section('a0:00:00:00:00:0c', 'client-12'));
-      await dev.close();
+      // Two strangers hold connections without a CONNECT: devices of the address still get in,
+      // up to the address's limit of authenticated connections.
+      devices.push(await MqttUdpClient.connect(rig.section('a0:00:00:00:00:0c', 'client-12')));
+      devices.push(await MqttUdpClient.connect(rig.section('a0:00:00:00:00:0d', 'client-13')));
+      await assert.rejects(MqttUdpClient.connect(rig.section('a0:00:00:00:00:0e', 'client-14')), /Server unavailable/i);
+      // A device reconnecting replaces its own connection even at the limit.
+      const again = await MqttUdpClient.connect(rig.section('a0:00:00:00:00:0c', 'client-12'));
+      devices.push(again);
+      // Once one leaves, another device gets in.
+      await devices[1]!.close();
+      await waitFor(() => rig.transport.find('a0:00:00:00:00:0d') === undefined, { what: 'the device to leave' });
+      devices.push(await MqttUdpClient.connect(rig.section('a0:00:00:00:00:0e', 'client-14')));
+      assert.ok(idle.every((s) => !s.destroyed), 'two pending connections are under the pending limit');
     } finally {
       for (const s of idle) s.destroy();
+      await Promise.all(devices.map((d) => d.close()));
+      await rig.transport.close();
+    }
+  });
+
+  test('70 connections that never send CONNECT from one address: a bound device there still connects, and they are closed early', async () => {
+    // Deadlines far apart, so only the one under pressure can close the strangers within the wait.
+    const rig = await startRig(store, 'activation', { perAddress: 64, connectDeadlines: { normalMs: 120_000, pressuredMs: 1_000 } });
+    const strangers: ReturnType<typeof tcpConnect>[] = [];
+    let closed = 0;
+    try {
+      const code = await store.registry.pendingCode('a0:00:00:00:00:0f', 'client-15', '127.0.0.1');
+      assert.ok(code);
+      const bound = await store.registry.bind(code.code);
+      assert.ok(bound.ok);
+      await waitFor(() => store.registry.isBound('a0:00:00:00:00:0f', 'client-15'), { what: 'the binding' });
+      for (let i = 0; i < 70; i++) {
+        const s = tcpConnect(rig.transport.ports.mqtt, '127.0.0.1');
+        s.on('error', () => {});
+        s.once('close', () => closed++);
+        strangers.push(s);
+      }
+      await Promise.all(strangers.map((s) => new Promise<void>((resolve) => (s.readyState === 'open' ? resolve() : s.once('connect', () => resolve()).once('close', () => resolve())))));
+      // Past the address's pending limit the oldest are closed as newer ones arrive.
+      await waitFor(() => closed >= 70 - 16, { what: 'the oldest pending connections to be closed' });
+      const dev = await MqttUdpClient.connect(rig.section('a0:00:00:00:00:0f', 'client-15', bound.device.generation));
+      try {
+        await dev.hello();
+        // The rest go at the shorter deadline, the device's connection stays.
+        await waitFor(() => closed === 70, { what: 'every stranger closed under pressure', timeoutMs: 30_000 });
+        assert.ok(dev.mqtt.connected);
+        const link = rig.transport.find('a0:00:00:00:00:0f');
+        assert.ok(link?.inSession);
+      } finally {
+        await dev.close();
+      }
+    } finally {
+      for (const s of strangers) s.destroy();
       await rig.transport.close();
     }
   });
@@ -392,8 +530,14 @@ describe('MQTT+UDP transport', () => {
     const cert = join(dir, 'cert.pem');
     const key = join(dir, 'key.pem');
     execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost'], { stdio: 'ignore' });
-    const rig = await startRig(store, 'open', { tls: { cert, key } });
+    const rig = await startRig(store, 'open', { tls: { cert, key }, maxPendingPerAddress: 2 });
     try {
+      // A connection that never finishes its handshake is pending too: past the address's
+      // pending limit the oldest goes, as for plain MQTT.
+      const silent = [0, 1, 2].map(() => tcpConnect(rig.transport.ports.mqtt, '127.0.0.1').on('error', () => {}));
+      await new Promise<void>((resolve) => silent[0]!.once('close', () => resolve()));
+      assert.ok(!silent[2]!.destroyed);
+      for (const s of silent) s.destroy();
       const section = rig.section('a0:00:00:00:00:09', 'client-9');
       // Plain MQTT to a TLS port gets nowhere.
       await assert.rejects(MqttUdpClient.connect(section, {}, { connectTimeout: 1000 }));
