@@ -148,7 +148,9 @@ export class Bridge {
     if (this.#inFlight >= this.#o.limits.maxCallsInFlight) {
       return errorResult(`Tool ${name} is busy: the MCP bridge "${this.name}" already has ${this.#inFlight} calls running; try again in a moment.`);
     }
-    const timeout = opts.timeoutMs ?? this.#o.limits.callTimeoutMs;
+    // mcpEndpoint.callTimeoutMs governs bridge calls; the caller's own bound (the model's tool
+    // timeout) only ever shortens it.
+    const timeout = Math.min(opts.timeoutMs ?? Number.POSITIVE_INFINITY, this.#o.limits.callTimeoutMs);
     this.#inFlight++;
     const scope = linkedScope(opts.signal);
     try {
