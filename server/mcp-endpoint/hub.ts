@@ -61,6 +61,8 @@ export class BridgeHub {
   readonly owner = `${hostname()}:${process.pid}#${randomBytes(4).toString('hex')}`;
   readonly #log: Logger;
   readonly #byAgent = new Map<string, Bridge[]>();
+  /** Every connection open now, joined or not. */
+  readonly #open = new Set<Bridge>();
   readonly #perAddress = new Map<string, number>();
   readonly #listeners = new Set<(agent: string) => void>();
   readonly #relay: McpRelay | undefined;
@@ -140,9 +142,15 @@ export class BridgeHub {
     return list.length;
   }
 
-  /** Closes every bridge (the server stops). */
+  /** A new connection, from its upgrade (also while it initializes) until it closes: `closeAll` reaches it. */
+  opened(bridge: Bridge): void {
+    this.#open.add(bridge);
+    bridge.onClosed(() => this.#open.delete(bridge));
+  }
+
+  /** Closes every connection, joined or still initializing (the server stops): 1001, with the reason. */
   closeAll(): void {
-    for (const list of this.#byAgent.values()) for (const b of list) b.close(CloseCodes.GoingAway, 'server shutting down');
+    for (const b of this.#open) b.close(CloseCodes.GoingAway, 'server shutting down');
   }
 
   bridgesOf(agent: string): readonly Bridge[] {
