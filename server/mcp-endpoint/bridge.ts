@@ -85,6 +85,8 @@ export class Bridge {
     this.#log = opts.log;
     this.#transport = new WebSocketPeerTransport(opts.ws, {
       maxMessageBytes: opts.limits.maxMessageBytes,
+      // A bridge closed for not answering is likely dead: it gets as long to answer the close.
+      closeGraceMs: opts.limits.requestTimeoutMs,
       onDropped: (why) => this.#log.debug({ bridge: this.id, why }, 'mcp endpoint: dropped a message from the bridge'),
     });
     this.#client = new Client({ name: 'xiaozhi-server', version: '1.0.0' }, { capabilities: {} });
@@ -132,6 +134,20 @@ export class Bridge {
   /** Closes the connection with a code and a reason the bridge sees. */
   close(code: number, reason: string): void {
     this.#transport.closeWith(code, reason);
+  }
+
+  /**
+   * Whether the bridge answers a ping within requestTimeoutMs: a connection whose peer is gone
+   * (a crash without a FIN, a network that dropped) looks open until something is sent to it.
+   */
+  async answersPing(): Promise<boolean> {
+    if (this.#closed) return false;
+    try {
+      await this.#client.ping({ timeout: this.#o.limits.requestTimeoutMs });
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /** Told once, with the reason, when the connection has ended. */

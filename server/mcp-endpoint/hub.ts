@@ -1,10 +1,10 @@
 /**
  * @module The bridges connected to this process, by agent. A bridge joins once it has initialized
  * and listed its tools; the tools of an agent's bridges are merged into one ToolSource (a name
- * offered by two bridges is exposed as `<bridge>__<tool>` for the later one). A bridge is the same
- * bridge again when it has the same agent, the same name (its `?bridge=` parameter, else the server
- * name its initialize answered) and the same source address: its new connection replaces the old
- * one, and no other bridge of the agent is touched.
+ * offered by two bridges is exposed as `<bridge>__<tool>` for the later one, the prefix made
+ * distinct when bridges share a name). A new connection replaces an earlier one of the same agent
+ * and name (its `?bridge=` parameter, else the server name its initialize answered) only when that
+ * one no longer answers a ping: live connections with one name are bridges of their own.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -119,20 +119,29 @@ export class BridgeHub {
     else this.#perAddress.set(address, n);
   }
 
-  /** Adds a bridge that has initialized and listed its tools; closes the connection it replaces. */
-  join(bridge: Bridge): void {
-    const list = this.#byAgent.get(bridge.agent) ?? [];
-    const same = (b: Bridge): boolean => b.name === bridge.name && b.address === bridge.address;
-    const replaced = list.filter(same);
-    const kept = list.filter((b) => !same(b));
+  /**
+   * Adds a bridge that has initialized and listed its tools; false when it is refused (over
+   * maxBridgesPerAgent) or closed meanwhile. A bridge's earlier connections are those of the same
+   * agent and name; each is asked for a ping first, and only one that does not answer (its peer is
+   * gone) is replaced. One that answers is a bridge of its own (two copies of one program, or
+   * FastMCP servers left at their default name): both serve.
+   */
+  async join(bridge: Bridge): Promise<boolean> {
+    const namesakes = this.bridgesOf(bridge.agent).filter((b) => b.name === bridge.name);
+    const alive = await Promise.all(namesakes.map((b) => b.answersPing()));
+    const replaced = new Set(namesakes.filter((_, i) => alive[i] !== true));
+    for (const old of replaced) old.close(CloseCodes.Normal, 'replaced by a new connection of the same bridge');
+    if (bridge.closed) return false;
+    const kept = this.bridgesOf(bridge.agent).filter((b) => !replaced.has(b) && !b.closed);
     if (kept.length >= this.limits.maxBridgesPerAgent) {
       bridge.close(CloseCodes.Policy, `agent already has ${kept.length} bridges connected (the limit)`);
-      return;
+      return false;
     }
+    if (replaced.size < namesakes.length) this.#log.info({ agent: bridge.agent, bridge: bridge.name, namesakes: namesakes.length - replaced.size }, 'mcp endpoint: another live bridge has this name; both serve');
     this.#byAgent.set(bridge.agent, [...kept, bridge]);
-    for (const old of replaced) old.close(CloseCodes.Normal, 'replaced by a new connection of the same bridge');
     bridge.onClosed(() => this.#leave(bridge));
     this.#changed(bridge.agent);
+    return true;
   }
 
   /** Closes every bridge of `agent` (its token was revoked or rotated). */
@@ -207,17 +216,33 @@ export class BridgeHub {
       const agent = agentOf();
       const next = new Map<string, Route>();
       const out: ToolSpec[] = [];
-      const add = (bridgeName: string, spec: ToolSpec, route: Route): void => {
+      // Each bridge's prefix is its name, made distinct among the agent's bridges (`calc`, `calc_2`):
+      // bridges with one name are still told apart.
+      const prefixes = new Set<string>();
+      const prefixFor = (name: string): string => {
+        const base = safe(name).slice(0, MAX_NAME / 2);
+        let prefix = base;
+        for (let n = 2; prefixes.has(prefix); n++) prefix = `${base}_${n}`;
+        prefixes.add(prefix);
+        return prefix;
+      };
+      const add = (prefix: string, spec: ToolSpec, route: Route): void => {
         let exposed = spec.name;
         if (next.has(exposed)) {
-          exposed = `${safe(bridgeName)}__${spec.name}`.slice(0, MAX_NAME);
+          exposed = `${prefix}__${spec.name}`.slice(0, MAX_NAME);
           if (next.has(exposed)) return;
         }
         next.set(exposed, route);
         out.push(exposed === spec.name ? spec : { ...spec, name: exposed });
       };
-      for (const bridge of this.bridgesOf(agent)) for (const spec of bridge.tools) add(bridge.name, spec, { bridge, name: spec.name });
-      for (const remote of await this.#remote(agent)) for (const spec of remote.tools.filter(isToolSpec)) add(remote.name, spec, { remote, name: spec.name });
+      for (const bridge of this.bridgesOf(agent)) {
+        const prefix = prefixFor(bridge.name);
+        for (const spec of bridge.tools) add(prefix, spec, { bridge, name: spec.name });
+      }
+      for (const remote of await this.#remote(agent)) {
+        const prefix = prefixFor(remote.name);
+        for (const spec of remote.tools.filter(isToolSpec)) add(prefix, spec, { remote, name: spec.name });
+      }
       routes = next;
       listedFor = agent;
       return out;

@@ -126,9 +126,8 @@ export async function mcpEndpointRoute(app: FastifyInstance, opts: McpEndpointRo
     });
     bridge
       .start()
-      .then(() => {
-        if (bridge.closed) return;
-        hub.join(bridge);
+      .then(async () => {
+        if (bridge.closed || !(await hub.join(bridge))) return;
         log.info(
           { bridge: bridge.name, server: bridge.serverInfo, protocolVersion: bridge.protocolVersion, tools: bridge.tools.length, remote: clientAddress(request) },
           'mcp endpoint: bridge connected',
