@@ -8,7 +8,9 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
+import { truncateForLog } from '../../core/log-fields.ts';
 import type { Logger } from '../../core/logger.ts';
+import { fitToolBudget } from '../../mcp/tool-budget.ts';
 import { errorResult, type ToolResult, type ToolSource, type ToolSpec } from '../../mcp/tool-source.ts';
 import type { McpRelay, PublishedBridge } from '../../store/mcp-relay.ts';
 import { CloseCodes } from '../../mcp/websocket-peer-transport.ts';
@@ -39,8 +41,10 @@ export interface RelayOptions {
   relay: McpRelay;
   /** How often this process looks for calls queued for its bridges, and for answers, ms. */
   pollMs?: number;
-  /** How often this process re-publishes its bridges (their heartbeat), ms. */
+  /** How often this process marks its published bridges as live (their heartbeat), ms. */
   heartbeatMs?: number;
+  /** Least time between two writes of this process's bridges (changes are coalesced), ms. */
+  publishMinMs?: number;
   /** How long one read of an agent's bridges on the other replicas serves its listings, ms. */
   remoteTtlMs?: number;
 }
@@ -71,8 +75,15 @@ export class BridgeHub {
   /** Per agent: the last read of its bridges on the other replicas (shared by its sessions' listings). */
   readonly #remoteRead = new Map<string, { at: number; bridges: Promise<PublishedBridge[]> }>();
   readonly #timers: NodeJS.Timeout[] = [];
+  readonly #publishMinMs: number;
   #publishing: Promise<void> | undefined;
   #publishAgain = false;
+  #publishTimer: NodeJS.Timeout | undefined;
+  #publishedAt = Number.NEGATIVE_INFINITY;
+  /** What the store holds for this process (its bridges as JSON): an unchanged state is not written again. */
+  #published = '[]';
+  /** Per agent over its tool budget: what was last warned of (one warning per change, not per turn). */
+  readonly #budgetWarned = new Map<string, string>();
   #polling = false;
   #stopped = false;
 
@@ -81,9 +92,10 @@ export class BridgeHub {
     this.#log = log;
     this.#relay = relay?.relay;
     this.#pollMs = relay?.pollMs ?? 150;
+    this.#publishMinMs = relay?.publishMinMs ?? 1000;
     this.#remoteTtlMs = relay?.remoteTtlMs ?? 1000;
     if (this.#relay) {
-      const beat = setInterval(() => this.#publish(), relay?.heartbeatMs ?? 10_000);
+      const beat = setInterval(() => this.#heartbeat(), relay?.heartbeatMs ?? 10_000);
       const poll = setInterval(() => void this.#serveQueued(), this.#pollMs);
       beat.unref();
       poll.unref();
@@ -96,6 +108,7 @@ export class BridgeHub {
     if (this.#stopped) return;
     this.#stopped = true;
     for (const t of this.#timers) clearInterval(t);
+    if (this.#publishTimer) clearTimeout(this.#publishTimer);
     await this.#publishing;
     await this.#relay?.clear(this.owner).catch((err: unknown) => this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not remove the published bridges'));
   }
@@ -243,9 +256,12 @@ export class BridgeHub {
         const prefix = prefixFor(remote.name);
         for (const spec of remote.tools.filter(isToolSpec)) add(prefix, spec, { remote, name: spec.name });
       }
-      routes = next;
+      const fit = this.#withinBudget(agent, out);
+      const offered = new Set(fit.map((t) => t.name));
+      // A tool left out for the budget is not callable either: the model never saw it.
+      routes = new Map([...next].filter(([name]) => offered.has(name)));
       listedFor = agent;
-      return out;
+      return fit;
     };
     return {
       listTools: () => list(),
@@ -257,6 +273,28 @@ export class BridgeHub {
         return this.#callRemote(route.remote, route.name, args, opts.signal);
       },
     };
+  }
+
+  /**
+   * The agent's bridge tools within maxToolBytes and maxToolsPerAgent (`mcp/tool-budget.ts`, as the
+   * device's own tools). Warned once per change of what is cut, not at every turn's listing.
+   */
+  #withinBudget(agent: string, specs: ToolSpec[]): ToolSpec[] {
+    const { maxToolBytes, maxToolsPerAgent } = this.limits;
+    const fit = fitToolBudget(specs, maxToolBytes, maxToolsPerAgent);
+    if (fit.shortened.length === 0 && fit.dropped.length === 0) {
+      this.#budgetWarned.delete(agent);
+      return fit.specs;
+    }
+    const what = `${fit.bytesBefore}:${specs.length}:${fit.dropped.join(',')}`;
+    if (this.#budgetWarned.get(agent) !== what) {
+      this.#budgetWarned.set(agent, what);
+      this.#log.warn(
+        { agent, maxToolBytes, maxToolsPerAgent, bytesAnnounced: fit.bytesBefore, bytesOffered: fit.bytesAfter, toolsAnnounced: specs.length, dropped: truncateForLog(fit.dropped.join(', '), 1000), droppedCount: fit.dropped.length, shortenedCount: fit.shortened.length },
+        'mcp endpoint: the agent\'s bridge tools are over the budget',
+      );
+    }
+    return fit.specs;
   }
 
   /**
@@ -324,17 +362,36 @@ export class BridgeHub {
     }
   }
 
-  /** Publishes this process's bridges (coalesced: one write at a time, the latest state last). */
+  /**
+   * Publishes this process's bridges when they differ from what the store holds. Coalesced: one
+   * write at a time, at most one per publishMinMs, the latest state last.
+   */
   #publish(): void {
     const relay = this.#relay;
     if (!relay || this.#stopped) return;
-    if (this.#publishing) {
+    if (this.#publishing || this.#publishTimer) {
       this.#publishAgain = true;
       return;
     }
+    const wait = this.#publishedAt + this.#publishMinMs - performance.now();
+    if (wait > 0) {
+      this.#publishTimer = setTimeout(() => {
+        this.#publishTimer = undefined;
+        this.#publishAgain = false;
+        this.#publish();
+      }, wait);
+      this.#publishTimer.unref();
+      return;
+    }
     const bridges = [...this.#byAgent.values()].flat().map((b) => ({ id: b.id, agent: b.agent, name: b.name, address: b.address, connectedAt: b.connectedAt, tools: [...b.tools] }));
+    const text = JSON.stringify(bridges);
+    if (text === this.#published) return;
+    this.#publishedAt = performance.now();
     this.#publishing = relay
       .publish(this.owner, bridges)
+      .then(() => {
+        this.#published = text;
+      })
       .catch((err: unknown) => this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not publish the bridges for the other replicas'))
       .finally(() => {
         this.#publishing = undefined;
@@ -342,6 +399,30 @@ export class BridgeHub {
           this.#publishAgain = false;
           this.#publish();
         }
+      });
+  }
+
+  /**
+   * Keeps what this process published live for the other replicas. No tool list is written: only
+   * a change is (and one that failed to be written is tried again here). Nothing at all while
+   * this process has no bridges.
+   */
+  #heartbeat(): void {
+    const relay = this.#relay;
+    if (!relay || this.#stopped || this.#publishing || this.#publishTimer) return;
+    const bridges = [...this.#byAgent.values()].flat();
+    if (bridges.length === 0 && this.#published === '[]') return;
+    if (bridges.length === 0 || this.#published === '[]') {
+      this.#publish();
+      return;
+    }
+    this.#publishing = relay
+      .heartbeat(this.owner)
+      .catch((err: unknown) => this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not mark the published bridges as live'))
+      .finally(() => {
+        this.#publishing = undefined;
+        // A change that came during the heartbeat.
+        this.#publish();
       });
   }
 
