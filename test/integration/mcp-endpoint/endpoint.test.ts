@@ -195,6 +195,29 @@ describe('MCP endpoint', { timeout: 120_000 }, () => {
     await b.close();
   });
 
+  test('a steady stream of list_changed lists the tools about once a second, not once per round trip', async () => {
+    let lists = 0;
+    const b = await raw(kitchenUrl, (m) => {
+      if (m.method === 'initialize') return initializeResult('chatty');
+      if (m.method === 'ping') return {};
+      if (m.method === 'tools/list') {
+        lists++;
+        return { tools: [tool(`chatty_${lists}`)] };
+      }
+      return undefined;
+    });
+    await waitFor(async () => (await names('kitchen')).includes('chatty_1'), { what: 'the first listing' });
+    // Each notification after the last listing has answered (an instant bridge): 100 over 2 s.
+    for (let i = 0; i < 100; i++) {
+      b.send({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await new Promise((r) => setTimeout(r, 1200));
+    assert.ok(lists >= 2 && lists <= 5, `listed ${lists} times for 100 notifications over about 2 s`);
+    assert.ok((await names('kitchen')).includes(`chatty_${lists}`), 'the last listing is the one offered');
+    await b.close();
+  });
+
   test('bad input: malformed JSON and replies to unknown ids are ignored; a call over the in-flight bound is busy; a call that never answers times out', async () => {
     const b = await raw(kitchenUrl, plain([tool('hang')]));
     await waitFor(async () => (await names('kitchen')).includes('hang'), { what: 'the tool' });
