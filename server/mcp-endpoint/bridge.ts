@@ -1,10 +1,11 @@
 /**
  * @module One bridge that dialled in: the SDK's MCP `Client` over the accepted WebSocket. It
  * initializes (offering the SDK's newest protocol version and accepting any it supports back to
- * 2024-11-05), lists the tools (following `nextCursor`, bounded), lists again on
- * `tools/list_changed`, pings at an interval (the SDK answers the bridge's pings), and calls tools
- * with a timeout and a bound on calls in flight. Every failure of a call becomes a result the model
- * can explain; a bridge that disconnects fails its calls in flight with the reason.
+ * 2024-11-05), lists the tools (following `nextCursor`, bounded, then cut to the agent's tool
+ * budget), lists again on `tools/list_changed` (at most once a second), pings at an interval (the
+ * SDK answers the bridge's pings) and when a namesake joins, and calls tools with a timeout
+ * (`callTimeoutMs`) and a bound on calls in flight. Every failure of a call becomes a result the
+ * model can explain; a bridge that disconnects fails its calls in flight with the reason.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
