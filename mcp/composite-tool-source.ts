@@ -3,7 +3,9 @@
  * ReAct loop sees. Sources are listed in parallel; one that fails or is slow is logged and left out
  * of that listing instead of failing the turn. On a name collision the earlier source keeps the
  * plain name and later ones are exposed as `<source>__<tool>` (calls are routed back to the
- * original name).
+ * original name), except that a source marked `keepsNames` (the device's own tools) claims its
+ * names before every other: a bridge or MCP server offering `self_audio_speaker_set_volume` must
+ * not take the device's volume call.
  */
 import { runScoped } from '../core/abort.ts';
 import { ErrorCode, toVoiceError } from '../core/errors.ts';
@@ -15,6 +17,8 @@ export interface NamedToolSource {
   /** Short id used in logs and collision prefixes (e.g. `local`, `device`, `weather`). */
   name: string;
   source: ToolSource;
+  /** Its tools keep their plain names whatever the other sources offer (the device's own tools). */
+  keepsNames?: boolean;
 }
 
 export interface CompositeToolSourceOptions {
@@ -58,16 +62,21 @@ export function createCompositeToolSource(sources: readonly NamedToolSource[], o
       }),
     );
     const next = new Map<string, { entry: NamedToolSource; original: string }>();
+    // The sources that keep their names claim them first; the output stays in source order.
+    const claimed = new Set<string>();
+    current.forEach((entry, i) => {
+      if (entry.keepsNames) for (const spec of lists[i] ?? []) claimed.add(spec.name);
+    });
     const out: ToolSpec[] = [];
     current.forEach((entry, i) => {
       for (const spec of lists[i] ?? []) {
         let exposed = spec.name;
-        if (next.has(exposed)) {
+        if (next.has(exposed) || (!entry.keepsNames && claimed.has(exposed))) {
           const prefixed = `${safe(entry.name)}__${spec.name}`.slice(0, MAX_NAME);
           log.warn({ source: entry.name, tool: spec.name, exposedAs: prefixed }, 'tool name collision; renamed');
           exposed = prefixed;
           // Still taken (same name twice in one source, or an unlucky prefix): drop the duplicate.
-          if (next.has(exposed)) continue;
+          if (next.has(exposed) || claimed.has(exposed)) continue;
         }
         next.set(exposed, { entry, original: spec.name });
         out.push(exposed === spec.name ? spec : { ...spec, name: exposed });

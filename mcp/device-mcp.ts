@@ -7,7 +7,8 @@
  */
 import { truncateForLog } from '../core/log-fields.ts';
 import type { Logger } from '../core/logger.ts';
-import { fitToolBudget } from './device-tool-budget.ts';
+import { fitToolBudget } from './tool-budget.ts';
+import { schemaOverLimits } from './schema-limits.ts';
 import { normalizeToolResult } from './normalize.ts';
 import { ToolNameMap } from './name-patterns.ts';
 import type { CallToolOptions, JsonSchema, ToolResult, ToolSource, ToolSpec } from './tool-source.ts';
@@ -20,18 +21,8 @@ import { errorResult } from './tool-source.ts';
  */
 export const DEVICE_TOOL_LIMITS = { tools: 64, listed: 256, nameChars: 128, descriptionChars: 1000, schemaDepth: 16, schemaChars: 16_384 } as const;
 
-/** Why a tool's input schema is refused, checked without recursion (depth first, then size). */
-function schemaProblem(schema: Record<string, unknown>): 'schemaTooDeep' | 'schemaTooLarge' | undefined {
-  const stack: Array<{ v: unknown; depth: number }> = [{ v: schema, depth: 1 }];
-  let nodes = 0;
-  while (stack.length > 0) {
-    const { v, depth } = stack.pop() as { v: unknown; depth: number };
-    if (depth > DEVICE_TOOL_LIMITS.schemaDepth) return 'schemaTooDeep';
-    if (++nodes > DEVICE_TOOL_LIMITS.schemaChars) return 'schemaTooLarge';
-    if (typeof v === 'object' && v !== null) for (const child of Object.values(v)) stack.push({ v: child, depth: depth + 1 });
-  }
-  return JSON.stringify(schema).length > DEVICE_TOOL_LIMITS.schemaChars ? 'schemaTooLarge' : undefined;
-}
+/** One schema's bounds as the shared check takes them: a value is at least one character of JSON. */
+const DEVICE_SCHEMA_LIMITS = { maxDepth: DEVICE_TOOL_LIMITS.schemaDepth, maxNodes: DEVICE_TOOL_LIMITS.schemaChars, maxChars: DEVICE_TOOL_LIMITS.schemaChars };
 
 export interface DeviceMcpOptions {
   /** Sends one JSON-RPC payload to the device (the server wraps it in `{"type":"mcp","payload":...}`). */
@@ -47,7 +38,7 @@ export interface DeviceMcpOptions {
   maxPages?: number;
   /**
    * Bytes all of the device's tool specs may take in a model request (default 8192): past it
-   * descriptions are cut, then tools dropped from the last (`device-tool-budget.ts`).
+   * descriptions are cut, then tools dropped from the last (`tool-budget.ts`).
    */
   maxSchemaBytes?: number;
   clientInfo?: { name: string; version: string };
@@ -194,9 +185,9 @@ export function createDeviceMcp(opts: DeviceMcpOptions): DeviceMcp {
         dropped.overCount++;
         continue;
       }
-      const problem = isRecord(t.inputSchema) ? schemaProblem(t.inputSchema) : undefined;
+      const problem = isRecord(t.inputSchema) ? schemaOverLimits(t.inputSchema, DEVICE_SCHEMA_LIMITS) : undefined;
       if (problem) {
-        dropped[problem]++;
+        dropped[problem.kind === 'tooDeep' ? 'schemaTooDeep' : 'schemaTooLarge']++;
         continue;
       }
       seen.add(t.name);

@@ -121,6 +121,13 @@ async function buildWithStore(deps: AppDeps, store: Store): Promise<App> {
     // The pino instance is typed with its own Logger; Fastify's default generic is the base
     // logger interface it implements, which is what every route plugin expects.
   }) as unknown as FastifyInstance;
+  // Users' own MCP bridges dial in at /mcp/ with an agent's token. At shutdown they hear 1001:
+  // this hook runs before the WebSocket plugin's own, which closes every socket without a code.
+  const bridges = deps.bridges ?? bridgeHubFor(config, deps.log, store.mcpRelay);
+  fastify.addHook('preClose', (done) => {
+    bridges.closeAll();
+    done();
+  });
   await fastify.register(websocket, {
     options: {
       maxPayload: config.server.maxMessageBytes,
@@ -180,8 +187,6 @@ async function buildWithStore(deps: AppDeps, store: Store): Promise<App> {
     ...(deps.onRefused ? { onRefused: deps.onRefused } : {}),
   });
   await fastify.register(webRoutes);
-  // Users' own MCP bridges dial in here with an agent's token.
-  const bridges = deps.bridges ?? bridgeHubFor(config, deps.log, store.mcpRelay);
   await fastify.register(mcpEndpointRoute, {
     hub: bridges,
     tokens: store.mcpTokens,

@@ -352,6 +352,10 @@ export const McpEndpointSchema = z.strictObject({
   maxSchemaDepth: z.number().int().positive().max(1000).default(32),
   maxSchemaNodes: z.number().int().positive().default(2_000),
   maxListPages: z.number().int().positive().default(20),
+  /** Bytes of one agent's bridge tools offered in each model request (as `deviceMcp.maxSchemaBytes`). */
+  maxToolBytes: z.number().int().min(1024).max(1_048_576).default(32_768),
+  /** Bridge tools offered per agent. */
+  maxToolsPerAgent: z.number().int().positive().max(1000).default(64),
 });
 
 /**

@@ -180,7 +180,8 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
       };
       sources.push({ name: 'bridge', source: opts.bridges.toolSource(agentOf) });
     }
-    if (input.deviceTools) sources.push({ name: 'device', source: input.deviceTools });
+    // The device's own tools keep their names: no bridge or MCP server can take the device's calls.
+    if (input.deviceTools) sources.push({ name: 'device', source: input.deviceTools, keepsNames: true });
     return {
       tools: createCompositeToolSource(sources, { log: input.log }),
       dispatcher: createResultDispatcher({

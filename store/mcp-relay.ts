@@ -1,6 +1,7 @@
 /**
  * @module What the replicas share of the MCP endpoint: each process publishes the bridges
- * connected to it (their agent, name and tools, refreshed by a heartbeat), and a process whose
+ * connected to it (their agent, name and tools) when they change, and keeps them fresh with a
+ * heartbeat that rewrites no tool list; a process whose
  * device wants a bridge connected elsewhere queues the call here for the bridge's process to run
  * and answer. Rows of a process silent for BRIDGE_STALE_MS are ignored and then deleted.
  */
@@ -35,8 +36,10 @@ export interface QueuedCall {
 }
 
 export interface McpRelay {
-  /** Replaces what `owner` has published with `bridges` (its heartbeat too). */
+  /** Replaces what `owner` has published with `bridges` (counts as a heartbeat too). */
   publish(owner: string, bridges: Omit<PublishedBridge, 'owner'>[]): Promise<void>;
+  /** Marks what `owner` published as still live, without writing it again. */
+  heartbeat(owner: string): Promise<void>;
   /** Bridges of `agent` published by live processes other than `owner`. */
   remote(agent: string, owner: string): Promise<PublishedBridge[]>;
   /** Queues a call for the bridge's process. */
@@ -66,10 +69,22 @@ export class StoreMcpRelay implements McpRelay {
     await this.#db.transaction().execute(async (trx) => {
       await trx.deleteFrom('mcp_bridges').where('owner', '=', owner).execute();
       for (const b of bridges) await trx.insertInto('mcp_bridges').values({ id: b.id, owner, agent: b.agent, name: b.name, address: b.address, connected_at: b.connectedAt, tools: JSON.stringify(b.tools), seen_ms: now }).execute();
-      // Rows of processes that stopped without clearing (a crash) go after a while.
-      await trx.deleteFrom('mcp_bridges').where('seen_ms', '<', now - 4 * BRIDGE_STALE_MS).execute();
-      await trx.deleteFrom('mcp_calls').where('created_ms', '<', now - 4 * BRIDGE_STALE_MS).execute();
+      await this.#sweep(trx, now);
     });
+  }
+
+  async heartbeat(owner: string): Promise<void> {
+    const now = this.#now();
+    await this.#db.transaction().execute(async (trx) => {
+      await trx.updateTable('mcp_bridges').set({ seen_ms: now }).where('owner', '=', owner).execute();
+      await this.#sweep(trx, now);
+    });
+  }
+
+  /** Rows of processes that stopped without clearing (a crash) go after a while. */
+  async #sweep(trx: Kysely<Database>, now: number): Promise<void> {
+    await trx.deleteFrom('mcp_bridges').where('seen_ms', '<', now - 4 * BRIDGE_STALE_MS).execute();
+    await trx.deleteFrom('mcp_calls').where('created_ms', '<', now - 4 * BRIDGE_STALE_MS).execute();
   }
 
   async remote(agent: string, owner: string): Promise<PublishedBridge[]> {

@@ -1,10 +1,11 @@
 /**
  * @module One bridge that dialled in: the SDK's MCP `Client` over the accepted WebSocket. It
  * initializes (offering the SDK's newest protocol version and accepting any it supports back to
- * 2024-11-05), lists the tools (following `nextCursor`, bounded), lists again on
- * `tools/list_changed`, pings at an interval (the SDK answers the bridge's pings), and calls tools
- * with a timeout and a bound on calls in flight. Every failure of a call becomes a result the model
- * can explain; a bridge that disconnects fails its calls in flight with the reason.
+ * 2024-11-05), lists the tools (following `nextCursor`, bounded, then cut to the agent's tool
+ * budget), lists again on `tools/list_changed` (at most once a second), pings at an interval (the
+ * SDK answers the bridge's pings) and when a namesake joins, and calls tools with a timeout
+ * (`callTimeoutMs`) and a bound on calls in flight. Every failure of a call becomes a result the
+ * model can explain; a bridge that disconnects fails its calls in flight with the reason.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -16,7 +17,16 @@ import { classifyFailure, errMessage, malformedSummary } from '../../mcp/mcp-fai
 import { normalizeToolResult } from '../../mcp/normalize.ts';
 import { errorResult, type JsonSchema, type ToolResult, type ToolSpec } from '../../mcp/tool-source.ts';
 import { CloseCodes, WebSocketPeerTransport } from '../../mcp/websocket-peer-transport.ts';
-import { schemaOverLimits, type McpEndpointLimits } from './limits.ts';
+import { schemaOverLimits } from '../../mcp/schema-limits.ts';
+import { fitToolBudget } from '../../mcp/tool-budget.ts';
+import { truncateForLog } from '../../core/log-fields.ts';
+import type { McpEndpointLimits } from './limits.ts';
+
+/**
+ * Least time between two listings of one bridge's tools, ms: a bridge sending list_changed without
+ * end makes one listing a second, not one per round trip (each may be maxListPages pages).
+ */
+export const RELIST_MIN_MS = 1000;
 
 const LooseToolList = z.looseObject({ tools: z.array(z.unknown()).default([]), nextCursor: z.string().optional() });
 const LooseResult = z.looseObject({});
@@ -74,6 +84,10 @@ export class Bridge {
   #pinger: NodeJS.Timeout | undefined;
   #relisting = false;
   #relistAgain = false;
+  #relistTimer: NodeJS.Timeout | undefined;
+  #listedAt = Number.NEGATIVE_INFINITY;
+  /** Warned once per connection that its tools are over the agent's budget (later listings: debug). */
+  #budgetWarned = false;
   #closed = false;
   #closedListeners = new Set<(reason: string) => void>();
 
@@ -85,6 +99,8 @@ export class Bridge {
     this.#log = opts.log;
     this.#transport = new WebSocketPeerTransport(opts.ws, {
       maxMessageBytes: opts.limits.maxMessageBytes,
+      // A bridge closed for not answering is likely dead: it gets as long to answer the close.
+      closeGraceMs: opts.limits.requestTimeoutMs,
       onDropped: (why) => this.#log.debug({ bridge: this.id, why }, 'mcp endpoint: dropped a message from the bridge'),
     });
     this.#client = new Client({ name: 'xiaozhi-server', version: '1.0.0' }, { capabilities: {} });
@@ -134,6 +150,20 @@ export class Bridge {
     this.#transport.closeWith(code, reason);
   }
 
+  /**
+   * Whether the bridge answers a ping within requestTimeoutMs: a connection whose peer is gone
+   * (a crash without a FIN, a network that dropped) looks open until something is sent to it.
+   */
+  async answersPing(): Promise<boolean> {
+    if (this.#closed) return false;
+    try {
+      await this.#client.ping({ timeout: this.#o.limits.requestTimeoutMs });
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   /** Told once, with the reason, when the connection has ended. */
   onClosed(fn: (reason: string) => void): void {
     if (this.#closed) fn(this.#transport.closeReason ?? 'closed');
@@ -148,7 +178,9 @@ export class Bridge {
     if (this.#inFlight >= this.#o.limits.maxCallsInFlight) {
       return errorResult(`Tool ${name} is busy: the MCP bridge "${this.name}" already has ${this.#inFlight} calls running; try again in a moment.`);
     }
-    const timeout = opts.timeoutMs ?? this.#o.limits.callTimeoutMs;
+    // mcpEndpoint.callTimeoutMs governs bridge calls; the caller's own bound (the model's tool
+    // timeout) only ever shortens it.
+    const timeout = Math.min(opts.timeoutMs ?? Number.POSITIVE_INFINITY, this.#o.limits.callTimeoutMs);
     this.#inFlight++;
     const scope = linkedScope(opts.signal);
     try {
@@ -176,17 +208,35 @@ export class Bridge {
   }
 
   /**
-   * Lists the tools again after list_changed. One listing at a time: notifications arriving while
-   * one runs are folded into a single listing after it (a flood costs two listings, not one each).
+   * Lists the tools again after list_changed. One listing at a time, at most one per RELIST_MIN_MS:
+   * notifications arriving meanwhile are folded into a single listing after it (a flood costs two
+   * listings, not one each). The hub is told only when the list did change.
    */
   #relist(): void {
-    if (this.#relisting) {
+    if (this.#closed) return;
+    if (this.#relisting || this.#relistTimer) {
       this.#relistAgain = true;
       return;
     }
+    const wait = this.#listedAt + RELIST_MIN_MS - performance.now();
+    if (wait > 0) {
+      this.#relistTimer = setTimeout(() => {
+        this.#relistTimer = undefined;
+        // This listing answers every notification that came while it waited.
+        this.#relistAgain = false;
+        this.#relist();
+      }, wait);
+      this.#relistTimer.unref();
+      return;
+    }
     this.#relisting = true;
+    const before = JSON.stringify(this.#tools);
     this.#refresh()
       .then(() => {
+        if (JSON.stringify(this.#tools) === before) {
+          this.#log.debug({ bridge: this.name, tools: this.#tools.length }, 'mcp endpoint: bridge tools listed again, unchanged');
+          return;
+        }
         this.#log.info({ agent: this.agent, bridge: this.name, tools: this.#tools.length }, 'mcp endpoint: bridge tools changed');
         this.#o.onToolsChanged();
       })
@@ -204,6 +254,7 @@ export class Bridge {
   }
 
   async #refresh(): Promise<void> {
+    this.#listedAt = performance.now();
     const limits = this.#o.limits;
     const raw: unknown[] = [];
     const seen = new Set<string>();
@@ -223,9 +274,9 @@ export class Bridge {
       if (!isRecord(t) || typeof t.name !== 'string' || t.name === '') continue;
       const exposed = safeName(t.name);
       if (original.has(exposed)) continue;
-      const over = schemaOverLimits(t.inputSchema, limits.maxSchemaDepth, limits.maxSchemaNodes);
+      const over = schemaOverLimits(t.inputSchema, { maxDepth: limits.maxSchemaDepth, maxNodes: limits.maxSchemaNodes });
       if (over !== undefined) {
-        this.#log.warn({ bridge: this.name, tool: t.name.slice(0, 64), why: over }, 'mcp endpoint: tool left out (input schema too large)');
+        this.#log.warn({ bridge: this.name, tool: t.name.slice(0, 64), why: over.why }, 'mcp endpoint: tool left out (input schema too large)');
         continue;
       }
       const schema: JsonSchema = isRecord(t.inputSchema) ? { ...(t.inputSchema as JsonSchema) } : { type: 'object', properties: {} };
@@ -234,8 +285,18 @@ export class Bridge {
       original.set(exposed, t.name);
       tools.push(description === undefined ? { name: exposed, inputSchema: schema } : { name: exposed, description, inputSchema: schema });
     }
-    this.#tools = tools;
-    this.#original = original;
+    // One bridge alone gets no more than its agent's whole budget: what it holds here and what is
+    // published for the other replicas stay bounded however large its listing was.
+    const fit = fitToolBudget(tools, limits.maxToolBytes, limits.maxToolsPerAgent);
+    if (fit.shortened.length > 0 || fit.dropped.length > 0) {
+      const fields = { bridge: this.name, maxToolBytes: limits.maxToolBytes, maxToolsPerAgent: limits.maxToolsPerAgent, bytesAnnounced: fit.bytesBefore, bytesOffered: fit.bytesAfter, dropped: truncateForLog(fit.dropped.join(', '), 1000), droppedCount: fit.dropped.length, shortenedCount: fit.shortened.length };
+      if (this.#budgetWarned) this.#log.debug(fields, 'mcp endpoint: bridge tools over the budget');
+      else this.#log.warn(fields, 'mcp endpoint: bridge tools over the budget');
+      this.#budgetWarned = true;
+    }
+    const offered = new Set(fit.specs.map((t) => t.name));
+    this.#tools = fit.specs;
+    this.#original = new Map([...original].filter(([exposed]) => offered.has(exposed)));
   }
 
   #refuse(err: BridgeRefused): BridgeRefused {
@@ -247,6 +308,7 @@ export class Bridge {
     if (this.#closed) return;
     this.#closed = true;
     if (this.#pinger) clearInterval(this.#pinger);
+    if (this.#relistTimer) clearTimeout(this.#relistTimer);
     const reason = this.#transport.closeReason ?? 'closed';
     for (const fn of this.#closedListeners) fn(reason);
     this.#closedListeners.clear();

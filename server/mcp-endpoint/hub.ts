@@ -1,14 +1,16 @@
 /**
  * @module The bridges connected to this process, by agent. A bridge joins once it has initialized
  * and listed its tools; the tools of an agent's bridges are merged into one ToolSource (a name
- * offered by two bridges is exposed as `<bridge>__<tool>` for the later one). A bridge is the same
- * bridge again when it has the same agent, the same name (its `?bridge=` parameter, else the server
- * name its initialize answered) and the same source address: its new connection replaces the old
- * one, and no other bridge of the agent is touched.
+ * offered by two bridges is exposed as `<bridge>__<tool>` for the later one, the prefix made
+ * distinct when bridges share a name). A new connection replaces an earlier one of the same agent
+ * and name (its `?bridge=` parameter, else the server name its initialize answered) only when that
+ * one no longer answers a ping: live connections with one name are bridges of their own.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
+import { truncateForLog } from '../../core/log-fields.ts';
 import type { Logger } from '../../core/logger.ts';
+import { fitToolBudget } from '../../mcp/tool-budget.ts';
 import { errorResult, type ToolResult, type ToolSource, type ToolSpec } from '../../mcp/tool-source.ts';
 import type { McpRelay, PublishedBridge } from '../../store/mcp-relay.ts';
 import { CloseCodes } from '../../mcp/websocket-peer-transport.ts';
@@ -39,8 +41,10 @@ export interface RelayOptions {
   relay: McpRelay;
   /** How often this process looks for calls queued for its bridges, and for answers, ms. */
   pollMs?: number;
-  /** How often this process re-publishes its bridges (their heartbeat), ms. */
+  /** How often this process marks its published bridges as live (their heartbeat), ms. */
   heartbeatMs?: number;
+  /** Least time between two writes of this process's bridges (changes are coalesced), ms. */
+  publishMinMs?: number;
   /** How long one read of an agent's bridges on the other replicas serves its listings, ms. */
   remoteTtlMs?: number;
 }
@@ -61,6 +65,8 @@ export class BridgeHub {
   readonly owner = `${hostname()}:${process.pid}#${randomBytes(4).toString('hex')}`;
   readonly #log: Logger;
   readonly #byAgent = new Map<string, Bridge[]>();
+  /** Every connection open now, joined or not. */
+  readonly #open = new Set<Bridge>();
   readonly #perAddress = new Map<string, number>();
   readonly #listeners = new Set<(agent: string) => void>();
   readonly #relay: McpRelay | undefined;
@@ -69,8 +75,15 @@ export class BridgeHub {
   /** Per agent: the last read of its bridges on the other replicas (shared by its sessions' listings). */
   readonly #remoteRead = new Map<string, { at: number; bridges: Promise<PublishedBridge[]> }>();
   readonly #timers: NodeJS.Timeout[] = [];
+  readonly #publishMinMs: number;
   #publishing: Promise<void> | undefined;
   #publishAgain = false;
+  #publishTimer: NodeJS.Timeout | undefined;
+  #publishedAt = Number.NEGATIVE_INFINITY;
+  /** What the store holds for this process (its bridges as JSON): an unchanged state is not written again. */
+  #published = '[]';
+  /** Per agent over its tool budget: what was last warned of (one warning per change, not per turn). */
+  readonly #budgetWarned = new Map<string, string>();
   #polling = false;
   #stopped = false;
 
@@ -79,9 +92,10 @@ export class BridgeHub {
     this.#log = log;
     this.#relay = relay?.relay;
     this.#pollMs = relay?.pollMs ?? 150;
+    this.#publishMinMs = relay?.publishMinMs ?? 1000;
     this.#remoteTtlMs = relay?.remoteTtlMs ?? 1000;
     if (this.#relay) {
-      const beat = setInterval(() => this.#publish(), relay?.heartbeatMs ?? 10_000);
+      const beat = setInterval(() => this.#heartbeat(), relay?.heartbeatMs ?? 10_000);
       const poll = setInterval(() => void this.#serveQueued(), this.#pollMs);
       beat.unref();
       poll.unref();
@@ -94,6 +108,7 @@ export class BridgeHub {
     if (this.#stopped) return;
     this.#stopped = true;
     for (const t of this.#timers) clearInterval(t);
+    if (this.#publishTimer) clearTimeout(this.#publishTimer);
     await this.#publishing;
     await this.#relay?.clear(this.owner).catch((err: unknown) => this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not remove the published bridges'));
   }
@@ -117,20 +132,29 @@ export class BridgeHub {
     else this.#perAddress.set(address, n);
   }
 
-  /** Adds a bridge that has initialized and listed its tools; closes the connection it replaces. */
-  join(bridge: Bridge): void {
-    const list = this.#byAgent.get(bridge.agent) ?? [];
-    const same = (b: Bridge): boolean => b.name === bridge.name && b.address === bridge.address;
-    const replaced = list.filter(same);
-    const kept = list.filter((b) => !same(b));
+  /**
+   * Adds a bridge that has initialized and listed its tools; false when it is refused (over
+   * maxBridgesPerAgent) or closed meanwhile. A bridge's earlier connections are those of the same
+   * agent and name; each is asked for a ping first, and only one that does not answer (its peer is
+   * gone) is replaced. One that answers is a bridge of its own (two copies of one program, or
+   * FastMCP servers left at their default name): both serve.
+   */
+  async join(bridge: Bridge): Promise<boolean> {
+    const namesakes = this.bridgesOf(bridge.agent).filter((b) => b.name === bridge.name);
+    const alive = await Promise.all(namesakes.map((b) => b.answersPing()));
+    const replaced = new Set(namesakes.filter((_, i) => alive[i] !== true));
+    for (const old of replaced) old.close(CloseCodes.Normal, 'replaced by a new connection of the same bridge');
+    if (bridge.closed) return false;
+    const kept = this.bridgesOf(bridge.agent).filter((b) => !replaced.has(b) && !b.closed);
     if (kept.length >= this.limits.maxBridgesPerAgent) {
       bridge.close(CloseCodes.Policy, `agent already has ${kept.length} bridges connected (the limit)`);
-      return;
+      return false;
     }
+    if (replaced.size < namesakes.length) this.#log.info({ agent: bridge.agent, bridge: bridge.name, namesakes: namesakes.length - replaced.size }, 'mcp endpoint: another live bridge has this name; both serve');
     this.#byAgent.set(bridge.agent, [...kept, bridge]);
-    for (const old of replaced) old.close(CloseCodes.Normal, 'replaced by a new connection of the same bridge');
     bridge.onClosed(() => this.#leave(bridge));
     this.#changed(bridge.agent);
+    return true;
   }
 
   /** Closes every bridge of `agent` (its token was revoked or rotated). */
@@ -140,9 +164,15 @@ export class BridgeHub {
     return list.length;
   }
 
-  /** Closes every bridge (the server stops). */
+  /** A new connection, from its upgrade (also while it initializes) until it closes: `closeAll` reaches it. */
+  opened(bridge: Bridge): void {
+    this.#open.add(bridge);
+    bridge.onClosed(() => this.#open.delete(bridge));
+  }
+
+  /** Closes every connection, joined or still initializing (the server stops): 1001, with the reason. */
   closeAll(): void {
-    for (const list of this.#byAgent.values()) for (const b of list) b.close(CloseCodes.GoingAway, 'server shutting down');
+    for (const b of this.#open) b.close(CloseCodes.GoingAway, 'server shutting down');
   }
 
   bridgesOf(agent: string): readonly Bridge[] {
@@ -199,20 +229,39 @@ export class BridgeHub {
       const agent = agentOf();
       const next = new Map<string, Route>();
       const out: ToolSpec[] = [];
-      const add = (bridgeName: string, spec: ToolSpec, route: Route): void => {
+      // Each bridge's prefix is its name, made distinct among the agent's bridges (`calc`, `calc_2`):
+      // bridges with one name are still told apart.
+      const prefixes = new Set<string>();
+      const prefixFor = (name: string): string => {
+        const base = safe(name).slice(0, MAX_NAME / 2);
+        let prefix = base;
+        for (let n = 2; prefixes.has(prefix); n++) prefix = `${base}_${n}`;
+        prefixes.add(prefix);
+        return prefix;
+      };
+      const add = (prefix: string, spec: ToolSpec, route: Route): void => {
         let exposed = spec.name;
         if (next.has(exposed)) {
-          exposed = `${safe(bridgeName)}__${spec.name}`.slice(0, MAX_NAME);
+          exposed = `${prefix}__${spec.name}`.slice(0, MAX_NAME);
           if (next.has(exposed)) return;
         }
         next.set(exposed, route);
         out.push(exposed === spec.name ? spec : { ...spec, name: exposed });
       };
-      for (const bridge of this.bridgesOf(agent)) for (const spec of bridge.tools) add(bridge.name, spec, { bridge, name: spec.name });
-      for (const remote of await this.#remote(agent)) for (const spec of remote.tools.filter(isToolSpec)) add(remote.name, spec, { remote, name: spec.name });
-      routes = next;
+      for (const bridge of this.bridgesOf(agent)) {
+        const prefix = prefixFor(bridge.name);
+        for (const spec of bridge.tools) add(prefix, spec, { bridge, name: spec.name });
+      }
+      for (const remote of await this.#remote(agent)) {
+        const prefix = prefixFor(remote.name);
+        for (const spec of remote.tools.filter(isToolSpec)) add(prefix, spec, { remote, name: spec.name });
+      }
+      const fit = this.#withinBudget(agent, out);
+      const offered = new Set(fit.map((t) => t.name));
+      // A tool left out for the budget is not callable either: the model never saw it.
+      routes = new Map([...next].filter(([name]) => offered.has(name)));
       listedFor = agent;
-      return out;
+      return fit;
     };
     return {
       listTools: () => list(),
@@ -224,6 +273,28 @@ export class BridgeHub {
         return this.#callRemote(route.remote, route.name, args, opts.signal);
       },
     };
+  }
+
+  /**
+   * The agent's bridge tools within maxToolBytes and maxToolsPerAgent (`mcp/tool-budget.ts`, as the
+   * device's own tools). Warned once per change of what is cut, not at every turn's listing.
+   */
+  #withinBudget(agent: string, specs: ToolSpec[]): ToolSpec[] {
+    const { maxToolBytes, maxToolsPerAgent } = this.limits;
+    const fit = fitToolBudget(specs, maxToolBytes, maxToolsPerAgent);
+    if (fit.shortened.length === 0 && fit.dropped.length === 0) {
+      this.#budgetWarned.delete(agent);
+      return fit.specs;
+    }
+    const what = `${fit.bytesBefore}:${specs.length}:${fit.dropped.join(',')}`;
+    if (this.#budgetWarned.get(agent) !== what) {
+      this.#budgetWarned.set(agent, what);
+      this.#log.warn(
+        { agent, maxToolBytes, maxToolsPerAgent, bytesAnnounced: fit.bytesBefore, bytesOffered: fit.bytesAfter, toolsAnnounced: specs.length, dropped: truncateForLog(fit.dropped.join(', '), 1000), droppedCount: fit.dropped.length, shortenedCount: fit.shortened.length },
+        'mcp endpoint: the agent\'s bridge tools are over the budget',
+      );
+    }
+    return fit.specs;
   }
 
   /**
@@ -291,17 +362,36 @@ export class BridgeHub {
     }
   }
 
-  /** Publishes this process's bridges (coalesced: one write at a time, the latest state last). */
+  /**
+   * Publishes this process's bridges when they differ from what the store holds. Coalesced: one
+   * write at a time, at most one per publishMinMs, the latest state last.
+   */
   #publish(): void {
     const relay = this.#relay;
     if (!relay || this.#stopped) return;
-    if (this.#publishing) {
+    if (this.#publishing || this.#publishTimer) {
       this.#publishAgain = true;
       return;
     }
+    const wait = this.#publishedAt + this.#publishMinMs - performance.now();
+    if (wait > 0) {
+      this.#publishTimer = setTimeout(() => {
+        this.#publishTimer = undefined;
+        this.#publishAgain = false;
+        this.#publish();
+      }, wait);
+      this.#publishTimer.unref();
+      return;
+    }
     const bridges = [...this.#byAgent.values()].flat().map((b) => ({ id: b.id, agent: b.agent, name: b.name, address: b.address, connectedAt: b.connectedAt, tools: [...b.tools] }));
+    const text = JSON.stringify(bridges);
+    if (text === this.#published) return;
+    this.#publishedAt = performance.now();
     this.#publishing = relay
       .publish(this.owner, bridges)
+      .then(() => {
+        this.#published = text;
+      })
       .catch((err: unknown) => this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not publish the bridges for the other replicas'))
       .finally(() => {
         this.#publishing = undefined;
@@ -309,6 +399,30 @@ export class BridgeHub {
           this.#publishAgain = false;
           this.#publish();
         }
+      });
+  }
+
+  /**
+   * Keeps what this process published live for the other replicas. No tool list is written: only
+   * a change is (and one that failed to be written is tried again here). Nothing at all while
+   * this process has no bridges.
+   */
+  #heartbeat(): void {
+    const relay = this.#relay;
+    if (!relay || this.#stopped || this.#publishing || this.#publishTimer) return;
+    const bridges = [...this.#byAgent.values()].flat();
+    if (bridges.length === 0 && this.#published === '[]') return;
+    if (bridges.length === 0 || this.#published === '[]') {
+      this.#publish();
+      return;
+    }
+    this.#publishing = relay
+      .heartbeat(this.owner)
+      .catch((err: unknown) => this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not mark the published bridges as live'))
+      .finally(() => {
+        this.#publishing = undefined;
+        // A change that came during the heartbeat.
+        this.#publish();
       });
   }
 

@@ -1,7 +1,8 @@
 /**
  * @module The MCP endpoint's bounds (the `mcpEndpoint` configuration block): every one a bridge
  * can reach is refused with a JSON-RPC error, a close code with a reason, or a dropped tool, and
- * nothing else is affected.
+ * nothing else is affected. (One schema's shape is checked by `mcp/schema-limits.ts`, the tools'
+ * size by `mcp/tool-budget.ts`, both shared with the device's own tools.)
  */
 export interface McpEndpointLimits {
   /** Longest JSON-RPC message (text frame) from a bridge, bytes. */
@@ -26,6 +27,13 @@ export interface McpEndpointLimits {
   maxSchemaNodes: number;
   /** tools/list pages followed before the listing stops. */
   maxListPages: number;
+  /**
+   * Bytes all of one agent's bridge tools (names, descriptions, input schemas) may take in each
+   * model request; past it descriptions are cut, then tools dropped from the last (one warning).
+   */
+  maxToolBytes: number;
+  /** Bridge tools one agent's devices are offered; past it tools are dropped from the last. */
+  maxToolsPerAgent: number;
 }
 
 export const DEFAULT_MCP_ENDPOINT_LIMITS: McpEndpointLimits = {
@@ -40,21 +48,6 @@ export const DEFAULT_MCP_ENDPOINT_LIMITS: McpEndpointLimits = {
   maxSchemaDepth: 32,
   maxSchemaNodes: 2_000,
   maxListPages: 20,
+  maxToolBytes: 32_768,
+  maxToolsPerAgent: 64,
 };
-
-/**
- * Whether a schema stays within the depth and node bounds, walked without recursion (a schema
- * 30,000 levels deep must not overflow the stack). Returns why not, or undefined.
- */
-export function schemaOverLimits(schema: unknown, maxDepth: number, maxNodes: number): string | undefined {
-  const stack: Array<[unknown, number]> = [[schema, 1]];
-  let nodes = 0;
-  while (stack.length > 0) {
-    const [v, depth] = stack.pop() as [unknown, number];
-    if (++nodes > maxNodes) return `more than ${maxNodes} values`;
-    if (typeof v !== 'object' || v === null) continue;
-    if (depth > maxDepth) return `nested deeper than ${maxDepth}`;
-    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
-  }
-  return undefined;
-}

@@ -117,6 +117,7 @@ export async function mcpEndpointRoute(app: FastifyInstance, opts: McpEndpointRo
       log,
       onToolsChanged: () => hub.toolsChanged(agent),
     });
+    hub.opened(bridge);
     live.set(bridge, tokenOf.get(request) ?? '');
     bridge.onClosed((reason) => {
       live.delete(bridge);
@@ -125,9 +126,8 @@ export async function mcpEndpointRoute(app: FastifyInstance, opts: McpEndpointRo
     });
     bridge
       .start()
-      .then(() => {
-        if (bridge.closed) return;
-        hub.join(bridge);
+      .then(async () => {
+        if (bridge.closed || !(await hub.join(bridge))) return;
         log.info(
           { bridge: bridge.name, server: bridge.serverInfo, protocolVersion: bridge.protocolVersion, tools: bridge.tools.length, remote: clientAddress(request) },
           'mcp endpoint: bridge connected',
@@ -138,9 +138,10 @@ export async function mcpEndpointRoute(app: FastifyInstance, opts: McpEndpointRo
 
   app.get(MCP_ENDPOINT_PATH, { websocket: true, preValidation }, handler);
   app.get(MCP_ENDPOINT_PATH.slice(0, -1), { websocket: true, preValidation }, handler);
+  // The bridges themselves are closed (1001) by the app's first preClose hook, before the
+  // WebSocket plugin closes every socket without a code.
   app.addHook('preClose', async () => {
     clearInterval(recheck);
-    hub.closeAll();
     await hub.stop();
   });
 }

@@ -1,8 +1,9 @@
 /**
- * The long fuzz run: `npm run fuzz -- --runs 100000 [--seed N] [--mcp-share 0.01] [--ota-runs 2000] [--endpoint-runs 500] [--mqtt-runs 3000] [--max-minutes M]`.
+ * The long fuzz run: `npm run fuzz -- --runs 100000 [--seed N] [--mcp-share 0.01] [--ota-runs 2000] [--endpoint-runs 500] [--bridge-runs 500] [--mqtt-runs 3000] [--max-minutes M]`.
  * The same properties as the CI tests (fuzz-run.ts for the device protocol, ota-run.ts for OTA
  * and the identity fields, `--ota-runs` per auth mode, mcp-endpoint-run.ts for the MCP endpoint's
- * bridges, mqtt-run.ts for the MQTT+UDP transport: `--mqtt-runs` split between broker bytes,
+ * answers to the server's requests, mcp-bridge-run.ts for what a bridge sends it unasked, bad
+ * tokens, floods of pages and tools, and its bounds, mqtt-run.ts for the MQTT+UDP transport: `--mqtt-runs` split between broker bytes,
  * published messages and datagrams), many more cases; prints progress every
  * 10 s and a final report (inputs sent, crashes, close codes, OTA answers, elapsed, RSS, heap
  * after GC). Exit code 1 on any failure, with fast-check's seed and path to replay it.
@@ -12,6 +13,7 @@ import { startFuzzServer } from './fuzz-server.ts';
 import { describeStats, runFuzz } from './fuzz-run.ts';
 import { OTA_MODES, runOtaFuzz } from './ota-run.ts';
 import { runMcpEndpointFuzz } from './mcp-endpoint-run.ts';
+import { runMcpBridgeFuzz } from './mcp-bridge-run.ts';
 import { runMqttFuzz } from './mqtt-run.ts';
 
 const { values } = parseArgs({
@@ -21,6 +23,7 @@ const { values } = parseArgs({
     'mcp-share': { type: 'string', default: '0.01' },
     'ota-runs': { type: 'string', default: '2000' },
     'endpoint-runs': { type: 'string', default: '500' },
+    'bridge-runs': { type: 'string', default: '500' },
     'mqtt-runs': { type: 'string', default: '3000' },
     'max-minutes': { type: 'string' },
   },
@@ -30,6 +33,7 @@ const seed = values.seed !== undefined ? Number(values.seed) : Date.now() % 2 **
 const mcpRuns = Math.round(runs * Number(values['mcp-share']));
 const otaRuns = Number(values['ota-runs']);
 const endpointRuns = Number(values['endpoint-runs']);
+const bridgeRuns = Number(values['bridge-runs']);
 const mqttRuns = Number(values['mqtt-runs']);
 const timeLimitMs = values['max-minutes'] !== undefined ? Number(values['max-minutes']) * 60_000 : undefined;
 if (!Number.isInteger(runs) || runs < 1 || !Number.isInteger(seed) || !Number.isInteger(otaRuns) || otaRuns < 0) throw new Error('--runs, --seed and --ota-runs take integers');
@@ -62,6 +66,16 @@ if (Number.isInteger(endpointRuns) && endpointRuns > 0) {
   } catch (err) {
     failed = true;
     console.error(`fuzz: MCP endpoint FAILED (replay with --seed ${seed})\n${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+if (Number.isInteger(bridgeRuns) && bridgeRuns > 0) {
+  // A tenth of the time limit, if one is given.
+  try {
+    for (const l of await runMcpBridgeFuzz({ seed, runs: bridgeRuns, ...(timeLimitMs ? { timeLimitMs: timeLimitMs / 10 } : {}) })) console.log(`  mcp bridge ${l}`);
+    console.log('fuzz: MCP endpoint bridges PASSED');
+  } catch (err) {
+    failed = true;
+    console.error(`fuzz: MCP endpoint bridges FAILED (replay with --seed ${seed})\n${err instanceof Error ? err.message : String(err)}`);
   }
 }
 if (Number.isInteger(mqttRuns) && mqttRuns > 0) {

@@ -26,7 +26,7 @@ describe('MCP endpoint across two replicas on one PostgreSQL', { timeout: 120_00
     pg = await startPostgres();
     const url = await pg.database();
     llm = await startFakeOpenAi();
-    const config = { store: { url }, admin: { token: ADMIN }, agents: [{ name: 'kitchen', devices: [KITCHEN] }, { name: 'study' }] };
+    const config = { store: { url }, admin: { token: ADMIN }, agents: [{ name: 'kitchen', devices: [KITCHEN] }, { name: 'study' }], mcpEndpoint: { callTimeoutMs: 1500 } };
     [a, b] = await Promise.all([startVoiceApp(llm.url, config), startVoiceApp(llm.url, config)]);
   });
   after(async () => {
@@ -77,5 +77,20 @@ describe('MCP endpoint across two replicas on one PostgreSQL', { timeout: 120_00
     assert.equal((await fetch(`${b.httpUrl}/api/admin/agents/kitchen/mcp-endpoint`, { method: 'DELETE', headers: { authorization: `Bearer ${ADMIN}` } })).status, 204);
     const closed = await Promise.race([again.closed, new Promise<{ code: number; reason: string }>((r) => setTimeout(() => r({ code: 0, reason: 'still open' }), 30_000))]);
     assert.deepEqual(closed, { code: 1008, reason: 'token revoked' });
+  });
+
+  test('a call forwarded to a bridge on another replica that never answers fails after mcpEndpoint.callTimeoutMs, with the reason', async () => {
+    const { token } = await a.app.store.mcpTokens.issue('study');
+    const silent = await connectSdkBridge(`${a.wsUrl.replace(/\/xiaozhi\/v1\/?$/, '')}/mcp/?token=${token}`, 'silent', [{ name: 'never_answers', description: 'x', run: () => new Promise<string>(() => undefined) }]);
+    try {
+      const onB = b.app.bridges.toolSource(() => 'study');
+      await waitFor(async () => (await onB.listTools()).some((t) => t.name === 'never_answers'), { what: 'the bridge tools on replica B', timeoutMs: 5000 });
+      // As the ReAct loop calls it: with the model's own (much longer) tool timeout.
+      const r = await onB.callTool('never_answers', {}, { signal: AbortSignal.timeout(30_000), timeoutMs: 30_000 });
+      assert.equal(r.isError, true);
+      assert.match(r.content.map((c) => ('text' in c ? c.text : '')).join(''), /MCP bridge "silent" timed out after 1500 ms/);
+    } finally {
+      await silent.close();
+    }
   });
 });

@@ -43,6 +43,23 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
       }
     });
 
+    test('a heartbeat keeps an owner\'s bridges fresh without rewriting their tools', async () => {
+      let now = 1_000_000;
+      const store = await open(await target.fresh(), { now: () => now });
+      try {
+        const relay = store.mcpRelay;
+        await relay.publish('A', [{ id: 'b1', agent: 'kitchen', name: 'calc', address: '10.0.0.1', connectedAt: '2026-01-01T00:00:00.000Z', tools: [{ name: 'add', inputSchema: { type: 'object' } }] }]);
+        now += BRIDGE_STALE_MS - 1000;
+        await relay.heartbeat('A');
+        now += BRIDGE_STALE_MS - 1000;
+        assert.deepEqual((await relay.remote('kitchen', 'B')).map((r) => [r.id, r.tools.length]), [['b1', 1]], 'fresh by its heartbeat, tools as published');
+        now += BRIDGE_STALE_MS + 1;
+        assert.deepEqual(await relay.remote('kitchen', 'B'), [], 'stale once the heartbeats stop');
+      } finally {
+        await store.close();
+      }
+    });
+
     test('a result or arguments over the bound do not go into the database whole', async () => {
       const store = await open(await target.fresh());
       try {

@@ -47,6 +47,15 @@ describe('composite tool source', () => {
     assert.equal(unknown.isError, true);
   });
 
+  test('a source that keeps its names (the device) keeps them however late it is listed; the earlier clashing source is renamed', async () => {
+    const bridge = createLocalTools([echo('self_audio_speaker_set_volume', 'bridge'), echo('weather', 'bridge')]);
+    const device = createLocalTools([echo('self_audio_speaker_set_volume', 'device')]);
+    const c = createCompositeToolSource([{ name: 'bridge', source: bridge }, { name: 'device', source: device, keepsNames: true }], { log: silentLogger });
+    assert.deepEqual((await c.listTools()).map((t) => t.name), ['bridge__self_audio_speaker_set_volume', 'weather', 'self_audio_speaker_set_volume'], 'listed in source order');
+    assert.equal(firstText(await c.callTool('self_audio_speaker_set_volume', { volume: 30 }, opts())), 'device:self_audio_speaker_set_volume:{"volume":30}');
+    assert.equal(firstText(await c.callTool('bridge__self_audio_speaker_set_volume', {}, opts())), 'bridge:self_audio_speaker_set_volume:{}');
+  });
+
   test('a failing or hanging source is logged and skipped in listTools', async (t) => {
     const timers = mockTime(t);
     const failing: ToolSource = {

@@ -1,8 +1,8 @@
-// The size budget of a device's tools: under it nothing changes; over it descriptions are cut
+// The size budget of a set of tools (a device's, an agent's bridges'): under it nothing changes; over it descriptions are cut
 // (the tool's and those in its schema), then tools dropped from the last.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fitToolBudget, SHORT_DESCRIPTION_CHARS, toolSpecBytes } from '../../../mcp/device-tool-budget.ts';
+import { fitToolBudget, SHORT_DESCRIPTION_CHARS, toolSpecBytes } from '../../../mcp/tool-budget.ts';
 import type { ToolSpec } from '../../../mcp/tool-source.ts';
 
 const tool = (name: string, descChars: number, propDescChars: number): ToolSpec => ({
@@ -49,4 +49,12 @@ test('a cut never splits a character outside the BMP', () => {
   const fit = fitToolBudget([{ name: 'e', description: '😀'.repeat(300), inputSchema: { type: 'object', properties: {} } }], 1000);
   assert.equal(Array.from(fit.specs[0]?.description ?? '').length, SHORT_DESCRIPTION_CHARS);
   assert.ok(!/[\uD800-\uDBFF]$/.test(fit.specs[0]?.description ?? ''));
+});
+
+test('a bound on the count drops tools from the last, without cutting descriptions when the bytes fit', () => {
+  const specs = [tool('a', 300, 10), tool('b', 300, 10), tool('c', 300, 10)];
+  const fit = fitToolBudget(specs, 100_000, 2);
+  assert.deepEqual(fit.specs.map((s) => s.name), ['a', 'b']);
+  assert.deepEqual([fit.shortened, fit.dropped], [[], ['c']]);
+  assert.equal(fit.specs[0], specs[0], 'kept as it was');
 });

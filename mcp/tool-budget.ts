@@ -1,9 +1,11 @@
 /**
- * @module The size budget of one device's tools (`deviceMcp.maxSchemaBytes`). Every tool a device
- * announces goes into every model request of its session (name, description, input schema), so a
- * device with dozens of large schemas would multiply the cost of each turn. Past the budget the
+ * @module The size budget of a set of tools offered to the model: one device's
+ * (`deviceMcp.maxSchemaBytes`) and one agent's bridges (`mcpEndpoint.maxToolBytes` and
+ * `maxToolsPerAgent`). Every tool goes into every model request (name, description, input
+ * schema), so dozens of large schemas would multiply the cost of each turn. Past the budget the
  * descriptions (the tool's and those inside its schema) are cut first, then whole tools are
- * dropped from the last, so the device's first tools (the firmware lists its own first) stay.
+ * dropped from the last, so the first tools (the firmware lists its own first; the first bridge's
+ * come first) stay.
  */
 import type { JsonSchema, ToolSpec } from './tool-source.ts';
 
@@ -29,7 +31,7 @@ const cut = (text: string): string => (text.length > SHORT_DESCRIPTION_CHARS ? A
 
 /**
  * A copy of `value` whose `description` strings are cut. Schemas reaching here were checked for
- * depth (at most 16 levels), so the recursion is bounded.
+ * depth (`schema-limits.ts`), so the recursion is bounded.
  */
 function shortenDescriptions(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(shortenDescriptions);
@@ -39,24 +41,30 @@ function shortenDescriptions(value: unknown): unknown {
   return out;
 }
 
-/** `specs` within `maxBytes` in total: descriptions cut first, then tools dropped from the last. */
-export function fitToolBudget(specs: ToolSpec[], maxBytes: number): ToolBudgetResult {
+/**
+ * `specs` within `maxBytes` in total and at most `maxTools` of them: descriptions cut first (only
+ * when over the bytes), then tools dropped from the last.
+ */
+export function fitToolBudget(specs: ToolSpec[], maxBytes: number, maxTools = Number.POSITIVE_INFINITY): ToolBudgetResult {
   const sizes = specs.map(toolSpecBytes);
   const bytesBefore = sizes.reduce((a, b) => a + b, 0);
-  if (bytesBefore <= maxBytes) return { specs, shortened: [], dropped: [], bytesBefore, bytesAfter: bytesBefore };
+  if (bytesBefore <= maxBytes && specs.length <= maxTools) return { specs, shortened: [], dropped: [], bytesBefore, bytesAfter: bytesBefore };
   const shortened: string[] = [];
-  const short = specs.map((spec, i) => {
-    const s: ToolSpec = { ...spec, inputSchema: shortenDescriptions(spec.inputSchema) as JsonSchema };
-    if (spec.description !== undefined) s.description = cut(spec.description);
-    const bytes = toolSpecBytes(s);
-    if (bytes === sizes[i]) return spec;
-    shortened.push(spec.name);
-    sizes[i] = bytes;
-    return s;
-  });
+  const short =
+    bytesBefore <= maxBytes
+      ? specs
+      : specs.map((spec, i) => {
+          const s: ToolSpec = { ...spec, inputSchema: shortenDescriptions(spec.inputSchema) as JsonSchema };
+          if (spec.description !== undefined) s.description = cut(spec.description);
+          const bytes = toolSpecBytes(s);
+          if (bytes === sizes[i]) return spec;
+          shortened.push(spec.name);
+          sizes[i] = bytes;
+          return s;
+        });
   let total = sizes.reduce((a, b) => a + b, 0);
   let keep = short.length;
-  while (keep > 0 && total > maxBytes) total -= sizes[--keep] as number;
+  while (keep > 0 && (total > maxBytes || keep > maxTools)) total -= sizes[--keep] as number;
   const dropped = short.slice(keep).map((s) => s.name);
   return { specs: short.slice(0, keep), shortened: shortened.filter((n) => !dropped.includes(n)), dropped, bytesBefore, bytesAfter: total };
 }
