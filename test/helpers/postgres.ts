@@ -69,6 +69,8 @@ export async function startPostgres(): Promise<TestPostgres> {
     // The cluster commits asynchronously (for speed): without this, a crash right after a commit
     // could lose it, which a production server (synchronous commits) never would.
     const client = new pg.Client({ connectionString: url });
+    // A pg client without an `error` listener ends the process when its backend goes away.
+    client.on('error', () => undefined);
     await client
       .connect()
       .then(() => client.query('CHECKPOINT'))
@@ -84,6 +86,7 @@ export async function startPostgres(): Promise<TestPostgres> {
     async database() {
       const name = `t${process.pid}_${++n}`;
       const client = new pg.Client({ connectionString: url });
+      client.on('error', () => undefined);
       await client.connect();
       try {
         await client.query(`CREATE DATABASE ${name}`);
