@@ -40,6 +40,24 @@ export function dialectOf(url: string): Dialect {
   throw new StoreError(`store.url ${redactUrl(url)} is not understood: use sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/DATABASE`);
 }
 
+/**
+ * A `postgres://` URL with `password` (any characters) put in its userinfo, encoded so that pg
+ * decodes it back exactly; '' leaves the URL as it is. The password kept apart from the URL
+ * (`store.password`) is what lets compose pass one holding `@`, `/` or `:`.
+ */
+export function withPassword(url: string, password: string): string {
+  if (password === '' || dialectOf(url) !== 'postgres') return url;
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new StoreError(`store.url ${redactUrl(url)} is not a valid URL`);
+  }
+  // The setter leaves '%' as it is: encoding first makes every character survive pg's decoding.
+  u.password = encodeURIComponent(password);
+  return u.href;
+}
+
 /** Where `sqlite:PATH` lives: PATH relative to the data directory. */
 export function sqliteFile(url: string, dataDir: string): string {
   const path = url.slice('sqlite:'.length);
