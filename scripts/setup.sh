@@ -3,12 +3,13 @@
 #   system packages  ffmpeg espeak-ng pocketsphinx pocketsphinx-en-us (the embedded TTS/ASR and transcoding)
 #   npm packages     npm ci (builds @discordjs/opus from source when no prebuilt binary can be fetched)
 # With --test it also installs what the test suite uses: flite (test speech), sox, chromium (browser tests),
-# postgresql (the store tests start a throwaway cluster with its initdb and pg_ctl).
+# postgresql (the store tests start a throwaway cluster with its initdb and pg_ctl), nginx (the
+# replicas stack's proxy configuration runs in it; the tests start their own, never the service).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages="ffmpeg espeak-ng pocketsphinx pocketsphinx-en-us"
-if [ "${1:-}" = "--test" ]; then packages="$packages flite sox chromium postgresql"; fi
+if [ "${1:-}" = "--test" ]; then packages="$packages flite sox chromium postgresql nginx"; fi
 
 missing=""
 for p in $packages; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done

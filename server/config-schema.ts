@@ -306,6 +306,12 @@ export const StoreSchema = z.strictObject({
     .string()
     .regex(/^(sqlite:.+|postgres(ql)?:\/\/.+)$/, 'must be sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/DATABASE')
     .default('sqlite:xiaozhi.db'),
+  /**
+   * PostgreSQL: the password, kept apart from `url` so it may hold any character (`@`, `/`, `:`)
+   * without URL-encoding (compose cannot encode). Set, it replaces a password in `url`. Env
+   * DATABASE_PASSWORD overrides; redacted from logs.
+   */
+  password: z.string().default(''),
 });
 
 export const LoggingSchema = z.strictObject({

@@ -116,6 +116,7 @@ const ENV_OVERRIDES: ReadonlyArray<{ name: string; path: string[]; parse?: (v: s
   { name: 'PUBLIC_WS_URL', path: ['server', 'publicWsUrl'] },
   { name: 'XIAOZHI_DATA_DIR', path: ['server', 'dataDir'] },
   { name: 'DATABASE_URL', path: ['store', 'url'] },
+  { name: 'DATABASE_PASSWORD', path: ['store', 'password'] },
   { name: 'ADMIN_TOKEN', path: ['admin', 'token'] },
 ];
 

@@ -1,7 +1,8 @@
 /**
  * @module Entry point: load the configuration, build the dependencies and the app, listen, and
  * shut down gracefully on SIGTERM/SIGINT (stop accepting, let turns finish up to the drain
- * deadline, close every session and child process, exit 0).
+ * deadline, close every session and child process, exit 0). npm's forwarded copy of a signal is
+ * not a second request (shutdown-signals.ts); a real second request exits at once.
  */
 import { ErrorCode, VoiceError } from '../core/errors.ts';
 import { ConfigError, loadConfig } from './config.ts';
@@ -13,6 +14,7 @@ import { logDeviceAuth } from './identity/operator-log.ts';
 import { storeLocation } from './open-store.ts';
 import { StoreError } from '../store/connect.ts';
 import { languageWarnings } from './language.ts';
+import { REPEAT_WINDOW_MS, ShutdownSignals } from './shutdown-signals.ts';
 
 /** Exit code for configuration errors (documented in the README). */
 const EXIT_CONFIG = 2;
@@ -43,7 +45,7 @@ async function main(): Promise<void> {
   const server = await assembleServer(config, log, { onSecret: (v, issued) => secrets.add(v, { issued: issued === true }) });
   const { app, deps } = server;
   logDeviceAuth(config.server.auth, storeLocation(config), app.devices, log);
-  let stopping = false;
+  const signals = new ShutdownSignals();
   await app.fastify.listen({ host: config.server.host, port: config.server.port });
   log.info(
     { ota: `http://<this-host>:${config.server.port}/xiaozhi/ota/`, ws: config.server.publicWsUrl || `ws://<Host header>/xiaozhi/v1/` },
@@ -51,11 +53,15 @@ async function main(): Promise<void> {
   );
 
   const stop = (signal: string): void => {
-    if (stopping) {
+    const verdict = signals.receive();
+    if (verdict === 'duplicate') {
+      log.info({ signal, windowMs: REPEAT_WINDOW_MS }, 'signal repeated at once (npm forwards its copy): still draining; signal again to exit now');
+      return;
+    }
+    if (verdict === 'force') {
       log.warn({ signal }, 'second signal: exiting now');
       process.exit(1);
     }
-    stopping = true;
     server.setReady(false);
     log.info({ signal, drainMs: config.server.drainTimeoutMs }, 'shutting down');
     const force = setTimeout(() => {

@@ -1,11 +1,11 @@
 /**
- * @module The store as the configuration names it (`store.url`, `server.dataDir`, the activation
+ * @module The store as the configuration names it (`store.url` with `store.password`, `server.dataDir`, the activation
  * settings): what the server, the `devices` CLI and `npm run db` all open, so they share one database.
  */
 import type { Logger } from '../core/logger.ts';
 import type { Config } from './config.ts';
 import { defaultReplicaId, openStore, type Store } from '../store/store.ts';
-import { redactUrl, sqliteFile } from '../store/connect.ts';
+import { redactUrl, sqliteFile, withPassword } from '../store/connect.ts';
 
 /** Where the database is, for the log and messages: the SQLite file's path, or the URL without its password. */
 export function storeLocation(config: Config): string {
@@ -17,7 +17,7 @@ export function storeLocation(config: Config): string {
 export function openConfiguredStore(config: Config, log: Logger, opts: { watch?: boolean } = {}): Promise<Store> {
   const a = config.server.auth;
   return openStore({
-    url: config.store.url,
+    url: withPassword(config.store.url, config.store.password),
     dataDir: config.server.dataDir,
     secret: a.secret,
     codeTtlMs: a.codeTtlS * 1000,

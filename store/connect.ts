@@ -40,6 +40,24 @@ export function dialectOf(url: string): Dialect {
   throw new StoreError(`store.url ${redactUrl(url)} is not understood: use sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/DATABASE`);
 }
 
+/**
+ * A `postgres://` URL with `password` (any characters) put in its userinfo, encoded so that pg
+ * decodes it back exactly; '' leaves the URL as it is. The password kept apart from the URL
+ * (`store.password`) is what lets compose pass one holding `@`, `/` or `:`.
+ */
+export function withPassword(url: string, password: string): string {
+  if (password === '' || dialectOf(url) !== 'postgres') return url;
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new StoreError(`store.url ${redactUrl(url)} is not a valid URL`);
+  }
+  // The setter leaves '%' as it is: encoding first makes every character survive pg's decoding.
+  u.password = encodeURIComponent(password);
+  return u.href;
+}
+
 /** Where `sqlite:PATH` lives: PATH relative to the data directory. */
 export function sqliteFile(url: string, dataDir: string): string {
   const path = url.slice('sqlite:'.length);
@@ -68,8 +86,7 @@ export async function connect(url: string, dataDir: string, log: Logger): Promis
     return { dialect, db: new Kysely<Database>({ dialect: new SqliteDialect({ database: handle }) }), sqlite: { file, handle } };
   }
   const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30_000 });
-  // An idle client whose server went away: logged; the pool makes a new one at the next query.
-  pool.on('error', (err) => log.error({ err: err.message, url: redactUrl(url) }, 'store: database connection lost'));
+  watchPoolClients(pool, url, log);
   try {
     const client = await pool.connect();
     client.release();
@@ -78,4 +95,24 @@ export async function connect(url: string, dataDir: string, log: Logger): Promis
     throw new StoreError(`store.url ${redactUrl(url)}: cannot reach the database: ${(err as Error).message}`, { cause: err });
   }
   return { dialect, db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), postgresUrl: url };
+}
+
+/**
+ * Every client of the pool gets its own `error` listener for its whole life. The pool listens only
+ * on idle clients: a client checked out inside a transaction whose backend dies (a restart, a
+ * failover, `pg_terminate_backend`) emits `error` with no listener, which would end the process.
+ * The query in flight fails on its own; the pool drops the dead client and opens a new one at the
+ * next query. Logged once per client (a backend's FATAL message is followed by the socket's end).
+ */
+function watchPoolClients(pool: pg.Pool, url: string, log: Logger): void {
+  pool.on('connect', (client) => {
+    let logged = false;
+    client.on('error', (err) => {
+      if (logged) return;
+      logged = true;
+      log.error({ err: err.message, url: redactUrl(url) }, 'store: database connection lost');
+    });
+  });
+  // The pool re-emits an idle client's error; the client's own listener above has logged it.
+  pool.on('error', () => undefined);
 }

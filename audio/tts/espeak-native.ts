@@ -84,7 +84,9 @@ export async function spawnEspeakHelper(opts: { nice?: number; log: Logger }): P
   const nice = Math.max(0, Math.min(19, Math.round(opts.nice ?? 0)));
   const { log } = opts;
   const dir = mkdtempSync(join(tmpdir(), 'xiaozhi-espeak-'));
-  const proc = spawn(path, [dir, String(nice)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  // Its own process group: Ctrl-C in a terminal (or a signal to the group) must not kill the TTS
+  // while the server drains. It still never outlives its thread (PR_SET_PDEATHSIG in the helper).
+  const proc = spawn(path, [dir, String(nice)], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   proc.stderr?.setEncoding('utf8');
   proc.stderr?.on('data', (line: string) => log.warn({ helper: line.trim().slice(0, 500) }, 'espeak-ng helper said'));
   const exited = new Promise<void>((resolve) => proc.once('close', () => resolve()));

@@ -6,7 +6,7 @@
  * Missing binaries are an error telling what to install: these tests never skip.
  */
 import { execFile } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -21,6 +21,12 @@ export interface TestPostgres {
   port: number;
   /** A new empty database on the cluster, for one test. */
   database(): Promise<string>;
+  /**
+   * A login role that must give its password (scram-sha-256; every other role keeps `trust`)
+   * and a database of the same name that it owns, as the postgres image makes from POSTGRES_USER,
+   * POSTGRES_PASSWORD and POSTGRES_DB.
+   */
+  passwordRole(name: string, password: string): Promise<void>;
   /** Stops the server as a crash would (`immediate`); `up()` starts it again on the same port. */
   down(): Promise<void>;
   up(): Promise<void>;
@@ -69,6 +75,8 @@ export async function startPostgres(): Promise<TestPostgres> {
     // The cluster commits asynchronously (for speed): without this, a crash right after a commit
     // could lose it, which a production server (synchronous commits) never would.
     const client = new pg.Client({ connectionString: url });
+    // A pg client without an `error` listener ends the process when its backend goes away.
+    client.on('error', () => undefined);
     await client
       .connect()
       .then(() => client.query('CHECKPOINT'))
@@ -84,6 +92,7 @@ export async function startPostgres(): Promise<TestPostgres> {
     async database() {
       const name = `t${process.pid}_${++n}`;
       const client = new pg.Client({ connectionString: url });
+      client.on('error', () => undefined);
       await client.connect();
       try {
         await client.query(`CREATE DATABASE ${name}`);
@@ -91,6 +100,36 @@ export async function startPostgres(): Promise<TestPostgres> {
         await client.end();
       }
       return `postgres://postgres@127.0.0.1:${port}/${name}`;
+    },
+    async passwordRole(name, password) {
+      if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`role name ${name}: lower-case letters, digits and _ only`);
+      const client = new pg.Client({ connectionString: url });
+      client.on('error', () => undefined);
+      await client.connect();
+      try {
+        await client.query(`CREATE ROLE ${name} LOGIN PASSWORD ${client.escapeLiteral(password)}`);
+        await client.query(`CREATE DATABASE ${name} OWNER ${name}`);
+        // First match wins: this role over TCP needs its password.
+        const hba = join(data, 'pg_hba.conf');
+        writeFileSync(hba, `host all ${name} 127.0.0.1/32 scram-sha-256\n${readFileSync(hba, 'utf8')}`);
+        await client.query('SELECT pg_reload_conf()');
+      } finally {
+        await client.end();
+      }
+      // The reload is signalled, not awaited: wait until the role without its password is refused.
+      const deadline = performance.now() + 10_000;
+      for (;;) {
+        const probe = new pg.Client({ connectionString: `postgres://${name}@127.0.0.1:${port}/${name}`, password: '' });
+        probe.on('error', () => undefined);
+        const refused = await probe.connect().then(
+          () => false,
+          () => true,
+        );
+        await probe.end().catch(() => undefined);
+        if (refused) return;
+        if (performance.now() > deadline) throw new Error('pg_hba.conf reload did not take effect');
+        await new Promise((r) => setTimeout(r, 50));
+      }
     },
     down,
     up: start,

@@ -2,7 +2,8 @@
  * Graceful drain in a real server process (`node --import tsx server/main.ts --config FILE`, the
  * way `npm start` runs it, signalled directly as tini does in the image): SIGTERM during a turn
  * stops new devices and reports not-ready, lets the turn finish (or aborts it at the deadline),
- * closes the device with 1001, exits 0 and leaves no child process behind.
+ * closes the device with 1001, exits 0 and leaves no child process behind. The same signal again
+ * at once (npm forwarding its copy) changes nothing.
  */
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -96,6 +97,31 @@ describe('SIGTERM drain in a spawned server process', () => {
       assert.equal(srv.logLines('stopped').length, 1);
       assert.equal(srv.logLines('turn timings').at(-1)?.outcome, 'answered');
       assert.deepEqual(await srv.descendants(), [], 'no child process left');
+    } finally {
+      dev.close();
+    }
+  });
+
+  test('the same signal again 50 ms later (npm forwarding its copy) is not a second request: the turn finishes, exit 0', async () => {
+    llm ??= await startFakeOpenAi();
+    const srv = await startServer(llm.url, 15_000, dir);
+    servers.push(srv);
+    const dev = new DeviceSim({ url: srv.wsUrl, deviceId: 'e4:00:00:00:00:04' });
+    try {
+      await dev.hello();
+      llm.script(fakeText('This answer still finishes.', { firstDelayMs: 1500 }));
+      dev.listen('detect', { text: 'Keep going after the signal.' });
+      await dev.waitJson('stt', undefined, 10_000);
+      srv.proc.kill('SIGINT');
+      // Apart enough that the kernel delivers both (a pending signal is not queued twice).
+      await sleep(50);
+      srv.proc.kill('SIGINT');
+      const [code, exit] = await Promise.all([dev.closed, srv.exited]);
+      assert.equal(srv.logLines('second signal: exiting now').length, 0, srv.output().slice(-3000));
+      assert.equal(srv.logLines('signal repeated at once (npm forwards its copy): still draining; signal again to exit now').length, 1);
+      assert.equal(srv.logLines('turn timings').at(-1)?.outcome, 'answered');
+      assert.equal(code, 1001);
+      assert.deepEqual(exit, { code: 0, signal: null });
     } finally {
       dev.close();
     }
