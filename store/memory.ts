@@ -98,19 +98,22 @@ export interface DeviceMemoryStore {
   /** Messages newer than the summary, except the newest `keepRecent` (those are given back as they are). */
   unsummarised(pair: DevicePair, agent: string, keepRecent: number): Promise<StoredTurn[]>;
   facts(pair: DevicePair, agent: string): Promise<Fact[]>;
-  /** Every fact of every pair of the device with any agent (the admin's view). */
-  allFacts(deviceId: string): Promise<Array<Fact & { agent: string; clientId: string | null }>>;
+  /** The newest `limit` facts of every pair of the device with any agent, oldest first (the admin's view). */
+  allFacts(deviceId: string, limit: number): Promise<Array<Fact & { agent: string; clientId: string | null }>>;
   remember(pair: DevicePair, agent: string, text: string): Promise<Fact | undefined>;
   /** Removes the facts containing `words` (case-insensitive); returns how many. */
   forget(pair: DevicePair, agent: string, words: string): Promise<number>;
   /** Removes the pair's turns, facts and summary with the agent. */
   forgetAll(pair: DevicePair, agent: string): Promise<void>;
   summary(pair: DevicePair, agent: string): Promise<Summary | undefined>;
-  /** Every summary of every pair of the device (the admin's view). */
-  summaries(deviceId: string): Promise<Array<Summary & { agent: string; clientId: string | null; updatedAt: string }>>;
+  /** The most recently written `limit` summaries of every pair of the device (the admin's view). */
+  summaries(deviceId: string, limit: number): Promise<Array<Summary & { agent: string; clientId: string | null; updatedAt: string }>>;
   setSummary(pair: DevicePair, agent: string, text: string, uptoId: number): Promise<void>;
-  /** The pairs of the device that hold memory, the most recently talking first (unassigned last). */
-  holders(deviceId: string): Promise<MemoryHolder[]>;
+  /**
+   * The pairs of the device that hold memory, the most recently talking first (unassigned last),
+   * at most `limit` (in open mode anyone may invent Client-Ids for a MAC).
+   */
+  holders(deviceId: string, limit: number): Promise<MemoryHolder[]>;
   /**
    * Gives everything pair `from` holds (null: the unassigned rows) to pair `to`, in one
    * transaction: turns, facts (past MAX_FACTS per agent the oldest go), summaries (where both hold
@@ -226,9 +229,9 @@ export class StoreDeviceMemory implements DeviceMemoryStore {
     return rows.map((r) => ({ id: Number(r.id), text: r.fact, createdAt: r.created_at }));
   }
 
-  async allFacts(deviceId: string): Promise<Array<Fact & { agent: string; clientId: string | null }>> {
-    const rows = await this.#db.selectFrom('memory_facts').selectAll().where('device_id', '=', key(deviceId)).orderBy('id', 'asc').execute();
-    return rows.map((r) => ({ id: Number(r.id), clientId: clientOf(r.client_id), agent: r.agent ?? '', text: r.fact, createdAt: r.created_at }));
+  async allFacts(deviceId: string, limit: number): Promise<Array<Fact & { agent: string; clientId: string | null }>> {
+    const rows = await this.#db.selectFrom('memory_facts').selectAll().where('device_id', '=', key(deviceId)).orderBy('id', 'desc').limit(limit).execute();
+    return rows.reverse().map((r) => ({ id: Number(r.id), clientId: clientOf(r.client_id), agent: r.agent ?? '', text: r.fact, createdAt: r.created_at }));
   }
 
   async remember(pair: DevicePair, agent: string, text: string): Promise<Fact | undefined> {
@@ -269,8 +272,8 @@ export class StoreDeviceMemory implements DeviceMemoryStore {
     return r ? { text: r.text, uptoId: Number(r.upto_id) } : undefined;
   }
 
-  async summaries(deviceId: string): Promise<Array<Summary & { agent: string; clientId: string | null; updatedAt: string }>> {
-    const rows = await this.#db.selectFrom('memory_summaries').selectAll().where('device_id', '=', key(deviceId)).orderBy('client_id').orderBy('agent').execute();
+  async summaries(deviceId: string, limit: number): Promise<Array<Summary & { agent: string; clientId: string | null; updatedAt: string }>> {
+    const rows = await this.#db.selectFrom('memory_summaries').selectAll().where('device_id', '=', key(deviceId)).orderBy('updated_at', 'desc').orderBy('client_id').orderBy('agent').limit(limit).execute();
     return rows.map((r) => ({ clientId: clientOf(r.client_id), agent: r.agent, text: r.text, uptoId: Number(r.upto_id), updatedAt: r.updated_at }));
   }
 
@@ -285,7 +288,7 @@ export class StoreDeviceMemory implements DeviceMemoryStore {
     });
   }
 
-  async holders(deviceId: string): Promise<MemoryHolder[]> {
+  async holders(deviceId: string, limit: number): Promise<MemoryHolder[]> {
     const d = key(deviceId);
     const [turns, facts, summaries] = await Promise.all([
       this.#db
@@ -293,9 +296,11 @@ export class StoreDeviceMemory implements DeviceMemoryStore {
         .select(['client_id', (eb) => eb.fn.countAll().as('n'), (eb) => eb.fn.max('created_at').as('last')])
         .where('device_id', '=', d)
         .groupBy('client_id')
+        .orderBy('last', 'desc')
+        .limit(limit)
         .execute(),
-      this.#db.selectFrom('memory_facts').select(['client_id', (eb) => eb.fn.countAll().as('n')]).where('device_id', '=', d).groupBy('client_id').execute(),
-      this.#db.selectFrom('memory_summaries').select(['client_id', (eb) => eb.fn.countAll().as('n')]).where('device_id', '=', d).groupBy('client_id').execute(),
+      this.#db.selectFrom('memory_facts').select(['client_id', (eb) => eb.fn.countAll().as('n')]).where('device_id', '=', d).groupBy('client_id').limit(limit).execute(),
+      this.#db.selectFrom('memory_summaries').select(['client_id', (eb) => eb.fn.countAll().as('n')]).where('device_id', '=', d).groupBy('client_id').limit(limit).execute(),
     ]);
     const by = new Map<string, MemoryHolder>();
     const holder = (c: string): MemoryHolder => {
@@ -307,7 +312,7 @@ export class StoreDeviceMemory implements DeviceMemoryStore {
     for (const r of facts) holder(r.client_id).facts = Number(r.n);
     for (const r of summaries) holder(r.client_id).summaries = Number(r.n);
     // The most recently talking first; unassigned rows last.
-    return [...by.values()].sort((a, b) => Number(a.clientId === null) - Number(b.clientId === null) || (b.lastAt ?? '').localeCompare(a.lastAt ?? ''));
+    return [...by.values()].sort((a, b) => Number(a.clientId === null) - Number(b.clientId === null) || (b.lastAt ?? '').localeCompare(a.lastAt ?? '')).slice(0, limit);
   }
 
   async move(deviceId: string, from: string | null, to: string): Promise<MovedMemory> {

@@ -13,6 +13,13 @@ import { DeviceParams } from './schemas.ts';
 
 /** Stored turn messages returned at most (the newest). */
 const HISTORY_LIMIT = 200;
+/**
+ * Pairs, facts and summaries returned at most: in open mode anyone may invent Client-Ids for a
+ * known MAC, each holding memory of its own.
+ */
+const PAIRS_LIMIT = 100;
+const FACTS_LIMIT = 500;
+const SUMMARIES_LIMIT = 100;
 
 /** A pair's Client-Id; null: rows kept from before memory was per pair, of a device without a record (no session reads them until moved). */
 const HolderClientId = z.string().nullable();
@@ -67,7 +74,7 @@ export const memoryRoutes = [
     id: 'deviceMemory',
     method: 'GET',
     path: '/devices/{deviceId}/memory',
-    summary: 'What a device remembers, per pair (Client-Id) and agent: the facts its user asked it to remember and the running summaries, and which pairs hold memory.',
+    summary: `What a device remembers, per pair (Client-Id) and agent: the facts its user asked it to remember (the newest ${FACTS_LIMIT}) and the running summaries (the newest ${SUMMARIES_LIMIT}), and which pairs hold memory (the ${PAIRS_LIMIT} most recently talking).`,
     auth: true,
     params: DeviceParams,
     body: null,
@@ -76,9 +83,9 @@ export const memoryRoutes = [
     handle: async ({ params }, ctx) => {
       const [record, clients, facts, summaries] = await Promise.all([
         ctx.store.devices.get(params.deviceId),
-        ctx.store.memory.holders(params.deviceId),
-        ctx.store.memory.allFacts(params.deviceId),
-        ctx.store.memory.summaries(params.deviceId),
+        ctx.store.memory.holders(params.deviceId, PAIRS_LIMIT),
+        ctx.store.memory.allFacts(params.deviceId, FACTS_LIMIT),
+        ctx.store.memory.summaries(params.deviceId, SUMMARIES_LIMIT),
       ]);
       return {
         deviceId: params.deviceId,

@@ -93,8 +93,8 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
         await store.memory.setSummary(PA, 'home', 'sum', 1);
         await store.registry.revoke(A);
         assert.deepEqual(await store.memory.history(A, 10), []);
-        assert.deepEqual(await store.memory.allFacts(A), []);
-        assert.deepEqual(await store.memory.summaries(A), []);
+        assert.deepEqual(await store.memory.allFacts(A, 100), []);
+        assert.deepEqual(await store.memory.summaries(A, 100), []);
         assert.equal((await store.memory.history(B, 10)).length, 1);
       } finally {
         await store.close();
@@ -122,11 +122,13 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
       }
     });
     test('two Client-Ids of one MAC are two pairs: each sees only its own turns, facts and summary; the admin views show both; deleting one leaves the other', async () => {
-      const store = await open(await target.fresh());
+      let now = Date.parse('2026-01-01T00:00:00Z');
+      const store = await open(await target.fresh(), { now: () => now });
       const first = { deviceId: A, clientId: 'first' };
       const stranger = { deviceId: A, clientId: 'Stranger' };
       try {
         await store.memory.addTurns([{ ...first, agent: 'home', role: 'user', text: 'my daughter is Mia' }]);
+        now += 1000;
         await store.memory.addTurns([{ ...stranger, agent: 'home', role: 'user', text: 'who am I' }]);
         await store.memory.remember(first, 'home', 'the daughter is Mia');
         await store.memory.setSummary(first, 'home', 'talked about Mia', 1);
@@ -138,9 +140,12 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
         // The admin's views: every pair, each row with its Client-Id (lower case).
         assert.deepEqual((await store.memory.history(A, 10)).map((t) => [t.clientId, t.text]), [['first', 'my daughter is Mia'], ['stranger', 'who am I']]);
         assert.deepEqual((await store.memory.history(A, 10, 'stranger')).map((t) => t.text), ['who am I']);
-        assert.deepEqual((await store.memory.allFacts(A)).map((f) => [f.clientId, f.text]), [['first', 'the daughter is Mia']]);
-        assert.deepEqual((await store.memory.summaries(A)).map((x) => [x.clientId, x.text]), [['first', 'talked about Mia']]);
-        assert.deepEqual((await store.memory.holders(A)).map((h) => [h.clientId, h.turns, h.facts, h.summaries]).sort(), [['first', 1, 1, 1], ['stranger', 1, 0, 0]]);
+        assert.deepEqual((await store.memory.allFacts(A, 100)).map((f) => [f.clientId, f.text]), [['first', 'the daughter is Mia']]);
+        assert.deepEqual((await store.memory.summaries(A, 100)).map((x) => [x.clientId, x.text]), [['first', 'talked about Mia']]);
+        assert.deepEqual((await store.memory.holders(A, 100)).map((h) => [h.clientId, h.turns, h.facts, h.summaries]).sort(), [['first', 1, 1, 1], ['stranger', 1, 0, 0]]);
+        // Bounded views (anyone may invent Client-Ids in open mode): the most recently talking pairs first.
+        assert.deepEqual((await store.memory.holders(A, 1)).map((h) => h.clientId), ['stranger']);
+        assert.equal((await store.memory.allFacts(A, 0)).length, 0);
         const changes: StoreChange[] = [];
         store.onChange((c) => changes.push(c));
         await store.memory.deleteDevice(A, 'stranger');
@@ -148,7 +153,7 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
         assert.deepEqual(await store.memory.history(A, 10, 'stranger'), []);
         assert.equal((await store.memory.history(A, 10, 'first')).length, 1, 'the other pair keeps its memory');
         await store.memory.deleteDevice(A);
-        assert.deepEqual(await store.memory.holders(A), []);
+        assert.deepEqual(await store.memory.holders(A, 100), []);
       } finally {
         await store.close();
       }
@@ -174,7 +179,7 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
 
         const moved = await store.memory.move(A, 'old-client', 'new-client');
         assert.deepEqual(moved, { turns: 1, facts: MAX_FACTS, summaries: 1, reminders: 1, messages: 1 });
-        assert.deepEqual(await store.memory.holders(A).then((h) => h.map((x) => x.clientId)), ['new-client'], 'the old pair holds nothing');
+        assert.deepEqual(await store.memory.holders(A, 100).then((h) => h.map((x) => x.clientId)), ['new-client'], 'the old pair holds nothing');
         assert.deepEqual((await store.memory.recentTurns(fresh, 'home', 10)).map((t) => t.text), ['old words', 'new words']);
         const facts = (await store.memory.facts(fresh, 'home')).map((f) => f.text);
         assert.equal(facts.length, MAX_FACTS, 'capped');
@@ -223,7 +228,7 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
         assert.deepEqual((await store.reminders.list(A, 'recorded-client')).map((r) => r.text), ['tea']);
         assert.deepEqual((await store.pushMessages.claimFor(A, 'recorded-client', 'R1')).map((m) => m.id), [`msg-${A}`]);
         // No record: unassigned. No session reads it; the admin sees it and moves it.
-        assert.deepEqual(await store.memory.holders(B).then((h) => h.map((x) => [x.clientId, x.turns, x.facts, x.summaries])), [[null, 1, 1, 1]]);
+        assert.deepEqual(await store.memory.holders(B, 100).then((h) => h.map((x) => [x.clientId, x.turns, x.facts, x.summaries])), [[null, 1, 1, 1]]);
         assert.deepEqual((await store.memory.history(B, 10, null)).map((t) => [t.clientId, t.text]), [[null, `turn of ${B}`]]);
         assert.deepEqual(await store.memory.move(B, null, 'found-client'), { turns: 1, facts: 1, summaries: 1, reminders: 0, messages: 0 });
         const found = { deviceId: B, clientId: 'found-client' };
@@ -232,7 +237,7 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
         assert.equal((await store.pushMessages.get(`msg-${B}`))?.clientId, null, 'a waiting message nobody can be named for stays, for no pair');
         // The new summary key: one per pair and agent.
         await store.memory.setSummary({ deviceId: B, clientId: 'other' }, 'home', 'another pair', 2);
-        assert.equal((await store.memory.summaries(B)).length, 2);
+        assert.equal((await store.memory.summaries(B, 100)).length, 2);
       } finally {
         await store.close();
       }
