@@ -424,6 +424,12 @@ export const PushSchema = z.strictObject({
   maxChars: z.number().int().min(1).max(2000).default(500),
   /** Firmware from this version on gets `notify` (audio by URL) while idle on MQTT; older gets `alert` (text on screen). */
   notifyMinVersion: z.string().regex(/^\d+(\.\d+)*$/, 'must be a numeric dotted version like 2.5.0').default('2.5.0'),
+  /**
+   * After an MQTT device connects, how long its queued messages wait for its hello, ms: a device
+   * that opens an audio channel hears them spoken in that session (an `alert` sent before its
+   * hello is lost); one that sends no hello by then gets notify/alert. 0: notify/alert at once.
+   */
+  helloGraceMs: z.number().int().min(0).max(60_000).default(3000),
   /** How long a `notify` audio URL stays valid, ms (single use). */
   audioUrlTtlMs: z.number().int().min(1000).max(3600_000).default(60_000),
   /**

@@ -4,7 +4,7 @@
  * Migrator holds a lock while it runs (an advisory lock on PostgreSQL, the write lock on SQLite),
  * so two replicas starting together do not both migrate. Never edit a released migration: add one.
  */
-import type { CreateTableBuilder, Kysely } from 'kysely';
+import { sql, type CreateTableBuilder, type Kysely } from 'kysely';
 import type { Migration, MigrationProvider } from 'kysely/migration';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -221,9 +221,54 @@ function reminders(dialect: Dialect): Migration {
   };
 }
 
+/**
+ * Memory, reminders and waiting messages belong to the identity pair (Device-Id + Client-Id), not
+ * the MAC alone: in open mode anyone may present a known MAC with another Client-Id, and must not
+ * get that device's memory or messages. Rows stored before are given to the pair the device's
+ * record names (the last pair seen at OTA or a session start; in activation mode the bound one).
+ * Those of a device without a record keep `''` as their Client-Id, "unassigned": no session reads
+ * them, the admin API shows them and moves them to a pair. Nothing is deleted.
+ */
+function pairMemory(): Migration {
+  return {
+    async up(db: Kysely<unknown>): Promise<void> {
+      // The Client-Id the device's record names, lower case (as every pair is stored), or ''.
+      const recorded = (table: string) => sql`coalesce((select lower(d.client_id) from devices d where d.device_id = ${sql.ref(`${table}.device_id`)}), '')`;
+      for (const table of ['conversation_turns', 'memory_facts']) {
+        await db.schema.alterTable(table).addColumn('client_id', 'varchar(36)', (c) => c.notNull().defaultTo('')).execute();
+        await sql`update ${sql.table(table)} set client_id = ${recorded(table)}`.execute(db);
+      }
+      await db.schema.dropIndex('conversation_turns_device_agent').execute();
+      await db.schema.createIndex('conversation_turns_pair_agent').on('conversation_turns').columns(['device_id', 'client_id', 'agent', 'id']).execute();
+      await db.schema.dropIndex('memory_facts_device_agent').execute();
+      await db.schema.createIndex('memory_facts_pair_agent').on('memory_facts').columns(['device_id', 'client_id', 'agent']).execute();
+      // The summary's key gains the Client-Id: a new table, filled from the old one.
+      await db.schema
+        .createTable('memory_summaries_by_pair')
+        .addColumn('device_id', 'varchar(17)', (c) => c.notNull())
+        .addColumn('client_id', 'varchar(36)', (c) => c.notNull())
+        .addColumn('agent', 'varchar(64)', (c) => c.notNull())
+        .addColumn('text', 'text', (c) => c.notNull())
+        .addColumn('upto_id', 'bigint', (c) => c.notNull())
+        .addColumn('updated_at', 'varchar(40)', (c) => c.notNull())
+        .addPrimaryKeyConstraint('memory_summaries_pair_pk', ['device_id', 'client_id', 'agent'])
+        .execute();
+      await sql`insert into memory_summaries_by_pair (device_id, client_id, agent, text, upto_id, updated_at)
+        select device_id, ${recorded('memory_summaries')}, agent, text, upto_id, updated_at from memory_summaries`.execute(db);
+      await db.schema.dropTable('memory_summaries').execute();
+      await db.schema.alterTable('memory_summaries_by_pair').renameTo('memory_summaries').execute();
+      // Reminders had their pair already; its Client-Id is compared in lower case from now on.
+      await sql`update reminders set client_id = lower(client_id)`.execute(db);
+      // A waiting message for "any client of the MAC" now waits for the pair the record names.
+      await sql`update push_messages set client_id = lower(client_id) where client_id is not null`.execute(db);
+      await sql`update push_messages set client_id = (select lower(d.client_id) from devices d where d.device_id = push_messages.device_id) where client_id is null`.execute(db);
+    },
+  };
+}
+
 /** Every migration, by name (names sort in the order they run). */
 export function migrations(dialect: Dialect): Record<string, Migration> {
-  return { '0001-initial': initial(dialect), '0002-memory': memory(), '0003-mcp-endpoint': mcpEndpoint(), '0004-push': push(), '0005-reminders': reminders(dialect) };
+  return { '0001-initial': initial(dialect), '0002-memory': memory(), '0003-mcp-endpoint': mcpEndpoint(), '0004-push': push(), '0005-reminders': reminders(dialect), '0006-pair-memory': pairMemory() };
 }
 
 export function migrationProvider(dialect: Dialect): MigrationProvider {

@@ -3,12 +3,13 @@
  * offline queue, and the hand-over between replicas. A message is added `pending` (the change feed
  * tells every replica); the replica holding the device, or the first to see it connect, claims it
  * with one conditional update (exactly one wins), delivers it and writes how it went, which the
- * asking replica reads. Bounded: per device at most `maxPerDevice` wait (the oldest is dropped),
+ * asking replica reads. A message waits for one identity pair (Device-Id + Client-Id): only that
+ * pair's session or connection claims it. Bounded: per pair at most `maxPerDevice` wait (the oldest is dropped),
  * expired ones are deleted at each add, finished ones older than KEEP_DONE_MS at most once a
  * minute (that delete reads the whole table).
  */
-import type { Selectable } from 'kysely';
-import type { PushMessagesTable } from './schema.ts';
+import type { ExpressionBuilder, Kysely, Selectable } from 'kysely';
+import type { Database, PushMessagesTable } from './schema.ts';
 import type { Writer } from './writer.ts';
 import { REPLICA_TIMEOUT_MS } from './live-sessions.ts';
 
@@ -22,6 +23,7 @@ export type PushMessageState = 'pending' | 'claimed' | 'cancelled' | DeliveredSt
 export interface PushMessage {
   id: string;
   deviceId: string;
+  /** The pair it waits for (lower case); null only for a session without a Client-Id. */
   clientId: string | null;
   text: string;
   interrupt: boolean;
@@ -44,16 +46,16 @@ export interface NewPushMessage {
 
 export interface PushMessages {
   /**
-   * Adds a pending message; past `maxPerDevice` waiting for the device the oldest are deleted.
+   * Adds a pending message; past `maxPerDevice` waiting for its pair the oldest are deleted.
    * Returns how many waiting messages (of any device) had expired and were deleted.
    */
   add(m: NewPushMessage, maxPerDevice: number): Promise<{ expired: number; dropped: number }>;
   get(id: string): Promise<PushMessage | undefined>;
   /** Pending, unexpired messages, oldest first (a replica's sweep for devices it holds). */
-  pending(limit: number): Promise<Array<{ id: string; deviceId: string }>>;
+  pending(limit: number): Promise<Array<{ id: string; deviceId: string; clientId: string | null }>>;
   /** Claims one pending, unexpired message for `replica`; undefined when someone else had it (or it expired). */
   claim(id: string, replica: string): Promise<PushMessage | undefined>;
-  /** Claims the pending, unexpired messages for this pair (or for any client of the MAC), oldest first. */
+  /** Claims the pending, unexpired messages waiting for this pair, oldest first. */
   claimFor(deviceId: string, clientId: string | null, replica: string): Promise<PushMessage[]>;
   /** Writes how a claimed message went (the asker hears of it through the change feed). */
   finish(id: string, state: DeliveredState): Promise<void>;
@@ -68,6 +70,20 @@ export interface PushMessages {
    * claim and delivery) made pending again, never `replica`'s own; how many.
    */
   releaseOrphaned(replica: string): Promise<number>;
+}
+
+/** The rows of one pair: its Client-Id, or none (a session without one). */
+function ofPair(clientId: string | null) {
+  return (eb: ExpressionBuilder<Database, 'push_messages'>) => (clientId === null ? eb('client_id', 'is', null) : eb('client_id', '=', clientId));
+}
+
+/** Gives the waiting messages of pair `from` to pair `to` inside a transaction (the operator moves a device's memory); their ids. */
+export async function moveWaitingMessages(trx: Kysely<Database>, deviceId: string, from: string, to: string): Promise<string[]> {
+  const rows = await trx.selectFrom('push_messages').select('id').where('device_id', '=', deviceId.toLowerCase()).where('client_id', '=', from).where('state', '=', 'pending').execute();
+  if (rows.length === 0) return [];
+  const ids = rows.map((r) => r.id);
+  await trx.updateTable('push_messages').set({ client_id: to }).where('id', 'in', ids).execute();
+  return ids;
 }
 
 /** How often finished messages past KEEP_DONE_MS are deleted. */
@@ -100,6 +116,7 @@ export class StorePushMessages implements PushMessages {
 
   async add(m: NewPushMessage, maxPerDevice: number): Promise<{ expired: number; dropped: number }> {
     const now = this.#now();
+    const clientId = m.clientId?.toLowerCase() ?? null;
     return this.#w.write(async (trx, changed) => {
       const expired = await trx.deleteFrom('push_messages').where('state', '=', 'pending').where('expires_ms', '<=', now).executeTakeFirst();
       if (now - this.#cleanedDone >= CLEAN_DONE_EVERY_MS) {
@@ -108,9 +125,9 @@ export class StorePushMessages implements PushMessages {
       }
       await trx
         .insertInto('push_messages')
-        .values({ id: m.id, device_id: m.deviceId, client_id: m.clientId, text: m.text, interrupt: m.interrupt ? 1 : 0, source: m.source, state: 'pending', claimed_by: null, created_ms: now, expires_ms: m.expiresMs })
+        .values({ id: m.id, device_id: m.deviceId, client_id: clientId, text: m.text, interrupt: m.interrupt ? 1 : 0, source: m.source, state: 'pending', claimed_by: null, created_ms: now, expires_ms: m.expiresMs })
         .execute();
-      const waiting = await trx.selectFrom('push_messages').select('id').where('device_id', '=', m.deviceId).where('state', '=', 'pending').orderBy('created_ms', 'desc').orderBy('id', 'desc').execute();
+      const waiting = await trx.selectFrom('push_messages').select('id').where('device_id', '=', m.deviceId).where(ofPair(clientId)).where('state', '=', 'pending').orderBy('created_ms', 'desc').orderBy('id', 'desc').execute();
       const over = waiting.slice(maxPerDevice).map((r) => r.id);
       if (over.length > 0) await trx.deleteFrom('push_messages').where('id', 'in', over).execute();
       changed({ kind: 'push', id: m.id, deviceId: m.deviceId });
@@ -123,9 +140,9 @@ export class StorePushMessages implements PushMessages {
     return row ? fromRow(row) : undefined;
   }
 
-  async pending(limit: number): Promise<Array<{ id: string; deviceId: string }>> {
-    const rows = await this.#w.db.selectFrom('push_messages').select(['id', 'device_id']).where('state', '=', 'pending').where('expires_ms', '>', this.#now()).orderBy('created_ms').orderBy('id').limit(limit).execute();
-    return rows.map((r) => ({ id: r.id, deviceId: r.device_id }));
+  async pending(limit: number): Promise<Array<{ id: string; deviceId: string; clientId: string | null }>> {
+    const rows = await this.#w.db.selectFrom('push_messages').select(['id', 'device_id', 'client_id']).where('state', '=', 'pending').where('expires_ms', '>', this.#now()).orderBy('created_ms').orderBy('id').limit(limit).execute();
+    return rows.map((r) => ({ id: r.id, deviceId: r.device_id, clientId: r.client_id }));
   }
 
   async claim(id: string, replica: string): Promise<PushMessage | undefined> {
@@ -141,9 +158,8 @@ export class StorePushMessages implements PushMessages {
   }
 
   async claimFor(deviceId: string, clientId: string | null, replica: string): Promise<PushMessage[]> {
-    let q = this.#w.db.selectFrom('push_messages').select('id').where('device_id', '=', deviceId).where('state', '=', 'pending').where('expires_ms', '>', this.#now());
-    if (clientId !== null) q = q.where((eb) => eb.or([eb('client_id', 'is', null), eb('client_id', '=', clientId)]));
-    const rows = await q.orderBy('created_ms').orderBy('id').limit(1000).execute();
+    const q = this.#w.db.selectFrom('push_messages').select('id').where('device_id', '=', deviceId).where('state', '=', 'pending').where('expires_ms', '>', this.#now());
+    const rows = await q.where(ofPair(clientId?.toLowerCase() ?? null)).orderBy('created_ms').orderBy('id').limit(1000).execute();
     const out: PushMessage[] = [];
     for (const r of rows) {
       const m = await this.claim(r.id, replica);

@@ -3,12 +3,15 @@
  * survive restarts and any replica may fire them. A due row is claimed by one conditional UPDATE
  * (`state = 'pending'` → `firing`), so with several replicas polling exactly one fires it; a
  * delivered row is deleted, a failed delivery puts it back for a later try, and a claim left by a
- * replica that died is given back after a while. Each device holds a bounded number.
+ * replica that died is given back after a while. Each reminder belongs to the identity pair
+ * (Device-Id + Client-Id) that set it: it is listed, cancelled and spoken there only, and each pair
+ * holds a bounded number.
  */
 import { sql, type Kysely } from 'kysely';
 import type { Database } from './schema.ts';
 import type { Writer } from './writer.ts';
-import { cut } from './memory.ts';
+import { cut } from './text-cut.ts';
+import { pairKey } from './pair-key.ts';
 
 /** Characters kept of one reminder's text. */
 export const MAX_REMINDER_CHARS = 200;
@@ -18,12 +21,13 @@ export const MAX_REMINDER_CHARS = 200;
  */
 export const MAX_REMINDERS_TOTAL = 100_000;
 
-/** Advisory lock class of the per-device count (PostgreSQL), so two adds cannot both pass the bound. */
+/** Advisory lock class of the per-pair count (PostgreSQL), so two adds cannot both pass the bound. */
 const REMINDER_LOCK = 0x52454d; // 'REM'
 
 export interface Reminder {
   id: number;
   deviceId: string;
+  /** The pair's Client-Id (lower case): it was set there and is spoken there. */
   clientId: string;
   agent: string | null;
   text: string;
@@ -34,7 +38,7 @@ export interface Reminder {
   createdAt: string;
 }
 
-/** Why a reminder was not stored: the device holds its most, or the whole store does. */
+/** Why a reminder was not stored: the pair holds its most, or the whole store does. */
 export type Refused = 'full' | 'store_full';
 
 export interface NewReminder {
@@ -46,12 +50,12 @@ export interface NewReminder {
 }
 
 export interface RemindersStore {
-  /** Stores a reminder unless the device already holds `maxPerDevice` (`full`) or the store `maxTotal` (`store_full`, default MAX_REMINDERS_TOTAL). */
-  add(r: NewReminder, maxPerDevice: number, maxTotal?: number): Promise<Reminder | Refused>;
-  /** The device's reminders, soonest first. */
-  list(deviceId: string): Promise<Reminder[]>;
-  /** Removes one of the device's reminders; false when it has none with that id. */
-  cancel(deviceId: string, id: number): Promise<boolean>;
+  /** Stores a reminder unless its pair already holds `maxPerPair` (`full`) or the store `maxTotal` (`store_full`, default MAX_REMINDERS_TOTAL). */
+  add(r: NewReminder, maxPerPair: number, maxTotal?: number): Promise<Reminder | Refused>;
+  /** The reminders of one pair of the device (`clientId`), or of every pair (the admin's view), soonest first. */
+  list(deviceId: string, clientId?: string): Promise<Reminder[]>;
+  /** Removes one reminder of the device (of its pair `clientId` only, when given); false when it has none with that id. */
+  cancel(deviceId: string, id: number, clientId?: string): Promise<boolean>;
   /** Pending reminders whose time to try has come, soonest first. */
   due(now: number, limit: number): Promise<Reminder[]>;
   /** Marks a pending reminder as being fired by `replica`; false when another took it (or it is gone). */
@@ -85,6 +89,12 @@ function reminderOf(r: Row): Reminder {
 
 const COLUMNS = ['id', 'device_id', 'client_id', 'agent', 'text', 'due_ms', 'state', 'created_at'] as const;
 
+/** Gives the reminders of pair `from` to pair `to` inside a transaction (the operator moves a device's memory); how many. */
+export async function moveReminderRows(trx: Kysely<Database>, deviceId: string, from: string, to: string): Promise<number> {
+  const r = await trx.updateTable('reminders').set({ client_id: to }).where('device_id', '=', key(deviceId)).where('client_id', '=', from).executeTakeFirst();
+  return Number(r.numUpdatedRows);
+}
+
 /** Deletes every reminder of the devices inside a transaction (a revoke). */
 export async function deleteReminderRows(trx: Kysely<Database>, deviceIds: readonly string[]): Promise<void> {
   if (deviceIds.length === 0) return;
@@ -102,32 +112,37 @@ export class StoreReminders implements RemindersStore {
     this.#now = now;
   }
 
-  async add(r: NewReminder, maxPerDevice: number, maxTotal = MAX_REMINDERS_TOTAL): Promise<Reminder | Refused> {
+  async add(r: NewReminder, maxPerPair: number, maxTotal = MAX_REMINDERS_TOTAL): Promise<Reminder | Refused> {
     const deviceId = key(r.deviceId);
+    const clientId = r.clientId.toLowerCase();
     const text = cut(r.text.trim(), MAX_REMINDER_CHARS);
     const createdAt = new Date(this.#now()).toISOString();
     return this.#w.write(async (trx): Promise<Reminder | Refused> => {
-      if (this.#w.dialect === 'postgres') await sql`select pg_advisory_xact_lock(${REMINDER_LOCK}, hashtext(${deviceId}))`.execute(trx);
-      const held = await trx.selectFrom('reminders').select((eb) => eb.fn.countAll().as('n')).where('device_id', '=', deviceId).executeTakeFirstOrThrow();
-      if (Number(held.n) >= maxPerDevice) return 'full';
+      if (this.#w.dialect === 'postgres') await sql`select pg_advisory_xact_lock(${REMINDER_LOCK}, hashtext(${pairKey(deviceId, clientId)}))`.execute(trx);
+      const held = await trx.selectFrom('reminders').select((eb) => eb.fn.countAll().as('n')).where('device_id', '=', deviceId).where('client_id', '=', clientId).executeTakeFirstOrThrow();
+      if (Number(held.n) >= maxPerPair) return 'full';
       const all = await trx.selectFrom('reminders').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
       if (Number(all.n) >= maxTotal) return 'store_full';
       const row = await trx
         .insertInto('reminders')
-        .values({ device_id: deviceId, client_id: r.clientId, agent: r.agent, text, due_ms: r.dueMs, next_ms: r.dueMs, state: 'pending', claimed_by: null, claimed_ms: null, created_at: createdAt })
+        .values({ device_id: deviceId, client_id: clientId, agent: r.agent, text, due_ms: r.dueMs, next_ms: r.dueMs, state: 'pending', claimed_by: null, claimed_ms: null, created_at: createdAt })
         .returning(COLUMNS)
         .executeTakeFirstOrThrow();
       return reminderOf(row);
     });
   }
 
-  async list(deviceId: string): Promise<Reminder[]> {
-    const rows = await this.#db.selectFrom('reminders').select(COLUMNS).where('device_id', '=', key(deviceId)).orderBy('due_ms').orderBy('id').execute();
+  async list(deviceId: string, clientId?: string): Promise<Reminder[]> {
+    let q = this.#db.selectFrom('reminders').select(COLUMNS).where('device_id', '=', key(deviceId));
+    if (clientId !== undefined) q = q.where('client_id', '=', clientId.toLowerCase());
+    const rows = await q.orderBy('due_ms').orderBy('id').execute();
     return rows.map(reminderOf);
   }
 
-  async cancel(deviceId: string, id: number): Promise<boolean> {
-    const r = await this.#db.deleteFrom('reminders').where('id', '=', id).where('device_id', '=', key(deviceId)).executeTakeFirst();
+  async cancel(deviceId: string, id: number, clientId?: string): Promise<boolean> {
+    let q = this.#db.deleteFrom('reminders').where('id', '=', id).where('device_id', '=', key(deviceId));
+    if (clientId !== undefined) q = q.where('client_id', '=', clientId.toLowerCase());
+    const r = await q.executeTakeFirst();
     return Number(r.numDeletedRows) > 0;
   }
 

@@ -78,6 +78,8 @@ export interface StoreChangesTable {
 export interface ConversationTurnsTable {
   id: Generated<number>;
   device_id: string;
+  /** The pair's Client-Id (lower case); '' for turns kept from before memory was per pair (unassigned). */
+  client_id: string;
   agent: string | null;
   role: string;
   text: string;
@@ -87,15 +89,19 @@ export interface ConversationTurnsTable {
 export interface MemoryFactsTable {
   id: Generated<number>;
   device_id: string;
+  /** As in conversation_turns. */
+  client_id: string;
   agent: string | null;
   fact: string;
   created_at: string;
   updated_at: string;
 }
 
-/** One device's running summary with one agent (turns up to `upto_id` folded in). */
+/** One pair's running summary with one agent (turns up to `upto_id` folded in). */
 export interface MemorySummariesTable {
   device_id: string;
+  /** As in conversation_turns. */
+  client_id: string;
   agent: string;
   text: string;
   upto_id: Millis;
@@ -161,7 +167,7 @@ export interface RemindersTable {
 export interface PushMessagesTable {
   id: string;
   device_id: string;
-  /** Only this pair; null: any session of the MAC. */
+  /** The pair it waits for (lower case); null only for a session without a Client-Id. */
   client_id: string | null;
   text: string;
   /** 1: the running turn is aborted for it. */

@@ -31,7 +31,10 @@ export type StoreChange =
   | { kind: 'device'; deviceId: string }
   | { kind: 'binding'; deviceId: string; clientId: string }
   | { kind: 'agent'; name: string }
-  /** A device's memory was deleted (admin, revoke): live sessions of the device drop what they hold of it. */
-  | { kind: 'memory'; deviceId: string }
+  /**
+   * A device's memory was deleted or moved (admin, revoke): live sessions of the pair (`clientId`;
+   * without it, of every pair of the device) drop what they hold of it and read it again.
+   */
+  | { kind: 'memory'; deviceId: string; clientId?: string }
   /** A message for a device was queued, or its outcome written (store/push-messages.ts): the replica holding the device claims it. */
   | { kind: 'push'; id: string; deviceId: string };

@@ -16,7 +16,10 @@ export const SayBody = z.strictObject({
   text: z.string().trim().min(1, 'must not be empty').max(2000, 'at most 2000 characters'),
   /** Abort a turn in progress instead of waiting for it. */
   interrupt: z.boolean().optional(),
-  /** Only this client of the MAC. */
+  /**
+   * The device's Client-Id: only this pair hears it. Absent: the most recently connected pair of the
+   * MAC (in open mode anyone who asks OTA with the MAC can be that pair: name it to be sure).
+   */
   clientId: ClientIdSchema.optional(),
 });
 
@@ -44,7 +47,8 @@ export const pushRoutes = [
     id: 'sayOnDevice',
     method: 'POST',
     path: '/devices/{deviceId}/say',
-    summary: "Speaks a text on the device in its agent's voice: now when idle, after the running turn (or at once with interrupt), as a notify/alert to an idle MQTT device, or queued until it connects.",
+    summary:
+      "Speaks a text on the device (one Device-Id + Client-Id pair: `clientId`, else the MAC's most recently connected pair) in its agent's voice: now when idle, after the running turn (or at once with interrupt), as a notify/alert to an idle MQTT device, or queued until that pair connects.",
     auth: true,
     params: DeviceParams,
     body: SayBody,

@@ -1,15 +1,18 @@
 /**
- * @module Each device's memory as the server runs it: a `SessionMemory` per session (the device's
- * earlier turns with its agent, loaded in the background from hello on; the facts and summary for
- * the system prompt; each finished turn queued to the store in batches), the memory tools' target
- * for that session, the summary written after a session ends (retried later when the model fails),
- * and retention (old turns and turns past the per-device maximum removed periodically).
+ * @module Each device's memory as the server runs it: a `SessionMemory` per session (the earlier
+ * turns of the session's identity pair with its agent, loaded in the background from hello on; the
+ * facts and summary for the system prompt; each finished turn queued to the store in batches), the
+ * memory tools' target for that session, the summary written after a session ends (retried later
+ * when the model fails), and retention (old turns and turns past the per-pair maximum removed
+ * periodically). Memory belongs to the pair (Device-Id + Client-Id): a session with a known MAC and
+ * another Client-Id starts with nothing of it.
  */
 import { linkedScope } from '../../core/abort.ts';
 import type { Logger } from '../../core/logger.ts';
 import type { ChatMessage, LlmClient } from '../../llm/types.ts';
 import type { MemoryToolTarget } from '../../mcp/local-tools/memory-tools.ts';
 import type { DeviceMemoryStore } from '../../store/memory.ts';
+import { pairKey, type DevicePair } from '../../store/pair-key.ts';
 import type { StoreChange } from '../../store/types.ts';
 import type { SessionInfo } from '../../voice/session/conversation.ts';
 import type { MemoryMode, SessionMemory } from '../../voice/conversation/session-memory.ts';
@@ -32,7 +35,7 @@ export interface DeviceMemoryOptions {
   /** The device's agent now and that agent's model. */
   agentOf(deviceId: string): { agent: string; llm: LlmClient };
   log: Logger;
-  /** The store's changes: a device's memory deleted elsewhere (admin, revoke, another replica) empties its live sessions' too. */
+  /** The store's changes: a pair's memory deleted or moved elsewhere (admin, revoke, another replica) is read again by its live sessions. */
   onChange?: (listener: (c: StoreChange) => void) => () => void;
   /** Retention runs this often (ms); default hourly, first a minute after start. */
   pruneEveryMs?: number;
@@ -65,12 +68,12 @@ export class DeviceMemory {
   readonly #log: Logger;
   readonly #batcher: TurnBatcher;
   readonly #targets = new WeakMap<SessionMemory, MemoryToolTarget>();
-  /** Pairs (`device|agent`) whose summary is due; retried every `summaryRetryMs`. */
-  readonly #due = new Map<string, { deviceId: string; agent: string }>();
+  /** Identity pairs and agents whose summary is due; retried every `summaryRetryMs`. */
+  readonly #due = new Map<string, { pair: DevicePair; agent: string }>();
   readonly #running = new Map<string, Promise<void>>();
   readonly #timers: NodeJS.Timeout[] = [];
   readonly #abort = new AbortController();
-  /** Live sessions by Device-Id. */
+  /** Live sessions by identity pair (`pairKey`). */
   readonly #live = new Map<string, Set<DeviceSessionMemory>>();
   readonly #unsubscribe: () => void;
   #closed = false;
@@ -90,15 +93,22 @@ export class DeviceMemory {
     this.#unsubscribe =
       opts.onChange?.((c) => {
         if (c.kind !== 'memory') return;
-        for (const s of this.#live.get(c.deviceId.toLowerCase()) ?? []) s.deleted();
+        if (c.clientId !== undefined) {
+          for (const s of this.#live.get(pairKey(c.deviceId, c.clientId)) ?? []) s.deleted();
+          return;
+        }
+        // Every pair of the device (a revoke, a delete of all of it).
+        const mac = `${c.deviceId.toLowerCase()}\n`;
+        for (const [k, sessions] of this.#live) if (k.startsWith(mac)) for (const s of sessions) s.deleted();
       }) ?? (() => undefined);
   }
 
-  /** A session's memory; undefined without a Device-Id (nothing to keep it under). */
+  /** A session's memory; undefined without a Device-Id and a Client-Id (no pair to keep it under). */
   forSession(info: SessionInfo): SessionMemory | undefined {
-    if (!info.deviceId || this.#closed) return undefined;
-    const id = info.deviceId.toLowerCase();
-    const session = new DeviceSessionMemory(this, info.deviceId, () => {
+    if (!info.deviceId || !info.clientId || this.#closed) return undefined;
+    const pair = { deviceId: info.deviceId, clientId: info.clientId };
+    const id = pairKey(pair.deviceId, pair.clientId);
+    const session = new DeviceSessionMemory(this, pair, () => {
       const set = this.#live.get(id);
       set?.delete(session);
       if (set?.size === 0) this.#live.delete(id);
@@ -144,30 +154,30 @@ export class DeviceMemory {
     return this.#o.agentOf(deviceId).agent;
   }
 
-  /** Reads what a session with `agent` gets back. */
-  async load(deviceId: string, agent: string): Promise<Loaded> {
+  /** Reads what a session of the pair with `agent` gets back. */
+  async load(pair: DevicePair, agent: string): Promise<Loaded> {
     const { historyTurns, historyChars } = this.#o.settings;
     // Turns still queued (the device's last session ended a moment ago) are stored first: a quick
     // reconnect must find them.
     await this.#batcher.flush();
     const [rows, facts, summary] = await Promise.all([
-      this.#o.store.recentTurns(deviceId, agent, historyTurns * ROWS_PER_TURN),
-      this.#o.store.facts(deviceId, agent),
-      this.#o.store.summary(deviceId, agent),
+      this.#o.store.recentTurns(pair, agent, historyTurns * ROWS_PER_TURN),
+      this.#o.store.facts(pair, agent),
+      this.#o.store.summary(pair, agent),
     ]);
     return { rows: messagesOfRows(rows, historyTurns, historyChars), facts: facts.map((f) => f.text), summary: summary?.text };
   }
 
   /** A session with `agent` in summary mode ended: fold its older turns into the summary, in the background. */
-  summaryDue(deviceId: string, agent: string): void {
+  summaryDue(pair: DevicePair, agent: string): void {
     if (this.#closed) return;
-    this.#due.set(`${deviceId}|${agent}`, { deviceId, agent });
-    void this.#summarise(deviceId, agent);
+    this.#due.set(dueKey(pair, agent), { pair, agent });
+    void this.#summarise(pair, agent);
   }
 
   /** Writes the summary now (after the queued turns are stored); resolves when done or failed (it stays due). */
-  #summarise(deviceId: string, agent: string): Promise<void> {
-    const key = `${deviceId}|${agent}`;
+  #summarise(pair: DevicePair, agent: string): Promise<void> {
+    const key = dueKey(pair, agent);
     const running = this.#running.get(key);
     if (running) return running;
     // A model that stalls must not hold the summary for good: the attempt is bounded and retried.
@@ -175,16 +185,16 @@ export class DeviceMemory {
     const work = (async () => {
       try {
         await this.#batcher.flush();
-        const now = this.#o.agentOf(deviceId);
+        const now = this.#o.agentOf(pair.deviceId);
         if (now.agent !== agent) {
           // The device moved on: that agent's model is not known here any more; its summary waits.
           this.#due.delete(key);
           return;
         }
         const { historyTurns, historyChars } = this.#o.settings;
-        const kept = messagesOfRows(await this.#o.store.recentTurns(deviceId, agent, historyTurns * ROWS_PER_TURN), historyTurns, historyChars);
+        const kept = messagesOfRows(await this.#o.store.recentTurns(pair, agent, historyTurns * ROWS_PER_TURN), historyTurns, historyChars);
         const keepRecent = kept.length;
-        const folded = await foldIntoSummary({ store: this.#o.store, llm: now.llm, deviceId, agent, keepRecent, signal: scope.signal });
+        const folded = await foldIntoSummary({ store: this.#o.store, llm: now.llm, pair, agent, keepRecent, signal: scope.signal });
         // Turns left over (more than one request holds) are folded at the next retry.
         if (folded !== 'more') this.#due.delete(key);
       } catch (err) {
@@ -199,7 +209,7 @@ export class DeviceMemory {
   }
 
   #retryDue(): void {
-    for (const { deviceId, agent } of this.#due.values()) void this.#summarise(deviceId, agent);
+    for (const { pair, agent } of this.#due.values()) void this.#summarise(pair, agent);
   }
 
   /** Summaries due now (tests): written or failed. */
@@ -232,10 +242,15 @@ export class DeviceMemory {
   }
 }
 
-/** One session's view of its device's memory. */
+/** The key of a pair and agent whose summary is due. */
+function dueKey(pair: DevicePair, agent: string): string {
+  return `${pairKey(pair.deviceId, pair.clientId)}\n${agent}`;
+}
+
+/** One session's view of its identity pair's memory. */
 class DeviceSessionMemory implements SessionMemory {
   readonly #m: DeviceMemory;
-  readonly #deviceId: string;
+  readonly #pair: DevicePair;
   readonly #loads = new Map<string, Promise<Loaded>>();
   #agent: string | undefined;
   #mode: MemoryMode = 'summary';
@@ -247,18 +262,18 @@ class DeviceSessionMemory implements SessionMemory {
   readonly target: MemoryToolTarget;
   readonly #ended: () => void;
 
-  constructor(memory: DeviceMemory, deviceId: string, ended: () => void) {
+  constructor(memory: DeviceMemory, pair: DevicePair, ended: () => void) {
     this.#m = memory;
-    this.#deviceId = deviceId;
+    this.#pair = pair;
     this.#ended = ended;
     // Read from hello on: the first turn finds it loaded.
-    void this.#load(memory.agentOf(deviceId)).catch(() => undefined);
+    void this.#load(memory.agentOf(pair.deviceId)).catch(() => undefined);
     this.target = {
       keepsFacts: () => this.#mode === 'summary' && this.#agent !== undefined,
       remember: async (fact) => {
         const agent = this.#agent;
         if (agent === undefined) return false;
-        const saved = await this.#m.store.remember(this.#deviceId, agent, fact);
+        const saved = await this.#m.store.remember(this.#pair, agent, fact);
         await this.#refreshFacts(agent);
         this.#m.log.info({ pii: { fact } }, 'memory: fact remembered');
         return saved !== undefined;
@@ -266,7 +281,7 @@ class DeviceSessionMemory implements SessionMemory {
       forget: async (words) => {
         const agent = this.#agent;
         if (agent === undefined) return 0;
-        const n = await this.#m.store.forget(this.#deviceId, agent, words);
+        const n = await this.#m.store.forget(this.#pair, agent, words);
         await this.#refreshFacts(agent);
         return n;
       },
@@ -275,13 +290,13 @@ class DeviceSessionMemory implements SessionMemory {
         if (agent === undefined) return;
         // Turns still queued are stored first, so that they are deleted too.
         await this.#m.batcher.flush();
-        await this.#m.store.forgetAll(this.#deviceId, agent);
+        await this.#m.store.forgetAll(this.#pair, agent);
         this.#forgotten(agent);
         this.#m.log.info({ agent }, 'memory: the device\'s memory with its agent was deleted at the user\'s request');
       },
       list: async () => {
         const agent = this.#agent;
-        return agent === undefined ? [] : (await this.#m.store.facts(this.#deviceId, agent)).map((f) => f.text);
+        return agent === undefined ? [] : (await this.#m.store.facts(this.#pair, agent)).map((f) => f.text);
       },
     };
   }
@@ -289,7 +304,7 @@ class DeviceSessionMemory implements SessionMemory {
   #load(agent: string): Promise<Loaded> {
     let p = this.#loads.get(agent);
     if (!p) {
-      p = this.#m.load(this.#deviceId, agent);
+      p = this.#m.load(this.#pair, agent);
       p.catch(() => this.#loads.delete(agent));
       this.#loads.set(agent, p);
     }
@@ -307,13 +322,13 @@ class DeviceSessionMemory implements SessionMemory {
     this.#cleared = true;
   }
 
-  /** The device's whole memory was deleted (admin API, revoke), here or on another replica. */
+  /** The pair's whole memory was deleted or moved (admin API, revoke), here or on another replica. */
   deleted(): void {
     this.#forgotten();
   }
 
   async #refreshFacts(agent: string): Promise<void> {
-    this.#facts = (await this.#m.store.facts(this.#deviceId, agent)).map((f) => f.text);
+    this.#facts = (await this.#m.store.facts(this.#pair, agent)).map((f) => f.text);
   }
 
   async use(agent: string, mode: MemoryMode): Promise<ChatMessage[]> {
@@ -348,13 +363,13 @@ class DeviceSessionMemory implements SessionMemory {
     if (agent === undefined || this.#mode === 'none' || this.#m.closed) return;
     const rows = rowsOfTurn(messages);
     if (rows.length === 0) return;
-    this.#m.batcher.add(rows.map((r) => ({ deviceId: this.#deviceId, agent, role: r.role, text: r.text })));
+    this.#m.batcher.add(rows.map((r) => ({ ...this.#pair, agent, role: r.role, text: r.text })));
     this.#recordedWith.add(agent);
   }
 
   close(): void {
     this.#ended();
     const agent = this.#agent;
-    if (agent !== undefined && this.#mode === 'summary' && this.#recordedWith.has(agent)) this.#m.summaryDue(this.#deviceId, agent);
+    if (agent !== undefined && this.#mode === 'summary' && this.#recordedWith.has(agent)) this.#m.summaryDue(this.#pair, agent);
   }
 }

@@ -1,11 +1,12 @@
 /**
- * @module The running summary of one device's conversations with one agent, written by that
+ * @module The running summary of one identity pair's conversations with one agent, written by that
  * agent's model after a session ends (never during a turn): the turns past those given back as
  * they are, folded into the summary so far. The turns stay stored until retention removes them,
  * so a model that cannot be reached loses nothing: the next attempt folds the same turns.
  */
 import type { LlmClient } from '../../llm/types.ts';
 import { MAX_SUMMARY_CHARS, type DeviceMemoryStore, type StoredTurn } from '../../store/memory.ts';
+import type { DevicePair } from '../../store/pair-key.ts';
 
 const INSTRUCTIONS =
   'You maintain a short running summary of a user\'s conversations with their voice assistant. ' +
@@ -21,14 +22,14 @@ function line(t: StoredTurn): string {
 }
 
 /**
- * Folds the device's turns past the `keepRecent` newest into its summary, oldest first, as many as
+ * Folds the pair's turns past the `keepRecent` newest into its summary, oldest first, as many as
  * one request holds: `more` when turns were left for a next fold, `nothing` when there was none.
  */
-export async function foldIntoSummary(opts: { store: DeviceMemoryStore; llm: LlmClient; deviceId: string; agent: string; keepRecent: number; signal: AbortSignal }): Promise<'nothing' | 'folded' | 'more'> {
-  const { store, deviceId, agent } = opts;
-  const turns = await store.unsummarised(deviceId, agent, opts.keepRecent);
+export async function foldIntoSummary(opts: { store: DeviceMemoryStore; llm: LlmClient; pair: DevicePair; agent: string; keepRecent: number; signal: AbortSignal }): Promise<'nothing' | 'folded' | 'more'> {
+  const { store, pair, agent } = opts;
+  const turns = await store.unsummarised(pair, agent, opts.keepRecent);
   if (turns.length === 0) return 'nothing';
-  const before = (await store.summary(deviceId, agent))?.text ?? '';
+  const before = (await store.summary(pair, agent))?.text ?? '';
   // Only the turns the model is shown are marked folded: the rest wait for the next fold.
   const lines: string[] = [];
   let budget = REQUEST_CHARS - before.length;
@@ -48,6 +49,6 @@ export async function foldIntoSummary(opts: { store: DeviceMemoryStore; llm: Llm
     if (text.length > MAX_SUMMARY_CHARS * 2) break;
   }
   if (text.trim() === '') throw new Error('the model returned an empty summary');
-  await store.setSummary(deviceId, agent, text, last.id);
+  await store.setSummary(pair, agent, text, last.id);
   return lines.length < turns.length ? 'more' : 'folded';
 }

@@ -68,6 +68,8 @@ export class MqttDeviceLink implements IdleDeviceLink, JsonLink {
   readonly #hellos = new TokenBucket(HELLO_RATE);
   #session: DeviceSession | undefined;
   #channel: MqttUdpChannel | undefined;
+  /** The open session's audio: `ready` once the device's first datagram told where it goes (push waits for it). */
+  #audio: { sessionId: string; ready: boolean; when: Promise<boolean>; settle: (ok: boolean) => void } | undefined;
   #ratedOut = 0;
   #closed = false;
 
@@ -90,6 +92,12 @@ export class MqttDeviceLink implements IdleDeviceLink, JsonLink {
   /** The open audio session, if any. */
   get session(): DeviceSession | undefined {
     return this.inSession ? this.#session : undefined;
+  }
+
+  audioReady(sessionId: string): true | Promise<boolean> | undefined {
+    const a = this.#audio;
+    if (!a || a.sessionId !== sessionId || !this.inSession) return undefined;
+    return a.ready ? true : a.when;
   }
 
   /** From CONNACK on (the broker writes to a client still finishing its connection) until it closes. */
@@ -152,11 +160,20 @@ export class MqttDeviceLink implements IdleDeviceLink, JsonLink {
     const sessionId = randomUUID();
     const log = this.log.child({ sessionId });
     const ctx = this.#ctx;
+    let settle: (ok: boolean) => void = () => undefined;
+    const when = new Promise<boolean>((resolve) => (settle = resolve));
+    const audio = { sessionId, ready: false, when, settle };
     const audioSession = ctx.audio.open({
       frameDurationMs,
       log,
       onAudio: (opus, timestamp) => {
-        if (this.#session?.id === sessionId) this.#session.handleAudio(opus, timestamp);
+        if (this.#session?.id !== sessionId) return;
+        if (!audio.ready) {
+          // Its address is known from this datagram on: speech sent now reaches the device.
+          audio.ready = true;
+          audio.settle(true);
+        }
+        this.#session.handleAudio(opus, timestamp);
       },
     });
     const channel = new MqttUdpChannel({ sessionId, link: this, audio: ctx.audio, session: audioSession, server: ctx.udpServerFor(this, this.#socket.localAddress) });
@@ -167,7 +184,15 @@ export class MqttDeviceLink implements IdleDeviceLink, JsonLink {
     }
     this.#session = session;
     this.#channel = channel;
-    session.signal.addEventListener('abort', () => ctx.audio.release(audioSession), { once: true });
+    this.#audio = audio;
+    session.signal.addEventListener(
+      'abort',
+      () => {
+        ctx.audio.release(audioSession);
+        audio.settle(false);
+      },
+      { once: true },
+    );
     session.handleText(text);
   }
 

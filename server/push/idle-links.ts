@@ -10,6 +10,13 @@ export interface IdleDeviceLink {
   readonly inSession: boolean;
   /** Publishes one JSON message to this device (QoS 0). False when the link is gone. */
   publish(message: Record<string, unknown>): boolean;
+  /**
+   * Whether this link's open audio session `sessionId` can hear speech: true once the device's
+   * first UDP datagram told where its audio goes (downlink audio before that is dropped), else a
+   * promise of that moment (false when the session ends first). Undefined when `sessionId` is not
+   * this link's open session.
+   */
+  audioReady(sessionId: string): true | Promise<boolean> | undefined;
 }
 
 export interface IdleDeviceLinks {

@@ -10,7 +10,11 @@ export type PushSource = 'admin' | 'reminder';
 export interface SayRequest {
   /** The device's MAC (lower case, `:`). */
   deviceId: string;
-  /** Only this pair when given; else any session of the MAC. */
+  /**
+   * The pair (Device-Id + Client-Id) it is for. Absent: the most recently connected pair of the MAC
+   * (its newest session or broker connection here, else the pair its device record names). Never
+   * any other pair: another Client-Id of the MAC is another device (in open mode, maybe a stranger).
+   */
   clientId?: string;
   text: string;
   /** A turn in progress is aborted instead of waited for. */

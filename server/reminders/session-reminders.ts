@@ -1,7 +1,8 @@
 /**
  * @module The reminder tools' target for one session: the talking device's reminders in the store,
- * its time zone from its agent, the configured bounds. A reminder is set from, and spoken on, the
- * session's Device-Id + Client-Id pair.
+ * its time zone from its agent, the configured bounds. A reminder belongs to the session's
+ * Device-Id + Client-Id pair: set from it, listed and cancelled there only, and spoken on it (a
+ * session with a known MAC and another Client-Id sees none of them).
  */
 import type { Logger } from '../../core/logger.ts';
 import type { ReminderToolTarget } from '../../mcp/local-tools/reminder-tools.ts';
@@ -38,10 +39,10 @@ export function sessionReminders(o: SessionRemindersOptions): ReminderToolTarget
       return { id: added.id, dueMs: added.dueMs, text: added.text };
     },
     async list() {
-      return (await o.store.list(o.deviceId)).map((r) => ({ id: r.id, dueMs: r.dueMs, text: r.text }));
+      return (await o.store.list(o.deviceId, o.clientId)).map((r) => ({ id: r.id, dueMs: r.dueMs, text: r.text }));
     },
     async cancel(id) {
-      const gone = await o.store.cancel(o.deviceId, id);
+      const gone = await o.store.cancel(o.deviceId, id, o.clientId);
       if (gone) o.log.info({ id }, 'reminders: cancelled');
       return gone;
     },

@@ -3,7 +3,7 @@
  * (assembled as in production, SQLite store in a temp data directory): sign in with the admin
  * token, create an agent and edit its prompt, see a device that asked OTA for a code (a real OTA request in activation
  * mode) with the code it speaks, bind it to that agent with one click, then move it to another
- * agent while it is connected: its next answer uses the other agent's prompt; say a text on it from its card. Sign out. No CSP violation or page error on the way, and nothing wider than the screen.
+ * agent while it is connected: its next answer uses the other agent's prompt; say a text on it from its card; move an earlier Client-Id's memory to its current one, delete its memory, cancel a reminder. Sign out. No CSP violation or page error on the way, and nothing wider than the screen.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -161,10 +161,20 @@ describe('admin console in Chromium, phone viewport', { skip: haveChromium ? fal
     // What the device remembers, on its card: its turns with both agents; deleted from there.
     const deviceId = DEVICE['Device-Id'];
     for (let i = 0; i < 100 && !(await srv.app.store.memory.history(deviceId, 10)).some((t) => t.text === 'good night'); i++) await new Promise((r) => setTimeout(r, 50));
+    // Turns of an earlier Client-Id of the same MAC (before a re-flash): moved to the current one from the card.
+    const current = DEVICE['Client-Id'].toLowerCase();
+    await srv.app.store.memory.addTurns([{ deviceId, clientId: 'old-flash-client', agent: 'bedroom', role: 'user', text: 'before the re-flash' }]);
     await row.locator('details.memory > summary').click();
     await row.locator('details.memory li[data-role=user]', { hasText: 'what shall we bake' }).waitFor();
     await row.locator('details.memory li[data-role=user]', { hasText: 'good night' }).waitFor();
     await fitsWidth(page);
+    const move = row.locator('details.memory li[data-client="old-flash-client"] button.move-memory');
+    await move.click();
+    await move.click();
+    await page.locator('#notice', { hasText: 'Moved the memory of old-flash-client' }).waitFor();
+    assert.ok((await srv.app.store.memory.history(deviceId, 10, current)).some((t) => t.text === 'before the re-flash'), 'the current pair has it now');
+    assert.deepEqual(await srv.app.store.memory.history(deviceId, 10, 'old-flash-client'), []);
+    await row.locator('details.memory li[data-client="old-flash-client"]').waitFor({ state: 'detached' });
     await row.locator('button.delete-memory').click();
     await row.locator('button.delete-memory').click();
     await page.locator('#notice', { hasText: 'Deleted the memory' }).waitFor();

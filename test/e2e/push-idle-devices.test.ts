@@ -23,7 +23,7 @@ class FakeLinks implements IdleDeviceLinks {
 
   connect(deviceId: string, clientId: string): IdleDeviceLink & { sent: Array<Record<string, unknown>> } {
     const sent: Array<Record<string, unknown>> = [];
-    const link = { deviceId, clientId, inSession: false, sent, publish: (m: Record<string, unknown>) => (sent.push(m), true) };
+    const link = { deviceId, clientId, inSession: false, sent, publish: (m: Record<string, unknown>) => (sent.push(m), true), audioReady: () => undefined };
     this.links.set(deviceId, link);
     for (const l of this.#listeners) l(link);
     return link;

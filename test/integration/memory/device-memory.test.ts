@@ -14,6 +14,8 @@ import type { SessionInfo } from '../../../voice/session/conversation.ts';
 import { open, sqliteTarget } from '../../helpers/store-targets.ts';
 
 const DEV = 'a8:00:00:00:00:01';
+const CLIENT = 'client-of-a8-01';
+const PAIR = { deviceId: DEV, clientId: CLIENT };
 
 class ScriptedLlm implements LlmClient {
   readonly model = 'scripted';
@@ -27,7 +29,7 @@ class ScriptedLlm implements LlmClient {
   }
 }
 
-const info = { deviceId: DEV } as unknown as SessionInfo;
+const info = { deviceId: DEV, clientId: CLIENT } as unknown as SessionInfo;
 const settings = { historyTurns: 1, historyChars: 4000, retentionDays: 90, maxTurnsPerDevice: 1000, summaryRetryMs: 1000 };
 
 describe('device memory on the server', () => {
@@ -47,13 +49,13 @@ describe('device memory on the server', () => {
       s.close();
       await memory.settle();
       assert.equal(llm.asked.length, 1, 'the model was asked once, after the session');
-      assert.equal(await store.memory.summary(DEV, 'home'), undefined, 'no summary while the model fails');
+      assert.equal(await store.memory.summary(PAIR, 'home'), undefined, 'no summary while the model fails');
       assert.equal((await store.memory.history(DEV, 10)).length, 5, 'every turn kept');
 
       llm.failing = false;
       await new Promise((r) => setTimeout(r, 1500));
       await memory.settle();
-      const summary = await store.memory.summary(DEV, 'home');
+      const summary = await store.memory.summary(PAIR, 'home');
       assert.equal(summary?.text, 'The user has a daughter, Mia.');
       const asked = JSON.stringify(llm.asked.at(-1)?.messages);
       assert.match(asked, /my daughter is Mia/);
@@ -94,7 +96,7 @@ describe('device memory on the server', () => {
 
   test('a database that hangs on the read does not hold the turn: past readTimeoutMs it answers without memory, and a later turn gets it', { timeout: 20_000 }, async () => {
     const store = await open(await target.fresh());
-    await store.memory.addTurns([{ deviceId: DEV, agent: 'home', role: 'user', text: 'my name is Ann' }, { deviceId: DEV, agent: 'home', role: 'assistant', text: 'Hello Ann.' }]);
+    await store.memory.addTurns([{ ...PAIR, agent: 'home', role: 'user', text: 'my name is Ann' }, { ...PAIR, agent: 'home', role: 'assistant', text: 'Hello Ann.' }]);
     // The real store, with its reads held until released (as a database stuck on a lock would).
     let release: () => void = () => undefined;
     const held = new Promise<void>((r) => (release = r));
@@ -125,9 +127,9 @@ describe('device memory on the server', () => {
   test('the server removes turns past retention by itself', async () => {
     let now = Date.parse('2026-01-01T00:00:00Z');
     const store = await open(await target.fresh(), { now: () => now });
-    await store.memory.addTurns([{ deviceId: DEV, agent: 'home', role: 'user', text: 'long ago' }]);
+    await store.memory.addTurns([{ ...PAIR, agent: 'home', role: 'user', text: 'long ago' }]);
     now += 91 * 86_400_000;
-    await store.memory.addTurns([{ deviceId: DEV, agent: 'home', role: 'user', text: 'today' }]);
+    await store.memory.addTurns([{ ...PAIR, agent: 'home', role: 'user', text: 'today' }]);
     const memory = new DeviceMemory({ store: store.memory, settings, agentOf: () => ({ agent: 'home', llm: new ScriptedLlm() }), log: silentLogger, pruneEveryMs: 50 });
     try {
       const end = Date.now() + 10_000;
@@ -163,8 +165,8 @@ describe('device memory on the server', () => {
       s.record([{ role: 'user', content: 'and now?' }, { role: 'assistant', content: 'Now.' }]);
       s.close();
       const end = Date.now() + 10_000;
-      while ((await store.memory.summary(DEV, 'home')) === undefined && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
-      assert.equal((await store.memory.summary(DEV, 'home'))?.text, 'The user likes tea.');
+      while ((await store.memory.summary(PAIR, 'home')) === undefined && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+      assert.equal((await store.memory.summary(PAIR, 'home'))?.text, 'The user likes tea.');
       assert.ok(calls >= 2, 'asked again after the first call was given up');
     } finally {
       await memory.close();
@@ -214,6 +216,31 @@ describe('device memory on the server', () => {
       s.close();
       await memory.settle();
       assert.deepEqual(await store.memory.history(DEV, 10), []);
+    } finally {
+      await memory.close();
+      await store.close();
+    }
+  });
+  test('memory is the pair\'s: a session with the same MAC and another Client-Id (or none) gets nothing; a change for one pair empties only its sessions', async () => {
+    const store = await open(await target.fresh());
+    const memory = new DeviceMemory({ store: store.memory, settings: { ...settings, historyTurns: 5 }, agentOf: () => ({ agent: 'home', llm: new ScriptedLlm() }), log: silentLogger, onChange: (l) => store.onChange(l) });
+    try {
+      await store.memory.addTurns([{ ...PAIR, agent: 'home', role: 'user', text: 'my name is Ann' }, { ...PAIR, agent: 'home', role: 'assistant', text: 'Hello Ann.' }]);
+      await store.memory.remember(PAIR, 'home', 'Ann likes tea');
+      assert.equal(memory.forSession({ deviceId: DEV, clientId: null } as unknown as SessionInfo), undefined, 'no Client-Id: no pair to keep memory under');
+      const stranger = memory.forSession({ deviceId: DEV, clientId: 'someone-else' } as unknown as SessionInfo);
+      const owner = memory.forSession(info);
+      assert.ok(stranger && owner);
+      assert.deepEqual(await stranger.use('home', 'summary'), []);
+      assert.equal(stranger.block(), '');
+      assert.equal((await owner.use('home', 'summary')).length, 2);
+      assert.match(owner.block(), /Ann likes tea/);
+      // The stranger's pair deleted (the admin API): only its sessions drop what they hold.
+      await store.memory.deleteDevice(DEV, 'someone-else');
+      assert.equal(stranger.takeCleared(), true);
+      assert.equal(owner.takeCleared(), false);
+      stranger.close();
+      owner.close();
     } finally {
       await memory.close();
       await store.close();

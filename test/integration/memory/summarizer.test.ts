@@ -11,6 +11,7 @@ import { foldIntoSummary } from '../../../server/memory/summarizer.ts';
 import { open, sqliteTarget } from '../../helpers/store-targets.ts';
 
 const DEV = 'a8:00:00:00:00:02';
+const PAIR = { deviceId: DEV, clientId: 'client-of-the-summarised-device' };
 
 describe('summary fold', () => {
   const target = sqliteTarget();
@@ -20,7 +21,7 @@ describe('summary fold', () => {
     const store = await open(await target.fresh());
     try {
       // 40 turns of about 1,900 characters: far more than one request holds.
-      const turns = Array.from({ length: 40 }, (_, i) => ({ deviceId: DEV, agent: 'home', role: 'user' as const, text: `turn-${i}-mark ${'x'.repeat(1900)}` }));
+      const turns = Array.from({ length: 40 }, (_, i) => ({ ...PAIR, agent: 'home', role: 'user' as const, text: `turn-${i}-mark ${'x'.repeat(1900)}` }));
       await store.memory.addTurns(turns);
       const asked: string[] = [];
       const llm: LlmClient = {
@@ -31,12 +32,12 @@ describe('summary fold', () => {
           yield { type: 'done', finishReason: 'stop' };
         },
       };
-      const fold = () => foldIntoSummary({ store: store.memory, llm, deviceId: DEV, agent: 'home', keepRecent: 0, signal: new AbortController().signal });
-      for (let i = 0; i < 10 && (await store.memory.unsummarised(DEV, 'home', 0)).length > 0; i++) await fold();
+      const fold = () => foldIntoSummary({ store: store.memory, llm, pair: PAIR, agent: 'home', keepRecent: 0, signal: new AbortController().signal });
+      for (let i = 0; i < 10 && (await store.memory.unsummarised(PAIR, 'home', 0)).length > 0; i++) await fold();
       const shown = asked.join('\n');
       for (let i = 0; i < 40; i++) assert.match(shown, new RegExp(`turn-${i}-mark`), `turn ${i} was shown to the model before it was marked folded`);
       assert.ok(asked.length > 1, 'more than one fold');
-      assert.deepEqual(await store.memory.unsummarised(DEV, 'home', 0), []);
+      assert.deepEqual(await store.memory.unsummarised(PAIR, 'home', 0), []);
     } finally {
       await store.close();
     }

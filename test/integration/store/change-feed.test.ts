@@ -24,6 +24,28 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
   describe(`change feed on ${target.name}`, () => {
     after(() => target.close());
 
+    test('a memory change of one pair reaches the other process with its Client-Id (only that pair\'s sessions re-read), one of every pair without', async () => {
+      const db = await target.fresh();
+      const a = await open(db, { replica: 'a' });
+      const b = await open(db, { replica: 'b' });
+      try {
+        const onB: StoreChange[] = [];
+        b.onChange((c) => {
+          if (c.kind === 'memory') onB.push(c);
+        });
+        await a.memory.deleteDevice(PAIR[0], PAIR[1]);
+        await a.memory.deleteDevice(PAIR[0]);
+        await waitFor(() => onB.length >= 2, { what: 'both memory changes on b', timeoutMs: WITHIN_MS * 2 });
+        assert.deepEqual(onB, [
+          { kind: 'memory', deviceId: PAIR[0], clientId: PAIR[1] },
+          { kind: 'memory', deviceId: PAIR[0] },
+        ]);
+      } finally {
+        await a.close();
+        await b.close();
+      }
+    });
+
     test('a bind, a revoke and an agent change made by one reach the other within 2 s (listeners too); its own changes are not told twice', async () => {
       const db = await target.fresh();
       const a = await open(db, { replica: 'a' });

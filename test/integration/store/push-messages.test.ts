@@ -1,5 +1,5 @@
 /**
- * The push messages on SQLite and PostgreSQL: the offline queue (bounded per device, expiring) and
+ * The push messages on SQLite and PostgreSQL: the offline queue (per identity pair, bounded, expiring) and
  * the hand-over between replicas (claimed exactly once, the outcome written back and announced on
  * the change feed, a cancel that loses to a claim).
  */
@@ -14,27 +14,32 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
   describe(`push messages on ${target.name}`, () => {
     after(() => target.close());
 
-    test('queued per device (the oldest dropped past the bound), claimed once, oldest first, expired ones never delivered', async () => {
+    test('queued per identity pair (the oldest dropped past the bound), claimed once by that pair only, oldest first, expired ones never delivered', async () => {
       let now = 1_000_000;
       const store = await open(await target.fresh(), { now: () => now });
       try {
         const pm = store.pushMessages;
         const changes: StoreChange[] = [];
         store.onChange((c) => changes.push(c));
-        const add = (id: string, expiresMs: number, clientId: string | null = null) => pm.add({ id, deviceId: MAC, clientId, text: `text ${id}`, interrupt: false, source: 'admin', expiresMs }, 3);
+        const add = (id: string, expiresMs: number, clientId: string | null = 'client-a') => pm.add({ id, deviceId: MAC, clientId, text: `text ${id}`, interrupt: false, source: 'admin', expiresMs }, 3);
         await add('m1', now + 10_000);
         now += 1;
-        await add('m2', now + 10_000, 'client-b');
+        await add('m2', now + 10_000, 'Client-B');
         now += 1;
         await add('m3', now + 10_000);
         now += 1;
-        assert.deepEqual(await add('m4', now + 10_000), { expired: 0, dropped: 1 }, 'past 3 waiting, the oldest goes');
+        await add('m4', now + 10_000);
+        now += 1;
+        assert.deepEqual(await add('m5', now + 10_000), { expired: 0, dropped: 1 }, 'past 3 waiting for client-a, its oldest goes (client-b\'s does not count)');
         assert.equal(await pm.get('m1'), undefined);
-        assert.deepEqual(changes.filter((c) => c.kind === 'push').map((c) => (c.kind === 'push' ? c.id : '')), ['m1', 'm2', 'm3', 'm4']);
+        assert.equal((await pm.get('m2'))?.clientId, 'client-b', 'the Client-Id kept in lower case');
+        assert.deepEqual(changes.filter((c) => c.kind === 'push').map((c) => (c.kind === 'push' ? c.id : '')), ['m1', 'm2', 'm3', 'm4', 'm5']);
 
-        // Another client of the MAC does not get the message for client-b.
-        const forA = await pm.claimFor(MAC, 'client-a', 'R1');
-        assert.deepEqual(forA.map((m) => [m.id, m.text, m.state, m.claimedBy]), [['m3', 'text m3', 'claimed', 'R1'], ['m4', 'text m4', 'claimed', 'R1']]);
+        // Another Client-Id of the MAC (a stranger in open mode) gets none of them.
+        assert.deepEqual(await pm.claimFor(MAC, 'client-c', 'R1'), []);
+        assert.deepEqual(await pm.claimFor(MAC, null, 'R1'), [], 'nor a session without a Client-Id');
+        const forA = await pm.claimFor(MAC, 'CLIENT-A', 'R1');
+        assert.deepEqual(forA.map((m) => [m.id, m.text, m.state, m.claimedBy]), [['m3', 'text m3', 'claimed', 'R1'], ['m4', 'text m4', 'claimed', 'R1'], ['m5', 'text m5', 'claimed', 'R1']]);
         const [x, y] = await Promise.all([pm.claim('m2', 'R1'), pm.claim('m2', 'R2')]);
         assert.equal([x, y].filter(Boolean).length, 1, 'claimed once');
         assert.equal(await pm.cancel('m2'), false, 'a claimed message cannot be cancelled');
@@ -42,12 +47,14 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
         assert.equal((await pm.get('m2'))?.state, 'spoken');
         await pm.release('m3');
         assert.equal((await pm.get('m3'))?.state, 'pending', 'released back to the queue');
+        assert.deepEqual((await pm.pending(10)).map((m) => [m.id, m.clientId]), [['m3', 'client-a']]);
 
         now += 20_000;
-        assert.deepEqual(await pm.claimFor(MAC, null, 'R1'), [], 'expired: not delivered');
-        assert.deepEqual(await pm.add({ id: 'm5', deviceId: MAC, clientId: null, text: 't', interrupt: true, source: 'reminder', expiresMs: now + 1000 }, 3), { expired: 1, dropped: 0 });
-        assert.equal(await pm.cancel('m5'), true);
-        assert.equal((await pm.get('m5'))?.state, 'cancelled');
+        assert.deepEqual(await pm.claimFor(MAC, 'client-a', 'R1'), [], 'expired: not delivered');
+        assert.deepEqual(await pm.add({ id: 'm6', deviceId: MAC, clientId: null, text: 't', interrupt: true, source: 'reminder', expiresMs: now + 1000 }, 3), { expired: 1, dropped: 0 });
+        assert.deepEqual(await pm.claimFor(MAC, 'client-a', 'R1'), [], 'a message for a session without a Client-Id is not any pair\'s');
+        assert.equal(await pm.cancel('m6'), true);
+        assert.equal((await pm.get('m6'))?.state, 'cancelled');
         assert.equal(await pm.othersAlive('test'), false);
       } finally {
         await store.close();

@@ -80,7 +80,7 @@ describe('say across two replicas on one PostgreSQL', { timeout: 120_000 }, () =
       await dev.hello();
       const db = await raw({ url: dbUrl, dataDir: '/tmp' });
       try {
-        await db.db.insertInto('push_messages').values({ id: 'silent-1', device_id: mac, client_id: null, text: 'Found without a notification.', interrupt: 0, source: 'admin', state: 'pending', claimed_by: null, created_ms: Date.now(), expires_ms: Date.now() + 60_000 }).execute();
+        await db.db.insertInto('push_messages').values({ id: 'silent-1', device_id: mac, client_id: 'c3', text: 'Found without a notification.', interrupt: 0, source: 'admin', state: 'pending', claimed_by: null, created_ms: Date.now(), expires_ms: Date.now() + 60_000 }).execute();
       } finally {
         await db.db.destroy();
       }

@@ -1,6 +1,6 @@
 /**
- * Reminders on the store, the same cases on SQLite and PostgreSQL: per device and bounded (also
- * under concurrent adds), claimed by exactly one of two racing claims, released, given back when
+ * Reminders on the store, the same cases on SQLite and PostgreSQL: per identity pair and bounded
+ * (also under concurrent adds), listed and cancelled by their pair only, claimed by exactly one of two racing claims, released, given back when
  * abandoned, and deleted with a revoke.
  */
 import { after, describe, test } from 'node:test';
@@ -34,6 +34,25 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
         assert.equal(await store.reminders.cancel(A, late.id), false);
         assert.equal((await store.reminders.list(A)).length, 2);
         assert.deepEqual((await store.reminders.list(B)).map((r) => r.text), ['for B']);
+      } finally {
+        await store.close();
+      }
+    });
+
+    test('another Client-Id of the same MAC neither sees nor cancels a pair\'s reminders, and has a bound of its own', async () => {
+      const store = await open(await target.fresh());
+      try {
+        const mine = await store.reminders.add({ deviceId: A, clientId: 'Owner', agent: 'home', text: 'take the pills', dueMs: T0 }, 1);
+        assert.ok(typeof mine === 'object');
+        assert.equal(mine.clientId, 'owner', 'kept in lower case');
+        assert.equal(await store.reminders.add({ deviceId: A, clientId: 'owner', agent: 'home', text: 'second', dueMs: T0 }, 1), 'full');
+        const theirs = await store.reminders.add({ deviceId: A, clientId: 'stranger', agent: 'home', text: 'theirs', dueMs: T0 }, 1);
+        assert.ok(typeof theirs === 'object', 'the owner\'s bound is not the stranger\'s');
+        assert.deepEqual((await store.reminders.list(A, 'stranger')).map((r) => r.text), ['theirs']);
+        assert.deepEqual((await store.reminders.list(A, 'OWNER')).map((r) => r.text), ['take the pills']);
+        assert.equal(await store.reminders.cancel(A, mine.id, 'stranger'), false);
+        assert.equal((await store.reminders.list(A)).length, 2, 'the admin\'s view: every pair');
+        assert.equal(await store.reminders.cancel(A, mine.id, 'owner'), true);
       } finally {
         await store.close();
       }

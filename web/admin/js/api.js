@@ -43,6 +43,8 @@ export const revokeDevice = (deviceId) => api('DELETE', `/devices/${encodeURICom
 export const deviceHistory = (deviceId) => api('GET', `/devices/${encodeURIComponent(deviceId)}/history`);
 export const deviceMemory = (deviceId) => api('GET', `/devices/${encodeURIComponent(deviceId)}/memory`);
 export const deleteDeviceMemory = (deviceId) => api('DELETE', `/devices/${encodeURIComponent(deviceId)}/memory`);
+/** Gives one Client-Id's memory (null: the unassigned rows) to another Client-Id of the device. */
+export const moveDeviceMemory = (deviceId, from, to) => api('POST', `/devices/${encodeURIComponent(deviceId)}/memory/move`, { from, to });
 export const deviceReminders = (deviceId) => api('GET', `/devices/${encodeURIComponent(deviceId)}/reminders`);
 export const cancelDeviceReminder = (deviceId, id) => api('DELETE', `/devices/${encodeURIComponent(deviceId)}/reminders/${id}`);
 /** Speaks a text on the device; resolves to the outcome, also when it was queued or refused. */

@@ -44,7 +44,7 @@ describe('stored turns', () => {
 
   test('whole turns within the turn and character budgets; never starting with an answer', () => {
     let id = 0;
-    const row = (role: StoredTurn['role'], text: string): StoredTurn => ({ id: ++id, agent: 'a', role, text, createdAt: '' });
+    const row = (role: StoredTurn['role'], text: string): StoredTurn => ({ id: ++id, clientId: 'c', agent: 'a', role, text, createdAt: '' });
     const rows = [row('assistant', 'orphan'), row('user', 'one'), row('assistant', '1'), row('user', 'two'), row('assistant', '2'), row('user', 'three'), row('assistant', '3')];
     assert.deepEqual(messagesOfRows(rows, 2, 1000).map((m) => m.content), ['two', '2', 'three', '3']);
     assert.deepEqual(messagesOfRows(rows, 10, 7).map((m) => m.content), ['three', '3']);
