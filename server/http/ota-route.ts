@@ -78,10 +78,12 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
     }
   });
 
-  // Lenient body parsing on these routes: an empty or broken body still gets the configuration.
-  // (This plugin is encapsulated, so the JSON parser swap does not affect other routes.)
-  app.removeContentTypeParser(['application/json', 'text/plain']);
-  app.addContentTypeParser(['application/json', 'text/plain', 'application/octet-stream'], { parseAs: 'string' }, (_req, body, done) => done(null, body));
+  // Lenient body parsing on these routes: an empty or broken body still gets the configuration,
+  // whatever its content type says, or without one (firmware builds and `curl -d` differ); the
+  // body is read as text within the server's bodyLimit and parsed by the handler. (This plugin is
+  // encapsulated, so the parser swap does not affect other routes.)
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => done(null, body));
 
   const preflight = async (_req: FastifyRequest, reply: FastifyReply): Promise<void> => {
     await reply.code(204).send();

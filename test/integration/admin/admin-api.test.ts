@@ -7,7 +7,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildApp, type App } from '../../../server/app.ts';
@@ -289,6 +289,14 @@ describe('admin API', () => {
     assert.equal(out.status, 204);
     assert.match(out.headers.get('set-cookie') ?? '', /Max-Age=0/);
     assert.equal((await call('GET', '/devices', { token: null, headers: { cookie } })).status, 401, 'the session ended on the server');
+  });
+
+  test('the OpenAPI document needs the token too, and the README says so where it names it', async () => {
+    assert.equal((await call('GET', '/openapi.json', { token: null })).status, 401);
+    const readme = readFileSync('README.md', 'utf8');
+    // The paragraph (blank-line separated) that names the document's path.
+    const paragraph = readme.split(/\n\s*\n/).find((p) => p.includes('/api/admin/openapi.json')) ?? '';
+    assert.match(paragraph, /openapi\.json[^.]*\b(needs|requires|with) the (admin )?token/i, paragraph);
   });
 
   test('the OpenAPI document lists every admin route served, with the schemas that validate them', async () => {
