@@ -117,6 +117,7 @@ const ENV_OVERRIDES: ReadonlyArray<{ name: string; path: string[]; parse?: (v: s
   { name: 'XIAOZHI_DATA_DIR', path: ['server', 'dataDir'] },
   { name: 'DATABASE_URL', path: ['store', 'url'] },
   { name: 'ADMIN_TOKEN', path: ['admin', 'token'] },
+  { name: 'XIAOZHI_BIND_COMMAND', path: ['server', 'auth', 'bindCommand'] },
 ];
 
 /** Formats zod issues as `key.path: problem` lines. */

@@ -1,8 +1,9 @@
 /**
  * @module What the server needs from the device registry (activation mode): bound pairs, pending
  * spoken codes, the token secret. It lives in the store (store/registry.ts): reads on the hot path
- * (`isBound`, `binding`) come from the per-process cache the change feed keeps fresh; writes go
- * to the database and are seen by every replica and the CLI.
+ * (`isBound`, `binding`) come from the per-process cache the change feed keeps fresh; OTA reads
+ * the database itself (`storedBinding`, `pendingCode`); writes go to the database and are seen by
+ * every replica and the CLI.
  */
 
 export interface BoundDevice {
@@ -37,6 +38,12 @@ export interface DeviceRegistry {
   isBound(deviceId: string, clientId: string): boolean;
   /** The pair's current binding, if bound (from the cache). */
   binding(deviceId: string, clientId: string): BoundDevice | undefined;
+  /**
+   * The pair's binding as the database holds it now, not as the cache last heard: for OTA and the
+   * activation poll (once per boot, not a hot path), which must agree with a bind or revoke the
+   * CLI or another replica made a moment ago.
+   */
+  storedBinding(deviceId: string, clientId: string): Promise<BoundDevice | undefined>;
   /**
    * The pending code for this pair, created (or renewed when expired) if needed, `created` saying
    * which. `source` is the requester's address key: a source holding its budget of codes has its

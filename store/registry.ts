@@ -72,6 +72,11 @@ export class StoreDeviceRegistry implements DeviceRegistry {
     return this.#cache.binding(deviceId, clientId);
   }
 
+  async storedBinding(deviceId: string, clientId: string): Promise<BoundDevice | undefined> {
+    const row = await this.#w.db.selectFrom('bindings').selectAll().where('device_id', '=', deviceId.toLowerCase()).where('client_id', '=', clientId.toLowerCase()).executeTakeFirst();
+    return row ? boundFromRow(row) : undefined;
+  }
+
   async pendingCode(rawDeviceId: string, rawClientId: string, rawSource: string): Promise<IssuedCode | null> {
     const d = DeviceIdSchema.safeParse(rawDeviceId);
     const c = ClientIdSchema.safeParse(rawClientId);

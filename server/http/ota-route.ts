@@ -14,6 +14,7 @@ import { deviceToken } from '../identity/device-token.ts';
 import { originAllowed } from '../identity/origin.ts';
 import { addressKey, clientAddress } from './address-key.ts';
 import type { MqttOtaProvider } from '../mqtt/ota-section.ts';
+import { SOURCES_BIND_COMMAND } from '../config-schema.ts';
 
 export const OTA_PATH = '/xiaozhi/ota/';
 
@@ -23,6 +24,8 @@ export interface OtaRouteOptions {
   mode: AuthMode;
   /** activation mode only. */
   devices?: DeviceRegistry;
+  /** activation: how the owner binds a code where the server runs (`server.auth.bindCommand`, `{code}` replaced). */
+  bindCommand?: string;
   /** Where each device that asks is recorded (board, firmware, last seen), in every mode. */
   records?: DeviceRecords;
   allowedOrigins: readonly string[];
@@ -127,7 +130,7 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
     if (opts.mode === 'activation' && opts.devices) {
       let credential;
       try {
-        credential = await activationAnswer(opts.devices, deviceId, clientId, addressKey(request));
+        credential = await activationAnswer(opts.devices, deviceId, clientId, addressKey(request), opts.bindCommand ?? SOURCES_BIND_COMMAND);
       } catch (err) {
         request.log.error({ err: (err as Error).message }, 'OTA: the store could not issue a code (database unreachable?)');
         await reply.code(503).header('retry-after', '30').send({ error: 'activation unavailable' });
@@ -145,7 +148,7 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
       // The operator binds by this code: a new one is logged at info, so `docker logs` shows it.
       if (credential.newCode) {
         request.log.info(
-          { deviceId: truncateForLog(deviceId), clientId: truncateForLog(clientId), board: truncateForLog(device.board?.type), code: credential.activation?.code },
+          { deviceId: truncateForLog(deviceId), clientId: truncateForLog(clientId), board: truncateForLog(device.board?.type), code: credential.activation?.code, bind: credential.bind },
           'activation code issued',
         );
       }
@@ -173,11 +176,20 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
       .send(`OTA endpoint is working. Devices POST here; the WebSocket address handed out is ${wsUrlFor(request, opts.publicWsUrl)}\n`);
   };
 
-  // The firmware polls this after speaking its code: 202 "not yet" until the owner binds it.
+  // The firmware polls this after speaking its code: 202 "not yet" until the owner binds it (as
+  // the database says now: the CLI's bind counts at once).
   const activate = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const deviceId = headerValue(request, 'device-id');
     const clientId = headerValue(request, 'client-id');
-    const bound = opts.mode !== 'activation' || (deviceId !== undefined && clientId !== undefined && opts.devices?.isBound(deviceId, clientId) === true);
+    let bound = opts.mode !== 'activation';
+    if (!bound && deviceId !== undefined && clientId !== undefined && opts.devices) {
+      try {
+        bound = (await opts.devices.storedBinding(deviceId, clientId)) !== undefined;
+      } catch (err) {
+        // The poll comes again in a few seconds: "not yet" until the database answers.
+        request.log.error({ err: (err as Error).message }, 'OTA activate: reading the binding failed (database unreachable?)');
+      }
+    }
     if (bound) await reply.code(200).type('text/plain').send('success');
     else await reply.code(202).type('text/plain').send('waiting for the owner to bind this device');
   };
@@ -211,20 +223,25 @@ async function activationAnswer(
   deviceId: string | undefined,
   clientId: string | undefined,
   source: string,
-): Promise<{ token: string; generation: number; activation?: NonNullable<OtaResponse['activation']>; newCode?: boolean } | null> {
+  bindCommand: string,
+): Promise<{ token: string; generation: number; activation?: NonNullable<OtaResponse['activation']>; newCode?: boolean; bind?: string } | null> {
   if (!deviceId || !clientId) return null;
-  const bound = devices.binding(deviceId, clientId);
+  // From the database, not the cache: a bind or revoke made by the CLI a moment ago counts.
+  const bound = await devices.storedBinding(deviceId, clientId);
   if (bound) return { token: deviceToken(devices.secret(), deviceId, clientId, bound.generation), generation: bound.generation };
   const pending = await devices.pendingCode(deviceId, clientId, source);
   if (!pending) return null;
+  const bind = bindCommand.replaceAll('{code}', pending.code);
   return {
+    bind,
     // The token of the binding this code will create (its generation is reserved with the code).
     token: deviceToken(devices.secret(), deviceId, clientId, pending.generation),
     generation: pending.generation,
     newCode: pending.created,
     activation: {
       code: pending.code,
-      message: `Activation code ${pending.code}: run npm run devices -- bind ${pending.code} on the server`,
+      // The firmware shows it and the page prints it: the command that works where the server runs.
+      message: `Activation code ${pending.code}. On the server run: ${bind}`,
       challenge: deviceId,
     },
   };
