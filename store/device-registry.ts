@@ -47,8 +47,8 @@ export interface DeviceRegistry {
   /**
    * The pending code for this pair, created (or renewed when expired) if needed, `created` saying
    * which. `source` is the requester's address key: a source holding its budget of codes has its
-   * oldest one replaced. Null when the table is full of other sources' codes or the pair is not
-   * well formed (a MAC and a short id).
+   * oldest one replaced; a full table drops the oldest code of the source holding the most. Null
+   * only when the pair is not well formed (a MAC and a short id).
    */
   pendingCode(deviceId: string, clientId: string, source: string): Promise<IssuedCode | null>;
   /** Binds the pair waiting with this code; `agent` and `alias` go to its device record. */

@@ -137,7 +137,7 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
         return;
       }
       if (!credential) {
-        request.log.warn({ deviceId: truncateForLog(deviceId), clientId: truncateForLog(clientId) }, 'OTA: activation refused (no Device-Id/Client-Id, or too many codes pending)');
+        request.log.warn({ deviceId: truncateForLog(deviceId), clientId: truncateForLog(clientId) }, 'OTA: activation refused (no well-formed Device-Id and Client-Id)');
         await reply.code(503).header('retry-after', '30').send({ error: 'activation unavailable' });
         return;
       }
@@ -215,8 +215,8 @@ function headerValue(request: FastifyRequest, name: string): string | undefined 
  * opens nothing, after it is what OTA would hand this pair anyway, and after a revocation never
  * again. Handing it with the code lets a client that goes from the activation poll straight to
  * the WebSocket, without asking OTA again (py-xiaozhi does), connect with what it already holds.
- * `newCode`: this request created the code. Null: no code can be issued now (no identity, or the
- * pending codes are full of other addresses' codes). `source`: the requester's address key.
+ * `newCode`: this request created the code. Null: no code can be issued (no identity, or one
+ * that is not well formed). `source`: the requester's address key.
  */
 async function activationAnswer(
   devices: DeviceRegistry,

@@ -4,7 +4,7 @@
  * written byte for byte on a raw socket, and the server answers it with 200 or a 4xx, within a
  * bound (never a hang), with nothing in this process crashing and no error-level log line. The one
  * 5xx allowed is the documented activation refusal (503 with Retry-After: no complete identity, or
- * too many codes pending). What the server stores stays bounded: the data directory is measured
+ * an identity that is not well formed). What the server stores stays bounded: the data directory is measured
  * every few cases, and at the end the server is restarted on it and must answer again.
  */
 import assert from 'node:assert/strict';
