@@ -7,7 +7,7 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import type { z } from 'zod';
-import { originAllowed } from '../identity/origin.ts';
+import { createOriginCheck } from '../identity/origin.ts';
 import type { SessionRegistry } from '../../voice/session/registry.ts';
 import { adminConsoleRoutes } from '../http/web-route.ts';
 import type { AdminStore } from './admin-store.ts';
@@ -83,8 +83,10 @@ export function adminPlugin(opts: AdminOptions): (app: FastifyInstance) => Promi
     await app.register(adminConsoleRoutes);
     await app.register(
       async (api) => {
+        const refusedOrigin = createOriginCheck([], 'admin API');
         api.addHook('onRequest', async (request, reply) => {
-          if (!originAllowed(request, [])) return send(reply, 403, { error: 'requests from other origins are refused' });
+          const fix = refusedOrigin(request);
+          if (fix !== null) return send(reply, 403, { error: 'requests from other origins are refused', fix });
         });
         api.setErrorHandler((err: FastifyError, request, reply) => {
           if (err instanceof AdminError) return send(reply, err.status, { error: err.message, ...(err.field ? { field: err.field } : {}) });

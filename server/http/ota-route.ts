@@ -11,7 +11,7 @@ import type { AuthMode } from '../auth.ts';
 import type { DeviceRegistry } from '../../store/device-registry.ts';
 import type { DeviceRecords } from '../../store/device-records.ts';
 import { deviceToken } from '../identity/device-token.ts';
-import { originAllowed } from '../identity/origin.ts';
+import { createOriginCheck } from '../identity/origin.ts';
 import { addressKey, clientAddress } from './address-key.ts';
 import type { MqttOtaProvider } from '../mqtt/ota-section.ts';
 import { SOURCES_BIND_COMMAND } from '../config-schema.ts';
@@ -68,10 +68,13 @@ export function wsUrlFor(request: FastifyRequest, publicWsUrl: string): string {
 export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Promise<void> {
   // Browser pages of the configured origins may call OTA with custom headers (CORS); any other
   // origin is refused before the handler runs, so it neither reads an answer nor creates a code.
+  const refusedOrigin = createOriginCheck(opts.allowedOrigins, 'OTA');
   app.addHook('onRequest', async (request, reply) => {
     if (!request.url.startsWith('/xiaozhi/ota')) return;
-    if (!originAllowed(request, opts.allowedOrigins)) {
-      await reply.code(403).send({ error: 'origin not allowed' });
+    const fix = refusedOrigin(request);
+    if (fix !== null) {
+      // The fix is for the page (the device page shows it); a foreign page cannot read it (no CORS grant).
+      await reply.code(403).send({ error: 'origin not allowed', fix });
       return reply;
     }
     const origin = request.headers.origin;
