@@ -4,11 +4,11 @@
  * the device itself used to reach us (its Host header), never a guessed LAN IP.
  */
 import { truncateForLog } from '../../core/log-fields.ts';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { OtaRequestSchema, parseOtaIdentity, type OtaResponse } from '../../protocol/ota.ts';
 import { DEVICE_WS_PATH } from './ws-route.ts';
 import type { AuthMode } from '../auth.ts';
-import type { DeviceRegistry } from '../../store/device-registry.ts';
+import type { BoundDevice, DeviceRegistry } from '../../store/device-registry.ts';
 import type { DeviceRecords } from '../../store/device-records.ts';
 import { deviceToken } from '../identity/device-token.ts';
 import { createOriginCheck } from '../identity/origin.ts';
@@ -133,7 +133,7 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
     if (opts.mode === 'activation' && opts.devices) {
       let credential;
       try {
-        credential = await activationAnswer(opts.devices, deviceId, clientId, addressKey(request), opts.bindCommand ?? SOURCES_BIND_COMMAND);
+        credential = await activationAnswer(opts.devices, deviceId, clientId, addressKey(request), opts.bindCommand ?? SOURCES_BIND_COMMAND, request.log);
       } catch (err) {
         request.log.error({ err: (err as Error).message }, 'OTA: the store could not issue a code (database unreachable?)');
         await reply.code(503).header('retry-after', '30').send({ error: 'activation unavailable' });
@@ -184,15 +184,7 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
   const activate = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const deviceId = headerValue(request, 'device-id');
     const clientId = headerValue(request, 'client-id');
-    let bound = opts.mode !== 'activation';
-    if (!bound && deviceId !== undefined && clientId !== undefined && opts.devices) {
-      try {
-        bound = (await opts.devices.storedBinding(deviceId, clientId)) !== undefined;
-      } catch (err) {
-        // The poll comes again in a few seconds: "not yet" until the database answers.
-        request.log.error({ err: (err as Error).message }, 'OTA activate: reading the binding failed (database unreachable?)');
-      }
-    }
+    const bound = opts.mode !== 'activation' || (deviceId !== undefined && clientId !== undefined && opts.devices !== undefined && (await currentBinding(opts.devices, deviceId, clientId, request.log)) !== undefined);
     if (bound) await reply.code(200).type('text/plain').send('success');
     else await reply.code(202).type('text/plain').send('waiting for the owner to bind this device');
   };
@@ -203,6 +195,20 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
   app.get('/xiaozhi/ota', get);
   app.post(`${OTA_PATH}activate`, activate);
   app.post('/xiaozhi/ota/activate/', activate);
+}
+
+/**
+ * The pair's binding as the database holds it now, so a bind or revoke the CLI (or another
+ * replica) made a moment ago counts before the cache hears of it. A database that cannot answer
+ * is not a reason to refuse a bound device its boot: the cache's answer then (warned).
+ */
+async function currentBinding(devices: DeviceRegistry, deviceId: string, clientId: string, log: FastifyBaseLogger): Promise<BoundDevice | undefined> {
+  try {
+    return await devices.storedBinding(deviceId, clientId);
+  } catch (err) {
+    log.warn({ err: (err as Error).message }, 'OTA: reading the binding failed (database unreachable?); answering from this process\'s copy');
+    return devices.binding(deviceId, clientId);
+  }
 }
 
 function headerValue(request: FastifyRequest, name: string): string | undefined {
@@ -227,10 +233,10 @@ async function activationAnswer(
   clientId: string | undefined,
   source: string,
   bindCommand: string,
+  log: FastifyBaseLogger,
 ): Promise<{ token: string; generation: number; activation?: NonNullable<OtaResponse['activation']>; newCode?: boolean; bind?: string } | null> {
   if (!deviceId || !clientId) return null;
-  // From the database, not the cache: a bind or revoke made by the CLI a moment ago counts.
-  const bound = await devices.storedBinding(deviceId, clientId);
+  const bound = await currentBinding(devices, deviceId, clientId, log);
   if (bound) return { token: deviceToken(devices.secret(), deviceId, clientId, bound.generation), generation: bound.generation };
   const pending = await devices.pendingCode(deviceId, clientId, source);
   if (!pending) return null;
