@@ -100,11 +100,14 @@ RUN mkdir /data && chown node:node /data \
  && chmod 755 /usr/local/bin/devices /usr/local/bin/db
 VOLUME /data
 WORKDIR /app
+# XIAOZHI_BIND_COMMAND: what the activation message tells the owner to run (the `devices` above,
+# not the sources' `npm run devices --`).
 ENV NODE_ENV=production \
     TINI_SUBREAPER=1 \
     HOST=0.0.0.0 \
     PORT=8000 \
-    XIAOZHI_DATA_DIR=/data
+    XIAOZHI_DATA_DIR=/data \
+    XIAOZHI_BIND_COMMAND="devices bind {code} in the server's container (docker compose exec server devices bind {code})"
 # Metadata first, code last: a source change rebuilds only the COPY layers below.
 # 8000: HTTP and the device WebSocket. 1883 (8883 with TLS) and 8884/udp: the MQTT broker and
 # the audio socket, listening only with mqtt.enabled.

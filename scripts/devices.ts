@@ -1,7 +1,9 @@
 /**
  * The owner's tool for activation mode: bind a device by the code it speaks, list, revoke.
- * It changes the same store the server uses (`store.url`), also while the server runs; the server
- * notices within a second or two, and a revoked device's session ends.
+ * It changes the same store the server uses (`store.url`), also while the server runs: OTA and the
+ * activation poll read bindings from the store, so a device asking right after a bind or revoke
+ * gets the new answer; a revoked device's open session ends within a second or two (the change
+ * feed). It never creates a store: one that does not exist is named in the error.
  *
  *   npm run devices -- bind 123456
  *   npm run devices -- list
@@ -12,7 +14,7 @@
  */
 import { parseArgs } from 'node:util';
 import { ConfigError, ConfigSchema, loadConfig } from '../server/config.ts';
-import { openConfiguredStore } from '../server/open-store.ts';
+import { openConfiguredStore, storeLocation } from '../server/open-store.ts';
 import { StoreError } from '../store/connect.ts';
 import { cliLog } from './cli-log.ts';
 
@@ -42,7 +44,10 @@ async function main(argv: string[]): Promise<void> {
   const cfg = file
     ? ConfigSchema.parse({ server: { dataDir: process.cwd() }, store: { url: `sqlite:${file}` } })
     : loadConfig({ argv: config === undefined ? [] : ['--config', config] }).config;
-  const store = await openConfiguredStore(cfg, cliLog, { watch: false });
+  // Which store, on every run: a wrong configuration shows at once. A store that does not exist
+  // is refused (the server creates it), so a typo never binds into a new empty database.
+  process.stderr.write(`devices: store ${storeLocation(cfg)}\n`);
+  const store = await openConfiguredStore(cfg, cliLog, { watch: false, create: false });
   const devices = store.registry;
   try {
     if (command === 'bind' && arg) {

@@ -148,7 +148,7 @@ async function buildWithStore(deps: AppDeps, store: Store): Promise<App> {
   await fastify.register(otaRoutes, {
     publicWsUrl: config.server.publicWsUrl,
     mode,
-    ...(devices ? { devices } : {}),
+    ...(devices ? { devices, bindCommand: config.server.auth.bindCommand } : {}),
     records: store.devices,
     ...(deps.onSecret ? { onSecret: deps.onSecret } : {}),
     allowedOrigins: config.server.allowedOrigins,

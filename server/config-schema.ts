@@ -14,6 +14,9 @@ import { MAX_DEVICE_TEXT } from '../protocol/messages.ts';
 const EN = LANGUAGE_PACKS.en;
 const DEFAULT_SYSTEM_PROMPT = EN.systemPrompt;
 
+/** How the owner binds a code when the server runs from the sources (`server.auth.bindCommand`). */
+export const SOURCES_BIND_COMMAND = 'npm run devices -- bind {code}';
+
 export const ServerSchema = z.strictObject({
   host: z.string().min(1).default('0.0.0.0'),
   port: z.number().int().min(0).max(65535).default(8000),
@@ -47,6 +50,12 @@ export const ServerSchema = z.strictObject({
        * budget replaces that address's oldest code, so one address cannot use up the codes of all.
        */
       pendingPerAddress: z.number().int().min(1).max(100).default(3),
+      /**
+       * activation: how the owner binds a code where this server runs, as OTA's activation message,
+       * the browser page and the log name it; `{code}` stands for the code. The image sets its own
+       * (env XIAOZHI_BIND_COMMAND): there the command is `devices bind CODE`.
+       */
+      bindCommand: z.string().min(1).max(300).default(SOURCES_BIND_COMMAND),
     })
     .prefault({}),
   /** Browser origins allowed to call OTA and open the WebSocket, besides the server's own page. Devices send no Origin. */

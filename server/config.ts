@@ -118,6 +118,7 @@ const ENV_OVERRIDES: ReadonlyArray<{ name: string; path: string[]; parse?: (v: s
   { name: 'DATABASE_URL', path: ['store', 'url'] },
   { name: 'DATABASE_PASSWORD', path: ['store', 'password'] },
   { name: 'ADMIN_TOKEN', path: ['admin', 'token'] },
+  { name: 'XIAOZHI_BIND_COMMAND', path: ['server', 'auth', 'bindCommand'] },
 ];
 
 /** Formats zod issues as `key.path: problem` lines. */

@@ -13,8 +13,11 @@ export function storeLocation(config: Config): string {
   return url.startsWith('sqlite:') ? `sqlite:${sqliteFile(url, config.server.dataDir)}` : redactUrl(url);
 }
 
-/** `watch: false` (the CLI): no change feed and no heartbeat, only reads and writes. */
-export function openConfiguredStore(config: Config, log: Logger, opts: { watch?: boolean } = {}): Promise<Store> {
+/**
+ * `watch: false` (the CLI): no change feed and no heartbeat, only reads and writes. `create:
+ * false` (the `devices` CLI): a store that does not exist is an error naming it, not a new one.
+ */
+export function openConfiguredStore(config: Config, log: Logger, opts: { watch?: boolean; create?: boolean } = {}): Promise<Store> {
   const a = config.server.auth;
   return openStore({
     url: withPassword(config.store.url, config.store.password),
@@ -25,5 +28,6 @@ export function openConfiguredStore(config: Config, log: Logger, opts: { watch?:
     replica: defaultReplicaId(),
     log,
     ...(opts.watch !== undefined ? { watch: opts.watch } : {}),
+    ...(opts.create !== undefined ? { create: opts.create } : {}),
   });
 }

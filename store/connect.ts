@@ -4,7 +4,7 @@
  * or `postgres://…` (a pg Pool). A database that cannot be reached is a StoreError naming
  * `store.url` (with any password hidden), so start-up fails with a message the operator can act on.
  */
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
@@ -66,14 +66,23 @@ export function sqliteFile(url: string, dataDir: string): string {
   return isAbsolute(path) ? path : resolve(dataDir, path);
 }
 
-export async function connect(url: string, dataDir: string, log: Logger): Promise<Connection> {
+/**
+ * `create: false` (the operator's commands): a SQLite file that does not exist is a StoreError
+ * naming it, and neither it nor its directory is made: a command pointed at the wrong place must
+ * say so, not work on a new empty database.
+ */
+export async function connect(url: string, dataDir: string, log: Logger, opts: { create?: boolean } = {}): Promise<Connection> {
   const dialect = dialectOf(url);
+  const create = opts.create !== false;
   if (dialect === 'sqlite') {
     const file = sqliteFile(url, dataDir);
+    if (!create && (file === ':memory:' || !existsSync(file))) {
+      throw new StoreError(`no store at sqlite:${file}: nothing was created. The server makes it at its first start; check store.url, server.dataDir (XIAOZHI_DATA_DIR) or --file`);
+    }
     let handle: BetterSqlite3.Database | undefined;
     try {
-      if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
-      handle = new BetterSqlite3(file);
+      if (create && file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+      handle = new BetterSqlite3(file, { fileMustExist: !create });
       handle.pragma('journal_mode = WAL');
       // The CLI and the server write the same file: wait for the other's write instead of failing.
       handle.pragma('busy_timeout = 5000');

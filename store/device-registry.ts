@@ -1,8 +1,9 @@
 /**
  * @module What the server needs from the device registry (activation mode): bound pairs, pending
  * spoken codes, the token secret. It lives in the store (store/registry.ts): reads on the hot path
- * (`isBound`, `binding`) come from the per-process cache the change feed keeps fresh; writes go
- * to the database and are seen by every replica and the CLI.
+ * (`isBound`, `binding`) come from the per-process cache the change feed keeps fresh; OTA reads
+ * the database itself (`storedBinding`, `pendingCode`); writes go to the database and are seen by
+ * every replica and the CLI.
  */
 
 export interface BoundDevice {
@@ -38,10 +39,16 @@ export interface DeviceRegistry {
   /** The pair's current binding, if bound (from the cache). */
   binding(deviceId: string, clientId: string): BoundDevice | undefined;
   /**
+   * The pair's binding as the database holds it now, not as the cache last heard: for OTA and the
+   * activation poll (once per boot, not a hot path), which must agree with a bind or revoke the
+   * CLI or another replica made a moment ago.
+   */
+  storedBinding(deviceId: string, clientId: string): Promise<BoundDevice | undefined>;
+  /**
    * The pending code for this pair, created (or renewed when expired) if needed, `created` saying
    * which. `source` is the requester's address key: a source holding its budget of codes has its
-   * oldest one replaced. Null when the table is full of other sources' codes or the pair is not
-   * well formed (a MAC and a short id).
+   * oldest one replaced; a full table drops the oldest code of the source holding the most. Null
+   * only when the pair is not well formed (a MAC and a short id).
    */
   pendingCode(deviceId: string, clientId: string, source: string): Promise<IssuedCode | null>;
   /** Binds the pair waiting with this code; `agent` and `alias` go to its device record. */

@@ -3,7 +3,10 @@
  * Sizes are bounded: at most MAX_BOUND bindings and MAX_PENDING codes, each expiring; each source
  * address holds at most its budget of codes, and a new pair from a source at its budget replaces
  * that source's oldest code, so one address inventing identities cannot crowd the real devices
- * of other addresses out. Only well-formed identities are stored.
+ * of other addresses out. A full table still gives a new device a code: the oldest code of the
+ * source holding the most goes (many addresses each at their budget, a fleet behind carrier NAT,
+ * lose their oldest before a lone device loses its one). From half full on, codes live a shorter
+ * lifetime, so abandoned ones make room sooner. Only well-formed identities are stored.
  */
 import { createHash, randomInt } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
@@ -20,6 +23,32 @@ import { deleteReminderRows } from './reminders.ts';
 
 export const MAX_BOUND = 10_000;
 export const MAX_PENDING = 100;
+/** From this many pending codes on, codes live the pressure lifetime (see `pressureTtlMs`). */
+export const PRESSURE_AT = MAX_PENDING / 2;
+
+/** A code's lifetime under pressure: a fifth of `codeTtlMs`, at least a minute (to read it out and bind), never more than `codeTtlMs`. */
+export function pressureTtlMs(codeTtlMs: number): number {
+  return Math.min(codeTtlMs, Math.max(60_000, Math.round(codeTtlMs / 5)));
+}
+
+/** The code to drop from a full table: the oldest of the source holding the most (ties: the source whose oldest is oldest). */
+function oldestOfBusiest(rows: ReadonlyArray<{ code: string; source: string; generation: number | string }>): string | undefined {
+  const bySource = new Map<string, { n: number; oldest: { code: string; generation: number } }>();
+  for (const r of rows) {
+    const g = Number(r.generation);
+    const s = bySource.get(r.source);
+    if (!s) bySource.set(r.source, { n: 1, oldest: { code: r.code, generation: g } });
+    else {
+      s.n++;
+      if (g < s.oldest.generation) s.oldest = { code: r.code, generation: g };
+    }
+  }
+  let best: { n: number; oldest: { code: string; generation: number } } | undefined;
+  for (const s of bySource.values()) {
+    if (!best || s.n > best.n || (s.n === best.n && s.oldest.generation < best.oldest.generation)) best = s;
+  }
+  return best?.oldest.code;
+}
 /** Longest source address key stored (an IPv6 address with a zone fits). */
 export const MAX_SOURCE_CHARS = 64;
 /** PostgreSQL: code issuance is serialised across replicas by this advisory lock. */
@@ -48,6 +77,7 @@ export class StoreDeviceRegistry implements DeviceRegistry {
   readonly #cache: CacheState;
   readonly #secret: string;
   readonly #ttl: number;
+  readonly #pressureTtl: number;
   readonly #perSource: number;
   readonly #now: () => number;
 
@@ -56,6 +86,7 @@ export class StoreDeviceRegistry implements DeviceRegistry {
     this.#cache = opts.cache;
     this.#secret = opts.secret;
     this.#ttl = opts.codeTtlMs;
+    this.#pressureTtl = pressureTtlMs(opts.codeTtlMs);
     this.#perSource = Math.max(1, opts.pendingPerSource);
     this.#now = opts.now ?? Date.now;
   }
@@ -70,6 +101,11 @@ export class StoreDeviceRegistry implements DeviceRegistry {
 
   binding(deviceId: string, clientId: string): BoundDevice | undefined {
     return this.#cache.binding(deviceId, clientId);
+  }
+
+  async storedBinding(deviceId: string, clientId: string): Promise<BoundDevice | undefined> {
+    const row = await this.#w.db.selectFrom('bindings').selectAll().where('device_id', '=', deviceId.toLowerCase()).where('client_id', '=', clientId.toLowerCase()).executeTakeFirst();
+    return row ? boundFromRow(row) : undefined;
   }
 
   async pendingCode(rawDeviceId: string, rawClientId: string, rawSource: string): Promise<IssuedCode | null> {
@@ -88,21 +124,32 @@ export class StoreDeviceRegistry implements DeviceRegistry {
       await trx.deleteFrom('pending_codes').where('expires_ms', '<=', now).execute();
       const mine = await trx.selectFrom('pending_codes').selectAll().where('device_id', '=', deviceId).where('client_id', '=', clientId).executeTakeFirst();
       if (mine) return { ...pendingFromRow(mine), created: false };
-      // Oldest first: generations only grow.
-      const ofSource = await trx.selectFrom('pending_codes').select('code').where('source', '=', source).orderBy('generation', 'asc').execute();
-      const total = await trx.selectFrom('pending_codes').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
-      // This source at its budget, or the table full: its own oldest codes make room.
-      const excess = Math.max(ofSource.length - this.#perSource + 1, Number(total.n) >= MAX_PENDING ? 1 : 0);
-      if (excess > 0 && ofSource.length > 0) await trx.deleteFrom('pending_codes').where('code', 'in', ofSource.slice(0, excess).map((r) => r.code)).execute();
-      const used = new Set((await trx.selectFrom('pending_codes').select('code').execute()).map((r) => r.code));
-      // Full of other sources' codes: refused until some expire.
-      if (used.size >= MAX_PENDING) return null;
+      // At most MAX_PENDING rows: what follows is decided on all of them at once.
+      let rows = await trx.selectFrom('pending_codes').select(['code', 'source', 'generation', 'created_ms']).execute();
+      const pressed = rows.length >= PRESSURE_AT;
+      if (pressed) {
+        // Under pressure every code lives the shorter lifetime, so abandoned ones make room sooner.
+        const cut = this.#pressureTtl;
+        await trx.updateTable('pending_codes').set({ expires_ms: sql<number>`created_ms + ${cut}` }).where(sql<boolean>`expires_ms > created_ms + ${cut}`).execute();
+        const expired = rows.filter((r) => Number(r.created_ms) + cut <= now).map((r) => r.code);
+        if (expired.length > 0) await trx.deleteFrom('pending_codes').where('code', 'in', expired).execute();
+        rows = rows.filter((r) => !expired.includes(r.code));
+      }
+      // This source at its budget: its own oldest codes make room (generations only grow).
+      const ofSource = rows.filter((r) => r.source === source).sort((a, b) => Number(a.generation) - Number(b.generation));
+      const excess = ofSource.slice(0, Math.max(0, ofSource.length - this.#perSource + 1)).map((r) => r.code);
+      rows = rows.filter((r) => !excess.includes(r.code));
+      // Still full: the oldest code of the busiest source goes, so a new device always gets one.
+      const victim = rows.length >= MAX_PENDING ? oldestOfBusiest(rows) : undefined;
+      const gone = victim === undefined ? excess : [...excess, victim];
+      if (gone.length > 0) await trx.deleteFrom('pending_codes').where('code', 'in', gone).execute();
+      const used = new Set(rows.map((r) => r.code).filter((c) => c !== victim));
       let code: string;
       do code = String(randomInt(0, 1_000_000)).padStart(6, '0');
       while (used.has(code));
       // The generation the binding by this code will have: never one an earlier binding had.
       const generation = await nextGeneration(trx);
-      const made: PendingCode = { code, deviceId, clientId, expiresAt: now + this.#ttl, generation };
+      const made: PendingCode = { code, deviceId, clientId, expiresAt: now + (pressed ? this.#pressureTtl : this.#ttl), generation };
       await trx.insertInto('pending_codes').values({ code, device_id: deviceId, client_id: clientId, source, expires_ms: made.expiresAt, created_ms: now, generation }).execute();
       return { ...made, created: true };
     });

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from '../core/logger.ts';
 import type { StoreChange } from './types.ts';
 import type { DeviceRegistry } from './device-registry.ts';
-import { connect, redactUrl } from './connect.ts';
+import { connect, redactUrl, StoreError } from './connect.ts';
 import { migrate } from './migrate.ts';
 import type { Dialect } from './migrations.ts';
 import { purgeBadRows } from './repair.ts';
@@ -84,6 +84,11 @@ export interface OpenStoreOptions {
   log: Logger;
   /** false for the CLI: no change feed, no heartbeat. */
   watch?: boolean;
+  /**
+   * false for the operator's commands: a database that does not exist, or holds no store yet (no
+   * schema), is a StoreError naming it instead of a new empty store.
+   */
+  create?: boolean;
   /** The clock codes expire and records are stamped by (tests). */
   now?: () => number;
 }
@@ -95,13 +100,16 @@ export function defaultReplicaId(): string {
 
 export async function openStore(opts: OpenStoreOptions): Promise<Store> {
   const log = opts.log;
-  const conn = await connect(opts.url, opts.dataDir, log);
+  const conn = await connect(opts.url, opts.dataDir, log, { create: opts.create !== false });
   const { db, dialect } = conn;
   const where = conn.sqlite ? `sqlite:${conn.sqlite.file}` : redactUrl(opts.url);
   const timers: NodeJS.Timeout[] = [];
   let feed: ChangeFeed | undefined;
   const watch = opts.watch !== false;
   try {
+    if (opts.create === false && !(await db.introspection.getTables()).some((t) => t.name === 'schema_migrations')) {
+      throw new StoreError(`no store in ${where}: the database exists but no server has started on it, and nothing was created. Check store.url, server.dataDir (XIAOZHI_DATA_DIR) or --file`);
+    }
     const version = await migrate(db, dialect, where);
     await purgeBadRows(db, log, where);
     const empty = !(await hasSettings(db)) && (await db.selectFrom('bindings').select('id').limit(1).execute()).length === 0;

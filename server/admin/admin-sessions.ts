@@ -5,6 +5,7 @@
  * out (the admin token signs in again).
  */
 import { createHash, randomBytes } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
 import { makeRoom } from '../../core/bounded-map.ts';
 
 export const ADMIN_COOKIE = 'xiaozhi_admin';
@@ -77,7 +78,18 @@ export function readCookie(header: string | undefined, name: string): string | u
   return undefined;
 }
 
+/** A Set-Cookie value kept from scripts and other sites (`maxAgeS` 0 clears it); Secure when reached over https. */
+export function adminCookie(name: string, value: string, maxAgeS: number, secure: boolean, path = '/'): string {
+  return [`${name}=${value}`, `Path=${path}`, 'HttpOnly', 'SameSite=Strict', `Max-Age=${maxAgeS}`, ...(secure ? ['Secure'] : [])].join('; ');
+}
+
 /** The Set-Cookie value for a session (`maxAgeS` 0 clears it). Secure when the console was reached over https. */
 export function sessionCookie(value: string, maxAgeS: number, secure: boolean): string {
-  return [`${ADMIN_COOKIE}=${value}`, 'Path=/', 'HttpOnly', 'SameSite=Strict', `Max-Age=${maxAgeS}`, ...(secure ? ['Secure'] : [])].join('; ');
+  return adminCookie(ADMIN_COOKIE, value, maxAgeS, secure);
+}
+
+/** The console was reached over https (directly, or through a proxy that says so). */
+export function overHttps(request: FastifyRequest): boolean {
+  const forwarded = String(request.headers['x-forwarded-proto'] ?? '').split(',')[0]?.trim();
+  return request.protocol === 'https' || forwarded === 'https';
 }

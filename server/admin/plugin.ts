@@ -7,13 +7,12 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import type { z } from 'zod';
-import { originAllowed } from '../identity/origin.ts';
+import { createOriginCheck } from '../identity/origin.ts';
 import type { SessionRegistry } from '../../voice/session/registry.ts';
 import { adminConsoleRoutes } from '../http/web-route.ts';
 import type { AdminStore } from './admin-store.ts';
 import { AdminSessions } from './admin-sessions.ts';
-import { authenticate, bearerToken } from './admin-token.ts';
-import { addressKey } from '../http/address-key.ts';
+import { AdminTokenGuard } from './admin-token.ts';
 import { SignInLimit } from './sign-in-limit.ts';
 import { AdminError, fastifyPath, type AdminContext, type AdminRoute } from './route.ts';
 import { ADMIN_ROUTES } from './routes.ts';
@@ -65,7 +64,7 @@ export function adminPlugin(opts: AdminOptions): (app: FastifyInstance) => Promi
       store: opts.store,
       token: opts.token,
       sessions: new AdminSessions({ ttlMs: opts.sessionTtlMs ?? 12 * 3600_000, max: 1000 }),
-      signInLimit: new SignInLimit(opts.signIn ?? { burst: 5, perMinute: 5 }),
+      tokenGuard: new AdminTokenGuard({ token: opts.token, limit: new SignInLimit(opts.signIn ?? { burst: 5, perMinute: 5 }), log: app.log }),
       localOnline: () => opts.liveSessions.list().flatMap((s) => (s.deviceId ? [s.deviceId] : [])),
       onSecret: (v) => opts.onSecret?.(v),
       log: app.log,
@@ -84,8 +83,10 @@ export function adminPlugin(opts: AdminOptions): (app: FastifyInstance) => Promi
     await app.register(adminConsoleRoutes);
     await app.register(
       async (api) => {
+        const refusedOrigin = createOriginCheck([], 'admin API');
         api.addHook('onRequest', async (request, reply) => {
-          if (!originAllowed(request, [])) return send(reply, 403, { error: 'requests from other origins are refused' });
+          const fix = refusedOrigin(request);
+          if (fix !== null) return send(reply, 403, { error: 'requests from other origins are refused', fix });
         });
         api.setErrorHandler((err: FastifyError, request, reply) => {
           if (err instanceof AdminError) return send(reply, err.status, { error: err.message, ...(err.field ? { field: err.field } : {}) });
@@ -109,17 +110,8 @@ function registerRoute(api: FastifyInstance, r: AdminRoute, ctx: AdminContext): 
     url: fastifyPath(r.path),
     handler: async (request, reply) => {
       if (r.auth) {
-        // A bearer token is a guess at the admin token like a sign-in: wrong ones spend the
-        // address's sign-in attempts, and an address with none left is refused before the check,
-        // so a right guess is not told apart from a wrong one.
-        const bearer = bearerToken(request.headers.authorization) !== undefined;
-        const address = addressKey(request);
-        if (bearer && ctx.signInLimit.exhausted(address)) {
-          reply.header('Retry-After', String(ctx.signInLimit.retryAfterS));
-          throw new AdminError(429, 'too many wrong admin tokens from this address: try again in a minute');
-        }
-        const how = authenticate(request, ctx.token, ctx.sessions);
-        if (!how && bearer) ctx.signInLimit.take(address);
+        // A bearer token is a guess at the admin token like a sign-in (AdminTokenGuard).
+        const how = ctx.tokenGuard.authenticate(request, reply, ctx.sessions);
         if (!how) {
           reply.header('WWW-Authenticate', 'Bearer realm="xiaozhi admin"');
           throw new AdminError(401, 'admin token or console sign-in required');

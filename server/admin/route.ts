@@ -8,7 +8,7 @@ import type { z } from 'zod';
 import type { Logger } from '../../core/logger.ts';
 import type { AdminStore } from './admin-store.ts';
 import type { AdminSessions } from './admin-sessions.ts';
-import type { SignInLimit } from './sign-in-limit.ts';
+import type { AdminTokenGuard } from './admin-token.ts';
 import type { BridgeHub } from '../mcp-endpoint/hub.ts';
 import type { Push } from '../push/push.ts';
 
@@ -31,7 +31,8 @@ export interface AdminContext {
   store: AdminStore;
   token: string;
   sessions: AdminSessions;
-  signInLimit: SignInLimit;
+  /** Every presented admin token is checked here (guesses counted). */
+  tokenGuard: AdminTokenGuard;
   /** Device-Ids with a session open in this process (the store's list covers every replica). */
   localOnline(): Iterable<string>;
   /** Registers a secret value for log redaction (an agent's API key). */

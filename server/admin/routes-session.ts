@@ -1,43 +1,28 @@
 /**
- * @module The console's sign-in: the admin token, checked in constant time and rate-limited per
- * address, buys an HttpOnly, SameSite=Strict cookie naming a server-side session; sign-out ends it.
+ * @module The console's sign-in: the admin token, checked by the one token guard (constant time,
+ * wrong ones counted per address or known client), buys an HttpOnly, SameSite=Strict cookie naming
+ * a server-side session; sign-out ends it.
  */
-import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { AdminError, adminRoute } from './route.ts';
-import { ADMIN_COOKIE, readCookie, sessionCookie } from './admin-sessions.ts';
-import { authenticate, tokenMatches } from './admin-token.ts';
+import { ADMIN_COOKIE, overHttps, readCookie, sessionCookie } from './admin-sessions.ts';
 import { SignInBody, SignedIn } from './schemas.ts';
-import { addressKey, clientAddress } from '../http/address-key.ts';
-
-/** The console was reached over https (directly, or through a proxy that says so). */
-function overHttps(request: FastifyRequest): boolean {
-  const forwarded = String(request.headers['x-forwarded-proto'] ?? '').split(',')[0]?.trim();
-  return request.protocol === 'https' || forwarded === 'https';
-}
+import { clientAddress } from '../http/address-key.ts';
 
 export const sessionRoutes = [
   adminRoute({
     id: 'signIn',
     method: 'POST',
     path: '/session',
-    summary: 'Signs a browser in with the admin token: sets the session cookie. At most 5 attempts a minute per address.',
+    summary: 'Signs a browser in with the admin token: sets the session cookie. At most 5 wrong tokens a minute per address (on any route), or per known client.',
     auth: false,
     params: null,
     body: SignInBody,
     status: 200,
     response: SignedIn,
-    errors: { 429: 'too many attempts from this address: wait Retry-After seconds' },
+    errors: { 429: 'too many wrong admin tokens from this address: wait Retry-After seconds' },
     handle: async ({ body }, ctx, { request, reply }) => {
-      if (!ctx.signInLimit.take(addressKey(request))) {
-        reply.header('Retry-After', String(ctx.signInLimit.retryAfterS));
-        ctx.log.warn({ address: clientAddress(request) }, 'admin: sign-in attempts over the limit');
-        throw new AdminError(429, 'too many sign-in attempts: try again in a minute');
-      }
-      if (!tokenMatches(body.token, ctx.token)) {
-        ctx.log.warn({ address: clientAddress(request) }, 'admin: sign-in with a wrong token');
-        throw new AdminError(401, 'wrong admin token', 'body.token');
-      }
+      if (!ctx.tokenGuard.check(body.token, request, reply)) throw new AdminError(401, 'wrong admin token', 'body.token');
       const s = ctx.sessions.create();
       reply.header('Set-Cookie', sessionCookie(s.id, Math.floor((s.expiresAt - Date.now()) / 1000), overHttps(request)));
       ctx.log.info({ address: clientAddress(request) }, 'admin: signed in');
@@ -48,13 +33,14 @@ export const sessionRoutes = [
     id: 'whoAmI',
     method: 'GET',
     path: '/session',
-    summary: 'Whether the caller is signed in (console cookie) or holds the token; answers 200 either way.',
+    summary: 'Whether the caller is signed in (console cookie) or holds the token; answers 200 either way. A bearer token is a guess like any other: 429 once the guesses are spent.',
     auth: false,
     params: null,
     body: null,
     status: 200,
     response: z.object({ signedIn: z.boolean() }),
-    handle: async (_in, ctx, { request }) => ({ signedIn: authenticate(request, ctx.token, ctx.sessions) !== null }),
+    errors: { 429: 'too many wrong admin tokens from this address: wait Retry-After seconds' },
+    handle: async (_in, ctx, { request, reply }) => ({ signedIn: ctx.tokenGuard.authenticate(request, reply, ctx.sessions) !== null }),
   }),
   adminRoute({
     id: 'signOut',

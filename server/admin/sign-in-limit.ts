@@ -1,8 +1,9 @@
 /**
- * @module Sign-in attempts per address: a token bucket each (`burst` at once, refilled at
- * `perMinute`), so guessing the admin token from one address is slow, at the sign-in and as a
- * wrong bearer token alike. The map of addresses is
- * bounded: beyond `maxAddresses` the oldest are forgotten.
+ * @module Guesses at a secret (the admin token, `server.adminSecret`) per key: a token bucket each
+ * (`burst` at once, refilled at `perMinute`), so guessing from one address is slow, whichever route
+ * the guess is made at. A key whose guesses are spent is refused before the comparison, so a right
+ * guess then is not told apart from a wrong one. The map of keys is bounded: beyond `maxAddresses`
+ * the oldest are forgotten.
  */
 import { TokenBucket } from '../../core/token-bucket.ts';
 import { makeRoom } from '../../core/bounded-map.ts';
@@ -13,6 +14,9 @@ export interface SignInLimitOptions {
   maxAddresses?: number;
   now?: () => number;
 }
+
+/** What one presented secret came to: it matched, it did not (one guess spent), or it was not compared. */
+export type Attempt = 'match' | 'wrong' | 'over';
 
 export class SignInLimit {
   readonly #buckets = new Map<string, TokenBucket>();
@@ -30,6 +34,18 @@ export class SignInLimit {
   /** Whether `address` has no attempt left; takes none. */
   exhausted(address: string): boolean {
     return this.#buckets.get(address)?.empty() ?? false;
+  }
+
+  /**
+   * The one way a presented secret is checked: `matches` runs only while `key` has guesses left,
+   * and a wrong secret spends one. A right one spends nothing (the operator's own requests are
+   * not limited).
+   */
+  attempt(key: string, matches: () => boolean): Attempt {
+    if (this.exhausted(key)) return 'over';
+    if (matches()) return 'match';
+    this.take(key);
+    return 'wrong';
   }
 
   #bucket(address: string): TokenBucket {

@@ -1,10 +1,14 @@
 /**
  * @module Who may see admin details: a caller presenting `server.adminSecret` as a bearer token,
  * or a direct loopback caller. A loopback request carrying proxy headers came through a reverse
- * proxy on this host from anywhere, so it does not count as local.
+ * proxy on this host from anywhere, so it does not count as local. A presented secret is a guess:
+ * a wrong one spends the address's guesses (`guesses`), and once they are spent the secret is not
+ * compared at all, so the answer (details or not) stops telling a right guess from a wrong one.
  */
-import { timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
+import type { SignInLimit } from '../admin/sign-in-limit.ts';
+import { tokenMatches } from '../admin/admin-token.ts';
+import { addressKey } from './address-key.ts';
 
 const PROXY_HEADERS = ['x-forwarded-for', 'forwarded', 'x-real-ip'];
 
@@ -14,16 +18,10 @@ function isLoopback(address: string | undefined): boolean {
   return a === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(a);
 }
 
-function safeEqual(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
-}
-
-export function isAdmin(req: FastifyRequest, adminSecret: string): boolean {
+export function isAdmin(req: FastifyRequest, adminSecret: string, guesses: SignInLimit): boolean {
   if (adminSecret) {
-    const m = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '');
-    if (m?.[1] && safeEqual(m[1], adminSecret)) return true;
+    const presented = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '')?.[1];
+    if (presented && guesses.attempt(addressKey(req), () => tokenMatches(presented, adminSecret)) === 'match') return true;
   }
   if (PROXY_HEADERS.some((h) => req.headers[h] !== undefined)) return false;
   return isLoopback(req.socket.remoteAddress);

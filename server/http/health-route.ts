@@ -15,6 +15,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { runScoped } from '../../core/abort.ts';
 import { asrProvider, ttsProvider } from '../../providers/index.ts';
 import { isAdmin } from './admin-access.ts';
+import { SignInLimit } from '../admin/sign-in-limit.ts';
 import type { McpManager } from '../../mcp/manager.ts';
 import type { Config } from '../config.ts';
 import type { ProviderProblem } from '../provider-doctor.ts';
@@ -130,11 +131,13 @@ function createCheckRunner(checks: readonly ReadinessCheck[], cacheMs: number, t
 /** A route plugin for `buildApp({ plugins })`: `/healthz` and `/readyz`. */
 export function healthRoutes(opts: HealthOptions) {
   const runChecks = createCheckRunner(opts.checks ?? [], opts.checkCacheMs ?? 10_000, opts.checkTimeoutMs ?? 2_000);
+  // Guesses at server.adminSecret: as many as at the admin token, per address.
+  const secretGuesses = new SignInLimit({ burst: 5, perMinute: 5 });
   return async (app: FastifyInstance): Promise<void> => {
     // Probes every few seconds would flood the info log; errors are still logged.
     app.get('/healthz', { logLevel: 'warn' }, async () => ({ status: 'ok' }));
     app.get('/readyz', { logLevel: 'warn' }, async (req: FastifyRequest, reply) => {
-      const details = isAdmin(req, opts.adminSecret ?? '');
+      const details = isAdmin(req, opts.adminSecret ?? '', secretGuesses);
       const mcpServers = opts.mcp?.status() ?? [];
       if (!opts.ready()) {
         // Problems (with their fix) are public: the browser page shows them; everything else is

@@ -4,16 +4,17 @@
  * the device itself used to reach us (its Host header), never a guessed LAN IP.
  */
 import { truncateForLog } from '../../core/log-fields.ts';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { OtaRequestSchema, parseOtaIdentity, type OtaResponse } from '../../protocol/ota.ts';
 import { DEVICE_WS_PATH } from './ws-route.ts';
 import type { AuthMode } from '../auth.ts';
-import type { DeviceRegistry } from '../../store/device-registry.ts';
+import type { BoundDevice, DeviceRegistry } from '../../store/device-registry.ts';
 import type { DeviceRecords } from '../../store/device-records.ts';
 import { deviceToken } from '../identity/device-token.ts';
-import { originAllowed } from '../identity/origin.ts';
+import { createOriginCheck } from '../identity/origin.ts';
 import { addressKey, clientAddress } from './address-key.ts';
 import type { MqttOtaProvider } from '../mqtt/ota-section.ts';
+import { SOURCES_BIND_COMMAND } from '../config-schema.ts';
 
 export const OTA_PATH = '/xiaozhi/ota/';
 
@@ -23,6 +24,8 @@ export interface OtaRouteOptions {
   mode: AuthMode;
   /** activation mode only. */
   devices?: DeviceRegistry;
+  /** activation: how the owner binds a code where the server runs (`server.auth.bindCommand`, `{code}` replaced). */
+  bindCommand?: string;
   /** Where each device that asks is recorded (board, firmware, last seen), in every mode. */
   records?: DeviceRecords;
   allowedOrigins: readonly string[];
@@ -65,10 +68,13 @@ export function wsUrlFor(request: FastifyRequest, publicWsUrl: string): string {
 export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Promise<void> {
   // Browser pages of the configured origins may call OTA with custom headers (CORS); any other
   // origin is refused before the handler runs, so it neither reads an answer nor creates a code.
+  const refusedOrigin = createOriginCheck(opts.allowedOrigins, 'OTA');
   app.addHook('onRequest', async (request, reply) => {
     if (!request.url.startsWith('/xiaozhi/ota')) return;
-    if (!originAllowed(request, opts.allowedOrigins)) {
-      await reply.code(403).send({ error: 'origin not allowed' });
+    const fix = refusedOrigin(request);
+    if (fix !== null) {
+      // The fix is for the page (the device page shows it); a foreign page cannot read it (no CORS grant).
+      await reply.code(403).send({ error: 'origin not allowed', fix });
       return reply;
     }
     const origin = request.headers.origin;
@@ -78,10 +84,12 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
     }
   });
 
-  // Lenient body parsing on these routes: an empty or broken body still gets the configuration.
-  // (This plugin is encapsulated, so the JSON parser swap does not affect other routes.)
-  app.removeContentTypeParser(['application/json', 'text/plain']);
-  app.addContentTypeParser(['application/json', 'text/plain', 'application/octet-stream'], { parseAs: 'string' }, (_req, body, done) => done(null, body));
+  // Lenient body parsing on these routes: an empty or broken body still gets the configuration,
+  // whatever its content type says, or without one (firmware builds and `curl -d` differ); the
+  // body is read as text within the server's bodyLimit and parsed by the handler. (This plugin is
+  // encapsulated, so the parser swap does not affect other routes.)
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => done(null, body));
 
   const preflight = async (_req: FastifyRequest, reply: FastifyReply): Promise<void> => {
     await reply.code(204).send();
@@ -125,14 +133,14 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
     if (opts.mode === 'activation' && opts.devices) {
       let credential;
       try {
-        credential = await activationAnswer(opts.devices, deviceId, clientId, addressKey(request));
+        credential = await activationAnswer(opts.devices, deviceId, clientId, addressKey(request), opts.bindCommand ?? SOURCES_BIND_COMMAND, request.log);
       } catch (err) {
         request.log.error({ err: (err as Error).message }, 'OTA: the store could not issue a code (database unreachable?)');
         await reply.code(503).header('retry-after', '30').send({ error: 'activation unavailable' });
         return;
       }
       if (!credential) {
-        request.log.warn({ deviceId: truncateForLog(deviceId), clientId: truncateForLog(clientId) }, 'OTA: activation refused (no Device-Id/Client-Id, or too many codes pending)');
+        request.log.warn({ deviceId: truncateForLog(deviceId), clientId: truncateForLog(clientId) }, 'OTA: activation refused (no well-formed Device-Id and Client-Id)');
         await reply.code(503).header('retry-after', '30').send({ error: 'activation unavailable' });
         return;
       }
@@ -143,7 +151,7 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
       // The operator binds by this code: a new one is logged at info, so `docker logs` shows it.
       if (credential.newCode) {
         request.log.info(
-          { deviceId: truncateForLog(deviceId), clientId: truncateForLog(clientId), board: truncateForLog(device.board?.type), code: credential.activation?.code },
+          { deviceId: truncateForLog(deviceId), clientId: truncateForLog(clientId), board: truncateForLog(device.board?.type), code: credential.activation?.code, bind: credential.bind },
           'activation code issued',
         );
       }
@@ -171,11 +179,12 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
       .send(`OTA endpoint is working. Devices POST here; the WebSocket address handed out is ${wsUrlFor(request, opts.publicWsUrl)}\n`);
   };
 
-  // The firmware polls this after speaking its code: 202 "not yet" until the owner binds it.
+  // The firmware polls this after speaking its code: 202 "not yet" until the owner binds it (as
+  // the database says now: the CLI's bind counts at once).
   const activate = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const deviceId = headerValue(request, 'device-id');
     const clientId = headerValue(request, 'client-id');
-    const bound = opts.mode !== 'activation' || (deviceId !== undefined && clientId !== undefined && opts.devices?.isBound(deviceId, clientId) === true);
+    const bound = opts.mode !== 'activation' || (deviceId !== undefined && clientId !== undefined && opts.devices !== undefined && (await currentBinding(opts.devices, deviceId, clientId, request.log)) !== undefined);
     if (bound) await reply.code(200).type('text/plain').send('success');
     else await reply.code(202).type('text/plain').send('waiting for the owner to bind this device');
   };
@@ -186,6 +195,20 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
   app.get('/xiaozhi/ota', get);
   app.post(`${OTA_PATH}activate`, activate);
   app.post('/xiaozhi/ota/activate/', activate);
+}
+
+/**
+ * The pair's binding as the database holds it now, so a bind or revoke the CLI (or another
+ * replica) made a moment ago counts before the cache hears of it. A database that cannot answer
+ * is not a reason to refuse a bound device its boot: the cache's answer then (warned).
+ */
+async function currentBinding(devices: DeviceRegistry, deviceId: string, clientId: string, log: FastifyBaseLogger): Promise<BoundDevice | undefined> {
+  try {
+    return await devices.storedBinding(deviceId, clientId);
+  } catch (err) {
+    log.warn({ err: (err as Error).message }, 'OTA: reading the binding failed (database unreachable?); answering from this process\'s copy');
+    return devices.binding(deviceId, clientId);
+  }
 }
 
 function headerValue(request: FastifyRequest, name: string): string | undefined {
@@ -201,28 +224,33 @@ function headerValue(request: FastifyRequest, name: string): string | undefined 
  * opens nothing, after it is what OTA would hand this pair anyway, and after a revocation never
  * again. Handing it with the code lets a client that goes from the activation poll straight to
  * the WebSocket, without asking OTA again (py-xiaozhi does), connect with what it already holds.
- * `newCode`: this request created the code. Null: no code can be issued now (no identity, or the
- * pending codes are full of other addresses' codes). `source`: the requester's address key.
+ * `newCode`: this request created the code. Null: no code can be issued (no identity, or one
+ * that is not well formed). `source`: the requester's address key.
  */
 async function activationAnswer(
   devices: DeviceRegistry,
   deviceId: string | undefined,
   clientId: string | undefined,
   source: string,
-): Promise<{ token: string; generation: number; activation?: NonNullable<OtaResponse['activation']>; newCode?: boolean } | null> {
+  bindCommand: string,
+  log: FastifyBaseLogger,
+): Promise<{ token: string; generation: number; activation?: NonNullable<OtaResponse['activation']>; newCode?: boolean; bind?: string } | null> {
   if (!deviceId || !clientId) return null;
-  const bound = devices.binding(deviceId, clientId);
+  const bound = await currentBinding(devices, deviceId, clientId, log);
   if (bound) return { token: deviceToken(devices.secret(), deviceId, clientId, bound.generation), generation: bound.generation };
   const pending = await devices.pendingCode(deviceId, clientId, source);
   if (!pending) return null;
+  const bind = bindCommand.replaceAll('{code}', pending.code);
   return {
+    bind,
     // The token of the binding this code will create (its generation is reserved with the code).
     token: deviceToken(devices.secret(), deviceId, clientId, pending.generation),
     generation: pending.generation,
     newCode: pending.created,
     activation: {
       code: pending.code,
-      message: `Activation code ${pending.code}: run npm run devices -- bind ${pending.code} on the server`,
+      // The firmware shows it and the page prints it: the command that works where the server runs.
+      message: `Activation code ${pending.code}. On the server run: ${bind}`,
       challenge: deviceId,
     },
   };

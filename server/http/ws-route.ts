@@ -13,7 +13,7 @@ import type { ConversationFactory } from '../../voice/session/conversation.ts';
 import type { AdmissionGate } from '../admission.ts';
 import { WsDeviceChannel } from './ws-channel.ts';
 import { pairKey } from '../../store/pair-key.ts';
-import { originAllowed } from '../identity/origin.ts';
+import { createOriginCheck } from '../identity/origin.ts';
 import { CloseCode } from '../../protocol/close-codes.ts';
 import { createLogRateLimit } from '../../core/log-rate-limit.ts';
 import type { RateLimit } from '../../core/token-bucket.ts';
@@ -80,16 +80,17 @@ export async function deviceWsRoute(app: FastifyInstance, opts: WsRouteOptions):
   const refusals = createLogRateLimit({ perSecond: 1, burst: 1 });
   const warnRefused = (log: FastifyRequest['log'], fields: Record<string, unknown>, msg: string): void => refusals.wrap(log).warn(fields, msg);
   const perIp = new PerIpLimits(opts.upgradeRate);
+  const refusedOrigin = createOriginCheck(opts.allowedOrigins, 'WebSocket');
   const preValidation = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     if (!opts.accepting()) {
       opts.onRefused?.('draining');
       await reply.code(503).send({ error: 'server is shutting down' });
       return;
     }
-    if (!originAllowed(request, opts.allowedOrigins)) {
-      warnRefused(request.log, { origin: String(request.headers.origin).slice(0, 100) }, 'WebSocket refused: origin not allowed');
+    const fix = refusedOrigin(request);
+    if (fix !== null) {
       opts.onRefused?.('unauthorized');
-      await reply.code(403).send({ error: 'origin not allowed' });
+      await reply.code(403).send({ error: 'origin not allowed', fix });
       return;
     }
     // The credential is checked first (synchronous, no I/O): an upgrade presenting a valid one

@@ -9,7 +9,9 @@
  *   Refused with 403 and a rate-limited warning naming `server.publicHosts`.
  * - Its Origin must be the server's own page (the same host as the request, or the host a proxy
  *   forwards) or one of `server.allowedOrigins`, so a page elsewhere can neither read an OTA
- *   answer nor open a socket with a visitor's network position.
+ *   answer nor open a socket with a visitor's network position. Refused with 403 and a
+ *   rate-limited warning (`createOriginCheck`) whose fix, also in the answer for the page to
+ *   show, names `server.allowedOrigins`, or the proxy setting when a proxy dropped the port.
  */
 import { hostname as machineName, networkInterfaces } from 'node:os';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -124,17 +126,57 @@ export function guardBrowserHosts(app: FastifyInstance, settings: HostSettings, 
     const claimed = forwarded === undefined ? [request.headers.host] : [request.headers.host, forwarded];
     const foreign = claimed.findIndex((h) => !own.has(h));
     if (foreign < 0) return;
-    warnings.wrap(request.log).warn(
-      {
-        host: truncateForLog(claimed[foreign] ?? ''),
-        origin: truncateForLog(origin),
-        fix: 'if browsers reach this server by that name, add it to server.publicHosts',
-      },
-      "browser request refused: Host is not one of this server's names",
-    );
-    await reply.code(403).send({ error: 'host not allowed' });
+    const fix = 'if browsers reach this server by that name, add it to server.publicHosts';
+    warnings.wrap(request.log).warn({ host: truncateForLog(claimed[foreign] ?? ''), origin: truncateForLog(origin), fix }, "browser request refused: Host is not one of this server's names");
+    await reply.code(403).send({ error: 'host not allowed', fix });
     return reply;
   });
+}
+
+/** Where an Origin is checked; the admin API answers only its own console (allowedOrigins does not apply). */
+export type OriginCheckedAt = 'OTA' | 'WebSocket' | 'admin API';
+
+/**
+ * What to set so that `origin` is let through, said for the operator (log) and the page (answer):
+ * - the server's own name on another port: a reverse proxy passed Host without the port the
+ *   browser used (nginx's `$host`), so the page no longer looks like the server's own;
+ * - anything else: list it in `server.allowedOrigins` (not for the admin API).
+ */
+export function originFix(request: FastifyRequest, rawOrigin: string, at: OriginCheckedAt): string {
+  let originHost: string | null = null;
+  try {
+    originHost = hostName(new URL(rawOrigin).host);
+  } catch {
+    // Not a URL: no page can be let in by it.
+  }
+  // A stranger chooses the Origin: what is repeated of it is cut.
+  const origin = truncateForLog(rawOrigin) ?? '';
+  const seen = [request.headers.host, forwardedHost(request)].filter((h): h is string => h !== undefined);
+  if (originHost !== null && seen.some((h) => hostName(h) === originHost)) {
+    return `${origin} is this server's own page on another port: a reverse proxy in front passes Host without the port the browser used; pass it unchanged (nginx: proxy_set_header Host $http_host) or set X-Forwarded-Host`;
+  }
+  if (at === 'admin API') return "the admin API answers only the console this server serves (server.allowedOrigins does not apply to it): open the console at the server's own address";
+  return `if the page at ${origin} should use this server, add "${origin}" to server.allowedOrigins`;
+}
+
+/**
+ * The Origin check of one route family (`originAllowed`), with its refusals logged: a warning
+ * naming the fix, at most one a second (the next line counts those left out), so a page retrying
+ * in a loop costs a few lines. Returns null when allowed, else the fix for the 403 answer.
+ */
+export function createOriginCheck(allowed: readonly string[], at: OriginCheckedAt): (request: FastifyRequest) => string | null {
+  const warnings = createLogRateLimit({ perSecond: 1, burst: 1 });
+  return (request) => {
+    if (originAllowed(request, allowed)) return null;
+    const origin = request.headers.origin ?? '';
+    const fix = originFix(request, origin, at);
+    const forwarded = forwardedHost(request);
+    warnings.wrap(request.log).warn(
+      { where: at, origin: truncateForLog(origin), host: truncateForLog(request.headers.host ?? ''), ...(forwarded ? { forwardedHost: truncateForLog(forwarded) } : {}), fix },
+      "browser request refused: Origin is not this server's page nor one of server.allowedOrigins",
+    );
+    return fix;
+  };
 }
 
 /** True for a request with no Origin, from the server's own page, or from a listed origin. */

@@ -34,7 +34,7 @@ function inContainer(launcher: readonly string[], args: readonly string[]): Prom
 
 interface OtaAnswer {
   websocket?: { url?: string; token?: string };
-  activation?: { code?: string };
+  activation?: { code?: string; message?: string };
 }
 
 async function ota(httpUrl: string): Promise<OtaAnswer> {
@@ -76,6 +76,9 @@ async function main(): Promise<void> {
     const first = await ota(srv.httpUrl);
     const code = first.activation?.code ?? '';
     assert.match(code, /^\d{6}$/, `an unknown device gets a 6-digit code: ${JSON.stringify(first)}`);
+    // The image's XIAOZHI_BIND_COMMAND: the command that works in the container, not the sources' npm form.
+    const message = first.activation?.message ?? '';
+    assert.ok(message.includes(`devices bind ${code}`) && !message.includes('npm run'), `the activation message names devices bind CODE: ${message}`);
 
     step(`code ${code}; devices list / bind inside the running container`);
     const pending = await inContainer(exec, ['devices', 'list']);

@@ -24,7 +24,8 @@ describe('browser page in activation mode', { skip: haveChromium ? false : 'need
     const wav = join(dir, 'mic.wav');
     writeSpeechWav(wav, 'hello', 200, 200);
     llm = await startFakeOpenAi();
-    srv = await startVoiceApp(llm.url, { server: { dataDir: dir, auth: { mode: 'activation' } } });
+    // The image's way to bind (as its XIAOZHI_BIND_COMMAND says): the page must show the server's words.
+    srv = await startVoiceApp(llm.url, { server: { dataDir: dir, auth: { mode: 'activation', bindCommand: 'devices bind {code} in the container' } } });
     browser = await launchChromium(wav);
   });
   after(async () => {
@@ -42,6 +43,7 @@ describe('browser page in activation mode', { skip: haveChromium ? false : 'need
     const pending = (await srv.app.devices?.list())?.pending ?? [];
     assert.equal(pending.length, 1);
     assert.equal(pending[0]?.code, shown);
+    assert.match((await page.textContent('#activation')) ?? '', new RegExp(`On the server run: devices bind ${shown} in the container`), 'the command the server names, not one the page guesses');
     assert.equal(await page.textContent('#session-id'), '–', 'not connected before binding');
 
     assert.equal((await srv.app.devices?.bind(shown))?.ok, true);

@@ -4,7 +4,7 @@
  * written byte for byte on a raw socket, and the server answers it with 200 or a 4xx, within a
  * bound (never a hang), with nothing in this process crashing and no error-level log line. The one
  * 5xx allowed is the documented activation refusal (503 with Retry-After: no complete identity, or
- * too many codes pending). What the server stores stays bounded: the data directory is measured
+ * an identity that is not well formed). What the server stores stays bounded: the data directory is measured
  * every few cases, and at the end the server is restarted on it and must answer again.
  */
 import assert from 'node:assert/strict';
@@ -130,13 +130,16 @@ export function rawRequest(port: number, c: OtaCase): Buffer {
 }
 
 /**
- * Writes `bytes` on a new connection and reads the answer until the server closes it. The server
+ * Writes `bytes` on a new connection (from the loopback address `from`, if given) and reads the
+ * answer until the server closes it. `halfClose: false` keeps the writing side open (the
+ * request says `Connection: close`): a server may drop a request whose client has half-closed
+ * (`@fastify/static` does for a path with `..`), which no browser or device does. The server
  * may answer (a 413, a 431) and close before it has read everything: a reset after the status
  * line is an answer, a reset or close before it is not.
  */
-export function sendRaw(port: number, bytes: Buffer): Promise<OtaAnswer> {
+export function sendRaw(port: number, bytes: Buffer, opts: { from?: string; halfClose?: boolean } = {}): Promise<OtaAnswer> {
   return new Promise((resolve, reject) => {
-    const socket = connect({ host: '127.0.0.1', port });
+    const socket = connect({ host: '127.0.0.1', port, ...(opts.from !== undefined ? { localAddress: opts.from } : {}) });
     const chunks: Buffer[] = [];
     let settled = false;
     const finish = (err?: Error): void => {
@@ -158,7 +161,8 @@ export function sendRaw(port: number, bytes: Buffer): Promise<OtaAnswer> {
     socket.on('end', () => finish());
     socket.on('close', () => finish());
     socket.on('error', (err) => finish(err));
-    socket.end(bytes);
+    if (opts.halfClose === false) socket.write(bytes);
+    else socket.end(bytes);
   });
 }
 

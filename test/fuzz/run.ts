@@ -1,7 +1,8 @@
 /**
- * The long fuzz run: `npm run fuzz -- --runs 100000 [--seed N] [--mcp-share 0.01] [--ota-runs 2000] [--endpoint-runs 500] [--bridge-runs 500] [--mqtt-runs 3000] [--max-minutes M]`.
+ * The long fuzz run: `npm run fuzz -- --runs 100000 [--seed N] [--mcp-share 0.01] [--ota-runs 2000] [--admin-runs 2000] [--endpoint-runs 500] [--bridge-runs 500] [--mqtt-runs 3000] [--max-minutes M]`.
  * The same properties as the CI tests (fuzz-run.ts for the device protocol, ota-run.ts for OTA
- * and the identity fields, `--ota-runs` per auth mode, mcp-endpoint-run.ts for the MCP endpoint's
+ * and the identity fields, `--ota-runs` per auth mode, admin-run.ts for the admin API (routes,
+ * methods, bodies, headers, tokens: declared answers only, every wrong token budgeted), mcp-endpoint-run.ts for the MCP endpoint's
  * answers to the server's requests, mcp-bridge-run.ts for what a bridge sends it unasked, bad
  * tokens, floods of pages and tools, and its bounds, mqtt-run.ts for the MQTT+UDP transport: `--mqtt-runs` split between broker bytes,
  * published messages and datagrams), many more cases; prints progress every
@@ -12,6 +13,7 @@ import { parseArgs } from 'node:util';
 import { startFuzzServer } from './fuzz-server.ts';
 import { describeStats, runFuzz } from './fuzz-run.ts';
 import { OTA_MODES, runOtaFuzz } from './ota-run.ts';
+import { runAdminFuzz } from './admin-run.ts';
 import { runMcpEndpointFuzz } from './mcp-endpoint-run.ts';
 import { runMcpBridgeFuzz } from './mcp-bridge-run.ts';
 import { runMqttFuzz } from './mqtt-run.ts';
@@ -22,6 +24,7 @@ const { values } = parseArgs({
     seed: { type: 'string' },
     'mcp-share': { type: 'string', default: '0.01' },
     'ota-runs': { type: 'string', default: '2000' },
+    'admin-runs': { type: 'string', default: '2000' },
     'endpoint-runs': { type: 'string', default: '500' },
     'bridge-runs': { type: 'string', default: '500' },
     'mqtt-runs': { type: 'string', default: '3000' },
@@ -32,11 +35,14 @@ const runs = Number(values.runs);
 const seed = values.seed !== undefined ? Number(values.seed) : Date.now() % 2 ** 31;
 const mcpRuns = Math.round(runs * Number(values['mcp-share']));
 const otaRuns = Number(values['ota-runs']);
+const adminRuns = Number(values['admin-runs']);
 const endpointRuns = Number(values['endpoint-runs']);
 const bridgeRuns = Number(values['bridge-runs']);
 const mqttRuns = Number(values['mqtt-runs']);
 const timeLimitMs = values['max-minutes'] !== undefined ? Number(values['max-minutes']) * 60_000 : undefined;
-if (!Number.isInteger(runs) || runs < 1 || !Number.isInteger(seed) || !Number.isInteger(otaRuns) || otaRuns < 0) throw new Error('--runs, --seed and --ota-runs take integers');
+if (!Number.isInteger(runs) || runs < 1 || !Number.isInteger(seed) || !Number.isInteger(otaRuns) || otaRuns < 0 || !Number.isInteger(adminRuns) || adminRuns < 0) {
+  throw new Error('--runs, --seed, --ota-runs and --admin-runs take integers');
+}
 
 /** Heap in use after a full collection (run with --expose-gc, as `npm run fuzz` does). */
 function heapAfterGc(): number {
@@ -46,7 +52,7 @@ function heapAfterGc(): number {
 
 const mb = (n: number): string => `${(n / 2 ** 20).toFixed(0)} MB`;
 console.log(
-  `fuzz: seed ${seed}, runs ${runs - mcpRuns} connections + ${mcpRuns} MCP exchanges + ${otaRuns} OTA requests per auth mode (${OTA_MODES.join(', ')})${timeLimitMs ? `, at most ${values['max-minutes']} min` : ''}`,
+  `fuzz: seed ${seed}, runs ${runs - mcpRuns} connections + ${mcpRuns} MCP exchanges + ${otaRuns} OTA requests per auth mode (${OTA_MODES.join(', ')}) + ${adminRuns} admin API requests${timeLimitMs ? `, at most ${values['max-minutes']} min` : ''}`,
 );
 let failed = false;
 if (otaRuns > 0) {
@@ -57,6 +63,16 @@ if (otaRuns > 0) {
   } catch (err) {
     failed = true;
     console.error(`fuzz: OTA FAILED (replay with --seed ${seed})\n${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+if (adminRuns > 0) {
+  // On a server of its own: a twentieth of the time limit.
+  try {
+    await runAdminFuzz({ seed, runs: adminRuns, progress: (l) => console.log(`  ${l}`), progressMs: 10_000, ...(timeLimitMs ? { timeLimitMs: timeLimitMs / 20 } : {}) });
+    console.log('fuzz: admin API PASSED');
+  } catch (err) {
+    failed = true;
+    console.error(`fuzz: admin API FAILED (replay with --seed ${seed})\n${err instanceof Error ? err.message : String(err)}`);
   }
 }
 if (Number.isInteger(endpointRuns) && endpointRuns > 0) {

@@ -7,7 +7,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildApp, type App } from '../../../server/app.ts';
@@ -268,7 +268,8 @@ describe('admin API', () => {
   test('the console cookie: HttpOnly, SameSite=Strict; changes need the same origin; sign-out ends it', async () => {
     const signIn = await call('POST', '/session', { token: null, body: { token: TOKEN }, headers: { origin: s.url } });
     assert.equal(signIn.status, 200, signIn.text);
-    const set = signIn.headers.get('set-cookie') ?? '';
+    // The session cookie (beside it, the known-client cookie: its own test below).
+    const set = signIn.headers.getSetCookie().find((c) => c.startsWith('xiaozhi_admin=')) ?? '';
     const parts = set.split('; ');
     assert.match(parts[0] ?? '', /^xiaozhi_admin=[A-Za-z0-9_-]{43}$/);
     for (const attr of ['HttpOnly', 'SameSite=Strict', 'Path=/']) assert.ok(parts.includes(attr), `${attr} in ${set}`);
@@ -283,12 +284,20 @@ describe('admin API', () => {
     assert.equal(sameOrigin.status, 201, sameOrigin.text);
 
     const overHttps = await call('POST', '/session', { token: null, body: { token: TOKEN }, headers: { 'x-forwarded-proto': 'https' } });
-    assert.ok((overHttps.headers.get('set-cookie') ?? '').split('; ').includes('Secure'), 'Secure when the console came over https');
+    assert.ok(overHttps.headers.getSetCookie().every((c) => c.split('; ').includes('Secure')), 'Secure when the console came over https');
 
     const out = await call('DELETE', '/session', { token: null, headers: { cookie, origin: s.url } });
     assert.equal(out.status, 204);
     assert.match(out.headers.get('set-cookie') ?? '', /Max-Age=0/);
     assert.equal((await call('GET', '/devices', { token: null, headers: { cookie } })).status, 401, 'the session ended on the server');
+  });
+
+  test('the OpenAPI document needs the token too, and the README says so where it names it', async () => {
+    assert.equal((await call('GET', '/openapi.json', { token: null })).status, 401);
+    const readme = readFileSync('README.md', 'utf8');
+    // The paragraph (blank-line separated) that names the document's path.
+    const paragraph = readme.split(/\n\s*\n/).find((p) => p.includes('/api/admin/openapi.json')) ?? '';
+    assert.match(paragraph, /openapi\.json[^.]*\b(needs|requires|with) the (admin )?token/i, paragraph);
   });
 
   test('the OpenAPI document lists every admin route served, with the schemas that validate them', async () => {
@@ -331,7 +340,7 @@ describe('admin API', () => {
     const limited = await call('POST', '/session', { token: null, body: { token: TOKEN } });
     assert.equal(limited.status, 429);
     assert.equal(limited.headers.get('retry-after'), '12');
-    assert.ok(s.logs.find('admin: sign-in attempts over the limit').length > 0);
+    assert.ok(s.logs.find('admin: wrong admin tokens over the limit').length > 0);
   });
 });
 
@@ -346,6 +355,73 @@ describe('admin API: guessing the token as a bearer', () => {
       assert.equal(statuses.at(-1), 429, `statuses: ${statuses.join(',')}`);
       assert.ok(statuses.length - 1 <= 6, `at most 5 guesses a minute (one more if the bucket refilled): ${statuses.join(',')}`);
       assert.equal(await get(TOKEN), 429, 'a guess that happens to be right is not told apart while the address is over the limit');
+    } finally {
+      await s.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('GET /session checks a bearer token like every route: wrong ones spend the same budget, then 429 there and everywhere, even for the right one', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'admin-bearer-'));
+    const s = await start(dir, { token: TOKEN });
+    try {
+      const get = async (path: string, token: string) => (await fetch(`${s.url}/api/admin${path}`, { headers: { authorization: `Bearer ${token}` } })).status;
+      // Guesses alternate between the whoAmI oracle and an ordinary route: one budget.
+      const statuses: number[] = [];
+      while (statuses.length < 12 && statuses.at(-1) !== 429) statuses.push(await get(statuses.length % 2 ? '/devices' : '/session', `wrong-token-wrong-token-${statuses.length}`));
+      assert.equal(statuses.at(-1), 429, `statuses: ${statuses.join(',')}`);
+      assert.ok(statuses.length - 1 <= 6, `at most 5 guesses a minute (one more if the bucket refilled): ${statuses.join(',')}`);
+      assert.ok(statuses.slice(0, -1).every((x, i) => x === (i % 2 ? 401 : 200)), `wrong guesses: 200 {signedIn:false} on /session, 401 elsewhere: ${statuses.join(',')}`);
+      assert.equal(await get('/session', TOKEN), 429, 'whoAmI does not tell the right token apart while the address is over its budget');
+      assert.equal(await get('/devices', TOKEN), 429);
+      // A wrong guess at GET /session answers signedIn false, as before.
+      const other = await start(mkdtempSync(join(tmpdir(), 'admin-bearer-')), { token: TOKEN });
+      try {
+        const r = await fetch(`${other.url}/api/admin/session`, { headers: { authorization: 'Bearer wrong-token-wrong-token' } });
+        assert.deepEqual(await r.json(), { signedIn: false });
+      } finally {
+        await other.close();
+      }
+    } finally {
+      await s.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a client that proved the token before keeps its own budget: strangers guessing from its address do not lock it out', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'admin-bearer-'));
+    const s = await start(dir, { token: TOKEN });
+    try {
+      const req = async (method: string, path: string, headers: Record<string, string>, body?: unknown) => {
+        const res = await fetch(`${s.url}/api/admin${path}`, { method, headers: { ...headers, ...(body ? { 'content-type': 'application/json' } : {}) }, ...(body ? { body: JSON.stringify(body) } : {}) });
+        await res.arrayBuffer();
+        return res;
+      };
+      // The operator signs in once from this browser: besides the session, a known-client cookie.
+      const signIn = await req('POST', '/session', { origin: s.url }, { token: TOKEN });
+      assert.equal(signIn.status, 200);
+      const known = signIn.headers.getSetCookie().find((c) => c.startsWith('xiaozhi_admin_client='));
+      assert.ok(known, `Set-Cookie: ${signIn.headers.getSetCookie().join(' | ')}`);
+      assert.match(known, /HttpOnly/);
+      assert.match(known, /SameSite=Strict/);
+      assert.match(known, /Max-Age=\d+/);
+      const client = known.split(';')[0] as string;
+
+      // A stranger behind the same address (a NAT) spends the address's budget.
+      const statuses: number[] = [];
+      while (statuses.length < 10 && statuses.at(-1) !== 429) statuses.push((await req('GET', '/devices', { authorization: `Bearer wrong-token-wrong-token-${statuses.length}` })).status);
+      assert.equal(statuses.at(-1), 429, statuses.join(','));
+      assert.equal((await req('POST', '/session', { origin: s.url }, { token: TOKEN })).status, 429, 'without the cookie the right token is not told apart');
+      assert.equal((await req('GET', '/devices', { authorization: `Bearer ${TOKEN}`, cookie: 'xiaozhi_admin_client=forged.forged' })).status, 429, 'a forged cookie is no cookie');
+
+      // The known client still signs in, and uses the token as a bearer.
+      assert.equal((await req('POST', '/session', { origin: s.url, cookie: client }, { token: TOKEN })).status, 200);
+      assert.equal((await req('GET', '/devices', { authorization: `Bearer ${TOKEN}`, cookie: client })).status, 200);
+      // Its own wrong guesses are limited too: its own budget.
+      const own: number[] = [];
+      while (own.length < 10 && own.at(-1) !== 429) own.push((await req('GET', '/devices', { authorization: `Bearer wrong-token-wrong-token-${own.length}`, cookie: client })).status);
+      assert.equal(own.at(-1), 429, own.join(','));
+      assert.ok(own.length - 1 <= 6, own.join(','));
     } finally {
       await s.close();
       rmSync(dir, { recursive: true, force: true });

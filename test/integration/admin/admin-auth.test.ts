@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { AdminSessions, ADMIN_COOKIE, readCookie, sessionCookie } from '../../../server/admin/admin-sessions.ts';
 import { bearerToken, tokenMatches } from '../../../server/admin/admin-token.ts';
 import { SignInLimit } from '../../../server/admin/sign-in-limit.ts';
+import { KnownClients, KNOWN_CLIENT_COOKIE } from '../../../server/admin/known-clients.ts';
 import { ConfigError, loadConfig } from '../../../server/config.ts';
 import { configSecrets } from '../../../server/config-secrets.ts';
 
@@ -101,6 +102,39 @@ describe('sign-in limit', () => {
     limit.take('b');
     limit.take('c');
     assert.equal(limit.take('a'), true, 'the oldest address was forgotten');
+  });
+});
+
+describe('guesses and known clients', () => {
+  test('attempt: compares only while guesses are left; a wrong one spends one, a right one none', () => {
+    const limit = new SignInLimit({ burst: 2, perMinute: 1, now: () => 0 });
+    let compared = 0;
+    const right = () => (compared++, true);
+    const wrong = () => (compared++, false);
+    assert.equal(limit.attempt('a', right), 'match');
+    assert.equal(limit.attempt('a', right), 'match');
+    assert.equal(limit.attempt('a', right), 'match', 'right tokens spend nothing');
+    assert.equal(limit.attempt('a', wrong), 'wrong');
+    assert.equal(limit.attempt('a', wrong), 'wrong');
+    assert.equal(compared, 5);
+    assert.equal(limit.attempt('a', right), 'over');
+    assert.equal(compared, 5, 'over the limit: not compared at all');
+  });
+
+  test('a known-client cookie is valid only under the token that issued it, and only unaltered', () => {
+    const known = new KnownClients('a-long-admin-token-0123456789');
+    const set = known.issue(false);
+    const pair = set.split('; ')[0] as string;
+    assert.ok(pair.startsWith(`${KNOWN_CLIENT_COOKIE}=`));
+    assert.ok(set.split('; ').includes('Path=/api/admin'));
+    const id = known.idOf(`other=1; ${pair}`);
+    assert.match(id ?? '', /^[A-Za-z0-9_-]{22}$/);
+    assert.equal(new KnownClients('another-admin-token-0123456789').idOf(pair), undefined, 'a new token voids it');
+    const value = pair.slice(KNOWN_CLIENT_COOKIE.length + 1);
+    const other = known.issue(false).split('; ')[0]?.split('.')[1] ?? '';
+    assert.equal(known.idOf(`${KNOWN_CLIENT_COOKIE}=${value.split('.')[0]}.${other}`), undefined, 'another id with this MAC');
+    assert.equal(known.idOf(`${KNOWN_CLIENT_COOKIE}=x`), undefined);
+    assert.equal(known.idOf(undefined), undefined);
   });
 });
 

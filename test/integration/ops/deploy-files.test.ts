@@ -97,6 +97,15 @@ describe('deployment files', () => {
     assert.match(df, /npm_config_nodedir=\/usr\/local/);
   });
 
+  test('Dockerfile: the bind command the image names is the one it installs, in the compose service it runs as', () => {
+    const df = readFileSync('Dockerfile', 'utf8');
+    const command = /XIAOZHI_BIND_COMMAND="([^"]+)"/.exec(df)?.[1] ?? '';
+    assert.match(command, /^devices bind \{code\}/, 'inside the container the wrapper on PATH');
+    assert.match(df, /> \/usr\/local\/bin\/devices/, 'the wrapper is installed');
+    const compose = /docker compose exec (\S+) devices bind \{code\}/.exec(command)?.[1];
+    assert.ok(compose && services[compose]?.build, `the compose form names the server's service: ${command}`);
+  });
+
   test('Dockerfile: the image can be extended with apt (nothing force-removed; apt-get check in the build; a derived image in the smoke)', () => {
     const df = readFileSync('Dockerfile', 'utf8');
     assert.doesNotMatch(df, /--force-depends|dpkg --purge|dpkg -P\b/);

@@ -93,3 +93,67 @@ describe('DNS rebinding', () => {
     assert.equal((await upgradeTo(t.port, { Host: 'speaker-server.lan:8000' }, '?device-id=aa:bb:cc:00:00:07')).status, 101);
   });
 });
+
+const ORIGIN_REFUSED = "browser request refused: Origin is not this server's page nor one of server.allowedOrigins";
+
+describe('refusals by Origin', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await startTestApp({ createConversation: recordingConversation().factory, config: { admin: { token: 'admin-token-for-origin-tests-0123' } } });
+  });
+  after(() => t.close());
+  const own = (): string => `127.0.0.1:${t.port}`;
+
+  test('a page elsewhere: 403, and a warning and an answer that name server.allowedOrigins with its origin', async () => {
+    const before = t.logs.find(ORIGIN_REFUSED).length;
+    const res = await postTo(t.port, '/xiaozhi/ota/', { ...FIRMWARE, Origin: 'https://voice-ui.example', Host: own() });
+    assert.equal(res.status, 403);
+    assert.equal(res.headers['access-control-allow-origin'], undefined, 'still no CORS grant');
+    const body = JSON.parse(res.body) as { error: string; fix?: string };
+    assert.equal(body.error, 'origin not allowed');
+    assert.match(body.fix ?? '', /server\.allowedOrigins/);
+    assert.ok(body.fix?.includes('https://voice-ui.example'), body.fix);
+    const line = t.logs.find(ORIGIN_REFUSED).slice(before)[0];
+    assert.ok(line, 'logged');
+    assert.equal(line.level, 40, 'a warning');
+    assert.equal(line.origin, 'https://voice-ui.example');
+    assert.equal(line.where, 'OTA');
+    assert.match(String(line.fix), /server\.allowedOrigins/);
+  });
+
+  test('the server own page behind a proxy that dropped the port from Host: the fix names the proxy setting', async () => {
+    await sleep(1100); // each refusal kind logs one line a second
+    const before = t.logs.find(ORIGIN_REFUSED).length;
+    const res = await postTo(t.port, '/xiaozhi/ota/', { ...FIRMWARE, Origin: 'http://localhost:8080', Host: 'localhost' });
+    assert.equal(res.status, 403);
+    const fix = (JSON.parse(res.body) as { fix?: string }).fix ?? '';
+    assert.match(fix, /\$http_host/, fix);
+    assert.match(String(t.logs.find(ORIGIN_REFUSED).slice(before)[0]?.fix), /\$http_host/);
+  });
+
+  test('the WebSocket and the admin API say so too; the admin API names what applies to it', async () => {
+    await sleep(1100);
+    const before = t.logs.find(ORIGIN_REFUSED).length;
+    assert.equal((await upgradeTo(t.port, { Origin: 'https://voice-ui.example', Host: own() })).status, 403);
+    const admin = await fetch(`${t.httpUrl}/api/admin/session`, { headers: { origin: 'https://console-elsewhere.example' } });
+    assert.equal(admin.status, 403);
+    const fix = ((await admin.json()) as { fix?: string }).fix ?? '';
+    assert.doesNotMatch(fix, /add .* to server\.allowedOrigins/, 'allowedOrigins does not open the admin API');
+    assert.match(fix, /console/);
+    const lines = t.logs.find(ORIGIN_REFUSED).slice(before);
+    assert.deepEqual(lines.map((l) => l.where).sort(), ['WebSocket', 'admin API']);
+  });
+
+  test('rate-limited: 30 refusals in a burst log a few lines, the next one counts the rest', async () => {
+    await sleep(1100);
+    const before = t.logs.find(ORIGIN_REFUSED).length;
+    for (let i = 0; i < 30; i++) assert.equal((await postTo(t.port, '/xiaozhi/ota/', { ...FIRMWARE, Origin: `https://page-${i}.example`, Host: own() })).status, 403);
+    const burst = t.logs.find(ORIGIN_REFUSED).slice(before);
+    assert.ok(burst.length >= 1 && burst.length <= 3, `${burst.length} lines for 30 refusals`);
+    await sleep(1100);
+    await postTo(t.port, '/xiaozhi/ota/', { ...FIRMWARE, Origin: 'https://one-more.example', Host: own() });
+    const next = t.logs.find(ORIGIN_REFUSED).slice(before + burst.length);
+    assert.equal(next.length, 1);
+    assert.ok(Number(next[0]?.suppressed) >= 27, `the next line counts the refusals left out: ${String(next[0]?.suppressed)}`);
+  });
+});

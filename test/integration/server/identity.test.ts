@@ -5,14 +5,14 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DeviceSim } from '../../fixtures/device-sim.ts';
 import { recordingConversation } from '../../helpers/recording-conversation.ts';
 import { startTestApp, type TestApp } from '../../helpers/test-app.ts';
 import { buildApp } from '../../../server/app.ts';
-import { ConfigSchema } from '../../../server/config.ts';
+import { ConfigSchema, loadConfig } from '../../../server/config.ts';
 import { createLogger } from '../../../server/logger.ts';
 import { createLogSink } from '../../helpers/log-sink.ts';
 import { listenOnLoopback } from '../../helpers/listen.ts';
@@ -117,6 +117,33 @@ describe('activation mode', () => {
     // Unbound: the WebSocket refuses it whatever it presents, its own token too.
     assert.equal((await upgrade(t.port, { ...pair })).status, 401);
     assert.equal((await upgrade(t.port, { ...pair, Authorization: `Bearer ${token}` })).status, 401);
+  });
+
+  test('the activation message names the command that binds where the server runs: from the sources, npm run devices', async () => {
+    const res = await post(t.port, '/xiaozhi/ota/', { ...FIRMWARE, 'Device-Id': 'a0:b1:c2:d3:e4:16', 'Client-Id': 'sources-16' });
+    const a = (JSON.parse(res.body) as { activation?: { code: string; message: string } }).activation;
+    assert.equal(a?.message, `Activation code ${a?.code}. On the server run: npm run devices -- bind ${a?.code}`);
+    const issued = t.logs.find('activation code issued').find((l) => l.code === a?.code);
+    assert.equal(issued?.bind, `npm run devices -- bind ${a?.code}`, 'the log line the operator reads says it too');
+  });
+
+  test('in the image (its XIAOZHI_BIND_COMMAND), the message names devices bind CODE and the compose form', async () => {
+    const fromImage = /XIAOZHI_BIND_COMMAND="([^"]+)"/.exec(readFileSync('Dockerfile', 'utf8'))?.[1];
+    assert.ok(fromImage, 'the Dockerfile sets XIAOZHI_BIND_COMMAND');
+    const config = loadConfig({ argv: [], env: { XIAOZHI_BIND_COMMAND: fromImage, XIAOZHI_DATA_DIR: join(dir, 'image') }, cwd: dir }).config;
+    assert.equal(config.server.auth.bindCommand, fromImage);
+    const image = await startTestApp({ createConversation: recordingConversation().factory, config: { server: { dataDir: join(dir, 'image'), auth: { mode: 'activation', bindCommand: config.server.auth.bindCommand } } } });
+    try {
+      const res = await post(image.port, '/xiaozhi/ota/', { ...FIRMWARE, 'Device-Id': 'a0:b1:c2:d3:e4:17', 'Client-Id': 'image-17' });
+      const a = (JSON.parse(res.body) as { activation?: { code: string; message: string } }).activation;
+      const code = a?.code ?? '';
+      assert.match(code, /^\d{6}$/);
+      assert.ok(a?.message.includes(`devices bind ${code}`), a?.message);
+      assert.ok(a?.message.includes(`docker compose exec server devices bind ${code}`), a?.message);
+      assert.equal(a?.message.includes('npm run'), false, a?.message);
+    } finally {
+      await image.close();
+    }
   });
 
   test('a client that connects right after activation, without asking OTA again, uses the token of the code answer', async () => {

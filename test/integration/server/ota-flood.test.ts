@@ -119,3 +119,38 @@ describe('OTA floods in activation mode', () => {
     assert.ok(t.app.devices?.isBound('a0:00:00:00:00:01', '6f1c1d2e-1111-4222-8333-444455550001'), 'the binding made before survives the restart');
   });
 });
+
+describe('pending codes across many addresses (a fleet behind carrier NAT)', () => {
+  test('34 addresses × 3 pending codes fill the store; a new device from a new address still gets a code, also after a restart', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ota-addresses-'));
+    const start = (): Promise<TestApp> => startTestApp({ createConversation: recordingConversation().factory, config: { server: { dataDir: dir, auth: { mode: 'activation' } } } });
+    let t = await start();
+    try {
+      const lone = { 'Device-Id': 'a0:00:00:00:01:01', 'Client-Id': 'lone-device' };
+      const loneCode = codeOf(await post(t.port, '127.0.3.1', lone));
+      assert.match(loneCode, /^\d{6}$/);
+      const statuses: number[] = [];
+      await flood(34 * 3, 4, async (i) => {
+        const address = `127.0.2.${Math.floor(i / 3) + 1}`;
+        statuses.push((await post(t.port, address, { 'Device-Id': mac('0e', i), 'Client-Id': `fleet-${i}` })).status);
+      });
+      assert.deepEqual(new Set(statuses), new Set([200]), 'every fleet device got a code');
+      const fresh = await post(t.port, '127.0.4.1', { 'Device-Id': 'a0:00:00:00:04:01', 'Client-Id': 'new-device' });
+      assert.equal(fresh.status, 200, fresh.body);
+      assert.match(codeOf(fresh), /^\d{6}$/);
+      const { pending } = (await t.app.devices?.list()) ?? { pending: [] };
+      assert.ok(pending.length <= 100, `bounded: ${pending.length}`);
+      assert.ok(pending.some((p) => p.code === loneCode), 'the lone device keeps its code: the busiest addresses gave theirs');
+
+      await t.close();
+      t = await start();
+      const afterRestart = await post(t.port, '127.0.4.2', { 'Device-Id': 'a0:00:00:00:04:02', 'Client-Id': 'after-restart' });
+      assert.equal(afterRestart.status, 200, afterRestart.body);
+      assert.match(codeOf(afterRestart), /^\d{6}$/);
+      assert.equal((await t.app.devices?.bind(loneCode))?.ok, true, 'and the lone device binds');
+    } finally {
+      await t.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -81,6 +81,24 @@ describe('OTA endpoint', () => {
     }
   });
 
+  test('lenient: a body with no content type, or any other one (curl -d sends a form type), still gets the configuration', async () => {
+    const body = JSON.stringify(firmwareBody);
+    const cases: Array<[string, Record<string, string>]> = [
+      ['no Content-Type', { 'Device-Id': 'aa:bb:cc:dd:ee:ff', 'Client-Id': 'x' }],
+      ['form type', { 'Content-Type': 'application/x-www-form-urlencoded', 'Device-Id': 'aa:bb:cc:dd:ee:ff' }],
+      ['charset', { 'Content-Type': 'application/json; charset=utf-8' }],
+      ['odd type', { 'Content-Type': 'application/vnd.whatever+json' }],
+    ];
+    for (const [what, headers] of cases) {
+      const res = await rawPost(t.port, '/xiaozhi/ota/', body, headers);
+      assert.equal(res.status, 200, `${what}: ${res.body}`);
+      const json = JSON.parse(res.body) as { websocket?: { url?: string } };
+      assert.match(json.websocket?.url ?? '', /^ws:\/\/127\.0\.0\.1:\d+\/xiaozhi\/v1\/$/, what);
+    }
+    // The activation poll too.
+    assert.equal((await rawPost(t.port, '/xiaozhi/ota/activate', '{}', {})).status, 200);
+  });
+
   test('GET answers a short text for humans; activate answers 200', async () => {
     const res = await fetch(`${t.httpUrl}/xiaozhi/ota/`);
     assert.equal(res.status, 200);

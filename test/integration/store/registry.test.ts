@@ -7,7 +7,7 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MAX_PENDING } from '../../../store/registry.ts';
 import { deviceToken, verifyBinding } from '../../../server/identity/device-token.ts';
-import { open, postgresTarget, raw, sqliteTarget } from '../../helpers/store-targets.ts';
+import { open, postgresTarget, sqliteTarget } from '../../helpers/store-targets.ts';
 
 /** A distinct well-formed MAC for each number. */
 const mac = (prefix: string, i: number): string => `${prefix}:00:00:00:${(i >> 8).toString(16).padStart(2, '0')}:${(i & 255).toString(16).padStart(2, '0')}`;
@@ -95,34 +95,84 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
       }
     });
 
-    test('the global cap stays: full of other addresses\' codes, a new address is refused; its own expiry makes room', async () => {
+    test('full: a new address still gets a code; the oldest code of the busiest address makes room, not a lone device\'s', async () => {
       let now = 1_000_000;
-      const db = await target.fresh();
-      const store = await open(db, { pendingPerSource: 3, codeTtlMs: 60_000, now: () => now });
+      const store = await open(await target.fresh(), { pendingPerSource: 3, codeTtlMs: 600_000, now: () => now });
       try {
         const reg = store.registry;
-        for (let i = 0; i < MAX_PENDING; i++) assert.ok(await reg.pendingCode(mac('02', i), `client-${i}`, `10.0.${i}.1`), `code ${i}`);
-        assert.equal(await reg.pendingCode('03:00:00:00:00:01', 'newcomer', '10.9.9.9'), null, 'the table is full of other addresses\' codes');
-        if (target.name === 'sqlite') {
-          // Refused by reads alone: another connection sees no commit (SQLite's data_version stays).
-          const conn = await raw(db);
-          try {
-            const version = (): unknown => conn.sqlite?.handle.pragma('data_version', { simple: true });
-            const before = version();
-            for (let i = 0; i < 200; i++) assert.equal(await reg.pendingCode(mac('05', i), `stranger-${i}`, `10.8.${i}.1`), null);
-            assert.equal(version(), before, 'no write while the table is full of other addresses\' codes');
-          } finally {
-            await conn.db.destroy();
+        // A lone device first (the oldest code of all), then 33 addresses with 3 codes each: full.
+        const lone = await reg.pendingCode('0a:00:00:00:00:01', 'lone', '10.1.1.1');
+        assert.ok(lone?.created);
+        for (let a = 0; a < 33; a++) {
+          for (let k = 0; k < 3; k++) {
+            now += 10;
+            assert.ok(await reg.pendingCode(mac('02', a * 3 + k), `busy-${a}-${k}`, `10.0.${a}.1`), `address ${a} code ${k}`);
           }
         }
-        // An address that holds codes replaces its own oldest instead.
-        const replaced = await reg.pendingCode('03:00:00:00:00:02', 'second-of-10.0.5.1', '10.0.5.1');
-        assert.ok(replaced?.created);
         assert.equal((await reg.list()).pending.length, MAX_PENDING);
-        assert.ok(await reg.pendingCode(mac('02', 7), 'client-7', '10.0.7.1'), 'a device already waiting still gets its code back');
-        now += 61_000;
-        assert.match((await reg.pendingCode('04:00:00:00:00:01', 'late-comer', '10.9.9.9'))?.code ?? '', /^\d{6}$/, 'expired codes made room');
-        assert.equal((await reg.list()).pending.length, 1);
+        // New devices from new addresses: each gets a code; the busiest addresses' oldest go first.
+        for (let i = 0; i < 40; i++) {
+          now += 10;
+          const fresh = await reg.pendingCode(mac('03', i), `newcomer-${i}`, `10.9.${i}.1`);
+          assert.ok(fresh?.created, `newcomer ${i} gets a code in a full store`);
+        }
+        const { pending } = await reg.list();
+        assert.equal(pending.length, MAX_PENDING, 'still bounded');
+        assert.ok(pending.some((p) => p.code === lone.code), 'the lone device keeps its code while others hold more');
+        const perAddress = new Map<string, number>();
+        for (const p of pending.filter((x) => x.clientId.startsWith('busy-'))) {
+          const a = p.clientId.split('-')[1] as string;
+          perAddress.set(a, (perAddress.get(a) ?? 0) + 1);
+        }
+        // 40 codes taken from the 33 busy addresses, evenly: each lost its oldest, 7 lost their second.
+        assert.deepEqual([...perAddress.values()].sort(), [...Array(26).fill(2), ...Array(7).fill(1)].sort());
+        assert.equal(pending.filter((x) => x.clientId.startsWith('busy-') && x.clientId.endsWith('-0')).length, 0, 'each busy address lost its oldest first');
+        assert.ok((await reg.bind(lone.code)).ok);
+      } finally {
+        await store.close();
+      }
+    });
+
+    test('full of one code per address: a new device still gets a code, the oldest one making room', async () => {
+      let now = 1_000_000;
+      const store = await open(await target.fresh(), { pendingPerSource: 3, codeTtlMs: 600_000, now: () => now });
+      try {
+        const reg = store.registry;
+        const codes: string[] = [];
+        for (let i = 0; i < MAX_PENDING; i++) {
+          now += 10;
+          codes.push((await reg.pendingCode(mac('02', i), `client-${i}`, `10.0.${i}.1`))?.code ?? '');
+        }
+        const fresh = await reg.pendingCode('03:00:00:00:00:01', 'newcomer', '10.9.9.9');
+        assert.ok(fresh?.created);
+        const left = new Set((await reg.list()).pending.map((p) => p.code));
+        assert.equal(left.size, MAX_PENDING);
+        assert.equal(left.has(codes[0] as string), false, 'the oldest code went');
+        assert.ok(codes.slice(1).every((c) => left.has(c)));
+      } finally {
+        await store.close();
+      }
+    });
+
+    test('under pressure (more than half the codes pending) codes expire sooner: a fifth of the lifetime, at least a minute', async () => {
+      let now = 1_000_000;
+      const ttl = 600_000;
+      const store = await open(await target.fresh(), { pendingPerSource: 3, codeTtlMs: ttl, now: () => now });
+      try {
+        const reg = store.registry;
+        const calm = await reg.pendingCode('0a:00:00:00:00:01', 'calm', '10.1.1.1');
+        assert.equal(calm?.expiresAt, now + ttl, 'a code issued in a calm store lives the whole codeTtl');
+        for (let i = 1; i < MAX_PENDING / 2; i++) await reg.pendingCode(mac('02', i), `client-${i}`, `10.0.${i}.1`);
+        now += 1_000;
+        const pressed = await reg.pendingCode('03:00:00:00:00:01', 'pressed', '10.9.9.9');
+        assert.equal(pressed?.expiresAt, now + ttl / 5, 'issued under pressure: a fifth');
+        const calmNow = (await reg.list()).pending.find((p) => p.clientId === 'calm');
+        assert.equal(calmNow?.expiresAt, 1_000_000 + ttl / 5, 'the codes already pending are cut to a fifth of their lifetime too');
+        now = 1_000_000 + ttl / 5 + 1;
+        assert.deepEqual(await reg.bind(calm?.code ?? ''), { ok: false, reason: 'unknown or expired code' });
+        const again = await reg.pendingCode('0a:00:00:00:00:01', 'calm', '10.1.1.1');
+        assert.ok(again?.created, 'asking again gets a new code');
+        assert.equal(again.expiresAt, now + ttl, 'the expired codes went: the store is calm again');
       } finally {
         await store.close();
       }

@@ -52,7 +52,7 @@ describe('config', () => {
     assert.equal(config.server.port, 8000);
     assert.equal(config.server.host, '0.0.0.0');
     assert.equal(config.server.protocolVersion, 1);
-    assert.deepEqual(config.server.auth, { tokens: [], allowedDevices: [], secret: '', codeTtlS: 600, pendingPerAddress: 3 });
+    assert.deepEqual(config.server.auth, { tokens: [], allowedDevices: [], secret: '', codeTtlS: 600, pendingPerAddress: 3, bindCommand: 'npm run devices -- bind {code}' });
     assert.equal(config.server.dataDir, 'data');
     assert.equal(config.server.helloTimeoutMs, 10000);
     assert.equal(config.server.idleTimeoutMs, 120000);

@@ -28,7 +28,9 @@ export async function api(method, path, body) {
   const data = await res.json().catch(() => ({ error: `HTTP ${res.status}` }));
   if (!res.ok) {
     if (res.status === 401 && path !== '/session') for (const fn of signedOutListeners) fn();
-    throw new ApiError(res.status, data.error ?? `HTTP ${res.status}`, data.field);
+    // A refusal by origin says what to set (`fix`): shown with the message.
+    const message = data.error ?? `HTTP ${res.status}`;
+    throw new ApiError(res.status, typeof data.fix === 'string' ? `${message}: ${data.fix}` : message, data.field);
   }
   return data;
 }

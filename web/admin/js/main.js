@@ -94,4 +94,5 @@ $('sign-out').addEventListener('click', async () => {
 for (const t of TABS) document.querySelector(`[data-tab="${t}"]`).addEventListener('click', () => select(t));
 onSignedOut(() => showSignIn('Signed out: sign in again.'));
 
-whoAmI().then((r) => (r.signedIn ? showConsole() : showSignIn()), () => showSignIn());
+// A refusal (by origin: the message says what to set) is shown above the sign-in form.
+whoAmI().then((r) => (r.signedIn ? showConsole() : showSignIn()), (err) => showSignIn(err.status === 403 ? err.message : ''));

@@ -176,7 +176,16 @@ export class Device {
         body: JSON.stringify(body),
       });
     } catch (err) {
-      throw new Error(`OTA ${this.otaUrl} unreachable: ${err instanceof Error ? err.message : String(err)}`);
+      // A server elsewhere that refuses this page's origin gives it no CORS grant: the browser
+      // reports only a network error, so the likely cause is named here.
+      const elsewhere = new URL(this.otaUrl, location.href).origin !== location.origin;
+      const hint = elsewhere ? ` (if that server runs, it may refuse pages from ${location.origin}: add "${location.origin}" to its server.allowedOrigins)` : '';
+      throw new Error(`OTA ${this.otaUrl} unreachable: ${err instanceof Error ? err.message : String(err)}${hint}`);
+    }
+    if (res.status === 403) {
+      // The server says what to set (server.allowedOrigins, the proxy's Host, server.publicHosts).
+      const why = await res.json().catch(() => null);
+      if (typeof why?.fix === 'string') throw new Error(`OTA refused this page (${why.error}): ${why.fix}`);
     }
     if (!res.ok) throw new Error(`OTA answered HTTP ${res.status}`);
     const json = await res.json().catch(() => null);

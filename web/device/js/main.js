@@ -162,11 +162,12 @@ device.subscribe((type, detail) => {
       break;
     }
     case 'activation': {
-      // activation mode: this page is a new device; the owner binds it with the code shown.
-      const a = /** @type {{ code: string } | null} */ (detail);
+      // activation mode: this page is a new device; the owner binds it with the code shown. The
+      // server's message names the command that works where it runs (sources or the image).
+      const a = /** @type {{ code: string, message: string } | null} */ (detail);
       const el = $('activation');
       el.hidden = !a;
-      el.textContent = a ? `Activation code ${a.code}. On the server run: npm run devices -- bind ${a.code}` : '';
+      el.textContent = a ? a.message || `Activation code ${a.code}.` : '';
       if (a) addEntry({ kind: 'system', text: `Waiting for activation: code ${a.code}` });
       break;
     }
