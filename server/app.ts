@@ -22,7 +22,7 @@ import { resolveAuthMode } from './auth.ts';
 import type { DeviceRegistry } from '../store/device-registry.ts';
 import type { Store } from '../store/store.ts';
 import { pairKey } from '../store/pair-key.ts';
-import { verifyBinding } from './identity/device-token.ts';
+import { verifyBinding, verifyStoredBinding } from './identity/device-token.ts';
 import { openConfiguredStore } from './open-store.ts';
 import { useAddressSettings } from './http/address-key.ts';
 import { guardBrowserHosts } from './identity/origin.ts';
@@ -164,7 +164,10 @@ async function buildWithStore(deps: AppDeps, store: Store): Promise<App> {
       tokens: config.server.auth.tokens,
       allowedDevices: config.server.auth.allowedDevices,
       ...(devices
-        ? { verifyDevice: (d: string, c: string, token: string) => verifyBinding(devices, d, c, token) }
+        ? {
+            verifyDevice: (d: string, c: string, token: string) => verifyBinding(devices, d, c, token),
+            verifyStoredDevice: (d: string, c: string, token: string) => verifyStoredBinding(devices, d, c, token),
+          }
         : {}),
     },
     allowedOrigins: config.server.allowedOrigins,

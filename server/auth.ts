@@ -55,8 +55,15 @@ export interface AuthPolicy {
   mode: AuthMode;
   tokens: readonly string[];
   allowedDevices: readonly string[];
-  /** activation: is this pair bound, and is this its token? */
+  /** activation: is this pair bound, and is this its token? (The per-process cache: no I/O.) */
   verifyDevice?: (deviceId: string, clientId: string, token: string) => boolean;
+  /**
+   * activation: the same question asked of the database, for a token the cache refused. The
+   * cache hears of a binding made elsewhere (the devices CLI, another replica) only at the next
+   * change-feed poll, while OTA and the activation poll read the database: a device that boots
+   * right after its bind would otherwise be refused with the token OTA just gave it.
+   */
+  verifyStoredDevice?: (deviceId: string, clientId: string, token: string) => Promise<boolean>;
 }
 
 /** The mode in force: the configured one, else tokens when tokens are listed, else open. */
@@ -64,8 +71,11 @@ export function resolveAuthMode(auth: { mode?: AuthMode | undefined; tokens: rea
   return auth.mode ?? (auth.tokens.length > 0 ? 'tokens' : 'open');
 }
 
-/** `reason` is for the log only: the answer to the client never says which check failed. */
-export type AuthDecision = { ok: true } | { ok: false; reason: string };
+/**
+ * `reason` is for the log only: the answer to the client never says which check failed.
+ * `stored`: the refusal came from the cache's view of the bindings, which the database may correct.
+ */
+export type AuthDecision = { ok: true } | { ok: false; reason: string; stored?: { deviceId: string; clientId: string; token: string } };
 
 export function authorize(identity: DeviceIdentity, policy: AuthPolicy): AuthDecision {
   if (policy.mode === 'tokens') {
@@ -77,7 +87,7 @@ export function authorize(identity: DeviceIdentity, policy: AuthPolicy): AuthDec
     const { deviceId, clientId, token } = identity;
     if (!deviceId || !clientId) return { ok: false, reason: 'missing Device-Id or Client-Id' };
     if (!token) return { ok: false, reason: 'missing token' };
-    if (!policy.verifyDevice?.(deviceId, clientId, token)) return { ok: false, reason: 'not a bound device or wrong token' };
+    if (!policy.verifyDevice?.(deviceId, clientId, token)) return { ok: false, reason: 'not a bound device or wrong token', stored: { deviceId, clientId, token } };
   }
   if (policy.allowedDevices.length > 0) {
     const id = identity.deviceId;

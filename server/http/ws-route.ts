@@ -100,7 +100,7 @@ export async function deviceWsRoute(app: FastifyInstance, opts: WsRouteOptions):
     // is done for it (without this, 300 sessions from one IP were accepted).
     const address = addressKey(request);
     const identity = readIdentity(request.headers, queryOf(request));
-    const decision = authorize(identity, opts.auth);
+    let decision = authorize(identity, opts.auth);
     const credentialed = decision.ok && opts.auth.mode !== 'open';
     const budget = credentialed ? perIp.takeAuthenticatedUpgrade(address, identityKey(identity) ?? '') : perIp.takeUpgrade(address);
     if (!budget) {
@@ -114,6 +114,12 @@ export async function deviceWsRoute(app: FastifyInstance, opts: WsRouteOptions):
       opts.onRefused?.('per_ip');
       await reply.code(429).header('retry-after', String(opts.retryAfterS)).send({ error: 'too many sessions from this address' });
       return;
+    }
+    // Asked only after the anonymous budget is spent: wrong tokens cannot make the database work
+    // faster than an address may try to connect.
+    if (!decision.ok && decision.stored && opts.auth.verifyStoredDevice) {
+      const { deviceId, clientId, token } = decision.stored;
+      if (await opts.auth.verifyStoredDevice(deviceId, clientId, token)) decision = { ok: true };
     }
     if (!decision.ok) {
       request.log.warn({ deviceId: identity.deviceId, reason: decision.reason }, 'device refused');

@@ -28,3 +28,12 @@ export function verifyBinding(devices: Pick<DeviceRegistry, 'secret' | 'binding'
   const bound = devices.binding(deviceId, clientId);
   return bound !== undefined && verifyDeviceToken(devices.secret(), deviceId, clientId, bound.generation, token);
 }
+
+/**
+ * `verifyBinding` asked of the database instead of the cache (see `AuthPolicy.verifyStoredDevice`).
+ * A database that cannot answer refuses: the cache has already said no.
+ */
+export async function verifyStoredBinding(devices: Pick<DeviceRegistry, 'secret' | 'storedBinding'>, deviceId: string, clientId: string, token: string): Promise<boolean> {
+  const bound = await devices.storedBinding(deviceId, clientId).catch(() => undefined);
+  return bound !== undefined && verifyDeviceToken(devices.secret(), deviceId, clientId, bound.generation, token);
+}

@@ -52,12 +52,21 @@ export interface MqttAuthPolicy {
   /** MACs allowed (empty: any). */
   allowedDevices: readonly string[];
   secret(): string;
-  /** The pair's current binding (modes `activation` and `tokens`). */
+  /** The pair's current binding (modes `activation` and `tokens`), from the per-process cache. */
   binding(deviceId: string, clientId: string): { generation: number } | undefined;
+  /**
+   * The same read from the database, for credentials the cache refused: the cache hears of a
+   * binding made elsewhere (the devices CLI, another replica) only at the next change-feed poll,
+   * while OTA reads the database and hands out this binding's password at once.
+   */
+  storedBinding?(deviceId: string, clientId: string): Promise<{ generation: number } | undefined>;
 }
 
-/** `reason` is for the log only: the device is told "bad username or password" whatever failed. */
-export type MqttAuthDecision = { ok: true; deviceId: string; clientId: string } | { ok: false; reason: string };
+/**
+ * `reason` is for the log only: the device is told "bad username or password" whatever failed.
+ * `stored`: the refusal came from the cache's view of the bindings, which the database may correct.
+ */
+export type MqttAuthDecision = { ok: true; deviceId: string; clientId: string } | { ok: false; reason: string; stored?: true };
 
 /**
  * Checks a CONNECT's credentials. In `open` mode any well-formed pair with its password is let in;
@@ -72,10 +81,24 @@ export function checkMqttCredentials(clientId: string, username: string | undefi
   let generation: number | null = null;
   if (policy.mode !== 'open') {
     const bound = policy.binding(pair.deviceId, pair.clientId);
-    if (!bound) return { ok: false, reason: 'not a bound device' };
+    if (!bound) return { ok: false, reason: 'not a bound device', stored: true };
     generation = bound.generation;
   }
-  const want = Buffer.from(mqttPassword(policy.secret(), pair.deviceId, pair.clientId, generation));
-  if (want.length !== password.length || !timingSafeEqual(want, password)) return { ok: false, reason: 'wrong password' };
+  if (!passwordMatches(policy.secret(), pair, generation, password)) return { ok: false, reason: 'wrong password', ...(generation !== null ? { stored: true as const } : {}) };
   return { ok: true, ...pair };
+}
+
+/** `checkMqttCredentials` again with the binding read from the database (only where it said `stored`). */
+export async function checkStoredMqttCredentials(clientId: string, password: Buffer, policy: MqttAuthPolicy): Promise<MqttAuthDecision> {
+  const pair = parseMqttClientId(clientId);
+  if (!pair || !policy.storedBinding) return { ok: false, reason: 'not a bound device' };
+  const bound = await policy.storedBinding(pair.deviceId, pair.clientId).catch(() => undefined);
+  if (!bound) return { ok: false, reason: 'not a bound device' };
+  if (!passwordMatches(policy.secret(), pair, bound.generation, password)) return { ok: false, reason: 'wrong password' };
+  return { ok: true, ...pair };
+}
+
+function passwordMatches(secret: string, pair: { deviceId: string; clientId: string }, generation: number | null, password: Buffer): boolean {
+  const want = Buffer.from(mqttPassword(secret, pair.deviceId, pair.clientId, generation));
+  return want.length === password.length && timingSafeEqual(want, password);
 }

@@ -40,6 +40,7 @@ export async function mqttTransportFor(config: Config, log: Logger, parts: MqttT
       allowedDevices: config.server.auth.allowedDevices,
       secret: () => devices.secret(),
       binding: (d, c) => devices.binding(d, c),
+      storedBinding: (d, c) => devices.storedBinding(d, c),
     },
     // Revocations matter where bindings do.
     ...(mode !== 'open' ? { devices } : {}),

@@ -28,7 +28,7 @@ import type { IdleDeviceLink, IdleDeviceLinks } from '../push/idle-links.ts';
 import type { ConversationFactory } from '../../voice/session/conversation.ts';
 import type { SessionRegistry } from '../../voice/session/registry.ts';
 import { DeviceSession } from '../../voice/session/session.ts';
-import { checkMqttCredentials, MAX_MQTT_CLIENT_ID_CHARS, mqttCredentials, type MqttAuthPolicy } from './credentials.ts';
+import { checkMqttCredentials, checkStoredMqttCredentials, MAX_MQTT_CLIENT_ID_CHARS, mqttCredentials, type MqttAuthPolicy } from './credentials.ts';
 import { ConnectionGate, type GateTicket } from './connection-gate.ts';
 import { MqttDeviceLink, type LinkContext } from './device-link.ts';
 import { limitConnection } from './packet-limit.ts';
@@ -206,9 +206,9 @@ export async function startMqttTransport(opts: MqttTransportOptions): Promise<Mq
     // The firmware sets no will; one would be published (and handled as the device's message) on
     // an abnormal close, after the link is gone.
     preConnect: (_client, packet, done) => (packet.will ? done(new Error('will messages are not offered'), false) : done(null, true)),
-    authenticate: (client, username, password, done) => {
+    authenticate: async (client, username, password, done) => {
       const conn = conns.get(client.conn);
-      const decision = checkMqttCredentials(client.id ?? '', username, password, opts.auth);
+      let decision = checkMqttCredentials(client.id ?? '', username, password, opts.auth);
       const refuse = (code: number, reason: string): void => {
         warn.warn({ clientId: String(client.id ?? '').slice(0, MAX_MQTT_CLIENT_ID_CHARS), remote: conn?.remote, reason }, 'MQTT connection refused');
         const err = new Error(reason) as AuthenticateError;
@@ -222,6 +222,12 @@ export async function startMqttTransport(opts: MqttTransportOptions): Promise<Mq
       const credentialed = decision.ok && opts.auth.mode !== 'open';
       if (conn && !(credentialed && decision.ok ? perAddress.takeAuthenticatedUpgrade(conn.address, pairKey(decision.deviceId, decision.clientId)) : perAddress.takeUpgrade(conn.address))) {
         return refuse(3, 'connect rate per address');
+      }
+      if (!decision.ok && decision.stored && password) {
+        // Asked only after the address's budget is spent: wrong passwords cannot make the
+        // database work faster than an address may CONNECT.
+        const stored = await checkStoredMqttCredentials(client.id ?? '', password, opts.auth);
+        if (stored.ok) decision = stored;
       }
       if (!decision.ok) return refuse(4, decision.reason);
       // Only now does the connection count against the address's limit (a device reconnecting

@@ -15,6 +15,7 @@ import { openStore } from '../../../store/store.ts';
 import { silentLogger } from '../../../core/logger.ts';
 import { recordingConversation } from '../../helpers/recording-conversation.ts';
 import { startTestApp, type TestApp } from '../../helpers/test-app.ts';
+import { DeviceSim } from '../../fixtures/device-sim.ts';
 
 const exec = promisify(execFile);
 const DEVICE = { deviceId: 'e4:00:00:00:00:0a', clientId: '7d1c2b3a-0000-4000-8000-00000000000a' };
@@ -169,15 +170,26 @@ describe('npm run devices against a running server', () => {
     assert.match(code, /^\d{6}$/);
 
     // The device asks again the moment the command says it bound the code.
-    let afterBind: { ota: Awaited<ReturnType<typeof ota>>; activate: number } | undefined;
+    // Then it connects with the token OTA gave it, before this server's cache has heard of the bind.
+    let afterBind: { ota: Awaited<ReturnType<typeof ota>>; activate: number; connected: string } | undefined;
     const bound = await npmDevicesLive(['bind', code], env, async (line) => {
-      if (line.startsWith('bound ')) afterBind = { ota: await ota(), activate: await activate() };
+      if (!line.startsWith('bound ')) return;
+      const answer = await ota();
+      const status = await activate();
+      const dev = new DeviceSim({ url: t.wsUrl, ...DEVICE, token: answer.websocket.token ?? '' });
+      const connected = await dev.opened.then(
+        () => 'open',
+        (err: unknown) => String(err),
+      );
+      dev.close();
+      afterBind = { ota: answer, activate: status, connected };
     });
     assert.equal(bound.code, 0, bound.stderr);
     assert.ok(afterBind, bound.stdout);
     assert.equal(afterBind.ota.activation, undefined, `a bound device gets no code: ${JSON.stringify(afterBind.ota)}`);
     assert.equal(afterBind.ota.websocket.token, first.websocket.token, 'the token handed out with the code, now valid');
     assert.equal(afterBind.activate, 200, 'the activation poll says bound');
+    assert.equal(afterBind.connected, 'open', 'the WebSocket takes the token OTA just gave');
 
     let afterRevoke: { ota: Awaited<ReturnType<typeof ota>>; activate: number } | undefined;
     const revoked = await npmDevicesLive(['revoke', DEVICE.deviceId], env, async (line) => {

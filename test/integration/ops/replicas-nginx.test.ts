@@ -101,12 +101,14 @@ describe('docker/replicas/nginx.conf in a real nginx, two replicas behind it', (
       body: JSON.stringify({ token: ADMIN_TOKEN }),
     });
     assert.equal(res.status, 200, await res.clone().text());
-    const cookie = res.headers.get('set-cookie') ?? '';
-    assert.match(cookie, /HttpOnly/i);
+    // The console's cookies (its session, and the known-client mark), as a browser sends them back.
+    const cookies = res.headers.getSetCookie();
+    assert.ok(cookies.length > 0 && cookies.every((c) => /HttpOnly/i.test(c)), cookies.join(' | '));
+    const cookie = cookies.map((c) => c.split(';')[0]).join('; ');
     // The cookie then works for the console's next requests (the sign-in is in one replica's
     // memory: the proxy must keep sending this browser there).
     for (let i = 0; i < 4; i++) {
-      const who = await fetch(`${base}/api/admin/session`, { headers: { Cookie: cookie.split(';')[0] ?? '', Origin: base } });
+      const who = await fetch(`${base}/api/admin/session`, { headers: { Cookie: cookie, Origin: base } });
       assert.deepEqual(await who.json(), { signedIn: true }, `cookie: ${cookie}`);
     }
   });

@@ -5,7 +5,9 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { buildApp, recordSessions, type App } from '../../../server/app.ts';
 import { ConfigSchema } from '../../../server/config.ts';
@@ -18,6 +20,8 @@ import { recordingConversation } from '../../helpers/recording-conversation.ts';
 import { createLogSink } from '../../helpers/log-sink.ts';
 import { listenOnLoopback } from '../../helpers/listen.ts';
 import { LOOPBACK_CLIENTS } from '../../helpers/test-app.ts';
+import { openStore } from '../../../store/store.ts';
+import { silentLogger } from '../../../core/logger.ts';
 import { MqttUdpClient, type MqttSection } from '../../helpers/mqtt-udp-client.ts';
 
 interface Rig {
@@ -27,10 +31,10 @@ interface Rig {
   close(): Promise<void>;
 }
 
-async function startRig(overrides: { auth?: Record<string, unknown>; mqtt?: Record<string, unknown> }): Promise<Rig> {
+async function startRig(overrides: { auth?: Record<string, unknown>; mqtt?: Record<string, unknown>; dataDir?: string }): Promise<Rig> {
   const config = ConfigSchema.parse({
-    store: { url: 'sqlite::memory:' },
-    server: { ...LOOPBACK_CLIENTS, ...(overrides.auth ? { auth: overrides.auth } : {}) },
+    store: { url: overrides.dataDir ? 'sqlite:xiaozhi.db' : 'sqlite::memory:' },
+    server: { ...LOOPBACK_CLIENTS, ...(overrides.auth ? { auth: overrides.auth } : {}), ...(overrides.dataDir ? { dataDir: overrides.dataDir } : {}) },
     mqtt: { enabled: true, host: '127.0.0.1', port: 0, udpPort: 0, ...overrides.mqtt },
   });
   const log = createLogger({ level: 'debug', logContent: false, destination: createLogSink().stream });
@@ -132,6 +136,29 @@ describe('OTA mqtt section', () => {
       assert.deepEqual(again.mqtt, first.mqtt);
     } finally {
       await rig.close();
+    }
+  });
+
+  test('activation mode: bound by another process (the devices CLI), the credentials OTA hands out connect at once', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mqtt-ota-bind-'));
+    const rig = await startRig({ auth: { mode: 'activation' }, dataDir: dir });
+    // The owner's command: its own connection to the same database, which this server's cache
+    // hears of only at its next change-feed poll.
+    const other = await openStore({ url: 'sqlite:xiaozhi.db', dataDir: dir, secret: '', codeTtlMs: 600_000, pendingPerSource: 3, replica: 'cli', log: silentLogger, watch: false });
+    try {
+      const first = await ota(rig, 'b0:00:00:00:00:05', 'ota-act-5');
+      assert.ok(first.activation?.code && first.mqtt);
+      assert.ok((await other.registry.bind(first.activation.code)).ok);
+      const again = await ota(rig, 'b0:00:00:00:00:05', 'ota-act-5');
+      assert.equal(again.activation, undefined, 'OTA reads the binding from the database');
+      assert.ok(again.mqtt);
+      const dev = await MqttUdpClient.connect(again.mqtt);
+      await dev.hello();
+      await dev.close();
+    } finally {
+      await other.close();
+      await rig.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 
