@@ -83,16 +83,18 @@ export function authorize(identity: DeviceIdentity, policy: AuthPolicy): AuthDec
     const token = identity.token;
     if (!policy.tokens.some((t) => safeEqual(t, token))) return { ok: false, reason: 'invalid token' };
   }
+  // Before the binding: a refusal marked `stored` must mean that only the binding is in doubt,
+  // since whoever asks the database again lets the device in on its answer alone.
+  if (policy.allowedDevices.length > 0) {
+    const id = identity.deviceId;
+    if (!id) return { ok: false, reason: 'missing Device-Id' };
+    if (!policy.allowedDevices.some((d) => d.toLowerCase() === id)) return { ok: false, reason: 'device not allowed' };
+  }
   if (policy.mode === 'activation') {
     const { deviceId, clientId, token } = identity;
     if (!deviceId || !clientId) return { ok: false, reason: 'missing Device-Id or Client-Id' };
     if (!token) return { ok: false, reason: 'missing token' };
     if (!policy.verifyDevice?.(deviceId, clientId, token)) return { ok: false, reason: 'not a bound device or wrong token', stored: { deviceId, clientId, token } };
-  }
-  if (policy.allowedDevices.length > 0) {
-    const id = identity.deviceId;
-    if (!id) return { ok: false, reason: 'missing Device-Id' };
-    if (!policy.allowedDevices.some((d) => d.toLowerCase() === id)) return { ok: false, reason: 'device not allowed' };
   }
   return { ok: true };
 }

@@ -85,22 +85,22 @@ export class ConnectionGate {
   }
 
   /**
-   * The connection's CONNECT is accepted: it stops being pending. False (it stays pending) when
-   * the address is at its limit of authenticated connections, unless `replacing` (the device's
-   * own earlier connection is about to be closed) or the connection is already gone.
+   * The connection's CONNECT is accepted: it stops being pending (`authenticated`). `full` (it
+   * stays pending) when the address is at its limit of authenticated connections, unless
+   * `replacing` (the device's own earlier connection is about to be closed). `gone` when the
+   * connection was closed meanwhile (its deadline passed while its credentials were checked).
    */
-  authenticate(gateTicket: GateTicket, replacing = false): boolean {
+  authenticate(gateTicket: GateTicket, replacing = false): 'authenticated' | 'full' | 'gone' {
     const ticket = gateTicket as Ticket;
-    if (ticket.state !== 'pending') return false;
     const counts = this.#byAddress.get(ticket.address);
-    if (!counts) return false;
+    if (ticket.state !== 'pending' || !counts) return 'gone';
     const max = this.#opts.maxAuthenticatedPerAddress;
-    if (max > 0 && counts.authenticated >= max && !replacing) return false;
+    if (max > 0 && counts.authenticated >= max && !replacing) return 'full';
     this.#clear(ticket);
     counts.pending.delete(ticket);
     counts.authenticated++;
     ticket.state = 'authenticated';
-    return true;
+    return 'authenticated';
   }
 
   /** The connection closed (whatever closed it). */

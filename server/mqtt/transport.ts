@@ -232,7 +232,14 @@ export async function startMqttTransport(opts: MqttTransportOptions): Promise<Mq
       if (!decision.ok) return refuse(4, decision.reason);
       // Only now does the connection count against the address's limit (a device reconnecting
       // replaces its own connection, so it is let in at the limit too).
-      if (conn && !gate.authenticate(conn.ticket, links.has(pairKey(decision.deviceId, decision.clientId)))) return refuse(3, 'connections per address');
+      const admitted = conn ? gate.authenticate(conn.ticket, links.has(pairKey(decision.deviceId, decision.clientId))) : 'authenticated';
+      if (admitted === 'full') return refuse(3, 'connections per address');
+      if (admitted === 'gone') {
+        // Closed while the database answered (the gate said why): nothing to refuse or log.
+        const err = new Error('connection closed') as AuthenticateError;
+        (err as { returnCode: number }).returnCode = 3;
+        return done(err, false);
+      }
       pairs.set(client, { deviceId: decision.deviceId, clientId: decision.clientId });
       done(null, true);
     },

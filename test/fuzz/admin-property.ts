@@ -22,6 +22,7 @@ import { ADMIN_ROUTES } from '../../server/admin/routes.ts';
 import { fastifyPath } from '../../server/admin/route.ts';
 import { healthRoutes } from '../../server/http/health-route.ts';
 import { createLogWatch, type LogWatch } from './log-watch.ts';
+import { watchHealth, type HealthWatch } from './health-watch.ts';
 import { DATA_DIR_LIMIT_BYTES, dirBytes, OTA_STEP_MS, sendRaw, type OtaAnswer } from './ota-property.ts';
 import { PLACEHOLDERS, type AdminCase } from './admin-arbitraries.ts';
 
@@ -41,7 +42,7 @@ export interface AdminTarget {
   /** Guesses the server showed it compared, per budget key, and when that key's first came. */
   guesses: Map<string, { compared: number; since: number }>;
   stats: { cases: number; statuses: Map<number, number>; maxDataDirBytes: number; heapBefore?: number; heapGrowth?: number };
-  crashes: unknown[];
+  health: HealthWatch;
   close(): Promise<void>;
 }
 
@@ -60,14 +61,9 @@ function setCookie(list: string[], name: string): string {
 }
 
 export async function startAdminTarget(): Promise<AdminTarget> {
-  const crashes: unknown[] = [];
-  const onCrash = (err: unknown): void => {
-    crashes.push(err);
-  };
-  process.on('uncaughtException', onCrash);
-  process.on('unhandledRejection', onCrash);
   const dataDir = mkdtempSync(join(tmpdir(), 'admin-fuzz-'));
   const logs = createLogWatch();
+  const health = watchHealth(logs);
   let app: TestApp;
   try {
     app = await startTestApp({
@@ -77,8 +73,7 @@ export async function startAdminTarget(): Promise<AdminTarget> {
       logs,
     });
   } catch (err) {
-    process.off('uncaughtException', onCrash);
-    process.off('unhandledRejection', onCrash);
+    health.stop();
     rmSync(dataDir, { recursive: true, force: true });
     throw err;
   }
@@ -94,13 +89,12 @@ export async function startAdminTarget(): Promise<AdminTarget> {
     cookies,
     guesses: new Map(),
     stats: { cases: 0, statuses: new Map(), maxDataDirBytes: 0, ...(heapBefore !== undefined ? { heapBefore } : {}) },
-    crashes,
+    health,
     async close() {
       try {
         await target.app.close();
       } finally {
-        process.off('uncaughtException', onCrash);
-        process.off('unhandledRejection', onCrash);
+        health.stop();
         rmSync(dataDir, { recursive: true, force: true });
       }
     },
@@ -129,13 +123,10 @@ function routeOf(method: string, path: string): (typeof ADMIN_ROUTES)[number] | 
   });
 }
 
-const healthSeen = new WeakMap<AdminTarget, { crashes: number; errors: number }>();
 /** Probes /healthz and measures the data directory every this many cases. */
 const PROBE_EVERY = 25;
 
 export async function runAdminCase(t: AdminTarget, c: AdminCase): Promise<void> {
-  const seen = healthSeen.get(t) ?? { crashes: 0, errors: 0 };
-  healthSeen.set(t, seen);
   t.stats.cases++;
   const answer: OtaAnswer = await sendRaw(t.app.port, adminRawRequest(t, c), { from: c.from, halfClose: false });
   t.stats.statuses.set(answer.status, (t.stats.statuses.get(answer.status) ?? 0) + 1);
@@ -171,16 +162,7 @@ export async function runAdminCase(t: AdminTarget, c: AdminCase): Promise<void> 
     assert.ok(g.compared <= allowed, `${what}: ${g.compared} wrong tokens compared for ${key} within ${((now - g.since) / 1000).toFixed(1)} s (budget ${allowed})`);
   }
 
-  if (t.crashes.length > seen.crashes) {
-    const err = t.crashes[seen.crashes];
-    seen.crashes = t.crashes.length;
-    throw new Error(`${what}: uncaught exception or unhandled rejection: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-  }
-  if (t.logs.errorCount() > seen.errors) {
-    const n = t.logs.errorCount() - seen.errors;
-    seen.errors = t.logs.errorCount();
-    throw new Error(`${what}: the server logged ${n} error line(s): ${JSON.stringify(t.logs.errors().slice(-n)).slice(0, 2000)}`);
-  }
+  t.health.assertHealthy(what);
   if (t.stats.cases % PROBE_EVERY === 0) await assertAdminServerUp(t, what);
 }
 
@@ -203,5 +185,5 @@ export function describeAdminStats(t: AdminTarget): string {
   const statuses = [...t.stats.statuses].sort(([a], [b]) => a - b).map(([s, n]) => `${s}×${n}`).join(' ');
   const guesses = [...t.guesses].map(([k, g]) => `${k} ${g.compared}`).join(', ');
   const heap = t.stats.heapGrowth !== undefined ? `, heap growth ${(t.stats.heapGrowth / 2 ** 20).toFixed(1)} MB` : '';
-  return `admin: cases ${t.stats.cases}, answers ${statuses || 'none'}, wrong tokens compared ${guesses || 'none'}, crashes ${t.crashes.length}, error lines ${t.logs.errorCount()}, data dir max ${(t.stats.maxDataDirBytes / 1024).toFixed(1)} KB${heap}`;
+  return `admin: cases ${t.stats.cases}, answers ${statuses || 'none'}, wrong tokens compared ${guesses || 'none'}, crashes ${t.health.crashes.length}, error lines ${t.logs.errorCount()}, data dir max ${(t.stats.maxDataDirBytes / 1024).toFixed(1)} KB${heap}`;
 }

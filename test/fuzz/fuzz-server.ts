@@ -8,6 +8,7 @@ import { startFakeOpenAi, fakeText, fakeToolCalls, type FakeOpenAi } from '../fi
 import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
 import { closeAll } from '../helpers/close-all.ts';
 import { createLogWatch, type LogWatch } from './log-watch.ts';
+import { watchHealth } from './health-watch.ts';
 import { PROBE_EXPOSED } from './mcp-arbitraries.ts';
 
 /** Text the MCP property sends in `listen detect` to make the model call the probe tool. */
@@ -39,12 +40,8 @@ export interface FuzzServer {
 
 /** `overrides`: configuration merged over the fuzz server's (e.g. the MQTT transport turned on). */
 export async function startFuzzServer(overrides: Record<string, unknown> = {}): Promise<FuzzServer> {
-  const crashes: unknown[] = [];
-  const onCrash = (err: unknown): void => {
-    crashes.push(err);
-  };
-  process.on('uncaughtException', onCrash);
-  process.on('unhandledRejection', onCrash);
+  const logs = createLogWatch();
+  const health = watchHealth(logs);
   let llm: FakeOpenAi | undefined;
   let srv: VoiceApp | undefined;
   try {
@@ -55,13 +52,10 @@ export async function startFuzzServer(overrides: Record<string, unknown> = {}): 
       reply: (r) => (r.toolNames.includes(PROBE_EXPOSED) ? fakeToolCalls([{ name: PROBE_EXPOSED, arguments: {} }]) : fakeText('No probe.')),
     });
     llm.rule({ when: (r) => r.toolResults.length > 0, reply: fakeText('Done.') });
-    const logs = createLogWatch();
     // Info, not debug: a debug line per fuzzed message would be most of the CPU of a long run.
     srv = await startVoiceApp(llm.url, { logging: { level: 'info' }, ...overrides }, logs);
     const stats: FuzzStats = { cases: 0, inputs: new Map(), closeCodes: new Map(), maxRssBytes: 0 };
     let devices = 0;
-    let errorsSeen = 0;
-    let crashesSeen = 0;
     const server = srv;
     const fakeLlm = llm;
     return {
@@ -69,7 +63,7 @@ export async function startFuzzServer(overrides: Record<string, unknown> = {}): 
       llm: fakeLlm,
       logs,
       stats,
-      crashes,
+      crashes: health.crashes,
       nextDeviceId: () => {
         const n = ++devices;
         return `02:fe:${[(n >> 24) & 255, (n >> 16) & 255, (n >> 8) & 255, n & 255].map((b) => b.toString(16).padStart(2, '0')).join(':')}`;
@@ -79,31 +73,20 @@ export async function startFuzzServer(overrides: Record<string, unknown> = {}): 
       },
       assertHealthy: (what) => {
         stats.maxRssBytes = Math.max(stats.maxRssBytes, process.memoryUsage.rss());
-        if (crashes.length > crashesSeen) {
-          const err = crashes[crashesSeen];
-          crashesSeen = crashes.length;
-          throw new Error(`${what}: the process had an uncaught exception or unhandled rejection: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-        }
-        if (logs.errorCount() > errorsSeen) {
-          const n = logs.errorCount() - errorsSeen;
-          errorsSeen = logs.errorCount();
-          throw new Error(`${what}: the server logged ${n} error line(s): ${JSON.stringify(logs.errors().slice(-n)).slice(0, 2000)}`);
-        }
+        health.assertHealthy(what);
       },
       close: async () => {
         try {
           await closeAll(server, fakeLlm);
         } finally {
-          process.off('uncaughtException', onCrash);
-          process.off('unhandledRejection', onCrash);
+          health.stop();
         }
       },
     };
   } catch (err) {
     // A set-up that failed half-way must not leave the LLM listening (the test would hang).
     await closeAll(srv, llm).catch(() => {});
-    process.off('uncaughtException', onCrash);
-    process.off('unhandledRejection', onCrash);
+    health.stop();
     throw err;
   }
 }

@@ -26,6 +26,7 @@ import { connectSdkBridge, type SdkBridge } from '../fixtures/mcp-ws-bridge.ts';
 import { toolSpecBytes } from '../../mcp/tool-budget.ts';
 import { SAFE_TOOL_NAME } from '../../mcp/name-patterns.ts';
 import { createLogWatch, type LogWatch } from './log-watch.ts';
+import { watchHealth, type HealthWatch } from './health-watch.ts';
 import { bridgeCase, SENTINEL_NAME, toolsText, type Answer, type BridgeCase, type Frame } from './mcp-bridge-arbitraries.ts';
 
 /** Close codes the endpoint uses, and 1006 (the socket dropped: a frame over server.maxMessageBytes, or ended by us). */
@@ -44,9 +45,7 @@ interface Target {
   same: SdkBridge;
   other: SdkBridge;
   address: string;
-  crashes: unknown[];
-  /** Stops listening for uncaught exceptions. */
-  off: () => void;
+  health: HealthWatch;
   stats: { cases: number; refused: Map<number, number>; closes: Map<number | 'open', number>; joined: number; calls: number; reasons: Map<string, number> };
 }
 
@@ -70,20 +69,16 @@ function count<K>(m: Map<K, number>, k: K): void {
 const text = (r: { content: Array<{ type: string; text?: string }> }): string => r.content.map((c) => c.text ?? '').join('');
 
 async function startTarget(): Promise<Target> {
-  const crashes: unknown[] = [];
-  const onCrash = (err: unknown): void => void crashes.push(err);
-  process.on('uncaughtException', onCrash);
-  process.on('unhandledRejection', onCrash);
   const logs = createLogWatch();
+  const health = watchHealth(logs);
   const t = await startTestApp({
     createConversation: recordingConversation().factory,
     logs,
     config: { logging: { level: 'info' }, mcpEndpoint: { requestTimeoutMs: 300, callTimeoutMs: CALL_TIMEOUT_MS, pingIntervalMs: 0, maxConnectionsPerAddress: 64 } },
+  }).catch((err: unknown) => {
+    health.stop();
+    throw err;
   });
-  const off = (): void => {
-    process.off('uncaughtException', onCrash);
-    process.off('unhandledRejection', onCrash);
-  };
   try {
     for (const agent of ['fuzz', 'calm']) await t.app.store.agents.create(agent, {});
     const { token } = await t.app.store.mcpTokens.issue('fuzz');
@@ -102,12 +97,11 @@ async function startTarget(): Promise<Target> {
       same,
       other,
       address,
-      crashes,
-      off,
+      health,
       stats: { cases: 0, refused: new Map(), closes: new Map(), joined: 0, calls: 0, reasons: new Map() },
     };
   } catch (err) {
-    off();
+    health.stop();
     await t.close();
     throw err;
   }
@@ -260,11 +254,7 @@ async function assertOthersServe(target: Target): Promise<void> {
   assert.equal(text(same), 'same:hi');
   const other = await t.app.bridges.toolSource(() => 'calm').callTool('calm_echo', { x: 'hi' }, { signal: AbortSignal.timeout(5000) });
   assert.equal(text(other), 'other:hi');
-  if (target.crashes.length > 0) {
-    const err = target.crashes[0];
-    throw new Error(`uncaught exception or unhandled rejection: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-  }
-  assert.equal(target.logs.errorCount(), 0, `the server logged errors: ${JSON.stringify(target.logs.errors()).slice(0, 2000)}`);
+  target.health.assertHealthy('the well-behaved bridges checked');
 }
 
 function describe(target: Target, heap?: { before: number; after: number }): string {
@@ -304,6 +294,6 @@ export async function runMcpBridgeFuzz(opts: { seed: number; runs: number; timeL
     target.same.ws.terminate();
     target.other.ws.terminate();
     await target.t.close();
-    target.off();
+    target.health.stop();
   }
 }

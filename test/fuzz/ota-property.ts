@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { recordingConversation } from '../helpers/recording-conversation.ts';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
 import { createLogWatch, type LogWatch } from './log-watch.ts';
+import { watchHealth, type HealthWatch } from './health-watch.ts';
 import type { OtaCase } from './ota-arbitraries.ts';
 
 export type OtaAuthMode = 'open' | 'activation';
@@ -51,7 +52,7 @@ export interface OtaTarget {
   logs: LogWatch;
   /** Answers by status, cases run, the largest data directory seen, what was stored at the restart. */
   stats: { cases: number; statuses: Map<number, number>; maxDataDirBytes: number; storedBytes?: number };
-  crashes: unknown[];
+  health: HealthWatch;
   /** Stops the server, starts a new one on the same data directory (a restart), and checks it answers. */
   restart(): Promise<void>;
   close(): Promise<void>;
@@ -72,14 +73,9 @@ function configFor(mode: OtaAuthMode, dataDir: string): Record<string, unknown> 
 }
 
 export async function startOtaTarget(mode: OtaAuthMode): Promise<OtaTarget> {
-  const crashes: unknown[] = [];
-  const onCrash = (err: unknown): void => {
-    crashes.push(err);
-  };
-  process.on('uncaughtException', onCrash);
-  process.on('unhandledRejection', onCrash);
   const dataDir = mkdtempSync(join(tmpdir(), `ota-fuzz-${mode}-`));
   const logs = createLogWatch();
+  const health = watchHealth(logs);
   const start = (): Promise<TestApp> => startTestApp({ createConversation: recordingConversation().factory, config: configFor(mode, dataDir), logs });
   let app: TestApp;
   let emptyBytes = 0;
@@ -89,8 +85,7 @@ export async function startOtaTarget(mode: OtaAuthMode): Promise<OtaTarget> {
     emptyBytes = dirBytes(dataDir);
     app = await start();
   } catch (err) {
-    process.off('uncaughtException', onCrash);
-    process.off('unhandledRejection', onCrash);
+    health.stop();
     rmSync(dataDir, { recursive: true, force: true });
     throw err;
   }
@@ -100,7 +95,7 @@ export async function startOtaTarget(mode: OtaAuthMode): Promise<OtaTarget> {
     dataDir,
     logs,
     stats: { cases: 0, statuses: new Map(), maxDataDirBytes: 0 },
-    crashes,
+    health,
     async restart() {
       await target.app.close();
       const stored = dirBytes(dataDir);
@@ -114,8 +109,7 @@ export async function startOtaTarget(mode: OtaAuthMode): Promise<OtaTarget> {
       try {
         await target.app.close();
       } finally {
-        process.off('uncaughtException', onCrash);
-        process.off('unhandledRejection', onCrash);
+        health.stop();
         rmSync(dataDir, { recursive: true, force: true });
       }
     },
@@ -166,28 +160,11 @@ export function sendRaw(port: number, bytes: Buffer, opts: { from?: string; half
   });
 }
 
-/** Throws if anything crashed or logged an error since the last call. */
-function assertHealthy(t: OtaTarget, seen: { crashes: number; errors: number }, what: string): void {
-  if (t.crashes.length > seen.crashes) {
-    const err = t.crashes[seen.crashes];
-    seen.crashes = t.crashes.length;
-    throw new Error(`${what}: uncaught exception or unhandled rejection: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-  }
-  if (t.logs.errorCount() > seen.errors) {
-    const n = t.logs.errorCount() - seen.errors;
-    seen.errors = t.logs.errorCount();
-    throw new Error(`${what}: the server logged ${n} error line(s): ${JSON.stringify(t.logs.errors().slice(-n)).slice(0, 2000)}`);
-  }
-}
-
-const healthSeen = new WeakMap<OtaTarget, { crashes: number; errors: number }>();
 
 /** Measures the data directory every this many cases (a directory walk costs more than a request). */
 const MEASURE_EVERY = 25;
 
 export async function runOtaCase(t: OtaTarget, c: OtaCase): Promise<void> {
-  const seen = healthSeen.get(t) ?? { crashes: 0, errors: 0 };
-  healthSeen.set(t, seen);
   t.stats.cases++;
   const answer = await sendRaw(t.app.port, rawRequest(t.app.port, c));
   t.stats.statuses.set(answer.status, (t.stats.statuses.get(answer.status) ?? 0) + 1);
@@ -205,7 +182,7 @@ export async function runOtaCase(t: OtaTarget, c: OtaCase): Promise<void> {
     const parsed = JSON.parse(answer.body) as { websocket?: { url?: unknown } };
     assert.equal(typeof parsed.websocket?.url, 'string', `${what}: a 200 without the WebSocket URL`);
   }
-  assertHealthy(t, seen, what);
+  t.health.assertHealthy(what);
   if (t.stats.cases % MEASURE_EVERY === 0) assertDataBounded(t, what);
 }
 
@@ -217,5 +194,5 @@ export function assertDataBounded(t: OtaTarget, what: string): void {
 
 export function describeOtaStats(t: OtaTarget): string {
   const statuses = [...t.stats.statuses].sort(([a], [b]) => a - b).map(([s, n]) => `${s}×${n}`).join(' ');
-  return `${t.mode}: cases ${t.stats.cases}, answers ${statuses || 'none'}, crashes ${t.crashes.length}, error lines ${t.logs.errorCount()}, data dir max ${(t.stats.maxDataDirBytes / 1024).toFixed(1)} KB${t.stats.storedBytes !== undefined ? `, ${(t.stats.storedBytes / 1024).toFixed(1)} KB stored at the restart` : ''}`;
+  return `${t.mode}: cases ${t.stats.cases}, answers ${statuses || 'none'}, crashes ${t.health.crashes.length}, error lines ${t.logs.errorCount()}, data dir max ${(t.stats.maxDataDirBytes / 1024).toFixed(1)} KB${t.stats.storedBytes !== undefined ? `, ${(t.stats.storedBytes / 1024).toFixed(1)} KB stored at the restart` : ''}`;
 }

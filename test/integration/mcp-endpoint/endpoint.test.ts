@@ -208,12 +208,18 @@ describe('MCP endpoint', { timeout: 120_000 }, () => {
     });
     await waitFor(async () => (await names('kitchen')).includes('chatty_1'), { what: 'the first listing' });
     // Each notification after the last listing has answered (an instant bridge): 100 over 2 s.
+    const listedBefore = lists;
+    const started = performance.now();
     for (let i = 0; i < 100; i++) {
       b.send({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
       await new Promise((r) => setTimeout(r, 20));
     }
     await new Promise((r) => setTimeout(r, 1200));
-    assert.ok(lists >= 2 && lists <= 5, `listed ${lists} times for 100 notifications over about 2 s`);
+    // A loaded machine stretches the loop: the bound follows the time it really took (one listing a
+    // second, plus the one that may start at once), never the 100 a listing per round trip would be.
+    const seconds = (performance.now() - started) / 1000;
+    const during = lists - listedBefore;
+    assert.ok(during >= 1 && during <= Math.ceil(seconds) + 1, `listed ${during} times for 100 notifications over ${seconds.toFixed(1)} s`);
     assert.ok((await names('kitchen')).includes(`chatty_${lists}`), 'the last listing is the one offered');
     await b.close();
   });

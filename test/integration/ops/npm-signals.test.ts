@@ -16,7 +16,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { freePort } from './helpers/spawned-server.ts';
+import { freePort, jsonLogLines } from './helpers/spawned-server.ts';
 import { startFakeOpenAi, fakeText, type FakeOpenAi } from '../../fixtures/fake-openai.ts';
 import { DeviceSim } from '../../fixtures/device-sim.ts';
 import { sleep } from '../../helpers/wait.ts';
@@ -117,18 +117,7 @@ async function startNpm(dir: string, groups: number[], args: string[], settings:
     url,
     wsUrl: `ws://127.0.0.1:${port}/xiaozhi/v1/`,
     output: () => output,
-    logLines: (msg) =>
-      output
-        .split('\n')
-        .filter((l) => l.startsWith('{'))
-        .flatMap((l) => {
-          try {
-            return [JSON.parse(l) as Record<string, unknown>];
-          } catch {
-            return [];
-          }
-        })
-        .filter((j) => j.msg === msg),
+    logLines: (msg) => jsonLogLines(output, msg),
     exited,
   };
 }

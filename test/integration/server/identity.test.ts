@@ -17,6 +17,8 @@ import { createLogger } from '../../../server/logger.ts';
 import { createLogSink } from '../../helpers/log-sink.ts';
 import { listenOnLoopback } from '../../helpers/listen.ts';
 import { postTo as post, upgradeTo as upgrade } from '../../helpers/http-probe.ts';
+import { openStore } from '../../../store/store.ts';
+import { silentLogger } from '../../../core/logger.ts';
 
 const FIRMWARE = { 'Content-Type': 'application/json', 'Activation-Version': '1' };
 
@@ -243,6 +245,30 @@ describe('activation mode', () => {
     assert.equal(ok.status, 200, ok.body);
     assert.equal((JSON.parse(ok.body) as { activation?: { challenge: string } }).activation?.challenge, 'a0:b1:c2:d3:e4:f8');
     assert.ok((await t.app.devices?.list())?.pending.some((p) => p.deviceId === 'a0:b1:c2:d3:e4:f8' && p.clientId === 'third-party-client'));
+  });
+});
+
+describe('activation mode with allowedDevices', () => {
+  test('a device bound by another process (the devices CLI) but not in allowedDevices stays refused while this server\'s cache has not heard of the bind', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'identity-allowed-'));
+    const t = await startTestApp({
+      createConversation: recordingConversation().factory,
+      config: { store: { url: 'sqlite:xiaozhi.db' }, server: { dataDir: dir, auth: { mode: 'activation', allowedDevices: ['a0:b1:c2:d3:e4:aa'] } } },
+    });
+    // The operator's command: its own connection to the same database, no change feed.
+    const cli = await openStore({ url: 'sqlite:xiaozhi.db', dataDir: dir, secret: '', codeTtlMs: 600_000, pendingPerSource: 3, replica: 'cli', log: silentLogger, watch: false });
+    try {
+      const stranger = { 'Device-Id': 'a0:b1:c2:d3:e4:bb', 'Client-Id': '6f1c1d2e-1111-4222-8333-4444555500bb' };
+      const body = JSON.parse((await post(t.port, '/xiaozhi/ota/', { ...FIRMWARE, ...stranger })).body) as { websocket: { token?: string }; activation?: { code: string } };
+      assert.ok((await cli.registry.bind(body.activation?.code ?? '')).ok);
+      const dev = new DeviceSim({ url: t.wsUrl, deviceId: stranger['Device-Id'], clientId: stranger['Client-Id'], token: body.websocket.token ?? '' });
+      await assert.rejects(dev.opened, /HTTP 401/, 'the database\'s binding does not lift the allowedDevices list');
+      dev.close();
+    } finally {
+      await cli.close();
+      await t.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -12,7 +12,9 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createOpusCodec } from '../../../audio/opus/codec.ts';
-import { silentLogger } from '../../../core/logger.ts';
+import { silentLogger, type Logger } from '../../../core/logger.ts';
+import { createLogger } from '../../../server/logger.ts';
+import { createLogSink } from '../../helpers/log-sink.ts';
 import { openStore, type Store } from '../../../store/store.ts';
 import { SessionRegistry } from '../../../voice/session/registry.ts';
 import { startMqttTransport, type MqttTransport } from '../../../server/mqtt/transport.ts';
@@ -41,6 +43,10 @@ interface RigOptions {
   maxPendingPerAddress?: number;
   connectDeadlines?: { normalMs: number; pressuredMs: number };
   connectRate?: { perSecond: number; burst: number };
+  /** The cache's and the database's view of the bindings, when they differ from the store's cache (a bind made by another process). */
+  binding?: (deviceId: string, clientId: string) => { generation: number } | undefined;
+  storedBinding?: (deviceId: string, clientId: string) => Promise<{ generation: number } | undefined>;
+  log?: Logger;
 }
 
 async function startRig(store: Store, mode: AuthMode, opts: RigOptions = {}): Promise<Rig> {
@@ -58,10 +64,16 @@ async function startRig(store: Store, mode: AuthMode, opts: RigOptions = {}): Pr
       ...(opts.maxPendingPerAddress ? { maxPendingPerAddress: opts.maxPendingPerAddress } : {}),
       ...(opts.tls ? { tlsCert: opts.tls.cert, tlsKey: opts.tls.key } : {}),
     }),
-    log: silentLogger,
+    log: opts.log ?? silentLogger,
     registry,
     createConversation: rec.factory,
-    auth: { mode, allowedDevices: [], secret: () => store.registry.secret(), binding: (d, c) => store.registry.binding(d, c) },
+    auth: {
+      mode,
+      allowedDevices: [],
+      secret: () => store.registry.secret(),
+      binding: opts.binding ?? ((d, c) => store.registry.binding(d, c)),
+      ...(opts.storedBinding ? { storedBinding: opts.storedBinding } : {}),
+    },
     devices: store.registry,
     onSessionOpened: (s) => opened.push(s.sessionId),
     address: { trustProxy: [], ipv6PrefixLength: 64 },
@@ -521,6 +533,36 @@ describe('MQTT+UDP transport', () => {
       }
     } finally {
       for (const s of strangers) s.destroy();
+      await rig.transport.close();
+    }
+  });
+
+  test('a connection that its CONNECT deadline closed while the database checked its password is not reported as over the connections per address', async () => {
+    const code = await store.registry.pendingCode('a0:00:00:00:00:1e', 'client-30', '127.0.0.2');
+    assert.ok(code);
+    const bound = await store.registry.bind(code.code);
+    assert.ok(bound.ok);
+    const sink = createLogSink();
+    let asked = 0;
+    const rig = await startRig(store, 'activation', {
+      log: createLogger({ level: 'info', logContent: false, destination: sink.stream }),
+      // The cache has not heard of the bind; the database answers after the deadline.
+      binding: () => undefined,
+      storedBinding: async (d, c) => {
+        asked++;
+        await sleep(600);
+        return store.registry.binding(d, c);
+      },
+      connectDeadlines: { normalMs: 150, pressuredMs: 150 },
+    });
+    try {
+      await assert.rejects(MqttUdpClient.connect(rig.section('a0:00:00:00:00:1e', 'client-30', bound.device.generation), {}, { connectTimeout: 3000, reconnectPeriod: 0 }));
+      await waitFor(() => asked === 1, { what: 'the database to be asked' });
+      await sleep(900);
+      assert.equal(sink.find('MQTT connection closed: no CONNECT in time').length, 1, 'the deadline closed it');
+      const refusals = sink.find('MQTT connection refused').map((l) => l.reason);
+      assert.deepEqual(refusals, [], 'nothing else is said of a connection already closed');
+    } finally {
       await rig.transport.close();
     }
   });

@@ -58,6 +58,21 @@ export function nonJsonLines(text: string): string[] {
     });
 }
 
+/** The JSON log lines of `text` (a process's output) whose `msg` equals `msg`. */
+export function jsonLogLines(text: string, msg: string): Array<Record<string, unknown>> {
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .flatMap((l) => {
+      try {
+        return [JSON.parse(l) as Record<string, unknown>];
+      } catch {
+        return [];
+      }
+    })
+    .filter((j) => j.msg === msg);
+}
+
 /** A free TCP port on 127.0.0.1 (closed again before returning). */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -142,18 +157,7 @@ export async function spawnServer(opts: SpawnServerOptions): Promise<SpawnedServ
     exited,
     output: () => out,
     stdout: () => stdout,
-    logLines: (msg) =>
-      out
-        .split('\n')
-        .filter((l) => l.startsWith('{'))
-        .flatMap((l) => {
-          try {
-            return [JSON.parse(l) as Record<string, unknown>];
-          } catch {
-            return [];
-          }
-        })
-        .filter((j) => j.msg === msg),
+    logLines: (msg) => jsonLogLines(out, msg),
     descendants,
     kill,
   };
