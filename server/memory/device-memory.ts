@@ -157,9 +157,10 @@ export class DeviceMemory {
   /** Reads what a session of the pair with `agent` gets back. */
   async load(pair: DevicePair, agent: string): Promise<Loaded> {
     const { historyTurns, historyChars } = this.#o.settings;
-    // Turns still queued (the device's last session ended a moment ago) are stored first: a quick
-    // reconnect must find them.
-    await this.#batcher.flush();
+    // Turns of this pair still queued (its last session ended a moment ago) are stored first: a
+    // quick reconnect must find them. Only then: a burst of hellos must not each force a write.
+    const key = pairKey(pair.deviceId, pair.clientId);
+    if (this.#batcher.holds((t) => pairKey(t.deviceId, t.clientId) === key)) await this.#batcher.flush();
     const [rows, facts, summary] = await Promise.all([
       this.#o.store.recentTurns(pair, agent, historyTurns * ROWS_PER_TURN),
       this.#o.store.facts(pair, agent),
