@@ -46,8 +46,12 @@ export function deferredWrites(writer: Writer, log: Logger, flushMs: number = DE
     log,
     what: 'device records and live sessions',
     flushMs,
-    // One transaction holds the event loop while SQLite runs it: a few ms at most.
-    maxBatch: 500,
+    // One transaction holds the event loop while SQLite runs it: 100 rows are a few ms; the
+    // batcher lets the loop turn between transactions.
+    maxBatch: 100,
+    // A burst is written at its tick (a device's OTA and its hello coalesce); only a very long
+    // queue is written before.
+    flushAt: 2000,
     keyOf,
     merge,
   });

@@ -17,7 +17,10 @@ export interface WriteBatcherOptions<T> {
   /** What the items are, for log lines ("turns", "device records"). */
   what: string;
   flushMs?: number;
+  /** Items written in one transaction at most. */
   maxBatch?: number;
+  /** Queued items that start a write before the tick (default `maxBatch`). */
+  flushAt?: number;
   maxQueued?: number;
   /** Items of one key replace each other while queued (unset: every item is kept). */
   keyOf?: (item: T) => string;
@@ -44,7 +47,7 @@ export class WriteBatcher<T> implements WriteQueue<T> {
   readonly #waiters: Array<() => void> = [];
 
   constructor(opts: WriteBatcherOptions<T>) {
-    this.#o = { flushMs: 250, maxBatch: 200, maxQueued: 10_000, merge: (_older, newer) => newer, ...opts, keyOf: opts.keyOf };
+    this.#o = { flushMs: 250, maxBatch: 200, flushAt: opts.maxBatch ?? 200, maxQueued: 10_000, merge: (_older, newer) => newer, ...opts, keyOf: opts.keyOf };
   }
 
   get size(): number {
@@ -69,7 +72,7 @@ export class WriteBatcher<T> implements WriteQueue<T> {
       this.#o.log.warn({ dropped }, `store: ${this.#o.what} waiting for the database past the limit; the oldest were dropped`);
     }
     // After close (a session ending past the shutdown's flush) the write goes at once.
-    if (this.#closed || this.#queue.size >= this.#o.maxBatch) void this.flush();
+    if (this.#closed || this.#queue.size >= this.#o.flushAt) void this.flush();
     else this.#arm(this.#o.flushMs);
   }
 
@@ -119,7 +122,11 @@ export class WriteBatcher<T> implements WriteQueue<T> {
   }
 
   async #drain(): Promise<void> {
+    let first = true;
     while (this.#queue.size > 0) {
+      // Between batches the loop turns (sockets, timers): a long queue is many short holds, not one.
+      if (!first) await new Promise<void>((resolve) => setImmediate(resolve));
+      first = false;
       const batch: Array<[string, T]> = [];
       for (const entry of this.#queue) {
         if (batch.length >= this.#o.maxBatch) break;
