@@ -251,7 +251,9 @@ function mqttOta(deps: AppDeps, store: Store, mode: ReturnType<typeof resolveAut
 /**
  * Each session in the store: the device's record (first and last seen, also for a device that
  * never asked OTA) and a live-session row (the admin API's "who is online", across replicas).
- * Off the session's path: a database that is down costs a warning, never the session.
+ * Off the session's path: both are queued and stored with the store's next batch
+ * (store/deferred-writes.ts), so nothing here runs a statement; a database that is down costs an
+ * error line per batch, never the session.
  */
 export function recordSessions(store: Store, config: Config, log: Logger): NonNullable<WsRouteOptions['onSessionOpened']> {
   const defaultAgent = config.defaultAgent ?? config.agents[0]?.name ?? null;
@@ -269,8 +271,8 @@ export function recordSessions(store: Store, config: Config, log: Logger): NonNu
       replica: store.replica,
       since: new Date().toISOString(),
     };
-    // The row is removed after it was added, even when the session ends first.
-    const added = store.sessions.add(row).catch(failed('record the live session'));
-    ended.addEventListener('abort', () => void added.then(() => store.sessions.remove(sessionId)).catch(failed('remove the live session')), { once: true });
+    // Both are queued (one store write per tick for every session); the removal replaces an add still queued.
+    store.sessions.add(row).catch(failed('record the live session'));
+    ended.addEventListener('abort', () => void store.sessions.remove(sessionId).catch(failed('remove the live session')), { once: true });
   };
 }

@@ -8,11 +8,13 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
-import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import { Kysely, PostgresDialect } from 'kysely';
 import type { Logger } from '../core/logger.ts';
 import { redactUrl } from '../core/redact-url.ts';
 import type { Database } from './schema.ts';
 import type { Dialect } from './migrations.ts';
+import { cachingStatements } from './statement-cache.ts';
+import { QueuedSqliteDialect } from './sqlite-dialect.ts';
 
 /** Any store failure worth a clear message (bad URL, unreachable database). */
 export class StoreError extends Error {
@@ -92,7 +94,7 @@ export async function connect(url: string, dataDir: string, log: Logger, opts: {
       handle?.close();
       throw new StoreError(`store.url ${url}: cannot open the database file ${file}: ${(err as Error).message}`, { cause: err });
     }
-    return { dialect, db: new Kysely<Database>({ dialect: new SqliteDialect({ database: handle }) }), sqlite: { file, handle } };
+    return { dialect, db: new Kysely<Database>({ dialect: new QueuedSqliteDialect({ database: cachingStatements(handle) }) }), sqlite: { file, handle } };
   }
   const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30_000 });
   watchPoolClients(pool, url, log);

@@ -11,6 +11,7 @@ import type { Database, DevicesTable } from './schema.ts';
 import type { DeviceRecord } from './types.ts';
 import type { CacheState } from './store-cache.ts';
 import type { Writer } from './writer.ts';
+import type { WriteQueue } from './write-batcher.ts';
 
 export const MAX_RECORDS = 10_000;
 /** Longest board name, firmware version or alias stored. */
@@ -19,9 +20,23 @@ export const MAX_LABEL_CHARS = 100;
 export interface DeviceRecords {
   list(): Promise<DeviceRecord[]>;
   get(deviceId: string): Promise<DeviceRecord | undefined>;
-  /** Upsert from OTA or a session: first seen kept, last seen bumped; board/firmware when given. Bounded. */
+  /**
+   * Upsert from OTA or a session: first seen kept, last seen bumped; board/firmware when given.
+   * Bounded. Queued, stored with the next tick's batch: the promise resolves once that was
+   * attempted (the hot path does not wait for it).
+   */
   seen(r: { deviceId: string; clientId: string; board?: string | null; firmware?: string | null }): Promise<void>;
   update(deviceId: string, patch: { agent?: string | null; alias?: string | null }): Promise<DeviceRecord | undefined>;
+}
+
+/** A device seen, queued for the next batch (`deferred-writes.ts`). */
+export interface SeenWrite {
+  kind: 'seen';
+  deviceId: string;
+  clientId: string;
+  at: string;
+  board?: string | null;
+  firmware?: string | null;
 }
 
 export function recordFromRow(row: DevicesTable): DeviceRecord {
@@ -33,15 +48,19 @@ const label = (v: string | null | undefined): string | null | undefined => (type
 export class StoreDeviceRecords implements DeviceRecords {
   readonly #w: Writer;
   readonly #cache: CacheState;
+  readonly #deferred: WriteQueue<SeenWrite>;
   readonly #now: () => number;
 
-  constructor(writer: Writer, cache: CacheState, now: () => number = Date.now) {
+  constructor(writer: Writer, cache: CacheState, deferred: WriteQueue<SeenWrite>, now: () => number = Date.now) {
     this.#w = writer;
     this.#cache = cache;
+    this.#deferred = deferred;
     this.#now = now;
   }
 
   async list(): Promise<DeviceRecord[]> {
+    // The admin's view: what this process saw a moment ago is in it.
+    await this.#deferred.flush();
     const rows = await this.#w.db.selectFrom('devices').selectAll().orderBy('last_seen', 'desc').orderBy('device_id').execute();
     return rows.map(recordFromRow);
   }
@@ -49,37 +68,33 @@ export class StoreDeviceRecords implements DeviceRecords {
   async get(rawDeviceId: string): Promise<DeviceRecord | undefined> {
     const id = DeviceIdSchema.safeParse(rawDeviceId);
     if (!id.success) return undefined;
+    // Asked by the admin API and `say` (not the hot path): a device seen a moment ago is known.
+    await this.#deferred.flush();
     const row = await this.#w.db.selectFrom('devices').selectAll().where('device_id', '=', id.data).executeTakeFirst();
     return row ? recordFromRow(row) : undefined;
   }
 
-  async seen(r: { deviceId: string; clientId: string; board?: string | null; firmware?: string | null }): Promise<void> {
+  seen(r: { deviceId: string; clientId: string; board?: string | null; firmware?: string | null }): Promise<void> {
     const d = DeviceIdSchema.safeParse(r.deviceId);
     const c = ClientIdSchema.safeParse(r.clientId);
-    if (!d.success || !c.success) return;
+    if (!d.success || !c.success) return Promise.resolve();
     const deviceId = d.data;
     const clientId = c.data;
     // Someone else claiming a bound MAC: the bound device's record stays as it is.
     const bound = this.#cache.bindingsOf(deviceId);
-    if (bound.length > 0 && !bound.some((b) => b.clientId === clientId)) return;
+    if (bound.length > 0 && !bound.some((b) => b.clientId === clientId)) return Promise.resolve();
     const at = new Date(this.#now()).toISOString();
-    const patch = {
-      client_id: clientId,
-      last_seen: at,
-      ...(r.board !== undefined ? { board: label(r.board) ?? null } : {}),
-      ...(r.firmware !== undefined ? { firmware: label(r.firmware) ?? null } : {}),
-    };
-    const db = this.#w.db;
-    const updated = await db.updateTable('devices').set(patch).where('device_id', '=', deviceId).executeTakeFirst();
-    if (Number(updated.numUpdatedRows) > 0) return;
-    await this.#w.write(async (trx) => {
-      if (!(await makeRoom(trx))) return;
-      await trx
-        .insertInto('devices')
-        .values({ device_id: deviceId, alias: null, agent: null, board: null, firmware: null, first_seen: at, ...patch })
-        .onConflict((oc) => oc.column('device_id').doUpdateSet(patch))
-        .execute();
-    });
+    this.#deferred.add([
+      {
+        kind: 'seen',
+        deviceId,
+        clientId,
+        at,
+        ...(r.board !== undefined ? { board: label(r.board) ?? null } : {}),
+        ...(r.firmware !== undefined ? { firmware: label(r.firmware) ?? null } : {}),
+      },
+    ]);
+    return this.#deferred.settled();
   }
 
   async update(rawDeviceId: string, patch: { agent?: string | null; alias?: string | null }): Promise<DeviceRecord | undefined> {
@@ -98,6 +113,24 @@ export class StoreDeviceRecords implements DeviceRecords {
     });
     return found ? this.get(deviceId) : undefined;
   }
+}
+
+/** Stores one queued sighting inside the batch's transaction. */
+export async function writeSeen(trx: Kysely<Database>, w: SeenWrite): Promise<void> {
+  const patch = {
+    client_id: w.clientId,
+    last_seen: w.at,
+    ...(w.board !== undefined ? { board: w.board } : {}),
+    ...(w.firmware !== undefined ? { firmware: w.firmware } : {}),
+  };
+  const updated = await trx.updateTable('devices').set(patch).where('device_id', '=', w.deviceId).executeTakeFirst();
+  if (Number(updated.numUpdatedRows) > 0) return;
+  if (!(await makeRoom(trx))) return;
+  await trx
+    .insertInto('devices')
+    .values({ device_id: w.deviceId, alias: null, agent: null, board: null, firmware: null, first_seen: w.at, ...patch })
+    .onConflict((oc) => oc.column('device_id').doUpdateSet(patch))
+    .execute();
 }
 
 /** Room for one more record: false when the table is full of named devices. */

@@ -20,6 +20,7 @@ import type { ChangeFeed } from './change-feed.ts';
 import { SqliteChangeFeed } from './sqlite-feed.ts';
 import { PostgresChangeFeed } from './postgres-feed.ts';
 import { Writer } from './writer.ts';
+import { deferredWrites } from './deferred-writes.ts';
 import { StoreDeviceRegistry } from './registry.ts';
 import { StoreDeviceRecords, type DeviceRecords } from './device-records.ts';
 import { StoreAgents, type Agents } from './agents.ts';
@@ -91,6 +92,8 @@ export interface OpenStoreOptions {
   create?: boolean;
   /** The clock codes expire and records are stamped by (tests). */
   now?: () => number;
+  /** How often device records and live sessions queued by the hot path are stored (ms); default 1000. */
+  writeFlushMs?: number;
 }
 
 /** hostname:pid, what a replica is called by default. */
@@ -105,6 +108,7 @@ export async function openStore(opts: OpenStoreOptions): Promise<Store> {
   const where = conn.sqlite ? `sqlite:${conn.sqlite.file}` : redactUrl(opts.url);
   const timers: NodeJS.Timeout[] = [];
   let feed: ChangeFeed | undefined;
+  let deferred: ReturnType<typeof deferredWrites> | undefined;
   const watch = opts.watch !== false;
   try {
     if (opts.create === false && !(await db.introspection.getTables()).some((t) => t.name === 'schema_migrations')) {
@@ -128,9 +132,10 @@ export async function openStore(opts: OpenStoreOptions): Promise<Store> {
     const writer = new Writer(db, dialect, feed, cache);
     const now = opts.now ?? Date.now;
     const registry = new StoreDeviceRegistry({ writer, cache, secret, codeTtlMs: opts.codeTtlMs, pendingPerSource: opts.pendingPerSource, now });
-    const devices = new StoreDeviceRecords(writer, cache, now);
+    deferred = deferredWrites(writer, log, opts.writeFlushMs);
+    const devices = new StoreDeviceRecords(writer, cache, deferred, now);
     const agents = new StoreAgents(writer, now);
-    const live = new StoreLiveSessions(db, opts.replica, now);
+    const live = new StoreLiveSessions(db, opts.replica, deferred, now);
     const memory = new StoreDeviceMemory(writer, now);
     if (watch) {
       await feed.start({
@@ -145,6 +150,7 @@ export async function openStore(opts: OpenStoreOptions): Promise<Store> {
     }
     let closing: Promise<void> | undefined;
     const openFeed = feed;
+    const queued = deferred;
     return {
       dialect,
       registry,
@@ -163,6 +169,8 @@ export async function openStore(opts: OpenStoreOptions): Promise<Store> {
       close: () => {
         closing ??= (async () => {
           for (const t of timers) clearInterval(t);
+          // A clean stop stores what the hot path queued (last seen, sessions) before anything closes.
+          await queued.close();
           await openFeed.close();
           if (watch) await live.clear().catch((err: unknown) => log.warn({ err: (err as Error).message }, 'store: could not clear this replica\'s sessions'));
           await db.destroy();
@@ -172,6 +180,7 @@ export async function openStore(opts: OpenStoreOptions): Promise<Store> {
     };
   } catch (err) {
     for (const t of timers) clearInterval(t);
+    await deferred?.close().catch(() => undefined);
     await feed?.close().catch(() => undefined);
     await db.destroy().catch(() => undefined);
     throw err;

@@ -122,12 +122,11 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
     };
     if (opts.mode === 'open') response.websocket.token = '';
     if (opts.records && deviceId && clientId) {
-      try {
-        await opts.records.seen({ deviceId, clientId, board: device.board?.type ?? null, firmware: device.application?.version ?? null });
-      } catch (err) {
-        // The record is a convenience: a database that is away must not stop a device's boot.
+      // Queued with the store's next batch (a boot never waits for it); the record is a
+      // convenience: a database that is away must not stop a device's boot.
+      opts.records.seen({ deviceId, clientId, board: device.board?.type ?? null, firmware: device.application?.version ?? null }).catch((err: unknown) => {
         request.log.error({ err: (err as Error).message }, 'OTA: recording the device failed');
-      }
+      });
     }
     let generation: number | undefined;
     if (opts.mode === 'activation' && opts.devices) {

@@ -11,14 +11,14 @@ import { linkedScope } from '../../core/abort.ts';
 import type { Logger } from '../../core/logger.ts';
 import type { ChatMessage, LlmClient } from '../../llm/types.ts';
 import type { MemoryToolTarget } from '../../mcp/local-tools/memory-tools.ts';
-import type { DeviceMemoryStore } from '../../store/memory.ts';
+import type { DeviceMemoryStore, NewTurn } from '../../store/memory.ts';
+import { WriteBatcher } from '../../store/write-batcher.ts';
 import { pairKey, type DevicePair } from '../../store/pair-key.ts';
 import type { StoreChange } from '../../store/types.ts';
 import type { SessionInfo } from '../../voice/session/conversation.ts';
 import type { MemoryMode, SessionMemory } from '../../voice/conversation/session-memory.ts';
 import { memoryBlock } from './memory-block.ts';
 import { messagesOfRows, rowsOfTurn } from './turn-rows.ts';
-import { TurnBatcher } from './turn-batcher.ts';
 import { foldIntoSummary } from './summarizer.ts';
 
 export interface MemorySettings {
@@ -66,7 +66,7 @@ interface Loaded {
 export class DeviceMemory {
   readonly #o: DeviceMemoryOptions;
   readonly #log: Logger;
-  readonly #batcher: TurnBatcher;
+  readonly #batcher: WriteBatcher<NewTurn>;
   readonly #targets = new WeakMap<SessionMemory, MemoryToolTarget>();
   /** Identity pairs and agents whose summary is due; retried every `summaryRetryMs`. */
   readonly #due = new Map<string, { pair: DevicePair; agent: string }>();
@@ -81,7 +81,7 @@ export class DeviceMemory {
   constructor(opts: DeviceMemoryOptions) {
     this.#o = opts;
     this.#log = opts.log.child({ part: 'memory' });
-    this.#batcher = new TurnBatcher({ write: (rows) => opts.store.addTurns(rows), log: this.#log });
+    this.#batcher = new WriteBatcher<NewTurn>({ write: (rows) => opts.store.addTurns(rows), log: this.#log, what: 'turns' });
     const every = opts.pruneEveryMs ?? 3_600_000;
     const first = setTimeout(() => void this.prune(), Math.min(every, 60_000));
     const repeat = setInterval(() => void this.prune(), every);
@@ -146,7 +146,7 @@ export class DeviceMemory {
     return this.#closed;
   }
 
-  get batcher(): TurnBatcher {
+  get batcher(): WriteBatcher<NewTurn> {
     return this.#batcher;
   }
 
@@ -157,9 +157,10 @@ export class DeviceMemory {
   /** Reads what a session of the pair with `agent` gets back. */
   async load(pair: DevicePair, agent: string): Promise<Loaded> {
     const { historyTurns, historyChars } = this.#o.settings;
-    // Turns still queued (the device's last session ended a moment ago) are stored first: a quick
-    // reconnect must find them.
-    await this.#batcher.flush();
+    // Turns of this pair still queued (its last session ended a moment ago) are stored first: a
+    // quick reconnect must find them. Only then: a burst of hellos must not each force a write.
+    const key = pairKey(pair.deviceId, pair.clientId);
+    if (this.#batcher.holds((t) => pairKey(t.deviceId, t.clientId) === key)) await this.#batcher.flush();
     const [rows, facts, summary] = await Promise.all([
       this.#o.store.recentTurns(pair, agent, historyTurns * ROWS_PER_TURN),
       this.#o.store.facts(pair, agent),
@@ -235,8 +236,7 @@ export class DeviceMemory {
     this.#closed = true;
     this.#unsubscribe();
     for (const t of this.#timers) clearTimeout(t);
-    await this.#batcher.flush();
-    this.#batcher.close();
+    await this.#batcher.close();
     this.#abort.abort();
     await Promise.allSettled([...this.#running.values()]);
   }

@@ -12,6 +12,9 @@ const BENCHES: Record<string, () => Promise<BenchModule>> = {
   voice: () => import('./voice.ts'),
   llm: () => import('./llm.ts'),
   media: () => import('./media.ts'),
+  redaction: () => import('./redaction.ts'),
+  store: () => import('./store.ts'),
+  'turn-start': () => import('./turn-start.ts'),
 };
 
 const only = process.argv.slice(2);

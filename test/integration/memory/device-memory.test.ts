@@ -94,6 +94,37 @@ describe('device memory on the server', () => {
     }
   });
 
+  test('a burst of hellos of other pairs does not force the queued turns out: they are stored in one batch', async () => {
+    const store = await open(await target.fresh());
+    const writes: number[] = [];
+    const counting = new Proxy(store.memory, {
+      get(t, prop, receiver) {
+        const v: unknown = Reflect.get(t, prop, receiver);
+        if (typeof v !== 'function') return v;
+        const fn = v as (...a: unknown[]) => unknown;
+        return prop === 'addTurns' ? (rows: unknown[]) => (writes.push(rows.length), fn.call(t, rows)) : fn.bind(t);
+      },
+    });
+    const memory = new DeviceMemory({ store: counting, settings: { ...settings, historyTurns: 5 }, agentOf: () => ({ agent: 'home', llm: new ScriptedLlm() }), log: silentLogger });
+    try {
+      const talking = memory.forSession(info);
+      assert.ok(talking);
+      await talking.use('home', 'history');
+      talking.record([{ role: 'user', content: 'my name is Ann' }, { role: 'assistant', content: 'Hello Ann.' }]);
+      // 50 other devices say hello while Ann's turn waits for its batch.
+      const others = Array.from({ length: 50 }, (_, i) => memory.forSession({ deviceId: `a9:00:00:00:00:${String(i).padStart(2, '0')}`, clientId: `c-${i}` } as unknown as SessionInfo));
+      await Promise.all(others.map((o) => o?.use('home', 'history')));
+      assert.deepEqual(writes, [], 'no hello of another pair wrote the queued turn');
+      talking.close();
+      await memory.settle();
+      assert.deepEqual(writes, [2], 'one batch');
+      for (const o of others) o?.close();
+    } finally {
+      await memory.close();
+      await store.close();
+    }
+  });
+
   test('a database that hangs on the read does not hold the turn: past readTimeoutMs it answers without memory, and a later turn gets it', { timeout: 20_000 }, async () => {
     const store = await open(await target.fresh());
     await store.memory.addTurns([{ ...PAIR, agent: 'home', role: 'user', text: 'my name is Ann' }, { ...PAIR, agent: 'home', role: 'assistant', text: 'Hello Ann.' }]);

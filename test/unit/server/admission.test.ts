@@ -47,3 +47,36 @@ test('disabled signals, a missing or throwing load source, and close() never ref
   assert.equal(closed.check().ok, true);
   assert.equal(closed.eventLoopDelayMs(), 0);
 });
+
+/** Holds the main thread for `ms` (what a synchronous burst of work does to the event loop). */
+function stall(ms: number): void {
+  const end = performance.now() + ms;
+  while (performance.now() < end) {
+    // busy
+  }
+}
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+test('event-loop delay: one stall (one window) refuses nobody; a stall in two windows running does', async () => {
+  const a = new AdmissionControl({ maxEventLoopDelayMs: 150, maxMediaQueue: 0, windowMs: 300 });
+  try {
+    await sleep(700);
+    stall(500);
+    // Checked through the next three windows: the stalled one is never judged alone.
+    for (let i = 0; i < 6; i++) {
+      assert.equal(a.check().ok, true, `a single stall refused a device (windows judged ${a.eventLoopDelayMs()} ms)`);
+      await sleep(150);
+    }
+    // A loop that stalls window after window is refused.
+    let refused = false;
+    for (let i = 0; i < 8 && !refused; i++) {
+      stall(400);
+      // A breath between stalls: the delay monitor samples only when its own timer gets to run.
+      await sleep(200);
+      refused = !a.check().ok;
+    }
+    assert.equal(refused, true, 'stalls in consecutive windows refuse');
+  } finally {
+    a.close();
+  }
+});
