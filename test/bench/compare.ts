@@ -94,7 +94,9 @@ class Comparison {
     const args = ['--import', 'tsx', 'test/bench/simulate.ts', '--devices', o.devices.join(','), '--turns', String(o.turns), '--stagger-ms', String(o.staggerMs), '--json', jsonFile, ...o.simulatorArgs];
     console.log(`[${side.label} run ${n}] node ${args.join(' ')}  (in ${side.dir})`);
     const log = createWriteStream(`${base}.log`);
-    const child = spawn(process.execPath, args, { cwd: side.dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    // Its own process group: Ctrl-C reaches the simulator once, through stopChild(), not also
+    // from the terminal (a second signal makes it exit at once instead of stopping its server).
+    const child = spawn(process.execPath, args, { cwd: side.dir, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     this.child = child;
     const prefix = `[${side.label} run ${n}] `;
     let tail = '';
@@ -168,14 +170,24 @@ async function main(): Promise<void> {
     return;
   }
   const cmp = new Comparison(opts);
-  process.on('exit', () => cmp.cleanup());
+  process.on('exit', () => {
+    // Exiting without having stopped it (a second Ctrl-C): the simulator's own exit hook kills its server.
+    if (cmp.child?.exitCode === null) cmp.child.kill('SIGTERM');
+    cmp.cleanup();
+  });
   let signals = 0;
   const onSignal = (sig: NodeJS.Signals): void => {
     signals++;
-    console.error(`simulate:compare: ${sig}: stopping the running simulator, then removing the worktrees`);
     cmp.stopping = true;
-    if (signals > 1) process.exit(130);
-    void cmp.stopChild().then(() => process.exit(130));
+    if (signals === 1) {
+      console.error(`simulate:compare: ${sig}: stopping the running simulator, then removing the worktrees (again: the simulator exits at once)`);
+      void cmp.stopChild().then(() => process.exit(130));
+      return;
+    }
+    // The simulator's second signal: it exits at once, its exit hook killing its server and fakes;
+    // this process still waits for it (stopChild) before removing the worktrees.
+    cmp.child?.kill(signals === 2 ? 'SIGTERM' : 'SIGKILL');
+    if (signals > 2) process.exit(130);
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
