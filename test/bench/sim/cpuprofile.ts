@@ -83,8 +83,23 @@ export function shortUrl(url: string): string {
   return m ? (m[1] as string) : url.replace(/^file:\/\//, '');
 }
 
-/** Summarizes one or more profiles (e.g. all media workers' together); throws a readable error on a file that is not one. */
-export function summarize(texts: readonly string[]): ProfileSummary {
+/** A time window of the profiles, ms from `originUs` (a profile's startTime: all threads of a process share the clock). */
+export interface ProfileWindow {
+  originUs: number;
+  fromMs: number;
+  toMs: number;
+}
+
+/** The earliest startTime of the profiles (µs), for a window common to all threads. */
+export function earliestStart(texts: readonly string[]): number {
+  return Math.min(...texts.map((t) => profileSchema.parse(JSON.parse(t)).startTime));
+}
+
+/**
+ * Summarizes one or more profiles (e.g. all media workers' together), optionally only the samples
+ * within `window`; throws a readable error on a file that is not one.
+ */
+export function summarize(texts: readonly string[], window?: ProfileWindow): ProfileSummary {
   const parts = new Map<string, number>();
   const fns = new Map<string, FunctionTime>();
   let wallMs = 0;
@@ -95,7 +110,9 @@ export function summarize(texts: readonly string[]): ProfileSummary {
     const r = profileSchema.safeParse(JSON.parse(text));
     if (!r.success) throw new Error(`not a .cpuprofile: ${r.error.issues[0]?.message ?? 'unknown'}`);
     const p = r.data;
-    wallMs += (p.endTime - p.startTime) / 1000;
+    const t0 = p.startTime;
+    const inWindow = (atMs: number): boolean => !window || (atMs + (t0 - window.originUs) / 1000 >= window.fromMs && atMs + (t0 - window.originUs) / 1000 < window.toMs);
+    wallMs += window ? Math.max(0, Math.min(window.toMs, (p.endTime - window.originUs) / 1000) - Math.max(window.fromMs, (t0 - window.originUs) / 1000)) : (p.endTime - t0) / 1000;
     const byId = new Map(p.nodes.map((n) => [n.id, n]));
     const parent = new Map<number, number>();
     for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
@@ -126,7 +143,7 @@ export function summarize(texts: readonly string[]): ProfileSummary {
       // A sample's time is the gap to the next one (the last sample gets the previous gap).
       const ms = (p.timeDeltas[i + 1] ?? p.timeDeltas[i] ?? 0) / 1000;
       const n = byId.get(id);
-      if (!n) return;
+      if (!n || !inWindow(at)) return;
       if (n.callFrame.functionName === '(idle)') {
         idleMs += ms;
         endStall();

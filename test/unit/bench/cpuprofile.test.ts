@@ -72,3 +72,15 @@ test('cpuprofile: paths are cut to the package or the repository folder; node na
   assert.equal(threadOf('trace.json'), null);
   assert.throws(() => summarize(['{"nodes": 3}']), /not a .cpuprofile/);
 });
+
+test('cpuprofile: a window keeps only the samples between its bounds, on the clock all threads share', () => {
+  // Samples at 1, 2, … 11 ms after startTime 0: idle ×4, run ×3, stringify ×2, compile, GC.
+  const text = profile([2, 2, 2, 2, 6, 6, 6, 9, 9, 8, 7]);
+  const s = summarize([text], { originUs: 0, fromMs: 5, toMs: 8 });
+  assert.equal(Math.round(s.idleMs), 0);
+  assert.equal(Math.round(s.busyMs), 3, 'the three native runs at 5, 6 and 7 ms');
+  assert.equal(Math.round(s.wallMs), 3);
+  // The same window seen from a clock that started 2 ms earlier (another thread's profile).
+  const shifted = summarize([text], { originUs: -2000, fromMs: 7, toMs: 10 });
+  assert.equal(Math.round(shifted.busyMs), 3);
+});
