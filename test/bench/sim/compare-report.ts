@@ -23,6 +23,12 @@ export interface StepFigures {
   peakRssMb: number | null;
   stealPct: number | null;
   loadAvg1: number | null;
+  /**
+   * In the burst of first turns, the share of all CPUs' time busy with something other than the
+   * server, the simulator and the fakes (other work on the machine, or the host's steal), %: a
+   * run where this is large measured the neighbours as much as the server.
+   */
+  othersBurstPct: number | null;
 }
 
 export type RunOutcome = { ok: true; steps: StepFigures[] } | { ok: false; error: string };
@@ -49,7 +55,15 @@ const stepSchema = z.looseObject({
   stealPct: num,
   loadAvg1: num,
 });
-const resultSchema = z.looseObject({ steps: z.array(stepSchema) });
+const burstSchema = z
+  .looseObject({
+    machineBusyPct: z.number(),
+    server: z.looseObject({ total: z.number() }),
+    rig: z.looseObject({ simulator: z.number(), fakes: z.number().nullable() }),
+  })
+  .nullable()
+  .optional();
+const resultSchema = z.looseObject({ steps: z.array(stepSchema.extend({ burstCpu: burstSchema })) });
 
 /** The steps of one simulator `--json` file; throws a readable error when it is not one. */
 export function readSteps(json: string): StepFigures[] {
@@ -76,6 +90,7 @@ export function readSteps(json: string): StepFigures[] {
     peakRssMb: v(s.serverPeakRssMb),
     stealPct: v(s.stealPct),
     loadAvg1: v(s.loadAvg1),
+    othersBurstPct: s.burstCpu ? Math.max(0, s.burstCpu.machineBusyPct - s.burstCpu.server.total - s.burstCpu.rig.simulator - (s.burstCpu.rig.fakes ?? 0)) : null,
   }));
 }
 
@@ -102,6 +117,7 @@ export const SUMMARY_COLUMNS = [
   'server CPU cores',
   'server peak RSS MB',
   'steal %',
+  'others\' CPU % in the burst',
   'load 1 min',
 ] as const;
 
@@ -120,6 +136,7 @@ function figureCells(steps: readonly StepFigures[]): string[] {
     col((s) => s.serverCores, 2),
     col((s) => s.peakRssMb, 0),
     col((s) => s.stealPct, 1),
+    col((s) => s.othersBurstPct, 0),
     col((s) => s.loadAvg1, 1),
   ];
 }
@@ -143,7 +160,7 @@ export function summaryTable(sides: readonly Side[], devices: readonly number[])
   return lines.join('\n');
 }
 
-const RUN_COLUMNS = ['commit', 'run', 'devices', 'turns done', '503 at upgrade', 'EoS→1st frame p50 / p95 ms', 'server-added p95 ms', 'late %', 'gap %', 'server CPU cores', 'server peak RSS MB', 'steal %', 'load 1 min'] as const;
+const RUN_COLUMNS = ['commit', 'run', 'devices', 'turns done', '503 at upgrade', 'EoS→1st frame p50 / p95 ms', 'server-added p95 ms', 'late %', 'gap %', 'server CPU cores', 'server peak RSS MB', 'steal %', 'others\' CPU % in the burst', 'load 1 min'] as const;
 
 /** Every run's every step, in the order the runs of each commit ran; a failed run is one line with its reason. */
 export function runsTable(sides: readonly Side[]): string {
@@ -155,8 +172,8 @@ export function runsTable(sides: readonly Side[]): string {
         return;
       }
       for (const s of r.steps) {
-        const [turns, refusals, p50, p95, added, late, gap, cores, rss, steal, load] = figureCells([s]) as [string, string, string, string, string, string, string, string, string, string, string];
-        lines.push(row([side.label, String(i + 1), String(s.devices), turns, refusals, `${p50} / ${p95}`, added, late, gap, cores, rss, steal, load]));
+        const [turns, refusals, p50, p95, ...rest] = figureCells([s]) as [string, string, string, string, ...string[]];
+        lines.push(row([side.label, String(i + 1), String(s.devices), turns, refusals, `${p50} / ${p95}`, ...rest]));
       }
     });
   }

@@ -56,15 +56,18 @@ function step(devices: number, f: Partial<Record<string, unknown>> = {}): Record
     serverPeakRssMb: 400,
     stealPct: 0.5,
     loadAvg1: 1.2,
+    burstCpu: { windowMs: 2000, machineBusyPct: 99, server: { total: 50, main: 8 }, rig: { simulator: 6, fakes: 4 } },
     turns: [{ done: true }],
     ...f,
   };
 }
 
 test('compare report: a run JSON is read step by step; null (NaN) and fields an older simulator lacks are n/a, not 0', () => {
-  const json = JSON.stringify({ steps: [step(100), step(200, { latePct: null, stealPct: undefined, serverFirstAudioMs: null })] });
+  const json = JSON.stringify({ steps: [step(100), step(200, { latePct: null, stealPct: undefined, serverFirstAudioMs: null, burstCpu: null })] });
   const s = readSteps(json);
   assert.equal(s.length, 2);
+  assert.equal(s[0]?.othersBurstPct, 39, 'a 99 % busy machine of which the server, simulator and fakes used 60 %');
+  assert.equal(s[1]?.othersBurstPct, null, 'no burst measured');
   assert.equal(s[0]?.firstFrameP95, 800);
   assert.equal(s[0]?.serverAddedP95, 90);
   assert.equal(s[1]?.latePct, null);
@@ -111,6 +114,7 @@ test('compare report: one row per fleet size and commit, cells spanning the runs
   assert.equal(m[4], '246–352/400');
   assert.equal(m[5], '12–57');
   assert.equal(m[10], '0.03–0.41', 'gap % with two decimals');
+  assert.equal(m[14], '39', 'others\' CPU share in the burst');
   assert.ok(!table.includes('NaN'), table);
 
   const detail = runsTable([before, main]);
