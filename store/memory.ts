@@ -188,17 +188,14 @@ export class StoreDeviceMemory implements DeviceMemoryStore {
 
   async recentTurns(pair: DevicePair, agent: string, limit: number): Promise<StoredTurn[]> {
     if (limit <= 0) return [];
-    const p = storedPair(pair);
-    const rows = await this.#db
-      .selectFrom('conversation_turns')
-      .selectAll()
-      .where('device_id', '=', p.deviceId)
-      .where('client_id', '=', p.clientId)
-      .where('agent', '=', agent)
-      .orderBy('id', 'desc')
-      .limit(limit)
-      .execute();
+    const rows = await this.#turnsOf(pair, agent).orderBy('id', 'desc').limit(limit).execute();
     return rows.reverse().map(turnOf);
+  }
+
+  /** One pair's turns with one agent: the query `recentTurns` and `unsummarised` narrow. */
+  #turnsOf(pair: DevicePair, agent: string) {
+    const p = storedPair(pair);
+    return this.#db.selectFrom('conversation_turns').selectAll().where('device_id', '=', p.deviceId).where('client_id', '=', p.clientId).where('agent', '=', agent);
   }
 
   async history(deviceId: string, limit: number, clientId?: string | null): Promise<StoredTurn[]> {
@@ -210,16 +207,7 @@ export class StoreDeviceMemory implements DeviceMemoryStore {
 
   async unsummarised(pair: DevicePair, agent: string, keepRecent: number): Promise<StoredTurn[]> {
     const upto = (await this.summary(pair, agent))?.uptoId ?? 0;
-    const p = storedPair(pair);
-    const rows = await this.#db
-      .selectFrom('conversation_turns')
-      .selectAll()
-      .where('device_id', '=', p.deviceId)
-      .where('client_id', '=', p.clientId)
-      .where('agent', '=', agent)
-      .where('id', '>', upto)
-      .orderBy('id', 'asc')
-      .execute();
+    const rows = await this.#turnsOf(pair, agent).where('id', '>', upto).orderBy('id', 'asc').execute();
     return rows.slice(0, Math.max(0, rows.length - keepRecent)).map(turnOf);
   }
 
