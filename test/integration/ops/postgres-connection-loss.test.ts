@@ -89,7 +89,7 @@ describe('PostgreSQL connections killed under a live server', () => {
       await admin.query('LOCK TABLE pending_codes IN EXCLUSIVE MODE');
       const blocked = ota(srv, { 'Device-Id': 'e4:00:00:00:00:52', 'Client-Id': 'waits-on-the-lock' });
       // Seen to time out once at 10 s with three test files running at once on 2 cores (and not
-      // in 20 runs alone): the wait is longer, and a request that did not wait says what it got.
+      // in 7 runs alone): the wait is longer, and a request that did not wait says what it got.
       let answered: string | undefined;
       void blocked.then(
         (r) => (answered = `answered ${r.status} without waiting: ${(JSON.stringify(r.body) ?? '').slice(0, 300)}`),
