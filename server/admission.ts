@@ -28,7 +28,7 @@
  * The session budget (`server.maxSessions`) is not judged here: ws-route keeps it, with its
  * reconnecting-device exception and its own refusal reason (`capacity`).
  */
-import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+import { monitorEventLoopDelay, type ELDHistogram } from 'node:perf_hooks';
 
 /** What the media-worker pool reports: queued media jobs per worker. */
 export interface MediaLoad {
@@ -64,7 +64,7 @@ export interface AdmissionGate {
 export class AdmissionControl implements AdmissionGate {
   readonly #opts: Required<Omit<AdmissionOptions, 'load'>>;
   readonly #load: (() => MediaLoad) | undefined;
-  readonly #histogram: IntervalHistogram | undefined;
+  readonly #histogram: ELDHistogram | undefined;
   readonly #timer: NodeJS.Timeout | undefined;
   /** p99 of the last two complete windows, ms (resolution subtracted), older first. */
   #windowsMs: [number, number] = [0, 0];
