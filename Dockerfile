@@ -43,7 +43,8 @@ RUN npm pkg delete dependencies.tsx \
  && test -f "$ort/linux/$arch/onnxruntime_binding.node" \
  # @discordjs/opus: keep the built module (prebuild/), drop the libopus sources and objects.
  && rm -rf node_modules/@discordjs/opus/deps node_modules/@discordjs/opus/build-tmp-napi-v3 \
- # better-sqlite3: keep this platform's prebuilt module (glibc), drop the others and the SQLite sources (~25 MB).
+ # better-sqlite3: keep this platform's prebuilt module (glibc), drop the others' and the SQLite
+ # sources (~25 MB).
  && b=node_modules/better-sqlite3 && rm -rf "$b/deps" "$b/src" \
  && find "$b/prebuilds" -mindepth 1 ! -name "linux-$arch.node" -delete \
  && node -e "require('@discordjs/opus'); require('onnxruntime-node'); new (require('better-sqlite3'))(':memory:').close()" \

@@ -15,13 +15,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-LINE=24 # the Node major the project runs on: package.json's engines.node
+# The Node major the project runs on: package.json's engines.node ("24.x").
+LINE=$(sed -n 's/^ *"node": *"[^0-9]*\([0-9][0-9]*\).*/\1/p' package.json | head -1)
 
 fail() {
   printf 'setup: %s\n' "$@" >&2
   exit 1
 }
-install_node_advice="Install Node $LINE yourself (https://nodejs.org/en/download, your distribution's package, or a version manager such as nvm), make it the node on PATH, and run bash scripts/setup.sh again."
+install_node_advice="Install Node $LINE yourself (https://nodejs.org/en/download, your distribution's package,
+  or a version manager such as nvm), make it the node on PATH, and run bash scripts/setup.sh again."
 
 packages="ffmpeg espeak-ng pocketsphinx pocketsphinx-en-us"
 if [ "${1:-}" = "--test" ]; then packages="$packages flite sox chromium postgresql nginx"; fi
@@ -39,10 +41,12 @@ if [ -n "$missing" ]; then
 fi
 
 # npm ci needs an npm that reads lockfile v3 (npm 7, Node 16 or newer); any node that runs it will do.
-command -v npm >/dev/null || fail "npm is not installed, so Node $LINE cannot be fetched from the npm registry." "$install_node_advice"
+command -v npm >/dev/null \
+  || fail "npm is not installed, so Node $LINE cannot be fetched from the npm registry." "$install_node_advice"
 npm_major=$(npm --version 2>/dev/null | cut -d. -f1)
 [ "${npm_major:-0}" -ge 7 ] 2>/dev/null \
-  || fail "npm $(npm --version 2>/dev/null) (Node $(node --version 2>/dev/null)) is too old to install this project: npm 7 or newer is needed." "$install_node_advice"
+  || fail "npm $(npm --version 2>/dev/null) (Node $(node --version 2>/dev/null)) is too old to install this project: npm 7 or newer is needed." \
+    "$install_node_advice"
 
 # The registry's Node package for this machine (the one npm picks by its os and cpu fields).
 case "$(uname -s)-$(uname -m)" in
@@ -54,10 +58,15 @@ if [ -n "$node_pkg" ]; then
   # node-gyp builds against these headers; without the setting it would fetch them from
   # nodejs.org, or use a nodedir of the user's npm config that holds another Node's headers.
   export npm_config_nodedir="$PWD/node_modules/$node_pkg"
+elif [ "$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)" -lt "$LINE" ]; then
+  fail "this machine's node is $(node --version), and the npm registry has no Node $LINE for $(uname -s)-$(uname -m)." \
+    "$install_node_advice"
 fi
 
 # The node npm's scripts find first: node_modules/.bin/node when installed, else the machine's.
-scripts_node() { if [ -x node_modules/.bin/node ]; then echo "$PWD/node_modules/.bin/node"; else command -v node || echo node; fi; }
+scripts_node() {
+  if [ -x node_modules/.bin/node ]; then echo "$PWD/node_modules/.bin/node"; else command -v node || echo node; fi
+}
 node_major() { "$1" -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
 
 # onnxruntime-node's postinstall only downloads a CUDA provider from NuGet (unreachable offline
@@ -67,23 +76,20 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
   || [ "$(node_major "$(scripts_node)")" -lt "$LINE" ]; then
   if [ "$(node_major node)" -lt "$LINE" ]; then
     # npm checks engines against the node it runs on, which here only installs.
-    echo "setup: this machine's node is $(node --version); npm installs Node $LINE into node_modules and runs the project on it (npm's EBADENGINE warnings below are about the node running npm, not the one the project runs on)"
+    echo "setup: this machine's node is $(node --version); npm installs Node $LINE into node_modules and runs the project on it"
+    echo "setup: (npm's EBADENGINE warnings below are about the node running npm, not the one the project runs on)"
   fi
   npm ci --no-audit --no-fund
 fi
 
 node=$(scripts_node)
 if [ "$(node_major "$node")" -lt "$LINE" ]; then
-  if [ -z "$node_pkg" ]; then
-    why="the npm registry has no Node build for $(uname -s)-$(uname -m)"
-  else
-    why="npm did not install $node_pkg from the npm registry (its output above says why)"
-  fi
-  fail "the project runs on Node $LINE, but npm's scripts would run on $("$node" --version 2>/dev/null || echo 'no node'): $why." "$install_node_advice"
+  fail "the project runs on Node $LINE, but npm's scripts would run on $("$node" --version 2>/dev/null || echo 'no node'):" \
+    "npm did not install $node_pkg from the npm registry (its output above says why)." "$install_node_advice"
 fi
 # The SQLite add-on loads on it (a prebuilt Node-API binary: any Node of the line).
 "$node" -e "new (require('better-sqlite3'))(':memory:').close()" \
-  || fail "better-sqlite3 does not load on Node $("$node" --version); remove node_modules and run bash scripts/setup.sh again."
+  || fail "better-sqlite3 does not load on Node $("$node" --version):" "remove node_modules and run bash scripts/setup.sh again."
 
 # The embedded TTS's native espeak-ng helper (about 5× cheaper than the WebAssembly build).
 bash scripts/build-espeak-helper.sh
