@@ -12,7 +12,7 @@ import type { BoundDevice, DeviceRegistry } from '../../store/device-registry.ts
 import type { DeviceRecords } from '../../store/device-records.ts';
 import { deviceToken } from '../identity/device-token.ts';
 import { createOriginCheck } from '../identity/origin.ts';
-import { addressKey, clientAddress } from './address-key.ts';
+import { addressKey, clientAddress } from '../../core/net/address-key.ts';
 import type { MqttOtaProvider } from '../mqtt/ota-section.ts';
 import { SOURCES_BIND_COMMAND } from '../config-schema.ts';
 
