@@ -9,16 +9,16 @@ import websocket from '@fastify/websocket';
 import type { Logger as PinoLogger } from 'pino';
 import type { Config } from './config.ts';
 import { otaRoutes } from './http/ota-route.ts';
-import { deviceWsRoute, type WsRefusalReason, type WsRouteOptions } from './http/ws-route.ts';
-import { webSocketErrorHandler } from './http/ws-errors.ts';
-import type { AdmissionGate } from './admission.ts';
+import { deviceWsRoute, type WsRefusalReason, type WsRouteOptions } from '../transport/ws/route.ts';
+import { webSocketErrorHandler } from '../transport/ws/socket-errors.ts';
+import type { AdmissionGate } from '../transport/admission.ts';
 import { webRoutes } from './http/web-route.ts';
 import { adminPlugin } from './admin/plugin.ts';
 import { RequestLogController } from './http/request-log.ts';
 import type { ConversationFactory } from '../voice/session/conversation.ts';
 import { SessionRegistry } from '../voice/session/registry.ts';
 import { CloseCode } from '../protocol/close-codes.ts';
-import { resolveAuthMode } from './auth.ts';
+import { resolveAuthMode } from '../transport/ws/device-auth.ts';
 import type { DeviceRegistry } from '../store/device-registry.ts';
 import type { Store } from '../store/store.ts';
 import { pairKey } from '../store/pair-key.ts';
@@ -32,8 +32,8 @@ import type { BridgeHub } from './mcp-endpoint/hub.ts';
 import { ClientIdSchema, DeviceIdSchema } from '../protocol/ota.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Push } from './push/push.ts';
-import type { MqttTransport } from './mqtt/transport.ts';
-import { mqttOtaProvider } from './mqtt/ota-section.ts';
+import type { MqttTransport } from '../transport/mqtt/transport.ts';
+import { mqttOtaProvider } from '../transport/mqtt/ota-section.ts';
 
 export interface AppDeps {
   config: Config;
@@ -42,7 +42,7 @@ export interface AppDeps {
   registry?: SessionRegistry;
   /** Told about every refused device upgrade (metrics). */
   onRefused?: (reason: WsRefusalReason) => void;
-  /** Load-based admission of new devices (server/admission.ts); closed when the app closes. */
+  /** Load-based admission of new devices (transport/admission.ts); closed when the app closes. */
   admission?: AdmissionGate;
   /** The store (bindings, device records, agents); absent: opened from `store.url` and closed with the app. */
   store?: Store;
@@ -58,7 +58,7 @@ export interface AppDeps {
   /** Server-initiated speech (the admin API's `say`); absent: that route answers 503. */
   push?: Push;
   /**
-   * The MQTT+UDP transport (server/mqtt/), started before the app: OTA hands out its endpoint, and
+   * The MQTT+UDP transport (transport/mqtt/), started before the app: OTA hands out its endpoint, and
    * the app stops and closes it with the device sessions.
    */
   mqtt?: MqttTransport;

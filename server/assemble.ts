@@ -5,7 +5,7 @@
  */
 import type { Logger as PinoLogger } from 'pino';
 import type { WorkerObserver } from '../core/worker-rpc.ts';
-import { AdmissionControl, type MediaLoad } from './admission.ts';
+import { AdmissionControl, type MediaLoad } from '../transport/admission.ts';
 import { buildApp, type App } from './app.ts';
 import type { Config } from './config.ts';
 import { createDeps, type Deps } from './deps.ts';
@@ -23,8 +23,8 @@ import { PushDelivery } from './push/push-delivery.ts';
 import { AudioClips, pushAudioRoute } from './push/audio-clips.ts';
 import { notifyAudio } from './push/notify-audio.ts';
 import type { IdleDeviceLinks } from './push/idle-links.ts';
-import type { MqttTransport } from './mqtt/transport.ts';
-import { mqttTransportFor } from './mqtt/transport-for-config.ts';
+import type { MqttTransport } from '../transport/mqtt/transport.ts';
+import { mqttTransportFor } from '../transport/mqtt/transport-for-config.ts';
 import { ReminderScheduler } from './reminders/scheduler.ts';
 
 export interface AssembledServer {

@@ -6,7 +6,7 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { MediaEngineStats } from '../audio/media/media.ts';
-import type { WsRefusalReason } from './http/ws-route.ts';
+import type { WsRefusalReason } from '../transport/ws/route.ts';
 import type { McpManager } from '../mcp/manager.ts';
 import type { McpServerState } from '../mcp/stats.ts';
 import type { ConversationFactory } from '../voice/session/conversation.ts';

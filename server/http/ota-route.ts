@@ -6,14 +6,14 @@
 import { truncateForLog } from '../../core/log-fields.ts';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { OtaRequestSchema, parseOtaIdentity, type OtaResponse } from '../../protocol/ota.ts';
-import { DEVICE_WS_PATH } from './ws-route.ts';
-import type { AuthMode } from '../auth.ts';
+import { DEVICE_WS_PATH } from '../../transport/ws/route.ts';
+import type { AuthMode } from '../../transport/ws/device-auth.ts';
 import type { BoundDevice, DeviceRegistry } from '../../store/device-registry.ts';
 import type { DeviceRecords } from '../../store/device-records.ts';
 import { deviceToken } from '../identity/device-token.ts';
 import { createOriginCheck } from '../identity/origin.ts';
 import { addressKey, clientAddress } from '../../core/net/address-key.ts';
-import type { MqttOtaProvider } from '../mqtt/ota-section.ts';
+import type { MqttOtaProvider } from '../../transport/mqtt/ota-section.ts';
 import { SOURCES_BIND_COMMAND } from '../config-schema.ts';
 
 export const OTA_PATH = '/xiaozhi/ota/';
@@ -35,7 +35,7 @@ export interface OtaRouteOptions {
   /** Minutes east of UTC; null: the server's zone. */
   timezoneOffsetMinutes: number | null;
   firmware: { version: string; url: string; force: boolean };
-  /** The `mqtt` section for an identified device (server/mqtt/ota-section.ts); absent: MQTT is off. */
+  /** The `mqtt` section for an identified device (transport/mqtt/ota-section.ts); absent: MQTT is off. */
   mqtt?: MqttOtaProvider;
 }
 
