@@ -18,7 +18,7 @@ import { RequestLogController } from './http/request-log.ts';
 import type { ConversationFactory } from '../voice/session/conversation.ts';
 import { SessionRegistry } from '../voice/session/registry.ts';
 import { CloseCode } from '../protocol/close-codes.ts';
-import { resolveAuthMode } from '../transport/ws/device-auth.ts';
+import { resolveAuthMode } from '../transport/auth-mode.ts';
 import type { DeviceRegistry } from '../store/device-registry.ts';
 import type { Store } from '../store/store.ts';
 import { pairKey } from '../store/pair-key.ts';

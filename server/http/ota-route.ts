@@ -7,7 +7,7 @@ import { truncateForLog } from '../../core/log-fields.ts';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { OtaRequestSchema, parseOtaIdentity, type OtaResponse } from '../../protocol/ota.ts';
 import { DEVICE_WS_PATH } from '../../transport/ws/route.ts';
-import type { AuthMode } from '../../transport/ws/device-auth.ts';
+import type { AuthMode } from '../../transport/auth-mode.ts';
 import type { BoundDevice, DeviceRegistry } from '../../store/device-registry.ts';
 import type { DeviceRecords } from '../../store/device-records.ts';
 import { deviceToken } from '../identity/device-token.ts';

@@ -5,7 +5,7 @@
  * the pair needs a binding or a pending code (the password is that binding's, like the WebSocket
  * token), in `tokens` mode a binding; in `open` mode any identified pair gets one.
  */
-import type { AuthMode } from '../ws/device-auth.ts';
+import type { AuthMode } from '../auth-mode.ts';
 import { gatewayMqttSection } from './gateway-credentials.ts';
 import type { MqttTransport } from './transport.ts';
 

@@ -10,7 +10,7 @@ import type { Store } from '../../store/store.ts';
 import type { ConversationFactory } from '../../voice/session/conversation.ts';
 import type { SessionRegistry } from '../../voice/session/registry.ts';
 import type { AdmissionGate } from '../admission.ts';
-import { resolveAuthMode } from '../ws/device-auth.ts';
+import { resolveAuthMode } from '../auth-mode.ts';
 import type { Config } from '../../server/config.ts';
 import { inertMqttSettings } from './inert-settings.ts';
 import { startMqttTransport, type MqttTransport, type MqttTransportOptions } from './transport.ts';

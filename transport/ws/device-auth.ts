@@ -1,9 +1,10 @@
 /**
- * @module Device identity and authorization for the WebSocket upgrade and OTA. Devices send
- * headers; browsers cannot set headers on a WebSocket, so the same values are accepted as query
+ * @module Device identity and authorization for the WebSocket upgrade. Devices send headers;
+ * browsers cannot set headers on a WebSocket, so the same values are accepted as query
  * parameters (as the reference server does).
  */
 import { timingSafeEqual } from 'node:crypto';
+import type { AuthMode } from '../auth-mode.ts';
 
 export interface DeviceIdentity {
   deviceId: string | null;
@@ -49,8 +50,6 @@ function safeEqual(a: string, b: string): boolean {
   return ab.length === bb.length && timingSafeEqual(ab, bb);
 }
 
-export type AuthMode = 'open' | 'tokens' | 'activation';
-
 export interface AuthPolicy {
   mode: AuthMode;
   tokens: readonly string[];
@@ -64,11 +63,6 @@ export interface AuthPolicy {
    * right after its bind would otherwise be refused with the token OTA just gave it.
    */
   verifyStoredDevice?: (deviceId: string, clientId: string, token: string) => Promise<boolean>;
-}
-
-/** The mode in force: the configured one, else tokens when tokens are listed, else open. */
-export function resolveAuthMode(auth: { mode?: AuthMode | undefined; tokens: readonly string[] }): AuthMode {
-  return auth.mode ?? (auth.tokens.length > 0 ? 'tokens' : 'open');
 }
 
 /**
