@@ -6,7 +6,7 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { MediaEngineStats } from '../audio/media/media.ts';
-import type { WsRefusalReason } from '../transport/ws/route.ts';
+import type { RefusalReason } from '../transport/contract.ts';
 import type { McpManager } from '../mcp/manager.ts';
 import type { McpServerState } from '../mcp/stats.ts';
 import type { ConversationFactory } from '../voice/session/conversation.ts';
@@ -57,7 +57,7 @@ export interface ServerMetrics {
   bind(sources: MetricsSources): void;
   /** Records one turn (what the observer does). */
   observeTurn(t: TurnTimings): void;
-  /** Counts a device connection refused before the upgrade (pass to `buildApp({ onRefused })`). */
+  /** Counts a device connection refused, on any transport (the session door's `onRefused`). */
   connectionRefused(reason: RefusalReason): void;
   /** Counts an audio datagram the MQTT transport dropped. */
   udpDropped(reason: string): void;
@@ -68,9 +68,6 @@ export interface ServerMetrics {
 }
 
 const seconds = (ms: number): number => Math.max(0, ms) / 1000;
-
-/** Why a device's WebSocket upgrade was refused. */
-export type RefusalReason = WsRefusalReason;
 
 /** Creates the metrics of one app. */
 export function createServerMetrics(opts: ServerMetricsOptions = {}): ServerMetrics {
@@ -98,7 +95,7 @@ export function createServerMetrics(opts: ServerMetricsOptions = {}): ServerMetr
   const sessionsTotal = new Counter({ name: 'xiaozhi_sessions_total', help: 'Device sessions started (after hello).', registers });
   const refused = new Counter({
     name: 'xiaozhi_connections_refused_total',
-    help: 'Device WebSocket upgrades refused: unauthorized (401), capacity (503, server.maxSessions), draining (503, shutting down), overloaded (503, server.admission), per_ip (429, server.maxSessionsPerIp or server.upgradeRate).',
+    help: 'Device connections refused (WebSocket upgrades; MQTT CONNECTs and hellos): unauthorized (401), capacity (503, server.maxSessions), draining (503, shutting down), overloaded (503, server.admission), per_ip (429, server.maxSessionsPerIp or server.upgradeRate).',
     labelNames: ['reason'],
     registers,
   });

@@ -3,9 +3,9 @@
  * JSON and one UDP socket for the audio. Devices connect with the per-device credentials OTA
  * handed out (credentials.ts); the broker delivers to each client directly (the firmware
  * subscribes to nothing, so subscriptions are refused) and accepts publishes only to the
- * configured topic. Each connection is a MqttDeviceLink; each hello on it a DeviceSession in the
- * shared SessionRegistry, so the voice pipeline, the admin API and push see it like a WebSocket
- * session. Everything a stranger can send is bounded: connections (in all; per address, those
+ * configured topic. Each connection is a MqttDeviceLink; each hello on it a DeviceSession opened
+ * through the shared SessionDoor, so the voice pipeline, the admin API and push see it like a
+ * WebSocket session. Everything a stranger can send is bounded: connections (in all; per address, those
  * without CONNECT apart from devices, connection-gate.ts; time to CONNECT), packet size, QoS and
  * retain, publishes per connection, datagram size.
  */
@@ -19,15 +19,10 @@ import { makeRoom } from '../../core/bounded-map.ts';
 import type { RateLimit } from '../../core/token-bucket.ts';
 import { pairKey } from '../../store/pair-key.ts';
 import type { DeviceRegistry } from '../../store/device-registry.ts';
-import type { AdmissionGate } from '../admission.ts';
+import type { DeviceTransport, SessionDoor } from '../contract.ts';
 import { AddressKeys, type AddressSettings } from '../../core/net/address-key.ts';
 import { PerIpLimits } from '../../core/net/per-ip-limits.ts';
 import { parseIp, formatIp } from '../../core/net/ip-address.ts';
-import { identityKey, type WsRouteOptions } from '../ws/route.ts';
-import type { IdleDeviceLink, IdleDeviceLinks } from '../../server/push/idle-links.ts';
-import type { ConversationFactory } from '../../voice/session/conversation.ts';
-import type { SessionRegistry } from '../../voice/session/registry.ts';
-import { DeviceSession } from '../../voice/session/session.ts';
 import { checkMqttCredentials, checkStoredMqttCredentials, MAX_MQTT_CLIENT_ID_CHARS, mqttCredentials, type MqttAuthPolicy } from './credentials.ts';
 import { ConnectionGate, type GateTicket } from './connection-gate.ts';
 import { MqttDeviceLink, type LinkContext } from './device-link.ts';
@@ -57,17 +52,13 @@ export interface MqttSettings {
 export interface MqttTransportOptions {
   mqtt: MqttSettings;
   log: Logger;
-  registry: SessionRegistry;
-  createConversation: ConversationFactory;
+  /** Where each hello's session opens (draining, capacity, load, registry, hooks) and refusals are counted. */
+  sessions: SessionDoor;
   auth: MqttAuthPolicy;
   /** Revocations (the store's registry): a revoked pair is disconnected. */
   devices?: Pick<DeviceRegistry, 'onRevoked'>;
-  /** The same hook the WebSocket route calls for each session (device records, live sessions). */
-  onSessionOpened?: WsRouteOptions['onSessionOpened'];
-  admission?: AdmissionGate;
   /** Per-address keys as every other limit counts them (no proxy stands in front of the broker). */
   address: AddressSettings;
-  session: { helloTimeoutMs: number; idleTimeoutMs: number; outputSampleRate: number; frameDurationMs: number; maxSessions: number };
   controlRate: RateLimit;
   /** Authenticated connections per address (`server.maxSessionsPerIp`); 0: no limit. Those without CONNECT count apart (`mqtt.maxPendingPerAddress`). */
   maxConnectionsPerAddress: number;
@@ -75,7 +66,7 @@ export interface MqttTransportOptions {
   connectDeadlines?: { normalMs: number; pressuredMs: number };
   /** CONNECTs with valid credentials per address and device (`server.upgradeRate`). */
   connectRate: RateLimit;
-  /** Told about each dropped datagram and refused connection (metrics). */
+  /** Told about each dropped datagram (metrics). */
   onUdpDrop?: (reason: UdpDropReason) => void;
 }
 
@@ -90,7 +81,11 @@ export interface MqttOtaSection {
   [key: string]: string | number;
 }
 
-export interface MqttTransport extends IdleDeviceLinks {
+/**
+ * The transport as the server sees it. `find` and `onConnected` are what push needs to reach an
+ * idle device (its `IdleDeviceLinks`): the broker connection outlives the audio sessions.
+ */
+export interface MqttTransport extends DeviceTransport {
   /** Bound ports (the configured ones, or what port 0 picked). */
   readonly ports: { mqtt: number; udp: number };
   /** Connected devices and open audio sessions. */
@@ -100,8 +95,10 @@ export interface MqttTransport extends IdleDeviceLinks {
    * port) and credentials; `generation` null in open mode.
    */
   otaSection(ctx: { deviceId: string; clientId: string; generation: number | null; host: string }): MqttOtaSection;
-  /** Draining: hellos are no longer answered (connections stay until close). */
-  stopAccepting(): void;
+  /** The device's broker connection here, if any (the pair when clientId is given). */
+  find(deviceId: string, clientId?: string): MqttDeviceLink | undefined;
+  /** Told when a device connects to the broker (queued messages are delivered then). Returns the unsubscribe. */
+  onConnected(listener: (link: MqttDeviceLink) => void): () => void;
   /** Ends every session (with a goodbye) and connection, closes the broker and both sockets. */
   close(): Promise<void>;
 }
@@ -135,11 +132,10 @@ export async function startMqttTransport(opts: MqttTransportOptions): Promise<Mq
   const linkByClient = new WeakMap<Client, MqttDeviceLink>();
   const links = new Map<string, MqttDeviceLink>();
   const byDevice = new Map<string, Set<MqttDeviceLink>>();
-  const listeners = new Set<(link: IdleDeviceLink) => void>();
+  const listeners = new Set<(link: MqttDeviceLink) => void>();
   const sockets = new Set<Socket>();
   /** The endpoint host OTA handed each pair (most recent last; bounded like every map strangers fill). */
   const endpointHosts = new Map<string, string>();
-  let accepting = true;
   let closing = false;
 
   const ctx: LinkContext = {
@@ -157,39 +153,9 @@ export async function startMqttTransport(opts: MqttTransportOptions): Promise<Mq
       return ip ? formatIp(ip) : (localAddress ?? '127.0.0.1');
     },
     openSession: (link, sessionId, channel, sessionLog) => {
-      if (!accepting) {
-        warn.warn({ deviceId: link.deviceId }, 'MQTT hello refused: server is shutting down');
-        return null;
-      }
-      const key = identityKey(link);
-      const replacing = key !== null && opts.registry.byIdentity(key) !== undefined;
-      if (!replacing && opts.session.maxSessions > 0 && opts.registry.size >= opts.session.maxSessions) {
-        warn.warn({ deviceId: link.deviceId, sessions: opts.registry.size }, 'MQTT hello refused: server at capacity');
-        return null;
-      }
-      const verdict = replacing ? undefined : opts.admission?.check();
-      if (verdict && !verdict.ok) {
-        warn.warn({ deviceId: link.deviceId, signal: verdict.signal }, 'MQTT hello refused: server overloaded');
-        return null;
-      }
-      const s = new DeviceSession({
-        sessionId,
-        deviceId: link.deviceId,
-        clientId: link.clientId,
-        headerProtocolVersion: null,
-        channel,
-        log: sessionLog,
-        helloTimeoutMs: opts.session.helloTimeoutMs,
-        idleTimeoutMs: opts.session.idleTimeoutMs,
-        outputSampleRate: opts.session.outputSampleRate,
-        frameDurationMs: opts.session.frameDurationMs,
-        createConversation: opts.createConversation,
-        // No controlRate here: the link's own budget covers every message of the connection, hellos included.
-        onEnded: (ended) => opts.registry.remove(ended),
-      });
-      opts.registry.add(s, key);
-      opts.onSessionOpened?.({ sessionId, deviceId: link.deviceId, clientId: link.clientId }, s.signal);
-      return s;
+      if (opts.sessions.drainingRefusal(link.log) || opts.sessions.capacityRefusal(link, link.log)) return null;
+      // No controlRate here: the link's own budget covers every message of the connection, hellos included.
+      return opts.sessions.open({ sessionId, pair: link, headerProtocolVersion: null, channel, log: sessionLog });
     },
   };
 
@@ -209,8 +175,9 @@ export async function startMqttTransport(opts: MqttTransportOptions): Promise<Mq
     authenticate: async (client, username, password, done) => {
       const conn = conns.get(client.conn);
       let decision = checkMqttCredentials(client.id ?? '', username, password, opts.auth);
-      const refuse = (code: number, reason: string): void => {
+      const refuse = (code: number, reason: string, counted: 'per_ip' | 'unauthorized'): void => {
         warn.warn({ clientId: String(client.id ?? '').slice(0, MAX_MQTT_CLIENT_ID_CHARS), remote: conn?.remote, reason }, 'MQTT connection refused');
+        opts.sessions.refused(counted);
         const err = new Error(reason) as AuthenticateError;
         (err as { returnCode: number }).returnCode = code;
         done(err, false);
@@ -221,7 +188,7 @@ export async function startMqttTransport(opts: MqttTransportOptions): Promise<Mq
       // them to anyone), spends the address's shared budget, so no address can CONNECT at line rate.
       const credentialed = decision.ok && opts.auth.mode !== 'open';
       if (conn && !(credentialed && decision.ok ? perAddress.takeAuthenticatedUpgrade(conn.address, pairKey(decision.deviceId, decision.clientId)) : perAddress.takeUpgrade(conn.address))) {
-        return refuse(3, 'connect rate per address');
+        return refuse(3, 'connect rate per address', 'per_ip');
       }
       if (!decision.ok && decision.stored && password) {
         // Asked only after the address's budget is spent: wrong passwords cannot make the
@@ -229,11 +196,11 @@ export async function startMqttTransport(opts: MqttTransportOptions): Promise<Mq
         const stored = await checkStoredMqttCredentials(client.id ?? '', password, opts.auth);
         if (stored.ok) decision = stored;
       }
-      if (!decision.ok) return refuse(4, decision.reason);
+      if (!decision.ok) return refuse(4, decision.reason, 'unauthorized');
       // Only now does the connection count against the address's limit (a device reconnecting
       // replaces its own connection, so it is let in at the limit too).
       const admitted = conn ? gate.authenticate(conn.ticket, links.has(pairKey(decision.deviceId, decision.clientId))) : 'authenticated';
-      if (admitted === 'full') return refuse(3, 'connections per address');
+      if (admitted === 'full') return refuse(3, 'connections per address', 'per_ip');
       if (admitted === 'gone') {
         // Closed while the database answered (the gate said why): nothing to refuse or log.
         const err = new Error('connection closed') as AuthenticateError;
@@ -393,6 +360,7 @@ export async function startMqttTransport(opts: MqttTransportOptions): Promise<Mq
   };
 
   return {
+    name: 'mqtt',
     ports,
     find,
     onConnected(listener) {
@@ -414,13 +382,9 @@ export async function startMqttTransport(opts: MqttTransportOptions): Promise<Mq
         publish_topic: mqtt.publishTopic,
       };
     },
-    stopAccepting: () => {
-      accepting = false;
-    },
     close: async () => {
       if (closing) return;
       closing = true;
-      accepting = false;
       const ending: Promise<void>[] = [];
       for (const link of [...links.values()]) {
         const s = link.session;

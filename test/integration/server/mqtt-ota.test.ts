@@ -9,13 +9,12 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { buildApp, recordSessions, type App } from '../../../server/app.ts';
+import { buildApp, deviceSessionsFor, recordSessions, type App } from '../../../server/app.ts';
 import { ConfigSchema } from '../../../server/config.ts';
 import { createLogger } from '../../../server/logger.ts';
 import { openConfiguredStore } from '../../../server/open-store.ts';
 import { mqttTransportFor } from '../../../transport/mqtt/transport-for-config.ts';
 import type { MqttTransport } from '../../../transport/mqtt/transport.ts';
-import { SessionRegistry } from '../../../voice/session/registry.ts';
 import { recordingConversation } from '../../helpers/recording-conversation.ts';
 import { createLogSink } from '../../helpers/log-sink.ts';
 import { listenOnLoopback } from '../../helpers/listen.ts';
@@ -39,10 +38,9 @@ async function startRig(overrides: { auth?: Record<string, unknown>; mqtt?: Reco
   });
   const log = createLogger({ level: 'debug', logContent: false, destination: createLogSink().stream });
   const store = await openConfiguredStore(config, log);
-  const registry = new SessionRegistry();
-  const createConversation = recordingConversation().factory;
-  const mqtt = await mqttTransportFor(config, log, { store, registry, createConversation, onSessionOpened: recordSessions(store, config, log) });
-  const app = await buildApp({ config, log, createConversation, registry, store, ...(mqtt ? { mqtt } : {}) });
+  const sessions = deviceSessionsFor(config, { createConversation: recordingConversation().factory, onOpened: [recordSessions(store, config, log)] });
+  const mqtt = await mqttTransportFor(config, log, { devices: store.registry, sessions });
+  const app = await buildApp({ config, log, sessions, store, ...(mqtt ? { mqtt, transports: [mqtt] } : {}) });
   const { httpUrl } = await listenOnLoopback(app);
   let closing: Promise<void> | undefined;
   return {
