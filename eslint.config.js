@@ -1,6 +1,8 @@
 // ESLint flat config. Besides the usual TypeScript rules it enforces the import table of
 // ARCHITECTURE.md: each source folder lists the sibling folders it must not reach into.
 // test/boundaries.test.ts checks the same table independently of the linter.
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
@@ -16,16 +18,21 @@ const allowed = {
   providers: ['core', 'audio', 'llm'],
   voice: ['core', 'protocol', 'audio', 'mcp', 'llm'],
   store: ['core', 'protocol'],
-  transport: ['core', 'protocol', 'voice', 'store', 'server'],
+  transport: ['core', 'protocol', 'voice', 'store'],
   server: ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store', 'transport'],
   examples: [],
 };
 
-function boundaryRule(folder) {
+/** Import paths of the folders `folder` must not reach into. */
+function boundaryGroups(folder) {
   const forbidden = folders.filter((f) => f !== folder && !allowed[folder].includes(f));
+  return forbidden.flatMap((f) => [`../${f}/*`, `../../${f}/*`, `../../../${f}/*`, `../${f}`, `../../${f}`]);
+}
+
+function boundaryRule(folder) {
   const patterns = [
     {
-      group: forbidden.flatMap((f) => [`../${f}/*`, `../../${f}/*`, `../../../${f}/*`, `../${f}`, `../../${f}`]),
+      group: boundaryGroups(folder),
       message: `ARCHITECTURE.md: ${folder}/ may import only ${allowed[folder].join(', ') || 'nothing of ours'}.`,
     },
   ];
@@ -37,6 +44,25 @@ function boundaryRule(folder) {
     });
   }
   return { files: [`${folder}/**/*.ts`], rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns }] } };
+}
+
+/**
+ * transport/ holds one folder per transport, sharing only the root (the contract and what every
+ * transport uses): a transport does not reach into another, and the root into none of them.
+ */
+const transports = readdirSync(join(import.meta.dirname, 'transport'), { withFileTypes: true })
+  .filter((d) => d.isDirectory())
+  .map((d) => d.name);
+
+function transportRules() {
+  const outside = { group: boundaryGroups('transport'), message: `ARCHITECTURE.md: transport/ may import only ${allowed.transport.join(', ')}.` };
+  const root = { files: ['transport/*.ts'], rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: [outside, { group: transports.map((t) => `./${t}/*`), message: "ARCHITECTURE.md: transport/'s root imports no transport." }] }] } };
+  const each = transports.map((t) => {
+    const others = transports.filter((o) => o !== t).map((o) => `../${o}/*`);
+    const sibling = { group: others, message: 'ARCHITECTURE.md: a transport imports transport/ (the root), never another transport.' };
+    return { files: [`transport/${t}/**/*.ts`], rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: others.length > 0 ? [outside, sibling] : [outside] }] } };
+  });
+  return [root, ...each];
 }
 
 export default tseslint.config(
@@ -65,7 +91,10 @@ export default tseslint.config(
       ],
     },
   },
-  ...Object.keys(allowed).map(boundaryRule),
+  ...Object.keys(allowed)
+    .filter((f) => f !== 'transport')
+    .map(boundaryRule),
+  ...transportRules(),
   {
     // Only server/config.ts reads the environment.
     files: ['core/**/*.ts', 'protocol/**/*.ts', 'audio/**/*.ts', 'mcp/**/*.ts', 'llm/**/*.ts', 'providers/**/*.ts', 'voice/**/*.ts', 'store/**/*.ts', 'transport/**/*.ts', 'server/**/*.ts'],

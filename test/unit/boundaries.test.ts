@@ -1,7 +1,8 @@
 /**
  * The import table of ARCHITECTURE.md, checked from the source text (independently of ESLint):
  * which of our folders each folder may import, llm/ and providers/ taking only types from mcp/, only
- * server/config.ts reading process.env, and session code staying free of Fastify and ws.
+ * server/config.ts reading process.env, session code staying free of Fastify and ws, and each
+ * transport in transport/ a folder of its own that shares only transport/'s root.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -19,8 +20,7 @@ const ALLOWED: Record<(typeof FOLDERS)[number], readonly string[]> = {
   providers: ['core', 'audio', 'llm', 'mcp(types)'],
   voice: ['core', 'protocol', 'audio', 'mcp', 'llm'],
   store: ['core', 'protocol'],
-  // Moved out of server/ as it was: its imports of server/ go in the commits that follow.
-  transport: ['core', 'protocol', 'voice', 'store', 'server'],
+  transport: ['core', 'protocol', 'voice', 'store'],
   server: ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store', 'transport'],
   examples: [],
 };
@@ -83,4 +83,39 @@ test('only server/config.ts reads process.env', () => {
 test('voice/ does not import fastify or ws', () => {
   const offenders = tsFiles(join(ROOT, 'voice')).filter((f) => /from\s+['"](fastify|ws|@fastify\/[^'"]+)['"]/.test(readFileSync(f, 'utf8')));
   assert.deepEqual(offenders.map((f) => relative(ROOT, f)), []);
+});
+
+/** The relative imports of `file`, resolved and relative to the checkout. */
+function importsOf(file: string): string[] {
+  const out: string[] = [];
+  for (const m of readFileSync(file, 'utf8').matchAll(IMPORT_RE)) {
+    const spec = m[3] ?? m[4] ?? m[5];
+    if (spec?.startsWith('.')) out.push(relative(ROOT, resolve(dirname(file), spec)));
+  }
+  return out;
+}
+
+test('transport/: each transport is one folder that imports no other; the root (contract and shared parts) imports none of them', () => {
+  const dir = join(ROOT, 'transport');
+  const transports = readdirSync(dir).filter((n) => statSync(join(dir, n)).isDirectory());
+  assert.ok(transports.includes('ws') && transports.includes('mqtt'), `the transports found: ${transports.join(', ')}`);
+  const offenders: string[] = [];
+  for (const file of tsFiles(dir)) {
+    const own = relative(dir, file).split('/');
+    const mine = own.length > 1 ? own[0] : null;
+    for (const target of importsOf(file)) {
+      const [top, sub] = target.split('/');
+      if (top !== 'transport' || sub === undefined || !transports.includes(sub)) continue;
+      if (sub !== mine) offenders.push(`${relative(ROOT, file)} imports ${target}`);
+    }
+  }
+  assert.deepEqual(offenders, []);
+});
+
+test("transport/'s root is transport-agnostic: no fastify, ws, aedes or sockets", () => {
+  const dir = join(ROOT, 'transport');
+  const offenders = readdirSync(dir)
+    .filter((n) => n.endsWith('.ts'))
+    .filter((n) => /(from|import)\s+['"](fastify|ws|aedes|mqtt|@fastify\/[^'"]+|node:(net|dgram|tls|http))['"]/.test(readFileSync(join(dir, n), 'utf8')));
+  assert.deepEqual(offenders, []);
 });
