@@ -6,8 +6,8 @@
 import { z } from 'zod';
 import { AsrSchema, TtsSchema } from '../providers/index.ts';
 import { OpenAiLlmSchema } from '../providers/openai/options.ts';
-import { LANGUAGES, LANGUAGE_PACKS } from './language.ts';
-import { AgentNameSchema, ConfigAgentSchema } from './agents/agent-settings.ts';
+import { LANGUAGES, LANGUAGE_PACKS } from '../features/agents/language.ts';
+import { AgentNameSchema, ConfigAgentSchema } from '../features/agents/agent-settings.ts';
 import { parseRange } from './http/ip-address.ts';
 import { MAX_DEVICE_TEXT } from '../protocol/messages.ts';
 

@@ -5,7 +5,7 @@
  * the pair needs a binding or a pending code (the password is that binding's, like the WebSocket
  * token), in `tokens` mode a binding; in `open` mode any identified pair gets one.
  */
-import type { AuthMode } from '../auth.ts';
+import type { AuthMode } from '../../features/identity/device-auth.ts';
 import { gatewayMqttSection } from './gateway-credentials.ts';
 import type { MqttTransport } from './transport.ts';
 

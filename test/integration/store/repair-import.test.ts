@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MAX_PENDING } from '../../../store/registry.ts';
-import { deviceToken, verifyBinding } from '../../../server/identity/device-token.ts';
+import { deviceToken, verifyBinding } from '../../../features/identity/device-token.ts';
 import { createLogger } from '../../../server/logger.ts';
 import { createLogSink } from '../../helpers/log-sink.ts';
 import { open, postgresTarget, raw, sqliteTarget } from '../../helpers/store-targets.ts';

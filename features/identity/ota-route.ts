@@ -6,15 +6,15 @@
 import { truncateForLog } from '../../core/log-fields.ts';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { OtaRequestSchema, parseOtaIdentity, type OtaResponse } from '../../protocol/ota.ts';
-import { DEVICE_WS_PATH } from './ws-route.ts';
-import type { AuthMode } from '../auth.ts';
+import { DEVICE_WS_PATH } from '../../server/http/ws-route.ts';
+import type { AuthMode } from './device-auth.ts';
 import type { BoundDevice, DeviceRegistry } from '../../store/device-registry.ts';
 import type { DeviceRecords } from '../../store/device-records.ts';
-import { deviceToken } from '../identity/device-token.ts';
-import { createOriginCheck } from '../identity/origin.ts';
-import { addressKey, clientAddress } from './address-key.ts';
-import type { MqttOtaProvider } from '../mqtt/ota-section.ts';
-import { SOURCES_BIND_COMMAND } from '../config-schema.ts';
+import { deviceToken } from './device-token.ts';
+import { createOriginCheck } from './origin.ts';
+import { addressKey, clientAddress } from '../../server/http/address-key.ts';
+import type { MqttOtaProvider } from '../../server/mqtt/ota-section.ts';
+import { SOURCES_BIND_COMMAND } from '../../server/config-schema.ts';
 
 export const OTA_PATH = '/xiaozhi/ota/';
 

@@ -5,7 +5,7 @@
  * Each new activation code is logged where it is issued (the OTA route), with the asking device.
  */
 import type { Logger } from '../../core/logger.ts';
-import { resolveAuthMode, type AuthMode } from '../auth.ts';
+import { resolveAuthMode, type AuthMode } from './device-auth.ts';
 import type { DeviceRegistry } from '../../store/device-registry.ts';
 
 export interface AuthSettings {

@@ -6,10 +6,10 @@
  */
 import type { Logger } from '../../core/logger.ts';
 import type { AgentRow } from '../../store/types.ts';
-import type { AgentLookup } from '../agents/agent-lookup.ts';
-import { parseAgentSettings } from '../agents/resolve-agent.ts';
-import type { AgentSettings } from '../agents/agent-settings.ts';
-import { LANGUAGE_PACKS, type Language } from '../language.ts';
+import type { AgentLookup } from './agent-lookup.ts';
+import { parseAgentSettings } from './resolve-agent.ts';
+import type { AgentSettings } from './agent-settings.ts';
+import { LANGUAGE_PACKS, type Language } from './language.ts';
 import { fixedZone, namedZone, type LocalZone } from '../../mcp/local-tools/local-time.ts';
 
 export interface DeviceLocaleOptions {

@@ -8,8 +8,8 @@
 import { AsrSchema, TtsSchema, type AsrOptions, type TtsOptions } from '../../providers/index.ts';
 import { EspeakTtsSchema } from '../../providers/espeak/options.ts';
 import { pickLlmOptions, type OpenAiLlmOptions } from '../../providers/openai/options.ts';
-import type { Config } from '../config.ts';
-import { LANGUAGE_PACKS } from '../language.ts';
+import type { Config } from '../../server/config.ts';
+import { LANGUAGE_PACKS } from './language.ts';
 import { AgentSettingsSchema, type AgentSettings } from './agent-settings.ts';
 
 /** Everything a turn needs from its agent, every field decided. */

@@ -1,6 +1,6 @@
 /** @module The bridge hub the configuration's `mcpEndpoint` block describes, shared with the other replicas through the store. */
 import type { Logger } from '../../core/logger.ts';
-import type { Config } from '../config.ts';
+import type { Config } from '../../server/config.ts';
 import type { McpRelay } from '../../store/mcp-relay.ts';
 import { BridgeHub } from './hub.ts';
 

@@ -26,7 +26,7 @@ import type { Logger } from '../../core/logger.ts';
 import { makeRoom } from '../../core/bounded-map.ts';
 import { TokenBucket } from '../../core/token-bucket.ts';
 import { DeviceIdSchema } from '../../protocol/ota.ts';
-import type { PushSchema } from '../config-schema.ts';
+import type { PushSchema } from '../../server/config-schema.ts';
 import type { DeviceSession } from '../../voice/session/session.ts';
 import type { SessionRegistry } from '../../voice/session/registry.ts';
 import type { Store } from '../../store/store.ts';

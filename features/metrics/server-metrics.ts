@@ -5,14 +5,14 @@
  * MCP status and stats, child processes, Node's default metrics with event-loop lag).
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { MediaEngineStats } from '../audio/media/media.ts';
-import type { WsRefusalReason } from './http/ws-route.ts';
-import type { McpManager } from '../mcp/manager.ts';
-import type { McpServerState } from '../mcp/stats.ts';
-import type { ConversationFactory } from '../voice/session/conversation.ts';
-import type { TurnObserver, TurnTimings } from '../voice/conversation/voice-deps.ts';
-import { countChildProcesses, type ChildProcessScanOptions } from './metrics/child-processes.ts';
-import { toolServer } from './metrics/tool-server.ts';
+import type { MediaEngineStats } from '../../audio/media/media.ts';
+import type { WsRefusalReason } from '../../server/http/ws-route.ts';
+import type { McpManager } from '../../mcp/manager.ts';
+import type { McpServerState } from '../../mcp/stats.ts';
+import type { ConversationFactory } from '../../voice/session/conversation.ts';
+import type { TurnObserver, TurnTimings } from '../../voice/conversation/voice-deps.ts';
+import { countChildProcesses, type ChildProcessScanOptions } from './child-processes.ts';
+import { toolServer } from './tool-server.ts';
 
 /** Stage latencies of a voice turn, in seconds: 50 ms (fast local steps) to 10 s (slow cloud). */
 export const STAGE_BUCKETS_S = [0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 7.5, 10] as const;

@@ -3,7 +3,7 @@
  * logged at warn level only, so a 15 s scrape interval does not flood the logs.
  */
 import type { FastifyInstance } from 'fastify';
-import type { ServerMetrics } from '../metrics.ts';
+import type { ServerMetrics } from './server-metrics.ts';
 
 export interface MetricsRouteOptions {
   metrics: Pick<ServerMetrics, 'render'>;

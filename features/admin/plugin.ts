@@ -9,7 +9,7 @@ import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import type { z } from 'zod';
 import { createOriginCheck } from '../identity/origin.ts';
 import type { SessionRegistry } from '../../voice/session/registry.ts';
-import { adminConsoleRoutes } from '../http/web-route.ts';
+import { adminConsoleRoutes } from '../../server/http/web-route.ts';
 import type { AdminStore } from './admin-store.ts';
 import { AdminSessions } from './admin-sessions.ts';
 import { AdminTokenGuard } from './admin-token.ts';

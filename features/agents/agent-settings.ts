@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import { AsrSchema, TtsSchema } from '../../providers/index.ts';
-import { LANGUAGES } from '../language.ts';
+import { LANGUAGES } from './language.ts';
 import { isTimeZone } from '../../mcp/local-tools/local-time.ts';
 
 /** Agent names appear in URLs (`/api/admin/agents/{name}`) and logs: short, no spaces or slashes. */

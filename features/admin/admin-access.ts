@@ -6,9 +6,9 @@
  * compared at all, so the answer (details or not) stops telling a right guess from a wrong one.
  */
 import type { FastifyRequest } from 'fastify';
-import type { SignInLimit } from '../admin/sign-in-limit.ts';
-import { tokenMatches } from '../admin/admin-token.ts';
-import { addressKey } from './address-key.ts';
+import type { SignInLimit } from './sign-in-limit.ts';
+import { tokenMatches } from './admin-token.ts';
+import { addressKey } from '../../server/http/address-key.ts';
 
 const PROXY_HEADERS = ['x-forwarded-for', 'forwarded', 'x-real-ip'];
 

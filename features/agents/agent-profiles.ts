@@ -21,9 +21,9 @@ import { asrProvider, createTts, type AsrOptions, type TtsOptions } from '../../
 import { createEspeakTts } from '../../providers/espeak/tts.ts';
 import type { OpenAiLlmOptions } from '../../providers/openai/options.ts';
 import type { HeldProfile, TurnProfile } from '../../voice/conversation/turn-profile.ts';
-import type { Config } from '../config.ts';
-import { configSecrets } from '../config-secrets.ts';
-import { languageWarnings } from '../language.ts';
+import type { Config } from '../../server/config.ts';
+import { configSecrets } from '../../server/config-secrets.ts';
+import { languageWarnings } from './language.ts';
 import type { AgentRow } from '../../store/types.ts';
 import type { AgentLookup } from './agent-lookup.ts';
 import { parseAgentSettings, resolveAgent, type ResolvedAgent } from './resolve-agent.ts';
