@@ -24,7 +24,7 @@ import type { Store } from '../store/store.ts';
 import { pairKey } from '../store/pair-key.ts';
 import { verifyBinding, verifyStoredBinding } from '../features/identity/device-token.ts';
 import { openConfiguredStore } from './open-store.ts';
-import { useAddressSettings } from './http/address-key.ts';
+import { useAddressSettings } from '../core/net/address-key.ts';
 import { guardBrowserHosts } from '../features/identity/origin.ts';
 import { mcpEndpointRoute } from '../features/mcp-endpoint/route.ts';
 import { bridgeHubFor } from '../features/mcp-endpoint/hub-for-config.ts';

@@ -8,7 +8,7 @@ import { AsrSchema, TtsSchema } from '../providers/index.ts';
 import { OpenAiLlmSchema } from '../providers/openai/options.ts';
 import { LANGUAGES, LANGUAGE_PACKS } from '../features/agents/language.ts';
 import { AgentNameSchema, ConfigAgentSchema } from '../features/agents/agent-settings.ts';
-import { parseRange } from './http/ip-address.ts';
+import { parseRange } from '../core/net/ip-address.ts';
 import { MAX_DEVICE_TEXT } from '../protocol/messages.ts';
 
 const EN = LANGUAGE_PACKS.en;

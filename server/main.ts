@@ -8,7 +8,7 @@ import { ErrorCode, VoiceError } from '../core/errors.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { createLogger } from './logger.ts';
 import { SecretValues } from '../core/secret-values.ts';
-import { registerConfigSecrets } from './config-secrets.ts';
+import { registerConfigSecrets } from '../core/config-secrets.ts';
 import { assembleServer } from './assemble.ts';
 import { logDeviceAuth } from '../features/identity/operator-log.ts';
 import { storeLocation } from './open-store.ts';

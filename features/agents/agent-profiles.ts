@@ -22,7 +22,7 @@ import { createEspeakTts } from '../../providers/espeak/tts.ts';
 import type { OpenAiLlmOptions } from '../../providers/openai/options.ts';
 import type { HeldProfile, TurnProfile } from '../../voice/conversation/turn-profile.ts';
 import type { Config } from '../../server/config.ts';
-import { configSecrets } from '../../server/config-secrets.ts';
+import { configSecrets } from '../../core/config-secrets.ts';
 import { languageWarnings } from './language.ts';
 import type { AgentRow } from '../../store/types.ts';
 import type { AgentLookup } from './agent-lookup.ts';

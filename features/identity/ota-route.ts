@@ -12,7 +12,7 @@ import type { BoundDevice, DeviceRegistry } from '../../store/device-registry.ts
 import type { DeviceRecords } from '../../store/device-records.ts';
 import { deviceToken } from './device-token.ts';
 import { createOriginCheck } from './origin.ts';
-import { addressKey, clientAddress } from '../../server/http/address-key.ts';
+import { addressKey, clientAddress } from '../../core/net/address-key.ts';
 import type { MqttOtaProvider } from '../../server/mqtt/ota-section.ts';
 import { SOURCES_BIND_COMMAND } from '../../server/config-schema.ts';
 

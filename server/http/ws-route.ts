@@ -17,8 +17,8 @@ import { createOriginCheck } from '../../features/identity/origin.ts';
 import { CloseCode } from '../../protocol/close-codes.ts';
 import { createLogRateLimit } from '../../core/log-rate-limit.ts';
 import type { RateLimit } from '../../core/token-bucket.ts';
-import { PerIpLimits } from './per-ip-limits.ts';
-import { addressKey, clientAddress } from './address-key.ts';
+import { PerIpLimits } from '../../core/net/per-ip-limits.ts';
+import { addressKey, clientAddress } from '../../core/net/address-key.ts';
 
 export const DEVICE_WS_PATH = '/xiaozhi/v1/';
 

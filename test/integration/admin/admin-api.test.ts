@@ -14,7 +14,7 @@ import { buildApp, type App } from '../../../server/app.ts';
 import { ConfigSchema } from '../../../server/config.ts';
 import { createLogger } from '../../../server/logger.ts';
 import { SecretValues } from '../../../core/secret-values.ts';
-import { registerConfigSecrets } from '../../../server/config-secrets.ts';
+import { registerConfigSecrets } from '../../../core/config-secrets.ts';
 import { ADMIN_ROUTES } from '../../../features/admin/routes.ts';
 import { jsonSchema } from '../../../features/admin/openapi.ts';
 import { fastifyPath } from '../../../features/admin/route.ts';

@@ -14,7 +14,7 @@ import { bearerToken, tokenMatches } from '../../../features/admin/admin-token.t
 import { SignInLimit } from '../../../features/admin/sign-in-limit.ts';
 import { KnownClients, KNOWN_CLIENT_COOKIE } from '../../../features/admin/known-clients.ts';
 import { ConfigError, loadConfig } from '../../../server/config.ts';
-import { configSecrets } from '../../../server/config-secrets.ts';
+import { configSecrets } from '../../../core/config-secrets.ts';
 
 describe('console sessions', () => {
   test('a session is valid until its expiry, then forgotten', () => {

@@ -4,9 +4,9 @@
  * MCP servers (those carry keys as often as not), and credentials written into any configured URL
  * (`user:pass@`, `?api-key=`), so an error text echoing them alone is redacted too.
  */
-import type { SecretValues } from '../core/secret-values.ts';
-import { urlCredentials } from '../core/redact-url.ts';
-import type { Config } from './config.ts';
+import type { SecretValues } from './secret-values.ts';
+import { urlCredentials } from './redact-url.ts';
+import type { Config } from '../server/config.ts';
 
 const SECRET_KEY = /key|token|secret|password|authorization|bearer|cookie|credential/i;
 
