@@ -19,7 +19,7 @@ import type { ConversationFactory } from '../voice/session/conversation.ts';
 import { SessionRegistry } from '../voice/session/registry.ts';
 import { CloseCode } from '../protocol/close-codes.ts';
 import { resolveAuthMode } from '../features/identity/device-auth.ts';
-import type { DeviceRegistry } from '../store/device-registry.ts';
+import type { DeviceRegistry } from '../store/identity-registry-types.ts';
 import type { Store } from '../store/store.ts';
 import { pairKey } from '../store/pair-key.ts';
 import { verifyBinding, verifyStoredBinding } from '../features/identity/device-token.ts';

@@ -3,7 +3,7 @@
  * device record, merged by Device-Id, with whether a session of it is open on any replica.
  */
 import type { DeviceRecord } from '../../store/types.ts';
-import type { BoundDevice } from '../../store/device-registry.ts';
+import type { BoundDevice } from '../../store/identity-registry-types.ts';
 import type { AdminContext } from './route.ts';
 import type { DeviceView } from './schemas.ts';
 

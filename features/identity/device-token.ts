@@ -5,7 +5,7 @@
  * come back when the pair is bound again.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { DeviceRegistry } from '../../store/device-registry.ts';
+import type { DeviceRegistry } from '../../store/identity-registry-types.ts';
 import { pairKey } from '../../store/pair-key.ts';
 
 /**

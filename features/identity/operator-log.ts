@@ -6,7 +6,7 @@
  */
 import type { Logger } from '../../core/logger.ts';
 import { resolveAuthMode, type AuthMode } from './device-auth.ts';
-import type { DeviceRegistry } from '../../store/device-registry.ts';
+import type { DeviceRegistry } from '../../store/identity-registry-types.ts';
 
 export interface AuthSettings {
   mode?: AuthMode | undefined;

@@ -8,7 +8,7 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest }
 import { OtaRequestSchema, parseOtaIdentity, type OtaResponse } from '../../protocol/ota.ts';
 import { DEVICE_WS_PATH } from '../../server/http/ws-route.ts';
 import type { AuthMode } from './device-auth.ts';
-import type { BoundDevice, DeviceRegistry } from '../../store/device-registry.ts';
+import type { BoundDevice, DeviceRegistry } from '../../store/identity-registry-types.ts';
 import type { DeviceRecords } from '../../store/device-records.ts';
 import { deviceToken } from './device-token.ts';
 import { createOriginCheck } from './origin.ts';

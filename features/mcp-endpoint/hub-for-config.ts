@@ -1,7 +1,7 @@
 /** @module The bridge hub the configuration's `mcpEndpoint` block describes, shared with the other replicas through the store. */
 import type { Logger } from '../../core/logger.ts';
 import type { Config } from '../../server/config.ts';
-import type { McpRelay } from '../../store/mcp-relay.ts';
+import type { McpRelay } from '../../store/mcp-endpoint-relay.ts';
 import { BridgeHub } from './hub.ts';
 
 /** With `relay` (the store's), bridges serve the devices of every replica on the same database. */

@@ -12,7 +12,7 @@ import { truncateForLog } from '../../core/log-fields.ts';
 import type { Logger } from '../../core/logger.ts';
 import { fitToolBudget } from '../../mcp/tool-budget.ts';
 import { errorResult, type ToolResult, type ToolSource, type ToolSpec } from '../../mcp/tool-source.ts';
-import type { McpRelay, PublishedBridge } from '../../store/mcp-relay.ts';
+import type { McpRelay, PublishedBridge } from '../../store/mcp-endpoint-relay.ts';
 import { CloseCodes } from '../../mcp/websocket-peer-transport.ts';
 import type { Bridge } from './bridge.ts';
 import type { McpEndpointLimits } from './limits.ts';

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
 import type { RateLimit } from '../../core/token-bucket.ts';
-import type { McpTokens } from '../../store/mcp-tokens.ts';
+import type { McpTokens } from '../../store/mcp-endpoint-tokens.ts';
 import { addressKey, clientAddress } from '../../core/net/address-key.ts';
 import { PerIpLimits } from '../../core/net/per-ip-limits.ts';
 import { Bridge } from './bridge.ts';

@@ -18,7 +18,7 @@ import { createLogRateLimit } from '../../core/log-rate-limit.ts';
 import { makeRoom } from '../../core/bounded-map.ts';
 import type { RateLimit } from '../../core/token-bucket.ts';
 import { pairKey } from '../../store/pair-key.ts';
-import type { DeviceRegistry } from '../../store/device-registry.ts';
+import type { DeviceRegistry } from '../../store/identity-registry-types.ts';
 import type { AdmissionGate } from '../admission.ts';
 import { AddressKeys, type AddressSettings } from '../../core/net/address-key.ts';
 import { PerIpLimits } from '../../core/net/per-ip-limits.ts';

@@ -11,7 +11,7 @@ import { silentLogger } from '../../../core/logger.ts';
 import { Bridge } from '../../../features/mcp-endpoint/bridge.ts';
 import { BridgeHub } from '../../../features/mcp-endpoint/hub.ts';
 import { DEFAULT_MCP_ENDPOINT_LIMITS } from '../../../features/mcp-endpoint/limits.ts';
-import type { McpRelay } from '../../../store/mcp-relay.ts';
+import type { McpRelay } from '../../../store/mcp-endpoint-relay.ts';
 import type { Store } from '../../../store/store.ts';
 import { open, sqliteTarget } from '../../helpers/store-targets.ts';
 import { waitFor } from '../../helpers/wait.ts';

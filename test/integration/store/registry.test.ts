@@ -5,7 +5,7 @@
  */
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MAX_PENDING } from '../../../store/registry.ts';
+import { MAX_PENDING } from '../../../store/identity-registry.ts';
 import { deviceToken, verifyBinding } from '../../../features/identity/device-token.ts';
 import { open, postgresTarget, sqliteTarget } from '../../helpers/store-targets.ts';
 

@@ -8,7 +8,7 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { MAX_PENDING } from '../../../store/registry.ts';
+import { MAX_PENDING } from '../../../store/identity-registry.ts';
 import { deviceToken, verifyBinding } from '../../../features/identity/device-token.ts';
 import { createLogger } from '../../../server/logger.ts';
 import { createLogSink } from '../../helpers/log-sink.ts';

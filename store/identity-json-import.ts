@@ -12,7 +12,7 @@ import type { Kysely } from 'kysely';
 import { ClientIdSchema, DeviceIdSchema } from '../protocol/ota.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Database } from './schema.ts';
-import { MAX_BOUND, MAX_PENDING } from './registry.ts';
+import { MAX_BOUND, MAX_PENDING } from './identity-registry.ts';
 
 export const LEGACY_FILE = 'devices.json';
 /** Past this the file is not read at all (the old server refused files past 8 MB already). */
