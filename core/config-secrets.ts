@@ -6,11 +6,11 @@
  */
 import type { SecretValues } from './secret-values.ts';
 import { urlCredentials } from './redact-url.ts';
-import type { Config } from '../server/config.ts';
 
 const SECRET_KEY = /key|token|secret|password|authorization|bearer|cookie|credential/i;
 
-export function registerConfigSecrets(secrets: SecretValues, config: Config): void {
+/** `config`: the server's validated configuration (or any settings object). */
+export function registerConfigSecrets(secrets: SecretValues, config: object): void {
   for (const s of configSecrets(config)) secrets.add(s.value);
 }
 

@@ -9,23 +9,19 @@ import { AdmissionControl, type MediaLoad } from './admission.ts';
 import { buildApp, type App } from './app.ts';
 import type { Config } from './config.ts';
 import { createDeps, type Deps } from './deps.ts';
-import { agentLookupOf, configAgentParts, type AgentLookup } from '../features/agents/agent-lookup.ts';
+import { agentLookupOf, configAgentParts, type AgentLookup } from '../features/agents/index.ts';
 import { openConfiguredStore } from './open-store.ts';
-import { bridgeHubFor } from '../features/mcp-endpoint/hub-for-config.ts';
+import { bridgeHubFor } from '../features/mcp-endpoint/index.ts';
 import type { Store } from '../store/store.ts';
 import { healthRoutes, providerChecks } from './http/health-route.ts';
-import { metricsRoute } from '../features/metrics/metrics-route.ts';
+import { metricsRoute, createServerMetrics, type ServerMetrics } from '../features/metrics/index.ts';
 import { createProviderDoctor } from './provider-doctor.ts';
-import { createServerMetrics, type ServerMetrics } from '../features/metrics/server-metrics.ts';
 import { SessionRegistry } from '../voice/session/registry.ts';
 import type { OpusSampleRate } from '../audio/opus/codec.ts';
-import { PushDelivery } from '../features/push/push-delivery.ts';
-import { AudioClips, pushAudioRoute } from '../features/push/audio-clips.ts';
-import { notifyAudio } from '../features/push/notify-audio.ts';
-import type { IdleDeviceLinks } from '../features/push/idle-links.ts';
+import { PushDelivery, AudioClips, pushAudioRoute, notifyAudio, type IdleDeviceLinks } from '../features/push/index.ts';
 import type { MqttTransport } from './mqtt/transport.ts';
 import { mqttTransportFor } from './mqtt/transport-for-config.ts';
-import { ReminderScheduler } from '../features/reminders/scheduler.ts';
+import { ReminderScheduler } from '../features/reminders/index.ts';
 
 export interface AssembledServer {
   app: App;

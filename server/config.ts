@@ -8,7 +8,7 @@ import { resolve } from 'node:path';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { z } from 'zod';
 import { createConfigSchema } from './config-schema.ts';
-import { applyLanguageDefaults } from '../features/agents/language.ts';
+import { applyLanguageDefaults } from '../features/agents/index.ts';
 import { McpServersConfigSchema } from '../mcp/server-config.ts';
 import { configSecrets } from '../core/config-secrets.ts';
 

@@ -10,10 +10,10 @@ import { createLogger } from './logger.ts';
 import { SecretValues } from '../core/secret-values.ts';
 import { registerConfigSecrets } from '../core/config-secrets.ts';
 import { assembleServer } from './assemble.ts';
-import { logDeviceAuth } from '../features/identity/operator-log.ts';
+import { logDeviceAuth } from '../features/identity/index.ts';
 import { storeLocation } from './open-store.ts';
 import { StoreError } from '../store/connect.ts';
-import { languageWarnings } from '../features/agents/language.ts';
+import { languageWarnings } from '../features/agents/index.ts';
 import { REPEAT_WINDOW_MS, ShutdownSignals } from './shutdown-signals.ts';
 
 /** Exit code for configuration errors (documented in the README). */

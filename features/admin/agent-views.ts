@@ -6,7 +6,7 @@
  */
 import type { z } from 'zod';
 import type { AgentRow } from '../../store/types.ts';
-import type { AgentSettings } from '../agents/agent-settings.ts';
+import type { AgentSettings } from '../agents/index.ts';
 import type { AgentSettingsPatchSchema, AgentView } from './schemas.ts';
 
 export type AgentSettingsPatch = z.output<typeof AgentSettingsPatchSchema>;

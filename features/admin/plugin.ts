@@ -7,9 +7,8 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import type { z } from 'zod';
-import { createOriginCheck } from '../identity/origin.ts';
+import { createOriginCheck } from '../identity/index.ts';
 import type { SessionRegistry } from '../../voice/session/registry.ts';
-import { adminConsoleRoutes } from '../../server/http/web-route.ts';
 import type { AdminStore } from './admin-store.ts';
 import { AdminSessions } from './admin-sessions.ts';
 import { AdminTokenGuard } from './admin-token.ts';
@@ -22,6 +21,8 @@ import { apiKeysOf } from './agent-views.ts';
 export interface AdminOptions {
   /** `admin.token`; empty: the admin API and console are off. */
   token: string;
+  /** Serves the console's files at `/admin/` (the HTTP shell serves every page of `web/`). */
+  consoleRoutes: (app: FastifyInstance) => Promise<void>;
   store: AdminStore;
   /** This process's live sessions, for `online`. */
   liveSessions: SessionRegistry;
@@ -80,7 +81,7 @@ export function adminPlugin(opts: AdminOptions): (app: FastifyInstance) => Promi
       app.log.warn({ err }, 'admin: could not read the agents to register their keys for redaction');
     }
 
-    await app.register(adminConsoleRoutes);
+    await app.register(opts.consoleRoutes);
     await app.register(
       async (api) => {
         const refusedOrigin = createOriginCheck([], 'admin API');

@@ -9,8 +9,8 @@ import type { Logger } from '../../core/logger.ts';
 import type { AdminStore } from './admin-store.ts';
 import type { AdminSessions } from './admin-sessions.ts';
 import type { AdminTokenGuard } from './admin-token.ts';
-import type { BridgeHub } from '../mcp-endpoint/hub.ts';
-import type { Push } from '../push/push.ts';
+import type { BridgeHub } from '../mcp-endpoint/index.ts';
+import type { Push } from '../push/index.ts';
 
 export type AdminMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 

@@ -2,7 +2,7 @@
  * @module Agents: list, create, read, patch (a merge: see agent-views.ts) and delete. Settings are
  * validated with the agent settings schema on the way in; the API key is write-only.
  */
-import { AgentSettingsSchema } from '../agents/agent-settings.ts';
+import { AgentSettingsSchema } from '../agents/index.ts';
 import { AdminError, adminRoute, type AdminContext } from './route.ts';
 import { AgentCreateBody, AgentList, AgentParams, AgentPatchBody, AgentView } from './schemas.ts';
 import { agentView, apiKeysOf, mergeSettings } from './agent-views.ts';

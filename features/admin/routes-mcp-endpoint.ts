@@ -7,7 +7,7 @@ import { z } from 'zod';
 import type { FastifyRequest } from 'fastify';
 import { AdminError, adminRoute, type AdminContext } from './route.ts';
 import { AgentParams } from './schemas.ts';
-import { MCP_ENDPOINT_PATH } from '../mcp-endpoint/route.ts';
+import { MCP_ENDPOINT_PATH } from '../mcp-endpoint/index.ts';
 
 const BridgeView = z.object({
   id: z.string(),

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { ClientIdSchema } from '../../protocol/ota.ts';
 import { AdminError, adminRoute } from './route.ts';
 import { DeviceParams } from './schemas.ts';
-import type { SayOutcome } from '../push/push.ts';
+import type { SayOutcome } from '../push/index.ts';
 
 export const SayBody = z.strictObject({
   /** Cut to `push.maxChars`. */

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { DeviceIdSchema } from '../../protocol/ota.ts';
-import { AgentLlmSchema, AgentNameSchema, AgentSettingsSchema } from '../agents/agent-settings.ts';
+import { AgentLlmSchema, AgentNameSchema, AgentSettingsSchema } from '../agents/index.ts';
 
 /** A device's display name in the console. */
 export const AliasSchema = z.string().trim().min(1, 'must not be empty').max(64, 'at most 64 characters');

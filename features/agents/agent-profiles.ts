@@ -21,12 +21,11 @@ import { asrProvider, createTts, type AsrOptions, type TtsOptions } from '../../
 import { createEspeakTts } from '../../providers/espeak/tts.ts';
 import type { OpenAiLlmOptions } from '../../providers/openai/options.ts';
 import type { HeldProfile, TurnProfile } from '../../voice/conversation/turn-profile.ts';
-import type { Config } from '../../server/config.ts';
 import { configSecrets } from '../../core/config-secrets.ts';
 import { languageWarnings } from './language.ts';
 import type { AgentRow } from '../../store/types.ts';
 import type { AgentLookup } from './agent-lookup.ts';
-import { parseAgentSettings, resolveAgent, type ResolvedAgent } from './resolve-agent.ts';
+import { parseAgentSettings, resolveAgent, type AgentDefaults, type ResolvedAgent } from './resolve-agent.ts';
 
 /** The name of the agent that is the configuration itself (no `agents:` declared, or a missing one). */
 export const CONFIG_AGENT = 'default';
@@ -37,7 +36,8 @@ export interface AgentClients {
 }
 
 export interface AgentProfilesOptions {
-  config: Config;
+  /** The configuration: every agent's defaults, and which agent a device without one uses. */
+  config: AgentDefaults & { defaultAgent?: string | undefined; agents: readonly { name: string }[] };
   lookup: AgentLookup;
   log: Logger;
   /** The configuration's own providers: shared by every agent whose settings are the same. */

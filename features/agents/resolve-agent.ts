@@ -8,8 +8,7 @@
 import { AsrSchema, TtsSchema, type AsrOptions, type TtsOptions } from '../../providers/index.ts';
 import { EspeakTtsSchema } from '../../providers/espeak/options.ts';
 import { pickLlmOptions, type OpenAiLlmOptions } from '../../providers/openai/options.ts';
-import type { Config } from '../../server/config.ts';
-import { LANGUAGE_PACKS } from './language.ts';
+import { LANGUAGE_PACKS, type Language } from './language.ts';
 import { AgentSettingsSchema, type AgentSettings } from './agent-settings.ts';
 
 /** Everything a turn needs from its agent, every field decided. */
@@ -25,6 +24,19 @@ export interface ResolvedAgent {
   tools: { mcpServers?: string[]; local?: string[] };
   /** IANA zone: the agent's, else `tools.timeZone`; unset: the server's offset or zone. */
   timeZone?: string;
+}
+
+/**
+ * What an agent leaves unset comes from: the server's configuration, which is the default agent
+ * (server/config.ts's `Config` is one; stated here so that this room does not import the root).
+ */
+export interface AgentDefaults {
+  language: Language;
+  conversation: { greeting: string; apology: string; apologies: { llm: string; asr: string; tts: string } };
+  llm: OpenAiLlmOptions & { systemPrompt: string };
+  asr: AsrOptions;
+  tts: TtsOptions;
+  tools: { timeZone: string };
 }
 
 /**
@@ -48,7 +60,7 @@ export function parseAgentSettings(raw: unknown): { ok: true; settings: AgentSet
  * `raw`: the agent's settings as written (the configuration's entry without `name`/`devices`, or a
  * stored row's JSON), so that "left unset" means unset, not a schema default.
  */
-export function resolveAgent(config: Config, raw: Record<string, unknown>): ResolvedAgent {
+export function resolveAgent(config: AgentDefaults, raw: Record<string, unknown>): ResolvedAgent {
   const parsed = parseAgentSettings(raw);
   if (!parsed.ok) throw new Error(`invalid agent settings: ${parsed.error}`);
   const s = parsed.settings;

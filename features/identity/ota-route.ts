@@ -6,20 +6,39 @@
 import { truncateForLog } from '../../core/log-fields.ts';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { OtaRequestSchema, parseOtaIdentity, type OtaResponse } from '../../protocol/ota.ts';
-import { DEVICE_WS_PATH } from '../../server/http/ws-route.ts';
 import type { AuthMode } from './device-auth.ts';
 import type { BoundDevice, DeviceRegistry } from '../../store/identity-registry-types.ts';
 import type { DeviceRecords } from '../../store/device-records.ts';
 import { deviceToken } from './device-token.ts';
 import { createOriginCheck } from './origin.ts';
 import { addressKey, clientAddress } from '../../core/net/address-key.ts';
-import type { MqttOtaProvider } from '../../server/mqtt/ota-section.ts';
-import { SOURCES_BIND_COMMAND } from '../../server/config-schema.ts';
 
 export const OTA_PATH = '/xiaozhi/ota/';
 
+/** How the owner binds a code when the server runs from the sources (`server.auth.bindCommand`'s default). */
+export const SOURCES_BIND_COMMAND = 'npm run devices -- bind {code}';
+
+/** What OTA tells the MQTT side about the device asking, for its `mqtt` section. */
+export interface MqttOtaRequest {
+  deviceId: string;
+  clientId: string;
+  /** activation mode: the generation of the token handed out with this answer (bound or pending). */
+  generation?: number;
+  /** The host the device reached OTA by (without a port). */
+  host: string;
+  /** Board type from the OTA body ('' when absent). */
+  board: string;
+  /** The device's address as this server sees it. */
+  ip: string;
+}
+
+/** The section for one OTA answer, or undefined when this device gets none (the MQTT transport provides it). */
+export type MqttOtaProvider = (req: MqttOtaRequest) => Record<string, string | number> | undefined;
+
 export interface OtaRouteOptions {
   publicWsUrl: string;
+  /** The device WebSocket's path (the WebSocket transport's), for the URL built from the request when `publicWsUrl` is empty. */
+  wsPath: string;
   /** open: token "" (none needed); tokens: no token key ever; activation: each pair its own (valid once bound). */
   mode: AuthMode;
   /** activation mode only. */
@@ -35,7 +54,7 @@ export interface OtaRouteOptions {
   /** Minutes east of UTC; null: the server's zone. */
   timezoneOffsetMinutes: number | null;
   firmware: { version: string; url: string; force: boolean };
-  /** The `mqtt` section for an identified device (server/mqtt/ota-section.ts); absent: MQTT is off. */
+  /** The `mqtt` section for an identified device (the MQTT transport's); absent: MQTT is off. */
   mqtt?: MqttOtaProvider;
 }
 
@@ -56,13 +75,13 @@ export function requestHost(request: FastifyRequest): string {
 }
 
 /** ws:// or wss:// URL built from what the client used to reach us. */
-export function wsUrlFor(request: FastifyRequest, publicWsUrl: string): string {
+export function wsUrlFor(request: FastifyRequest, publicWsUrl: string, wsPath: string): string {
   if (publicWsUrl) return publicWsUrl;
   const forwardedProto = String(request.headers['x-forwarded-proto'] ?? '').split(',')[0]?.trim();
   const secure = forwardedProto === 'https' || request.protocol === 'https';
   const forwardedHost = String(request.headers['x-forwarded-host'] ?? '').split(',')[0]?.trim();
   const host = forwardedHost || request.headers.host || `${request.hostname}`;
-  return `${secure ? 'wss' : 'ws'}://${host}${DEVICE_WS_PATH}`;
+  return `${secure ? 'wss' : 'ws'}://${host}${wsPath}`;
 }
 
 export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Promise<void> {
@@ -118,7 +137,7 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
     const offset = opts.timezoneOffsetMinutes ?? -new Date().getTimezoneOffset();
     const response: OtaResponse = {
       server_time: { timestamp: Date.now(), timezone_offset: offset },
-      websocket: { url: wsUrlFor(request, opts.publicWsUrl), version: opts.protocolVersion },
+      websocket: { url: wsUrlFor(request, opts.publicWsUrl, opts.wsPath), version: opts.protocolVersion },
     };
     if (opts.mode === 'open') response.websocket.token = '';
     if (opts.records && deviceId && clientId) {
@@ -175,7 +194,7 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
   const get = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     await reply
       .type('text/plain; charset=utf-8')
-      .send(`OTA endpoint is working. Devices POST here; the WebSocket address handed out is ${wsUrlFor(request, opts.publicWsUrl)}\n`);
+      .send(`OTA endpoint is working. Devices POST here; the WebSocket address handed out is ${wsUrlFor(request, opts.publicWsUrl, opts.wsPath)}\n`);
   };
 
   // The firmware polls this after speaking its code: 202 "not yet" until the owner binds it (as

@@ -6,7 +6,6 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { MediaEngineStats } from '../../audio/media/media.ts';
-import type { WsRefusalReason } from '../../server/http/ws-route.ts';
 import type { McpManager } from '../../mcp/manager.ts';
 import type { McpServerState } from '../../mcp/stats.ts';
 import type { ConversationFactory } from '../../voice/session/conversation.ts';
@@ -69,8 +68,12 @@ export interface ServerMetrics {
 
 const seconds = (ms: number): number => Math.max(0, ms) / 1000;
 
-/** Why a device's WebSocket upgrade was refused. */
-export type RefusalReason = WsRefusalReason;
+/**
+ * Why a device's WebSocket upgrade was refused: the values of the `reason` label. The transport
+ * that refuses says why; the assembly hands its reasons to `connectionRefused`, so a reason this
+ * list lacks fails the type check there.
+ */
+export type RefusalReason = 'unauthorized' | 'capacity' | 'draining' | 'overloaded' | 'per_ip';
 
 /** Creates the metrics of one app. */
 export function createServerMetrics(opts: ServerMetricsOptions = {}): ServerMetrics {

@@ -26,7 +26,6 @@ import type { Logger } from '../../core/logger.ts';
 import { makeRoom } from '../../core/bounded-map.ts';
 import { TokenBucket } from '../../core/token-bucket.ts';
 import { DeviceIdSchema } from '../../protocol/ota.ts';
-import type { PushSchema } from '../../server/config-schema.ts';
 import type { DeviceSession } from '../../voice/session/session.ts';
 import type { SessionRegistry } from '../../voice/session/registry.ts';
 import type { Store } from '../../store/store.ts';
@@ -37,6 +36,7 @@ import { pairKey } from '../../store/pair-key.ts';
 import type { IdleDeviceLink, IdleDeviceLinks } from './idle-links.ts';
 import { versionAtLeast } from './firmware-version.ts';
 import { PUSH_AUDIO_PATH, type AudioClips } from './audio-clips.ts';
+import type { PushSchema } from './push-settings.ts';
 
 export type PushConfig = z.output<typeof PushSchema>;
 

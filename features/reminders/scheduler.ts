@@ -10,7 +10,7 @@
  */
 import type { Logger } from '../../core/logger.ts';
 import type { Reminder, RemindersStore } from '../../store/reminders.ts';
-import type { Push, SayOutcome } from '../push/push.ts';
+import type { Push, SayOutcome } from '../push/index.ts';
 
 export interface ReminderSchedulerOptions {
   store: RemindersStore;

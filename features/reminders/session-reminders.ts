@@ -7,7 +7,7 @@
 import type { Logger } from '../../core/logger.ts';
 import type { ReminderToolTarget } from '../../mcp/local-tools/reminder-tools.ts';
 import { MAX_REMINDER_CHARS, type RemindersStore } from '../../store/reminders.ts';
-import type { DeviceLocale } from '../agents/device-locale.ts';
+import type { DeviceLocale } from '../agents/index.ts';
 
 export interface SessionRemindersOptions {
   store: RemindersStore;

@@ -6,14 +6,13 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RawData, WebSocket } from 'ws';
-import { authorize, readIdentity, type AuthPolicy } from '../../features/identity/device-auth.ts';
+import { authorize, readIdentity, type AuthPolicy, createOriginCheck } from '../../features/identity/index.ts';
 import { DeviceSession } from '../../voice/session/session.ts';
 import type { SessionRegistry } from '../../voice/session/registry.ts';
 import type { ConversationFactory } from '../../voice/session/conversation.ts';
 import type { AdmissionGate } from '../admission.ts';
 import { WsDeviceChannel } from './ws-channel.ts';
 import { pairKey } from '../../store/pair-key.ts';
-import { createOriginCheck } from '../../features/identity/origin.ts';
 import { CloseCode } from '../../protocol/close-codes.ts';
 import { createLogRateLimit } from '../../core/log-rate-limit.ts';
 import type { RateLimit } from '../../core/token-bucket.ts';

@@ -24,7 +24,7 @@ import { AddressKeys, type AddressSettings } from '../../core/net/address-key.ts
 import { PerIpLimits } from '../../core/net/per-ip-limits.ts';
 import { parseIp, formatIp } from '../../core/net/ip-address.ts';
 import { identityKey, type WsRouteOptions } from '../http/ws-route.ts';
-import type { IdleDeviceLink, IdleDeviceLinks } from '../../features/push/idle-links.ts';
+import type { IdleDeviceLink, IdleDeviceLinks } from '../../features/push/index.ts';
 import type { ConversationFactory } from '../../voice/session/conversation.ts';
 import type { SessionRegistry } from '../../voice/session/registry.ts';
 import { DeviceSession } from '../../voice/session/session.ts';
