@@ -13,7 +13,7 @@ import { agentLookupOf, configAgentParts, type AgentLookup } from '../features/a
 import { openConfiguredStore } from './open-store.ts';
 import { bridgeHubFor } from '../features/mcp-endpoint/index.ts';
 import type { Store } from '../store/store.ts';
-import { healthRoutes, providerChecks } from './http/health-route.ts';
+import { healthRoutes, providerChecks } from './health-route.ts';
 import { metricsRoute, createServerMetrics, type ServerMetrics } from '../features/metrics/index.ts';
 import { createProviderDoctor } from './provider-doctor.ts';
 import { SessionRegistry } from '../voice/session/registry.ts';

@@ -9,7 +9,7 @@ import { OpenAiLlmSchema } from '../providers/openai/options.ts';
 import { LANGUAGES, LANGUAGE_PACKS, AgentNameSchema, ConfigAgentSchema } from '../features/agents/index.ts';
 import { SOURCES_BIND_COMMAND } from '../features/identity/index.ts';
 import { PushSchema } from '../features/push/index.ts';
-import { parseRange } from '../core/net/ip-address.ts';
+import { parseRange } from '../core/ip-address.ts';
 import { MAX_DEVICE_TEXT } from '../protocol/messages.ts';
 
 const EN = LANGUAGE_PACKS.en;

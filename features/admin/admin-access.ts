@@ -8,7 +8,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { SignInLimit } from './sign-in-limit.ts';
 import { tokenMatches } from './admin-token.ts';
-import { addressKey } from '../../core/net/address-key.ts';
+import { addressKey } from '../../core/address-key.ts';
 
 const PROXY_HEADERS = ['x-forwarded-for', 'forwarded', 'x-real-ip'];
 

@@ -14,7 +14,7 @@ import { ADMIN_COOKIE, overHttps, readCookie, type AdminSessions } from './admin
 import { KnownClients } from './known-clients.ts';
 import type { SignInLimit } from './sign-in-limit.ts';
 import { AdminError } from './route.ts';
-import { addressKey, clientAddress } from '../../core/net/address-key.ts';
+import { addressKey, clientAddress } from '../../core/address-key.ts';
 
 function sha256(s: string): Buffer {
   return createHash('sha256').update(s).digest();

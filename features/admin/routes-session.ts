@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { AdminError, adminRoute } from './route.ts';
 import { ADMIN_COOKIE, overHttps, readCookie, sessionCookie } from './admin-sessions.ts';
 import { SignInBody, SignedIn } from './schemas.ts';
-import { clientAddress } from '../../core/net/address-key.ts';
+import { clientAddress } from '../../core/address-key.ts';
 
 export const sessionRoutes = [
   adminRoute({

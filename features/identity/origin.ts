@@ -17,7 +17,7 @@ import { hostname as machineName, networkInterfaces } from 'node:os';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { createLogRateLimit } from '../../core/log-rate-limit.ts';
 import { truncateForLog } from '../../core/log-fields.ts';
-import { formatIp, isLoopback, parseIp } from '../../core/net/ip-address.ts';
+import { formatIp, isLoopback, parseIp } from '../../core/ip-address.ts';
 
 export interface HostSettings {
   /** Names and addresses browsers reach this server by. */

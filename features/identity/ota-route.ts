@@ -11,7 +11,7 @@ import type { BoundDevice, DeviceRegistry } from '../../store/identity-registry-
 import type { DeviceRecords } from '../../store/device-records.ts';
 import { deviceToken } from './device-token.ts';
 import { createOriginCheck } from './origin.ts';
-import { addressKey, clientAddress } from '../../core/net/address-key.ts';
+import { addressKey, clientAddress } from '../../core/address-key.ts';
 
 export const OTA_PATH = '/xiaozhi/ota/';
 

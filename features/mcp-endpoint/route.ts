@@ -10,8 +10,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
 import type { RateLimit } from '../../core/token-bucket.ts';
 import type { McpTokens } from '../../store/mcp-endpoint-tokens.ts';
-import { addressKey, clientAddress } from '../../core/net/address-key.ts';
-import { PerIpLimits } from '../../core/net/per-ip-limits.ts';
+import { addressKey, clientAddress } from '../../core/address-key.ts';
+import { PerIpLimits } from '../../core/per-ip-limits.ts';
 import { Bridge } from './bridge.ts';
 import type { BridgeHub } from './hub.ts';
 

@@ -16,8 +16,8 @@ import { pairKey } from '../../store/pair-key.ts';
 import { CloseCode } from '../../protocol/close-codes.ts';
 import { createLogRateLimit } from '../../core/log-rate-limit.ts';
 import type { RateLimit } from '../../core/token-bucket.ts';
-import { PerIpLimits } from '../../core/net/per-ip-limits.ts';
-import { addressKey, clientAddress } from '../../core/net/address-key.ts';
+import { PerIpLimits } from '../../core/per-ip-limits.ts';
+import { addressKey, clientAddress } from '../../core/address-key.ts';
 
 export const DEVICE_WS_PATH = '/xiaozhi/v1/';
 

@@ -20,7 +20,7 @@ import { recordingConversation } from '../helpers/recording-conversation.ts';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
 import { ADMIN_ROUTES } from '../../features/admin/routes.ts';
 import { fastifyPath } from '../../features/admin/route.ts';
-import { healthRoutes } from '../../server/http/health-route.ts';
+import { healthRoutes } from '../../server/health-route.ts';
 import { createLogWatch, type LogWatch } from './log-watch.ts';
 import { watchHealth, type HealthWatch } from './health-watch.ts';
 import { DATA_DIR_LIMIT_BYTES, dirBytes, OTA_STEP_MS, sendRaw, type OtaAnswer } from './ota-property.ts';

@@ -10,7 +10,7 @@ import { createServer, type Server } from 'node:net';
 import { createMcpManager, type McpManager } from '../../../mcp/manager.ts';
 import { McpServersConfigSchema } from '../../../mcp/server-config.ts';
 import { silentLogger } from '../../../core/logger.ts';
-import { endpointCheck, healthRoutes, providerChecks, type ReadinessCheck } from '../../../server/http/health-route.ts';
+import { endpointCheck, healthRoutes, providerChecks, type ReadinessCheck } from '../../../server/health-route.ts';
 import { metricsRoute } from '../../../features/metrics/metrics-route.ts';
 import { createServerMetrics, type ServerMetrics } from '../../../features/metrics/server-metrics.ts';
 import { countChildProcesses } from '../../../features/metrics/child-processes.ts';

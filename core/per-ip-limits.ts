@@ -7,8 +7,8 @@
  * bounded, so a spray of source addresses or identities cannot grow them without limit; an
  * address with no sessions is forgotten first.
  */
-import { TokenBucket, type RateLimit } from '../token-bucket.ts';
-import { makeRoom } from '../bounded-map.ts';
+import { TokenBucket, type RateLimit } from './token-bucket.ts';
+import { makeRoom } from './bounded-map.ts';
 
 interface Entry {
   sessions: number;

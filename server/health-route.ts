@@ -12,12 +12,12 @@
  */
 import { connect } from 'node:net';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { runScoped } from '../../core/abort.ts';
-import { asrProvider, ttsProvider } from '../../providers/index.ts';
-import { isAdmin, SignInLimit } from '../../features/admin/index.ts';
-import type { McpManager } from '../../mcp/manager.ts';
-import type { Config } from '../config.ts';
-import type { ProviderProblem } from '../provider-doctor.ts';
+import { runScoped } from '../core/abort.ts';
+import { asrProvider, ttsProvider } from '../providers/index.ts';
+import { isAdmin, SignInLimit } from '../features/admin/index.ts';
+import type { McpManager } from '../mcp/manager.ts';
+import type { Config } from './config.ts';
+import type { ProviderProblem } from './provider-doctor.ts';
 
 /** One cheap dependency check shown in `/readyz`. */
 export interface ReadinessCheck {
