@@ -6,6 +6,6 @@
  */
 export { authorize, readIdentity, resolveAuthMode, type AuthDecision, type AuthMode, type AuthPolicy, type DeviceIdentity } from './device-auth.ts';
 export { verifyBinding, verifyStoredBinding } from './device-token.ts';
-export { OTA_PATH, SOURCES_BIND_COMMAND, otaRoutes, type MqttOtaProvider, type MqttOtaRequest, type OtaRouteOptions } from './ota-route.ts';
+export { SOURCES_BIND_COMMAND, otaRoutes, type MqttOtaProvider, type MqttOtaRequest, type OtaRouteOptions } from './ota-route.ts';
 export { createOriginCheck, guardBrowserHosts, type HostSettings, type OriginCheckedAt } from './origin.ts';
 export { logDeviceAuth, type AuthSettings } from './operator-log.ts';

@@ -6,4 +6,4 @@
 export type { BridgeHub } from './hub.ts';
 export { bridgeHubFor } from './hub-for-config.ts';
 export { MCP_ENDPOINT_PATH, mcpEndpointRoute, type McpEndpointRouteOptions } from './route.ts';
-export { DEFAULT_MCP_ENDPOINT_LIMITS, type McpEndpointLimits } from './limits.ts';
+export type { McpEndpointLimits } from './limits.ts';

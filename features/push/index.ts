@@ -7,6 +7,6 @@
 export type { Push, PushSource, SayOutcome, SayRequest, SayStatus } from './push.ts';
 export { PushDelivery, type PushConfig, type PushDeliveryOptions } from './push-delivery.ts';
 export type { IdleDeviceLink, IdleDeviceLinks } from './idle-links.ts';
-export { AudioClips, PUSH_AUDIO_PATH, pushAudioRoute } from './audio-clips.ts';
+export { AudioClips, pushAudioRoute } from './audio-clips.ts';
 export { notifyAudio, type NotifyAudioOptions } from './notify-audio.ts';
 export { PushSchema } from './push-settings.ts';
