@@ -37,7 +37,7 @@ export interface AssembledServer {
   /**
    * The MQTT+UDP transport when `mqtt.enabled` (and no gateway stands in for it): listening from
    * here on, closed with the app. Its `ports` are the bound ones; it is the `IdleDeviceLinks` of
-   * server/push/.
+   * features/push/.
    */
   mqtt?: MqttTransport;
   /** `/readyz` answers 503 while this is false (start-up, drain). */

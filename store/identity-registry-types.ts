@@ -1,6 +1,6 @@
 /**
  * @module What the server needs from the device registry (activation mode): bound pairs, pending
- * spoken codes, the token secret. It lives in the store (store/registry.ts): reads on the hot path
+ * spoken codes, the token secret. It lives in the store (store/identity-registry.ts): reads on the hot path
  * (`isBound`, `binding`) come from the per-process cache the change feed keeps fresh; OTA reads
  * the database itself (`storedBinding`, `pendingCode`); writes go to the database and are seen by
  * every replica and the CLI.
@@ -12,7 +12,7 @@ export interface BoundDevice {
   deviceId: string;
   clientId: string;
   boundAt: string;
-  /** Distinct for every binding ever made in this store: part of the token (server/identity/device-token.ts). */
+  /** Distinct for every binding ever made in this store: part of the token (features/identity/device-token.ts). */
   generation: number;
 }
 

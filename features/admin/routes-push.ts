@@ -1,6 +1,6 @@
 /**
  * @module Speech the operator starts: `POST /devices/{deviceId}/say` speaks a text on the device in
- * its agent's voice wherever it is (server/push/), and answers how it was delivered. The status
+ * its agent's voice wherever it is (features/push/), and answers how it was delivered. The status
  * follows the outcome: 200 delivered (spoken now or after the running turn, or sent to an idle
  * device), 202 queued until the device connects, 404 unknown device, 409 offline with the queue
  * off, 429 over the device's `push.rate`.

@@ -2,7 +2,7 @@
  * @module An agent's settings over the server's configuration: what a turn of a device on that
  * agent uses. What the agent leaves unset comes from the configuration; an agent whose `language`
  * differs from the configuration's takes that language's presets (system prompt, spoken texts, ASR
- * hint, embedded voice) for what it leaves unset, as `server/language.ts` does for the
+ * hint, embedded voice) for what it leaves unset, as `features/agents/language.ts` does for the
  * configuration itself. Pure: no clients are built here.
  */
 import { AsrSchema, TtsSchema, type AsrOptions, type TtsOptions } from '../../providers/index.ts';

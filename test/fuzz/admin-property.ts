@@ -27,7 +27,7 @@ import { DATA_DIR_LIMIT_BYTES, dirBytes, OTA_STEP_MS, sendRaw, type OtaAnswer } 
 import { PLACEHOLDERS, type AdminCase } from './admin-arbitraries.ts';
 
 export const ADMIN_FUZZ_TOKEN = 'admin-fuzz-token-0123456789abcdef';
-/** The server's guess budget (server/admin/plugin.ts): the model below must match it. */
+/** The server's guess budget (features/admin/plugin.ts): the model below must match it. */
 const BURST = 5;
 const PER_MINUTE = 5;
 /** Heap growth allowed over a run, measured after GC (only when run with --expose-gc). */
