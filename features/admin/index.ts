@@ -5,3 +5,4 @@
 export { adminPlugin, type AdminOptions } from './plugin.ts';
 export { isAdmin } from './admin-access.ts';
 export { SignInLimit, type SignInLimitOptions } from './sign-in-limit.ts';
+export { AdminSchema } from './admin-settings.ts';

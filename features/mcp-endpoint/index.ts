@@ -7,3 +7,4 @@ export type { BridgeHub } from './hub.ts';
 export { bridgeHubFor } from './hub-for-config.ts';
 export { MCP_ENDPOINT_PATH, mcpEndpointRoute, type McpEndpointRouteOptions } from './route.ts';
 export type { McpEndpointLimits } from './limits.ts';
+export { McpEndpointSchema } from './mcp-endpoint-settings.ts';

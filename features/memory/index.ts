@@ -3,3 +3,4 @@
  * batched recording of turns, the summary after a session, retention). Its rows: store/memory.ts.
  */
 export { DeviceMemory, type DeviceMemoryOptions, type MemorySettings } from './device-memory.ts';
+export { MemorySchema } from './memory-settings.ts';

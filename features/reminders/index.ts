@@ -4,3 +4,4 @@
  */
 export { ReminderScheduler, type ReminderSchedulerOptions } from './scheduler.ts';
 export { sessionReminders, type SessionRemindersOptions } from './session-reminders.ts';
+export { RemindersSchema } from './reminders-settings.ts';
