@@ -111,6 +111,27 @@ test('a feature room is reached only through its index.ts, and only by the rooms
   assert.deepEqual(violations, []);
 });
 
+test("a room's store code is named after it (store/<room>.ts, store/<room>-*.ts), and no other room reaches into it", () => {
+  // The admin API is the console over every room's data: it reads them all.
+  const readsAll = new Set(['admin']);
+  const ownerOf = (storeFile: string): string | undefined => {
+    const name = storeFile.replace(/^store\//, '').replace(/\.ts$/, '');
+    return Object.keys(ROOMS).find((room) => name === room || name.startsWith(`${room}-`));
+  };
+  const violations: string[] = [];
+  let checked = 0;
+  for (const { file, spec, target } of relativeImports(['features'])) {
+    if (!target.startsWith('store/')) continue;
+    checked++;
+    const room = file.split('/')[1] ?? '';
+    const owner = ownerOf(target);
+    if (owner !== undefined && owner !== room && !readsAll.has(room)) violations.push(`${file} imports ${spec}, features/${owner}/'s store code`);
+  }
+  const owned = tsFiles(join(ROOT, 'store')).filter((f) => ownerOf(relative(ROOT, f)) !== undefined);
+  assert.ok(checked > 5 && owned.length > 5, 'the scan found store imports and room-named store files');
+  assert.deepEqual(violations, []);
+});
+
 test('no import points back up to a file of a parent folder', () => {
   // audio/, mcp/ and providers/ still have such imports (their sub-folders use their parent's
   // shared files); server/'s transport sub-folders leave it for transport/.
