@@ -1,10 +1,11 @@
 // ESLint flat config. Besides the usual TypeScript rules it enforces the import table of
-// ARCHITECTURE.md: each source folder lists the sibling folders it must not reach into.
-// test/boundaries.test.ts checks the same table independently of the linter.
+// ARCHITECTURE.md: each source folder lists the sibling folders it must not reach into, and the
+// feature rooms (features/<room>/) are reached only through their index.ts, by the rooms the room
+// table allows. test/unit/boundaries.test.ts checks the same tables independently of the linter.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-const folders = ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store', 'server', 'web', 'test', 'examples', 'scripts'];
+const folders = ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store', 'features', 'server', 'web', 'test', 'examples', 'scripts'];
 
 /** Folder -> folders it may import (besides itself). `llm` and `providers` may import `mcp` for types only. */
 const allowed = {
@@ -16,9 +17,27 @@ const allowed = {
   providers: ['core', 'audio', 'llm'],
   voice: ['core', 'protocol', 'audio', 'mcp', 'llm'],
   store: ['core', 'protocol'],
-  server: ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store'],
+  features: ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store'],
+  server: ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store', 'features'],
   examples: [],
 };
+
+/** Room of features/ -> the other rooms it may use, through their index.ts only (no loops). */
+const rooms = {
+  admin: ['agents', 'identity', 'mcp-endpoint', 'push'],
+  agents: [],
+  identity: [],
+  'mcp-endpoint': [],
+  memory: [],
+  metrics: [],
+  push: [],
+  reminders: ['agents', 'push'],
+};
+
+/** A room's files other than its index.ts, seen from outside features/. */
+const ROOM_INTERNALS = String.raw`^(\.\./)+features/[^/]+/(?!index\.ts$)`;
+/** Another room's files other than its index.ts, seen from a room (features/<room>/file.ts). */
+const OTHER_ROOM_INTERNALS = String.raw`^\.\./[^./][^/]*/(?!index\.ts$)`;
 
 function boundaryRule(folder) {
   const forbidden = folders.filter((f) => f !== folder && !allowed[folder].includes(f));
@@ -35,7 +54,24 @@ function boundaryRule(folder) {
       message: `ARCHITECTURE.md: ${folder}/ may import mcp/ types only (use \`import type\`).`,
     });
   }
+  if (allowed[folder].includes('features')) {
+    patterns.push({ regex: ROOM_INTERNALS, message: `ARCHITECTURE.md: ${folder}/ imports a feature room only through its index.ts.` });
+  }
   return { files: [`${folder}/**/*.ts`], rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns }] } };
+}
+
+/** A room's files: the folder rule, plus other rooms only as the room table allows, through index.ts. */
+function roomRule(room) {
+  const folderRule = boundaryRule('features').rules['@typescript-eslint/no-restricted-imports'][1].patterns;
+  const others = Object.keys(rooms).filter((r) => r !== room);
+  const patterns = [
+    ...folderRule,
+    { regex: OTHER_ROOM_INTERNALS, message: `ARCHITECTURE.md: a room imports another room only through its index.ts.` },
+    ...(others.some((r) => !rooms[room].includes(r))
+      ? [{ group: others.filter((r) => !rooms[room].includes(r)).map((r) => `../${r}/*`), message: `ARCHITECTURE.md: features/${room}/ may use ${rooms[room].join(', ') || 'no other room'}.` }]
+      : []),
+  ];
+  return { files: [`features/${room}/**/*.ts`], rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns }] } };
 }
 
 export default tseslint.config(
@@ -65,9 +101,10 @@ export default tseslint.config(
     },
   },
   ...Object.keys(allowed).map(boundaryRule),
+  ...Object.keys(rooms).map(roomRule),
   {
     // Only server/config.ts reads the environment.
-    files: ['core/**/*.ts', 'protocol/**/*.ts', 'audio/**/*.ts', 'mcp/**/*.ts', 'llm/**/*.ts', 'providers/**/*.ts', 'voice/**/*.ts', 'store/**/*.ts', 'server/**/*.ts'],
+    files: ['core/**/*.ts', 'protocol/**/*.ts', 'audio/**/*.ts', 'mcp/**/*.ts', 'llm/**/*.ts', 'providers/**/*.ts', 'voice/**/*.ts', 'store/**/*.ts', 'features/**/*.ts', 'server/**/*.ts'],
     ignores: ['server/config.ts'],
     rules: {
       'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Only server/config.ts reads process.env.' }],

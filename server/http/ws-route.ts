@@ -6,19 +6,18 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RawData, WebSocket } from 'ws';
-import { authorize, readIdentity, type AuthPolicy } from '../auth.ts';
+import { authorize, readIdentity, type AuthPolicy, createOriginCheck } from '../../features/identity/index.ts';
 import { DeviceSession } from '../../voice/session/session.ts';
 import type { SessionRegistry } from '../../voice/session/registry.ts';
 import type { ConversationFactory } from '../../voice/session/conversation.ts';
 import type { AdmissionGate } from '../admission.ts';
 import { WsDeviceChannel } from './ws-channel.ts';
 import { pairKey } from '../../store/pair-key.ts';
-import { createOriginCheck } from '../identity/origin.ts';
 import { CloseCode } from '../../protocol/close-codes.ts';
 import { createLogRateLimit } from '../../core/log-rate-limit.ts';
 import type { RateLimit } from '../../core/token-bucket.ts';
-import { PerIpLimits } from './per-ip-limits.ts';
-import { addressKey, clientAddress } from './address-key.ts';
+import { PerIpLimits } from '../../core/per-ip-limits.ts';
+import { addressKey, clientAddress } from '../../core/address-key.ts';
 
 export const DEVICE_WS_PATH = '/xiaozhi/v1/';
 

@@ -14,7 +14,7 @@ import { TokenBucket, type RateLimit } from '../../core/token-bucket.ts';
 import { CloseCode } from '../../protocol/close-codes.ts';
 import { DeviceHelloSchema } from '../../protocol/messages.ts';
 import type { DeviceSession } from '../../voice/session/session.ts';
-import type { IdleDeviceLink } from '../push/idle-links.ts';
+import type { IdleDeviceLink } from '../../features/push/index.ts';
 import type { UdpAudio } from './udp-audio.ts';
 import { MqttUdpChannel, type JsonLink } from './udp-channel.ts';
 

@@ -10,7 +10,7 @@ import type { Store } from '../../store/store.ts';
 import type { ConversationFactory } from '../../voice/session/conversation.ts';
 import type { SessionRegistry } from '../../voice/session/registry.ts';
 import type { AdmissionGate } from '../admission.ts';
-import { resolveAuthMode } from '../auth.ts';
+import { resolveAuthMode } from '../../features/identity/index.ts';
 import type { Config } from '../config.ts';
 import { inertMqttSettings } from './inert-settings.ts';
 import { startMqttTransport, type MqttTransport, type MqttTransportOptions } from './transport.ts';

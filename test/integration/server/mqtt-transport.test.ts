@@ -19,7 +19,7 @@ import { openStore, type Store } from '../../../store/store.ts';
 import { SessionRegistry } from '../../../voice/session/registry.ts';
 import { startMqttTransport, type MqttTransport } from '../../../server/mqtt/transport.ts';
 import { MqttSchema } from '../../../server/config-schema.ts';
-import type { AuthMode } from '../../../server/auth.ts';
+import type { AuthMode } from '../../../features/identity/device-auth.ts';
 import { MOVE_CONFIRMATIONS, type UdpDropReason } from '../../../server/mqtt/udp-audio.ts';
 import { aesCtr, plausibleOpusFrame, UDP_HEADER_BYTES } from '../../../protocol/udp-packet.ts';
 import { recordingConversation } from '../../helpers/recording-conversation.ts';
