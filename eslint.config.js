@@ -1,12 +1,14 @@
 // ESLint flat config. Besides the usual TypeScript rules it enforces the import table of
-// ARCHITECTURE.md: each source folder lists the sibling folders it must not reach into.
-// test/boundaries.test.ts checks the same table independently of the linter.
+// ARCHITECTURE.md: each source folder lists the sibling folders it must not reach into, and the
+// feature rooms (features/<room>/) are reached only through their index.ts, by the rooms the room
+// table allows; in transport/ no transport imports another. test/unit/boundaries.test.ts checks
+// the same tables independently of the linter.
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-const folders = ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store', 'transport', 'server', 'web', 'test', 'examples', 'scripts'];
+const folders = ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store', 'features', 'transport', 'server', 'web', 'test', 'examples', 'scripts'];
 
 /** Folder -> folders it may import (besides itself). `llm` and `providers` may import `mcp` for types only. */
 const allowed = {
@@ -18,21 +20,34 @@ const allowed = {
   providers: ['core', 'audio', 'llm'],
   voice: ['core', 'protocol', 'audio', 'mcp', 'llm'],
   store: ['core', 'protocol'],
-  transport: ['core', 'protocol', 'voice', 'store'],
-  server: ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store', 'transport'],
+  features: ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store'],
+  transport: ['core', 'protocol', 'voice', 'store', 'features'],
+  server: ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store', 'features', 'transport'],
   examples: [],
 };
 
-/** Import paths of the folders `folder` must not reach into. */
-function boundaryGroups(folder) {
-  const forbidden = folders.filter((f) => f !== folder && !allowed[folder].includes(f));
-  return forbidden.flatMap((f) => [`../${f}/*`, `../../${f}/*`, `../../../${f}/*`, `../${f}`, `../../${f}`]);
-}
+/** Room of features/ -> the other rooms it may use, through their index.ts only (no loops). */
+const rooms = {
+  admin: ['agents', 'identity', 'mcp-endpoint', 'push'],
+  agents: [],
+  identity: [],
+  'mcp-endpoint': [],
+  memory: [],
+  metrics: [],
+  push: [],
+  reminders: ['agents', 'push'],
+};
+
+/** A room's files other than its index.ts, seen from outside features/. */
+const ROOM_INTERNALS = String.raw`^(\.\./)+features/[^/]+/(?!index\.ts$)`;
+/** Another room's files other than its index.ts, seen from a room (features/<room>/file.ts). */
+const OTHER_ROOM_INTERNALS = String.raw`^\.\./[^./][^/]*/(?!index\.ts$)`;
 
 function boundaryRule(folder) {
+  const forbidden = folders.filter((f) => f !== folder && !allowed[folder].includes(f));
   const patterns = [
     {
-      group: boundaryGroups(folder),
+      group: forbidden.flatMap((f) => [`../${f}/*`, `../../${f}/*`, `../../../${f}/*`, `../${f}`, `../../${f}`]),
       message: `ARCHITECTURE.md: ${folder}/ may import only ${allowed[folder].join(', ') || 'nothing of ours'}.`,
     },
   ];
@@ -43,7 +58,24 @@ function boundaryRule(folder) {
       message: `ARCHITECTURE.md: ${folder}/ may import mcp/ types only (use \`import type\`).`,
     });
   }
+  if (allowed[folder].includes('features')) {
+    patterns.push({ regex: ROOM_INTERNALS, message: `ARCHITECTURE.md: ${folder}/ imports a feature room only through its index.ts.` });
+  }
   return { files: [`${folder}/**/*.ts`], rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns }] } };
+}
+
+/** A room's files: the folder rule, plus other rooms only as the room table allows, through index.ts. */
+function roomRule(room) {
+  const folderRule = boundaryRule('features').rules['@typescript-eslint/no-restricted-imports'][1].patterns;
+  const others = Object.keys(rooms).filter((r) => r !== room);
+  const patterns = [
+    ...folderRule,
+    { regex: OTHER_ROOM_INTERNALS, message: `ARCHITECTURE.md: a room imports another room only through its index.ts.` },
+    ...(others.some((r) => !rooms[room].includes(r))
+      ? [{ group: others.filter((r) => !rooms[room].includes(r)).map((r) => `../${r}/*`), message: `ARCHITECTURE.md: features/${room}/ may use ${rooms[room].join(', ') || 'no other room'}.` }]
+      : []),
+  ];
+  return { files: [`features/${room}/**/*.ts`], rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns }] } };
 }
 
 /**
@@ -55,12 +87,12 @@ const transports = readdirSync(join(import.meta.dirname, 'transport'), { withFil
   .map((d) => d.name);
 
 function transportRules() {
-  const outside = { group: boundaryGroups('transport'), message: `ARCHITECTURE.md: transport/ may import only ${allowed.transport.join(', ')}.` };
-  const root = { files: ['transport/*.ts'], rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: [outside, { group: transports.map((t) => `./${t}/*`), message: "ARCHITECTURE.md: transport/'s root imports no transport." }] }] } };
+  const folderRule = boundaryRule('transport').rules['@typescript-eslint/no-restricted-imports'][1].patterns;
+  const root = { files: ['transport/*.ts'], rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: [...folderRule, { group: transports.map((t) => `./${t}/*`), message: "ARCHITECTURE.md: transport/'s root imports no transport." }] }] } };
   const each = transports.map((t) => {
     const others = transports.filter((o) => o !== t).map((o) => `../${o}/*`);
     const sibling = { group: others, message: 'ARCHITECTURE.md: a transport imports transport/ (the root), never another transport.' };
-    return { files: [`transport/${t}/**/*.ts`], rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: others.length > 0 ? [outside, sibling] : [outside] }] } };
+    return { files: [`transport/${t}/**/*.ts`], rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: others.length > 0 ? [...folderRule, sibling] : folderRule }] } };
   });
   return [root, ...each];
 }
@@ -94,10 +126,11 @@ export default tseslint.config(
   ...Object.keys(allowed)
     .filter((f) => f !== 'transport')
     .map(boundaryRule),
+  ...Object.keys(rooms).map(roomRule),
   ...transportRules(),
   {
     // Only server/config.ts reads the environment.
-    files: ['core/**/*.ts', 'protocol/**/*.ts', 'audio/**/*.ts', 'mcp/**/*.ts', 'llm/**/*.ts', 'providers/**/*.ts', 'voice/**/*.ts', 'store/**/*.ts', 'transport/**/*.ts', 'server/**/*.ts'],
+    files: ['core/**/*.ts', 'protocol/**/*.ts', 'audio/**/*.ts', 'mcp/**/*.ts', 'llm/**/*.ts', 'providers/**/*.ts', 'voice/**/*.ts', 'store/**/*.ts', 'features/**/*.ts', 'transport/**/*.ts', 'server/**/*.ts'],
     ignores: ['server/config.ts'],
     rules: {
       'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Only server/config.ts reads process.env.' }],

@@ -8,32 +8,27 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import websocket from '@fastify/websocket';
 import type { Logger as PinoLogger } from 'pino';
 import type { Config } from './config.ts';
-import { otaRoutes } from './http/ota-route.ts';
-import { deviceWsRoute } from '../transport/ws/route.ts';
+import { otaRoutes, resolveAuthMode, verifyBinding, verifyStoredBinding, guardBrowserHosts, createOriginCheck } from '../features/identity/index.ts';
+import { DEVICE_WS_PATH, deviceWsRoute } from '../transport/ws/route.ts';
 import { webSocketErrorHandler } from '../transport/ws/socket-errors.ts';
 import type { AdmissionGate } from '../transport/admission.ts';
 import type { DeviceTransport, RefusalReason, SessionOpenedHook } from '../transport/contract.ts';
 import { DeviceSessions } from '../transport/device-sessions.ts';
-import { webRoutes } from './http/web-route.ts';
-import { adminPlugin } from './admin/plugin.ts';
-import { RequestLogController } from './http/request-log.ts';
+import { adminConsoleRoutes, webRoutes } from './web-route.ts';
+import { adminPlugin } from '../features/admin/index.ts';
+import { RequestLogController } from './request-log.ts';
 import type { ConversationFactory } from '../voice/session/conversation.ts';
 import { SessionRegistry } from '../voice/session/registry.ts';
 import { CloseCode } from '../protocol/close-codes.ts';
-import { resolveAuthMode } from '../transport/auth-mode.ts';
-import type { DeviceRegistry } from '../store/device-registry.ts';
+import type { DeviceRegistry } from '../store/identity-registry-types.ts';
 import type { Store } from '../store/store.ts';
 import { pairKey } from '../store/pair-key.ts';
-import { verifyBinding, verifyStoredBinding } from './identity/device-token.ts';
 import { openConfiguredStore } from './open-store.ts';
-import { useAddressSettings } from '../core/net/address-key.ts';
-import { createOriginCheck, guardBrowserHosts } from './identity/origin.ts';
-import { mcpEndpointRoute } from './mcp-endpoint/route.ts';
-import { bridgeHubFor } from './mcp-endpoint/hub-for-config.ts';
-import type { BridgeHub } from './mcp-endpoint/hub.ts';
+import { useAddressSettings } from '../core/address-key.ts';
+import { mcpEndpointRoute, bridgeHubFor, type BridgeHub } from '../features/mcp-endpoint/index.ts';
 import { ClientIdSchema, DeviceIdSchema } from '../protocol/ota.ts';
 import type { Logger } from '../core/logger.ts';
-import type { Push } from './push/push.ts';
+import type { Push } from '../features/push/index.ts';
 import type { MqttTransport } from '../transport/mqtt/transport.ts';
 import { mqttOtaProvider } from '../transport/mqtt/ota-section.ts';
 
@@ -147,6 +142,7 @@ async function buildWithStore(deps: AppDeps, store: Store): Promise<App> {
   });
   await fastify.register(otaRoutes, {
     publicWsUrl: config.server.publicWsUrl,
+    wsPath: DEVICE_WS_PATH,
     mode,
     ...(devices ? { devices, bindCommand: config.server.auth.bindCommand } : {}),
     records: store.devices,
@@ -187,7 +183,7 @@ async function buildWithStore(deps: AppDeps, store: Store): Promise<App> {
     ...(deps.onSecret ? { onSecret: deps.onSecret } : {}),
   });
   // The admin API and console: off (and the log says how to turn them on) without admin.token.
-  await fastify.register(adminPlugin({ token: config.admin.token, store, liveSessions: registry, mcpEndpoint: { hub: bridges, publicUrl: config.mcpEndpoint.publicUrl }, ...(deps.push ? { push: deps.push } : {}), ...(deps.onSecret ? { onSecret: deps.onSecret } : {}) }));
+  await fastify.register(adminPlugin({ token: config.admin.token, consoleRoutes: adminConsoleRoutes, store, liveSessions: registry, mcpEndpoint: { hub: bridges, publicUrl: config.mcpEndpoint.publicUrl }, ...(deps.push ? { push: deps.push } : {}), ...(deps.onSecret ? { onSecret: deps.onSecret } : {}) }));
   for (const plugin of deps.plugins ?? []) await fastify.register(plugin);
 
   // Sessions end before the HTTP server closes, so each one releases its turn and processes.

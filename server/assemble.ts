@@ -9,23 +9,19 @@ import { AdmissionControl, type MediaLoad } from '../transport/admission.ts';
 import { buildApp, deviceSessionsFor, recordSessions, type App } from './app.ts';
 import type { Config } from './config.ts';
 import { createDeps, type Deps } from './deps.ts';
-import { agentLookupOf, configAgentParts, type AgentLookup } from './agents/agent-lookup.ts';
+import { agentLookupOf, configAgentParts, type AgentLookup } from '../features/agents/index.ts';
 import { openConfiguredStore } from './open-store.ts';
-import { bridgeHubFor } from './mcp-endpoint/hub-for-config.ts';
+import { bridgeHubFor } from '../features/mcp-endpoint/index.ts';
 import type { Store } from '../store/store.ts';
-import { healthRoutes, providerChecks } from './http/health-route.ts';
-import { metricsRoute } from './http/metrics-route.ts';
+import { healthRoutes, providerChecks } from './health-route.ts';
+import { metricsRoute, createServerMetrics, type ServerMetrics } from '../features/metrics/index.ts';
 import { createProviderDoctor } from './provider-doctor.ts';
-import { createServerMetrics, type ServerMetrics } from './metrics.ts';
 import type { OpusSampleRate } from '../audio/opus/codec.ts';
-import { PushDelivery } from './push/push-delivery.ts';
-import { AudioClips, pushAudioRoute } from './push/audio-clips.ts';
-import { notifyAudio } from './push/notify-audio.ts';
-import type { IdleDeviceLinks } from './push/idle-links.ts';
+import { PushDelivery, AudioClips, pushAudioRoute, notifyAudio, type IdleDeviceLinks } from '../features/push/index.ts';
 import type { SessionOpenedHook } from '../transport/contract.ts';
 import type { MqttTransport } from '../transport/mqtt/transport.ts';
 import { mqttTransportFor } from '../transport/mqtt/transport-for-config.ts';
-import { ReminderScheduler } from './reminders/scheduler.ts';
+import { ReminderScheduler } from '../features/reminders/index.ts';
 
 export interface AssembledServer {
   app: App;
@@ -41,7 +37,7 @@ export interface AssembledServer {
   /**
    * The MQTT+UDP transport when `mqtt.enabled` (and no gateway stands in for it): listening from
    * here on, closed with the app. Its `ports` are the bound ones; it is the `IdleDeviceLinks` of
-   * server/push/.
+   * features/push/.
    */
   mqtt?: MqttTransport;
   /** `/readyz` answers 503 while this is false (start-up, drain). */

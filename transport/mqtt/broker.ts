@@ -6,7 +6,7 @@
  */
 import { Aedes, type AedesOptions, type AuthenticateError, type Client } from 'aedes';
 import type { Logger } from '../../core/logger.ts';
-import type { PerIpLimits } from '../../core/net/per-ip-limits.ts';
+import type { PerIpLimits } from '../../core/per-ip-limits.ts';
 import { pairKey } from '../../store/pair-key.ts';
 import type { SessionDoor } from '../contract.ts';
 import type { ConnectionGate } from './connection-gate.ts';

@@ -8,7 +8,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { ClientIdSchema, DeviceIdSchema } from '../../protocol/ota.ts';
 import { pairKey } from '../../store/pair-key.ts';
-import type { AuthMode } from '../auth-mode.ts';
+import type { AuthMode } from '../../features/identity/index.ts';
 
 export interface MqttCredentials {
   client_id: string;

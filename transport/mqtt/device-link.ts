@@ -3,7 +3,7 @@
  * to it (to this client only: the firmware subscribes to nothing). Each `hello` opens a new
  * audio session (a DeviceSession over an MqttUdpChannel), ending the one before; `goodbye` ends
  * it; everything else goes to the open session. The connection outlives its sessions, which is
- * what lets the server reach an idle device (push's `IdleDeviceLink`, which this class is).
+ * what lets the server reach an idle device (IdleDeviceLink).
  */
 import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
@@ -14,6 +14,7 @@ import { TokenBucket, type RateLimit } from '../../core/token-bucket.ts';
 import { CloseCode } from '../../protocol/close-codes.ts';
 import { DeviceHelloSchema } from '../../protocol/messages.ts';
 import type { DeviceSession } from '../../voice/session/session.ts';
+import type { IdleDeviceLink } from '../../features/push/index.ts';
 import type { UdpAudio } from './udp-audio.ts';
 import { MqttUdpChannel, type JsonLink } from './udp-channel.ts';
 
@@ -56,7 +57,7 @@ function messageType(text: string): { type: string; sessionId?: string; frameDur
   return { type: v.type, ...(typeof v.session_id === 'string' ? { sessionId: v.session_id } : {}) };
 }
 
-export class MqttDeviceLink implements JsonLink {
+export class MqttDeviceLink implements IdleDeviceLink, JsonLink {
   readonly deviceId: string;
   readonly clientId: string;
   readonly client: Client;

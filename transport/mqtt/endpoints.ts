@@ -5,7 +5,7 @@
  * told that pair, else the address its connection reached us at).
  */
 import { makeRoom } from '../../core/bounded-map.ts';
-import { formatIp, parseIp } from '../../core/net/ip-address.ts';
+import { formatIp, parseIp } from '../../core/ip-address.ts';
 import { pairKey } from '../../store/pair-key.ts';
 
 /** The host part of `host:port` (IPv6 in brackets allowed). */

@@ -9,7 +9,7 @@ import { createServer as createTcpServer, type Server, type Socket } from 'node:
 import { createSecureContext, TLSSocket } from 'node:tls';
 import type { Aedes } from 'aedes';
 import type { Logger } from '../../core/logger.ts';
-import type { AddressKeys } from '../../core/net/address-key.ts';
+import type { AddressKeys } from '../../core/address-key.ts';
 import type { ConnectionGate, GateTicket } from './connection-gate.ts';
 import type { BrokerConnections } from './link-table.ts';
 import { limitConnection } from './packet-limit.ts';

@@ -5,25 +5,9 @@
  * the pair needs a binding or a pending code (the password is that binding's, like the WebSocket
  * token), in `tokens` mode a binding; in `open` mode any identified pair gets one.
  */
-import type { AuthMode } from '../auth-mode.ts';
+import type { AuthMode, MqttOtaProvider } from '../../features/identity/index.ts';
 import { gatewayMqttSection } from './gateway-credentials.ts';
 import type { MqttTransport } from './transport.ts';
-
-export interface MqttOtaRequest {
-  deviceId: string;
-  clientId: string;
-  /** activation mode: the generation of the token handed out with this answer (bound or pending). */
-  generation?: number;
-  /** The host the device reached OTA by (without a port). */
-  host: string;
-  /** Board type from the OTA body ('' when absent). */
-  board: string;
-  /** The device's address as this server sees it. */
-  ip: string;
-}
-
-/** The section for one OTA answer, or undefined when this device gets none. */
-export type MqttOtaProvider = (req: MqttOtaRequest) => Record<string, string | number> | undefined;
 
 export interface MqttOtaOptions {
   mode: AuthMode;

@@ -7,10 +7,10 @@
  */
 import type { z } from 'zod';
 import type { Logger } from '../../core/logger.ts';
-import type { AddressSettings } from '../../core/net/address-key.ts';
+import type { AddressSettings } from '../../core/address-key.ts';
 import type { RateLimit } from '../../core/token-bucket.ts';
-import type { DeviceRegistry } from '../../store/device-registry.ts';
-import { resolveAuthMode, type AuthMode } from '../auth-mode.ts';
+import type { DeviceRegistry } from '../../store/identity-registry-types.ts';
+import { resolveAuthMode, type AuthMode } from '../../features/identity/index.ts';
 import type { SessionDoor } from '../contract.ts';
 import { inertMqttSettings } from './inert-settings.ts';
 import type { MqttSchema } from './settings.ts';

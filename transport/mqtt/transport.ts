@@ -13,9 +13,10 @@ import type { Aedes } from 'aedes';
 import type { Logger } from '../../core/logger.ts';
 import { createLogRateLimit } from '../../core/log-rate-limit.ts';
 import type { RateLimit } from '../../core/token-bucket.ts';
-import { AddressKeys, type AddressSettings } from '../../core/net/address-key.ts';
-import { PerIpLimits } from '../../core/net/per-ip-limits.ts';
-import type { DeviceRegistry } from '../../store/device-registry.ts';
+import { AddressKeys, type AddressSettings } from '../../core/address-key.ts';
+import { PerIpLimits } from '../../core/per-ip-limits.ts';
+import type { DeviceRegistry } from '../../store/identity-registry-types.ts';
+import type { IdleDeviceLinks } from '../../features/push/index.ts';
 import type { DeviceTransport, SessionDoor } from '../contract.ts';
 import { CONNECT_TIMEOUT_MS, createBroker } from './broker.ts';
 import { ConnectionGate } from './connection-gate.ts';
@@ -77,10 +78,10 @@ export interface MqttOtaSection {
 }
 
 /**
- * The transport as the server sees it. `find` and `onConnected` are what push needs to reach an
- * idle device (its `IdleDeviceLinks`): the broker connection outlives the audio sessions.
+ * The transport as the server sees it: push's `IdleDeviceLinks` too (the broker connection
+ * outlives the audio sessions, so an idle device can be reached).
  */
-export interface MqttTransport extends DeviceTransport {
+export interface MqttTransport extends DeviceTransport, IdleDeviceLinks {
   /** Bound ports (the configured ones, or what port 0 picked). */
   readonly ports: { mqtt: number; udp: number };
   /** Connected devices and open audio sessions. */

@@ -7,14 +7,14 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RawData, WebSocket } from 'ws';
-import { authorize, readIdentity, type AuthPolicy, type DeviceIdentity } from './device-auth.ts';
+import { authorize, readIdentity, type AuthPolicy, type DeviceIdentity } from '../../features/identity/index.ts';
 import type { DeviceSession } from '../../voice/session/session.ts';
 import { WsDeviceChannel } from './channel.ts';
 import { CloseCode } from '../../protocol/close-codes.ts';
 import { createLogRateLimit } from '../../core/log-rate-limit.ts';
 import type { RateLimit } from '../../core/token-bucket.ts';
-import { PerIpLimits } from '../../core/net/per-ip-limits.ts';
-import { addressKey, clientAddress } from '../../core/net/address-key.ts';
+import { PerIpLimits } from '../../core/per-ip-limits.ts';
+import { addressKey, clientAddress } from '../../core/address-key.ts';
 import { identityKey } from '../device-sessions.ts';
 import type { SessionDoor, SessionRefusal } from '../contract.ts';
 

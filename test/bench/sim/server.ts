@@ -304,7 +304,9 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<SimSer
     const base: Record<string, unknown> = {
       // The simulated fleet comes from one loopback address and measures capacity itself.
       // The database in the run's own folder (a device record and a live session per connection).
-      server: { host: '127.0.0.1', port, dataDir: join(dir, 'data'), drainTimeoutMs: 1000, maxSessions: 0, maxSessionsPerIp: 0, upgradeRate: { perSecond: 1_000_000, burst: 1_000_000 } },
+      // A large idle fleet takes minutes to connect: the 120 s idle close would end the first
+      // sessions before the last device arrives (19,500 took 6 min on 2 busy cores).
+      server: { host: '127.0.0.1', port, dataDir: join(dir, 'data'), drainTimeoutMs: 1000, maxSessions: 0, maxSessionsPerIp: 0, idleTimeoutMs: 3_600_000, upgradeRate: { perSecond: 1_000_000, burst: 1_000_000 } },
       asr: { provider: 'openai', baseURL: fakes.asr, apiKey: 'sk-sim', model: 'whisper-1', language: 'en' },
       tts: { provider: 'espeak', voice: 'en-us' },
       llm: { baseURL: fakes.llm, apiKey: 'sk-sim', model: 'sim', maxRetries: 0 },

@@ -6,7 +6,7 @@
  */
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { BoundDevice } from '../../../store/device-registry.ts';
+import type { BoundDevice } from '../../../store/identity-registry-types.ts';
 import type { StoreChange } from '../../../store/types.ts';
 import { StoreError } from '../../../store/connect.ts';
 import { openStore } from '../../../store/store.ts';

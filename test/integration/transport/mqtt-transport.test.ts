@@ -20,7 +20,7 @@ import { SessionRegistry } from '../../../voice/session/registry.ts';
 import { DeviceSessions } from '../../../transport/device-sessions.ts';
 import { startMqttTransport, type MqttTransport } from '../../../transport/mqtt/transport.ts';
 import { MqttSchema } from '../../../transport/mqtt/settings.ts';
-import type { AuthMode } from '../../../transport/auth-mode.ts';
+import type { AuthMode } from '../../../features/identity/index.ts';
 import { MOVE_CONFIRMATIONS, type UdpDropReason } from '../../../transport/mqtt/udp-audio.ts';
 import { aesCtr, plausibleOpusFrame, UDP_HEADER_BYTES } from '../../../protocol/udp-packet.ts';
 import { recordingConversation } from '../../helpers/recording-conversation.ts';
