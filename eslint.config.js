@@ -79,22 +79,28 @@ function roomRule(room) {
 }
 
 /**
- * transport/ holds one folder per transport, sharing only the root (the contract and what every
- * transport uses): a transport does not reach into another, and the root into none of them.
+ * transport/ holds one folder per transport and `session-door/`, what they all share (the contract
+ * and the door sessions open through): a transport does not reach into another, and the shared
+ * folder into none of them.
  */
+const SHARED_TRANSPORT = 'session-door';
 const transports = readdirSync(join(import.meta.dirname, 'transport'), { withFileTypes: true })
-  .filter((d) => d.isDirectory())
+  .filter((d) => d.isDirectory() && d.name !== SHARED_TRANSPORT)
   .map((d) => d.name);
 
 function transportRules() {
   const folderRule = boundaryRule('transport').rules['@typescript-eslint/no-restricted-imports'][1].patterns;
-  const root = { files: ['transport/*.ts'], rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: [...folderRule, { group: transports.map((t) => `./${t}/*`), message: "ARCHITECTURE.md: transport/'s root imports no transport." }] }] } };
-  const each = transports.map((t) => {
-    const others = transports.filter((o) => o !== t).map((o) => `../${o}/*`);
-    const sibling = { group: others, message: 'ARCHITECTURE.md: a transport imports transport/ (the root), never another transport.' };
-    return { files: [`transport/${t}/**/*.ts`], rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: others.length > 0 ? [...folderRule, sibling] : folderRule }] } };
-  });
-  return [root, ...each];
+  const rule = (files, group, message) => ({ files, rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: group.length > 0 ? [...folderRule, { group, message }] : folderRule }] } });
+  return [
+    rule([`transport/${SHARED_TRANSPORT}/**/*.ts`], transports.map((t) => `../${t}/*`), `ARCHITECTURE.md: transport/${SHARED_TRANSPORT}/ imports no transport.`),
+    ...transports.map((t) =>
+      rule(
+        [`transport/${t}/**/*.ts`],
+        transports.filter((o) => o !== t).map((o) => `../${o}/*`),
+        `ARCHITECTURE.md: a transport imports transport/${SHARED_TRANSPORT}/, never another transport.`,
+      ),
+    ),
+  ];
 }
 
 export default tseslint.config(

@@ -136,8 +136,8 @@ test("a room's store code is named after it (store/<room>.ts, store/<room>-*.ts)
 
 test('no import points back up to a file of a parent folder', () => {
   // audio/, mcp/ and providers/ still have such imports (their sub-folders use their parent's
-  // shared files); server/'s transport sub-folders leave it for transport/.
-  const checked = ['core', 'protocol', 'llm', 'voice', 'store', 'features'];
+  // shared files).
+  const checked = ['core', 'protocol', 'llm', 'voice', 'store', 'features', 'transport', 'server'];
   const violations = relativeImports(checked)
     .filter(({ file, target }) => {
       const from = dirname(file);
@@ -167,25 +167,29 @@ test('voice/ does not import fastify or ws', () => {
   assert.deepEqual(offenders.map((f) => relative(ROOT, f)), []);
 });
 
-test('transport/: each transport is one folder that imports no other; the root (contract and shared parts) imports none of them', () => {
+/** transport/'s folder of what every transport shares: the contract and the session door. */
+const SHARED_TRANSPORT = 'session-door';
+
+test('transport/: each transport is one folder that imports no other, only the shared session-door/; session-door/ imports none of them', () => {
   const dir = join(ROOT, 'transport');
-  const transports = readdirSync(dir).filter((n) => statSync(join(dir, n)).isDirectory());
-  assert.ok(transports.includes('ws') && transports.includes('mqtt'), `the transports found: ${transports.join(', ')}`);
+  const folders = readdirSync(dir).filter((n) => statSync(join(dir, n)).isDirectory());
+  const transports = folders.filter((n) => n !== SHARED_TRANSPORT);
+  assert.ok(folders.includes(SHARED_TRANSPORT) && transports.includes('ws') && transports.includes('mqtt'), `the folders found: ${folders.join(', ')}`);
+  const loose = readdirSync(dir).filter((n) => !folders.includes(n));
+  assert.deepEqual(loose, [], 'transport/ holds folders only: a transport each, and session-door/');
   const offenders: string[] = [];
   for (const { file, target } of relativeImports(['transport'])) {
-    const own = file.split('/');
-    const mine = own.length > 2 ? own[1] : null;
+    const mine = file.split('/')[1];
     const [top, sub] = target.split('/');
-    if (top !== 'transport' || sub === undefined || !transports.includes(sub)) continue;
-    if (sub !== mine) offenders.push(`${file} imports ${target}`);
+    if (top !== 'transport' || sub === undefined || sub === mine || sub === SHARED_TRANSPORT) continue;
+    offenders.push(`${file} imports ${target}`);
   }
   assert.deepEqual(offenders, []);
 });
 
-test("transport/'s root is transport-agnostic: no fastify, ws, aedes or sockets", () => {
-  const dir = join(ROOT, 'transport');
-  const offenders = readdirSync(dir)
-    .filter((n) => n.endsWith('.ts'))
-    .filter((n) => /(from|import)\s+['"](fastify|ws|aedes|mqtt|@fastify\/[^'"]+|node:(net|dgram|tls|http))['"]/.test(readFileSync(join(dir, n), 'utf8')));
+test('transport/session-door/ is transport-agnostic: no fastify, ws, aedes or sockets', () => {
+  const offenders = tsFiles(join(ROOT, 'transport', SHARED_TRANSPORT))
+    .filter((f) => /(from|import)\s+['"](fastify|ws|aedes|mqtt|@fastify\/[^'"]+|node:(net|dgram|tls|http))['"]/.test(readFileSync(f, 'utf8')))
+    .map((f) => relative(ROOT, f));
   assert.deepEqual(offenders, []);
 });

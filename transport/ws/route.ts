@@ -15,8 +15,8 @@ import { createLogRateLimit } from '../../core/log-rate-limit.ts';
 import type { RateLimit } from '../../core/token-bucket.ts';
 import { PerIpLimits } from '../../core/per-ip-limits.ts';
 import { addressKey, clientAddress } from '../../core/address-key.ts';
-import { identityKey } from '../device-sessions.ts';
-import type { SessionDoor, SessionRefusal } from '../contract.ts';
+import { identityKey } from '../session-door/device-sessions.ts';
+import type { SessionDoor, SessionRefusal } from '../session-door/contract.ts';
 
 export const DEVICE_WS_PATH = '/xiaozhi/v1/';
 

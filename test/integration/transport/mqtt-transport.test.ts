@@ -17,7 +17,7 @@ import { createLogger } from '../../../server/logger.ts';
 import { createLogSink } from '../../helpers/log-sink.ts';
 import { openStore, type Store } from '../../../store/store.ts';
 import { SessionRegistry } from '../../../voice/session/registry.ts';
-import { DeviceSessions } from '../../../transport/device-sessions.ts';
+import { DeviceSessions } from '../../../transport/session-door/device-sessions.ts';
 import { startMqttTransport, type MqttTransport } from '../../../transport/mqtt/transport.ts';
 import { MqttSchema } from '../../../transport/mqtt/settings.ts';
 import type { AuthMode } from '../../../features/identity/index.ts';

@@ -5,12 +5,12 @@
  * Each was written once per transport before, and the copies had drifted apart (only the
  * WebSocket's refusals were counted in the metrics).
  */
-import type { Logger } from '../core/logger.ts';
-import { createLogRateLimit } from '../core/log-rate-limit.ts';
-import { pairKey } from '../store/pair-key.ts';
-import type { ConversationFactory } from '../voice/session/conversation.ts';
-import type { SessionRegistry } from '../voice/session/registry.ts';
-import { DeviceSession } from '../voice/session/session.ts';
+import type { Logger } from '../../core/logger.ts';
+import { createLogRateLimit } from '../../core/log-rate-limit.ts';
+import { pairKey } from '../../store/pair-key.ts';
+import type { ConversationFactory } from '../../voice/session/conversation.ts';
+import type { SessionRegistry } from '../../voice/session/registry.ts';
+import { DeviceSession } from '../../voice/session/session.ts';
 import type { AdmissionGate } from './admission.ts';
 import type { DevicePair, RefusalReason, SessionDoor, SessionOpenedHook, SessionRefusal, SessionRequest } from './contract.ts';
 

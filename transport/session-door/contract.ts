@@ -7,10 +7,10 @@
  * the same-identity replace rule, capacity, load admission, creating and registering the session
  * and the session-opened hook live behind the door, written once for every transport.
  */
-import type { Logger } from '../core/logger.ts';
-import type { RateLimit } from '../core/token-bucket.ts';
-import type { DeviceChannel } from '../voice/session/channel.ts';
-import type { DeviceSession } from '../voice/session/session.ts';
+import type { Logger } from '../../core/logger.ts';
+import type { RateLimit } from '../../core/token-bucket.ts';
+import type { DeviceChannel } from '../../voice/session/channel.ts';
+import type { DeviceSession } from '../../voice/session/session.ts';
 import type { OverloadSignal } from './admission.ts';
 
 /** Who a session belongs to: the Device-Id + Client-Id pair (a MAC alone is not an identity). */
