@@ -40,6 +40,8 @@ const rooms = {
 
 /** A room's files other than its index.ts, seen from outside features/. */
 const ROOM_INTERNALS = String.raw`^(\.\./)+features/[^/]+/(?!index\.ts$)`;
+/** A transport's files (or session-door's) other than its index.ts, seen from outside transport/. */
+const TRANSPORT_INTERNALS = String.raw`^(\.\./)+transport/[^/]+/(?!index\.ts$)`;
 /** Another room's files other than its index.ts, seen from a room (features/<room>/file.ts). */
 const OTHER_ROOM_INTERNALS = String.raw`^\.\./[^./][^/]*/(?!index\.ts$)`;
 
@@ -60,6 +62,9 @@ function boundaryRule(folder) {
   }
   if (allowed[folder].includes('features')) {
     patterns.push({ regex: ROOM_INTERNALS, message: `ARCHITECTURE.md: ${folder}/ imports a feature room only through its index.ts.` });
+  }
+  if (allowed[folder].includes('transport')) {
+    patterns.push({ regex: TRANSPORT_INTERNALS, message: `ARCHITECTURE.md: ${folder}/ imports a transport (and session-door/) only through its index.ts.` });
   }
   return { files: [`${folder}/**/*.ts`], rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns }] } };
 }
@@ -89,7 +94,10 @@ const transports = readdirSync(join(import.meta.dirname, 'transport'), { withFil
   .map((d) => d.name);
 
 function transportRules() {
-  const folderRule = boundaryRule('transport').rules['@typescript-eslint/no-restricted-imports'][1].patterns;
+  const folderRule = [
+    ...boundaryRule('transport').rules['@typescript-eslint/no-restricted-imports'][1].patterns,
+    { regex: String.raw`^\.\./${SHARED_TRANSPORT}/(?!index\.ts$)`, message: `ARCHITECTURE.md: a transport imports transport/${SHARED_TRANSPORT}/ only through its index.ts.` },
+  ];
   const rule = (files, group, message) => ({ files, rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: group.length > 0 ? [...folderRule, { group, message }] : folderRule }] } });
   return [
     rule([`transport/${SHARED_TRANSPORT}/**/*.ts`], transports.map((t) => `../${t}/*`), `ARCHITECTURE.md: transport/${SHARED_TRANSPORT}/ imports no transport.`),

@@ -9,11 +9,8 @@ import websocket from '@fastify/websocket';
 import type { Logger as PinoLogger } from 'pino';
 import type { Config } from './config.ts';
 import { otaRoutes, resolveAuthMode, verifyBinding, verifyStoredBinding, guardBrowserHosts, createOriginCheck } from '../features/identity/index.ts';
-import { DEVICE_WS_PATH, deviceWsRoute } from '../transport/ws/route.ts';
-import { webSocketErrorHandler } from '../transport/ws/socket-errors.ts';
-import type { AdmissionGate } from '../transport/session-door/admission.ts';
-import type { DeviceTransport, RefusalReason, SessionOpenedHook } from '../transport/session-door/contract.ts';
-import { DeviceSessions } from '../transport/session-door/device-sessions.ts';
+import { DEVICE_WS_PATH, deviceWsRoute, webSocketErrorHandler } from '../transport/ws/index.ts';
+import { DeviceSessions, type AdmissionGate, type DeviceTransport, type RefusalReason, type SessionOpenedHook } from '../transport/session-door/index.ts';
 import { adminConsoleRoutes, webRoutes } from './web-route.ts';
 import { adminPlugin } from '../features/admin/index.ts';
 import { RequestLogController } from './request-log.ts';
@@ -29,8 +26,7 @@ import { mcpEndpointRoute, bridgeHubFor, type BridgeHub } from '../features/mcp-
 import { ClientIdSchema, DeviceIdSchema } from '../protocol/ota.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Push } from '../features/push/index.ts';
-import type { MqttTransport } from '../transport/mqtt/transport.ts';
-import { mqttOtaProvider } from '../transport/mqtt/ota-section.ts';
+import { mqttOtaProvider, type MqttTransport } from '../transport/mqtt/index.ts';
 
 interface AppParts {
   config: Config;

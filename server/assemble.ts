@@ -5,7 +5,7 @@
  */
 import type { Logger as PinoLogger } from 'pino';
 import type { WorkerObserver } from '../core/worker-rpc.ts';
-import { AdmissionControl, type MediaLoad } from '../transport/session-door/admission.ts';
+import { AdmissionControl, type MediaLoad, type SessionOpenedHook } from '../transport/session-door/index.ts';
 import { buildApp, deviceSessionsFor, recordSessions, type App } from './app.ts';
 import type { Config } from './config.ts';
 import { createDeps, type Deps } from './deps.ts';
@@ -18,9 +18,7 @@ import { metricsRoute, createServerMetrics, type ServerMetrics } from '../featur
 import { createProviderDoctor } from './provider-doctor.ts';
 import type { OpusSampleRate } from '../audio/opus/codec.ts';
 import { PushDelivery, AudioClips, pushAudioRoute, notifyAudio, type IdleDeviceLinks } from '../features/push/index.ts';
-import type { SessionOpenedHook } from '../transport/session-door/contract.ts';
-import type { MqttTransport } from '../transport/mqtt/transport.ts';
-import { mqttTransportFor } from '../transport/mqtt/transport-for-config.ts';
+import { mqttTransportFor, type MqttTransport } from '../transport/mqtt/index.ts';
 import { ReminderScheduler } from '../features/reminders/index.ts';
 
 export interface AssembledServer {

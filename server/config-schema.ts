@@ -14,7 +14,7 @@ import { MemorySchema } from '../features/memory/index.ts';
 import { PushSchema } from '../features/push/index.ts';
 import { RemindersSchema } from '../features/reminders/index.ts';
 import { parseRange } from '../core/ip-address.ts';
-import { MqttSchema } from '../transport/mqtt/settings.ts';
+import { MqttSchema } from '../transport/mqtt/index.ts';
 import { MAX_DEVICE_TEXT } from '../protocol/messages.ts';
 
 const EN = LANGUAGE_PACKS.en;

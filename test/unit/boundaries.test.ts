@@ -187,6 +187,19 @@ test('transport/: each transport is one folder that imports no other, only the s
   assert.deepEqual(offenders, []);
 });
 
+test("a transport, and session-door/, is reached only through its index.ts from outside its folder", () => {
+  const violations: string[] = [];
+  let crossings = 0;
+  for (const { file, spec, target } of relativeImports(FOLDERS)) {
+    const [top, folder, ...rest] = target.split('/');
+    if (top !== 'transport' || folder === undefined || file.startsWith(`transport/${folder}/`)) continue;
+    crossings++;
+    if (rest.join('/') !== 'index.ts') violations.push(`${file} imports ${spec}: use transport/${folder}/index.ts`);
+  }
+  assert.ok(crossings > 5, 'the scan found imports into transport/ to check');
+  assert.deepEqual(violations, []);
+});
+
 test('transport/session-door/ is transport-agnostic: no fastify, ws, aedes or sockets', () => {
   const offenders = tsFiles(join(ROOT, 'transport', SHARED_TRANSPORT))
     .filter((f) => /(from|import)\s+['"](fastify|ws|aedes|mqtt|@fastify\/[^'"]+|node:(net|dgram|tls|http))['"]/.test(readFileSync(f, 'utf8')))

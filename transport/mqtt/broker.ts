@@ -8,7 +8,7 @@ import { Aedes, type AedesOptions, type AuthenticateError, type Client } from 'a
 import type { Logger } from '../../core/logger.ts';
 import type { PerIpLimits } from '../../core/per-ip-limits.ts';
 import { pairKey } from '../../store/pair-key.ts';
-import type { SessionDoor } from '../session-door/contract.ts';
+import type { SessionDoor } from '../session-door/index.ts';
 import type { ConnectionGate } from './connection-gate.ts';
 import { checkMqttCredentials, checkStoredMqttCredentials, MAX_MQTT_CLIENT_ID_CHARS, type MqttAuthPolicy } from './credentials.ts';
 import type { BrokerConnections, MqttLinks } from './link-table.ts';

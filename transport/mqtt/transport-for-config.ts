@@ -11,7 +11,7 @@ import type { AddressSettings } from '../../core/address-key.ts';
 import type { RateLimit } from '../../core/token-bucket.ts';
 import type { DeviceRegistry } from '../../store/identity-registry-types.ts';
 import { resolveAuthMode, type AuthMode } from '../../features/identity/index.ts';
-import type { SessionDoor } from '../session-door/contract.ts';
+import type { SessionDoor } from '../session-door/index.ts';
 import { inertMqttSettings } from './inert-settings.ts';
 import type { MqttSchema } from './settings.ts';
 import { startMqttTransport, type MqttTransport, type MqttTransportOptions } from './transport.ts';

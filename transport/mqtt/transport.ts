@@ -17,7 +17,7 @@ import { AddressKeys, type AddressSettings } from '../../core/address-key.ts';
 import { PerIpLimits } from '../../core/per-ip-limits.ts';
 import type { DeviceRegistry } from '../../store/identity-registry-types.ts';
 import type { IdleDeviceLinks } from '../../features/push/index.ts';
-import type { DeviceTransport, SessionDoor } from '../session-door/contract.ts';
+import type { DeviceTransport, SessionDoor } from '../session-door/index.ts';
 import { CONNECT_TIMEOUT_MS, createBroker } from './broker.ts';
 import { ConnectionGate } from './connection-gate.ts';
 import { mqttCredentials, type MqttAuthPolicy } from './credentials.ts';

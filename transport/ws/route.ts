@@ -15,8 +15,7 @@ import { createLogRateLimit } from '../../core/log-rate-limit.ts';
 import type { RateLimit } from '../../core/token-bucket.ts';
 import { PerIpLimits } from '../../core/per-ip-limits.ts';
 import { addressKey, clientAddress } from '../../core/address-key.ts';
-import { identityKey } from '../session-door/device-sessions.ts';
-import type { SessionDoor, SessionRefusal } from '../session-door/contract.ts';
+import { identityKey, type SessionDoor, type SessionRefusal } from '../session-door/index.ts';
 
 export const DEVICE_WS_PATH = '/xiaozhi/v1/';
 
