@@ -45,7 +45,7 @@ interface AppParts {
   /** The MQTT+UDP transport (transport/mqtt/), started before the app: OTA hands out its endpoint. */
   mqtt?: MqttTransport;
   /**
-   * Transports listening on ports of their own (transport/contract.ts), started before the app:
+   * Transports listening on ports of their own (transport/session-door/contract.ts), started before the app:
    * closed with the device sessions, after them.
    */
   transports?: readonly DeviceTransport[];
@@ -209,7 +209,7 @@ export interface SessionParts {
   createConversation: ConversationFactory;
   /** In this order for each session opened: the store's records (`recordSessions`) first. */
   onOpened: readonly SessionOpenedHook[];
-  /** Load-based admission of new devices (transport/admission.ts); closed with the door. */
+  /** Load-based admission of new devices (transport/session-door/admission.ts); closed with the door. */
   admission?: AdmissionGate;
   /** Told about every refused device, on any transport (metrics). */
   onRefused?: (reason: RefusalReason) => void;
