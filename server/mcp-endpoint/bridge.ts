@@ -12,6 +12,7 @@ import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/typ
 import type { WebSocket } from 'ws';
 import { z } from 'zod';
 import { linkedScope } from '../../core/abort.ts';
+import { CoalescedJob } from '../../core/coalesced-job.ts';
 import type { Logger } from '../../core/logger.ts';
 import { classifyFailure, errMessage, malformedSummary } from '../../mcp/mcp-failure.ts';
 import { normalizeToolResult } from '../../mcp/normalize.ts';
@@ -82,10 +83,8 @@ export class Bridge {
   #original = new Map<string, string>();
   #inFlight = 0;
   #pinger: NodeJS.Timeout | undefined;
-  #relisting = false;
-  #relistAgain = false;
-  #relistTimer: NodeJS.Timeout | undefined;
-  #listedAt = Number.NEGATIVE_INFINITY;
+  /** The listings after list_changed; the first listing (in `start`) counts toward their interval. */
+  readonly #relister = new CoalescedJob({ run: () => this.#listAgain(), minIntervalMs: RELIST_MIN_MS });
   /** Warned once per connection that its tools are over the agent's budget (later listings: debug). */
   #budgetWarned = false;
   #closed = false;
@@ -130,6 +129,7 @@ export class Bridge {
     this.protocolVersion = this.#transport.protocolVersion;
     this.name = this.#o.requestedName ?? this.serverInfo?.name ?? 'bridge';
     try {
+      this.#relister.started();
       await this.#refresh();
     } catch (err) {
       throw this.#refuse(err instanceof BridgeRefused ? err : new BridgeRefused(CloseCodes.Policy, `tools/list failed: ${errMessage(err)}`));
@@ -214,24 +214,12 @@ export class Bridge {
    */
   #relist(): void {
     if (this.#closed) return;
-    if (this.#relisting || this.#relistTimer) {
-      this.#relistAgain = true;
-      return;
-    }
-    const wait = this.#listedAt + RELIST_MIN_MS - performance.now();
-    if (wait > 0) {
-      this.#relistTimer = setTimeout(() => {
-        this.#relistTimer = undefined;
-        // This listing answers every notification that came while it waited.
-        this.#relistAgain = false;
-        this.#relist();
-      }, wait);
-      this.#relistTimer.unref();
-      return;
-    }
-    this.#relisting = true;
+    this.#relister.request();
+  }
+
+  #listAgain(): Promise<void> {
     const before = JSON.stringify(this.#tools);
-    this.#refresh()
+    return this.#refresh()
       .then(() => {
         if (JSON.stringify(this.#tools) === before) {
           this.#log.debug({ bridge: this.name, tools: this.#tools.length }, 'mcp endpoint: bridge tools listed again, unchanged');
@@ -243,18 +231,10 @@ export class Bridge {
       .catch((err: unknown) => {
         if (err instanceof BridgeRefused) this.#refuse(err);
         else this.#log.warn({ bridge: this.name, err: errMessage(err) }, 'mcp endpoint: listing the tools again failed; the old list stays');
-      })
-      .finally(() => {
-        this.#relisting = false;
-        if (this.#relistAgain && !this.#closed) {
-          this.#relistAgain = false;
-          this.#relist();
-        }
       });
   }
 
   async #refresh(): Promise<void> {
-    this.#listedAt = performance.now();
     const limits = this.#o.limits;
     const raw: unknown[] = [];
     const seen = new Set<string>();
@@ -308,7 +288,7 @@ export class Bridge {
     if (this.#closed) return;
     this.#closed = true;
     if (this.#pinger) clearInterval(this.#pinger);
-    if (this.#relistTimer) clearTimeout(this.#relistTimer);
+    void this.#relister.stop();
     const reason = this.#transport.closeReason ?? 'closed';
     for (const fn of this.#closedListeners) fn(reason);
     this.#closedListeners.clear();

@@ -8,6 +8,7 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
+import { CoalescedJob } from '../../core/coalesced-job.ts';
 import { truncateForLog } from '../../core/log-fields.ts';
 import type { Logger } from '../../core/logger.ts';
 import { fitToolBudget } from '../../mcp/tool-budget.ts';
@@ -75,11 +76,8 @@ export class BridgeHub {
   /** Per agent: the last read of its bridges on the other replicas (shared by its sessions' listings). */
   readonly #remoteRead = new Map<string, { at: number; bridges: Promise<PublishedBridge[]> }>();
   readonly #timers: NodeJS.Timeout[] = [];
-  readonly #publishMinMs: number;
-  #publishing: Promise<void> | undefined;
-  #publishAgain = false;
-  #publishTimer: NodeJS.Timeout | undefined;
-  #publishedAt = Number.NEGATIVE_INFINITY;
+  /** The writes of this process's bridges (and, between them, the heartbeats). */
+  readonly #publisher: CoalescedJob;
   /** What the store holds for this process (its bridges as JSON): an unchanged state is not written again. */
   #published = '[]';
   /** Per agent over its tool budget: what was last warned of (one warning per change, not per turn). */
@@ -92,7 +90,7 @@ export class BridgeHub {
     this.#log = log;
     this.#relay = relay?.relay;
     this.#pollMs = relay?.pollMs ?? 150;
-    this.#publishMinMs = relay?.publishMinMs ?? 1000;
+    this.#publisher = new CoalescedJob({ run: () => this.#writeBridges(), minIntervalMs: relay?.publishMinMs ?? 1000 });
     this.#remoteTtlMs = relay?.remoteTtlMs ?? 1000;
     if (this.#relay) {
       const beat = setInterval(() => this.#heartbeat(), relay?.heartbeatMs ?? 10_000);
@@ -108,8 +106,7 @@ export class BridgeHub {
     if (this.#stopped) return;
     this.#stopped = true;
     for (const t of this.#timers) clearInterval(t);
-    if (this.#publishTimer) clearTimeout(this.#publishTimer);
-    await this.#publishing;
+    await this.#publisher.stop();
     await this.#relay?.clear(this.owner).catch((err: unknown) => this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not remove the published bridges'));
   }
 
@@ -367,39 +364,23 @@ export class BridgeHub {
    * write at a time, at most one per publishMinMs, the latest state last.
    */
   #publish(): void {
+    if (!this.#relay || this.#stopped) return;
+    this.#publisher.request();
+  }
+
+  /** One write of this process's bridges; undefined when the store holds them already. */
+  #writeBridges(): Promise<void> | undefined {
     const relay = this.#relay;
-    if (!relay || this.#stopped) return;
-    if (this.#publishing || this.#publishTimer) {
-      this.#publishAgain = true;
-      return;
-    }
-    const wait = this.#publishedAt + this.#publishMinMs - performance.now();
-    if (wait > 0) {
-      this.#publishTimer = setTimeout(() => {
-        this.#publishTimer = undefined;
-        this.#publishAgain = false;
-        this.#publish();
-      }, wait);
-      this.#publishTimer.unref();
-      return;
-    }
+    if (!relay) return undefined;
     const bridges = [...this.#byAgent.values()].flat().map((b) => ({ id: b.id, agent: b.agent, name: b.name, address: b.address, connectedAt: b.connectedAt, tools: [...b.tools] }));
     const text = JSON.stringify(bridges);
-    if (text === this.#published) return;
-    this.#publishedAt = performance.now();
-    this.#publishing = relay
+    if (text === this.#published) return undefined;
+    return relay
       .publish(this.owner, bridges)
       .then(() => {
         this.#published = text;
       })
-      .catch((err: unknown) => this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not publish the bridges for the other replicas'))
-      .finally(() => {
-        this.#publishing = undefined;
-        if (this.#publishAgain) {
-          this.#publishAgain = false;
-          this.#publish();
-        }
-      });
+      .catch((err: unknown) => this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not publish the bridges for the other replicas'));
   }
 
   /**
@@ -409,21 +390,20 @@ export class BridgeHub {
    */
   #heartbeat(): void {
     const relay = this.#relay;
-    if (!relay || this.#stopped || this.#publishing || this.#publishTimer) return;
+    if (!relay || this.#stopped || !this.#publisher.idle) return;
     const bridges = [...this.#byAgent.values()].flat();
     if (bridges.length === 0 && this.#published === '[]') return;
     if (bridges.length === 0 || this.#published === '[]') {
       this.#publish();
       return;
     }
-    this.#publishing = relay
-      .heartbeat(this.owner)
-      .catch((err: unknown) => this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not mark the published bridges as live'))
-      .finally(() => {
-        this.#publishing = undefined;
-        // A change that came during the heartbeat.
-        this.#publish();
-      });
+    this.#publisher.holdFor(() =>
+      relay
+        .heartbeat(this.owner)
+        .catch((err: unknown) => this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not mark the published bridges as live'))
+        // A change that came during the heartbeat, or one whose write failed before.
+        .finally(() => this.#publish()),
+    );
   }
 
   #leave(bridge: Bridge): void {
