@@ -11,6 +11,7 @@ import { hostname } from 'node:os';
 import { CoalescedJob } from '../../core/coalesced-job.ts';
 import { truncateForLog } from '../../core/log-fields.ts';
 import type { Logger } from '../../core/logger.ts';
+import { mergeToolNames } from '../../mcp/merge-tool-names.ts';
 import { fitToolBudget } from '../../mcp/tool-budget.ts';
 import { errorResult, type ToolResult, type ToolSource, type ToolSpec } from '../../mcp/tool-source.ts';
 import type { McpRelay, PublishedBridge } from '../../store/mcp-relay.ts';
@@ -31,12 +32,6 @@ export interface BridgeStatus {
   tools: string[];
 }
 
-const MAX_NAME = 64;
-
-function safe(s: string): string {
-  return s.replace(/[^a-zA-Z0-9_-]/g, '_');
-}
-
 /** How the bridges of one replica serve the devices of the others (through the database). */
 export interface RelayOptions {
   relay: McpRelay;
@@ -50,7 +45,8 @@ export interface RelayOptions {
   remoteTtlMs?: number;
 }
 
-type Route = { bridge: Bridge; name: string } | { remote: PublishedBridge; name: string };
+/** Where a tool of the agent's is called: a bridge here, or one on another replica. */
+type Target = { bridge: Bridge } | { remote: PublishedBridge };
 
 function isToolSpec(v: unknown): v is ToolSpec {
   return typeof v === 'object' && v !== null && typeof (v as ToolSpec).name === 'string' && typeof (v as ToolSpec).inputSchema === 'object';
@@ -220,39 +216,18 @@ export class BridgeHub {
    * turns). Calls go to the bridge that offered the tool at the last listing.
    */
   toolSource(agentOf: () => string): ToolSource {
-    let routes = new Map<string, Route>();
+    let routes = new Map<string, { group: Target; original: string }>();
     let listedFor: string | undefined;
     const list = async (): Promise<ToolSpec[]> => {
       const agent = agentOf();
-      const next = new Map<string, Route>();
-      const out: ToolSpec[] = [];
       // Each bridge's prefix is its name, made distinct among the agent's bridges (`calc`, `calc_2`):
       // bridges with one name are still told apart.
-      const prefixes = new Set<string>();
-      const prefixFor = (name: string): string => {
-        const base = safe(name).slice(0, MAX_NAME / 2);
-        let prefix = base;
-        for (let n = 2; prefixes.has(prefix); n++) prefix = `${base}_${n}`;
-        prefixes.add(prefix);
-        return prefix;
-      };
-      const add = (prefix: string, spec: ToolSpec, route: Route): void => {
-        let exposed = spec.name;
-        if (next.has(exposed)) {
-          exposed = `${prefix}__${spec.name}`.slice(0, MAX_NAME);
-          if (next.has(exposed)) return;
-        }
-        next.set(exposed, route);
-        out.push(exposed === spec.name ? spec : { ...spec, name: exposed });
-      };
-      for (const bridge of this.bridgesOf(agent)) {
-        const prefix = prefixFor(bridge.name);
-        for (const spec of bridge.tools) add(prefix, spec, { bridge, name: spec.name });
-      }
-      for (const remote of await this.#remote(agent)) {
-        const prefix = prefixFor(remote.name);
-        for (const spec of remote.tools.filter(isToolSpec)) add(prefix, spec, { remote, name: spec.name });
-      }
+      const merged = mergeToolNames<Target>([
+        ...this.bridgesOf(agent).map((bridge) => ({ name: bridge.name, specs: bridge.tools, group: { bridge } })),
+        ...(await this.#remote(agent)).map((remote) => ({ name: remote.name, specs: remote.tools.filter(isToolSpec), group: { remote } })),
+      ]);
+      const out = merged.specs;
+      const next = merged.routes;
       const fit = this.#withinBudget(agent, out);
       const offered = new Set(fit.map((t) => t.name));
       // A tool left out for the budget is not callable either: the model never saw it.
@@ -266,8 +241,8 @@ export class BridgeHub {
         if (listedFor !== agentOf()) await list();
         const route = routes.get(name);
         if (!route) return errorResult(`Unknown tool "${name}".`);
-        if ('bridge' in route) return route.bridge.callTool(route.name, args, opts);
-        return this.#callRemote(route.remote, route.name, args, opts.signal);
+        if ('bridge' in route.group) return route.group.bridge.callTool(route.original, args, opts);
+        return this.#callRemote(route.group.remote, route.original, args, opts.signal);
       },
     };
   }
