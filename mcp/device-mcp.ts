@@ -66,8 +66,9 @@ const DEVICE_TOOL_BOUNDS: AnnouncedToolLimits = {
 /** The device's tools as offered: the specs the model sees, and the device-side name of each. */
 interface DeviceTools {
   specs: ToolSpec[];
-  /** Exposed name → the device's; only offered tools (one dropped for size is not callable: the model never saw it). */
+  /** Exposed name → the device's, for every tool read. */
   names: ToolNameMap<string>;
+  /** The tools the model is sent: one dropped for size is not callable either (the model never saw it). */
   offered: ReadonlySet<string>;
 }
 
