@@ -3,7 +3,7 @@
  * the ASR language hint and the embedded TTS voice. Applied to the raw configuration before
  * validation, and only to keys the configuration leaves unset, so any key set explicitly wins.
  */
-import { ESPEAK_LANGUAGE_VOICES } from '../providers/espeak/options.ts';
+import { ESPEAK_LANGUAGE_VOICES } from '../../providers/espeak/options.ts';
 
 export const LANGUAGES = ['en', 'zh'] as const;
 export type Language = (typeof LANGUAGES)[number];

@@ -9,8 +9,8 @@ import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { silentLogger } from '../../../core/logger.ts';
-import { Bridge } from '../../../server/mcp-endpoint/bridge.ts';
-import { DEFAULT_MCP_ENDPOINT_LIMITS } from '../../../server/mcp-endpoint/limits.ts';
+import { Bridge } from '../../../features/mcp-endpoint/bridge.ts';
+import { DEFAULT_MCP_ENDPOINT_LIMITS } from '../../../features/mcp-endpoint/limits.ts';
 import { connectRawBridge, initializeResult, tool } from './raw-bridge.ts';
 
 let wss: WebSocketServer;
