@@ -297,7 +297,7 @@ export const DeviceMcpSchema = z.strictObject({
   maxSchemaBytes: z.number().int().min(1024).max(1_048_576).default(8192),
 });
 
-/** Reading audio that MCP tools link to (ResourceLink), in pages (seed 001). */
+/** Reading audio that MCP tools link to (ResourceLink), in pages. */
 export const MediaSchema = z.strictObject({
   /** Bytes per `resources/read` page (McpReadResourcePageSize). */
   pageSize: z.number().int().min(1024).max(16 * 1024 * 1024).default(100 * 1024),

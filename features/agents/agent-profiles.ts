@@ -17,8 +17,7 @@ import { stableKey } from '../../core/stable-key.ts';
 import type { Asr } from '../../audio/asr/asr.ts';
 import type { Tts } from '../../audio/tts/tts.ts';
 import type { LlmClient } from '../../llm/types.ts';
-import { asrProvider, createTts, type AsrOptions, type TtsOptions } from '../../providers/index.ts';
-import { createEspeakTts } from '../../providers/espeak/tts.ts';
+import { asrProvider, createTts, ttsProvider, type AsrOptions, type TtsOptions } from '../../providers/index.ts';
 import type { OpenAiLlmOptions } from '../../providers/openai/options.ts';
 import type { HeldProfile, TurnProfile } from '../../voice/conversation/turn-profile.ts';
 import { configSecrets } from '../../core/config-secrets.ts';
@@ -229,8 +228,9 @@ export class AgentProfiles {
   #useTts(key: string, options: TtsOptions): { voice: () => Tts; uses: { key: string; entry: TtsEntry } | undefined } {
     const base = this.#o.base.tts;
     if (key === this.#baseTtsKey) return { voice: () => base, uses: undefined };
-    if (options.provider === 'espeak') {
-      const voice = createEspeakTts(options);
+    const embedded = ttsProvider(options).embedded;
+    if (embedded) {
+      const voice = embedded(options);
       return { voice: () => voice, uses: undefined };
     }
     let entry = this.#tts.get(key);

@@ -3,6 +3,7 @@
  * the ASR language hint and the embedded TTS voice. Applied to the raw configuration before
  * validation, and only to keys the configuration leaves unset, so any key set explicitly wins.
  */
+import { ESPEAK_LANGUAGE_VOICES } from '../../providers/espeak/options.ts';
 
 export const LANGUAGES = ['en', 'zh'] as const;
 export type Language = (typeof LANGUAGES)[number];
@@ -45,7 +46,7 @@ const EN: LanguagePack = {
     'Now: {datetime} ({timezone}).',
   ].join(' '),
   asrLanguage: 'en',
-  espeakVoice: 'en-us',
+  espeakVoice: ESPEAK_LANGUAGE_VOICES.en,
   reminder: 'Reminder: {text}',
 };
 
@@ -69,7 +70,7 @@ const ZH: LanguagePack = {
     '现在是 {datetime}（{timezone}）。',
   ].join(''),
   asrLanguage: 'zh',
-  espeakVoice: 'cmn-latn-pinyin',
+  espeakVoice: ESPEAK_LANGUAGE_VOICES.zh,
   reminder: '提醒：{text}',
 };
 

@@ -5,8 +5,7 @@
  * hint, embedded voice) for what it leaves unset, as `features/agents/language.ts` does for the
  * configuration itself. Pure: no clients are built here.
  */
-import { AsrSchema, TtsSchema, type AsrOptions, type TtsOptions } from '../../providers/index.ts';
-import { EspeakTtsSchema } from '../../providers/espeak/options.ts';
+import { AsrSchema, TtsSchema, ttsProvider, type AsrOptions, type TtsOptions } from '../../providers/index.ts';
 import { pickLlmOptions, type OpenAiLlmOptions } from '../../providers/openai/options.ts';
 import { LANGUAGE_PACKS, type Language } from './language.ts';
 import { AgentSettingsSchema, type AgentSettings } from './agent-settings.ts';
@@ -38,13 +37,6 @@ export interface AgentDefaults {
   tts: TtsOptions;
   tools: { timeZone: string };
 }
-
-/**
- * The embedded voice the schema fills in when none is written: settings that went through the
- * schema once (the configuration's `agents:`, a body the admin API validated) carry it, so for an
- * agent of another language it counts as unset.
- */
-const ESPEAK_DEFAULT_VOICE = EspeakTtsSchema.parse({ provider: 'espeak' }).voice;
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -82,7 +74,9 @@ export function resolveAgent(config: AgentDefaults, raw: Record<string, unknown>
 
   const rawTts = isObj(raw.tts) ? raw.tts : undefined;
   let tts: TtsOptions = rawTts ? TtsSchema.parse(rawTts) : config.tts;
-  if (pack && tts.provider === 'espeak' && (rawTts?.voice === undefined || rawTts.voice === ESPEAK_DEFAULT_VOICE)) tts = { ...tts, voice: pack.espeakVoice };
+  // The voice follows the agent's language, for a provider whose voice depends on it.
+  const forLanguage = ttsProvider(tts).forLanguage;
+  if (pack && s.language !== undefined && forLanguage) tts = forLanguage(tts, s.language, rawTts);
 
   return {
     systemPrompt: s.systemPrompt ?? pack?.systemPrompt ?? config.llm.systemPrompt,

@@ -12,12 +12,13 @@ import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/typ
 import type { WebSocket } from 'ws';
 import { z } from 'zod';
 import { linkedScope } from '../../core/abort.ts';
+import { CoalescedJob } from '../../core/coalesced-job.ts';
 import type { Logger } from '../../core/logger.ts';
 import { classifyFailure, errMessage, malformedSummary } from '../../mcp/mcp-failure.ts';
 import { normalizeToolResult } from '../../mcp/normalize.ts';
-import { errorResult, type JsonSchema, type ToolResult, type ToolSpec } from '../../mcp/tool-source.ts';
+import { errorResult, type ToolResult, type ToolSpec } from '../../mcp/tool-source.ts';
 import { CloseCodes, WebSocketPeerTransport } from '../../mcp/websocket-peer-transport.ts';
-import { schemaOverLimits } from '../../mcp/schema-limits.ts';
+import { readAnnouncedTools } from '../../mcp/announced-tool.ts';
 import { fitToolBudget } from '../../mcp/tool-budget.ts';
 import { truncateForLog } from '../../core/log-fields.ts';
 import type { McpEndpointLimits } from './limits.ts';
@@ -31,14 +32,8 @@ export const RELIST_MIN_MS = 1000;
 const LooseToolList = z.looseObject({ tools: z.array(z.unknown()).default([]), nextCursor: z.string().optional() });
 const LooseResult = z.looseObject({});
 
-/** Tool names as OpenAI accepts them. */
-function safeName(name: string): string {
-  return name.replace(/[^a-zA-Z0-9_-]/g, '_').slice(0, 64);
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
+/** Characters of a bridge tool's description the model is sent. */
+const BRIDGE_DESCRIPTION_CHARS = 1024;
 
 /** A failure that ends the bridge's connection (close code and reason). */
 class BridgeRefused extends Error {
@@ -82,10 +77,8 @@ export class Bridge {
   #original = new Map<string, string>();
   #inFlight = 0;
   #pinger: NodeJS.Timeout | undefined;
-  #relisting = false;
-  #relistAgain = false;
-  #relistTimer: NodeJS.Timeout | undefined;
-  #listedAt = Number.NEGATIVE_INFINITY;
+  /** The listings after list_changed; the first listing (in `start`) counts toward their interval. */
+  readonly #relister = new CoalescedJob({ run: () => this.#listAgain(), minIntervalMs: RELIST_MIN_MS });
   /** Warned once per connection that its tools are over the agent's budget (later listings: debug). */
   #budgetWarned = false;
   #closed = false;
@@ -130,6 +123,7 @@ export class Bridge {
     this.protocolVersion = this.#transport.protocolVersion;
     this.name = this.#o.requestedName ?? this.serverInfo?.name ?? 'bridge';
     try {
+      this.#relister.started();
       await this.#refresh();
     } catch (err) {
       throw this.#refuse(err instanceof BridgeRefused ? err : new BridgeRefused(CloseCodes.Policy, `tools/list failed: ${errMessage(err)}`));
@@ -214,24 +208,12 @@ export class Bridge {
    */
   #relist(): void {
     if (this.#closed) return;
-    if (this.#relisting || this.#relistTimer) {
-      this.#relistAgain = true;
-      return;
-    }
-    const wait = this.#listedAt + RELIST_MIN_MS - performance.now();
-    if (wait > 0) {
-      this.#relistTimer = setTimeout(() => {
-        this.#relistTimer = undefined;
-        // This listing answers every notification that came while it waited.
-        this.#relistAgain = false;
-        this.#relist();
-      }, wait);
-      this.#relistTimer.unref();
-      return;
-    }
-    this.#relisting = true;
+    this.#relister.request();
+  }
+
+  #listAgain(): Promise<void> {
     const before = JSON.stringify(this.#tools);
-    this.#refresh()
+    return this.#refresh()
       .then(() => {
         if (JSON.stringify(this.#tools) === before) {
           this.#log.debug({ bridge: this.name, tools: this.#tools.length }, 'mcp endpoint: bridge tools listed again, unchanged');
@@ -243,18 +225,10 @@ export class Bridge {
       .catch((err: unknown) => {
         if (err instanceof BridgeRefused) this.#refuse(err);
         else this.#log.warn({ bridge: this.name, err: errMessage(err) }, 'mcp endpoint: listing the tools again failed; the old list stays');
-      })
-      .finally(() => {
-        this.#relisting = false;
-        if (this.#relistAgain && !this.#closed) {
-          this.#relistAgain = false;
-          this.#relist();
-        }
       });
   }
 
   async #refresh(): Promise<void> {
-    this.#listedAt = performance.now();
     const limits = this.#o.limits;
     const raw: unknown[] = [];
     const seen = new Set<string>();
@@ -268,23 +242,8 @@ export class Bridge {
       if (cursor === undefined || cursor === '' || seen.has(cursor)) break;
       seen.add(cursor);
     }
-    const tools: ToolSpec[] = [];
-    const original = new Map<string, string>();
-    for (const t of raw) {
-      if (!isRecord(t) || typeof t.name !== 'string' || t.name === '') continue;
-      const exposed = safeName(t.name);
-      if (original.has(exposed)) continue;
-      const over = schemaOverLimits(t.inputSchema, { maxDepth: limits.maxSchemaDepth, maxNodes: limits.maxSchemaNodes });
-      if (over !== undefined) {
-        this.#log.warn({ bridge: this.name, tool: t.name.slice(0, 64), why: over.why }, 'mcp endpoint: tool left out (input schema too large)');
-        continue;
-      }
-      const schema: JsonSchema = isRecord(t.inputSchema) ? { ...(t.inputSchema as JsonSchema) } : { type: 'object', properties: {} };
-      if (schema.type === undefined) schema.type = 'object';
-      const description = typeof t.description === 'string' ? t.description.slice(0, 1024) : undefined;
-      original.set(exposed, t.name);
-      tools.push(description === undefined ? { name: exposed, inputSchema: schema } : { name: exposed, description, inputSchema: schema });
-    }
+    const { specs: tools, names, leftOut } = readAnnouncedTools(raw, { descriptionChars: BRIDGE_DESCRIPTION_CHARS, schema: { maxDepth: limits.maxSchemaDepth, maxNodes: limits.maxSchemaNodes } });
+    for (const t of leftOut) this.#log.warn({ bridge: this.name, tool: t.name.slice(0, 64), why: t.why }, 'mcp endpoint: tool left out (input schema too large)');
     // One bridge alone gets no more than its agent's whole budget: what it holds here and what is
     // published for the other replicas stay bounded however large its listing was.
     const fit = fitToolBudget(tools, limits.maxToolBytes, limits.maxToolsPerAgent);
@@ -296,7 +255,7 @@ export class Bridge {
     }
     const offered = new Set(fit.specs.map((t) => t.name));
     this.#tools = fit.specs;
-    this.#original = new Map([...original].filter(([exposed]) => offered.has(exposed)));
+    this.#original = new Map(names.names().filter((exposed) => offered.has(exposed)).map((exposed) => [exposed, names.get(exposed) as string]));
   }
 
   #refuse(err: BridgeRefused): BridgeRefused {
@@ -308,7 +267,7 @@ export class Bridge {
     if (this.#closed) return;
     this.#closed = true;
     if (this.#pinger) clearInterval(this.#pinger);
-    if (this.#relistTimer) clearTimeout(this.#relistTimer);
+    void this.#relister.stop();
     const reason = this.#transport.closeReason ?? 'closed';
     for (const fn of this.#closedListeners) fn(reason);
     this.#closedListeners.clear();

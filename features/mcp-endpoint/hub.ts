@@ -8,8 +8,10 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
+import { CoalescedJob } from '../../core/coalesced-job.ts';
 import { truncateForLog } from '../../core/log-fields.ts';
 import type { Logger } from '../../core/logger.ts';
+import { mergeToolNames } from '../../mcp/merge-tool-names.ts';
 import { fitToolBudget } from '../../mcp/tool-budget.ts';
 import { errorResult, type ToolResult, type ToolSource, type ToolSpec } from '../../mcp/tool-source.ts';
 import type { McpRelay, PublishedBridge } from '../../store/mcp-endpoint-relay.ts';
@@ -30,12 +32,6 @@ export interface BridgeStatus {
   tools: string[];
 }
 
-const MAX_NAME = 64;
-
-function safe(s: string): string {
-  return s.replace(/[^a-zA-Z0-9_-]/g, '_');
-}
-
 /** How the bridges of one replica serve the devices of the others (through the database). */
 export interface RelayOptions {
   relay: McpRelay;
@@ -49,7 +45,8 @@ export interface RelayOptions {
   remoteTtlMs?: number;
 }
 
-type Route = { bridge: Bridge; name: string } | { remote: PublishedBridge; name: string };
+/** Where a tool of the agent's is called: a bridge here, or one on another replica. */
+type Target = { bridge: Bridge } | { remote: PublishedBridge };
 
 function isToolSpec(v: unknown): v is ToolSpec {
   return typeof v === 'object' && v !== null && typeof (v as ToolSpec).name === 'string' && typeof (v as ToolSpec).inputSchema === 'object';
@@ -75,11 +72,8 @@ export class BridgeHub {
   /** Per agent: the last read of its bridges on the other replicas (shared by its sessions' listings). */
   readonly #remoteRead = new Map<string, { at: number; bridges: Promise<PublishedBridge[]> }>();
   readonly #timers: NodeJS.Timeout[] = [];
-  readonly #publishMinMs: number;
-  #publishing: Promise<void> | undefined;
-  #publishAgain = false;
-  #publishTimer: NodeJS.Timeout | undefined;
-  #publishedAt = Number.NEGATIVE_INFINITY;
+  /** The writes of this process's bridges (and, between them, the heartbeats). */
+  readonly #publisher: CoalescedJob;
   /** What the store holds for this process (its bridges as JSON): an unchanged state is not written again. */
   #published = '[]';
   /** Per agent over its tool budget: what was last warned of (one warning per change, not per turn). */
@@ -92,7 +86,7 @@ export class BridgeHub {
     this.#log = log;
     this.#relay = relay?.relay;
     this.#pollMs = relay?.pollMs ?? 150;
-    this.#publishMinMs = relay?.publishMinMs ?? 1000;
+    this.#publisher = new CoalescedJob({ run: () => this.#writeBridges(), minIntervalMs: relay?.publishMinMs ?? 1000 });
     this.#remoteTtlMs = relay?.remoteTtlMs ?? 1000;
     if (this.#relay) {
       const beat = setInterval(() => this.#heartbeat(), relay?.heartbeatMs ?? 10_000);
@@ -108,8 +102,7 @@ export class BridgeHub {
     if (this.#stopped) return;
     this.#stopped = true;
     for (const t of this.#timers) clearInterval(t);
-    if (this.#publishTimer) clearTimeout(this.#publishTimer);
-    await this.#publishing;
+    await this.#publisher.stop();
     await this.#relay?.clear(this.owner).catch((err: unknown) => this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not remove the published bridges'));
   }
 
@@ -223,39 +216,18 @@ export class BridgeHub {
    * turns). Calls go to the bridge that offered the tool at the last listing.
    */
   toolSource(agentOf: () => string): ToolSource {
-    let routes = new Map<string, Route>();
+    let routes = new Map<string, { group: Target; original: string }>();
     let listedFor: string | undefined;
     const list = async (): Promise<ToolSpec[]> => {
       const agent = agentOf();
-      const next = new Map<string, Route>();
-      const out: ToolSpec[] = [];
       // Each bridge's prefix is its name, made distinct among the agent's bridges (`calc`, `calc_2`):
       // bridges with one name are still told apart.
-      const prefixes = new Set<string>();
-      const prefixFor = (name: string): string => {
-        const base = safe(name).slice(0, MAX_NAME / 2);
-        let prefix = base;
-        for (let n = 2; prefixes.has(prefix); n++) prefix = `${base}_${n}`;
-        prefixes.add(prefix);
-        return prefix;
-      };
-      const add = (prefix: string, spec: ToolSpec, route: Route): void => {
-        let exposed = spec.name;
-        if (next.has(exposed)) {
-          exposed = `${prefix}__${spec.name}`.slice(0, MAX_NAME);
-          if (next.has(exposed)) return;
-        }
-        next.set(exposed, route);
-        out.push(exposed === spec.name ? spec : { ...spec, name: exposed });
-      };
-      for (const bridge of this.bridgesOf(agent)) {
-        const prefix = prefixFor(bridge.name);
-        for (const spec of bridge.tools) add(prefix, spec, { bridge, name: spec.name });
-      }
-      for (const remote of await this.#remote(agent)) {
-        const prefix = prefixFor(remote.name);
-        for (const spec of remote.tools.filter(isToolSpec)) add(prefix, spec, { remote, name: spec.name });
-      }
+      const merged = mergeToolNames<Target>([
+        ...this.bridgesOf(agent).map((bridge) => ({ name: bridge.name, specs: bridge.tools, group: { bridge } })),
+        ...(await this.#remote(agent)).map((remote) => ({ name: remote.name, specs: remote.tools.filter(isToolSpec), group: { remote } })),
+      ]);
+      const out = merged.specs;
+      const next = merged.routes;
       const fit = this.#withinBudget(agent, out);
       const offered = new Set(fit.map((t) => t.name));
       // A tool left out for the budget is not callable either: the model never saw it.
@@ -269,8 +241,8 @@ export class BridgeHub {
         if (listedFor !== agentOf()) await list();
         const route = routes.get(name);
         if (!route) return errorResult(`Unknown tool "${name}".`);
-        if ('bridge' in route) return route.bridge.callTool(route.name, args, opts);
-        return this.#callRemote(route.remote, route.name, args, opts.signal);
+        if ('bridge' in route.group) return route.group.bridge.callTool(route.original, args, opts);
+        return this.#callRemote(route.group.remote, route.original, args, opts.signal);
       },
     };
   }
@@ -367,39 +339,23 @@ export class BridgeHub {
    * write at a time, at most one per publishMinMs, the latest state last.
    */
   #publish(): void {
+    if (!this.#relay || this.#stopped) return;
+    this.#publisher.request();
+  }
+
+  /** One write of this process's bridges; undefined when the store holds them already. */
+  #writeBridges(): Promise<void> | undefined {
     const relay = this.#relay;
-    if (!relay || this.#stopped) return;
-    if (this.#publishing || this.#publishTimer) {
-      this.#publishAgain = true;
-      return;
-    }
-    const wait = this.#publishedAt + this.#publishMinMs - performance.now();
-    if (wait > 0) {
-      this.#publishTimer = setTimeout(() => {
-        this.#publishTimer = undefined;
-        this.#publishAgain = false;
-        this.#publish();
-      }, wait);
-      this.#publishTimer.unref();
-      return;
-    }
+    if (!relay) return undefined;
     const bridges = [...this.#byAgent.values()].flat().map((b) => ({ id: b.id, agent: b.agent, name: b.name, address: b.address, connectedAt: b.connectedAt, tools: [...b.tools] }));
     const text = JSON.stringify(bridges);
-    if (text === this.#published) return;
-    this.#publishedAt = performance.now();
-    this.#publishing = relay
+    if (text === this.#published) return undefined;
+    return relay
       .publish(this.owner, bridges)
       .then(() => {
         this.#published = text;
       })
-      .catch((err: unknown) => this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not publish the bridges for the other replicas'))
-      .finally(() => {
-        this.#publishing = undefined;
-        if (this.#publishAgain) {
-          this.#publishAgain = false;
-          this.#publish();
-        }
-      });
+      .catch((err: unknown) => this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not publish the bridges for the other replicas'));
   }
 
   /**
@@ -409,21 +365,20 @@ export class BridgeHub {
    */
   #heartbeat(): void {
     const relay = this.#relay;
-    if (!relay || this.#stopped || this.#publishing || this.#publishTimer) return;
+    if (!relay || this.#stopped || !this.#publisher.idle) return;
     const bridges = [...this.#byAgent.values()].flat();
     if (bridges.length === 0 && this.#published === '[]') return;
     if (bridges.length === 0 || this.#published === '[]') {
       this.#publish();
       return;
     }
-    this.#publishing = relay
-      .heartbeat(this.owner)
-      .catch((err: unknown) => this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not mark the published bridges as live'))
-      .finally(() => {
-        this.#publishing = undefined;
-        // A change that came during the heartbeat.
-        this.#publish();
-      });
+    this.#publisher.holdFor(() =>
+      relay
+        .heartbeat(this.owner)
+        .catch((err: unknown) => this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not mark the published bridges as live'))
+        // A change that came during the heartbeat, or one whose write failed before.
+        .finally(() => this.#publish()),
+    );
   }
 
   #leave(bridge: Bridge): void {

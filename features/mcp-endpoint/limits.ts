@@ -1,8 +1,8 @@
 /**
  * @module The MCP endpoint's bounds (the `mcpEndpoint` configuration block): every one a bridge
  * can reach is refused with a JSON-RPC error, a close code with a reason, or a dropped tool, and
- * nothing else is affected. (One schema's shape is checked by `mcp/schema-limits.ts`, the tools'
- * size by `mcp/tool-budget.ts`, both shared with the device's own tools.)
+ * nothing else is affected. (Each announced tool is read and its schema's shape checked by
+ * `mcp/announced-tool.ts`, the tools' size by `mcp/tool-budget.ts`, both shared with the device's own tools.)
  */
 export interface McpEndpointLimits {
   /** Longest JSON-RPC message (text frame) from a bridge, bytes. */
