@@ -27,7 +27,7 @@ export function loadMetrics(registers: Registry[], sources: () => MetricsSources
   const sessionsTotal = new Counter({ name: 'xiaozhi_sessions_total', help: 'Device sessions started (after hello).', registers });
   const refused = new Counter({
     name: 'xiaozhi_connections_refused_total',
-    help: 'Device WebSocket upgrades refused: unauthorized (401), capacity (503, server.maxSessions), draining (503, shutting down), overloaded (503, server.admission), per_ip (429, server.maxSessionsPerIp or server.upgradeRate).',
+    help: 'Device connections refused (WebSocket upgrades; MQTT CONNECTs and hellos): unauthorized (401), capacity (503, server.maxSessions), draining (503, shutting down), overloaded (503, server.admission), per_ip (429, server.maxSessionsPerIp or server.upgradeRate).',
     labelNames: ['reason'],
     registers,
   });

@@ -34,7 +34,7 @@ export interface ServerMetrics {
   bind(sources: MetricsSources): void;
   /** Records one turn (what the observer does). */
   observeTurn(t: TurnTimings): void;
-  /** Counts a device connection refused before the upgrade (pass to `buildApp({ onRefused })`). */
+  /** Counts a device connection refused, on any transport (the session door's `onRefused`). */
   connectionRefused(reason: RefusalReason): void;
   /** Counts an audio datagram the MQTT transport dropped. */
   udpDropped(reason: string): void;

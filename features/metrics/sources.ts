@@ -24,7 +24,7 @@ export interface MetricsSources {
 }
 
 /**
- * Why a device's WebSocket upgrade was refused: the values of the `reason` label. The transport
+ * Why a device's connection was refused, on any transport: the values of the `reason` label. The transport
  * that refuses says why; the assembly hands its reasons to `connectionRefused`, so a reason this
  * list lacks fails the type check there.
  */

@@ -1,6 +1,6 @@
 /**
  * @module What the push delivery needs from the MQTT transport: the devices connected to the
- * broker here, whether or not they have an audio session open. Implemented by server/mqtt/.
+ * broker here, whether or not they have an audio session open. Implemented by transport/mqtt/.
  */
 
 export interface IdleDeviceLink {

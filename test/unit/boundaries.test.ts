@@ -3,7 +3,8 @@
  * which of our folders each folder may import, llm/ and providers/ taking only types from mcp/, the
  * feature rooms (features/<room>/) reached only through their index.ts and only by the rooms the
  * room table allows, no import pointing back up to a parent folder, only server/config.ts reading
- * process.env, and session code staying free of Fastify and ws.
+ * process.env, session code staying free of Fastify and ws, and each transport in transport/ a
+ * folder of its own that shares only transport/'s root.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,7 +12,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const FOLDERS = ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store', 'features', 'server', 'examples'] as const;
+const FOLDERS = ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store', 'features', 'transport', 'server', 'examples'] as const;
 const ALLOWED: Record<(typeof FOLDERS)[number], readonly string[]> = {
   core: [],
   protocol: ['core'],
@@ -22,7 +23,8 @@ const ALLOWED: Record<(typeof FOLDERS)[number], readonly string[]> = {
   voice: ['core', 'protocol', 'audio', 'mcp', 'llm'],
   store: ['core', 'protocol'],
   features: ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store'],
-  server: ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store', 'features'],
+  transport: ['core', 'protocol', 'voice', 'store', 'features'],
+  server: ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store', 'features', 'transport'],
   examples: [],
 };
 
@@ -134,8 +136,8 @@ test("a room's store code is named after it (store/<room>.ts, store/<room>-*.ts)
 
 test('no import points back up to a file of a parent folder', () => {
   // audio/, mcp/ and providers/ still have such imports (their sub-folders use their parent's
-  // shared files); server/'s transport sub-folders leave it for transport/.
-  const checked = ['core', 'protocol', 'llm', 'voice', 'store', 'features'];
+  // shared files).
+  const checked = ['core', 'protocol', 'llm', 'voice', 'store', 'features', 'transport', 'server'];
   const violations = relativeImports(checked)
     .filter(({ file, target }) => {
       const from = dirname(file);
@@ -148,7 +150,7 @@ test('no import points back up to a file of a parent folder', () => {
 
 test('only server/config.ts reads process.env', () => {
   const offenders: string[] = [];
-  for (const folder of ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store', 'features', 'server']) {
+  for (const folder of ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store', 'features', 'transport', 'server']) {
     for (const file of tsFiles(join(ROOT, folder))) {
       const rel = relative(ROOT, file);
       if (rel === 'server/config.ts') continue;
@@ -163,4 +165,44 @@ test('only server/config.ts reads process.env', () => {
 test('voice/ does not import fastify or ws', () => {
   const offenders = tsFiles(join(ROOT, 'voice')).filter((f) => /from\s+['"](fastify|ws|@fastify\/[^'"]+)['"]/.test(readFileSync(f, 'utf8')));
   assert.deepEqual(offenders.map((f) => relative(ROOT, f)), []);
+});
+
+/** transport/'s folder of what every transport shares: the contract and the session door. */
+const SHARED_TRANSPORT = 'session-door';
+
+test('transport/: each transport is one folder that imports no other, only the shared session-door/; session-door/ imports none of them', () => {
+  const dir = join(ROOT, 'transport');
+  const folders = readdirSync(dir).filter((n) => statSync(join(dir, n)).isDirectory());
+  const transports = folders.filter((n) => n !== SHARED_TRANSPORT);
+  assert.ok(folders.includes(SHARED_TRANSPORT) && transports.includes('ws') && transports.includes('mqtt'), `the folders found: ${folders.join(', ')}`);
+  const loose = readdirSync(dir).filter((n) => !folders.includes(n));
+  assert.deepEqual(loose, [], 'transport/ holds folders only: a transport each, and session-door/');
+  const offenders: string[] = [];
+  for (const { file, target } of relativeImports(['transport'])) {
+    const mine = file.split('/')[1];
+    const [top, sub] = target.split('/');
+    if (top !== 'transport' || sub === undefined || sub === mine || sub === SHARED_TRANSPORT) continue;
+    offenders.push(`${file} imports ${target}`);
+  }
+  assert.deepEqual(offenders, []);
+});
+
+test("a transport, and session-door/, is reached only through its index.ts from outside its folder", () => {
+  const violations: string[] = [];
+  let crossings = 0;
+  for (const { file, spec, target } of relativeImports(FOLDERS)) {
+    const [top, folder, ...rest] = target.split('/');
+    if (top !== 'transport' || folder === undefined || file.startsWith(`transport/${folder}/`)) continue;
+    crossings++;
+    if (rest.join('/') !== 'index.ts') violations.push(`${file} imports ${spec}: use transport/${folder}/index.ts`);
+  }
+  assert.ok(crossings > 5, 'the scan found imports into transport/ to check');
+  assert.deepEqual(violations, []);
+});
+
+test('transport/session-door/ is transport-agnostic: no fastify, ws, aedes or sockets', () => {
+  const offenders = tsFiles(join(ROOT, 'transport', SHARED_TRANSPORT))
+    .filter((f) => /(from|import)\s+['"](fastify|ws|aedes|mqtt|@fastify\/[^'"]+|node:(net|dgram|tls|http))['"]/.test(readFileSync(f, 'utf8')))
+    .map((f) => relative(ROOT, f));
+  assert.deepEqual(offenders, []);
 });

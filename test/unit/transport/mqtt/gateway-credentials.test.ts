@@ -8,7 +8,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
-import { gatewayMqttSection } from '../../../../server/mqtt/gateway-credentials.ts';
+import { gatewayMqttSection } from '../../../../transport/mqtt/gateway-credentials.ts';
 
 interface GatewayView {
   group: string;

@@ -1,7 +1,7 @@
 /** AdmissionControl's decision on the media-queue signal: limits, hysteresis, a broken source, close. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { AdmissionControl } from '../../../server/admission.ts';
+import { AdmissionControl } from '../../../../transport/session-door/admission.ts';
 
 test('media queue: refused over the limit, admitted again only under 80 % of it', () => {
   const load = { queueDepth: 0 };

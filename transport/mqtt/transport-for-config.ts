@@ -5,36 +5,46 @@
  * do nothing as configured are warned about here, once at start. What assemble.ts and the tests
  * both run.
  */
+import type { z } from 'zod';
 import type { Logger } from '../../core/logger.ts';
-import type { Store } from '../../store/store.ts';
-import type { ConversationFactory } from '../../voice/session/conversation.ts';
-import type { SessionRegistry } from '../../voice/session/registry.ts';
-import type { AdmissionGate } from '../admission.ts';
-import { resolveAuthMode } from '../../features/identity/index.ts';
-import type { Config } from '../config.ts';
+import type { AddressSettings } from '../../core/address-key.ts';
+import type { RateLimit } from '../../core/token-bucket.ts';
+import type { DeviceRegistry } from '../../store/identity-registry-types.ts';
+import { resolveAuthMode, type AuthMode } from '../../features/identity/index.ts';
+import type { SessionDoor } from '../session-door/index.ts';
 import { inertMqttSettings } from './inert-settings.ts';
+import type { MqttSchema } from './settings.ts';
 import { startMqttTransport, type MqttTransport, type MqttTransportOptions } from './transport.ts';
 
+/** The parts of the configuration the transport reads (the server's `Config` is one). */
+export interface MqttConfig {
+  mqtt: z.output<typeof MqttSchema>;
+  server: AddressSettings & {
+    host: string;
+    auth: { mode?: AuthMode | undefined; tokens: readonly string[]; allowedDevices: readonly string[] };
+    maxSessionsPerIp: number;
+    upgradeRate: RateLimit;
+    controlMessages: RateLimit;
+  };
+}
+
 export interface MqttTransportParts {
-  store: Store;
-  registry: SessionRegistry;
-  createConversation: ConversationFactory;
-  admission?: AdmissionGate;
-  onSessionOpened?: MqttTransportOptions['onSessionOpened'];
+  /** The store's registry: the device-token secret, bindings, revocations. */
+  devices: Pick<DeviceRegistry, 'secret' | 'binding' | 'storedBinding' | 'onRevoked'>;
+  sessions: SessionDoor;
   onUdpDrop?: MqttTransportOptions['onUdpDrop'];
 }
 
-export async function mqttTransportFor(config: Config, log: Logger, parts: MqttTransportParts): Promise<MqttTransport | undefined> {
+export async function mqttTransportFor(config: MqttConfig, log: Logger, parts: MqttTransportParts): Promise<MqttTransport | undefined> {
   for (const warning of inertMqttSettings(config.mqtt)) log.warn({ key: 'mqtt' }, warning);
   if (!config.mqtt.enabled || config.mqtt.gateway.endpoint) return undefined;
   const mode = resolveAuthMode(config.server.auth);
-  const devices = parts.store.registry;
+  const { devices } = parts;
   return startMqttTransport({
     // Where the HTTP listener listens (HOST), unless the broker is told otherwise.
     mqtt: { ...config.mqtt, host: config.mqtt.host || config.server.host },
     log: log.child({ transport: 'mqtt' }),
-    registry: parts.registry,
-    createConversation: parts.createConversation,
+    sessions: parts.sessions,
     auth: {
       mode,
       allowedDevices: config.server.auth.allowedDevices,
@@ -44,17 +54,8 @@ export async function mqttTransportFor(config: Config, log: Logger, parts: MqttT
     },
     // Revocations matter where bindings do.
     ...(mode !== 'open' ? { devices } : {}),
-    ...(parts.onSessionOpened ? { onSessionOpened: parts.onSessionOpened } : {}),
-    ...(parts.admission ? { admission: parts.admission } : {}),
     ...(parts.onUdpDrop ? { onUdpDrop: parts.onUdpDrop } : {}),
     address: config.server,
-    session: {
-      helloTimeoutMs: config.server.helloTimeoutMs,
-      idleTimeoutMs: config.server.idleTimeoutMs,
-      outputSampleRate: config.audio.outputSampleRate,
-      frameDurationMs: config.audio.frameDurationMs,
-      maxSessions: config.server.maxSessions,
-    },
     controlRate: config.server.controlMessages,
     maxConnectionsPerAddress: config.server.maxSessionsPerIp,
     connectRate: config.server.upgradeRate,

@@ -13,9 +13,9 @@ import { join } from 'node:path';
 import { ConfigSchema, loadConfig, type Config } from '../../../server/config.ts';
 import { createLogger } from '../../../server/logger.ts';
 import { openConfiguredStore } from '../../../server/open-store.ts';
-import { mqttTransportFor } from '../../../server/mqtt/transport-for-config.ts';
-import type { MqttTransport } from '../../../server/mqtt/transport.ts';
-import { SessionRegistry } from '../../../voice/session/registry.ts';
+import { mqttTransportFor } from '../../../transport/mqtt/transport-for-config.ts';
+import type { MqttTransport } from '../../../transport/mqtt/transport.ts';
+import { deviceSessionsFor } from '../../../server/app.ts';
 import { recordingConversation } from '../../helpers/recording-conversation.ts';
 import { createLogSink, type LogSink } from '../../helpers/log-sink.ts';
 import { MqttUdpClient } from '../../helpers/mqtt-udp-client.ts';
@@ -26,7 +26,8 @@ async function withTransport(config: Config, use: (mqtt: MqttTransport | undefin
   const logs = createLogSink();
   const log = createLogger({ level: 'debug', logContent: false, destination: logs.stream });
   const store = await openConfiguredStore(config, log);
-  const mqtt = await mqttTransportFor(config, log, { store, registry: new SessionRegistry(), createConversation: recordingConversation().factory });
+  const sessions = deviceSessionsFor(config, { createConversation: recordingConversation().factory, onOpened: [] });
+  const mqtt = await mqttTransportFor(config, log, { devices: store.registry, sessions });
   try {
     await use(mqtt, logs);
   } finally {

@@ -25,7 +25,7 @@ export interface LinkContext {
   downlinkTopic: string;
   controlRate: RateLimit;
   /**
-   * Opens the DeviceSession of a hello on `channel` (registry, hooks, timers); null when the
+   * Opens the DeviceSession of a hello on `channel` through the session door; null when the
    * server refuses new sessions now (draining, capacity, overload).
    */
   openSession(link: MqttDeviceLink, sessionId: string, channel: MqttUdpChannel, log: Logger): DeviceSession | null;

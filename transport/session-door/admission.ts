@@ -19,14 +19,15 @@
  * `resumeRatio` (80 %) of the limit, so admission does not flap at the threshold.
  *
  * Why not `@fastify/under-pressure`: it gates every route from an onRequest hook, and devices'
- * OTA and the health/metrics probes must keep answering while the server is loaded (only the
- * device WebSocket upgrade is gated here, from ws-route's preValidation); it judges the *mean*
+ * OTA and the health/metrics probes must keep answering while the server is loaded (only a new
+ * device session is gated here: the WebSocket upgrade, an MQTT hello); it judges the *mean*
  * delay of each sample interval, which dilutes a 400 ms stall among a hundred 10 ms samples; and
  * it has neither hysteresis nor a place for the media-queue signal. This is the same measurement
  * (one ELD histogram) in ~100 lines.
  *
- * The session budget (`server.maxSessions`) is not judged here: ws-route keeps it, with its
- * reconnecting-device exception and its own refusal reason (`capacity`).
+ * The session budget (`server.maxSessions`) is not judged here: the session door
+ * (device-sessions.ts) keeps it, with its reconnecting-device exception and its own refusal
+ * reason (`capacity`), and asks this gate after it.
  */
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 

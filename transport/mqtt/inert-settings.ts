@@ -5,7 +5,7 @@
  * counts as set when it differs from its default. Pure: no I/O.
  */
 import type { z } from 'zod';
-import { MqttSchema } from '../config-schema.ts';
+import { MqttSchema } from './settings.ts';
 
 type MqttConfig = z.output<typeof MqttSchema>;
 

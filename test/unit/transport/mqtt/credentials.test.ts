@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { checkMqttCredentials, mqttClientId, mqttCredentials, parseMqttClientId, type MqttAuthPolicy } from '../../../../server/mqtt/credentials.ts';
-import { PacketSizeLimit } from '../../../../server/mqtt/packet-limit.ts';
+import { checkMqttCredentials, mqttClientId, mqttCredentials, parseMqttClientId, type MqttAuthPolicy } from '../../../../transport/mqtt/credentials.ts';
+import { PacketSizeLimit } from '../../../../transport/mqtt/packet-limit.ts';
 
 const SECRET = 'a secret of the store';
 const MAC = 'aa:bb:cc:dd:ee:01';

@@ -17,10 +17,11 @@ import { createLogger } from '../../../server/logger.ts';
 import { createLogSink } from '../../helpers/log-sink.ts';
 import { openStore, type Store } from '../../../store/store.ts';
 import { SessionRegistry } from '../../../voice/session/registry.ts';
-import { startMqttTransport, type MqttTransport } from '../../../server/mqtt/transport.ts';
-import { MqttSchema } from '../../../server/config-schema.ts';
-import type { AuthMode } from '../../../features/identity/device-auth.ts';
-import { MOVE_CONFIRMATIONS, type UdpDropReason } from '../../../server/mqtt/udp-audio.ts';
+import { DeviceSessions } from '../../../transport/session-door/device-sessions.ts';
+import { startMqttTransport, type MqttTransport } from '../../../transport/mqtt/transport.ts';
+import { MqttSchema } from '../../../transport/mqtt/settings.ts';
+import type { AuthMode } from '../../../features/identity/index.ts';
+import { MOVE_CONFIRMATIONS, type UdpDropReason } from '../../../transport/mqtt/udp-audio.ts';
 import { aesCtr, plausibleOpusFrame, UDP_HEADER_BYTES } from '../../../protocol/udp-packet.ts';
 import { recordingConversation } from '../../helpers/recording-conversation.ts';
 import { MqttUdpClient, type MqttSection } from '../../helpers/mqtt-udp-client.ts';
@@ -28,6 +29,7 @@ import { sleep, waitFor } from '../../helpers/wait.ts';
 
 interface Rig {
   transport: MqttTransport;
+  sessions: DeviceSessions;
   registry: SessionRegistry;
   rec: ReturnType<typeof recordingConversation>;
   drops: UdpDropReason[];
@@ -47,6 +49,8 @@ interface RigOptions {
   binding?: (deviceId: string, clientId: string) => { generation: number } | undefined;
   storedBinding?: (deviceId: string, clientId: string) => Promise<{ generation: number } | undefined>;
   log?: Logger;
+  /** `server.maxSessions`; default 0 (no limit). */
+  maxSessions?: number;
 }
 
 async function startRig(store: Store, mode: AuthMode, opts: RigOptions = {}): Promise<Rig> {
@@ -54,6 +58,13 @@ async function startRig(store: Store, mode: AuthMode, opts: RigOptions = {}): Pr
   const rec = recordingConversation();
   const drops: UdpDropReason[] = [];
   const opened: string[] = [];
+  const sessions = new DeviceSessions({
+    registry,
+    createConversation: rec.factory,
+    session: { helloTimeoutMs: 10_000, idleTimeoutMs: opts.idleTimeoutMs ?? 60_000, outputSampleRate: 24000, frameDurationMs: 60 },
+    maxSessions: opts.maxSessions ?? 0,
+    onOpened: [(s) => opened.push(s.sessionId)],
+  });
   const transport = await startMqttTransport({
     mqtt: MqttSchema.parse({
       enabled: true,
@@ -65,8 +76,7 @@ async function startRig(store: Store, mode: AuthMode, opts: RigOptions = {}): Pr
       ...(opts.tls ? { tlsCert: opts.tls.cert, tlsKey: opts.tls.key } : {}),
     }),
     log: opts.log ?? silentLogger,
-    registry,
-    createConversation: rec.factory,
+    sessions,
     auth: {
       mode,
       allowedDevices: [],
@@ -75,9 +85,7 @@ async function startRig(store: Store, mode: AuthMode, opts: RigOptions = {}): Pr
       ...(opts.storedBinding ? { storedBinding: opts.storedBinding } : {}),
     },
     devices: store.registry,
-    onSessionOpened: (s) => opened.push(s.sessionId),
     address: { trustProxy: [], ipv6PrefixLength: 64 },
-    session: { helloTimeoutMs: 10_000, idleTimeoutMs: opts.idleTimeoutMs ?? 60_000, outputSampleRate: 24000, frameDurationMs: 60, maxSessions: 0 },
     controlRate: { perSecond: 20, burst: 100 },
     maxConnectionsPerAddress: opts.perAddress ?? 0,
     connectRate: opts.connectRate ?? { perSecond: 1000, burst: 1000 },
@@ -86,7 +94,7 @@ async function startRig(store: Store, mode: AuthMode, opts: RigOptions = {}): Pr
   });
   const section = (deviceId: string, clientId: string, generation: number | null = null): MqttSection =>
     transport.otaSection({ deviceId, clientId, generation, host: '127.0.0.1' }) as unknown as MqttSection;
-  return { transport, registry, rec, drops, opened, section };
+  return { transport, sessions, registry, rec, drops, opened, section };
 }
 
 /**
@@ -444,6 +452,33 @@ describe('MQTT+UDP transport', () => {
       assert.equal(open.registry.size, 1);
     } finally {
       await dev.close();
+    }
+  });
+
+  test('the session door decides for MQTT too: at server.maxSessions another pair\'s hello is not answered; draining refuses every hello', async () => {
+    const logs = createLogSink();
+    const rig = await startRig(store, 'open', { maxSessions: 1, log: createLogger({ level: 'debug', logContent: false, destination: logs.stream }) });
+    const hello = { type: 'hello', version: 3, transport: 'udp', audio_params: { format: 'opus', sample_rate: 16000, channels: 1, frame_duration: 60 } };
+    const answered = (dev: MqttUdpClient): number => dev.json.filter((j) => j.msg.type === 'hello').length;
+    const a = await MqttUdpClient.connect(rig.section('a0:00:00:00:00:21', 'client-21'));
+    const b = await MqttUdpClient.connect(rig.section('a0:00:00:00:00:22', 'client-22'));
+    try {
+      await a.hello();
+      b.publish(hello);
+      await waitFor(() => logs.find('device refused: server at capacity').length === 1, { what: 'the capacity refusal' });
+      assert.equal(answered(b), 0);
+      assert.equal(rig.registry.size, 1);
+      assert.equal(rig.transport.find('a0:00:00:00:00:22')?.inSession, false);
+      // Draining: a new hello ends the device's session (as always) and opens none.
+      rig.sessions.stopAccepting();
+      a.publish(hello);
+      await waitFor(() => logs.find('device refused: server is shutting down').length === 1, { what: 'the draining refusal' });
+      await waitFor(() => rig.registry.size === 0, { what: 'the old session to end' });
+      assert.equal(answered(a), 1);
+    } finally {
+      await a.close();
+      await b.close();
+      await rig.transport.close();
     }
   });
 
