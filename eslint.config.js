@@ -1,10 +1,14 @@
 // ESLint flat config. Besides the usual TypeScript rules it enforces the import table of
-// ARCHITECTURE.md: each source folder lists the sibling folders it must not reach into.
-// test/boundaries.test.ts checks the same table independently of the linter.
+// ARCHITECTURE.md: each source folder lists the sibling folders it must not reach into, and the
+// feature rooms (features/<room>/) are reached only through their index.ts, by the rooms the room
+// table allows; in transport/ no transport imports another. test/unit/boundaries.test.ts checks
+// the same tables independently of the linter.
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-const folders = ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store', 'server', 'web', 'test', 'examples', 'scripts'];
+const folders = ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store', 'features', 'transport', 'server', 'web', 'test', 'examples', 'scripts'];
 
 /** Folder -> folders it may import (besides itself). `llm` and `providers` may import `mcp` for types only. */
 const allowed = {
@@ -16,9 +20,30 @@ const allowed = {
   providers: ['core', 'audio', 'llm'],
   voice: ['core', 'protocol', 'audio', 'mcp', 'llm'],
   store: ['core', 'protocol'],
-  server: ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store'],
+  features: ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store'],
+  transport: ['core', 'protocol', 'voice', 'store', 'features'],
+  server: ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store', 'features', 'transport'],
   examples: [],
 };
+
+/** Room of features/ -> the other rooms it may use, through their index.ts only (no loops). */
+const rooms = {
+  admin: ['agents', 'identity', 'mcp-endpoint', 'push'],
+  agents: [],
+  identity: [],
+  'mcp-endpoint': [],
+  memory: [],
+  metrics: [],
+  push: [],
+  reminders: ['agents', 'push'],
+};
+
+/** A room's files other than its index.ts, seen from outside features/. */
+const ROOM_INTERNALS = String.raw`^(\.\./)+features/[^/]+/(?!index\.ts$)`;
+/** A transport's files (or session-door's) other than its index.ts, seen from outside transport/. */
+const TRANSPORT_INTERNALS = String.raw`^(\.\./)+transport/[^/]+/(?!index\.ts$)`;
+/** Another room's files other than its index.ts, seen from a room (features/<room>/file.ts). */
+const OTHER_ROOM_INTERNALS = String.raw`^\.\./[^./][^/]*/(?!index\.ts$)`;
 
 function boundaryRule(folder) {
   const forbidden = folders.filter((f) => f !== folder && !allowed[folder].includes(f));
@@ -35,7 +60,55 @@ function boundaryRule(folder) {
       message: `ARCHITECTURE.md: ${folder}/ may import mcp/ types only (use \`import type\`).`,
     });
   }
+  if (allowed[folder].includes('features')) {
+    patterns.push({ regex: ROOM_INTERNALS, message: `ARCHITECTURE.md: ${folder}/ imports a feature room only through its index.ts.` });
+  }
+  if (allowed[folder].includes('transport')) {
+    patterns.push({ regex: TRANSPORT_INTERNALS, message: `ARCHITECTURE.md: ${folder}/ imports a transport (and session-door/) only through its index.ts.` });
+  }
   return { files: [`${folder}/**/*.ts`], rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns }] } };
+}
+
+/** A room's files: the folder rule, plus other rooms only as the room table allows, through index.ts. */
+function roomRule(room) {
+  const folderRule = boundaryRule('features').rules['@typescript-eslint/no-restricted-imports'][1].patterns;
+  const others = Object.keys(rooms).filter((r) => r !== room);
+  const patterns = [
+    ...folderRule,
+    { regex: OTHER_ROOM_INTERNALS, message: `ARCHITECTURE.md: a room imports another room only through its index.ts.` },
+    ...(others.some((r) => !rooms[room].includes(r))
+      ? [{ group: others.filter((r) => !rooms[room].includes(r)).map((r) => `../${r}/*`), message: `ARCHITECTURE.md: features/${room}/ may use ${rooms[room].join(', ') || 'no other room'}.` }]
+      : []),
+  ];
+  return { files: [`features/${room}/**/*.ts`], rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns }] } };
+}
+
+/**
+ * transport/ holds one folder per transport and `session-door/`, what they all share (the contract
+ * and the door sessions open through): a transport does not reach into another, and the shared
+ * folder into none of them.
+ */
+const SHARED_TRANSPORT = 'session-door';
+const transports = readdirSync(join(import.meta.dirname, 'transport'), { withFileTypes: true })
+  .filter((d) => d.isDirectory() && d.name !== SHARED_TRANSPORT)
+  .map((d) => d.name);
+
+function transportRules() {
+  const folderRule = [
+    ...boundaryRule('transport').rules['@typescript-eslint/no-restricted-imports'][1].patterns,
+    { regex: String.raw`^\.\./${SHARED_TRANSPORT}/(?!index\.ts$)`, message: `ARCHITECTURE.md: a transport imports transport/${SHARED_TRANSPORT}/ only through its index.ts.` },
+  ];
+  const rule = (files, group, message) => ({ files, rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: group.length > 0 ? [...folderRule, { group, message }] : folderRule }] } });
+  return [
+    rule([`transport/${SHARED_TRANSPORT}/**/*.ts`], transports.map((t) => `../${t}/*`), `ARCHITECTURE.md: transport/${SHARED_TRANSPORT}/ imports no transport.`),
+    ...transports.map((t) =>
+      rule(
+        [`transport/${t}/**/*.ts`],
+        transports.filter((o) => o !== t).map((o) => `../${o}/*`),
+        `ARCHITECTURE.md: a transport imports transport/${SHARED_TRANSPORT}/, never another transport.`,
+      ),
+    ),
+  ];
 }
 
 export default tseslint.config(
@@ -64,10 +137,14 @@ export default tseslint.config(
       ],
     },
   },
-  ...Object.keys(allowed).map(boundaryRule),
+  ...Object.keys(allowed)
+    .filter((f) => f !== 'transport')
+    .map(boundaryRule),
+  ...Object.keys(rooms).map(roomRule),
+  ...transportRules(),
   {
     // Only server/config.ts reads the environment.
-    files: ['core/**/*.ts', 'protocol/**/*.ts', 'audio/**/*.ts', 'mcp/**/*.ts', 'llm/**/*.ts', 'providers/**/*.ts', 'voice/**/*.ts', 'store/**/*.ts', 'server/**/*.ts'],
+    files: ['core/**/*.ts', 'protocol/**/*.ts', 'audio/**/*.ts', 'mcp/**/*.ts', 'llm/**/*.ts', 'providers/**/*.ts', 'voice/**/*.ts', 'store/**/*.ts', 'features/**/*.ts', 'transport/**/*.ts', 'server/**/*.ts'],
     ignores: ['server/config.ts'],
     rules: {
       'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Only server/config.ts reads process.env.' }],

@@ -1,15 +1,16 @@
 /**
  * @module Joins several ToolSources (local tools, MCP servers, the device's tools) into the one the
  * ReAct loop sees. Sources are listed in parallel; one that fails or is slow is logged and left out
- * of that listing instead of failing the turn. On a name collision the earlier source keeps the
- * plain name and later ones are exposed as `<source>__<tool>` (calls are routed back to the
- * original name), except that a source marked `keepsNames` (the device's own tools) claims its
- * names before every other: a bridge or MCP server offering `self_audio_speaker_set_volume` must
- * not take the device's volume call.
+ * of that listing instead of failing the turn. Names are merged by `merge-tool-names.ts`: on a
+ * collision the earlier source keeps the plain name and later ones are exposed as
+ * `<source>__<tool>` (calls are routed back to the original name), except that a source marked
+ * `keepsNames` (the device's own tools) claims its names before every other: a bridge or MCP
+ * server offering `self_audio_speaker_set_volume` must not take the device's volume call.
  */
 import { runScoped } from '../core/abort.ts';
 import { ErrorCode, toVoiceError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
+import { mergeToolNames } from './merge-tool-names.ts';
 import { errorResult } from './tool-source.ts';
 import type { CallToolOptions, ToolResult, ToolSource, ToolSpec } from './tool-source.ts';
 
@@ -33,18 +34,12 @@ export interface CompositeToolSource extends ToolSource {
   remove(name: string): void;
 }
 
-const MAX_NAME = 64;
-
-function safe(s: string): string {
-  return s.replace(/[^a-zA-Z0-9_-]/g, '_');
-}
-
 export function createCompositeToolSource(sources: readonly NamedToolSource[], opts: CompositeToolSourceOptions): CompositeToolSource {
   const log = opts.log;
   const listTimeoutMs = opts.listTimeoutMs ?? 5000;
   let entries: NamedToolSource[] = [...sources];
   /** Exposed name → where to call it; rebuilt by each listing. */
-  let routes = new Map<string, { entry: NamedToolSource; original: string }>();
+  let routes = new Map<string, { group: NamedToolSource; original: string }>();
   let listed = false;
 
   async function listTools(signal?: AbortSignal): Promise<ToolSpec[]> {
@@ -61,30 +56,11 @@ export function createCompositeToolSource(sources: readonly NamedToolSource[], o
         }
       }),
     );
-    const next = new Map<string, { entry: NamedToolSource; original: string }>();
-    // The sources that keep their names claim them first; the output stays in source order.
-    const claimed = new Set<string>();
-    current.forEach((entry, i) => {
-      if (entry.keepsNames) for (const spec of lists[i] ?? []) claimed.add(spec.name);
-    });
-    const out: ToolSpec[] = [];
-    current.forEach((entry, i) => {
-      for (const spec of lists[i] ?? []) {
-        let exposed = spec.name;
-        if (next.has(exposed) || (!entry.keepsNames && claimed.has(exposed))) {
-          const prefixed = `${safe(entry.name)}__${spec.name}`.slice(0, MAX_NAME);
-          log.warn({ source: entry.name, tool: spec.name, exposedAs: prefixed }, 'tool name collision; renamed');
-          exposed = prefixed;
-          // Still taken (same name twice in one source, or an unlucky prefix): drop the duplicate.
-          if (next.has(exposed) || claimed.has(exposed)) continue;
-        }
-        next.set(exposed, { entry, original: spec.name });
-        out.push(exposed === spec.name ? spec : { ...spec, name: exposed });
-      }
-    });
-    routes = next;
+    const merged = mergeToolNames(current.map((entry, i) => ({ name: entry.name, specs: lists[i] ?? [], group: entry, ...(entry.keepsNames ? { keepsNames: true } : {}) })));
+    for (const r of merged.renamed) log.warn({ source: r.group, tool: r.tool, exposedAs: r.exposedAs }, 'tool name collision; renamed');
+    routes = merged.routes;
     listed = true;
-    return out;
+    return merged.specs;
   }
 
   return {
@@ -94,11 +70,11 @@ export function createCompositeToolSource(sources: readonly NamedToolSource[], o
       const route = routes.get(name);
       if (!route) return errorResult(`Unknown tool "${name}".`);
       try {
-        return await route.entry.source.callTool(route.original, args, callOpts);
+        return await route.group.source.callTool(route.original, args, callOpts);
       } catch (err) {
         const e = toVoiceError(err, ErrorCode.ToolFailed);
         if (e.code === ErrorCode.Aborted || callOpts.signal.aborted) throw e;
-        log.warn({ source: route.entry.name, tool: route.original, code: e.code, err: e.message }, 'tool call threw');
+        log.warn({ source: route.group.name, tool: route.original, code: e.code, err: e.message }, 'tool call threw');
         return errorResult(`Tool "${name}" failed: ${e.message}`);
       }
     },

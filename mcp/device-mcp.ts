@@ -1,17 +1,17 @@
 /**
  * @module The device as an MCP server (as the xiaozhi firmware serves it), reached through an injected channel: the
- * server hands us each `{"type":"mcp"}` payload and gives us a `send` for ours. JSON-RPC with
- * integer ids only (the firmware ignores anything else), `tools/list` paged by tool-name cursors,
- * slow replies (camera) allowed, and defensive parsing: firmware errors may lack `code` and carry
- * unescaped text that breaks JSON.
+ * server hands us each `{"type":"mcp"}` payload and gives us a `send` for ours. The JSON-RPC
+ * channel is `device-rpc.ts`; here: `initialize`, `tools/list` paged by tool-name cursors, the
+ * tools kept within bounds, and calls (slow replies, the camera's, allowed).
  */
 import { truncateForLog } from '../core/log-fields.ts';
 import type { Logger } from '../core/logger.ts';
+import { readAnnouncedTools, type AnnouncedToolLimits } from './announced-tool.ts';
+import { DeviceRpc, isRecord } from './device-rpc.ts';
 import { fitToolBudget } from './tool-budget.ts';
-import { schemaOverLimits } from './schema-limits.ts';
 import { normalizeToolResult } from './normalize.ts';
 import { ToolNameMap } from './name-patterns.ts';
-import type { CallToolOptions, JsonSchema, ToolResult, ToolSource, ToolSpec } from './tool-source.ts';
+import type { CallToolOptions, ToolResult, ToolSource, ToolSpec } from './tool-source.ts';
 import { errorResult } from './tool-source.ts';
 
 /**
@@ -20,9 +20,6 @@ import { errorResult } from './tool-source.ts';
  * schemas, so these leave ample room.
  */
 export const DEVICE_TOOL_LIMITS = { tools: 64, listed: 256, nameChars: 128, descriptionChars: 1000, schemaDepth: 16, schemaChars: 16_384 } as const;
-
-/** One schema's bounds as the shared check takes them: a value is at least one character of JSON. */
-const DEVICE_SCHEMA_LIMITS = { maxDepth: DEVICE_TOOL_LIMITS.schemaDepth, maxNodes: DEVICE_TOOL_LIMITS.schemaChars, maxChars: DEVICE_TOOL_LIMITS.schemaChars };
 
 export interface DeviceMcpOptions {
   /** Sends one JSON-RPC payload to the device (the server wraps it in `{"type":"mcp","payload":...}`). */
@@ -58,242 +55,142 @@ export interface DeviceMcp {
   close(): void;
 }
 
-/** What a pending request settles with. */
-type RpcOutcome = { ok: true; result: unknown } | { ok: false; message: string; code?: number };
+/** One announced tool's bounds as the shared reading takes them: a value is at least one character of JSON. */
+const DEVICE_TOOL_BOUNDS: AnnouncedToolLimits = {
+  nameChars: DEVICE_TOOL_LIMITS.nameChars,
+  descriptionChars: DEVICE_TOOL_LIMITS.descriptionChars,
+  schema: { maxDepth: DEVICE_TOOL_LIMITS.schemaDepth, maxNodes: DEVICE_TOOL_LIMITS.schemaChars, maxChars: DEVICE_TOOL_LIMITS.schemaChars },
+  maxTools: DEVICE_TOOL_LIMITS.tools,
+};
 
-interface Pending {
-  method: string;
-  resolve: (o: RpcOutcome) => void;
-  timer: NodeJS.Timeout;
-  cleanup: () => void;
+/** The device's tools as offered: the specs the model sees, and the device-side name of each. */
+interface DeviceTools {
+  specs: ToolSpec[];
+  /** Exposed name → the device's, for every tool read. */
+  names: ToolNameMap<string>;
+  /** The tools the model is sent: one dropped for size is not callable either (the model never saw it). */
+  offered: ReadonlySet<string>;
 }
 
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
+const NO_TOOLS: DeviceTools = { specs: [], names: new ToolNameMap<string>(), offered: new Set() };
+
+/**
+ * Pages `tools/list` (the cursor is the name of the first tool not yet returned), keeping at most
+ * `DEVICE_TOOL_LIMITS.listed`. A failed page ends the listing with what came before it.
+ */
+async function listDeviceTools(rpc: DeviceRpc, o: { maxPages: number; timeoutMs: number; log: Logger }, signal?: AbortSignal): Promise<unknown[]> {
+  const all: unknown[] = [];
+  const cursors = new Set<string>();
+  let cursor = '';
+  for (let page = 0; page < o.maxPages; page++) {
+    const r = await rpc.request('tools/list', { cursor, withUserTools: false }, o.timeoutMs, signal);
+    if (!r.ok) {
+      // e.g. "Failed to add tool X because of payload size limit": keep what we have.
+      o.log.warn({ page, err: truncateForLog(r.message), tools: all.length }, 'device mcp tools/list failed, keeping the tools listed so far');
+      break;
+    }
+    const result = isRecord(r.result) ? r.result : {};
+    // Bounded while collecting: a device may announce thousands (readDeviceTools keeps the first few dozen).
+    if (Array.isArray(result.tools)) for (const t of result.tools.slice(0, Math.max(0, DEVICE_TOOL_LIMITS.listed - all.length))) all.push(t);
+    const next = result.nextCursor;
+    // Absent (or empty) on the last page.
+    if (typeof next !== 'string' || next === '') break;
+    if (cursors.has(next)) {
+      o.log.warn({ cursor: truncateForLog(next) }, 'device mcp tools/list cursor repeated, stopping');
+      break;
+    }
+    cursors.add(next);
+    cursor = next;
+    if (page === o.maxPages - 1) o.log.warn({ maxPages: o.maxPages }, 'device mcp tools/list page cap reached');
+  }
+  return all;
 }
 
 /**
- * Recovers id and error message from a reply that is not valid JSON: the firmware pastes error
- * text (with quotes) into the JSON unescaped. Only an error reply can be salvaged this way.
+ * The listed tools within the device's bounds (`DEVICE_TOOL_LIMITS`, read by `announced-tool.ts`)
+ * and then its size budget (`tool-budget.ts`), names made safe and prefixed. Warns once of each
+ * kind of cut: it is done once per initialize, and every device tool goes into every model request
+ * of the session.
  */
-export function salvageBrokenReply(text: string): { id: number; message: string } | undefined {
-  const id = /"id"\s*:\s*(-?\d+)\s*[,}]/.exec(text);
-  const err = /"error"\s*:\s*\{\s*(?:"code"\s*:\s*-?\d+\s*,\s*)?"message"\s*:\s*"([\s\S]*)"\s*\}\s*\}?\s*$/.exec(text);
-  if (!id?.[1] || err?.[1] === undefined) return undefined;
-  return { id: Number(id[1]), message: err[1] };
+function readDeviceTools(raw: readonly unknown[], o: { prefix: string; maxSchemaBytes: number; log: Logger }): DeviceTools {
+  const read = readAnnouncedTools(raw, DEVICE_TOOL_BOUNDS, o.prefix);
+  const dropped = { overCount: read.overCount, badName: 0, schemaTooDeep: 0, schemaTooLarge: 0 };
+  for (const t of read.leftOut) dropped[t.problem === 'nameTooLong' ? 'badName' : t.problem]++;
+  const out = read.specs;
+  if (Object.values(dropped).some((n) => n > 0)) o.log.warn({ dropped, kept: out.length, limits: DEVICE_TOOL_LIMITS }, 'device mcp tools dropped: over the limits');
+  const fit = fitToolBudget(out, o.maxSchemaBytes);
+  if (fit.shortened.length > 0 || fit.dropped.length > 0) {
+    // The names are the device's, so the lists are cut for the log.
+    const names = (list: string[]): string | undefined => truncateForLog(list.join(', '), 1000);
+    o.log.warn(
+      { maxSchemaBytes: o.maxSchemaBytes, bytesAnnounced: fit.bytesBefore, bytesOffered: fit.bytesAfter, shortened: names(fit.shortened), dropped: names(fit.dropped), droppedCount: fit.dropped.length },
+      'device mcp tools over the schema budget',
+    );
+  }
+  return { specs: fit.specs, names: read.names, offered: new Set(fit.specs.map((t) => t.name)) };
+}
+
+/** One call of an offered tool by its exposed name; every failure becomes an error result the model can explain. */
+async function callDeviceTool(
+  rpc: DeviceRpc,
+  tools: DeviceTools,
+  call: { name: string; args: Record<string, unknown>; opts: CallToolOptions; timeoutMs: number; log: Logger },
+): Promise<ToolResult> {
+  const { name, args, opts, log } = call;
+  const deviceName = tools.offered.has(name) ? tools.names.get(name) : undefined;
+  if (deviceName === undefined) return errorResult(`Unknown device tool "${name}".`);
+  if (typeof args !== 'object' || args === null || Array.isArray(args)) return errorResult(`Tool "${name}" needs its arguments as a JSON object.`);
+  const started = performance.now();
+  const r = await rpc.request('tools/call', { name: deviceName, arguments: args }, opts.timeoutMs ?? call.timeoutMs, opts.signal);
+  const ms = Math.round(performance.now() - started);
+  if (!r.ok) {
+    log.info({ tool: deviceName, ms, err: truncateForLog(r.message) }, 'device tool call failed');
+    if (opts.signal.aborted) return errorResult(`Device tool ${deviceName} was cancelled.`);
+    return errorResult(`Device tool ${deviceName} failed: ${r.message}`);
+  }
+  const result = normalizeToolResult(r.result);
+  log.info({ tool: deviceName, ms, isError: result.isError }, 'device tool called');
+  return result;
 }
 
 /** Creates the device MCP client for one session. */
 export function createDeviceMcp(opts: DeviceMcpOptions): DeviceMcp {
   const log = opts.log.child({ component: 'device-mcp' });
   const timeoutMs = opts.timeoutMs ?? 30_000;
-  const prefix = opts.namePrefix ?? '';
-  const maxPages = opts.maxPages ?? 32;
-  const maxSchemaBytes = opts.maxSchemaBytes ?? 8192;
-  let nextId = 1;
-  let closed = false;
-  const pending = new Map<number, Pending>();
-  let specs: ToolSpec[] = [];
-  let names = new ToolNameMap<string>();
-  let offered = new Set<string>();
-
-  function request(method: string, params: Record<string, unknown>, signal?: AbortSignal, ms = timeoutMs): Promise<RpcOutcome> {
-    if (closed) return Promise.resolve({ ok: false, message: 'device MCP channel is closed' });
-    if (signal?.aborted) return Promise.resolve({ ok: false, message: 'cancelled' });
-    const id = nextId++;
-    return new Promise<RpcOutcome>((resolve) => {
-      const onAbort = (): void => void settle(id, { ok: false, message: 'cancelled' });
-      const timer = setTimeout(() => {
-        log.warn({ method, id, timeoutMs: ms }, 'device mcp request timed out');
-        settle(id, { ok: false, message: `device did not answer ${method} within ${ms} ms` });
-      }, ms);
-      signal?.addEventListener('abort', onAbort, { once: true });
-      pending.set(id, { method, resolve, timer, cleanup: () => signal?.removeEventListener('abort', onAbort) });
-      try {
-        opts.send({ jsonrpc: '2.0', id, method, params });
-      } catch (err) {
-        settle(id, { ok: false, message: `could not send to device: ${err instanceof Error ? err.message : String(err)}` });
-      }
-    });
-  }
-
-  function settle(id: number, outcome: RpcOutcome): boolean {
-    const p = pending.get(id);
-    if (!p) return false;
-    pending.delete(id);
-    clearTimeout(p.timer);
-    p.cleanup();
-    p.resolve(outcome);
-    return true;
-  }
-
-  function handleMessage(payload: unknown): void {
-    let msg: unknown = payload;
-    if (typeof payload === 'string') {
-      try {
-        msg = JSON.parse(payload);
-      } catch {
-        const salvaged = salvageBrokenReply(payload);
-        if (salvaged && settle(salvaged.id, { ok: false, message: salvaged.message })) {
-          log.warn({ id: salvaged.id }, 'device mcp reply was invalid json; error message salvaged');
-        } else {
-          log.warn({ chars: payload.length }, 'device mcp payload is not json, ignored');
-        }
-        return;
-      }
-    }
-    if (!isRecord(msg)) {
-      log.warn({ kind: Array.isArray(msg) ? 'array' : typeof msg }, 'device mcp payload is not an object, ignored');
-      return;
-    }
-    const { id } = msg;
-    if ('method' in msg) {
-      // The firmware sends no requests or notifications; nothing to answer.
-      log.debug({ method: typeof msg.method === 'string' ? msg.method : undefined }, 'device mcp message with a method ignored');
-      return;
-    }
-    if (typeof id !== 'number' || !Number.isInteger(id)) {
-      log.warn({ idType: typeof id }, 'device mcp reply without an integer id ignored');
-      return;
-    }
-    let outcome: RpcOutcome;
-    if ('error' in msg) {
-      const e = msg.error;
-      const message = isRecord(e) && typeof e.message === 'string' ? e.message : typeof e === 'string' ? e : 'device returned an error';
-      outcome = isRecord(e) && typeof e.code === 'number' ? { ok: false, message, code: e.code } : { ok: false, message };
-    } else if ('result' in msg) {
-      outcome = { ok: true, result: msg.result };
-    } else {
-      log.warn({ id }, 'device mcp reply without result or error ignored');
-      return;
-    }
-    if (!settle(id, outcome)) log.debug({ id }, 'device mcp reply for an unknown or finished request ignored');
-  }
-
-  function setTools(raw: unknown[]): void {
-    const map = new ToolNameMap<string>();
-    const out: ToolSpec[] = [];
-    const seen = new Set<string>();
-    const dropped = { overCount: 0, badName: 0, schemaTooDeep: 0, schemaTooLarge: 0 };
-    for (const t of raw) {
-      if (!isRecord(t) || typeof t.name !== 'string' || t.name === '' || seen.has(t.name)) continue;
-      if (t.name.length > DEVICE_TOOL_LIMITS.nameChars) {
-        dropped.badName++;
-        continue;
-      }
-      if (out.length >= DEVICE_TOOL_LIMITS.tools) {
-        dropped.overCount++;
-        continue;
-      }
-      const problem = isRecord(t.inputSchema) ? schemaOverLimits(t.inputSchema, DEVICE_SCHEMA_LIMITS) : undefined;
-      if (problem) {
-        dropped[problem.kind === 'tooDeep' ? 'schemaTooDeep' : 'schemaTooLarge']++;
-        continue;
-      }
-      seen.add(t.name);
-      const schema: JsonSchema = isRecord(t.inputSchema) ? { ...(t.inputSchema as JsonSchema) } : { type: 'object', properties: {} };
-      if (schema.type === undefined) schema.type = 'object';
-      // As the model will be sent it, so that its size is measured as sent.
-      if (schema.type === 'object' && schema.properties === undefined) schema.properties = {};
-      const name = map.add(`${prefix}${t.name}`, t.name);
-      const description = typeof t.description === 'string' ? t.description.slice(0, DEVICE_TOOL_LIMITS.descriptionChars) : undefined;
-      out.push(description !== undefined ? { name, description, inputSchema: schema } : { name, inputSchema: schema });
-    }
-    // Once per initialize: every device tool goes into every LLM request of the session.
-    if (Object.values(dropped).some((n) => n > 0)) log.warn({ dropped, kept: out.length, limits: DEVICE_TOOL_LIMITS }, 'device mcp tools dropped: over the limits');
-    const fit = fitToolBudget(out, maxSchemaBytes);
-    if (fit.shortened.length > 0 || fit.dropped.length > 0) {
-      // Once per initialize; the names are the device's, so the lists are cut for the log.
-      const names = (list: string[]): string | undefined => truncateForLog(list.join(', '), 1000);
-      log.warn(
-        { maxSchemaBytes, bytesAnnounced: fit.bytesBefore, bytesOffered: fit.bytesAfter, shortened: names(fit.shortened), dropped: names(fit.dropped), droppedCount: fit.dropped.length },
-        'device mcp tools over the schema budget',
-      );
-    }
-    specs = fit.specs;
-    names = map;
-    // A tool dropped for size is not offered, so it is not callable either (the model never saw it).
-    offered = new Set(specs.map((t) => t.name));
-  }
+  const rpc = new DeviceRpc(opts.send, log);
+  let tools = NO_TOOLS;
 
   async function initialize(signal?: AbortSignal): Promise<void> {
     const started = performance.now();
     const capabilities: Record<string, unknown> = opts.vision ? { vision: { url: opts.vision.url, token: opts.vision.token } } : {};
-    const init = await request(
-      'initialize',
-      { protocolVersion: '2024-11-05', capabilities, clientInfo: opts.clientInfo ?? { name: 'xiaozhi-ts-server', version: '0.1.0' } },
-      signal,
-    );
+    const clientInfo = opts.clientInfo ?? { name: 'xiaozhi-ts-server', version: '0.1.0' };
+    const init = await rpc.request('initialize', { protocolVersion: '2024-11-05', capabilities, clientInfo }, timeoutMs, signal);
     if (!init.ok) throw new Error(`device MCP initialize failed: ${init.message}`);
     // The device ignores notifications; standard clients send it, so we do too.
-    if (!closed) opts.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
-    const all: unknown[] = [];
-    const cursors = new Set<string>();
-    let cursor = '';
-    for (let page = 0; page < maxPages; page++) {
-      const r = await request('tools/list', { cursor, withUserTools: false }, signal);
-      if (!r.ok) {
-        // e.g. "Failed to add tool X because of payload size limit": keep what we have.
-        log.warn({ page, err: truncateForLog(r.message), tools: all.length }, 'device mcp tools/list failed, keeping the tools listed so far');
-        break;
-      }
-      const result = isRecord(r.result) ? r.result : {};
-      // Bounded while collecting: a device may announce thousands (setTools keeps the first few dozen).
-      if (Array.isArray(result.tools)) for (const t of result.tools.slice(0, Math.max(0, DEVICE_TOOL_LIMITS.listed - all.length))) all.push(t);
-      const next = result.nextCursor;
-      // The cursor is the name of the first tool not yet returned; absent (or empty) on the last page.
-      if (typeof next !== 'string' || next === '') break;
-      if (cursors.has(next)) {
-        log.warn({ cursor: truncateForLog(next) }, 'device mcp tools/list cursor repeated, stopping');
-        break;
-      }
-      cursors.add(next);
-      cursor = next;
-      if (page === maxPages - 1) log.warn({ maxPages }, 'device mcp tools/list page cap reached');
-    }
+    rpc.notify('notifications/initialized');
+    const listed = await listDeviceTools(rpc, { maxPages: opts.maxPages ?? 32, timeoutMs, log }, signal);
     if (signal?.aborted) throw new Error('device MCP initialize aborted');
-    setTools(all);
-    log.info({ tools: specs.length, ms: Math.round(performance.now() - started) }, 'device mcp initialized');
-  }
-
-  async function callTool(name: string, args: Record<string, unknown>, callOpts: CallToolOptions): Promise<ToolResult> {
-    const deviceName = offered.has(name) ? names.get(name) : undefined;
-    if (deviceName === undefined) return errorResult(`Unknown device tool "${name}".`);
-    if (typeof args !== 'object' || args === null || Array.isArray(args)) return errorResult(`Tool "${name}" needs its arguments as a JSON object.`);
-    const started = performance.now();
-    const r = await request('tools/call', { name: deviceName, arguments: args }, callOpts.signal, callOpts.timeoutMs ?? timeoutMs);
-    const ms = Math.round(performance.now() - started);
-    if (!r.ok) {
-      log.info({ tool: deviceName, ms, err: truncateForLog(r.message) }, 'device tool call failed');
-      if (callOpts.signal.aborted) return errorResult(`Device tool ${deviceName} was cancelled.`);
-      return errorResult(`Device tool ${deviceName} failed: ${r.message}`);
-    }
-    const result = normalizeToolResult(r.result);
-    log.info({ tool: deviceName, ms, isError: result.isError }, 'device tool called');
-    return result;
+    tools = readDeviceTools(listed, { prefix: opts.namePrefix ?? '', maxSchemaBytes: opts.maxSchemaBytes ?? 8192, log });
+    log.info({ tools: tools.specs.length, ms: Math.round(performance.now() - started) }, 'device mcp initialized');
   }
 
   const source: ToolSource = {
-    listTools: async () => specs,
-    callTool,
+    listTools: async () => tools.specs,
+    callTool: (name, args, callOpts) => callDeviceTool(rpc, tools, { name, args, opts: callOpts, timeoutMs, log }),
   };
 
   return {
     handleMessage(payload) {
       try {
-        handleMessage(payload);
+        rpc.handleMessage(payload);
       } catch (err) {
         log.warn({ err: err instanceof Error ? err.message : String(err) }, 'device mcp message handling failed');
       }
     },
     initialize,
     toolSource: () => source,
-    tools: () => specs,
-    deviceToolName: (exposed) => names.get(exposed),
-    close() {
-      if (closed) return;
-      closed = true;
-      for (const id of [...pending.keys()]) settle(id, { ok: false, message: 'device disconnected' });
-    },
+    tools: () => tools.specs,
+    deviceToolName: (exposed) => tools.names.get(exposed),
+    close: () => rpc.close(),
   };
 }

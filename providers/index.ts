@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { Asr } from '../audio/asr/asr.ts';
 import type { Tts } from '../audio/tts/tts.ts';
 import type { Logger } from '../core/logger.ts';
-import { EspeakTtsSchema } from './espeak/options.ts';
+import { EspeakTtsSchema, espeakForLanguage } from './espeak/options.ts';
 import { createEspeakTts } from './espeak/tts.ts';
 import { OpenAiAsrSchema, OpenAiTtsSchema } from './openai/options.ts';
 import { PocketsphinxAsrSchema } from './pocketsphinx/options.ts';
@@ -36,6 +36,18 @@ export interface TtsProvider<O> {
   endpoint(options: O): { baseURL: string; apiKey: string } | undefined;
   /** The provider; whether it synthesises in the media worker is its `synthesis`. */
   create(options: O, log: Logger): Promise<Tts>;
+  /**
+   * An embedded voice: made at once and holding nothing (the media workers speak with it per
+   * request), so each agent's profile makes its own, neither shared nor closed. Absent: a remote
+   * voice, made in the background and shared by the agents with the same options.
+   */
+  embedded?: (options: O) => Tts;
+  /**
+   * The options for an agent that speaks another `language` than the configuration, for a voice
+   * that depends on the language; `written` is the agent's own `tts` block as written, if any.
+   * Absent: the voice does not follow the language.
+   */
+  forLanguage?: (options: O, language: string, written: Readonly<Record<string, unknown>> | undefined) => O;
 }
 
 export const ASR_PROVIDERS: { [K in AsrOptions['provider']]: AsrProvider<Extract<AsrOptions, { provider: K }>> } = {
@@ -55,6 +67,8 @@ export const TTS_PROVIDERS: { [K in TtsOptions['provider']]: TtsProvider<Extract
   espeak: {
     endpoint: () => undefined,
     create: async (o) => createEspeakTts(o),
+    embedded: (o) => createEspeakTts(o),
+    forLanguage: espeakForLanguage,
   },
   openai: {
     endpoint: (o) => ({ baseURL: o.baseURL, apiKey: o.apiKey }),

@@ -8,42 +8,29 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import websocket from '@fastify/websocket';
 import type { Logger as PinoLogger } from 'pino';
 import type { Config } from './config.ts';
-import { otaRoutes } from './http/ota-route.ts';
-import { deviceWsRoute, type WsRefusalReason, type WsRouteOptions } from './http/ws-route.ts';
-import { webSocketErrorHandler } from './http/ws-errors.ts';
-import type { AdmissionGate } from './admission.ts';
-import { webRoutes } from './http/web-route.ts';
-import { adminPlugin } from './admin/plugin.ts';
-import { RequestLogController } from './http/request-log.ts';
+import { otaRoutes, resolveAuthMode, verifyBinding, verifyStoredBinding, guardBrowserHosts, createOriginCheck } from '../features/identity/index.ts';
+import { DEVICE_WS_PATH, deviceWsRoute, webSocketErrorHandler } from '../transport/ws/index.ts';
+import { DeviceSessions, type AdmissionGate, type DeviceTransport, type RefusalReason, type SessionOpenedHook } from '../transport/session-door/index.ts';
+import { adminConsoleRoutes, webRoutes } from './web-route.ts';
+import { adminPlugin } from '../features/admin/index.ts';
+import { RequestLogController } from './request-log.ts';
 import type { ConversationFactory } from '../voice/session/conversation.ts';
 import { SessionRegistry } from '../voice/session/registry.ts';
 import { CloseCode } from '../protocol/close-codes.ts';
-import { resolveAuthMode } from './auth.ts';
-import type { DeviceRegistry } from '../store/device-registry.ts';
+import type { DeviceRegistry } from '../store/identity-registry-types.ts';
 import type { Store } from '../store/store.ts';
 import { pairKey } from '../store/pair-key.ts';
-import { verifyBinding, verifyStoredBinding } from './identity/device-token.ts';
 import { openConfiguredStore } from './open-store.ts';
-import { useAddressSettings } from './http/address-key.ts';
-import { guardBrowserHosts } from './identity/origin.ts';
-import { mcpEndpointRoute } from './mcp-endpoint/route.ts';
-import { bridgeHubFor } from './mcp-endpoint/hub-for-config.ts';
-import type { BridgeHub } from './mcp-endpoint/hub.ts';
+import { useAddressSettings } from '../core/address-key.ts';
+import { mcpEndpointRoute, bridgeHubFor, type BridgeHub } from '../features/mcp-endpoint/index.ts';
 import { ClientIdSchema, DeviceIdSchema } from '../protocol/ota.ts';
 import type { Logger } from '../core/logger.ts';
-import type { Push } from './push/push.ts';
-import type { MqttTransport } from './mqtt/transport.ts';
-import { mqttOtaProvider } from './mqtt/ota-section.ts';
+import type { Push } from '../features/push/index.ts';
+import { mqttOtaProvider, type MqttTransport } from '../transport/mqtt/index.ts';
 
-export interface AppDeps {
+interface AppParts {
   config: Config;
   log: PinoLogger;
-  createConversation: ConversationFactory;
-  registry?: SessionRegistry;
-  /** Told about every refused device upgrade (metrics). */
-  onRefused?: (reason: WsRefusalReason) => void;
-  /** Load-based admission of new devices (server/admission.ts); closed when the app closes. */
-  admission?: AdmissionGate;
   /** The store (bindings, device records, agents); absent: opened from `store.url` and closed with the app. */
   store?: Store;
   /**
@@ -53,18 +40,25 @@ export interface AppDeps {
   onSecret?: (value: string, issued?: boolean) => void;
   /** The MCP endpoint's bridges (shared with the sessions' tools); absent: one of the app's own. */
   bridges?: BridgeHub;
-  /** Told about every session opened, besides the store's record of it (push: queued messages). */
-  onSessionOpened?: WsRouteOptions['onSessionOpened'];
   /** Server-initiated speech (the admin API's `say`); absent: that route answers 503. */
   push?: Push;
-  /**
-   * The MQTT+UDP transport (server/mqtt/), started before the app: OTA hands out its endpoint, and
-   * the app stops and closes it with the device sessions.
-   */
+  /** The MQTT+UDP transport (transport/mqtt/), started before the app: OTA hands out its endpoint. */
   mqtt?: MqttTransport;
+  /**
+   * Transports listening on ports of their own (transport/session-door/contract.ts), started before the app:
+   * closed with the device sessions, after them.
+   */
+  transports?: readonly DeviceTransport[];
   /** Extra route plugins (health, metrics, web client) registered after the core routes. */
   plugins?: Array<(app: FastifyInstance) => Promise<void>>;
 }
+
+/**
+ * Where device sessions open: the door every transport shares (`deviceSessionsFor`, closed with the
+ * app), or, for an app on its own, a conversation factory the app builds its door around (the
+ * store's records of each session as its hook).
+ */
+export type AppDeps = AppParts & ({ sessions: DeviceSessions; createConversation?: undefined } | { createConversation: ConversationFactory; sessions?: undefined });
 
 export interface App {
   fastify: FastifyInstance;
@@ -73,11 +67,8 @@ export interface App {
   store: Store;
   /** The bridges connected to the MCP endpoint. */
   bridges: BridgeHub;
-  /**
-   * What every transport calls for each session it opens (`ended` aborts when it ends): the
-   * store's device record and live-session row, and push's queued messages.
-   */
-  sessionOpened: NonNullable<WsRouteOptions['onSessionOpened']>;
+  /** The door every transport opens sessions through (its `registry` is the one above). */
+  sessions: DeviceSessions;
   /** activation mode only: the store's registry. Its secret() and every issued token must be redacted from logs by value. */
   devices?: DeviceRegistry;
   /** Stops accepting devices, lets turns finish until `deadline`, closes sessions and the server. */
@@ -98,8 +89,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
 async function buildWithStore(deps: AppDeps, store: Store): Promise<App> {
   const { config } = deps;
-  const registry = deps.registry ?? new SessionRegistry();
-  let accepting = true;
+  const sessions = deps.sessions !== undefined ? deps.sessions : deviceSessionsFor(config, { createConversation: deps.createConversation, onOpened: [recordSessions(store, config, deps.log)] });
+  const registry = sessions.registry;
   const fastify = Fastify({
     loggerInstance: deps.log,
     // The firmware's OTA body is a few KB; leave headroom but refuse floods.
@@ -147,6 +138,7 @@ async function buildWithStore(deps: AppDeps, store: Store): Promise<App> {
   });
   await fastify.register(otaRoutes, {
     publicWsUrl: config.server.publicWsUrl,
+    wsPath: DEVICE_WS_PATH,
     mode,
     ...(devices ? { devices, bindCommand: config.server.auth.bindCommand } : {}),
     records: store.devices,
@@ -157,7 +149,6 @@ async function buildWithStore(deps: AppDeps, store: Store): Promise<App> {
     firmware: config.server.firmware,
     ...mqttOta(deps, store, mode),
   });
-  const sessionOpened = withHook(recordSessions(store, config, deps.log), deps.onSessionOpened);
   await fastify.register(deviceWsRoute, {
     auth: {
       mode,
@@ -170,24 +161,14 @@ async function buildWithStore(deps: AppDeps, store: Store): Promise<App> {
           }
         : {}),
     },
-    allowedOrigins: config.server.allowedOrigins,
-    registry,
-    helloTimeoutMs: config.server.helloTimeoutMs,
-    idleTimeoutMs: config.server.idleTimeoutMs,
+    refusedOrigin: createOriginCheck(config.server.allowedOrigins, 'WebSocket'),
+    sessions,
     pingIntervalMs: config.server.pingIntervalMs,
-    outputSampleRate: config.audio.outputSampleRate,
-    frameDurationMs: config.audio.frameDurationMs,
-    createConversation: deps.createConversation,
-    accepting: () => accepting,
-    maxSessions: config.server.maxSessions,
     maxOutputBufferBytes: config.server.maxOutputBufferBytes,
     maxSessionsPerIp: config.server.maxSessionsPerIp,
     upgradeRate: config.server.upgradeRate,
     controlRate: config.server.controlMessages,
     retryAfterS: config.server.admission.retryAfterS,
-    ...(deps.admission ? { admission: deps.admission } : {}),
-    onSessionOpened: sessionOpened,
-    ...(deps.onRefused ? { onRefused: deps.onRefused } : {}),
   });
   await fastify.register(webRoutes);
   await fastify.register(mcpEndpointRoute, {
@@ -198,41 +179,58 @@ async function buildWithStore(deps: AppDeps, store: Store): Promise<App> {
     ...(deps.onSecret ? { onSecret: deps.onSecret } : {}),
   });
   // The admin API and console: off (and the log says how to turn them on) without admin.token.
-  await fastify.register(adminPlugin({ token: config.admin.token, store, liveSessions: registry, mcpEndpoint: { hub: bridges, publicUrl: config.mcpEndpoint.publicUrl }, ...(deps.push ? { push: deps.push } : {}), ...(deps.onSecret ? { onSecret: deps.onSecret } : {}) }));
+  await fastify.register(adminPlugin({ token: config.admin.token, consoleRoutes: adminConsoleRoutes, store, liveSessions: registry, mcpEndpoint: { hub: bridges, publicUrl: config.mcpEndpoint.publicUrl }, ...(deps.push ? { push: deps.push } : {}), ...(deps.onSecret ? { onSecret: deps.onSecret } : {}) }));
   for (const plugin of deps.plugins ?? []) await fastify.register(plugin);
 
   // Sessions end before the HTTP server closes, so each one releases its turn and processes.
   fastify.addHook('preClose', async () => {
-    accepting = false;
-    deps.mqtt?.stopAccepting();
+    sessions.stopAccepting();
     await registry.closeAll(CloseCode.GoingAway);
-    await deps.mqtt?.close();
+    for (const transport of deps.transports ?? []) await transport.close();
   });
   fastify.addHook('onClose', async () => {
-    deps.admission?.close();
+    sessions.close();
     if (!deps.store) await store.close();
   });
 
   let shuttingDown: Promise<void> | undefined;
   const shutdown = (drainMs: number): Promise<void> => {
     shuttingDown ??= (async () => {
-      accepting = false;
-      deps.mqtt?.stopAccepting();
+      sessions.stopAccepting();
       await registry.drainAll(Date.now() + drainMs);
       await fastify.close();
     })();
     return shuttingDown;
   };
-  return { fastify, registry, store, bridges, sessionOpened, ...(devices ? { devices } : {}), shutdown };
+  return { fastify, registry, store, bridges, sessions, ...(devices ? { devices } : {}), shutdown };
 }
 
-/** Both hooks, the store's first. */
-function withHook(first: NonNullable<WsRouteOptions['onSessionOpened']>, second: WsRouteOptions['onSessionOpened']): NonNullable<WsRouteOptions['onSessionOpened']> {
-  if (!second) return first;
-  return (s, ended) => {
-    first(s, ended);
-    second(s, ended);
-  };
+export interface SessionParts {
+  createConversation: ConversationFactory;
+  /** In this order for each session opened: the store's records (`recordSessions`) first. */
+  onOpened: readonly SessionOpenedHook[];
+  /** Load-based admission of new devices (transport/session-door/admission.ts); closed with the door. */
+  admission?: AdmissionGate;
+  /** Told about every refused device, on any transport (metrics). */
+  onRefused?: (reason: RefusalReason) => void;
+}
+
+/** The door every transport opens sessions through, with the configuration's session settings and budget. */
+export function deviceSessionsFor(config: Config, parts: SessionParts): DeviceSessions {
+  return new DeviceSessions({
+    registry: new SessionRegistry(),
+    createConversation: parts.createConversation,
+    session: {
+      helloTimeoutMs: config.server.helloTimeoutMs,
+      idleTimeoutMs: config.server.idleTimeoutMs,
+      outputSampleRate: config.audio.outputSampleRate,
+      frameDurationMs: config.audio.frameDurationMs,
+    },
+    maxSessions: config.server.maxSessions,
+    onOpened: parts.onOpened,
+    ...(parts.admission ? { admission: parts.admission } : {}),
+    ...(parts.onRefused ? { onRefused: parts.onRefused } : {}),
+  });
 }
 
 /** The OTA route's `mqtt` option: the gateway's section (whenever it is configured) or the embedded broker's (when it runs). */
@@ -255,7 +253,7 @@ function mqttOta(deps: AppDeps, store: Store, mode: ReturnType<typeof resolveAut
  * (store/deferred-writes.ts), so nothing here runs a statement; a database that is down costs an
  * error line per batch, never the session.
  */
-export function recordSessions(store: Store, config: Config, log: Logger): NonNullable<WsRouteOptions['onSessionOpened']> {
+export function recordSessions(store: Store, config: Config, log: Logger): SessionOpenedHook {
   const defaultAgent = config.defaultAgent ?? config.agents[0]?.name ?? null;
   const failed = (what: string) => (err: unknown) => log.warn({ err: err instanceof Error ? err.message : String(err) }, `store: could not ${what}`);
   return ({ sessionId, deviceId, clientId }, ended) => {

@@ -5,27 +5,21 @@
  */
 import type { Logger as PinoLogger } from 'pino';
 import type { WorkerObserver } from '../core/worker-rpc.ts';
-import { AdmissionControl, type MediaLoad } from './admission.ts';
-import { buildApp, type App } from './app.ts';
+import { AdmissionControl, type MediaLoad, type SessionOpenedHook } from '../transport/session-door/index.ts';
+import { buildApp, deviceSessionsFor, recordSessions, type App } from './app.ts';
 import type { Config } from './config.ts';
 import { createDeps, type Deps } from './deps.ts';
-import { agentLookupOf, configAgentParts, type AgentLookup } from './agents/agent-lookup.ts';
+import { agentLookupOf, configAgentParts, type AgentLookup } from '../features/agents/index.ts';
 import { openConfiguredStore } from './open-store.ts';
-import { bridgeHubFor } from './mcp-endpoint/hub-for-config.ts';
+import { bridgeHubFor } from '../features/mcp-endpoint/index.ts';
 import type { Store } from '../store/store.ts';
-import { healthRoutes, providerChecks } from './http/health-route.ts';
-import { metricsRoute } from './http/metrics-route.ts';
+import { healthRoutes, providerChecks } from './health-route.ts';
+import { metricsRoute, createServerMetrics, type ServerMetrics } from '../features/metrics/index.ts';
 import { createProviderDoctor } from './provider-doctor.ts';
-import { createServerMetrics, type ServerMetrics } from './metrics.ts';
-import { SessionRegistry } from '../voice/session/registry.ts';
 import type { OpusSampleRate } from '../audio/opus/codec.ts';
-import { PushDelivery } from './push/push-delivery.ts';
-import { AudioClips, pushAudioRoute } from './push/audio-clips.ts';
-import { notifyAudio } from './push/notify-audio.ts';
-import type { IdleDeviceLinks } from './push/idle-links.ts';
-import type { MqttTransport } from './mqtt/transport.ts';
-import { mqttTransportFor } from './mqtt/transport-for-config.ts';
-import { ReminderScheduler } from './reminders/scheduler.ts';
+import { PushDelivery, AudioClips, pushAudioRoute, notifyAudio, type IdleDeviceLinks } from '../features/push/index.ts';
+import { mqttTransportFor, type MqttTransport } from '../transport/mqtt/index.ts';
+import { ReminderScheduler } from '../features/reminders/index.ts';
 
 export interface AssembledServer {
   app: App;
@@ -33,15 +27,15 @@ export interface AssembledServer {
   metrics: ServerMetrics;
   /**
    * Server-initiated speech: `push.say({ deviceId, text, source })` delivers wherever the device
-   * is (reminders call it with `source: 'reminder'`, exempt from the rate). `onSessionOpened` is
-   * the hook every transport calls for a new session (queued messages); `useIdleLinks` hands it
-   * the MQTT transport's idle devices.
+   * is (reminders call it with `source: 'reminder'`, exempt from the rate). Its `onSessionOpened`
+   * is a hook of the session door every transport opens through (queued messages); `useIdleLinks`
+   * hands it the MQTT transport's idle devices.
    */
   push: PushDelivery;
   /**
    * The MQTT+UDP transport when `mqtt.enabled` (and no gateway stands in for it): listening from
    * here on, closed with the app. Its `ports` are the bound ones; it is the `IdleDeviceLinks` of
-   * server/push/.
+   * features/push/.
    */
   mqtt?: MqttTransport;
   /** `/readyz` answers 503 while this is false (start-up, drain). */
@@ -107,8 +101,6 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
     onStoreChange: (listener) => store.onChange(listener),
     ...(opts.onSecret ? { onSecret: opts.onSecret } : {}),
   });
-  const registry = new SessionRegistry();
-  metrics.bind({ mcp: deps.mcp, activeSessions: () => registry.size });
   let ready = true;
   // Queued media requests per worker: a worker that falls behind shows here first.
   const mediaLoad =
@@ -126,6 +118,17 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
   // Server-initiated speech: sessions here, idle MQTT devices (notify audio at a single-use URL),
   // other replicas and the offline queue, through the store.
   const clips = new AudioClips(config.push.audioUrlTtlMs);
+  // The one door of every transport: each session opened is recorded in the store, then offered
+  // push's queued messages; every refusal is counted. Closed with the app (admission with it).
+  const hooks: SessionOpenedHook[] = [recordSessions(store, config, log)];
+  const sessions = deviceSessionsFor(config, {
+    createConversation: metrics.countSessions(deps.createConversation),
+    onOpened: hooks,
+    admission,
+    onRefused: (reason) => metrics.connectionRefused(reason),
+  });
+  const { registry } = sessions;
+  metrics.bind({ mcp: deps.mcp, activeSessions: () => registry.size });
   const push = new PushDelivery({
     config: config.push,
     publicWsUrl: config.server.publicWsUrl,
@@ -147,43 +150,31 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
       ),
     log: log.child({ part: 'push' }),
   });
+  hooks.push(push.onSessionOpened);
   if (opts.idleLinks) push.useIdleLinks(opts.idleLinks);
-  const createConversation = metrics.countSessions(deps.createConversation);
   let app: App;
   let mqtt: MqttTransport | undefined;
   try {
-    mqtt = await mqttTransportFor(config, log, {
-      store,
-      registry,
-      createConversation,
-      admission,
-      // The app's hook, the one the WebSocket route calls (the store's record, then push's queued
-      // messages). Sessions open only once the app listens, so `app` is set by then.
-      onSessionOpened: (s, ended) => app.sessionOpened(s, ended),
-      onUdpDrop: (reason) => metrics.udpDropped(reason),
-    });
+    mqtt = await mqttTransportFor(config, log, { devices: store.registry, sessions, onUdpDrop: (reason) => metrics.udpDropped(reason) });
     if (mqtt) metrics.bind({ mqtt: mqtt.stats });
     // Idle MQTT devices can be reached (notify/alert) and get their queued messages when they connect.
     if (mqtt) push.useIdleLinks(mqtt);
-    // The app closes admission control and the MQTT transport when it closes (main.ts closes the app by shutdown()).
+    // The app closes the session door (admission control with it) and the MQTT transport when it
+    // closes (main.ts closes the app by shutdown()).
     app = await buildApp({
       config,
       log,
-      registry,
-      createConversation,
-      ...(mqtt ? { mqtt } : {}),
-      onRefused: (reason) => metrics.connectionRefused(reason),
-      admission,
+      sessions,
+      ...(mqtt ? { mqtt, transports: [mqtt] } : {}),
       store,
       bridges,
       push,
-      onSessionOpened: push.onSessionOpened,
       ...(opts.onSecret ? { onSecret: opts.onSecret } : {}),
       plugins: [pushAudioRoute(clips), healthRoutes({ mcp: deps.mcp, ready: () => ready, checks: providerChecks(config), problems: () => doctor.problems(), adminSecret: config.server.adminSecret }), metricsRoute({ metrics })],
     });
   } catch (err) {
     await mqtt?.close();
-    admission.close();
+    sessions.close();
     await push.close();
     await deps.close();
     throw err;
@@ -216,7 +207,6 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
       await reminders?.stop();
       await push.close();
       await app.fastify.close();
-      admission.close();
       await deps.close();
       metrics.close();
       if (ownStore) await store.close();

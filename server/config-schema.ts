@@ -6,16 +6,20 @@
 import { z } from 'zod';
 import { AsrSchema, TtsSchema } from '../providers/index.ts';
 import { OpenAiLlmSchema } from '../providers/openai/options.ts';
-import { LANGUAGES, LANGUAGE_PACKS } from './language.ts';
-import { AgentNameSchema, ConfigAgentSchema } from './agents/agent-settings.ts';
-import { parseRange } from './http/ip-address.ts';
+import { LANGUAGES, LANGUAGE_PACKS, AgentNameSchema, ConfigAgentSchema } from '../features/agents/index.ts';
+import { SOURCES_BIND_COMMAND } from '../features/identity/index.ts';
+import { AdminSchema } from '../features/admin/index.ts';
+import { McpEndpointSchema } from '../features/mcp-endpoint/index.ts';
+import { MemorySchema } from '../features/memory/index.ts';
+import { PushSchema } from '../features/push/index.ts';
+import { RemindersSchema } from '../features/reminders/index.ts';
+import { parseRange } from '../core/ip-address.ts';
+import { MqttSchema } from '../transport/mqtt/index.ts';
 import { MAX_DEVICE_TEXT } from '../protocol/messages.ts';
 
 const EN = LANGUAGE_PACKS.en;
 const DEFAULT_SYSTEM_PROMPT = EN.systemPrompt;
 
-/** How the owner binds a code when the server runs from the sources (`server.auth.bindCommand`). */
-export const SOURCES_BIND_COMMAND = 'npm run devices -- bind {code}';
 
 export const ServerSchema = z.strictObject({
   host: z.string().min(1).default('0.0.0.0'),
@@ -293,7 +297,7 @@ export const DeviceMcpSchema = z.strictObject({
   maxSchemaBytes: z.number().int().min(1024).max(1_048_576).default(8192),
 });
 
-/** Reading audio that MCP tools link to (ResourceLink), in pages (seed 001). */
+/** Reading audio that MCP tools link to (ResourceLink), in pages. */
 export const MediaSchema = z.strictObject({
   /** Bytes per `resources/read` page (McpReadResourcePageSize). */
   pageSize: z.number().int().min(1024).max(16 * 1024 * 1024).default(100 * 1024),
@@ -327,143 +331,6 @@ export const LoggingSchema = z.strictObject({
   level: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
   /** Log transcripts and tool arguments (under `pii`); off by default. */
   logContent: z.boolean().default(false),
-});
-
-/**
- * Each device's memory (per device and agent, in the store): its recent turns given back to its
- * next session, a running summary written after a session ends, and the facts its user asked it to
- * remember. Which of these an agent keeps is its `memory` mode (`none`, `history`, `summary`).
- */
-export const MemorySchema = z.strictObject({
-  /** Stored turns (a user message and its answer) given back to a new session. */
-  historyTurns: z.number().int().min(0).max(100).default(6),
-  /** Characters of those turns at most (the oldest go first). */
-  historyChars: z.number().int().min(0).max(40_000).default(4000),
-  /** Days a stored turn is kept; older ones are removed by the server. */
-  retentionDays: z.number().int().min(1).max(3650).default(90),
-  /** Stored turn messages kept per device (the oldest removed first). */
-  maxTurnsPerDevice: z.number().int().min(10).max(100_000).default(2000),
-  /** Wait before a summary the model could not write is tried again, in ms. */
-  summaryRetryMs: z.number().int().min(1000).default(300_000),
-});
-
-/** The admin API (`/api/admin/`) and the console (`/admin`). */
-/**
- * The MCP endpoint (`/mcp/`): users' own MCP bridges dial in with an agent's token. Every bound
- * here is one a bridge can reach; a bridge over one is refused alone (an error, a close code with
- * the reason, or a tool left out). Frames are also bounded by `server.maxMessageBytes`.
- */
-export const McpEndpointSchema = z.strictObject({
-  /** The URL handed out (`wss://host/mcp/`); empty: built from the admin request's host. */
-  publicUrl: z.string().default(''),
-  maxMessageBytes: z.number().int().positive().default(65_536),
-  maxToolsPerBridge: z.number().int().positive().max(10_000).default(128),
-  maxBridgesPerAgent: z.number().int().positive().max(1000).default(8),
-  maxConnectionsPerAddress: z.number().int().positive().default(16),
-  maxCallsInFlight: z.number().int().positive().default(4),
-  callTimeoutMs: z.number().int().positive().default(30_000),
-  requestTimeoutMs: z.number().int().positive().default(10_000),
-  pingIntervalMs: z.number().int().min(0).default(30_000),
-  maxSchemaDepth: z.number().int().positive().max(1000).default(32),
-  maxSchemaNodes: z.number().int().positive().default(2_000),
-  maxListPages: z.number().int().positive().default(20),
-  /** Bytes of one agent's bridge tools offered in each model request (as `deviceMcp.maxSchemaBytes`). */
-  maxToolBytes: z.number().int().min(1024).max(1_048_576).default(32_768),
-  /** Bridge tools offered per agent. */
-  maxToolsPerAgent: z.number().int().positive().max(1000).default(64),
-});
-
-/**
- * The firmware's other transport: MQTT for control (an embedded broker) plus UDP for audio
- * (AES-128-CTR). Off by default: the firmware prefers `mqtt` over `websocket` whenever OTA offers it.
- */
-export const MqttSchema = z.strictObject({
-  /** Runs the embedded broker and the UDP socket, and OTA offers `mqtt` to devices (the gateway needs no broker here). */
-  enabled: z.boolean().default(false),
-  /** Interface of the broker and the UDP socket; empty: `server.host` (which `HOST` sets), as the HTTP listener. */
-  host: z.string().default(''),
-  /** TCP port of the broker: 1883, or 8883 with TLS (the firmware uses TLS exactly on port 8883). */
-  port: z.number().int().min(0).max(65535).default(1883),
-  /** PEM files; both set: the broker speaks TLS (give port 8883). */
-  tlsCert: z.string().default(''),
-  tlsKey: z.string().default(''),
-  /** `host:port` the devices are told (OTA `mqtt.endpoint`); empty: the host the OTA request used and `port`. */
-  publicEndpoint: z.string().default(''),
-  /** UDP port for audio; 0 picks a free one (tests). */
-  udpPort: z.number().int().min(0).max(65535).default(8884),
-  /** Address devices send UDP to (server hello `udp.server`); empty: the host of the MQTT endpoint. */
-  udpPublicHost: z.string().default(''),
-  /** Seconds; told to the device in OTA (`keepalive`). */
-  keepaliveS: z.number().int().min(10).max(3600).default(240),
-  /** Topic the device publishes to (OTA `publish_topic`). */
-  publishTopic: z.string().min(1).max(64).default('device-server'),
-  /** Concurrent broker connections; past it new ones are refused. */
-  maxConnections: z.number().int().min(1).default(10_000),
-  /**
-   * Connections per address that have not had a CONNECT accepted yet (a device's is pending for
-   * milliseconds); one more closes the address's oldest. They do not count against
-   * `server.maxSessionsPerIp`, which limits the authenticated ones.
-   */
-  maxPendingPerAddress: z.number().int().min(2).max(10_000).default(16),
-  /** Largest MQTT packet accepted, in bytes. */
-  maxPacketBytes: z.number().int().min(1024).max(1_048_576).default(65_536),
-  /**
-   * Running behind xinnan's xiaozhi-mqtt-gateway instead of the embedded broker: OTA hands out the
-   * gateway's endpoint and credentials signed with its key (its `MQTT_SIGNATURE_KEY`).
-   */
-  gateway: z
-    .strictObject({
-      endpoint: z.string().default(''),
-      signatureKey: z.string().default(''),
-    })
-    .prefault({}),
-});
-
-/** Speech the server starts: the admin API's `say` and reminders. */
-export const PushSchema = z.strictObject({
-  /** How long a message for an offline device waits for it in the database, ms; 0: not queued (refused). */
-  queueTtlMs: z.number().int().min(0).max(30 * 24 * 3600_000).default(24 * 3600_000),
-  /** Messages waiting per device at most (the oldest is dropped). */
-  maxQueuedPerDevice: z.number().int().min(1).max(1000).default(20),
-  /** `say` requests per device. */
-  rate: z
-    .strictObject({ perSecond: z.number().positive().default(0.2), burst: z.number().int().min(1).default(3) })
-    .prefault({}),
-  /** Characters of one message at most. */
-  maxChars: z.number().int().min(1).max(2000).default(500),
-  /** Firmware from this version on gets `notify` (audio by URL) while idle on MQTT; older gets `alert` (text on screen). */
-  notifyMinVersion: z.string().regex(/^\d+(\.\d+)*$/, 'must be a numeric dotted version like 2.5.0').default('2.5.0'),
-  /**
-   * After an MQTT device connects, how long its queued messages wait for its hello, ms: a device
-   * that opens an audio channel hears them spoken in that session (an `alert` sent before its
-   * hello is lost); one that sends no hello by then gets notify/alert. 0: notify/alert at once.
-   */
-  helloGraceMs: z.number().int().min(0).max(60_000).default(3000),
-  /** How long a `notify` audio URL stays valid, ms (single use). */
-  audioUrlTtlMs: z.number().int().min(1000).max(3600_000).default(60_000),
-  /**
-   * Base URL devices fetch `notify` audio from (`http://host:port`); empty: the origin of
-   * `server.publicWsUrl`; with neither, idle devices get `alert` (the text) instead.
-   */
-  publicHttpUrl: z.string().default(''),
-});
-
-/** Reminders and timers the model sets (`set_reminder`). */
-export const RemindersSchema = z.strictObject({
-  enabled: z.boolean().default(true),
-  maxPerDevice: z.number().int().min(1).max(1000).default(50),
-  /** How far ahead a reminder may be set, days. */
-  maxDaysAhead: z.number().int().min(1).max(3650).default(366),
-  /** A reminder that could not be delivered for this long (device offline) is dropped, ms. */
-  staleAfterMs: z.number().int().min(60_000).default(24 * 3600_000),
-});
-
-export const AdminSchema = z.strictObject({
-  /**
-   * Bearer token of the admin API and the console's sign-in. Empty: both are off (404). Compared
-   * in constant time and redacted from logs by value.
-   */
-  token: z.union([z.literal(''), z.string().min(16, 'must be at least 16 characters')]).default(''),
 });
 
 export function createConfigSchema<M extends z.ZodType>(mcpServersSchema: M) {

@@ -8,9 +8,9 @@ import { resolve } from 'node:path';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { z } from 'zod';
 import { createConfigSchema } from './config-schema.ts';
-import { applyLanguageDefaults } from './language.ts';
+import { applyLanguageDefaults } from '../features/agents/index.ts';
 import { McpServersConfigSchema } from '../mcp/server-config.ts';
-import { configSecrets } from './config-secrets.ts';
+import { configSecrets } from '../core/config-secrets.ts';
 
 /** The configuration's keys, as validated (its `.shape` lists the top-level sections). */
 export const ConfigShapeSchema = createConfigSchema(McpServersConfigSchema.default({}));

@@ -27,18 +27,15 @@ import type { Config } from './config.ts';
 import type { ConversationFactory } from '../voice/session/conversation.ts';
 import { createVoiceConversationFactory } from '../voice/conversation/voice-conversation.ts';
 import type { SessionTools, SessionToolsInput, TurnObserver, VoiceDeps } from '../voice/conversation/voice-deps.ts';
-import { configAgentLookup, type AgentLookup } from './agents/agent-lookup.ts';
-import { AgentProfiles } from './agents/agent-profiles.ts';
-import { localToolsUnder, mcpToolsUnder } from './agents/tool-policy.ts';
-import type { BridgeHub } from './mcp-endpoint/hub.ts';
+import { configAgentLookup, type AgentLookup, AgentProfiles, localToolsUnder, mcpToolsUnder, DeviceLocale } from '../features/agents/index.ts';
+import type { BridgeHub } from '../features/mcp-endpoint/index.ts';
 import type { DeviceMemoryStore } from '../store/memory.ts';
 import type { StoreChange } from '../store/types.ts';
-import { DeviceMemory } from './memory/device-memory.ts';
+import { DeviceMemory } from '../features/memory/index.ts';
 import { memoryTools } from '../mcp/local-tools/memory-tools.ts';
 import { reminderTools } from '../mcp/local-tools/reminder-tools.ts';
 import type { RemindersStore } from '../store/reminders.ts';
-import { DeviceLocale } from './reminders/device-locale.ts';
-import { sessionReminders } from './reminders/session-reminders.ts';
+import { sessionReminders } from '../features/reminders/index.ts';
 
 export interface Deps {
   createConversation: ConversationFactory;

@@ -8,12 +8,12 @@ import { ErrorCode, VoiceError } from '../core/errors.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { createLogger } from './logger.ts';
 import { SecretValues } from '../core/secret-values.ts';
-import { registerConfigSecrets } from './config-secrets.ts';
+import { registerConfigSecrets } from '../core/config-secrets.ts';
 import { assembleServer } from './assemble.ts';
-import { logDeviceAuth } from './identity/operator-log.ts';
+import { logDeviceAuth } from '../features/identity/index.ts';
 import { storeLocation } from './open-store.ts';
 import { StoreError } from '../store/connect.ts';
-import { languageWarnings } from './language.ts';
+import { languageWarnings } from '../features/agents/index.ts';
 import { REPEAT_WINDOW_MS, ShutdownSignals } from './shutdown-signals.ts';
 
 /** Exit code for configuration errors (documented in the README). */

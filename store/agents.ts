@@ -1,6 +1,6 @@
 /**
  * @module The agents table: a name and its settings (JSON, validated by the caller with
- * server/agents/agent-settings.ts). Every change is announced (the cache of each replica follows).
+ * features/agents/agent-settings.ts). Every change is announced (the cache of each replica follows).
  * Deleting an agent moves its devices back to the default agent.
  */
 import { DeviceIdSchema } from '../protocol/ota.ts';

@@ -8,7 +8,7 @@ import { sql, type Kysely } from 'kysely';
 import { ClientIdSchema, DeviceIdSchema, MAX_CLIENT_ID_CHARS } from '../protocol/ota.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Database } from './schema.ts';
-import { MAX_PENDING } from './registry.ts';
+import { MAX_PENDING } from './identity-registry.ts';
 import { MAX_LABEL_CHARS } from './device-records.ts';
 
 const wellFormed = (deviceId: string, clientId: string): boolean => {

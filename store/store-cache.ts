@@ -8,7 +8,7 @@ import type { Kysely } from 'kysely';
 import type { Logger } from '../core/logger.ts';
 import type { Database } from './schema.ts';
 import type { AgentRow, StoreChange } from './types.ts';
-import type { BoundDevice } from './device-registry.ts';
+import type { BoundDevice } from './identity-registry-types.ts';
 import { pairKey } from './pair-key.ts';
 
 /** Synchronous reads for the hot path. */

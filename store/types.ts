@@ -5,7 +5,7 @@
  * answered from a per-process cache that the change feed keeps fresh; writes go to the database.
  */
 
-/** An agent as stored: its settings are JSON, validated by `server/agents/agent-settings.ts` on the way in and out. */
+/** An agent as stored: its settings are JSON, validated by `features/agents/agent-settings.ts` on the way in and out. */
 export interface AgentRow {
   name: string;
   settings: Record<string, unknown>;

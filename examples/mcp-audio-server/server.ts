@@ -108,7 +108,7 @@ export function createAudioServer(ctx: AudioServerContext): McpServer {
             uri: READ_BASE_URI,
             name: track.title,
             title: track.title,
-            // The seed's readers take the real URL from `description` and send it back as `url`.
+            // mcp-go style readers take the real URL from `description` and send it back as `url`.
             description: track.url,
             mimeType: track.mimeType,
             ...(track.size !== undefined ? { size: track.size } : {}),
@@ -195,7 +195,7 @@ const SeedOrTemplateReadSchema = ReadResourceRequestSchema.extend({
 });
 
 /**
- * Seed arguments as the strings a template match yields: numbers become digits, and strings are
+ * The arguments as the strings a template match yields: numbers become digits, and strings are
  * percent-encoded so that `decodeVar` treats both styles alike.
  */
 function stringify(args: Record<string, unknown>): Record<string, string> {

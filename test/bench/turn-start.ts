@@ -7,8 +7,8 @@ import { silentLogger } from '../../core/logger.ts';
 import type { Asr } from '../../audio/asr/asr.ts';
 import type { Tts } from '../../audio/tts/tts.ts';
 import type { LlmClient } from '../../llm/types.ts';
-import { AgentProfiles } from '../../server/agents/agent-profiles.ts';
-import { configAgentLookup } from '../../server/agents/agent-lookup.ts';
+import { AgentProfiles } from '../../features/agents/agent-profiles.ts';
+import { configAgentLookup } from '../../features/agents/agent-lookup.ts';
 import { ConfigSchema } from '../../server/config.ts';
 
 export async function run(): Promise<void> {

@@ -13,7 +13,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { listDescendants } from '../../server/metrics/child-processes.ts';
+import { listDescendants } from '../../features/metrics/child-processes.ts';
 import { DeviceSim } from '../fixtures/device-sim.ts';
 import { fakeText, fakeToolCalls, onToolResults, onUserText, startFakeOpenAi, type FakeOpenAi } from '../fixtures/fake-openai.ts';
 import { decodeDownlink } from '../helpers/speech.ts';

@@ -9,7 +9,7 @@ import { DeviceSim } from '../fixtures/device-sim.ts';
 import { fakeError, fakeText, startFakeOpenAi, type FakeOpenAi } from '../fixtures/fake-openai.ts';
 import { decodeDownlink } from '../helpers/speech.ts';
 import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
-import { LANGUAGE_PACKS } from '../../server/language.ts';
+import { LANGUAGE_PACKS } from '../../features/agents/language.ts';
 
 function sentences(dev: DeviceSim, from = 0): string[] {
   return dev.json.slice(from).filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start').map((j) => String(j.msg.text));

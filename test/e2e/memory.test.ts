@@ -12,7 +12,7 @@ import { DeviceSim } from '../fixtures/device-sim.ts';
 import { fakeToolCalls, onUserText, startFakeOpenAi, type FakeMessage, type FakeOpenAi, type RecordedRequest } from '../fixtures/fake-openai.ts';
 import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
 import { closeAll } from '../helpers/close-all.ts';
-import { MEMORY_CLOSE, MEMORY_OPEN } from '../../server/memory/memory-block.ts';
+import { MEMORY_CLOSE, MEMORY_OPEN } from '../../features/memory/memory-block.ts';
 
 const ANN = 'a7:00:00:00:00:01';
 const BOB = 'a7:00:00:00:00:02';

@@ -12,7 +12,7 @@ import { startFakeOpenAi, type FakeOpenAi } from '../fixtures/fake-openai.ts';
 import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
 import { closeAll } from '../helpers/close-all.ts';
 import { ffmpegDecodeOgg } from '../helpers/ogg-decode.ts';
-import type { IdleDeviceLink, IdleDeviceLinks } from '../../server/push/idle-links.ts';
+import type { IdleDeviceLink, IdleDeviceLinks } from '../../features/push/idle-links.ts';
 
 const ADMIN = 'admin-token-for-the-idle-push-tests';
 

@@ -10,7 +10,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Socket } from 'node:net';
-import { CLOSE_HANDSHAKE_GRACE_MS } from '../../server/http/ws-channel.ts';
+import { CLOSE_HANDSHAKE_GRACE_MS } from '../../transport/ws/channel.ts';
 import { FaultRig } from './rig.ts';
 import type { DeviceSim } from '../fixtures/device-sim.ts';
 import { fakeText } from '../fixtures/fake-openai.ts';

@@ -13,7 +13,7 @@
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { listDescendants } from '../../server/metrics/child-processes.ts';
+import { listDescendants } from '../../features/metrics/child-processes.ts';
 import type { App } from '../../server/app.ts';
 import { pidAlive } from '../integration/mcp/mcp-test-helpers.ts';
 

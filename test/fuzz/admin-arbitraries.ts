@@ -8,7 +8,7 @@
  * few loopback addresses, so each has its own budget of guesses to check.
  */
 import fc from 'fast-check';
-import { ADMIN_ROUTES } from '../../server/admin/routes.ts';
+import { ADMIN_ROUTES } from '../../features/admin/routes.ts';
 import { hostileValue } from './json-arbitraries.ts';
 import { validMac } from './ota-arbitraries.ts';
 

@@ -18,16 +18,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { recordingConversation } from '../helpers/recording-conversation.ts';
 import { startTestApp, type TestApp } from '../helpers/test-app.ts';
-import { ADMIN_ROUTES } from '../../server/admin/routes.ts';
-import { fastifyPath } from '../../server/admin/route.ts';
-import { healthRoutes } from '../../server/http/health-route.ts';
+import { ADMIN_ROUTES } from '../../features/admin/routes.ts';
+import { fastifyPath } from '../../features/admin/route.ts';
+import { healthRoutes } from '../../server/health-route.ts';
 import { createLogWatch, type LogWatch } from './log-watch.ts';
 import { watchHealth, type HealthWatch } from './health-watch.ts';
 import { DATA_DIR_LIMIT_BYTES, dirBytes, OTA_STEP_MS, sendRaw, type OtaAnswer } from './ota-property.ts';
 import { PLACEHOLDERS, type AdminCase } from './admin-arbitraries.ts';
 
 export const ADMIN_FUZZ_TOKEN = 'admin-fuzz-token-0123456789abcdef';
-/** The server's guess budget (server/admin/plugin.ts): the model below must match it. */
+/** The server's guess budget (features/admin/plugin.ts): the model below must match it. */
 const BURST = 5;
 const PER_MINUTE = 5;
 /** Heap growth allowed over a run, measured after GC (only when run with --expose-gc). */

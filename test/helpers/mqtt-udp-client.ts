@@ -8,7 +8,7 @@ import { createSocket, type Socket } from 'node:dgram';
 import { connectAsync, type IClientOptions, type MqttClient } from 'mqtt';
 import { aesCtr, UDP_HEADER_BYTES } from '../../protocol/udp-packet.ts';
 import { waitFor } from './wait.ts';
-import type { MqttOtaSection } from '../../server/mqtt/transport.ts';
+import type { MqttOtaSection } from '../../transport/mqtt/transport.ts';
 
 /** The fields of the OTA `mqtt` section a client uses: the server's own type, not a copy. */
 export type MqttSection = Pick<MqttOtaSection, 'endpoint' | 'client_id' | 'username' | 'password' | 'keepalive' | 'publish_topic'>;

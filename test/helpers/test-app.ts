@@ -3,7 +3,7 @@ import { buildApp, type App, type AppDeps } from '../../server/app.ts';
 import { ConfigSchema, type Config } from '../../server/config.ts';
 import { createLogger } from '../../server/logger.ts';
 import { SecretValues } from '../../core/secret-values.ts';
-import { registerConfigSecrets } from '../../server/config-secrets.ts';
+import { registerConfigSecrets } from '../../core/config-secrets.ts';
 import type { ConversationFactory } from '../../voice/session/conversation.ts';
 import { createLogSink, type LogSink } from './log-sink.ts';
 import { listenOnLoopback } from './listen.ts';

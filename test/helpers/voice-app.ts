@@ -7,7 +7,7 @@ import type { App } from '../../server/app.ts';
 import { assembleServer, type AssembledServer, type AssembleOptions } from '../../server/assemble.ts';
 import { ConfigSchema, type Config } from '../../server/config.ts';
 import type { Deps } from '../../server/deps.ts';
-import type { MqttTransport } from '../../server/mqtt/transport.ts';
+import type { MqttTransport } from '../../transport/mqtt/transport.ts';
 import { createLogger } from '../../server/logger.ts';
 import { createLogSink, type LogSink } from './log-sink.ts';
 import { listenOnLoopback } from './listen.ts';

@@ -1,7 +1,10 @@
 /**
  * The import table of ARCHITECTURE.md, checked from the source text (independently of ESLint):
- * which of our folders each folder may import, llm/ and providers/ taking only types from mcp/, only
- * server/config.ts reading process.env, and session code staying free of Fastify and ws.
+ * which of our folders each folder may import, llm/ and providers/ taking only types from mcp/, the
+ * feature rooms (features/<room>/) reached only through their index.ts and only by the rooms the
+ * room table allows, no import pointing back up to a parent folder, only server/config.ts reading
+ * process.env, session code staying free of Fastify and ws, and each transport in transport/ a
+ * folder of its own that shares only transport/'s root.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -9,7 +12,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const FOLDERS = ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store', 'server', 'examples'] as const;
+const FOLDERS = ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store', 'features', 'transport', 'server', 'examples'] as const;
 const ALLOWED: Record<(typeof FOLDERS)[number], readonly string[]> = {
   core: [],
   protocol: ['core'],
@@ -19,9 +22,41 @@ const ALLOWED: Record<(typeof FOLDERS)[number], readonly string[]> = {
   providers: ['core', 'audio', 'llm', 'mcp(types)'],
   voice: ['core', 'protocol', 'audio', 'mcp', 'llm'],
   store: ['core', 'protocol'],
-  server: ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store'],
+  features: ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store'],
+  transport: ['core', 'protocol', 'voice', 'store', 'features'],
+  server: ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store', 'features', 'transport'],
   examples: [],
 };
+
+/**
+ * The rooms of features/ and the other rooms each may use (through their index.ts only). The
+ * graph has no loop: admin is the console over the others, reminders speak through push.
+ */
+const ROOMS: Record<string, readonly string[]> = {
+  admin: ['agents', 'identity', 'mcp-endpoint', 'push'],
+  agents: [],
+  identity: [],
+  'mcp-endpoint': [],
+  memory: [],
+  metrics: [],
+  push: [],
+  reminders: ['agents', 'push'],
+};
+
+/** Every relative import of our source folders: the importing file, the specifier, the resolved path from the root, type-only or not. */
+function relativeImports(folders: readonly string[]): Array<{ file: string; spec: string; target: string; typeOnly: boolean }> {
+  const out: Array<{ file: string; spec: string; target: string; typeOnly: boolean }> = [];
+  for (const folder of folders) {
+    for (const file of tsFiles(join(ROOT, folder))) {
+      for (const m of readFileSync(file, 'utf8').matchAll(IMPORT_RE)) {
+        const spec = m[3] ?? m[4] ?? m[5];
+        if (!spec || !spec.startsWith('.')) continue;
+        out.push({ file: relative(ROOT, file), spec, target: relative(ROOT, resolve(dirname(file), spec)), typeOnly: m[2] !== undefined });
+      }
+    }
+  }
+  return out;
+}
 
 function tsFiles(dir: string): string[] {
   const out: string[] = [];
@@ -44,29 +79,78 @@ const IMPORT_RE = /^\s*(import|export)\s+(type\s+)?[^'"]*?from\s+['"]([^'"]+)['"
 
 test('every source folder imports only what ARCHITECTURE.md allows', () => {
   const violations: string[] = [];
-  let checked = 0;
-  for (const folder of FOLDERS) {
-    for (const file of tsFiles(join(ROOT, folder))) {
-      const text = readFileSync(file, 'utf8');
-      for (const m of text.matchAll(IMPORT_RE)) {
-        const spec = m[3] ?? m[4] ?? m[5];
-        if (!spec || !spec.startsWith('.')) continue;
-        checked++;
-        const target = relative(ROOT, resolve(dirname(file), spec)).split('/')[0] ?? '';
-        if (target === folder) continue;
-        const typeOnly = m[2] !== undefined;
-        const ok = ALLOWED[folder].includes(target) || (typeOnly && ALLOWED[folder].includes(`${target}(types)`));
-        if (!ok) violations.push(`${relative(ROOT, file)} imports ${spec}${typeOnly ? ' (type)' : ''}`);
-      }
-    }
+  const imports = relativeImports(FOLDERS);
+  for (const { file, spec, target: path, typeOnly } of imports) {
+    const folder = file.split('/')[0] as (typeof FOLDERS)[number];
+    const target = path.split('/')[0] ?? '';
+    if (target === folder) continue;
+    const ok = ALLOWED[folder].includes(target) || (typeOnly && ALLOWED[folder].includes(`${target}(types)`));
+    if (!ok) violations.push(`${file} imports ${spec}${typeOnly ? ' (type)' : ''}`);
   }
-  assert.ok(checked > 10, 'the scan found imports to check');
+  assert.ok(imports.length > 10, 'the scan found imports to check');
+  assert.deepEqual(violations, []);
+});
+
+test('a feature room is reached only through its index.ts, and only by the rooms the room table allows', () => {
+  const violations: string[] = [];
+  let crossings = 0;
+  for (const { file, spec, target } of relativeImports(FOLDERS)) {
+    const [, room, ...rest] = target.split('/');
+    if (!target.startsWith('features/') || room === undefined) continue;
+    const from = file.startsWith('features/') ? file.split('/')[1] : undefined;
+    if (from === room) continue;
+    crossings++;
+    if (!(room in ROOMS)) violations.push(`${file} imports ${spec}: features/${room}/ is not in the room table`);
+    else if (rest.join('/') !== 'index.ts') violations.push(`${file} imports ${spec}: use features/${room}/index.ts`);
+    if (from !== undefined && !(ROOMS[from] ?? []).includes(room)) violations.push(`${file} imports ${spec}: features/${from}/ may use ${(ROOMS[from] ?? []).join(', ') || 'no other room'}`);
+  }
+  const rooms = readdirSync(join(ROOT, 'features')).filter((n) => statSync(join(ROOT, 'features', n)).isDirectory());
+  for (const room of rooms) {
+    if (!(room in ROOMS)) violations.push(`features/${room}/ is not in the room table`);
+    else if (!tsFiles(join(ROOT, 'features', room)).some((f) => f.endsWith(`features/${room}/index.ts`))) violations.push(`features/${room}/ has no index.ts`);
+  }
+  assert.ok(crossings > 10, 'the scan found imports into features/ to check');
+  assert.deepEqual(violations, []);
+});
+
+test("a room's store code is named after it (store/<room>.ts, store/<room>-*.ts), and no other room reaches into it", () => {
+  // The admin API is the console over every room's data: it reads them all.
+  const readsAll = new Set(['admin']);
+  const ownerOf = (storeFile: string): string | undefined => {
+    const name = storeFile.replace(/^store\//, '').replace(/\.ts$/, '');
+    return Object.keys(ROOMS).find((room) => name === room || name.startsWith(`${room}-`));
+  };
+  const violations: string[] = [];
+  let checked = 0;
+  for (const { file, spec, target } of relativeImports(['features'])) {
+    if (!target.startsWith('store/')) continue;
+    checked++;
+    const room = file.split('/')[1] ?? '';
+    const owner = ownerOf(target);
+    if (owner !== undefined && owner !== room && !readsAll.has(room)) violations.push(`${file} imports ${spec}, features/${owner}/'s store code`);
+  }
+  const owned = tsFiles(join(ROOT, 'store')).filter((f) => ownerOf(relative(ROOT, f)) !== undefined);
+  assert.ok(checked > 5 && owned.length > 5, 'the scan found store imports and room-named store files');
+  assert.deepEqual(violations, []);
+});
+
+test('no import points back up to a file of a parent folder', () => {
+  // audio/, mcp/ and providers/ still have such imports (their sub-folders use their parent's
+  // shared files).
+  const checked = ['core', 'protocol', 'llm', 'voice', 'store', 'features', 'transport', 'server'];
+  const violations = relativeImports(checked)
+    .filter(({ file, target }) => {
+      const from = dirname(file);
+      const to = dirname(target);
+      return from !== to && from.startsWith(`${to}/`);
+    })
+    .map(({ file, spec }) => `${file} imports ${spec}`);
   assert.deepEqual(violations, []);
 });
 
 test('only server/config.ts reads process.env', () => {
   const offenders: string[] = [];
-  for (const folder of ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store', 'server']) {
+  for (const folder of ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store', 'features', 'transport', 'server']) {
     for (const file of tsFiles(join(ROOT, folder))) {
       const rel = relative(ROOT, file);
       if (rel === 'server/config.ts') continue;
@@ -81,4 +165,44 @@ test('only server/config.ts reads process.env', () => {
 test('voice/ does not import fastify or ws', () => {
   const offenders = tsFiles(join(ROOT, 'voice')).filter((f) => /from\s+['"](fastify|ws|@fastify\/[^'"]+)['"]/.test(readFileSync(f, 'utf8')));
   assert.deepEqual(offenders.map((f) => relative(ROOT, f)), []);
+});
+
+/** transport/'s folder of what every transport shares: the contract and the session door. */
+const SHARED_TRANSPORT = 'session-door';
+
+test('transport/: each transport is one folder that imports no other, only the shared session-door/; session-door/ imports none of them', () => {
+  const dir = join(ROOT, 'transport');
+  const folders = readdirSync(dir).filter((n) => statSync(join(dir, n)).isDirectory());
+  const transports = folders.filter((n) => n !== SHARED_TRANSPORT);
+  assert.ok(folders.includes(SHARED_TRANSPORT) && transports.includes('ws') && transports.includes('mqtt'), `the folders found: ${folders.join(', ')}`);
+  const loose = readdirSync(dir).filter((n) => !folders.includes(n));
+  assert.deepEqual(loose, [], 'transport/ holds folders only: a transport each, and session-door/');
+  const offenders: string[] = [];
+  for (const { file, target } of relativeImports(['transport'])) {
+    const mine = file.split('/')[1];
+    const [top, sub] = target.split('/');
+    if (top !== 'transport' || sub === undefined || sub === mine || sub === SHARED_TRANSPORT) continue;
+    offenders.push(`${file} imports ${target}`);
+  }
+  assert.deepEqual(offenders, []);
+});
+
+test("a transport, and session-door/, is reached only through its index.ts from outside its folder", () => {
+  const violations: string[] = [];
+  let crossings = 0;
+  for (const { file, spec, target } of relativeImports(FOLDERS)) {
+    const [top, folder, ...rest] = target.split('/');
+    if (top !== 'transport' || folder === undefined || file.startsWith(`transport/${folder}/`)) continue;
+    crossings++;
+    if (rest.join('/') !== 'index.ts') violations.push(`${file} imports ${spec}: use transport/${folder}/index.ts`);
+  }
+  assert.ok(crossings > 5, 'the scan found imports into transport/ to check');
+  assert.deepEqual(violations, []);
+});
+
+test('transport/session-door/ is transport-agnostic: no fastify, ws, aedes or sockets', () => {
+  const offenders = tsFiles(join(ROOT, 'transport', SHARED_TRANSPORT))
+    .filter((f) => /(from|import)\s+['"](fastify|ws|aedes|mqtt|@fastify\/[^'"]+|node:(net|dgram|tls|http))['"]/.test(readFileSync(f, 'utf8')))
+    .map((f) => relative(ROOT, f));
+  assert.deepEqual(offenders, []);
 });

@@ -9,6 +9,7 @@ import type { Asr } from '../../audio/asr/asr.ts';
 import type { Tts } from '../../audio/tts/tts.ts';
 import type { LlmClient } from '../../llm/types.ts';
 import type { SessionInfo } from '../session/conversation.ts';
+import type { VoiceConfig } from './voice-config.ts';
 import type { VoiceDeps } from './voice-deps.ts';
 import type { MemoryMode } from './session-memory.ts';
 
@@ -46,6 +47,19 @@ export interface HeldProfile {
 export type ProfileSource = (info: SessionInfo) => HeldProfile;
 
 /**
+ * The configuration as a turn under `p` reads it: the profile's prompt, texts and zone in place of
+ * the configuration's (the profile decided them, over the configuration, when it was made).
+ */
+export function configWithProfile(config: VoiceConfig, p: TurnProfile): VoiceConfig {
+  return {
+    ...config,
+    conversation: { ...config.conversation, greeting: p.greeting, apology: p.apology, apologies: p.apologies },
+    llm: { ...config.llm, systemPrompt: p.systemPrompt },
+    ...(p.timeZone !== undefined ? { tools: { ...config.tools, timeZone: p.timeZone } } : {}),
+  };
+}
+
+/**
  * The process's dependencies as one turn sees them under `p`: its providers and texts in place of
  * the configuration's. An embedded voice is its own apology fallback.
  */
@@ -57,10 +71,6 @@ export function depsWithProfile(deps: VoiceDeps, p: TurnProfile): VoiceDeps {
     asr: p.asr,
     tts: p.tts,
     ...(fallbackTts ? { fallbackTts } : {}),
-    config: {
-      ...deps.config,
-      conversation: { ...deps.config.conversation, greeting: p.greeting, apology: p.apology, apologies: p.apologies },
-      llm: { ...deps.config.llm, systemPrompt: p.systemPrompt },
-    },
+    config: configWithProfile(deps.config, p),
   };
 }

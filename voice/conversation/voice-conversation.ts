@@ -17,7 +17,8 @@ import { Listener, type ListenerEvent } from './listener.ts';
 import { Turn, type TurnInput, type TurnOptions } from './turn.ts';
 import { TurnBudget } from './turn-budget.ts';
 import type { SessionTools, VoiceDeps } from './voice-deps.ts';
-import { depsWithProfile, type HeldProfile, type TurnProfile } from './turn-profile.ts';
+import { configWithProfile, depsWithProfile, type HeldProfile, type TurnProfile } from './turn-profile.ts';
+import type { VoiceConfig } from './voice-config.ts';
 import type { MemoryMode, SessionMemory } from './session-memory.ts';
 import type { ChatMessage } from '../../llm/types.ts';
 
@@ -67,8 +68,10 @@ class VoiceConversation implements Conversation {
   #turnDone: Promise<void> = Promise.resolve();
   #deviceMcp: DeviceMcp | undefined;
   #tools: SessionTools | undefined;
-  /** The assistant of the running turn (`VoiceDeps.profileFor`): its prompt heads the history, its tool policy applies. */
+  /** The assistant of the running turn (`VoiceDeps.profileFor`): its tool policy applies. */
   #profile: TurnProfile | undefined;
+  /** The configuration as the running turn's assistant has it (`configWithProfile`): its prompt and zone head the history. */
+  #config: VoiceConfig;
   /** The profile each queued or running turn holds. */
   readonly #held = new Map<Turn, HeldProfile>();
   #closed = false;
@@ -87,6 +90,7 @@ class VoiceConversation implements Conversation {
 
   constructor(deps: VoiceDeps, ctx: ConversationContext) {
     this.#deps = deps;
+    this.#config = deps.config;
     this.#ctx = ctx;
     this.#wakeWords = new Set(deps.config.conversation.wakeWords.map(normalizeWake));
     this.#budget = new TurnBudget({ maxTurns: deps.config.conversation.maxTurnsPerMinute, now: this.#now });
@@ -98,9 +102,10 @@ class VoiceConversation implements Conversation {
       // (and memory) without limit. The current turn always stays.
       maxChars: HISTORY_MAX_CHARS,
       systemPrompt: () => {
-        const prompt = buildSystemPrompt(this.#profile?.systemPrompt ?? deps.config.llm.systemPrompt, {
+        const { llm, tools } = this.#config;
+        const prompt = buildSystemPrompt(llm.systemPrompt, {
           now: new Date(),
-          ...((this.#profile?.timeZone ?? deps.config.tools.timeZone) ? { timeZone: this.#profile?.timeZone ?? deps.config.tools.timeZone } : {}),
+          ...(tools.timeZone ? { timeZone: tools.timeZone } : {}),
           ...(info.deviceId ? { device: info.deviceId } : {}),
         });
         // The remembered facts and summary follow the role, as a delimited block of the user's words.
@@ -559,7 +564,11 @@ class VoiceConversation implements Conversation {
     this.#turnDone = previous
       .then(() => {
         // From here on the history's system prompt and the tools are this turn's assistant's.
-        this.#profile = this.#held.get(turn)?.profile ?? this.#profile;
+        const profile = this.#held.get(turn)?.profile;
+        if (profile) {
+          this.#profile = profile;
+          this.#config = configWithProfile(this.#deps.config, profile);
+        }
         return this.#recall(this.#profile).then(() => turn.run());
       })
       .then(

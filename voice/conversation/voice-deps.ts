@@ -36,7 +36,7 @@ export interface SessionToolsInput {
   memory?: SessionMemory;
 }
 
-/** Observers for metrics (operations issue); all optional. */
+/** Observers for metrics (`/metrics`); all optional. */
 export interface TurnObserver {
   onTurn?(t: TurnTimings): void;
   /** An early start was used (its end of speech confirmed) or dropped (the user spoke on). */

@@ -1,6 +1,6 @@
 /**
  * @module The session's view of its device connection. Sessions never touch `ws` or Fastify; the
- * WebSocket adapter (server/http/ws-channel.ts) implements this, and tests can too.
+ * WebSocket adapter (transport/ws/channel.ts) implements this, and tests can too.
  */
 import type { ServerMessage, UdpHelloBlock } from '../../protocol/messages.ts';
 import type { CloseCode } from '../../protocol/close-codes.ts';

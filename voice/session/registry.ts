@@ -1,6 +1,6 @@
 /**
  * @module All live sessions. One session per connection; a new connection from the same identity
- * (Device-Id + Client-Id, server/identity/device-token.ts pairKey) replaces the older one (a device
+ * (Device-Id + Client-Id, features/identity/device-token.ts pairKey) replaces the older one (a device
  * that rebooted or lost Wi-Fi reconnects before the server has noticed the old TCP connection is
  * dead). Knowing a MAC alone is not enough to replace anyone.
  */

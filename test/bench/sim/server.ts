@@ -12,32 +12,23 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { freePort, spawnServer, type SpawnedServer } from '../../integration/ops/helpers/spawned-server.ts';
+import type { TurnTimings } from '../../../voice/conversation/voice-deps.ts';
 import { childPids, procCpu, procRss } from './proc.ts';
 import { parsePrometheus, sleep } from './stats.ts';
 
-/** One `turn timings` line of the server log. */
-export interface ServerTurnTiming {
+/**
+ * One `turn timings` line of the server log: the turn's `TurnTimings` as logged (its tools left
+ * out), with the session's fields pino adds.
+ */
+export type ServerTurnTiming = Omit<TurnTimings, 'tools'> & {
   deviceId: string;
   sessionId: string;
-  source: string;
-  outcome: string;
-  asrMs?: number;
-  llmFirstTokenMs?: number;
-  firstSentenceMs?: number;
-  firstAudioMs?: number;
-  /** The turn started this long before the end-of-speech decision (an early start at a pause). */
-  earlyStartMs?: number;
-  totalMs: number;
   /**
    * The server's end-of-speech decision on this process's performance.now() clock (the log line's
    * wall-clock time less `totalMs`; both processes read the same system clock).
    */
   endedAt?: number;
-  lateFrames: number;
-  /** Send intervals of the turn's frames, and those over 65 ms (the server's pacer). */
-  frameIntervals: number;
-  lateIntervals: number;
-}
+};
 
 export interface CpuSample {
   /** performance.now() of the sample. */
@@ -304,7 +295,9 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<SimSer
     const base: Record<string, unknown> = {
       // The simulated fleet comes from one loopback address and measures capacity itself.
       // The database in the run's own folder (a device record and a live session per connection).
-      server: { host: '127.0.0.1', port, dataDir: join(dir, 'data'), drainTimeoutMs: 1000, maxSessions: 0, maxSessionsPerIp: 0, upgradeRate: { perSecond: 1_000_000, burst: 1_000_000 } },
+      // A large idle fleet takes minutes to connect: the 120 s idle close would end the first
+      // sessions before the last device arrives (19,500 took 6 min on 2 busy cores).
+      server: { host: '127.0.0.1', port, dataDir: join(dir, 'data'), drainTimeoutMs: 1000, maxSessions: 0, maxSessionsPerIp: 0, idleTimeoutMs: 3_600_000, upgradeRate: { perSecond: 1_000_000, burst: 1_000_000 } },
       asr: { provider: 'openai', baseURL: fakes.asr, apiKey: 'sk-sim', model: 'whisper-1', language: 'en' },
       tts: { provider: 'espeak', voice: 'en-us' },
       llm: { baseURL: fakes.llm, apiKey: 'sk-sim', model: 'sim', maxRetries: 0 },
@@ -363,8 +356,9 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<SimSer
           const t: ServerTurnTiming = {
             deviceId: String(j.deviceId ?? ''),
             sessionId: String(j.sessionId ?? ''),
-            source: String(j.source ?? ''),
-            outcome: String(j.outcome ?? ''),
+            // As the server logged them: its own values of the type.
+            source: String(j.source ?? '') as TurnTimings['source'],
+            outcome: String(j.outcome ?? '') as TurnTimings['outcome'],
             totalMs: num('totalMs') ?? NaN,
             lateFrames: num('lateFrames') ?? 0,
             frameIntervals: num('frameIntervals') ?? 0,

@@ -9,12 +9,12 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AdminSessions, ADMIN_COOKIE, readCookie, sessionCookie } from '../../../server/admin/admin-sessions.ts';
-import { bearerToken, tokenMatches } from '../../../server/admin/admin-token.ts';
-import { SignInLimit } from '../../../server/admin/sign-in-limit.ts';
-import { KnownClients, KNOWN_CLIENT_COOKIE } from '../../../server/admin/known-clients.ts';
+import { AdminSessions, ADMIN_COOKIE, readCookie, sessionCookie } from '../../../features/admin/admin-sessions.ts';
+import { bearerToken, tokenMatches } from '../../../features/admin/admin-token.ts';
+import { SignInLimit } from '../../../features/admin/sign-in-limit.ts';
+import { KnownClients, KNOWN_CLIENT_COOKIE } from '../../../features/admin/known-clients.ts';
 import { ConfigError, loadConfig } from '../../../server/config.ts';
-import { configSecrets } from '../../../server/config-secrets.ts';
+import { configSecrets } from '../../../core/config-secrets.ts';
 
 describe('console sessions', () => {
   test('a session is valid until its expiry, then forgotten', () => {

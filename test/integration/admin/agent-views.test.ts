@@ -1,8 +1,8 @@
 /** Agents as the API shows them (no API key ever) and how a settings patch merges. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { agentView, apiKeysOf, mergeSettings } from '../../../server/admin/agent-views.ts';
-import { AgentSettingsPatchSchema } from '../../../server/admin/schemas.ts';
+import { agentView, apiKeysOf, mergeSettings } from '../../../features/admin/agent-views.ts';
+import { AgentSettingsPatchSchema } from '../../../features/admin/schemas.ts';
 
 const row = (settings: Record<string, unknown>) => ({ name: 'kitchen', settings, createdAt: 't0', updatedAt: 't1' });
 

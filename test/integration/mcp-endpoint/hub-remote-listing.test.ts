@@ -5,9 +5,9 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { silentLogger } from '../../../core/logger.ts';
-import { BridgeHub } from '../../../server/mcp-endpoint/hub.ts';
-import { DEFAULT_MCP_ENDPOINT_LIMITS } from '../../../server/mcp-endpoint/limits.ts';
-import type { McpRelay } from '../../../store/mcp-relay.ts';
+import { BridgeHub } from '../../../features/mcp-endpoint/hub.ts';
+import { DEFAULT_MCP_ENDPOINT_LIMITS } from '../../../features/mcp-endpoint/limits.ts';
+import type { McpRelay } from '../../../store/mcp-endpoint-relay.ts';
 import { open, sqliteTarget } from '../../helpers/store-targets.ts';
 
 const target = sqliteTarget();

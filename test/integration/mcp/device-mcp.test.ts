@@ -6,7 +6,8 @@ import { describe, test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { WebSocket, WebSocketServer } from 'ws';
-import { createDeviceMcp, salvageBrokenReply, type DeviceMcp } from '../../../mcp/device-mcp.ts';
+import { createDeviceMcp, type DeviceMcp } from '../../../mcp/device-mcp.ts';
+import { salvageBrokenReply } from '../../../mcp/device-rpc.ts';
 import type { ToolResult } from '../../../mcp/tool-source.ts';
 import { recordingLogger } from './mcp-test-helpers.ts';
 

@@ -9,7 +9,7 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { silentLogger } from '../../../core/logger.ts';
 import type { LlmClient, LlmEvent, LlmStreamRequest } from '../../../llm/types.ts';
-import { DeviceMemory } from '../../../server/memory/device-memory.ts';
+import { DeviceMemory } from '../../../features/memory/device-memory.ts';
 import type { SessionInfo } from '../../../voice/session/conversation.ts';
 import { open, sqliteTarget } from '../../helpers/store-targets.ts';
 

@@ -7,7 +7,7 @@
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { LlmClient, LlmEvent, LlmStreamRequest } from '../../../llm/types.ts';
-import { foldIntoSummary } from '../../../server/memory/summarizer.ts';
+import { foldIntoSummary } from '../../../features/memory/summarizer.ts';
 import { open, sqliteTarget } from '../../helpers/store-targets.ts';
 
 const DEV = 'a8:00:00:00:00:02';

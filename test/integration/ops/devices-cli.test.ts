@@ -45,7 +45,7 @@ async function npmDevices(args: readonly string[], env: NodeJS.ProcessEnv): Prom
 
 /** The lines the documentation shows for the command (README and docs/), to keep this test honest. */
 function documentedForms(): string[] {
-  const files = ['README.md', 'docs/configuration.md', 'docs/deployment.md'];
+  const files = ['README.md', 'docs/configuration.md', 'docs/deployment.md', 'docs/security.md'];
   return files.flatMap((f) => [...readFileSync(f, 'utf8').matchAll(/npm run devices -- (\w+)/g)].map((m) => m[1] as string));
 }
 

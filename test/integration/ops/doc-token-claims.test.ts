@@ -1,6 +1,6 @@
 /**
  * What the docs say about tokens matches the code: in `tokens` mode OTA never hands a static token
- * out (server/http/ota-route.ts answers it with no `token` key), so no README, doc page or shipped
+ * out (features/identity/ota-route.ts answers it with no `token` key), so no README, doc page or shipped
  * config may say it hands out one (a reader would expect a device to get it and connect).
  */
 import { test } from 'node:test';

@@ -20,7 +20,7 @@ import { freePort, jsonLogLines } from './helpers/spawned-server.ts';
 import { startFakeOpenAi, fakeText, type FakeOpenAi } from '../../fixtures/fake-openai.ts';
 import { DeviceSim } from '../../fixtures/device-sim.ts';
 import { sleep } from '../../helpers/wait.ts';
-import { listDescendants } from '../../../server/metrics/child-processes.ts';
+import { listDescendants } from '../../../features/metrics/child-processes.ts';
 
 interface Proc {
   pid: number;

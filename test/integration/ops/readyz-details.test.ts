@@ -5,7 +5,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { healthRoutes, endpointCheck, type ReadinessCheck } from '../../../server/http/health-route.ts';
+import { healthRoutes, endpointCheck, type ReadinessCheck } from '../../../server/health-route.ts';
 import { recordingConversation } from '../../helpers/recording-conversation.ts';
 import { startTestApp, type TestApp } from '../../helpers/test-app.ts';
 

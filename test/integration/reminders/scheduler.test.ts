@@ -6,7 +6,7 @@
  */
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ReminderScheduler, type ReminderSchedulerOptions } from '../../../server/reminders/scheduler.ts';
+import { ReminderScheduler, type ReminderSchedulerOptions } from '../../../features/reminders/scheduler.ts';
 import type { Store } from '../../../store/store.ts';
 import { createLogger } from '../../../server/logger.ts';
 import { open, postgresTarget, sqliteTarget } from '../../helpers/store-targets.ts';

@@ -178,3 +178,34 @@ describe('sessions per address count by the same key', () => {
     }
   });
 });
+
+describe('sessions per address and the same-identity replace rule', () => {
+  test('at server.maxSessionsPerIp a device replacing its own session is let in (as at server.maxSessions, and as MQTT does); a new identity is refused', async () => {
+    const t = await startTestApp({
+      createConversation: recordingConversation().factory,
+      config: { server: { auth: { mode: 'tokens', tokens: ['tok'] }, maxSessionsPerIp: 1 } },
+    });
+    const devs: DeviceSim[] = [];
+    const device = (deviceId: string, token = 'tok'): DeviceSim => {
+      const d = new DeviceSim({ url: t.wsUrl, deviceId, clientId: 'per-ip-replace', token });
+      devs.push(d);
+      return d;
+    };
+    try {
+      const first = device('cc:00:00:00:02:01');
+      await first.hello();
+      await assert.rejects(device('cc:00:00:00:02:02').opened, /HTTP 429/, 'another device from the address is over the limit');
+      // The same pair reconnects before the server noticed its old connection was dead.
+      const again = device('cc:00:00:00:02:01');
+      await again.hello();
+      assert.equal(await first.closed, 4003, 'the old session is replaced');
+      assert.equal(again.closeCode, null);
+      // A wrong credential claiming the pair gains nothing from the rule: it is refused before auth.
+      await assert.rejects(device('cc:00:00:00:02:01', 'wrong').opened, /HTTP 429/);
+      assert.equal(t.app.registry.size, 1);
+    } finally {
+      for (const d of devs) d.close();
+      await t.close();
+    }
+  });
+});

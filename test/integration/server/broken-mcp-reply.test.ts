@@ -10,7 +10,7 @@ import { DeviceSim } from '../../fixtures/device-sim.ts';
 import { recordingConversation } from '../../helpers/recording-conversation.ts';
 import { startTestApp, type TestApp } from '../../helpers/test-app.ts';
 import { waitFor } from '../../helpers/wait.ts';
-import { salvageBrokenReply } from '../../../mcp/device-mcp.ts';
+import { salvageBrokenReply } from '../../../mcp/device-rpc.ts';
 
 describe('device MCP reply that is not JSON', () => {
   let t: TestApp;

@@ -8,7 +8,7 @@ import { readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { recordingConversation } from '../../helpers/recording-conversation.ts';
 import { startTestApp, type TestApp } from '../../helpers/test-app.ts';
-import { PUBLIC_DIR } from '../../../server/http/web-route.ts';
+import { PUBLIC_DIR } from '../../../server/web-route.ts';
 
 function filesUnder(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? filesUnder(join(dir, e.name)) : [join(dir, e.name)]));

@@ -6,7 +6,7 @@
  */
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { BoundDevice } from '../../../store/device-registry.ts';
+import type { BoundDevice } from '../../../store/identity-registry-types.ts';
 import type { StoreChange } from '../../../store/types.ts';
 import { StoreError } from '../../../store/connect.ts';
 import { openStore } from '../../../store/store.ts';
@@ -16,7 +16,7 @@ import { createLogSink } from '../../helpers/log-sink.ts';
 import { open, postgresTarget, sqliteTarget } from '../../helpers/store-targets.ts';
 import { waitFor } from '../../helpers/wait.ts';
 
-/** The bound for a change to reach another process. */
+/** How soon a change must reach another process. */
 const WITHIN_MS = 2000;
 const PAIR = ['a0:00:00:00:00:01', 'c-1'] as const;
 

@@ -4,7 +4,7 @@
  */
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BRIDGE_STALE_MS, MAX_RELAYED_BYTES } from '../../../store/mcp-relay.ts';
+import { BRIDGE_STALE_MS, MAX_RELAYED_BYTES } from '../../../store/mcp-endpoint-relay.ts';
 import { open, postgresTarget, sqliteTarget } from '../../helpers/store-targets.ts';
 
 for (const target of [sqliteTarget(), postgresTarget()]) {

@@ -4,7 +4,7 @@
  */
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { hashMcpToken } from '../../../store/mcp-tokens.ts';
+import { hashMcpToken } from '../../../store/mcp-endpoint-tokens.ts';
 import { open, postgresTarget, raw, sqliteTarget } from '../../helpers/store-targets.ts';
 
 for (const target of [sqliteTarget(), postgresTarget()]) {

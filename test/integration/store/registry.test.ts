@@ -5,8 +5,8 @@
  */
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MAX_PENDING } from '../../../store/registry.ts';
-import { deviceToken, verifyBinding } from '../../../server/identity/device-token.ts';
+import { MAX_PENDING } from '../../../store/identity-registry.ts';
+import { deviceToken, verifyBinding } from '../../../features/identity/device-token.ts';
 import { open, postgresTarget, sqliteTarget } from '../../helpers/store-targets.ts';
 
 /** A distinct well-formed MAC for each number. */

@@ -59,7 +59,7 @@ describe('opus codec', () => {
         const x = decSame.decode(p);
         const y = decOther.decode(p);
         assert.ok(x && y);
-        // The spec measured bit-identical decoding across libopus 1.3.1 and 1.4.
+        // Decoding was measured bit-identical across libopus 1.3.1 and 1.4.
         assert.deepEqual(y, x, `${a} packet decodes identically in ${b}`);
       }
       enc.close();

@@ -15,7 +15,7 @@ function opts(argv: string[]): Exclude<ReturnType<typeof parseCompareArgs>, 'hel
   return o as Exclude<typeof o, 'help'>;
 }
 
-test('compare args: one ref runs against the checkout, the issue fleet is the default, simulator flags pass after --', () => {
+test('compare args: one ref runs against the checkout, the fleet of 100, 200 and 300 devices is the default, simulator flags pass after --', () => {
   const o = opts(['6505278']);
   assert.deepEqual(o.refs, ['6505278']);
   assert.deepEqual(o.devices, [100, 200, 300]);

@@ -106,4 +106,17 @@ describe('composite tool source', () => {
     assert.equal(r.isError, true, 'a removed source is no longer called');
     assert.deepEqual((await c.listTools()).map((t) => t.name), ['one']);
   });
+
+  test('sources whose names are alike once made safe get distinct prefixes: no tool is lost to the collision', async () => {
+    const c = createCompositeToolSource(
+      [
+        { name: 'local', source: createLocalTools([echo('play', 'local')]) },
+        { name: 'music.box', source: createLocalTools([echo('play', 'dot')]) },
+        { name: 'music_box', source: createLocalTools([echo('play', 'underscore')]) },
+      ],
+      { log: silentLogger },
+    );
+    assert.deepEqual((await c.listTools()).map((t) => t.name), ['play', 'music_box__play', 'music_box_2__play']);
+    assert.equal(firstText(await c.callTool('music_box_2__play', {}, opts())), 'underscore:play:{}');
+  });
 });

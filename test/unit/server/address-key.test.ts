@@ -5,8 +5,8 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { AddressKeys } from '../../../server/http/address-key.ts';
-import { formatIp, inRange, isLoopback, parseIp, parseRange } from '../../../server/http/ip-address.ts';
+import { AddressKeys } from '../../../core/address-key.ts';
+import { formatIp, inRange, isLoopback, parseIp, parseRange } from '../../../core/ip-address.ts';
 
 const keys = new AddressKeys({ trustProxy: [], ipv6PrefixLength: 64 });
 

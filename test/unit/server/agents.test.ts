@@ -11,10 +11,10 @@ import type { Asr } from '../../../audio/asr/asr.ts';
 import type { Tts } from '../../../audio/tts/tts.ts';
 import type { LlmClient } from '../../../llm/types.ts';
 import { ConfigSchema, describeIssues, type Config } from '../../../server/config.ts';
-import { configAgentLookup } from '../../../server/agents/agent-lookup.ts';
-import { AgentProfiles, CONFIG_AGENT } from '../../../server/agents/agent-profiles.ts';
-import { resolveAgent } from '../../../server/agents/resolve-agent.ts';
-import { LANGUAGE_PACKS } from '../../../server/language.ts';
+import { configAgentLookup } from '../../../features/agents/agent-lookup.ts';
+import { AgentProfiles, CONFIG_AGENT } from '../../../features/agents/agent-profiles.ts';
+import { resolveAgent } from '../../../features/agents/resolve-agent.ts';
+import { LANGUAGE_PACKS } from '../../../features/agents/language.ts';
 import { createLogger } from '../../../server/logger.ts';
 import { createLogSink } from '../../helpers/log-sink.ts';
 

@@ -7,9 +7,9 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { silentLogger } from '../../../core/logger.ts';
 import { ConfigSchema, describeIssues } from '../../../server/config.ts';
-import { configAgentLookup } from '../../../server/agents/agent-lookup.ts';
-import { resolveAgent } from '../../../server/agents/resolve-agent.ts';
-import { DeviceLocale } from '../../../server/reminders/device-locale.ts';
+import { configAgentLookup } from '../../../features/agents/agent-lookup.ts';
+import { resolveAgent } from '../../../features/agents/resolve-agent.ts';
+import { DeviceLocale } from '../../../features/agents/device-locale.ts';
 
 const DEV = 'aa:bb:cc:dd:ee:01';
 const OTHER = 'aa:bb:cc:dd:ee:02';

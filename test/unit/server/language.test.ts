@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ConfigSchema } from '../../../server/config.ts';
-import { LANGUAGE_PACKS, languageWarnings } from '../../../server/language.ts';
+import { LANGUAGE_PACKS, languageWarnings } from '../../../features/agents/language.ts';
 
 test('language zh switches prompt, texts, ASR hint and espeak voice together', () => {
   const c = ConfigSchema.parse({ language: 'zh', asr: { provider: 'openai', baseURL: 'http://asr.example/v1' } });

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { hostname } from 'node:os';
-import { hostName, OwnHosts } from '../../../server/identity/origin.ts';
+import { hostName, OwnHosts } from '../../../features/identity/origin.ts';
 
 const own = new OwnHosts({ publicHosts: ['Voice.Example.org', 'speaker.lan:8443', '192.0.2.10', '2001:db8::10', '[2001:db8::11]:8000'], publicWsUrl: 'wss://ws.example.net:443/xiaozhi/v1/' }, () => ['10.1.2.3', '2001:db8::7']);
 

@@ -1,7 +1,7 @@
 /** The two upgrade budgets per address: anonymous shared, credentialed per device; both bounded. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { PerIpLimits } from '../../../server/http/per-ip-limits.ts';
+import { PerIpLimits } from '../../../core/per-ip-limits.ts';
 
 const RATE = { perSecond: 0.001, burst: 2 };
 const takes = (n: number, f: () => boolean): boolean[] => Array.from({ length: n }, f);

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { SecretValues } from '../../../core/secret-values.ts';
 import { createLogger } from '../../../server/logger.ts';
 import { redactUrl, redactUrlsInText } from '../../../core/redact-url.ts';
-import { registerConfigSecrets } from '../../../server/config-secrets.ts';
+import { registerConfigSecrets } from '../../../core/config-secrets.ts';
 import { ConfigSchema } from '../../../server/config.ts';
 import { createLogSink } from '../../helpers/log-sink.ts';
 

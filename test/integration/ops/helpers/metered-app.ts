@@ -8,7 +8,7 @@ import { assembleServer } from '../../../../server/assemble.ts';
 import { ConfigSchema, type Config } from '../../../../server/config.ts';
 import type { Deps } from '../../../../server/deps.ts';
 import { createLogger } from '../../../../server/logger.ts';
-import type { ServerMetrics } from '../../../../server/metrics.ts';
+import type { ServerMetrics } from '../../../../features/metrics/server-metrics.ts';
 import { createLogSink, type LogSink } from '../../../helpers/log-sink.ts';
 
 export interface MeteredApp {

@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
-import { listDescendants, type ProcEntry } from '../../../../server/metrics/child-processes.ts';
+import { listDescendants, type ProcEntry } from '../../../../features/metrics/child-processes.ts';
 import { sleep } from '../../../helpers/wait.ts';
 
 export interface SpawnServerOptions {

@@ -5,8 +5,8 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MEMORY_CLOSE, MEMORY_OPEN, memoryBlock } from '../../../../server/memory/memory-block.ts';
-import { messagesOfRows, rowsOfTurn } from '../../../../server/memory/turn-rows.ts';
+import { MEMORY_CLOSE, MEMORY_OPEN, memoryBlock } from '../../../../features/memory/memory-block.ts';
+import { messagesOfRows, rowsOfTurn } from '../../../../features/memory/turn-rows.ts';
 import type { StoredTurn } from '../../../../store/memory.ts';
 
 describe('memory block', () => {

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { versionAtLeast } from '../../../../server/push/firmware-version.ts';
+import { versionAtLeast } from '../../../../features/push/firmware-version.ts';
 
 test('versionAtLeast compares the leading numeric dotted part; unknown versions are not new enough', () => {
   assert.equal(versionAtLeast('2.5.0', '2.5.0'), true);
