@@ -1,16 +1,16 @@
 # syntax=docker/dockerfile:1
-# xiaozhi-ts-server: the voice server as compiled JavaScript on Node 22, with the embedded
+# xiaozhi-ts-server: the voice server as compiled JavaScript on Node 24, with the embedded
 # providers' programs (ffmpeg, espeak-ng, pocketsphinx). Build: `docker build -t xiaozhi-server .`
 # (or `buildah bud`, see docs/deployment.md). Run: `docker run -p 8000:8000 xiaozhi-server`.
 #
 # Stages, ordered so that a source change rebuilds only `build` and the final COPY layers:
-#   deps       all npm packages (dev too), native modules (Opus, SQLite) compiled here
-#   prod-deps  deps minus dev packages, minus other platforms' binaries
+#   deps       all npm packages (dev too), the native Opus module compiled here
+#   prod-deps  deps minus dev packages, minus other platforms' binaries and the npm Node package
 #   build      TypeScript -> dist/
 #   native     build/espeak-pcm, the embedded TTS's native espeak-ng helper (C, against libespeak-ng1)
 #   runtime    node + apt runtime packages + prod-deps + dist, non-root
 
-ARG NODE_IMAGE=node:22-bookworm-slim
+ARG NODE_IMAGE=node:24-bookworm-slim
 
 FROM ${NODE_IMAGE} AS deps
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
@@ -26,12 +26,15 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund --loglevel=warn \
  && node -e "require('@discordjs/opus'); new (require('better-sqlite3'))(':memory:').close()" \
- || { echo 'npm ci failed, or @discordjs/opus or better-sqlite3 did not build' >&2; exit 1; }
+ || { echo 'npm ci failed, or @discordjs/opus did not build, or better-sqlite3 does not load' >&2; exit 1; }
 
 FROM deps AS prod-deps
 # tsx is a runtime dependency only for `npm start` from sources; the image runs compiled JS.
 RUN npm pkg delete dependencies.tsx \
  && npm prune --omit=dev --no-audit --no-fund --loglevel=warn \
+ # The registry's Node package (optionalDependencies: it runs the project's npm scripts where the
+ # machine's node is older) duplicates the base image's Node 24, which the image runs on (~190 MB).
+ && rm -rf node_modules/node-linux-* node_modules/.bin/node \
  # onnxruntime-node ships binaries for every OS and CPU (~290 MB); keep this platform's only.
  && arch="$(node -p process.arch)" \
  && ort=node_modules/onnxruntime-node/bin/napi-v6 \
@@ -40,8 +43,10 @@ RUN npm pkg delete dependencies.tsx \
  && test -f "$ort/linux/$arch/onnxruntime_binding.node" \
  # @discordjs/opus: keep the built module (prebuild/), drop the libopus sources and objects.
  && rm -rf node_modules/@discordjs/opus/deps node_modules/@discordjs/opus/build-tmp-napi-v3 \
- # better-sqlite3: keep the compiled module, drop the SQLite sources and objects (~27 MB).
- && b=node_modules/better-sqlite3 && rm -rf "$b/deps" "$b/src" "$b/build/deps" "$b"/build/Release/obj* "$b/build/Release/test_extension.node" "$b/build/Release/sqlite3.a" \
+ # better-sqlite3: keep this platform's prebuilt module (glibc), drop the others' and the SQLite
+ # sources (~25 MB).
+ && b=node_modules/better-sqlite3 && rm -rf "$b/deps" "$b/src" \
+ && find "$b/prebuilds" -mindepth 1 ! -name "linux-$arch.node" -delete \
  && node -e "require('@discordjs/opus'); require('onnxruntime-node'); new (require('better-sqlite3'))(':memory:').close()" \
  && find node_modules -type f \( -name '*.md' -o -name '*.map' -o -name '*.ts' ! -name '*.d.ts' \) -delete
 

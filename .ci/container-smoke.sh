@@ -9,7 +9,7 @@
 # Idempotent (reuses the base image, the layer cache and the container names) and bounded in time.
 # Needs root, buildah and flite on the host.
 #
-# The base image (node:22-bookworm-slim): taken from local storage, else made by a stand-in tool
+# The base image (node:24-bookworm-slim): taken from local storage, else made by a stand-in tool
 # next to the checkout when there is one (LOCAL_NODE_IMAGE, for machines that cannot reach Docker
 # Hub), else pulled. When buildah is missing, or no base image can be had, the step says what it
 # skipped and why, and exits 0 — except under CI (CI set, as CI services do, to anything but
@@ -26,7 +26,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 IMAGE=${XIAOZHI_IMAGE:-xiaozhi-server:ci}
-BASE=docker.io/library/node:22-bookworm-slim
+BASE=docker.io/library/node:24-bookworm-slim
 BASE_TOOL=${LOCAL_NODE_IMAGE:-../shared/tools/local-node-image}
 CONTAINER=xiaozhi-smoke
 OVERLAY_ROOT=/var/lib/containers/storage-overlay
@@ -48,7 +48,7 @@ since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 # 1. buildah, and a stand-in base image where the real one cannot be pulled (made once).
 t=$(now)
 if [ -x "$BASE_TOOL" ]; then
-  "$BASE_TOOL" 22 || die "could not make the base image with $BASE_TOOL"
+  "$BASE_TOOL" 24 || die "could not make the base image with $BASE_TOOL"
   say "base image from $BASE_TOOL ready ($(since "$t") s)"
 elif ! command -v buildah >/dev/null; then
   skip "buildah is not installed (apt-get install buildah) and there is no base-image tool at $BASE_TOOL"

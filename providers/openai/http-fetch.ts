@@ -16,6 +16,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { Readable } from 'node:stream';
+import { awaitEndAfterDone, EventStreamEnd } from './event-stream-end.ts';
 import { encodeMultipart } from './multipart.ts';
 
 export type Fetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
@@ -89,15 +90,17 @@ function openLineBytes(chunk: Buffer, before: number): number {
 /**
  * The body as the caller iterates it. A connection lost mid-body fails the iteration with
  * `AnswerCutError` (Node's own error says "aborted", which reads like a cancellation); an abort
- * keeps the signal's reason. An event stream's line over `MAX_EVENT_LINE` ends it.
+ * keeps the signal's reason. An event stream (`end` watches it) ends at a line over `MAX_EVENT_LINE`.
  */
-async function* bodyChunks(stream: Readable, signal: AbortSignal | undefined, eventStream: boolean): AsyncGenerator<Buffer> {
+async function* bodyChunks(stream: Readable, signal: AbortSignal | undefined, end: EventStreamEnd | undefined): AsyncGenerator<Buffer> {
   let open = 0;
   try {
-    for await (const chunk of stream as AsyncIterable<Buffer>) {
-      if (eventStream) {
+    // A reader that stops early does not destroy the stream here: `release` decides.
+    for await (const chunk of stream.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
+      if (end) {
         open = openLineBytes(chunk, open);
         if (open > MAX_EVENT_LINE) throw new AnswerTooLargeError('an event-stream line', MAX_EVENT_LINE);
+        end.push(chunk);
       }
       yield chunk;
     }
@@ -105,9 +108,19 @@ async function* bodyChunks(stream: Readable, signal: AbortSignal | undefined, ev
     if (signal?.aborted || err instanceof AnswerTooLargeError) throw err;
     throw new AnswerCutError(err);
   } finally {
-    // Also reached when the consumer stops early: the socket is not reusable then.
-    if (!stream.readableEnded) stream.destroy();
+    await release(stream, end);
   }
+}
+
+/**
+ * The connection once the reader is done with the body: read to its end, Node's agent keeps it;
+ * stopped after an event stream's end line, it is kept once the body's end has come (waited for
+ * here, bounded); otherwise it is not reusable and closes.
+ */
+async function release(stream: Readable, end: EventStreamEnd | undefined): Promise<void> {
+  if (stream.readableEnded) return;
+  if (end?.seen) return awaitEndAfterDone(stream);
+  stream.destroy();
 }
 
 /**
@@ -117,14 +130,17 @@ async function* bodyChunks(stream: Readable, signal: AbortSignal | undefined, ev
  */
 function cancellableBody(stream: Readable, signal: AbortSignal | undefined, eventStream: boolean): AsyncIterable<Buffer> {
   let chunks: AsyncGenerator<Buffer> | undefined;
+  const end = eventStream ? new EventStreamEnd() : undefined;
   return {
     [Symbol.asyncIterator]: () => {
-      chunks ??= bodyChunks(stream, signal, eventStream);
+      chunks ??= bodyChunks(stream, signal, end);
       const it = chunks;
       return {
         next: () => it.next(),
         return: (value?: unknown) => {
-          stream.destroy();
+          // At once, which also ends a read in progress; after the end line the generator's own
+          // clean-up (`release`) keeps the connection instead.
+          if (!end?.seen) stream.destroy();
           return it.return(value as undefined);
         },
       };

@@ -29,7 +29,7 @@
  * (device-sessions.ts) keeps it, with its reconnecting-device exception and its own refusal
  * reason (`capacity`), and asks this gate after it.
  */
-import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+import { monitorEventLoopDelay, type ELDHistogram } from 'node:perf_hooks';
 
 /** What the media-worker pool reports: queued media jobs per worker. */
 export interface MediaLoad {
@@ -65,7 +65,7 @@ export interface AdmissionGate {
 export class AdmissionControl implements AdmissionGate {
   readonly #opts: Required<Omit<AdmissionOptions, 'load'>>;
   readonly #load: (() => MediaLoad) | undefined;
-  readonly #histogram: IntervalHistogram | undefined;
+  readonly #histogram: ELDHistogram | undefined;
   readonly #timer: NodeJS.Timeout | undefined;
   /** p99 of the last two complete windows, ms (resolution subtracted), older first. */
   #windowsMs: [number, number] = [0, 0];

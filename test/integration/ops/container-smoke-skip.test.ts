@@ -19,7 +19,7 @@ describe('container smoke: no base image', () => {
     writeFileSync(join(dir, name), `#!/bin/sh\n${body}\n`);
     chmodSync(join(dir, name), 0o755);
   };
-  stub('buildah', 'echo "Error: initializing source docker://node:22-bookworm-slim: pinging container registry: no route to host" >&2\nexit 125');
+  stub('buildah', 'echo "Error: initializing source docker://node:24-bookworm-slim: pinging container registry: no route to host" >&2\nexit 125');
   stub('id', 'if [ "$1" = -u ]; then echo 0; else exec /usr/bin/id "$@"; fi');
   stub('mount', 'exit 32');
 

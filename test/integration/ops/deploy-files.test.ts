@@ -88,7 +88,11 @@ describe('deployment files', () => {
 
   test('Dockerfile: official base, runs compiled JS as a non-root user, health check, signals reach Node', () => {
     const df = readFileSync('Dockerfile', 'utf8');
-    assert.match(df, /^ARG NODE_IMAGE=node:22-bookworm-slim$/m);
+    // The supported line, the one engines names (test/integration/ops/node-line.test.ts).
+    assert.match(df, /^ARG NODE_IMAGE=node:24-bookworm-slim$/m);
+    // The image runs on its base's Node: the registry's Node package that npm ci installed for the
+    // scripts stays out of the runtime's node_modules.
+    assert.match(df, /rm -rf node_modules\/node-linux-\* node_modules\/\.bin\/node/);
     assert.match(df, /^FROM \$\{NODE_IMAGE\} AS runtime$/m);
     assert.match(df, /^USER node$/m);
     assert.match(df, /^HEALTHCHECK .*$/m);

@@ -67,6 +67,11 @@ before(async () => {
           res.writeHead(200, { 'content-type': 'text/event-stream' });
           res.write('data: {"n":1}\n\n');
           return;
+        case '/done-hang/chat/completions':
+          // The end marker, then neither the body's end nor anything else.
+          res.writeHead(200, { 'content-type': 'text/event-stream' });
+          res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'Hi' } }] })}\n\ndata: [DONE]\n\n`);
+          return;
         case '/cut':
           res.writeHead(200, { 'content-type': 'audio/mpeg', 'content-length': '1000' });
           res.write(Buffer.alloc(100));
@@ -197,6 +202,16 @@ test('the SDK reads a stream to its [DONE] and the connection is reused; a line 
     for await (const _ of await sdk.chat.completions.create({ model: 'm', messages: [], stream: true })) void _;
   })().catch((e: unknown) => e);
   assert.ok(err instanceof AnswerTooLargeError, String(err));
+});
+
+test('a body that does not end after [DONE]: the stream still ends at the marker, and the connection is closed after a bounded wait', async () => {
+  const sdk = createOpenAiClient({ baseURL: `${url}/done-hang`, apiKey: '' });
+  const before = closedResponses;
+  let text = '';
+  for await (const c of await sdk.chat.completions.create({ model: 'm', messages: [], stream: true })) text += c.choices[0]?.delta.content ?? '';
+  assert.equal(text, 'Hi');
+  await untilClosed(before + 1);
+  assert.equal(closedResponses, before + 1, 'the connection waiting for the end was closed');
 });
 
 /** A server of its own whose requests `closeFrom`..`closeUntil` are answered by closing the connection. */
