@@ -8,7 +8,23 @@ import { join } from 'node:path';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-const folders = ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store', 'features', 'transport', 'server', 'web', 'test', 'examples', 'scripts'];
+const folders = [
+  'core',
+  'protocol',
+  'audio',
+  'mcp',
+  'llm',
+  'providers',
+  'voice',
+  'store',
+  'features',
+  'transport',
+  'server',
+  'web',
+  'test',
+  'examples',
+  'scripts',
+];
 
 /** Folder -> folders it may import (besides itself). `llm` and `providers` may import `mcp` for types only. */
 const allowed = {
@@ -61,12 +77,21 @@ function boundaryRule(folder) {
     });
   }
   if (allowed[folder].includes('features')) {
-    patterns.push({ regex: ROOM_INTERNALS, message: `ARCHITECTURE.md: ${folder}/ imports a feature room only through its index.ts.` });
+    patterns.push({
+      regex: ROOM_INTERNALS,
+      message: `ARCHITECTURE.md: ${folder}/ imports a feature room only through its index.ts.`,
+    });
   }
   if (allowed[folder].includes('transport')) {
-    patterns.push({ regex: TRANSPORT_INTERNALS, message: `ARCHITECTURE.md: ${folder}/ imports a transport (and session-door/) only through its index.ts.` });
+    patterns.push({
+      regex: TRANSPORT_INTERNALS,
+      message: `ARCHITECTURE.md: ${folder}/ imports a transport (and session-door/) only through its index.ts.`,
+    });
   }
-  return { files: [`${folder}/**/*.ts`], rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns }] } };
+  return {
+    files: [`${folder}/**/*.ts`],
+    rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns }] },
+  };
 }
 
 /** A room's files: the folder rule, plus other rooms only as the room table allows, through index.ts. */
@@ -77,10 +102,18 @@ function roomRule(room) {
     ...folderRule,
     { regex: OTHER_ROOM_INTERNALS, message: `ARCHITECTURE.md: a room imports another room only through its index.ts.` },
     ...(others.some((r) => !rooms[room].includes(r))
-      ? [{ group: others.filter((r) => !rooms[room].includes(r)).map((r) => `../${r}/*`), message: `ARCHITECTURE.md: features/${room}/ may use ${rooms[room].join(', ') || 'no other room'}.` }]
+      ? [
+          {
+            group: others.filter((r) => !rooms[room].includes(r)).map((r) => `../${r}/*`),
+            message: `ARCHITECTURE.md: features/${room}/ may use ${rooms[room].join(', ') || 'no other room'}.`,
+          },
+        ]
       : []),
   ];
-  return { files: [`features/${room}/**/*.ts`], rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns }] } };
+  return {
+    files: [`features/${room}/**/*.ts`],
+    rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns }] },
+  };
 }
 
 /**
@@ -96,11 +129,26 @@ const transports = readdirSync(join(import.meta.dirname, 'transport'), { withFil
 function transportRules() {
   const folderRule = [
     ...boundaryRule('transport').rules['@typescript-eslint/no-restricted-imports'][1].patterns,
-    { regex: String.raw`^\.\./${SHARED_TRANSPORT}/(?!index\.ts$)`, message: `ARCHITECTURE.md: a transport imports transport/${SHARED_TRANSPORT}/ only through its index.ts.` },
+    {
+      regex: String.raw`^\.\./${SHARED_TRANSPORT}/(?!index\.ts$)`,
+      message: `ARCHITECTURE.md: a transport imports transport/${SHARED_TRANSPORT}/ only through its index.ts.`,
+    },
   ];
-  const rule = (files, group, message) => ({ files, rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: group.length > 0 ? [...folderRule, { group, message }] : folderRule }] } });
+  const rule = (files, group, message) => ({
+    files,
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        { patterns: group.length > 0 ? [...folderRule, { group, message }] : folderRule },
+      ],
+    },
+  });
   return [
-    rule([`transport/${SHARED_TRANSPORT}/**/*.ts`], transports.map((t) => `../${t}/*`), `ARCHITECTURE.md: transport/${SHARED_TRANSPORT}/ imports no transport.`),
+    rule(
+      [`transport/${SHARED_TRANSPORT}/**/*.ts`],
+      transports.map((t) => `../${t}/*`),
+      `ARCHITECTURE.md: transport/${SHARED_TRANSPORT}/ imports no transport.`,
+    ),
     ...transports.map((t) =>
       rule(
         [`transport/${t}/**/*.ts`],
@@ -133,7 +181,15 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-floating-promises': [
         'error',
-        { allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['test', 'it', 'describe', 'suite', 'before', 'after', 'beforeEach', 'afterEach'] }] },
+        {
+          allowForKnownSafeCalls: [
+            {
+              from: 'package',
+              package: 'node:test',
+              name: ['test', 'it', 'describe', 'suite', 'before', 'after', 'beforeEach', 'afterEach'],
+            },
+          ],
+        },
       ],
     },
   },
@@ -144,10 +200,25 @@ export default tseslint.config(
   ...transportRules(),
   {
     // Only server/config.ts reads the environment.
-    files: ['core/**/*.ts', 'protocol/**/*.ts', 'audio/**/*.ts', 'mcp/**/*.ts', 'llm/**/*.ts', 'providers/**/*.ts', 'voice/**/*.ts', 'store/**/*.ts', 'features/**/*.ts', 'transport/**/*.ts', 'server/**/*.ts'],
+    files: [
+      'core/**/*.ts',
+      'protocol/**/*.ts',
+      'audio/**/*.ts',
+      'mcp/**/*.ts',
+      'llm/**/*.ts',
+      'providers/**/*.ts',
+      'voice/**/*.ts',
+      'store/**/*.ts',
+      'features/**/*.ts',
+      'transport/**/*.ts',
+      'server/**/*.ts',
+    ],
     ignores: ['server/config.ts'],
     rules: {
-      'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Only server/config.ts reads process.env.' }],
+      'no-restricted-properties': [
+        'error',
+        { object: 'process', property: 'env', message: 'Only server/config.ts reads process.env.' },
+      ],
     },
   },
   {
@@ -156,10 +227,42 @@ export default tseslint.config(
   },
   {
     files: ['web/**/*.js'],
-    languageOptions: { globals: { window: 'readonly', document: 'readonly', navigator: 'readonly', console: 'readonly', fetch: 'readonly', WebSocket: 'readonly', AudioContext: 'readonly', AudioEncoder: 'readonly', AudioDecoder: 'readonly', AudioData: 'readonly', EncodedAudioChunk: 'readonly', location: 'readonly', performance: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', URL: 'readonly', URLSearchParams: 'readonly', crypto: 'readonly', localStorage: 'readonly', TextEncoder: 'readonly', TextDecoder: 'readonly', AudioWorkletNode: 'readonly', MediaStream: 'readonly', Blob: 'readonly', AbortController: 'readonly' } },
+    languageOptions: {
+      globals: {
+        window: 'readonly',
+        document: 'readonly',
+        navigator: 'readonly',
+        console: 'readonly',
+        fetch: 'readonly',
+        WebSocket: 'readonly',
+        AudioContext: 'readonly',
+        AudioEncoder: 'readonly',
+        AudioDecoder: 'readonly',
+        AudioData: 'readonly',
+        EncodedAudioChunk: 'readonly',
+        location: 'readonly',
+        performance: 'readonly',
+        setTimeout: 'readonly',
+        clearTimeout: 'readonly',
+        setInterval: 'readonly',
+        clearInterval: 'readonly',
+        URL: 'readonly',
+        URLSearchParams: 'readonly',
+        crypto: 'readonly',
+        localStorage: 'readonly',
+        TextEncoder: 'readonly',
+        TextDecoder: 'readonly',
+        AudioWorkletNode: 'readonly',
+        MediaStream: 'readonly',
+        Blob: 'readonly',
+        AbortController: 'readonly',
+      },
+    },
   },
   {
     files: ['test/**/*.mjs', '*.js'],
-    languageOptions: { globals: { process: 'readonly', console: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly' } },
+    languageOptions: {
+      globals: { process: 'readonly', console: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly' },
+    },
   },
 );

@@ -43,7 +43,8 @@ export function spawnManaged(command: string, args: readonly string[], opts: Spa
   let tail = Buffer.alloc(0);
   let running = true;
   proc.stderr.on('data', (chunk: Buffer) => {
-    tail = tail.length + chunk.length <= keep ? Buffer.concat([tail, chunk]) : Buffer.concat([tail, chunk]).subarray(-keep);
+    tail =
+      tail.length + chunk.length <= keep ? Buffer.concat([tail, chunk]) : Buffer.concat([tail, chunk]).subarray(-keep);
   });
   // A child that dies while we write must not crash the process with an unhandled EPIPE.
   proc.stdin.on('error', () => {});
@@ -90,7 +91,11 @@ export function spawnManaged(command: string, args: readonly string[], opts: Spa
 }
 
 /** Writes `chunk` to a child's stdin honouring backpressure; false when stdin is gone. */
-export async function writeWithBackpressure(proc: ChildProcessWithoutNullStreams, chunk: Uint8Array, stop: AbortSignal): Promise<boolean> {
+export async function writeWithBackpressure(
+  proc: ChildProcessWithoutNullStreams,
+  chunk: Uint8Array,
+  stop: AbortSignal,
+): Promise<boolean> {
   const stdin = proc.stdin;
   if (stdin.destroyed || stdin.writableEnded || stop.aborted) return false;
   if (stdin.write(chunk)) return true;

@@ -200,14 +200,22 @@ class PacerImpl implements Pacer {
   #sendError: unknown;
   /** When the previous frame was sent (NaN: none since the start or the last stop). */
   #lastSentAt = NaN;
-  readonly stats: PacerStats = { framesSent: 0, lateFrames: 0, maxLateMs: 0, underruns: 0, intervals: 0, lateIntervals: 0 };
+  readonly stats: PacerStats = {
+    framesSent: 0,
+    lateFrames: 0,
+    maxLateMs: 0,
+    underruns: 0,
+    intervals: 0,
+    lateIntervals: 0,
+  };
 
   constructor(opts: PacerOptions) {
     if (!(opts.frameMs > 0)) throw new VoiceError(ErrorCode.ConfigInvalid, 'pacer: frameMs must be positive');
     this.#frameMs = opts.frameMs;
     const pre = Math.max(1, Math.floor(opts.preBufferFrames ?? DEFAULT_PRE_BUFFER_FRAMES));
     const cap = Math.min(opts.maxAheadMs ?? DEFAULT_MAX_AHEAD_MS, DEVICE_BUFFER_MS);
-    const lead = opts.leadMs !== undefined ? Math.min(opts.leadMs, DEVICE_BUFFER_MS) : Math.min(pre * this.#frameMs, cap);
+    const lead =
+      opts.leadMs !== undefined ? Math.min(opts.leadMs, DEVICE_BUFFER_MS) : Math.min(pre * this.#frameMs, cap);
     // The lead can never be less than one frame: a frame is played while the next is in flight.
     this.#targetLeadMs = Math.max(this.#frameMs, lead);
     this.#preLeadMs = Math.min(this.#targetLeadMs, Math.max(this.#frameMs, pre * this.#frameMs));
@@ -248,7 +256,8 @@ class PacerImpl implements Pacer {
 
   async #playOne(frames: AsyncIterable<Buffer>, generation: number): Promise<PacerResult> {
     if (this.#signal.aborted) throw new VoiceError(ErrorCode.Aborted, 'aborted', { cause: this.#signal.reason });
-    const ended = (): boolean => generation !== this.#generation || this.#signal.aborted || this.#sendError !== undefined;
+    const ended = (): boolean =>
+      generation !== this.#generation || this.#signal.aborted || this.#sendError !== undefined;
     const sentBefore = this.stats.framesSent;
     const it = frames[Symbol.asyncIterator]();
     // Stop, abort and a failed send end the wait for the producer, so a slow producer cannot

@@ -111,7 +111,8 @@ export class PcmFramer {
   #fill = 0;
 
   constructor(frameSamples: number) {
-    if (!Number.isInteger(frameSamples) || frameSamples <= 0) throw new RangeError('frameSamples must be a positive integer');
+    if (!Number.isInteger(frameSamples) || frameSamples <= 0)
+      throw new RangeError('frameSamples must be a positive integer');
     this.frameSamples = frameSamples;
     this.#buf = new Int16Array(frameSamples);
   }

@@ -92,7 +92,8 @@ export class Resampler {
     if (!(fromRate > 0 && toRate > 0) || !Number.isInteger(fromRate) || !Number.isInteger(toRate)) {
       throw new RangeError('sample rates must be positive integers');
     }
-    if (!Number.isInteger(zeroCrossings) || zeroCrossings < 2) throw new RangeError('zeroCrossings must be an integer >= 2');
+    if (!Number.isInteger(zeroCrossings) || zeroCrossings < 2)
+      throw new RangeError('zeroCrossings must be an integer >= 2');
     this.fromRate = fromRate;
     this.toRate = toRate;
     this.#kernel = kernelFor(fromRate, toRate, zeroCrossings);

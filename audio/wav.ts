@@ -82,7 +82,8 @@ function parseFmt(b: Buffer): WavFormat {
   if ((tag !== 1 && tag !== 0xfffe) || bits !== 16) {
     throw new VoiceError(ErrorCode.BadInput, `wav: only 16-bit PCM is supported (format ${tag}, ${bits} bit)`);
   }
-  if (channels < 1 || sampleRate < 1000) throw new VoiceError(ErrorCode.BadInput, 'wav: bad channel count or sample rate');
+  if (channels < 1 || sampleRate < 1000)
+    throw new VoiceError(ErrorCode.BadInput, 'wav: bad channel count or sample rate');
   return { sampleRate, channels };
 }
 

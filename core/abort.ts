@@ -68,7 +68,9 @@ export function linkedScope(parents: Parents, opts: ScopeOptions = {}): Scope {
     const ms = opts.timeoutMs;
     timer = setTimeout(() => {
       timedOut = true;
-      ac.abort(new VoiceError(ErrorCode.Timeout, `${opts.what ?? 'operation'} timed out after ${ms} ms`, { retryable: true }));
+      ac.abort(
+        new VoiceError(ErrorCode.Timeout, `${opts.what ?? 'operation'} timed out after ${ms} ms`, { retryable: true }),
+      );
       dispose();
     }, ms);
   }
@@ -93,10 +95,16 @@ export function linkedScope(parents: Parents, opts: ScopeOptions = {}): Scope {
  * aborts, even when `fn` ignores its signal: a timeout rejects with a retryable Timeout VoiceError
  * naming `what`, a parent's abort with an Aborted VoiceError. Otherwise `fn`'s own result or error.
  */
-export async function runScoped<T>(parents: Parents, fn: (signal: AbortSignal) => Promise<T>, opts: ScopeOptions = {}): Promise<T> {
+export async function runScoped<T>(
+  parents: Parents,
+  fn: (signal: AbortSignal) => Promise<T>,
+  opts: ScopeOptions = {},
+): Promise<T> {
   const scope = linkedScope(parents, opts);
   const stopped = (): VoiceError =>
-    scope.timedOut ? (scope.signal.reason as VoiceError) : new VoiceError(ErrorCode.Aborted, 'aborted', { cause: scope.signal.reason });
+    scope.timedOut
+      ? (scope.signal.reason as VoiceError)
+      : new VoiceError(ErrorCode.Aborted, 'aborted', { cause: scope.signal.reason });
   if (scope.signal.aborted) {
     scope.dispose();
     throw stopped();

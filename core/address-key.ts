@@ -91,7 +91,7 @@ export function useAddressSettings(app: FastifyInstance, settings: AddressSettin
 function resolve(request: FastifyRequest): { key: string; client: string } {
   const cached = keyCache.get(request.raw);
   if (cached) return cached;
-  const keys = ((request.server as unknown as Record<symbol, AddressKeys | undefined>)[SETTINGS]) ?? DEFAULT_KEYS;
+  const keys = (request.server as unknown as Record<symbol, AddressKeys | undefined>)[SETTINGS] ?? DEFAULT_KEYS;
   const ip = keys.client(request.raw.socket.remoteAddress, request.headers['x-forwarded-for']);
   const out = { key: keys.keyOf(ip), client: ip ? formatIp(ip) : UNKNOWN };
   keyCache.set(request.raw, out);

@@ -5,7 +5,26 @@
  */
 
 export const EMOTIONS = [
-  'neutral', 'happy', 'laughing', 'funny', 'sad', 'angry', 'crying', 'loving', 'embarrassed', 'surprised', 'shocked',
-  'thinking', 'winking', 'cool', 'relaxed', 'delicious', 'kissy', 'confident', 'sleepy', 'silly', 'confused',
+  'neutral',
+  'happy',
+  'laughing',
+  'funny',
+  'sad',
+  'angry',
+  'crying',
+  'loving',
+  'embarrassed',
+  'surprised',
+  'shocked',
+  'thinking',
+  'winking',
+  'cool',
+  'relaxed',
+  'delicious',
+  'kissy',
+  'confident',
+  'sleepy',
+  'silly',
+  'confused',
 ] as const;
 export type Emotion = (typeof EMOTIONS)[number];

@@ -126,7 +126,8 @@ export function parseRange(text: string): IpRange | null {
   }
   if (family === 6) {
     const bytes = parseIpv6(t);
-    if (isMapped(bytes) && bits >= 96) return { family: 4, bytes: truncateTo({ family: 4, bytes: bytes.slice(12) }, bits - 96).bytes, bits: bits - 96 };
+    if (isMapped(bytes) && bits >= 96)
+      return { family: 4, bytes: truncateTo({ family: 4, bytes: bytes.slice(12) }, bits - 96).bytes, bits: bits - 96 };
     return { family: 6, bytes: truncateTo({ family: 6, bytes }, bits).bytes, bits };
   }
   return { family: 4, bytes: truncateTo({ family: 4, bytes: parseIpv4(t) }, bits).bytes, bits };

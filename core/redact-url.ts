@@ -7,7 +7,8 @@
 import { REDACTED } from './secret-values.ts';
 
 /** Query keys whose values are credentials. Matched after percent-decoding, as servers read them. */
-const SECRET_QUERY_KEY = /^(?:authorization|auth|(?:access|refresh|id|api|auth)?[-_]?token|api[-_]?key|key|(?:client[-_]?)?secret|password|passwd|pwd|sig|signature|x-amz-signature|x-goog-signature)$/i;
+const SECRET_QUERY_KEY =
+  /^(?:authorization|auth|(?:access|refresh|id|api|auth)?[-_]?token|api[-_]?key|key|(?:client[-_]?)?secret|password|passwd|pwd|sig|signature|x-amz-signature|x-goog-signature)$/i;
 
 /** `scheme://userinfo@` at the start of an absolute URL. */
 const USERINFO = /^([a-z][a-z0-9+.-]*:\/\/)([^/?#@\s]*)@/i;
@@ -33,7 +34,9 @@ export function isSecretQueryKey(key: string): boolean {
 export function redactUrl(url: string): string {
   return url
     .replace(USERINFO, (_whole, scheme: string) => `${scheme}${REDACTED}@`)
-    .replace(/([?&;])([^=&#;]*)=([^&#;]*)/g, (whole, sep: string, key: string) => (isSecretQueryKey(key) ? `${sep}${key}=${REDACTED}` : whole));
+    .replace(/([?&;])([^=&#;]*)=([^&#;]*)/g, (whole, sep: string, key: string) =>
+      isSecretQueryKey(key) ? `${sep}${key}=${REDACTED}` : whole,
+    );
 }
 
 /** Every absolute URL inside `text` passed through `redactUrl`. */

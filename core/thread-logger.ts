@@ -16,7 +16,10 @@ export interface ThreadLogRecord {
   bindings: Record<string, unknown>;
 }
 
-export function createThreadLogger(post: (rec: ThreadLogRecord) => void, bindings: Record<string, unknown> = {}): Logger {
+export function createThreadLogger(
+  post: (rec: ThreadLogRecord) => void,
+  bindings: Record<string, unknown> = {},
+): Logger {
   const fn =
     (level: ThreadLogLevel): LogFn =>
     (a: object | string, b?: string) => {

@@ -42,7 +42,10 @@ export interface RpcCall<I> {
 }
 
 export type RpcHandlers<A extends RpcApi<A>> = {
-  [K in keyof A]: (params: RpcParams<A, K>, call: RpcCall<RpcItem<A, K>>) => RpcResult<A, K> | Moved<RpcResult<A, K>> | Promise<RpcResult<A, K> | Moved<RpcResult<A, K>>>;
+  [K in keyof A]: (
+    params: RpcParams<A, K>,
+    call: RpcCall<RpcItem<A, K>>,
+  ) => RpcResult<A, K> | Moved<RpcResult<A, K>> | Promise<RpcResult<A, K> | Moved<RpcResult<A, K>>>;
 };
 
 export interface RpcCallOptions {
@@ -124,7 +127,11 @@ export class RpcPeer<Remote extends RpcApi<Remote>, Local extends RpcApi<Local> 
     this.#handlers = handlers;
   }
 
-  request<K extends keyof Remote & string>(method: K, params: RpcParams<Remote, K>, opts: RpcCallOptions = {}): Promise<RpcResult<Remote, K>> {
+  request<K extends keyof Remote & string>(
+    method: K,
+    params: RpcParams<Remote, K>,
+    opts: RpcCallOptions = {},
+  ): Promise<RpcResult<Remote, K>> {
     return new Promise((resolve, reject) => {
       this.#call(method, params, opts, {
         item: () => {},
@@ -134,7 +141,11 @@ export class RpcPeer<Remote extends RpcApi<Remote>, Local extends RpcApi<Local> 
   }
 
   /** A call answered by a stream of items; stopping early cancels it. */
-  async *stream<K extends keyof Remote & string>(method: K, params: RpcParams<Remote, K>, opts: RpcCallOptions = {}): AsyncGenerator<RpcItem<Remote, K>> {
+  async *stream<K extends keyof Remote & string>(
+    method: K,
+    params: RpcParams<Remote, K>,
+    opts: RpcCallOptions = {},
+  ): AsyncGenerator<RpcItem<Remote, K>> {
     const items = new AsyncQueue<RpcItem<Remote, K>>();
     let ended = false;
     const id = this.#call(method, params, opts, {
@@ -152,7 +163,11 @@ export class RpcPeer<Remote extends RpcApi<Remote>, Local extends RpcApi<Local> 
     }
   }
 
-  notify<K extends keyof Remote & string>(method: K, params: RpcParams<Remote, K>, transfer: readonly ArrayBuffer[] = []): void {
+  notify<K extends keyof Remote & string>(
+    method: K,
+    params: RpcParams<Remote, K>,
+    transfer: readonly ArrayBuffer[] = [],
+  ): void {
     if (!this.#closed) this.#send({ rpc: 'notify', method, params }, transfer);
   }
 
@@ -260,12 +275,19 @@ export class RpcPeer<Remote extends RpcApi<Remote>, Local extends RpcApi<Local> 
     } catch (err) {
       return fail(err);
     }
-    Promise.resolve(out).then((v) => (v instanceof Moved ? answer({ rpc: 'result', id, value: v.value }, v.transfer) : answer({ rpc: 'result', id, value: v })), fail);
+    Promise.resolve(out).then(
+      (v) =>
+        v instanceof Moved
+          ? answer({ rpc: 'result', id, value: v.value }, v.transfer)
+          : answer({ rpc: 'result', id, value: v }),
+      fail,
+    );
   }
 
   #serveNotify(method: string, params: unknown): void {
     const handler = this.#handler(method);
-    const report = (err: unknown): void => this.#log.warn({ method, err: toVoiceError(err).message }, 'RPC notification failed');
+    const report = (err: unknown): void =>
+      this.#log.warn({ method, err: toVoiceError(err).message }, 'RPC notification failed');
     if (!handler) return report(new Error('no such method'));
     try {
       Promise.resolve(handler(params, { signal: NEVER, send: () => {} })).catch(report);

@@ -7,13 +7,27 @@
 import { parentPort } from 'node:worker_threads';
 import type { Logger } from './logger.ts';
 import { createThreadLogger } from './thread-logger.ts';
-import { RpcPeer, toRpcError, type RpcApi, type RpcCallOptions, type RpcHandlers, type RpcMessage, type RpcMethod, type RpcParams, type RpcResult } from './worker-rpc-peer.ts';
+import {
+  RpcPeer,
+  toRpcError,
+  type RpcApi,
+  type RpcCallOptions,
+  type RpcHandlers,
+  type RpcMessage,
+  type RpcMethod,
+  type RpcParams,
+  type RpcResult,
+} from './worker-rpc-peer.ts';
 
 export interface RpcThread<Local extends RpcApi<Local>, Remote extends RpcApi<Remote>> {
   /** This thread's logger: its records go through the main thread's logger (redaction, levels). */
   readonly log: Logger;
   /** Calls the main thread. */
-  request<K extends keyof Remote & string>(method: K, params: RpcParams<Remote, K>, opts?: RpcCallOptions): Promise<RpcResult<Remote, K>>;
+  request<K extends keyof Remote & string>(
+    method: K,
+    params: RpcParams<Remote, K>,
+    opts?: RpcCallOptions,
+  ): Promise<RpcResult<Remote, K>>;
   /** Serves `handlers` and tells the main thread this worker is ready. `onExit` runs before an asked exit. */
   serve(handlers: RpcHandlers<Local>, onExit?: () => Promise<void>): void;
   /** Tells the main thread this worker could not load (it is ended, and replaced after a delay). */
@@ -21,7 +35,10 @@ export interface RpcThread<Local extends RpcApi<Local>, Remote extends RpcApi<Re
 }
 
 /** Serves `Local`'s methods to the main thread and calls `Remote`'s there. Call once per worker. */
-export function workerRpcThread<Local extends RpcApi<Local>, Remote extends RpcApi<Remote> = Record<never, RpcMethod>>(): RpcThread<Local, Remote> {
+export function workerRpcThread<
+  Local extends RpcApi<Local>,
+  Remote extends RpcApi<Remote> = Record<never, RpcMethod>,
+>(): RpcThread<Local, Remote> {
   const port = parentPort;
   if (!port) throw new Error('workerRpcThread() must run in a worker thread');
   const post = (m: RpcMessage, transfer: readonly ArrayBuffer[] = []): void => port.postMessage(m, [...transfer]);

@@ -10,7 +10,18 @@ import type { Worker } from 'node:worker_threads';
 import { ErrorCode, VoiceError } from './errors.ts';
 import type { Logger } from './logger.ts';
 import type { ThreadLogRecord } from './thread-logger.ts';
-import { fromRpcError, RpcPeer, type RpcApi, type RpcCallOptions, type RpcHandlers, type RpcItem, type RpcMessage, type RpcMethod, type RpcParams, type RpcResult } from './worker-rpc-peer.ts';
+import {
+  fromRpcError,
+  RpcPeer,
+  type RpcApi,
+  type RpcCallOptions,
+  type RpcHandlers,
+  type RpcItem,
+  type RpcMessage,
+  type RpcMethod,
+  type RpcParams,
+  type RpcResult,
+} from './worker-rpc-peer.ts';
 
 /** Sees each worker thread as it starts, by its label (an operator's tooling; tests end one to crash it). */
 export type WorkerObserver = (worker: Worker, label: string) => void;
@@ -83,15 +94,27 @@ export class WorkerRpc<Remote extends RpcApi<Remote>, Local extends RpcApi<Local
     return this.#spawn();
   }
 
-  request<K extends keyof Remote & string>(method: K, params: RpcParams<Remote, K>, opts?: RpcCallOptions): Promise<RpcResult<Remote, K>> {
+  request<K extends keyof Remote & string>(
+    method: K,
+    params: RpcParams<Remote, K>,
+    opts?: RpcCallOptions,
+  ): Promise<RpcResult<Remote, K>> {
     return this.#peerOrFail().request(method, params, opts);
   }
 
-  stream<K extends keyof Remote & string>(method: K, params: RpcParams<Remote, K>, opts?: RpcCallOptions): AsyncGenerator<RpcItem<Remote, K>> {
+  stream<K extends keyof Remote & string>(
+    method: K,
+    params: RpcParams<Remote, K>,
+    opts?: RpcCallOptions,
+  ): AsyncGenerator<RpcItem<Remote, K>> {
     return this.#peerOrFail().stream(method, params, opts);
   }
 
-  notify<K extends keyof Remote & string>(method: K, params: RpcParams<Remote, K>, transfer?: readonly ArrayBuffer[]): void {
+  notify<K extends keyof Remote & string>(
+    method: K,
+    params: RpcParams<Remote, K>,
+    transfer?: readonly ArrayBuffer[],
+  ): void {
     this.#peer?.notify(method, params, transfer);
   }
 
@@ -125,7 +148,9 @@ export class WorkerRpc<Remote extends RpcApi<Remote>, Local extends RpcApi<Local
     const { label } = this.#opts;
     // A peer closed at once: the call fails with the reason, the same way as one in flight.
     const gone = new RpcPeer<Remote, Local>(() => {}, this.#opts.log);
-    gone.close(this.#closed ?? new VoiceError(ErrorCode.ProviderUnavailable, `the ${label} is restarting`, { retryable: true }));
+    gone.close(
+      this.#closed ?? new VoiceError(ErrorCode.ProviderUnavailable, `the ${label} is restarting`, { retryable: true }),
+    );
     return gone;
   }
 
@@ -151,7 +176,8 @@ export class WorkerRpc<Remote extends RpcApi<Remote>, Local extends RpcApi<Local
     return new Promise<void>((resolve, reject) => {
       worker.on('message', (m: RpcMessage) => {
         // The worker's log records go through this thread's logger, its bindings in the line.
-        if (m.rpc === 'log') (this.#opts.logFor?.(m.rec) ?? log)[m.rec.level]({ ...m.rec.bindings, ...m.rec.obj }, m.rec.msg);
+        if (m.rpc === 'log')
+          (this.#opts.logFor?.(m.rec) ?? log)[m.rec.level]({ ...m.rec.bindings, ...m.rec.obj }, m.rec.msg);
         else if (m.rpc === 'ready') {
           this.#ready = true;
           this.#started = true;
@@ -171,7 +197,10 @@ export class WorkerRpc<Remote extends RpcApi<Remote>, Local extends RpcApi<Local
         this.#worker = undefined;
         this.#peer = undefined;
         // A worker that could not load fails the calls queued for it with the reason.
-        const err = this.#closed ?? loadError ?? new VoiceError(this.#opts.lostCode ?? ErrorCode.Internal, `${label} exited with code ${code}`);
+        const err =
+          this.#closed ??
+          loadError ??
+          new VoiceError(this.#opts.lostCode ?? ErrorCode.Internal, `${label} exited with code ${code}`);
         peer.close(err);
         reject(err);
         this.#opts.onExit?.();

@@ -39,15 +39,59 @@ const EMOJI_TO_EMOTION: ReadonlyMap<string, Emotion> = new Map(
 /** Tag words (English and Chinese) that name an emotion. */
 const TAG_SYNONYMS: ReadonlyMap<string, Emotion> = new Map<string, Emotion>([
   ...EMOTIONS.map((e) => [e, e] as [string, Emotion]),
-  ['calm', 'neutral'], ['joy', 'happy'], ['smile', 'happy'], ['glad', 'happy'], ['excited', 'happy'], ['laugh', 'laughing'],
-  ['sadness', 'sad'], ['cry', 'crying'], ['anger', 'angry'], ['mad', 'angry'], ['love', 'loving'], ['shy', 'embarrassed'],
-  ['surprise', 'surprised'], ['shock', 'shocked'], ['think', 'thinking'], ['wink', 'winking'], ['tired', 'sleepy'],
-  ['confusion', 'confused'], ['playful', 'silly'], ['yummy', 'delicious'], ['kiss', 'kissy'], ['proud', 'confident'],
-  ['平静', 'neutral'], ['中性', 'neutral'], ['开心', 'happy'], ['高兴', 'happy'], ['快乐', 'happy'], ['大笑', 'laughing'],
-  ['搞笑', 'funny'], ['难过', 'sad'], ['伤心', 'sad'], ['生气', 'angry'], ['愤怒', 'angry'], ['哭', 'crying'], ['哭泣', 'crying'],
-  ['喜爱', 'loving'], ['爱', 'loving'], ['尴尬', 'embarrassed'], ['害羞', 'embarrassed'], ['惊讶', 'surprised'], ['震惊', 'shocked'],
-  ['思考', 'thinking'], ['眨眼', 'winking'], ['酷', 'cool'], ['放松', 'relaxed'], ['美味', 'delicious'], ['好吃', 'delicious'],
-  ['亲亲', 'kissy'], ['自信', 'confident'], ['困', 'sleepy'], ['困了', 'sleepy'], ['调皮', 'silly'], ['困惑', 'confused'],
+  ['calm', 'neutral'],
+  ['joy', 'happy'],
+  ['smile', 'happy'],
+  ['glad', 'happy'],
+  ['excited', 'happy'],
+  ['laugh', 'laughing'],
+  ['sadness', 'sad'],
+  ['cry', 'crying'],
+  ['anger', 'angry'],
+  ['mad', 'angry'],
+  ['love', 'loving'],
+  ['shy', 'embarrassed'],
+  ['surprise', 'surprised'],
+  ['shock', 'shocked'],
+  ['think', 'thinking'],
+  ['wink', 'winking'],
+  ['tired', 'sleepy'],
+  ['confusion', 'confused'],
+  ['playful', 'silly'],
+  ['yummy', 'delicious'],
+  ['kiss', 'kissy'],
+  ['proud', 'confident'],
+  ['平静', 'neutral'],
+  ['中性', 'neutral'],
+  ['开心', 'happy'],
+  ['高兴', 'happy'],
+  ['快乐', 'happy'],
+  ['大笑', 'laughing'],
+  ['搞笑', 'funny'],
+  ['难过', 'sad'],
+  ['伤心', 'sad'],
+  ['生气', 'angry'],
+  ['愤怒', 'angry'],
+  ['哭', 'crying'],
+  ['哭泣', 'crying'],
+  ['喜爱', 'loving'],
+  ['爱', 'loving'],
+  ['尴尬', 'embarrassed'],
+  ['害羞', 'embarrassed'],
+  ['惊讶', 'surprised'],
+  ['震惊', 'shocked'],
+  ['思考', 'thinking'],
+  ['眨眼', 'winking'],
+  ['酷', 'cool'],
+  ['放松', 'relaxed'],
+  ['美味', 'delicious'],
+  ['好吃', 'delicious'],
+  ['亲亲', 'kissy'],
+  ['自信', 'confident'],
+  ['困', 'sleepy'],
+  ['困了', 'sleepy'],
+  ['调皮', 'silly'],
+  ['困惑', 'confused'],
 ]);
 
 /** Emotion for an emoji (any variation selectors or modifiers are ignored), if it is a known one. */
@@ -63,7 +107,8 @@ export function emotionForTag(tag: string): Emotion | undefined {
 
 const PICTO = /^\p{Extended_Pictographic}/u;
 /** One emoji cluster: a pictograph with its selectors, modifiers and ZWJ-joined parts. */
-const CLUSTER = /^\p{Extended_Pictographic}(?:\u{FE0F}|\u{20E3}|[\u{1F3FB}-\u{1F3FF}])*(?:\u{200D}\p{Extended_Pictographic}(?:\u{FE0F}|[\u{1F3FB}-\u{1F3FF}])*)*/u;
+const CLUSTER =
+  /^\p{Extended_Pictographic}(?:\u{FE0F}|\u{20E3}|[\u{1F3FB}-\u{1F3FF}])*(?:\u{200D}\p{Extended_Pictographic}(?:\u{FE0F}|[\u{1F3FB}-\u{1F3FF}])*)*/u;
 /** A tag longer than this is not a tag: stop waiting for its closing bracket. */
 const MAX_TAG = 24;
 

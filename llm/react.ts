@@ -94,7 +94,14 @@ export async function runReact(opts: ReactOptions): Promise<ReactOutcome> {
   const { llm, tools, history, signal, log } = opts;
   const started = performance.now();
   const since = (): number => Math.round(performance.now() - started);
-  const outcome: ReactOutcome = { reason: 'answered', rounds: 0, text: '', toolCalls: [], totalMs: 0, endSession: false };
+  const outcome: ReactOutcome = {
+    reason: 'answered',
+    rounds: 0,
+    text: '',
+    toolCalls: [],
+    totalMs: 0,
+    endSession: false,
+  };
   // Text from a new round (or a tool's spoken result) must not run into the previous round's last
   // sentence ("Let me check.It is noon." would not be cut): a line break goes in between.
   let breakBeforeNext = false;
@@ -123,7 +130,14 @@ export async function runReact(opts: ReactOptions): Promise<ReactOutcome> {
     if (stopReason) outcome.stopReason = stopReason;
     outcome.totalMs = since();
     log.info(
-      { reason, stopReason, rounds: outcome.rounds, firstTokenMs: outcome.firstTokenMs, totalMs: outcome.totalMs, tools: outcome.toolCalls.map((t) => ({ name: t.name, ms: t.ms, isError: t.isError })) },
+      {
+        reason,
+        stopReason,
+        rounds: outcome.rounds,
+        firstTokenMs: outcome.firstTokenMs,
+        totalMs: outcome.totalMs,
+        tools: outcome.toolCalls.map((t) => ({ name: t.name, ms: t.ms, isError: t.isError })),
+      },
       'llm turn finished',
     );
     return outcome;
@@ -150,7 +164,9 @@ export async function runReact(opts: ReactOptions): Promise<ReactOutcome> {
     if (!known.has(call.name)) {
       result = errorFor(`Unknown tool "${call.name}". Available tools: ${[...known].join(', ') || 'none'}.`);
     } else if (!parsed.ok) {
-      result = errorFor(`Invalid arguments for tool "${call.name}": ${parsed.error}. Call it again with a JSON object that matches its schema.`);
+      result = errorFor(
+        `Invalid arguments for tool "${call.name}": ${parsed.error}. Call it again with a JSON object that matches its schema.`,
+      );
     } else {
       try {
         const timeoutMs = opts.toolTimeoutMs;
@@ -158,11 +174,16 @@ export async function runReact(opts: ReactOptions): Promise<ReactOutcome> {
           timeoutMs === undefined
             ? await tools.callTool(call.name, parsed.args, { signal })
             : // The scope makes the limit hold even for a source that ignores its signal.
-              await runScoped(signal, (s) => tools.callTool(call.name, parsed.args, { signal: s, timeoutMs }), { timeoutMs, what: `tool ${call.name}` });
+              await runScoped(signal, (s) => tools.callTool(call.name, parsed.args, { signal: s, timeoutMs }), {
+                timeoutMs,
+                what: `tool ${call.name}`,
+              });
       } catch (err) {
         if (signal.aborted) throw new VoiceError(ErrorCode.Aborted, 'aborted', { cause: err });
         const e = toVoiceError(err, ErrorCode.ToolFailed);
-        result = errorFor(e.code === ErrorCode.Timeout ? `Tool "${call.name}" timed out.` : `Tool "${call.name}" failed: ${e.message}`);
+        result = errorFor(
+          e.code === ErrorCode.Timeout ? `Tool "${call.name}" timed out.` : `Tool "${call.name}" failed: ${e.message}`,
+        );
       }
     }
     const ms = Math.round(performance.now() - t0);
@@ -201,7 +222,8 @@ export async function runReact(opts: ReactOptions): Promise<ReactOutcome> {
     }
 
     if (calls.length === 0 || !offerTools) {
-      if (calls.length > 0) log.warn({ calls: calls.map((c) => c.name) }, 'model asked for tools after the last tool round; ignored');
+      if (calls.length > 0)
+        log.warn({ calls: calls.map((c) => c.name) }, 'model asked for tools after the last tool round; ignored');
       history.append({ role: 'assistant', content: roundText });
       return finish(toolRounds >= opts.maxRounds && toolRounds > 0 ? 'max_rounds' : 'answered');
     }
@@ -218,7 +240,12 @@ export async function runReact(opts: ReactOptions): Promise<ReactOutcome> {
           calls.map((c, i) =>
             i < MAX_CALLS_PER_ROUND
               ? callOne(c)
-              : Promise.resolve({ call: c, result: errorFor(`Not run: at most ${MAX_CALLS_PER_ROUND} tool calls per round. Call it again in the next round if it is still needed.`) }),
+              : Promise.resolve({
+                  call: c,
+                  result: errorFor(
+                    `Not run: at most ${MAX_CALLS_PER_ROUND} tool calls per round. Call it again in the next round if it is still needed.`,
+                  ),
+                }),
           ),
         ),
       );
@@ -232,7 +259,11 @@ export async function runReact(opts: ReactOptions): Promise<ReactOutcome> {
     const maxChars = opts.maxToolResultChars ?? 8000;
     history.append(
       { role: 'assistant', content: roundText, toolCalls: calls },
-      ...results.map((r) => ({ role: 'tool' as const, toolCallId: r.call.id, content: toolResultText(r.result, maxChars) })),
+      ...results.map((r) => ({
+        role: 'tool' as const,
+        toolCallId: r.call.id,
+        content: toolResultText(r.result, maxChars),
+      })),
     );
 
     let decision: RoundDecision;

@@ -35,7 +35,11 @@ export type RoundDecision =
 export function decideByFlags(results: readonly ToolCallResult[]): RoundDecision {
   const actions = results.flatMap((r) => (r.result.action ? [r.result.action] : []));
   if (actions.some((a) => a.silenceLLM)) return { next: 'end', reason: 'silence', say: '' };
-  const reason: FlagEndReason | undefined = actions.some((a) => a.final) ? 'final' : actions.some((a) => a.noFurtherResponse) ? 'no_further_response' : undefined;
+  const reason: FlagEndReason | undefined = actions.some((a) => a.final)
+    ? 'final'
+    : actions.some((a) => a.noFurtherResponse)
+      ? 'no_further_response'
+      : undefined;
   if (!reason) return { next: 'observe' };
   const say = results
     .filter((r) => r.result.action?.final || r.result.action?.noFurtherResponse)

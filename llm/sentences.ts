@@ -37,13 +37,57 @@ const LATIN_END = new Set(['.', '!', '?', ';']);
 const CJK_SOFT = new Set(['，', '、', '：']);
 const LATIN_SOFT = new Set([',', ':']);
 /** Characters that belong to the sentence they follow: closing quotes and brackets, repeated enders. */
-const CLOSERS = new Set(['"', "'", '”', '’', '」', '』', '）', ')', '】', ']', '》', '.', '!', '?', '。', '！', '？', '…']);
+const CLOSERS = new Set([
+  '"',
+  "'",
+  '”',
+  '’',
+  '」',
+  '』',
+  '）',
+  ')',
+  '】',
+  ']',
+  '》',
+  '.',
+  '!',
+  '?',
+  '。',
+  '！',
+  '？',
+  '…',
+]);
 const WIDE = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\u3000-\u303f\uff00-\uffef]/u;
 const SPACE = /\s/;
 
 /** Words whose trailing dot is not a sentence end. */
 const ABBREVIATIONS = new Set([
-  'mr', 'mrs', 'ms', 'dr', 'prof', 'sr', 'jr', 'st', 'vs', 'etc', 'e.g', 'i.e', 'approx', 'no', 'fig', 'inc', 'ltd', 'co', 'mt', 'ave', 'dept', 'est', 'u.s', 'u.k', 'a.m', 'p.m',
+  'mr',
+  'mrs',
+  'ms',
+  'dr',
+  'prof',
+  'sr',
+  'jr',
+  'st',
+  'vs',
+  'etc',
+  'e.g',
+  'i.e',
+  'approx',
+  'no',
+  'fig',
+  'inc',
+  'ltd',
+  'co',
+  'mt',
+  'ave',
+  'dept',
+  'est',
+  'u.s',
+  'u.k',
+  'a.m',
+  'p.m',
 ]);
 
 /** True when the '.' at `i` ends an abbreviation, an initial or an ordered-list number. */
@@ -141,7 +185,8 @@ export function createSentenceCutter(opts: SentenceCutterOptions = {}): Sentence
     }
     for (let i = limit; i > 0; i--) {
       const ch = buf[i - 1] ?? '';
-      if ((SPACE.test(ch) || CJK_SOFT.has(ch) || LATIN_SOFT.has(ch)) && spokenWeight(buf.slice(0, i)) >= minChars) return i;
+      if ((SPACE.test(ch) || CJK_SOFT.has(ch) || LATIN_SOFT.has(ch)) && spokenWeight(buf.slice(0, i)) >= minChars)
+        return i;
     }
     // Do not split a surrogate pair.
     const code = buf.charCodeAt(limit - 1);

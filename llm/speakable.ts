@@ -34,7 +34,10 @@ export function toSpeakable(text: string): string {
   // A line that ends without punctuation still ends a thought: give the TTS a pause there.
   s = s.replace(/([\p{L}\p{N}])[ \t]*\n+\s*(?=\S)/gu, (_m, ch: string) => (WIDE.test(ch) ? `${ch}，` : `${ch}, `));
   // Removed emoji can leave "news !": no space before punctuation.
-  return s.replace(/\s+/g, ' ').replace(/\s+([,.!?;:，。！？；：、])/g, '$1').trim();
+  return s
+    .replace(/\s+/g, ' ')
+    .replace(/\s+([,.!?;:，。！？；：、])/g, '$1')
+    .trim();
 }
 
 /**

@@ -24,12 +24,23 @@ export interface SystemPromptContext {
 const formatters = new Map<string, { dateTime: Intl.DateTimeFormat; weekday: Intl.DateTimeFormat }>();
 let serverZone: string | undefined;
 
-function formattersFor(timeZone: string | undefined, locale: string): { dateTime: Intl.DateTimeFormat; weekday: Intl.DateTimeFormat } {
+function formattersFor(
+  timeZone: string | undefined,
+  locale: string,
+): { dateTime: Intl.DateTimeFormat; weekday: Intl.DateTimeFormat } {
   const key = `${timeZone ?? ''}|${locale}`;
   let f = formatters.get(key);
   if (!f) {
     f = {
-      dateTime: new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }),
+      dateTime: new Intl.DateTimeFormat('en-CA', {
+        timeZone,
+        year: 'numeric',
+        month: '2-digit',
+        day: '2-digit',
+        hour: '2-digit',
+        minute: '2-digit',
+        hourCycle: 'h23',
+      }),
       weekday: new Intl.DateTimeFormat(locale, { timeZone, weekday: 'long' }),
     };
     formatters.set(key, f);

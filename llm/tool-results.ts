@@ -50,18 +50,24 @@ function describe(c: ToolContent): string {
  * `maxChars` (a tool may return far more than a voice answer needs).
  */
 export function toolResultText(result: ToolResult, maxChars = 8000): string {
-  let text = result.content.map(describe).filter((s) => s !== '').join('\n');
+  let text = result.content
+    .map(describe)
+    .filter((s) => s !== '')
+    .join('\n');
   if (text === '' && result.structuredContent) text = JSON.stringify(result.structuredContent);
   if (text === '') text = result.isError ? 'the tool failed without a message' : '(no output)';
   if (result.isError) text = `Error: ${text}`;
-  if (text.length > maxChars) text = `${text.slice(0, maxChars)}\n[truncated: ${text.length - maxChars} more characters]`;
+  if (text.length > maxChars)
+    text = `${text.slice(0, maxChars)}\n[truncated: ${text.length - maxChars} more characters]`;
   return text;
 }
 
 /** The text blocks of a result joined, for speaking as is (no descriptions of other content). */
 export function spokenResultText(result: ToolResult): string {
   return result.content
-    .flatMap((c) => (c.type === 'text' ? [c.text] : c.type === 'resource' && c.resource.text !== undefined ? [c.resource.text] : []))
+    .flatMap((c) =>
+      c.type === 'text' ? [c.text] : c.type === 'resource' && c.resource.text !== undefined ? [c.resource.text] : [],
+    )
     .join('\n')
     .trim();
 }

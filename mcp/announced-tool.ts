@@ -40,12 +40,15 @@ function readAnnouncedTool(raw: unknown, limits: AnnouncedToolLimits): Announced
   // Anything but an object is not a schema: the tool gets the empty one, so only an object is walked.
   const given = isRecord(raw.inputSchema) ? raw.inputSchema : undefined;
   const over = given === undefined ? undefined : schemaOverLimits(given, limits.schema);
-  if (over !== undefined) return { ok: false, name, problem: over.kind === 'tooDeep' ? 'schemaTooDeep' : 'schemaTooLarge', why: over.why };
-  const inputSchema: JsonSchema = given !== undefined ? { ...(given as JsonSchema) } : { type: 'object', properties: {} };
+  if (over !== undefined)
+    return { ok: false, name, problem: over.kind === 'tooDeep' ? 'schemaTooDeep' : 'schemaTooLarge', why: over.why };
+  const inputSchema: JsonSchema =
+    given !== undefined ? { ...(given as JsonSchema) } : { type: 'object', properties: {} };
   if (inputSchema.type === undefined) inputSchema.type = 'object';
   // As the model will be sent it (`providers/openai/to-openai.ts` adds the same), so that the size budget measures it as sent.
   if (inputSchema.type === 'object' && inputSchema.properties === undefined) inputSchema.properties = {};
-  const description = typeof raw.description === 'string' ? raw.description.slice(0, limits.descriptionChars) : undefined;
+  const description =
+    typeof raw.description === 'string' ? raw.description.slice(0, limits.descriptionChars) : undefined;
   return description === undefined ? { ok: true, name, inputSchema } : { ok: true, name, description, inputSchema };
 }
 
@@ -81,7 +84,11 @@ export function readAnnouncedTools(raw: readonly unknown[], limits: AnnouncedToo
     }
     taken.add(tool.name);
     const name = out.names.add(`${prefix}${tool.name}`, tool.name);
-    out.specs.push(tool.description === undefined ? { name, inputSchema: tool.inputSchema } : { name, description: tool.description, inputSchema: tool.inputSchema });
+    out.specs.push(
+      tool.description === undefined
+        ? { name, inputSchema: tool.inputSchema }
+        : { name, description: tool.description, inputSchema: tool.inputSchema },
+    );
   }
   return out;
 }

@@ -34,7 +34,10 @@ export interface CompositeToolSource extends ToolSource {
   remove(name: string): void;
 }
 
-export function createCompositeToolSource(sources: readonly NamedToolSource[], opts: CompositeToolSourceOptions): CompositeToolSource {
+export function createCompositeToolSource(
+  sources: readonly NamedToolSource[],
+  opts: CompositeToolSourceOptions,
+): CompositeToolSource {
   const log = opts.log;
   const listTimeoutMs = opts.listTimeoutMs ?? 5000;
   let entries: NamedToolSource[] = [...sources];
@@ -47,7 +50,10 @@ export function createCompositeToolSource(sources: readonly NamedToolSource[], o
     const lists = await Promise.all(
       current.map(async (entry) => {
         try {
-          return await runScoped(signal, (s) => entry.source.listTools(s), { timeoutMs: listTimeoutMs, what: `listTools ${entry.name}` });
+          return await runScoped(signal, (s) => entry.source.listTools(s), {
+            timeoutMs: listTimeoutMs,
+            what: `listTools ${entry.name}`,
+          });
         } catch (err) {
           const e = toVoiceError(err);
           if (e.code === ErrorCode.Aborted) throw e;
@@ -56,8 +62,16 @@ export function createCompositeToolSource(sources: readonly NamedToolSource[], o
         }
       }),
     );
-    const merged = mergeToolNames(current.map((entry, i) => ({ name: entry.name, specs: lists[i] ?? [], group: entry, ...(entry.keepsNames ? { keepsNames: true } : {}) })));
-    for (const r of merged.renamed) log.warn({ source: r.group, tool: r.tool, exposedAs: r.exposedAs }, 'tool name collision; renamed');
+    const merged = mergeToolNames(
+      current.map((entry, i) => ({
+        name: entry.name,
+        specs: lists[i] ?? [],
+        group: entry,
+        ...(entry.keepsNames ? { keepsNames: true } : {}),
+      })),
+    );
+    for (const r of merged.renamed)
+      log.warn({ source: r.group, tool: r.tool, exposedAs: r.exposedAs }, 'tool name collision; renamed');
     routes = merged.routes;
     listed = true;
     return merged.specs;

@@ -52,8 +52,14 @@ export interface McpCallOptions {
 // Lenient result schemas: the SDK's strict ones throw on one odd block and lose the whole reply.
 const LooseCallResult = z.looseObject({});
 const LooseToolList = z.looseObject({ tools: z.array(z.unknown()).default([]), nextCursor: z.string().optional() });
-const LooseResourceList = z.looseObject({ resources: z.array(z.unknown()).default([]), nextCursor: z.string().optional() });
-const LooseTemplateList = z.looseObject({ resourceTemplates: z.array(z.unknown()).default([]), nextCursor: z.string().optional() });
+const LooseResourceList = z.looseObject({
+  resources: z.array(z.unknown()).default([]),
+  nextCursor: z.string().optional(),
+});
+const LooseTemplateList = z.looseObject({
+  resourceTemplates: z.array(z.unknown()).default([]),
+  nextCursor: z.string().optional(),
+});
 const LooseReadResult = z.looseObject({ contents: z.array(z.unknown()).default([]) });
 const EmptyResult = z.looseObject({});
 
@@ -67,7 +73,14 @@ function optStr(o: Record<string, unknown>, k: string): string | undefined {
 }
 
 /** One raw request with a lenient result schema, a timeout and a per-request child signal. */
-async function rpc<T extends z.ZodType>(client: Client, method: string, params: Record<string, unknown>, schema: T, timeout: number, signal?: AbortSignal): Promise<z.output<T>> {
+async function rpc<T extends z.ZodType>(
+  client: Client,
+  method: string,
+  params: Record<string, unknown>,
+  schema: T,
+  timeout: number,
+  signal?: AbortSignal,
+): Promise<z.output<T>> {
   // A scope per request: the SDK adds an abort listener to the signal it gets and never removes
   // it, so it must not be the turn's own signal.
   const scope = linkedScope(signal);
@@ -108,7 +121,9 @@ export class McpConnection {
       ...(opts.listChangedDebounceMs !== undefined ? { listChangedDebounceMs: opts.listChangedDebounceMs } : {}),
       afterConnect: () => this.#refreshTools(),
       onToolsListChanged: () => {
-        this.#refreshTools().catch((err: unknown) => this.#log.warn({ err: errMessage(err) }, 'mcp tool list refresh failed'));
+        this.#refreshTools().catch((err: unknown) =>
+          this.#log.warn({ err: errMessage(err) }, 'mcp tool list refresh failed'),
+        );
       },
     });
   }
@@ -206,10 +221,16 @@ export class McpConnection {
       if (isRecord(t.execution) && t.execution.taskSupport === 'required') continue;
       if (!passesFilter(t.name, includeTools, excludeTools)) continue;
       names.add(t.name);
-      const schema: JsonSchema = isRecord(t.inputSchema) ? { ...(t.inputSchema as JsonSchema) } : { type: 'object', properties: {} };
+      const schema: JsonSchema = isRecord(t.inputSchema)
+        ? { ...(t.inputSchema as JsonSchema) }
+        : { type: 'object', properties: {} };
       if (schema.type === undefined) schema.type = 'object';
       const desc = optStr(t, 'description') ?? optStr(t, 'title');
-      tools.push(desc === undefined ? { name: t.name, inputSchema: schema } : { name: t.name, description: desc, inputSchema: schema });
+      tools.push(
+        desc === undefined
+          ? { name: t.name, inputSchema: schema }
+          : { name: t.name, description: desc, inputSchema: schema },
+      );
     }
     this.#tools = tools;
     this.#toolsVersion++;
@@ -221,7 +242,9 @@ export class McpConnection {
   async callTool(tool: string, args: Record<string, unknown>, opts: McpCallOptions): Promise<ToolResult> {
     const client = this.#link.client;
     if (!client || this.#link.state !== 'ready') {
-      return errorResult(`MCP server "${this.name}" is not connected right now (${this.#link.state}${this.#link.lastError ? `: ${this.#link.lastError}` : ''}); try again later.`);
+      return errorResult(
+        `MCP server "${this.name}" is not connected right now (${this.#link.state}${this.#link.lastError ? `: ${this.#link.lastError}` : ''}); try again later.`,
+      );
     }
     if (opts.signal.aborted) return errorResult(`Tool ${tool} was cancelled before it started.`);
     const timeout = opts.timeoutMs ?? this.config.timeoutMs;
@@ -229,14 +252,18 @@ export class McpConnection {
     this.stats.calls++;
     const scope = linkedScope(opts.signal);
     try {
-      const raw = await client.request({ method: 'tools/call', params: { name: tool, arguments: args } }, LooseCallResult, {
-        signal: scope.signal,
-        timeout,
-        resetTimeoutOnProgress: true,
-        // Progress only matters for resetting the timeout; the SDK needs a callback to ask for it.
-        onprogress: () => {},
-        maxTotalTimeout: Math.max(timeout, this.#opts.maxTotalCallMs ?? 300_000),
-      });
+      const raw = await client.request(
+        { method: 'tools/call', params: { name: tool, arguments: args } },
+        LooseCallResult,
+        {
+          signal: scope.signal,
+          timeout,
+          resetTimeoutOnProgress: true,
+          // Progress only matters for resetting the timeout; the SDK needs a callback to ask for it.
+          onprogress: () => {},
+          maxTotalTimeout: Math.max(timeout, this.#opts.maxTotalCallMs ?? 300_000),
+        },
+      );
       const result = normalizeToolResult(raw);
       if (result.isError) this.stats.errors++;
       return result;
@@ -259,7 +286,9 @@ export class McpConnection {
         case 'closed':
         case 'transport': {
           this.#log.warn({ tool, err: msg }, 'mcp tool call lost the connection');
-          return errorResult(`Tool ${tool} failed: MCP server "${this.name}" disconnected during the call (${this.#whyClosed(kind, msg)}).`);
+          return errorResult(
+            `Tool ${tool} failed: MCP server "${this.name}" disconnected during the call (${this.#whyClosed(kind, msg)}).`,
+          );
         }
         case 'rpc':
           this.#log.info({ tool, err: msg }, 'mcp tool call returned an error');
@@ -295,22 +324,43 @@ export class McpConnection {
     this.#reconnectIfLinkBroken(kind, msg);
     switch (kind) {
       case 'timeout':
-        return new VoiceError(ErrorCode.Timeout, `${what} on MCP server "${this.name}" timed out`, { retryable: true, cause: err });
+        return new VoiceError(ErrorCode.Timeout, `${what} on MCP server "${this.name}" timed out`, {
+          retryable: true,
+          cause: err,
+        });
       case 'malformed':
-        return new VoiceError(ErrorCode.ToolFailed, `${what}: MCP server "${this.name}" answered a malformed result (${malformedSummary(err)})`, { cause: err });
+        return new VoiceError(
+          ErrorCode.ToolFailed,
+          `${what}: MCP server "${this.name}" answered a malformed result (${malformedSummary(err)})`,
+          { cause: err },
+        );
       case 'closed':
       case 'transport':
-        return new VoiceError(ErrorCode.ProviderUnavailable, `${what}: MCP server "${this.name}" unreachable (${this.#whyClosed(kind, msg)})`, { retryable: true, cause: err });
+        return new VoiceError(
+          ErrorCode.ProviderUnavailable,
+          `${what}: MCP server "${this.name}" unreachable (${this.#whyClosed(kind, msg)})`,
+          { retryable: true, cause: err },
+        );
       case 'rpc':
         return new VoiceError(ErrorCode.ToolFailed, `${what} failed: ${msg}`, { cause: err });
     }
   }
 
   /** One page of `resources/list` (for the model-facing list tool, which pages itself). */
-  async listResourcesPage(cursor: string | undefined, signal?: AbortSignal): Promise<{ resources: ResourceInfo[]; nextCursor?: string }> {
+  async listResourcesPage(
+    cursor: string | undefined,
+    signal?: AbortSignal,
+  ): Promise<{ resources: ResourceInfo[]; nextCursor?: string }> {
     try {
       const client = this.#link.requireClient();
-      const r = await rpc(client, 'resources/list', cursor ? { cursor } : {}, LooseResourceList, this.config.timeoutMs, signal);
+      const r = await rpc(
+        client,
+        'resources/list',
+        cursor ? { cursor } : {},
+        LooseResourceList,
+        this.config.timeoutMs,
+        signal,
+      );
       const resources = r.resources.map(toResourceInfo).filter((x): x is ResourceInfo => x !== undefined);
       return r.nextCursor ? { resources, nextCursor: r.nextCursor } : { resources };
     } catch (err) {
@@ -331,7 +381,12 @@ export class McpConnection {
   /** Every page of `resources/templates/list`. */
   async listResourceTemplates(signal?: AbortSignal): Promise<ResourceTemplateInfo[]> {
     try {
-      const raw = await this.#listPaged<unknown>('resources/templates/list', LooseTemplateList, 'resourceTemplates', signal);
+      const raw = await this.#listPaged<unknown>(
+        'resources/templates/list',
+        LooseTemplateList,
+        'resourceTemplates',
+        signal,
+      );
       const out: ResourceTemplateInfo[] = [];
       for (const t of raw) {
         if (!isRecord(t) || typeof t.uriTemplate !== 'string') continue;
@@ -352,12 +407,22 @@ export class McpConnection {
    * `resources/read`. `args` goes into the raw params as the non-standard `arguments` field some
    * (mcp-go based) servers read; SDK servers drop it. Throws a VoiceError on any failure.
    */
-  async readResource(uri: string, opts: { signal?: AbortSignal; timeoutMs?: number; arguments?: Record<string, unknown> } = {}): Promise<ResourceContents[]> {
+  async readResource(
+    uri: string,
+    opts: { signal?: AbortSignal; timeoutMs?: number; arguments?: Record<string, unknown> } = {},
+  ): Promise<ResourceContents[]> {
     try {
       const client = this.#link.requireClient();
       const params: Record<string, unknown> = { uri };
       if (opts.arguments) params.arguments = opts.arguments;
-      const r = await rpc(client, 'resources/read', params, LooseReadResult, opts.timeoutMs ?? this.config.timeoutMs, opts.signal);
+      const r = await rpc(
+        client,
+        'resources/read',
+        params,
+        LooseReadResult,
+        opts.timeoutMs ?? this.config.timeoutMs,
+        opts.signal,
+      );
       const out: ResourceContents[] = [];
       for (const c of r.contents) {
         if (!isRecord(c)) continue;
@@ -387,7 +452,9 @@ export class McpConnection {
     const client = this.#link.client;
     if (!client) return; // subscriptions die with the server-side session anyway
     try {
-      await client.request({ method: 'resources/unsubscribe', params: { uri } }, EmptyResult, { timeout: this.config.timeoutMs });
+      await client.request({ method: 'resources/unsubscribe', params: { uri } }, EmptyResult, {
+        timeout: this.config.timeoutMs,
+      });
     } catch (err) {
       this.#log.debug({ uri, err: errMessage(err) }, 'mcp unsubscribe failed');
     }

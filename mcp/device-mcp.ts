@@ -19,7 +19,14 @@ import { errorResult } from './tool-source.ts';
  * request, and a 30,000-deep schema overflowed the stack. Stock firmware has about a dozen tools with flat
  * schemas, so these leave ample room.
  */
-export const DEVICE_TOOL_LIMITS = { tools: 64, listed: 256, nameChars: 128, descriptionChars: 1000, schemaDepth: 16, schemaChars: 16_384 } as const;
+export const DEVICE_TOOL_LIMITS = {
+  tools: 64,
+  listed: 256,
+  nameChars: 128,
+  descriptionChars: 1000,
+  schemaDepth: 16,
+  schemaChars: 16_384,
+} as const;
 
 export interface DeviceMcpOptions {
   /** Sends one JSON-RPC payload to the device (the server wraps it in `{"type":"mcp","payload":...}`). */
@@ -59,7 +66,11 @@ export interface DeviceMcp {
 const DEVICE_TOOL_BOUNDS: AnnouncedToolLimits = {
   nameChars: DEVICE_TOOL_LIMITS.nameChars,
   descriptionChars: DEVICE_TOOL_LIMITS.descriptionChars,
-  schema: { maxDepth: DEVICE_TOOL_LIMITS.schemaDepth, maxNodes: DEVICE_TOOL_LIMITS.schemaChars, maxChars: DEVICE_TOOL_LIMITS.schemaChars },
+  schema: {
+    maxDepth: DEVICE_TOOL_LIMITS.schemaDepth,
+    maxNodes: DEVICE_TOOL_LIMITS.schemaChars,
+    maxChars: DEVICE_TOOL_LIMITS.schemaChars,
+  },
   maxTools: DEVICE_TOOL_LIMITS.tools,
 };
 
@@ -78,7 +89,11 @@ const NO_TOOLS: DeviceTools = { specs: [], names: new ToolNameMap<string>(), off
  * Pages `tools/list` (the cursor is the name of the first tool not yet returned), keeping at most
  * `DEVICE_TOOL_LIMITS.listed`. A failed page ends the listing with what came before it.
  */
-async function listDeviceTools(rpc: DeviceRpc, o: { maxPages: number; timeoutMs: number; log: Logger }, signal?: AbortSignal): Promise<unknown[]> {
+async function listDeviceTools(
+  rpc: DeviceRpc,
+  o: { maxPages: number; timeoutMs: number; log: Logger },
+  signal?: AbortSignal,
+): Promise<unknown[]> {
   const all: unknown[] = [];
   const cursors = new Set<string>();
   let cursor = '';
@@ -86,12 +101,16 @@ async function listDeviceTools(rpc: DeviceRpc, o: { maxPages: number; timeoutMs:
     const r = await rpc.request('tools/list', { cursor, withUserTools: false }, o.timeoutMs, signal);
     if (!r.ok) {
       // e.g. "Failed to add tool X because of payload size limit": keep what we have.
-      o.log.warn({ page, err: truncateForLog(r.message), tools: all.length }, 'device mcp tools/list failed, keeping the tools listed so far');
+      o.log.warn(
+        { page, err: truncateForLog(r.message), tools: all.length },
+        'device mcp tools/list failed, keeping the tools listed so far',
+      );
       break;
     }
     const result = isRecord(r.result) ? r.result : {};
     // Bounded while collecting: a device may announce thousands (readDeviceTools keeps the first few dozen).
-    if (Array.isArray(result.tools)) for (const t of result.tools.slice(0, Math.max(0, DEVICE_TOOL_LIMITS.listed - all.length))) all.push(t);
+    if (Array.isArray(result.tools))
+      for (const t of result.tools.slice(0, Math.max(0, DEVICE_TOOL_LIMITS.listed - all.length))) all.push(t);
     const next = result.nextCursor;
     // Absent (or empty) on the last page.
     if (typeof next !== 'string' || next === '') break;
@@ -112,18 +131,29 @@ async function listDeviceTools(rpc: DeviceRpc, o: { maxPages: number; timeoutMs:
  * kind of cut: it is done once per initialize, and every device tool goes into every model request
  * of the session.
  */
-function readDeviceTools(raw: readonly unknown[], o: { prefix: string; maxSchemaBytes: number; log: Logger }): DeviceTools {
+function readDeviceTools(
+  raw: readonly unknown[],
+  o: { prefix: string; maxSchemaBytes: number; log: Logger },
+): DeviceTools {
   const read = readAnnouncedTools(raw, DEVICE_TOOL_BOUNDS, o.prefix);
   const dropped = { overCount: read.overCount, badName: 0, schemaTooDeep: 0, schemaTooLarge: 0 };
   for (const t of read.leftOut) dropped[t.problem === 'nameTooLong' ? 'badName' : t.problem]++;
   const out = read.specs;
-  if (Object.values(dropped).some((n) => n > 0)) o.log.warn({ dropped, kept: out.length, limits: DEVICE_TOOL_LIMITS }, 'device mcp tools dropped: over the limits');
+  if (Object.values(dropped).some((n) => n > 0))
+    o.log.warn({ dropped, kept: out.length, limits: DEVICE_TOOL_LIMITS }, 'device mcp tools dropped: over the limits');
   const fit = fitToolBudget(out, o.maxSchemaBytes);
   if (fit.shortened.length > 0 || fit.dropped.length > 0) {
     // The names are the device's, so the lists are cut for the log.
     const names = (list: string[]): string | undefined => truncateForLog(list.join(', '), 1000);
     o.log.warn(
-      { maxSchemaBytes: o.maxSchemaBytes, bytesAnnounced: fit.bytesBefore, bytesOffered: fit.bytesAfter, shortened: names(fit.shortened), dropped: names(fit.dropped), droppedCount: fit.dropped.length },
+      {
+        maxSchemaBytes: o.maxSchemaBytes,
+        bytesAnnounced: fit.bytesBefore,
+        bytesOffered: fit.bytesAfter,
+        shortened: names(fit.shortened),
+        dropped: names(fit.dropped),
+        droppedCount: fit.dropped.length,
+      },
       'device mcp tools over the schema budget',
     );
   }
@@ -139,9 +169,15 @@ async function callDeviceTool(
   const { name, args, opts, log } = call;
   const deviceName = tools.offered.has(name) ? tools.names.get(name) : undefined;
   if (deviceName === undefined) return errorResult(`Unknown device tool "${name}".`);
-  if (typeof args !== 'object' || args === null || Array.isArray(args)) return errorResult(`Tool "${name}" needs its arguments as a JSON object.`);
+  if (typeof args !== 'object' || args === null || Array.isArray(args))
+    return errorResult(`Tool "${name}" needs its arguments as a JSON object.`);
   const started = performance.now();
-  const r = await rpc.request('tools/call', { name: deviceName, arguments: args }, opts.timeoutMs ?? call.timeoutMs, opts.signal);
+  const r = await rpc.request(
+    'tools/call',
+    { name: deviceName, arguments: args },
+    opts.timeoutMs ?? call.timeoutMs,
+    opts.signal,
+  );
   const ms = Math.round(performance.now() - started);
   if (!r.ok) {
     log.info({ tool: deviceName, ms, err: truncateForLog(r.message) }, 'device tool call failed');
@@ -162,15 +198,26 @@ export function createDeviceMcp(opts: DeviceMcpOptions): DeviceMcp {
 
   async function initialize(signal?: AbortSignal): Promise<void> {
     const started = performance.now();
-    const capabilities: Record<string, unknown> = opts.vision ? { vision: { url: opts.vision.url, token: opts.vision.token } } : {};
+    const capabilities: Record<string, unknown> = opts.vision
+      ? { vision: { url: opts.vision.url, token: opts.vision.token } }
+      : {};
     const clientInfo = opts.clientInfo ?? { name: 'xiaozhi-ts-server', version: '0.1.0' };
-    const init = await rpc.request('initialize', { protocolVersion: '2024-11-05', capabilities, clientInfo }, timeoutMs, signal);
+    const init = await rpc.request(
+      'initialize',
+      { protocolVersion: '2024-11-05', capabilities, clientInfo },
+      timeoutMs,
+      signal,
+    );
     if (!init.ok) throw new Error(`device MCP initialize failed: ${init.message}`);
     // The device ignores notifications; standard clients send it, so we do too.
     rpc.notify('notifications/initialized');
     const listed = await listDeviceTools(rpc, { maxPages: opts.maxPages ?? 32, timeoutMs, log }, signal);
     if (signal?.aborted) throw new Error('device MCP initialize aborted');
-    tools = readDeviceTools(listed, { prefix: opts.namePrefix ?? '', maxSchemaBytes: opts.maxSchemaBytes ?? 8192, log });
+    tools = readDeviceTools(listed, {
+      prefix: opts.namePrefix ?? '',
+      maxSchemaBytes: opts.maxSchemaBytes ?? 8192,
+      log,
+    });
     log.info({ tools: tools.specs.length, ms: Math.round(performance.now() - started) }, 'device mcp initialized');
   }
 

@@ -32,7 +32,8 @@ export function salvageBrokenReply(text: string): { id: number; message: string 
 
 /** The outcome an `error` member stands for: its message (or the text it is), and its code when numeric. */
 function errorOutcome(e: unknown): RpcOutcome {
-  const message = isRecord(e) && typeof e.message === 'string' ? e.message : typeof e === 'string' ? e : 'device returned an error';
+  const message =
+    isRecord(e) && typeof e.message === 'string' ? e.message : typeof e === 'string' ? e : 'device returned an error';
   return isRecord(e) && typeof e.code === 'number' ? { ok: false, message, code: e.code } : { ok: false, message };
 }
 
@@ -69,7 +70,10 @@ export class DeviceRpc {
       try {
         this.#send({ jsonrpc: '2.0', id, method, params });
       } catch (err) {
-        this.#settle(id, { ok: false, message: `could not send to device: ${err instanceof Error ? err.message : String(err)}` });
+        this.#settle(id, {
+          ok: false,
+          message: `could not send to device: ${err instanceof Error ? err.message : String(err)}`,
+        });
       }
     });
   }
@@ -88,13 +92,19 @@ export class DeviceRpc {
       msg = parsed.value;
     }
     if (!isRecord(msg)) {
-      this.#log.warn({ kind: Array.isArray(msg) ? 'array' : typeof msg }, 'device mcp payload is not an object, ignored');
+      this.#log.warn(
+        { kind: Array.isArray(msg) ? 'array' : typeof msg },
+        'device mcp payload is not an object, ignored',
+      );
       return;
     }
     const { id } = msg;
     if ('method' in msg) {
       // The firmware sends no requests or notifications; nothing to answer.
-      this.#log.debug({ method: typeof msg.method === 'string' ? msg.method : undefined }, 'device mcp message with a method ignored');
+      this.#log.debug(
+        { method: typeof msg.method === 'string' ? msg.method : undefined },
+        'device mcp message with a method ignored',
+      );
       return;
     }
     if (typeof id !== 'number' || !Number.isInteger(id)) {
@@ -108,7 +118,8 @@ export class DeviceRpc {
       this.#log.warn({ id }, 'device mcp reply without result or error ignored');
       return;
     }
-    if (!this.#settle(id, outcome)) this.#log.debug({ id }, 'device mcp reply for an unknown or finished request ignored');
+    if (!this.#settle(id, outcome))
+      this.#log.debug({ id }, 'device mcp reply for an unknown or finished request ignored');
   }
 
   /** Settles every pending request as failed; later requests fail at once. */

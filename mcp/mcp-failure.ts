@@ -20,7 +20,11 @@ export function classifyFailure(err: unknown): McpFailure {
 
 /** The SDK validates results with zod's core parser, whose errors are not our zod's ZodError class. */
 function isSchemaError(err: unknown): err is { issues: Array<{ path: PropertyKey[]; message: string }> } {
-  return err instanceof Error && (err.name === 'ZodError' || err.name === '$ZodError') && Array.isArray((err as { issues?: unknown }).issues);
+  return (
+    err instanceof Error &&
+    (err.name === 'ZodError' || err.name === '$ZodError') &&
+    Array.isArray((err as { issues?: unknown }).issues)
+  );
 }
 
 /** The first schema issues of a malformed reply, short enough for a log line or the model. */

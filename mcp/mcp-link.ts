@@ -101,7 +101,10 @@ export class McpLink {
   /** The connected client, or a retryable ProviderUnavailable error. */
   requireClient(): Client {
     const c = this.#client;
-    if (!c) throw new VoiceError(ErrorCode.ProviderUnavailable, `MCP server "${this.name}" is not connected`, { retryable: true });
+    if (!c)
+      throw new VoiceError(ErrorCode.ProviderUnavailable, `MCP server "${this.name}" is not connected`, {
+        retryable: true,
+      });
     return c;
   }
 
@@ -144,7 +147,8 @@ export class McpLink {
     if (error !== undefined) this.#lastError = error;
     if (previous === state) return;
     this.#state = state;
-    const change: McpStateChange = error === undefined ? { server: this.name, state, previous } : { server: this.name, state, previous, error };
+    const change: McpStateChange =
+      error === undefined ? { server: this.name, state, previous } : { server: this.name, state, previous, error };
     if (state === 'failed') this.#log.warn({ state, previous, error }, 'mcp server state changed');
     else this.#log.info({ state, previous, transport: this.#kind }, 'mcp server state changed');
     for (const fn of this.#stateListeners) {
@@ -194,7 +198,10 @@ export class McpLink {
       if (this.#everConnected) this.#opts.stats.reconnects++;
       this.#everConnected = true;
       this.#attempt = 0;
-      this.#log.info({ ms: Math.round(performance.now() - started), transport: opened.kind, pid: opened.pid }, 'mcp server connected');
+      this.#log.info(
+        { ms: Math.round(performance.now() - started), transport: opened.kind, pid: opened.pid },
+        'mcp server connected',
+      );
       this.#setState('ready');
       for (const fn of this.#listChangedListeners) fn();
     } catch (err) {

@@ -9,7 +9,13 @@ import type { McpConnection } from './connection.ts';
 import { linkedUris } from './normalize.ts';
 import { ToolNameMap } from './name-patterns.ts';
 import type { ResourceCache } from './resource-cache.ts';
-import { RESOURCE_TOOL_KINDS, SessionUris, callResourceTool, resourceToolSpec, type ResourceToolKind } from './resource-tools.ts';
+import {
+  RESOURCE_TOOL_KINDS,
+  SessionUris,
+  callResourceTool,
+  resourceToolSpec,
+  type ResourceToolKind,
+} from './resource-tools.ts';
 import type { CallToolOptions, ToolResult, ToolSource, ToolSpec } from './tool-source.ts';
 import { errorResult } from './tool-source.ts';
 
@@ -46,9 +52,17 @@ export class McpToolCatalog {
     // Real tools first so they keep plain names if a generated name collides.
     for (const conn of this.#conns) {
       for (const t of conn.tools()) {
-        const target: McpToolTarget = { conn, tool: t.name, kind: 'tool', spec: { name: '', inputSchema: t.inputSchema } };
+        const target: McpToolTarget = {
+          conn,
+          tool: t.name,
+          kind: 'tool',
+          spec: { name: '', inputSchema: t.inputSchema },
+        };
         const name = map.add(`${conn.name}${SERVER_TOOL_SEPARATOR}${t.name}`, target);
-        target.spec = t.description === undefined ? { name, inputSchema: t.inputSchema } : { name, description: t.description, inputSchema: t.inputSchema };
+        target.spec =
+          t.description === undefined
+            ? { name, inputSchema: t.inputSchema }
+            : { name, description: t.description, inputSchema: t.inputSchema };
       }
     }
     for (const conn of this.#conns) {
@@ -120,12 +134,22 @@ export class McpToolSource implements ToolSource {
     if (target.kind !== 'tool') {
       const started = performance.now();
       const r = await callResourceTool(target.kind, conn, this.#cache, this.uris, args, opts.signal);
-      this.#log.info({ server: conn.name, tool: target.kind, ms: Math.round(performance.now() - started), isError: r.isError }, 'mcp resource tool called');
+      this.#log.info(
+        { server: conn.name, tool: target.kind, ms: Math.round(performance.now() - started), isError: r.isError },
+        'mcp resource tool called',
+      );
       return r;
     }
     const started = performance.now();
-    const result = await conn.callTool(target.tool, args, opts.timeoutMs === undefined ? { signal: opts.signal } : { signal: opts.signal, timeoutMs: opts.timeoutMs });
-    this.#log.info({ server: conn.name, tool: target.tool, ms: Math.round(performance.now() - started), isError: result.isError }, 'mcp tool called');
+    const result = await conn.callTool(
+      target.tool,
+      args,
+      opts.timeoutMs === undefined ? { signal: opts.signal } : { signal: opts.signal, timeoutMs: opts.timeoutMs },
+    );
+    this.#log.info(
+      { server: conn.name, tool: target.tool, ms: Math.round(performance.now() - started), isError: result.isError },
+      'mcp tool called',
+    );
     const uris = linkedUris(result);
     if (uris.length > 0) this.uris.add(conn.name, uris);
     // The dispatcher reads linked resources (e.g. paged audio) from the server that made them.

@@ -25,7 +25,11 @@ export function matchesAny(value: string, globs: readonly string[]): boolean {
 }
 
 /** True when `name` passes the include list (if any) and is not excluded. */
-export function passesFilter(name: string, include: readonly string[] | undefined, exclude: readonly string[] | undefined): boolean {
+export function passesFilter(
+  name: string,
+  include: readonly string[] | undefined,
+  exclude: readonly string[] | undefined,
+): boolean {
   if (include && include.length > 0 && !matchesAny(name, include)) return false;
   if (exclude && exclude.length > 0 && matchesAny(name, exclude)) return false;
   return true;

@@ -83,7 +83,10 @@ export function normalizeToolResult(raw: unknown): ToolResult {
   if (!isRecord(raw)) return { content: [note('[malformed tool result]')], isError: true };
   if (raw.content !== undefined && !Array.isArray(raw.content)) {
     // Not a list of blocks: say so (an error the model can read) rather than "no output".
-    return { content: [note(`[malformed tool result: "content" is a ${typeof raw.content}, not a list of content blocks]`)], isError: true };
+    return {
+      content: [note(`[malformed tool result: "content" is a ${typeof raw.content}, not a list of content blocks]`)],
+      isError: true,
+    };
   }
   const blocks = Array.isArray(raw.content) ? raw.content : [];
   const content = blocks.map(normalizeContentBlock);

@@ -35,7 +35,8 @@ function outgoing(init: RequestInit | undefined): Outgoing {
   const m = msg as { id?: unknown; method?: unknown; params?: { requestId?: unknown } };
   if (typeof m.method !== 'string') return { kind: 'other' };
   if (isId(m.id)) return { kind: 'request', id: m.id };
-  if (m.method === 'notifications/cancelled' && isId(m.params?.requestId)) return { kind: 'cancel', id: m.params.requestId };
+  if (m.method === 'notifications/cancelled' && isId(m.params?.requestId))
+    return { kind: 'cancel', id: m.params.requestId };
   return { kind: 'other' };
 }
 

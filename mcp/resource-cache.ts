@@ -151,7 +151,10 @@ export class ResourceCache {
       if (!set) this.#subscribed.set(conn.name, (set = new Set()));
       set.add(uri);
     } catch (err) {
-      this.#log.debug({ server: conn.name, uri, err: err instanceof Error ? err.message : String(err) }, 'mcp resource subscribe failed');
+      this.#log.debug(
+        { server: conn.name, uri, err: err instanceof Error ? err.message : String(err) },
+        'mcp resource subscribe failed',
+      );
     }
   }
 
@@ -167,7 +170,10 @@ export class ResourceCache {
     const conn = this.#conns.get(server);
     if (!conn) return;
     conn.unsubscribeResource(uri).catch((err: unknown) => {
-      this.#log.debug({ server, uri, err: err instanceof Error ? err.message : String(err) }, 'mcp resource unsubscribe failed');
+      this.#log.debug(
+        { server, uri, err: err instanceof Error ? err.message : String(err) },
+        'mcp resource unsubscribe failed',
+      );
     });
   }
 
@@ -180,7 +186,13 @@ export class ResourceCache {
     const old = this.#entries.get(k);
     if (old) this.#chars -= old.chars;
     this.#entries.delete(k);
-    this.#entries.set(k, { server: conn.name, uri, contents, chars, expiresAt: watched ? Infinity : this.#now() + ttl });
+    this.#entries.set(k, {
+      server: conn.name,
+      uri,
+      contents,
+      chars,
+      expiresAt: watched ? Infinity : this.#now() + ttl,
+    });
     this.#chars += chars;
     for (const [oldest, entry] of this.#entries) {
       if (this.#entries.size <= this.#maxEntries && this.#chars <= this.#maxChars) break;

@@ -34,7 +34,12 @@ function isGlob(p: string): boolean {
   return p.includes('*') || p.includes('?');
 }
 
-async function serverContext(conn: McpConnection, cache: ResourceCache, log: Logger, signal: AbortSignal): Promise<ContextBlock[]> {
+async function serverContext(
+  conn: McpConnection,
+  cache: ResourceCache,
+  log: Logger,
+  signal: AbortSignal,
+): Promise<ContextBlock[]> {
   const policy = conn.config.resources?.context ?? 'none';
   let budget = conn.config.resources?.budgetChars ?? 4000;
   if (policy === 'none' || budget <= 0) return [];
@@ -55,7 +60,10 @@ async function serverContext(conn: McpConnection, cache: ResourceCache, log: Log
       contents = await cache.read(conn, uri, { signal });
     } catch (err) {
       if (signal.aborted) throw err;
-      log.warn({ server: conn.name, uri, err: err instanceof Error ? err.message : String(err) }, 'mcp context resource unreadable');
+      log.warn(
+        { server: conn.name, uri, err: err instanceof Error ? err.message : String(err) },
+        'mcp context resource unreadable',
+      );
       continue;
     }
     for (const c of contents) {
@@ -73,15 +81,32 @@ async function serverContext(conn: McpConnection, cache: ResourceCache, log: Log
  * Builds the resource context blocks for one turn from every ready server whose policy asks for
  * it. A failing server is logged and skipped; never throws except on abort of `signal`.
  */
-export async function buildResourceContext(conns: McpConnection[], cache: ResourceCache, log: Logger, opts: BuildContextOptions = {}): Promise<ContextBlock[]> {
-  const wanted = conns.filter((c) => (opts.servers === undefined || opts.servers.includes(c.name)) && c.state === 'ready' && c.capabilities().resources && (c.config.resources?.context ?? 'none') !== 'none');
+export async function buildResourceContext(
+  conns: McpConnection[],
+  cache: ResourceCache,
+  log: Logger,
+  opts: BuildContextOptions = {},
+): Promise<ContextBlock[]> {
+  const wanted = conns.filter(
+    (c) =>
+      (opts.servers === undefined || opts.servers.includes(c.name)) &&
+      c.state === 'ready' &&
+      c.capabilities().resources &&
+      (c.config.resources?.context ?? 'none') !== 'none',
+  );
   const perServer = await Promise.all(
     wanted.map(async (conn) => {
       try {
-        return await runScoped(opts.signal, (s) => serverContext(conn, cache, log, s), { timeoutMs: opts.timeoutMs ?? 3000, what: `resource context from ${conn.name}` });
+        return await runScoped(opts.signal, (s) => serverContext(conn, cache, log, s), {
+          timeoutMs: opts.timeoutMs ?? 3000,
+          what: `resource context from ${conn.name}`,
+        });
       } catch (err) {
         if (opts.signal?.aborted) throw err;
-        log.warn({ server: conn.name, err: err instanceof Error ? err.message : String(err) }, 'mcp resource context skipped');
+        log.warn(
+          { server: conn.name, err: err instanceof Error ? err.message : String(err) },
+          'mcp resource context skipped',
+        );
         return [];
       }
     }),

@@ -5,14 +5,22 @@
  */
 import type { McpConnection } from './connection.ts';
 import { uriCovers } from './resource-uri.ts';
-import type { ReadResourceOptions, ResourceContents, ResourceInfo, ResourceSource, ResourceTemplateInfo } from './tool-source.ts';
+import type {
+  ReadResourceOptions,
+  ResourceContents,
+  ResourceInfo,
+  ResourceSource,
+  ResourceTemplateInfo,
+} from './tool-source.ts';
 
 /** Creates the ResourceSource for one connection. Methods throw VoiceError on failure. */
 export function createMcpResourceSource(conn: McpConnection): ResourceSource {
   return {
     listResources: (signal?: AbortSignal): Promise<ResourceInfo[]> => conn.listResources(signal),
-    listResourceTemplates: (signal?: AbortSignal): Promise<ResourceTemplateInfo[]> => conn.listResourceTemplates(signal),
-    readResource: (uri: string, opts: ReadResourceOptions = {}): Promise<ResourceContents[]> => conn.readResource(uri, opts),
+    listResourceTemplates: (signal?: AbortSignal): Promise<ResourceTemplateInfo[]> =>
+      conn.listResourceTemplates(signal),
+    readResource: (uri: string, opts: ReadResourceOptions = {}): Promise<ResourceContents[]> =>
+      conn.readResource(uri, opts),
     async subscribe(uri: string, onUpdate: () => void): Promise<() => Promise<void>> {
       // Listen before subscribing so an update sent right after the subscribe reply is not missed.
       const off = conn.onResourceUpdated((u) => {

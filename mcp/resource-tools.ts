@@ -42,7 +42,10 @@ export function resourceToolSpec(kind: ResourceToolKind, server: string): Omit<T
     case 'resources_list':
       return {
         description: `List resources (documents, data) that MCP server "${server}" offers. Returns one page; pass the returned cursor to get the next page.`,
-        inputSchema: { type: 'object', properties: { cursor: { type: 'string', description: 'Cursor from a previous page' } } },
+        inputSchema: {
+          type: 'object',
+          properties: { cursor: { type: 'string', description: 'Cursor from a previous page' } },
+        },
       };
     case 'resources_templates_list':
       return {
@@ -57,8 +60,15 @@ export function resourceToolSpec(kind: ResourceToolKind, server: string): Omit<T
           properties: {
             uri: { type: 'string', description: 'A resource URI that the server listed or linked' },
             uriTemplate: { type: 'string', description: 'A template from resources_templates_list (instead of uri)' },
-            variables: { type: 'object', description: 'Values for the template variables', additionalProperties: { type: 'string' } },
-            use_cache: { type: 'boolean', description: 'false reads the current version from the server instead of a cached copy (default true)' },
+            variables: {
+              type: 'object',
+              description: 'Values for the template variables',
+              additionalProperties: { type: 'string' },
+            },
+            use_cache: {
+              type: 'boolean',
+              description: 'false reads the current version from the server instead of a cached copy (default true)',
+            },
           },
         },
       };
@@ -94,7 +104,13 @@ function matchesTemplate(uri: string, templates: ResourceTemplateInfo[]): boolea
 }
 
 /** Why a read of `uri` is refused for this session, or undefined when it is allowed. */
-export async function readRefusal(conn: McpConnection, cache: ResourceCache, session: SessionUris, uri: string, signal?: AbortSignal): Promise<string | undefined> {
+export async function readRefusal(
+  conn: McpConnection,
+  cache: ResourceCache,
+  session: SessionUris,
+  uri: string,
+  signal?: AbortSignal,
+): Promise<string | undefined> {
   const shape = uriShapeProblem(uri);
   if (shape) return shape;
   if (session.has(conn.name, uri)) return undefined;
@@ -121,7 +137,8 @@ export async function callResourceTool(
 ): Promise<ToolResult> {
   const tool = `${conn.name} ${kind}`;
   try {
-    if (conn.state !== 'ready') return errorResult(`MCP server "${conn.name}" is not connected right now; try again later.`);
+    if (conn.state !== 'ready')
+      return errorResult(`MCP server "${conn.name}" is not connected right now; try again later.`);
     if (kind === 'resources_list') {
       const page = await conn.listResourcesPage(strArg(args, 'cursor'), signal);
       session.add(
@@ -133,13 +150,20 @@ export async function callResourceTool(
         return `- ${r.uri}${r.name ? ` — ${r.title ?? r.name}` : ''}${meta ? ` (${meta})` : ''}${r.description ? `: ${r.description}` : ''}`;
       });
       const head = page.resources.length === 0 ? 'No resources.' : `${page.resources.length} resources:`;
-      return textResult([head, ...lines, ...(page.nextCursor ? [`More: call again with cursor "${page.nextCursor}".`] : [])].join('\n'));
+      return textResult(
+        [head, ...lines, ...(page.nextCursor ? [`More: call again with cursor "${page.nextCursor}".`] : [])].join('\n'),
+      );
     }
     if (kind === 'resources_templates_list') {
       const templates = await conn.listResourceTemplates(signal);
       if (templates.length === 0) return textResult('No resource templates.');
       return textResult(
-        templates.map((t) => `- ${t.uriTemplate}${t.name ? ` — ${t.name}` : ''}${t.mimeType ? ` (${t.mimeType})` : ''}${t.description ? `: ${t.description}` : ''}`).join('\n'),
+        templates
+          .map(
+            (t) =>
+              `- ${t.uriTemplate}${t.name ? ` — ${t.name}` : ''}${t.mimeType ? ` (${t.mimeType})` : ''}${t.description ? `: ${t.description}` : ''}`,
+          )
+          .join('\n'),
       );
     }
     // resources_read
@@ -153,7 +177,8 @@ export async function callResourceTool(
       const vars: Record<string, string> = {};
       const rawVars = args.variables;
       if (typeof rawVars === 'object' && rawVars !== null && !Array.isArray(rawVars)) {
-        for (const [k, v] of Object.entries(rawVars)) if (typeof v === 'string' || typeof v === 'number') vars[k] = String(v);
+        for (const [k, v] of Object.entries(rawVars))
+          if (typeof v === 'string' || typeof v === 'number') vars[k] = String(v);
       }
       uri = new UriTemplate(template).expand(vars);
     }

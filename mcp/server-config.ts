@@ -62,7 +62,9 @@ export const McpHttpServerConfigSchema = z
 /** One entry of `mcpServers`: either a local command or a URL. */
 export const McpServerConfigSchema = z.union([McpStdioServerConfigSchema, McpHttpServerConfigSchema], {
   error: (issue) =>
-    issue.code === 'invalid_union' ? 'an MCP server needs either "command" (stdio) or "url" (HTTP), with only the documented keys' : undefined,
+    issue.code === 'invalid_union'
+      ? 'an MCP server needs either "command" (stdio) or "url" (HTTP), with only the documented keys'
+      : undefined,
 });
 
 /** The whole `mcpServers` block: server name → entry. */

@@ -19,7 +19,16 @@ export interface McpServerStats {
 }
 
 export function emptyStats(): McpServerStats {
-  return { calls: 0, errors: 0, timeouts: 0, latencyMsSum: 0, latencyCount: 0, cacheHits: 0, cacheMisses: 0, reconnects: 0 };
+  return {
+    calls: 0,
+    errors: 0,
+    timeouts: 0,
+    latencyMsSum: 0,
+    latencyCount: 0,
+    cacheHits: 0,
+    cacheMisses: 0,
+    reconnects: 0,
+  };
 }
 
 export interface McpStateChange {

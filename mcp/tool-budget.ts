@@ -24,10 +24,13 @@ export interface ToolBudgetResult {
 
 /** UTF-8 bytes of a tool as the model is sent it (name, description, parameters). */
 export function toolSpecBytes(spec: ToolSpec): number {
-  return Buffer.byteLength(JSON.stringify({ name: spec.name, description: spec.description, parameters: spec.inputSchema }));
+  return Buffer.byteLength(
+    JSON.stringify({ name: spec.name, description: spec.description, parameters: spec.inputSchema }),
+  );
 }
 
-const cut = (text: string): string => (text.length > SHORT_DESCRIPTION_CHARS ? Array.from(text).slice(0, SHORT_DESCRIPTION_CHARS).join('') : text);
+const cut = (text: string): string =>
+  text.length > SHORT_DESCRIPTION_CHARS ? Array.from(text).slice(0, SHORT_DESCRIPTION_CHARS).join('') : text;
 
 /**
  * A copy of `value` whose `description` strings are cut. Schemas reaching here were checked for
@@ -37,7 +40,8 @@ function shortenDescriptions(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(shortenDescriptions);
   if (typeof value !== 'object' || value === null) return value;
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) out[k] = k === 'description' && typeof v === 'string' ? cut(v) : shortenDescriptions(v);
+  for (const [k, v] of Object.entries(value))
+    out[k] = k === 'description' && typeof v === 'string' ? cut(v) : shortenDescriptions(v);
   return out;
 }
 
@@ -45,10 +49,15 @@ function shortenDescriptions(value: unknown): unknown {
  * `specs` within `maxBytes` in total and at most `maxTools` of them: descriptions cut first (only
  * when over the bytes), then tools dropped from the last.
  */
-export function fitToolBudget(specs: ToolSpec[], maxBytes: number, maxTools = Number.POSITIVE_INFINITY): ToolBudgetResult {
+export function fitToolBudget(
+  specs: ToolSpec[],
+  maxBytes: number,
+  maxTools = Number.POSITIVE_INFINITY,
+): ToolBudgetResult {
   const sizes = specs.map(toolSpecBytes);
   const bytesBefore = sizes.reduce((a, b) => a + b, 0);
-  if (bytesBefore <= maxBytes && specs.length <= maxTools) return { specs, shortened: [], dropped: [], bytesBefore, bytesAfter: bytesBefore };
+  if (bytesBefore <= maxBytes && specs.length <= maxTools)
+    return { specs, shortened: [], dropped: [], bytesBefore, bytesAfter: bytesBefore };
   const shortened: string[] = [];
   const short =
     bytesBefore <= maxBytes
@@ -66,5 +75,11 @@ export function fitToolBudget(specs: ToolSpec[], maxBytes: number, maxTools = Nu
   let keep = short.length;
   while (keep > 0 && (total > maxBytes || keep > maxTools)) total -= sizes[--keep] as number;
   const dropped = short.slice(keep).map((s) => s.name);
-  return { specs: short.slice(0, keep), shortened: shortened.filter((n) => !dropped.includes(n)), dropped, bytesBefore, bytesAfter: total };
+  return {
+    specs: short.slice(0, keep),
+    shortened: shortened.filter((n) => !dropped.includes(n)),
+    dropped,
+    bytesBefore,
+    bytesAfter: total,
+  };
 }

@@ -5,7 +5,10 @@
  */
 
 /** A JSON Schema object as MCP and OpenAI carry it (kept structural: we pass it through). */
-export type JsonSchema = { type?: string; properties?: Record<string, unknown>; required?: string[] } & Record<string, unknown>;
+export type JsonSchema = { type?: string; properties?: Record<string, unknown>; required?: string[] } & Record<
+  string,
+  unknown
+>;
 
 /** A tool as the LLM sees it. `name` is already safe for OpenAI function names. */
 export interface ToolSpec {
@@ -143,5 +146,7 @@ export function errorResult(message: string): ToolResult {
 
 /** Builds a plain text result. */
 export function textResult(text: string, action?: ToolAction): ToolResult {
-  return action ? { content: [{ type: 'text', text }], isError: false, action } : { content: [{ type: 'text', text }], isError: false };
+  return action
+    ? { content: [{ type: 'text', text }], isError: false, action }
+    : { content: [{ type: 'text', text }], isError: false };
 }

@@ -11,7 +11,12 @@ import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { Logger } from '../core/logger.ts';
 import { requestScopedFetch } from './request-scoped-fetch.ts';
-import { isStdioConfig, type McpHttpServerConfig, type McpServerConfig, type McpStdioServerConfig } from './server-config.ts';
+import {
+  isStdioConfig,
+  type McpHttpServerConfig,
+  type McpServerConfig,
+  type McpStdioServerConfig,
+} from './server-config.ts';
 
 export type McpTransportKind = 'stdio' | 'streamable-http' | 'sse';
 
@@ -109,7 +114,11 @@ function httpInit(cfg: McpHttpServerConfig): RequestInit | undefined {
   return cfg.headers ? { headers: cfg.headers } : undefined;
 }
 
-async function openWith(transport: Transport, kind: McpTransportKind, opts: OpenClientOptions): Promise<ConnectedClient> {
+async function openWith(
+  transport: Transport,
+  kind: McpTransportKind,
+  opts: OpenClientOptions,
+): Promise<ConnectedClient> {
   const client = newClient(opts, transport);
   await connectOrClose(client, transport, opts);
   return { client, kind };
@@ -123,15 +132,22 @@ export function isSseFallbackError(err: unknown): boolean {
 async function openHttp(name: string, cfg: McpHttpServerConfig, opts: OpenClientOptions): Promise<ConnectedClient> {
   const url = new URL(cfg.url);
   const init = httpInit(cfg);
-  const sse = (): Promise<ConnectedClient> => openWith(new SSEClientTransport(url, init ? { requestInit: init } : undefined), 'sse', opts);
+  const sse = (): Promise<ConnectedClient> =>
+    openWith(new SSEClientTransport(url, init ? { requestInit: init } : undefined), 'sse', opts);
   if (cfg.transport === 'sse') return sse();
   // Each request's response stream is closed when the request is given up (request-scoped-fetch.ts).
-  const streamable = new StreamableHTTPClientTransport(url, { ...(init ? { requestInit: init } : {}), fetch: requestScopedFetch() });
+  const streamable = new StreamableHTTPClientTransport(url, {
+    ...(init ? { requestInit: init } : {}),
+    fetch: requestScopedFetch(),
+  });
   try {
     return await openWith(streamable, 'streamable-http', opts);
   } catch (err) {
     if (cfg.transport === 'auto' && isSseFallbackError(err)) {
-      opts.log.info({ server: name, status: (err as StreamableHTTPError).code }, 'mcp streamable http refused, falling back to sse');
+      opts.log.info(
+        { server: name, status: (err as StreamableHTTPError).code },
+        'mcp streamable http refused, falling back to sse',
+      );
       return sse(); // a new Client: connect() already closed the failed one
     }
     throw err;

@@ -29,7 +29,14 @@ export interface WebSocketPeerTransportOptions {
 }
 
 /** Close codes this transport uses (RFC 6455). */
-export const CloseCodes = { Normal: 1000, GoingAway: 1001, Unsupported: 1003, Policy: 1008, TooBig: 1009, Internal: 1011 } as const;
+export const CloseCodes = {
+  Normal: 1000,
+  GoingAway: 1001,
+  Unsupported: 1003,
+  Policy: 1008,
+  TooBig: 1009,
+  Internal: 1011,
+} as const;
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -69,7 +76,8 @@ export class WebSocketPeerTransport implements Transport {
   }
 
   send(message: JSONRPCMessage): Promise<void> {
-    if (this.#closed || this.#ws.readyState !== this.#ws.OPEN) return Promise.reject(new Error('the bridge is not connected'));
+    if (this.#closed || this.#ws.readyState !== this.#ws.OPEN)
+      return Promise.reject(new Error('the bridge is not connected'));
     const limit = this.#opts.maxBufferedBytes ?? Math.max(1024 * 1024, 4 * this.#opts.maxMessageBytes);
     if (this.#ws.bufferedAmount > limit) {
       // What we send is bounded only if the peer reads it: one that stops reading is let go.
@@ -77,7 +85,9 @@ export class WebSocketPeerTransport implements Transport {
       this.#ws.terminate();
       return Promise.reject(new Error('the bridge does not read what it is sent'));
     }
-    return new Promise((resolve, reject) => this.#ws.send(JSON.stringify(message), (err) => (err ? reject(err) : resolve())));
+    return new Promise((resolve, reject) =>
+      this.#ws.send(JSON.stringify(message), (err) => (err ? reject(err) : resolve())),
+    );
   }
 
   /** Closes the socket with a code and a reason the peer sees (and our logs say). */
@@ -105,13 +115,19 @@ export class WebSocketPeerTransport implements Transport {
 
   #receive(data: RawData, isBinary: boolean): void {
     if (this.#closed) return;
-    const bytes = Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : data instanceof ArrayBuffer ? data.byteLength : data.length;
+    const bytes = Array.isArray(data)
+      ? data.reduce((n, b) => n + b.length, 0)
+      : data instanceof ArrayBuffer
+        ? data.byteLength
+        : data.length;
     if (bytes > this.#opts.maxMessageBytes) {
       this.closeWith(CloseCodes.TooBig, `message of ${bytes} bytes is over the limit of ${this.#opts.maxMessageBytes}`);
       return;
     }
     if (isBinary) return this.#drop('a binary frame (one JSON-RPC message per text frame expected)');
-    const text = Array.isArray(data) ? Buffer.concat(data).toString('utf8') : Buffer.from(data as ArrayBuffer).toString('utf8');
+    const text = Array.isArray(data)
+      ? Buffer.concat(data).toString('utf8')
+      : Buffer.from(data as ArrayBuffer).toString('utf8');
     let parsed: unknown;
     try {
       parsed = JSON.parse(text);
@@ -119,7 +135,13 @@ export class WebSocketPeerTransport implements Transport {
       return this.#drop('not JSON');
     }
     // A result or error without an id answers nothing we asked (one bridge answers notifications so).
-    if (isObject(parsed) && parsed.id === undefined && parsed.method === undefined && ('result' in parsed || 'error' in parsed)) return;
+    if (
+      isObject(parsed) &&
+      parsed.id === undefined &&
+      parsed.method === undefined &&
+      ('result' in parsed || 'error' in parsed)
+    )
+      return;
     const msg = JSONRPCMessageSchema.safeParse(parsed);
     if (!msg.success) return this.#drop('not a JSON-RPC 2.0 message');
     this.onmessage?.(msg.data);
@@ -127,6 +149,7 @@ export class WebSocketPeerTransport implements Transport {
 
   #drop(why: string): void {
     this.#opts.onDropped?.(why);
-    if (++this.#malformed > (this.#opts.maxMalformed ?? 100)) this.closeWith(CloseCodes.Policy, 'too many malformed messages');
+    if (++this.#malformed > (this.#opts.maxMalformed ?? 100))
+      this.closeWith(CloseCodes.Policy, 'too many malformed messages');
   }
 }

@@ -33,17 +33,21 @@ export function unframeAudio(version: ProtocolVersion, data: Uint8Array): Unfram
   if (version === 1) return { ok: true, frame: { payload: data, timestamp: 0, type: 0 } };
   const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
   if (version === 2) {
-    if (data.byteLength < 16) return { ok: false, reason: `v2 frame shorter than its 16-byte header (${data.byteLength} bytes)` };
+    if (data.byteLength < 16)
+      return { ok: false, reason: `v2 frame shorter than its 16-byte header (${data.byteLength} bytes)` };
     const type = view.getUint16(2);
     const timestamp = view.getUint32(8);
     const size = view.getUint32(12);
-    if (size !== data.byteLength - 16) return { ok: false, reason: `v2 payload_size ${size} does not match the ${data.byteLength - 16} bytes present` };
+    if (size !== data.byteLength - 16)
+      return { ok: false, reason: `v2 payload_size ${size} does not match the ${data.byteLength - 16} bytes present` };
     return { ok: true, frame: { payload: data.subarray(16), timestamp, type } };
   }
-  if (data.byteLength < 4) return { ok: false, reason: `v3 frame shorter than its 4-byte header (${data.byteLength} bytes)` };
+  if (data.byteLength < 4)
+    return { ok: false, reason: `v3 frame shorter than its 4-byte header (${data.byteLength} bytes)` };
   const type = view.getUint8(0);
   const size = view.getUint16(2);
-  if (size !== data.byteLength - 4) return { ok: false, reason: `v3 payload_size ${size} does not match the ${data.byteLength - 4} bytes present` };
+  if (size !== data.byteLength - 4)
+    return { ok: false, reason: `v3 payload_size ${size} does not match the ${data.byteLength - 4} bytes present` };
   return { ok: true, frame: { payload: data.subarray(4), timestamp: 0, type } };
 }
 
@@ -60,7 +64,8 @@ export function frameAudio(version: ProtocolVersion, payload: Uint8Array, timest
     out.set(payload, 16);
     return out;
   }
-  if (payload.byteLength > V3_MAX_PAYLOAD) throw new RangeError(`v3 payload of ${payload.byteLength} bytes exceeds 65535`);
+  if (payload.byteLength > V3_MAX_PAYLOAD)
+    throw new RangeError(`v3 payload of ${payload.byteLength} bytes exceeds 65535`);
   const out = Buffer.allocUnsafe(4 + payload.byteLength);
   out.writeUInt8(0, 0);
   out.writeUInt8(0, 1);

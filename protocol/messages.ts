@@ -104,20 +104,35 @@ export function parseDeviceMessage(text: string): ParseResult {
   }
   const type = (raw as { type?: unknown }).type;
   if (typeof type !== 'string' || !KNOWN_TYPES.has(type)) {
-    return { ok: false, kind: 'unknown_type', type: typeof type === 'string' ? type.slice(0, 40) : undefined, error: `unknown message type ${JSON.stringify(type)?.slice(0, 40)}` };
+    return {
+      ok: false,
+      kind: 'unknown_type',
+      type: typeof type === 'string' ? type.slice(0, 40) : undefined,
+      error: `unknown message type ${JSON.stringify(type)?.slice(0, 40)}`,
+    };
   }
   const schema =
-    type === 'hello' ? DeviceHelloSchema
-    : type === 'listen' ? ListenSchema
-    : type === 'abort' ? AbortSchema
-    : type === 'mcp' ? DeviceMcpSchema
-    : type === 'iot' ? IotSchema
-    : GoodbyeSchema;
+    type === 'hello'
+      ? DeviceHelloSchema
+      : type === 'listen'
+        ? ListenSchema
+        : type === 'abort'
+          ? AbortSchema
+          : type === 'mcp'
+            ? DeviceMcpSchema
+            : type === 'iot'
+              ? IotSchema
+              : GoodbyeSchema;
   const parsed = schema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const where = issue && issue.path.length > 0 ? issue.path.join('.') : type;
-    return { ok: false, kind: 'invalid', type, error: `invalid ${type} message at ${where}: ${issue?.message ?? 'invalid'}` };
+    return {
+      ok: false,
+      kind: 'invalid',
+      type,
+      error: `invalid ${type} message at ${where}: ${issue?.message ?? 'invalid'}`,
+    };
   }
   return { ok: true, message: parsed.data as DeviceMessage };
 }
@@ -166,7 +181,12 @@ export interface ServerHello {
 }
 
 /** `udp`: the session's audio goes over UDP (the MQTT transport); absent: over the WebSocket. */
-export function serverHello(sessionId: string, sampleRate: number, frameDuration: number, udp?: UdpHelloBlock): ServerHello {
+export function serverHello(
+  sessionId: string,
+  sampleRate: number,
+  frameDuration: number,
+  udp?: UdpHelloBlock,
+): ServerHello {
   return {
     type: 'hello',
     // Mandatory: firmware 2.4.x dereferences `transport` without a null check.
@@ -194,8 +214,20 @@ export const ServerMessageSchema = z.union([
     type: z.literal('hello'),
     transport: z.enum(['websocket', 'udp']),
     session_id: z.string(),
-    audio_params: z.object({ format: z.literal('opus'), sample_rate: z.number(), channels: z.literal(1), frame_duration: z.number() }),
-    udp: z.object({ server: z.string(), port: z.number().int(), key: z.string().regex(/^[0-9a-f]{32}$/), nonce: z.string().regex(/^[0-9a-f]{32}$/) }).optional(),
+    audio_params: z.object({
+      format: z.literal('opus'),
+      sample_rate: z.number(),
+      channels: z.literal(1),
+      frame_duration: z.number(),
+    }),
+    udp: z
+      .object({
+        server: z.string(),
+        port: z.number().int(),
+        key: z.string().regex(/^[0-9a-f]{32}$/),
+        nonce: z.string().regex(/^[0-9a-f]{32}$/),
+      })
+      .optional(),
   }),
   z.object({ type: z.literal('stt'), session_id: z.string(), text: z.string() }),
   z.object({ type: z.literal('llm'), session_id: z.string(), emotion: z.string(), text: z.string() }),
@@ -203,13 +235,37 @@ export const ServerMessageSchema = z.union([
   z.object({ type: z.literal('tts'), session_id: z.string(), state: z.literal('sentence_start'), text: z.string() }),
   z.object({ type: z.literal('mcp'), session_id: z.string(), payload: z.record(z.string(), z.unknown()) }),
   z.object({ type: z.literal('system'), session_id: z.string(), command: z.literal('reboot') }),
-  z.object({ type: z.literal('alert'), session_id: z.string(), status: z.string(), message: z.string(), emotion: z.string() }),
+  z.object({
+    type: z.literal('alert'),
+    session_id: z.string(),
+    status: z.string(),
+    message: z.string(),
+    emotion: z.string(),
+  }),
   z.object({ type: z.literal('goodbye'), session_id: z.string() }),
 ]);
 
 /** Emoji shown with each emotion (the firmware ignores `text`, other clients display it). */
 export const EmotionEmoji: Readonly<Record<Emotion, string>> = {
-  neutral: '😶', happy: '🙂', laughing: '😆', funny: '😂', sad: '😔', angry: '😠', crying: '😭', loving: '😍',
-  embarrassed: '😳', surprised: '😯', shocked: '😱', thinking: '🤔', winking: '😉', cool: '😎', relaxed: '😌',
-  delicious: '🤤', kissy: '😘', confident: '😏', sleepy: '😴', silly: '😜', confused: '🙄',
+  neutral: '😶',
+  happy: '🙂',
+  laughing: '😆',
+  funny: '😂',
+  sad: '😔',
+  angry: '😠',
+  crying: '😭',
+  loving: '😍',
+  embarrassed: '😳',
+  surprised: '😯',
+  shocked: '😱',
+  thinking: '🤔',
+  winking: '😉',
+  cool: '😎',
+  relaxed: '😌',
+  delicious: '🤤',
+  kissy: '😘',
+  confident: '😏',
+  sleepy: '😴',
+  silly: '😜',
+  confused: '🙄',
 };

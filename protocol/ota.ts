@@ -31,7 +31,10 @@ export const MAX_CLIENT_ID_CHARS = 36;
 export const DeviceIdSchema = z
   .string()
   .trim()
-  .regex(/^[0-9a-f]{2}([:-])[0-9a-f]{2}(?:\1[0-9a-f]{2}){4}$/i, 'Device-Id must be a MAC address (six hex pairs joined by ":" or "-")')
+  .regex(
+    /^[0-9a-f]{2}([:-])[0-9a-f]{2}(?:\1[0-9a-f]{2}){4}$/i,
+    'Device-Id must be a MAC address (six hex pairs joined by ":" or "-")',
+  )
   .transform((mac) => mac.toLowerCase().replaceAll('-', ':'));
 
 /**
@@ -46,14 +49,19 @@ export const ClientIdSchema = z
   .regex(/^[\x20-\x7e]+$/, 'Client-Id must be printable ASCII')
   .transform((id) => id.toLowerCase());
 
-export type OtaIdentity = { ok: true; deviceId?: string; clientId?: string } | { ok: false; error: string; field: 'Device-Id' | 'Client-Id'; value: string };
+export type OtaIdentity =
+  | { ok: true; deviceId?: string; clientId?: string }
+  | { ok: false; error: string; field: 'Device-Id' | 'Client-Id'; value: string };
 
 /**
  * The identity an OTA request claims: the Device-Id / Client-Id headers, else the body's
  * `mac_address` / `uuid`. Absent fields stay absent; a present one that is not well formed makes
  * the whole request refused, so nothing unbounded reaches the registry or the log.
  */
-export function parseOtaIdentity(headers: { deviceId?: string | undefined; clientId?: string | undefined }, body: unknown): OtaIdentity {
+export function parseOtaIdentity(
+  headers: { deviceId?: string | undefined; clientId?: string | undefined },
+  body: unknown,
+): OtaIdentity {
   // A body field that is not a string is a broken body, which OTA answers anyway (without an identity).
   const fromBody = (key: string): string | undefined => {
     const v = typeof body === 'object' && body !== null ? (body as Record<string, unknown>)[key] : undefined;
@@ -67,7 +75,8 @@ export function parseOtaIdentity(headers: { deviceId?: string | undefined; clien
   for (const [field, raw, schema] of fields) {
     if (raw === undefined || raw === '') continue;
     const parsed = schema.safeParse(raw);
-    if (!parsed.success) return { ok: false, field, value: raw, error: parsed.error.issues[0]?.message ?? `${field} is not valid` };
+    if (!parsed.success)
+      return { ok: false, field, value: raw, error: parsed.error.issues[0]?.message ?? `${field} is not valid` };
     if (field === 'Device-Id') out.deviceId = parsed.data;
     else out.clientId = parsed.data;
   }

@@ -54,7 +54,9 @@ export function decodeUdpHeader(datagram: Uint8Array): UdpHeader | null {
 /** Why a datagram was not accepted before decryption. */
 export type UdpRejection = 'short' | 'type' | 'length';
 
-export type UdpParse = { ok: true; header: UdpHeader; iv: Buffer; ciphertext: Buffer } | { ok: false; reason: UdpRejection };
+export type UdpParse =
+  | { ok: true; header: UdpHeader; iv: Buffer; ciphertext: Buffer }
+  | { ok: false; reason: UdpRejection };
 
 /** Checks the shape: a whole header, type 0x01, and exactly `payload_len` bytes after it. */
 export function parseUdpDatagram(datagram: Uint8Array): UdpParse {
@@ -68,7 +70,8 @@ export function parseUdpDatagram(datagram: Uint8Array): UdpParse {
 
 /** AES-128-CTR with `iv` as the first counter block; the same call encrypts and decrypts. */
 export function aesCtr(key: Uint8Array, iv: Uint8Array, data: Uint8Array): Buffer {
-  if (key.byteLength !== UDP_KEY_BYTES || iv.byteLength !== UDP_HEADER_BYTES) throw new RangeError('AES-128-CTR needs a 16-byte key and a 16-byte counter block');
+  if (key.byteLength !== UDP_KEY_BYTES || iv.byteLength !== UDP_HEADER_BYTES)
+    throw new RangeError('AES-128-CTR needs a 16-byte key and a 16-byte counter block');
   const c = createCipheriv('aes-128-ctr', key, iv);
   return Buffer.concat([c.update(data), c.final()]);
 }
@@ -96,9 +99,38 @@ export function isNewerSequence(sequence: number, last: number): boolean {
 
 /** Frame durations of the Opus TOC configurations 0–31, in tenths of a millisecond (RFC 6716 §3.1). */
 const CONFIG_DURATION_TENTHS = [
-  100, 200, 400, 600, 100, 200, 400, 600, 100, 200, 400, 600, // SILK NB, MB, WB
-  100, 200, 100, 200, // Hybrid SWB, FB
-  25, 50, 100, 200, 25, 50, 100, 200, 25, 50, 100, 200, 25, 50, 100, 200, // CELT NB, WB, SWB, FB
+  100,
+  200,
+  400,
+  600,
+  100,
+  200,
+  400,
+  600,
+  100,
+  200,
+  400,
+  600, // SILK NB, MB, WB
+  100,
+  200,
+  100,
+  200, // Hybrid SWB, FB
+  25,
+  50,
+  100,
+  200,
+  25,
+  50,
+  100,
+  200,
+  25,
+  50,
+  100,
+  200,
+  25,
+  50,
+  100,
+  200, // CELT NB, WB, SWB, FB
 ];
 
 /**

@@ -28,7 +28,9 @@ async function main(argv: string[]): Promise<void> {
   }
   const [command, extra] = parsed.positionals;
   if (command !== 'migrate' || extra !== undefined) fail(USAGE);
-  const config = loadConfig({ argv: parsed.values.config === undefined ? [] : ['--config', parsed.values.config] }).config;
+  const config = loadConfig({
+    argv: parsed.values.config === undefined ? [] : ['--config', parsed.values.config],
+  }).config;
   // Opening runs the migrations (under the migration lock) and the start-up repairs.
   const store = await openConfiguredStore(config, cliLog, { watch: false });
   try {

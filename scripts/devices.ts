@@ -29,12 +29,18 @@ function fail(message: string): never {
 function parse(argv: string[]): { command?: string; arg?: string; file?: string; config?: string } {
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, options: { file: { type: 'string' }, config: { type: 'string' } }, allowPositionals: true, strict: true });
+    parsed = parseArgs({
+      args: argv,
+      options: { file: { type: 'string' }, config: { type: 'string' } },
+      allowPositionals: true,
+      strict: true,
+    });
   } catch {
     fail(USAGE);
   }
   const [command, arg, extra] = parsed.positionals;
-  const wellFormed = command === 'list' ? arg === undefined : (command === 'bind' || command === 'revoke') && arg !== undefined;
+  const wellFormed =
+    command === 'list' ? arg === undefined : (command === 'bind' || command === 'revoke') && arg !== undefined;
   if (!wellFormed || extra !== undefined) fail(USAGE);
   return { command, arg, file: parsed.values.file, config: parsed.values.config };
 }
@@ -56,8 +62,12 @@ async function main(argv: string[]): Promise<void> {
       process.stdout.write(`bound ${r.device.id} (Device-Id ${r.device.deviceId}, Client-Id ${r.device.clientId})\n`);
     } else if (command === 'list') {
       const { bound, pending } = await devices.list();
-      for (const d of bound) process.stdout.write(`bound    ${d.id}  ${d.deviceId}  ${d.clientId}  since ${d.boundAt}\n`);
-      for (const p of pending) process.stdout.write(`pending  code ${p.code}  ${p.deviceId}  ${p.clientId}  until ${new Date(p.expiresAt).toISOString()}\n`);
+      for (const d of bound)
+        process.stdout.write(`bound    ${d.id}  ${d.deviceId}  ${d.clientId}  since ${d.boundAt}\n`);
+      for (const p of pending)
+        process.stdout.write(
+          `pending  code ${p.code}  ${p.deviceId}  ${p.clientId}  until ${new Date(p.expiresAt).toISOString()}\n`,
+        );
       if (bound.length + pending.length === 0) process.stdout.write('no devices\n');
     } else if (command === 'revoke' && arg) {
       const gone = await devices.revoke(arg);

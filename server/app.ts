@@ -8,9 +8,22 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import websocket from '@fastify/websocket';
 import type { Logger as PinoLogger } from 'pino';
 import type { Config } from './config.ts';
-import { otaRoutes, resolveAuthMode, verifyBinding, verifyStoredBinding, guardBrowserHosts, createOriginCheck } from '../features/identity/index.ts';
+import {
+  otaRoutes,
+  resolveAuthMode,
+  verifyBinding,
+  verifyStoredBinding,
+  guardBrowserHosts,
+  createOriginCheck,
+} from '../features/identity/index.ts';
 import { DEVICE_WS_PATH, deviceWsRoute, webSocketErrorHandler } from '../transport/ws/index.ts';
-import { DeviceSessions, type AdmissionGate, type DeviceTransport, type RefusalReason, type SessionOpenedHook } from '../transport/session-door/index.ts';
+import {
+  DeviceSessions,
+  type AdmissionGate,
+  type DeviceTransport,
+  type RefusalReason,
+  type SessionOpenedHook,
+} from '../transport/session-door/index.ts';
 import { adminConsoleRoutes, webRoutes } from './web-route.ts';
 import { adminPlugin } from '../features/admin/index.ts';
 import { RequestLogController } from './request-log.ts';
@@ -58,7 +71,11 @@ interface AppParts {
  * app), or, for an app on its own, a conversation factory the app builds its door around (the
  * store's records of each session as its hook).
  */
-export type AppDeps = AppParts & ({ sessions: DeviceSessions; createConversation?: undefined } | { createConversation: ConversationFactory; sessions?: undefined });
+export type AppDeps = AppParts &
+  (
+    | { sessions: DeviceSessions; createConversation?: undefined }
+    | { createConversation: ConversationFactory; sessions?: undefined }
+  );
 
 export interface App {
   fastify: FastifyInstance;
@@ -89,7 +106,13 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
 async function buildWithStore(deps: AppDeps, store: Store): Promise<App> {
   const { config } = deps;
-  const sessions = deps.sessions !== undefined ? deps.sessions : deviceSessionsFor(config, { createConversation: deps.createConversation, onOpened: [recordSessions(store, config, deps.log)] });
+  const sessions =
+    deps.sessions !== undefined
+      ? deps.sessions
+      : deviceSessionsFor(config, {
+          createConversation: deps.createConversation,
+          onOpened: [recordSessions(store, config, deps.log)],
+        });
   const registry = sessions.registry;
   const fastify = Fastify({
     loggerInstance: deps.log,
@@ -179,7 +202,17 @@ async function buildWithStore(deps: AppDeps, store: Store): Promise<App> {
     ...(deps.onSecret ? { onSecret: deps.onSecret } : {}),
   });
   // The admin API and console: off (and the log says how to turn them on) without admin.token.
-  await fastify.register(adminPlugin({ token: config.admin.token, consoleRoutes: adminConsoleRoutes, store, liveSessions: registry, mcpEndpoint: { hub: bridges, publicUrl: config.mcpEndpoint.publicUrl }, ...(deps.push ? { push: deps.push } : {}), ...(deps.onSecret ? { onSecret: deps.onSecret } : {}) }));
+  await fastify.register(
+    adminPlugin({
+      token: config.admin.token,
+      consoleRoutes: adminConsoleRoutes,
+      store,
+      liveSessions: registry,
+      mcpEndpoint: { hub: bridges, publicUrl: config.mcpEndpoint.publicUrl },
+      ...(deps.push ? { push: deps.push } : {}),
+      ...(deps.onSecret ? { onSecret: deps.onSecret } : {}),
+    }),
+  );
   for (const plugin of deps.plugins ?? []) await fastify.register(plugin);
 
   // Sessions end before the HTTP server closes, so each one releases its turn and processes.
@@ -234,7 +267,11 @@ export function deviceSessionsFor(config: Config, parts: SessionParts): DeviceSe
 }
 
 /** The OTA route's `mqtt` option: the gateway's section (whenever it is configured) or the embedded broker's (when it runs). */
-function mqttOta(deps: AppDeps, store: Store, mode: ReturnType<typeof resolveAuthMode>): { mqtt?: NonNullable<ReturnType<typeof mqttOtaProvider>> } {
+function mqttOta(
+  deps: AppDeps,
+  store: Store,
+  mode: ReturnType<typeof resolveAuthMode>,
+): { mqtt?: NonNullable<ReturnType<typeof mqttOtaProvider>> } {
   const { mqtt } = deps.config;
   const provider = mqttOtaProvider({
     mode,
@@ -255,12 +292,14 @@ function mqttOta(deps: AppDeps, store: Store, mode: ReturnType<typeof resolveAut
  */
 export function recordSessions(store: Store, config: Config, log: Logger): SessionOpenedHook {
   const defaultAgent = config.defaultAgent ?? config.agents[0]?.name ?? null;
-  const failed = (what: string) => (err: unknown) => log.warn({ err: err instanceof Error ? err.message : String(err) }, `store: could not ${what}`);
+  const failed = (what: string) => (err: unknown) =>
+    log.warn({ err: err instanceof Error ? err.message : String(err) }, `store: could not ${what}`);
   return ({ sessionId, deviceId, clientId }, ended) => {
     const device = DeviceIdSchema.safeParse(deviceId);
     const client = ClientIdSchema.safeParse(clientId);
     const mac = device.success ? device.data : null;
-    if (mac && client.success) store.devices.seen({ deviceId: mac, clientId: client.data }).catch(failed('record the device'));
+    if (mac && client.success)
+      store.devices.seen({ deviceId: mac, clientId: client.data }).catch(failed('record the device'));
     const row = {
       sessionId,
       deviceId: mac,
@@ -271,6 +310,10 @@ export function recordSessions(store: Store, config: Config, log: Logger): Sessi
     };
     // Both are queued (one store write per tick for every session); the removal replaces an add still queued.
     store.sessions.add(row).catch(failed('record the live session'));
-    ended.addEventListener('abort', () => void store.sessions.remove(sessionId).catch(failed('remove the live session')), { once: true });
+    ended.addEventListener(
+      'abort',
+      () => void store.sessions.remove(sessionId).catch(failed('remove the live session')),
+      { once: true },
+    );
   };
 }

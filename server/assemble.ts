@@ -65,7 +65,11 @@ export interface AssembleOptions {
   now?: () => number;
 }
 
-export async function assembleServer(config: Config, log: PinoLogger, opts: AssembleOptions = {}): Promise<AssembledServer> {
+export async function assembleServer(
+  config: Config,
+  log: PinoLogger,
+  opts: AssembleOptions = {},
+): Promise<AssembledServer> {
   // Opened first: an unreachable database stops the start with a message naming store.url, before
   // any worker or child process exists.
   const store = opts.store ?? (await openConfiguredStore(config, log));
@@ -78,7 +82,13 @@ export async function assembleServer(config: Config, log: PinoLogger, opts: Asse
   }
 }
 
-async function assembleWithStore(config: Config, log: PinoLogger, opts: AssembleOptions, store: Store, ownStore: boolean): Promise<AssembledServer> {
+async function assembleWithStore(
+  config: Config,
+  log: PinoLogger,
+  opts: AssembleOptions,
+  store: Store,
+  ownStore: boolean,
+): Promise<AssembledServer> {
   // Agents declared in the configuration exist in the store (created when missing, never
   // overwritten: the console may have edited them since); their `devices:` get them when unset.
   for (const agent of config.agents) {
@@ -142,7 +152,12 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
           profileFor: (d) => deps.profiles.profileFor(d),
           sampleRate: config.audio.outputSampleRate as OpusSampleRate,
           complexity: config.audio.opusComplexity,
-          vad: { threshold: config.vad.threshold, minSilenceMs: config.vad.minSilenceMs, minSpeechMs: config.vad.minSpeechMs, pauseMs: config.vad.earlyStartMs },
+          vad: {
+            threshold: config.vad.threshold,
+            minSilenceMs: config.vad.minSilenceMs,
+            minSpeechMs: config.vad.minSpeechMs,
+            pauseMs: config.vad.earlyStartMs,
+          },
           log: log.child({ part: 'push' }),
         },
         deviceId,
@@ -155,7 +170,11 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
   let app: App;
   let mqtt: MqttTransport | undefined;
   try {
-    mqtt = await mqttTransportFor(config, log, { devices: store.registry, sessions, onUdpDrop: (reason) => metrics.udpDropped(reason) });
+    mqtt = await mqttTransportFor(config, log, {
+      devices: store.registry,
+      sessions,
+      onUdpDrop: (reason) => metrics.udpDropped(reason),
+    });
     if (mqtt) metrics.bind({ mqtt: mqtt.stats });
     // Idle MQTT devices can be reached (notify/alert) and get their queued messages when they connect.
     if (mqtt) push.useIdleLinks(mqtt);
@@ -170,7 +189,17 @@ async function assembleWithStore(config: Config, log: PinoLogger, opts: Assemble
       bridges,
       push,
       ...(opts.onSecret ? { onSecret: opts.onSecret } : {}),
-      plugins: [pushAudioRoute(clips), healthRoutes({ mcp: deps.mcp, ready: () => ready, checks: providerChecks(config), problems: () => doctor.problems(), adminSecret: config.server.adminSecret }), metricsRoute({ metrics })],
+      plugins: [
+        pushAudioRoute(clips),
+        healthRoutes({
+          mcp: deps.mcp,
+          ready: () => ready,
+          checks: providerChecks(config),
+          problems: () => doctor.problems(),
+          adminSecret: config.server.adminSecret,
+        }),
+        metricsRoute({ metrics }),
+      ],
     });
   } catch (err) {
     await mqtt?.close();

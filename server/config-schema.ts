@@ -20,7 +20,6 @@ import { MAX_DEVICE_TEXT } from '../protocol/messages.ts';
 const EN = LANGUAGE_PACKS.en;
 const DEFAULT_SYSTEM_PROMPT = EN.systemPrompt;
 
-
 export const ServerSchema = z.strictObject({
   host: z.string().min(1).default('0.0.0.0'),
   port: z.number().int().min(0).max(65535).default(8000),
@@ -79,7 +78,11 @@ export const ServerSchema = z.strictObject({
    * The downlink keeps only ~600 ms of Opus queued (a few KB), so 1 MiB is only reached by a
    * client that stopped reading.
    */
-  maxOutputBufferBytes: z.number().int().positive().default(1024 * 1024),
+  maxOutputBufferBytes: z
+    .number()
+    .int()
+    .positive()
+    .default(1024 * 1024),
   /** Control messages (listen, abort, hello, mcp) per connection: a token bucket; excess is dropped. */
   controlMessages: z
     .strictObject({
@@ -104,7 +107,13 @@ export const ServerSchema = z.strictObject({
    * client is the rightmost entry that is not itself one of them. From any other peer the header
    * is ignored. Empty: every limit counts the socket's peer.
    */
-  trustProxy: z.array(z.string().refine((s) => parseRange(s) !== null, 'must be an IP address or CIDR, e.g. 10.0.0.0/8 or 2001:db8::/32')).default([]),
+  trustProxy: z
+    .array(
+      z
+        .string()
+        .refine((s) => parseRange(s) !== null, 'must be an IP address or CIDR, e.g. 10.0.0.0/8 or 2001:db8::/32'),
+    )
+    .default([]),
   /** IPv6 clients are counted by this prefix for every per-address limit (a home or phone gets a /64). */
   ipv6PrefixLength: z.number().int().min(32).max(128).default(64),
   /**
@@ -112,7 +121,9 @@ export const ServerSchema = z.strictObject({
    * addresses and the host of `publicWsUrl`. A browser request (one with an Origin) whose Host is
    * none of them is refused with 403: that is what a DNS rebinding page sends.
    */
-  publicHosts: z.array(z.string().regex(/^[A-Za-z0-9.\-:[\]]+$/, 'must be a host name or address, e.g. voice.example.org')).default([]),
+  publicHosts: z
+    .array(z.string().regex(/^[A-Za-z0-9.\-:[\]]+$/, 'must be a host name or address, e.g. voice.example.org'))
+    .default([]),
   /**
    * WebSocket upgrades per IP address (token bucket); over it: 429. Upgrades presenting a valid
    * credential count against a budget of their own (the same rate, per device).
@@ -147,7 +158,10 @@ export const ServerSchema = z.strictObject({
   /** Firmware offered by OTA; empty version: none offered. */
   firmware: z
     .strictObject({
-      version: z.string().regex(/^(\d+(\.\d+)*)?$/, 'must be a numeric dotted version like 2.4.2').default(''),
+      version: z
+        .string()
+        .regex(/^(\d+(\.\d+)*)?$/, 'must be a numeric dotted version like 2.4.2')
+        .default(''),
       url: z.string().default(''),
       force: z.boolean().default(false),
     })
@@ -156,7 +170,9 @@ export const ServerSchema = z.strictObject({
 
 export const AudioSchema = z.strictObject({
   /** Downlink sample rate announced in the server hello. */
-  outputSampleRate: z.union([z.literal(8000), z.literal(12000), z.literal(16000), z.literal(24000), z.literal(48000)]).default(24000),
+  outputSampleRate: z
+    .union([z.literal(8000), z.literal(12000), z.literal(16000), z.literal(24000), z.literal(48000)])
+    .default(24000),
   /** Opus frame duration both ways; the firmware uses 60 ms. */
   frameDurationMs: z.literal(60).default(60),
   /** Downlink encoder complexity 0–10: 5 costs about half of libopus' default 9 (see npm run bench). */
@@ -218,7 +234,9 @@ export const VadSchema = z.strictObject({
 
 export const ConversationSchema = z.strictObject({
   /** `listen detect` texts that are only a wake word get the greeting; anything else is answered as speech. */
-  wakeWords: z.array(z.string().min(1)).default(['你好小智', '小智', '你好小志', 'hi xiaozhi', 'hey xiaozhi', 'hello xiaozhi', 'xiaozhi']),
+  wakeWords: z
+    .array(z.string().min(1))
+    .default(['你好小智', '小智', '你好小志', 'hi xiaozhi', 'hey xiaozhi', 'hello xiaozhi', 'xiaozhi']),
   greeting: z.string().min(1).default(EN.conversation.greeting),
   /** Spoken when a turn fails for a reason none of `apologies` names, so the device never goes silent. */
   apology: z.string().min(1).default(EN.conversation.apology),
@@ -300,7 +318,12 @@ export const DeviceMcpSchema = z.strictObject({
 /** Reading audio that MCP tools link to (ResourceLink), in pages. */
 export const MediaSchema = z.strictObject({
   /** Bytes per `resources/read` page (McpReadResourcePageSize). */
-  pageSize: z.number().int().min(1024).max(16 * 1024 * 1024).default(100 * 1024),
+  pageSize: z
+    .number()
+    .int()
+    .min(1024)
+    .max(16 * 1024 * 1024)
+    .default(100 * 1024),
   /** Per page, in ms. */
   pageTimeoutMs: z.number().int().positive().default(30_000),
   /** Wait before retrying a failed page, in ms. */
@@ -334,53 +357,70 @@ export const LoggingSchema = z.strictObject({
 });
 
 export function createConfigSchema<M extends z.ZodType>(mcpServersSchema: M) {
-  return z.strictObject({
-    /**
-     * Switches together the default system prompt, spoken texts, ASR language hint and embedded
-     * TTS voice (`zh`: Mandarin, espeak-ng `cmn-latn-pinyin`). Keys set explicitly still win.
-     */
-    language: z.enum(LANGUAGES).default('en'),
-    server: ServerSchema.prefault({}),
-    store: StoreSchema.prefault({}),
-    audio: AudioSchema.prefault({}),
-    vad: VadSchema.prefault({}),
-    asr: AsrSchema.prefault({ provider: 'pocketsphinx' }),
-    tts: TtsSchema.prefault({ provider: 'espeak' }),
-    llm: LlmSchema.prefault({}),
-    conversation: ConversationSchema.prefault({}),
-    mcpServers: mcpServersSchema,
-    tools: ToolsSchema.prefault({}),
-    media: MediaSchema.prefault({}),
-    deviceMcp: DeviceMcpSchema.prefault({}),
-    memory: MemorySchema.prefault({}),
-    logging: LoggingSchema.prefault({}),
-    admin: AdminSchema.prefault({}),
-    mcpEndpoint: McpEndpointSchema.prefault({}),
-    mqtt: MqttSchema.prefault({}),
-    push: PushSchema.prefault({}),
-    reminders: RemindersSchema.prefault({}),
-    /**
-     * Agents: each device's assistant (prompt, language, voice, models, tools). Created in the
-     * store at start when missing; what an agent leaves unset comes from this configuration.
-     */
-    agents: z.array(ConfigAgentSchema).max(1000).default([]),
-    /** The agent a device without one uses; unset: the first of `agents`, or this configuration itself. */
-    defaultAgent: AgentNameSchema.optional(),
-  }).superRefine((cfg, ctx) => {
-    const names = new Set<string>();
-    // `mcpServers` is the generic M here: its keys are the server names.
-    const servers = new Set(Object.keys((cfg as unknown as { mcpServers?: Record<string, unknown> }).mcpServers ?? {}));
-    cfg.agents.forEach((agent, i) => {
-      if (names.has(agent.name)) ctx.addIssue({ code: 'custom', path: ['agents', i, 'name'], message: `agent '${agent.name}' is declared twice` });
-      names.add(agent.name);
-      (agent.tools?.mcpServers ?? []).forEach((server, j) => {
-        if (!servers.has(server)) {
-          ctx.addIssue({ code: 'custom', path: ['agents', i, 'tools', 'mcpServers', j], message: `agent '${agent.name}' names MCP server '${server}', which is not in mcpServers` });
-        }
+  return z
+    .strictObject({
+      /**
+       * Switches together the default system prompt, spoken texts, ASR language hint and embedded
+       * TTS voice (`zh`: Mandarin, espeak-ng `cmn-latn-pinyin`). Keys set explicitly still win.
+       */
+      language: z.enum(LANGUAGES).default('en'),
+      server: ServerSchema.prefault({}),
+      store: StoreSchema.prefault({}),
+      audio: AudioSchema.prefault({}),
+      vad: VadSchema.prefault({}),
+      asr: AsrSchema.prefault({ provider: 'pocketsphinx' }),
+      tts: TtsSchema.prefault({ provider: 'espeak' }),
+      llm: LlmSchema.prefault({}),
+      conversation: ConversationSchema.prefault({}),
+      mcpServers: mcpServersSchema,
+      tools: ToolsSchema.prefault({}),
+      media: MediaSchema.prefault({}),
+      deviceMcp: DeviceMcpSchema.prefault({}),
+      memory: MemorySchema.prefault({}),
+      logging: LoggingSchema.prefault({}),
+      admin: AdminSchema.prefault({}),
+      mcpEndpoint: McpEndpointSchema.prefault({}),
+      mqtt: MqttSchema.prefault({}),
+      push: PushSchema.prefault({}),
+      reminders: RemindersSchema.prefault({}),
+      /**
+       * Agents: each device's assistant (prompt, language, voice, models, tools). Created in the
+       * store at start when missing; what an agent leaves unset comes from this configuration.
+       */
+      agents: z.array(ConfigAgentSchema).max(1000).default([]),
+      /** The agent a device without one uses; unset: the first of `agents`, or this configuration itself. */
+      defaultAgent: AgentNameSchema.optional(),
+    })
+    .superRefine((cfg, ctx) => {
+      const names = new Set<string>();
+      // `mcpServers` is the generic M here: its keys are the server names.
+      const servers = new Set(
+        Object.keys((cfg as unknown as { mcpServers?: Record<string, unknown> }).mcpServers ?? {}),
+      );
+      cfg.agents.forEach((agent, i) => {
+        if (names.has(agent.name))
+          ctx.addIssue({
+            code: 'custom',
+            path: ['agents', i, 'name'],
+            message: `agent '${agent.name}' is declared twice`,
+          });
+        names.add(agent.name);
+        (agent.tools?.mcpServers ?? []).forEach((server, j) => {
+          if (!servers.has(server)) {
+            ctx.addIssue({
+              code: 'custom',
+              path: ['agents', i, 'tools', 'mcpServers', j],
+              message: `agent '${agent.name}' names MCP server '${server}', which is not in mcpServers`,
+            });
+          }
+        });
       });
+      if (cfg.defaultAgent !== undefined && !names.has(cfg.defaultAgent)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['defaultAgent'],
+          message: `'${cfg.defaultAgent}' is not one of the agents declared in agents:`,
+        });
+      }
     });
-    if (cfg.defaultAgent !== undefined && !names.has(cfg.defaultAgent)) {
-      ctx.addIssue({ code: 'custom', path: ['defaultAgent'], message: `'${cfg.defaultAgent}' is not one of the agents declared in agents:` });
-    }
-  });
 }

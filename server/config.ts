@@ -43,7 +43,11 @@ export interface LoadConfigInput {
 }
 
 /** Picks the config file from argv/env/cwd. */
-function chooseFile(argv: readonly string[], env: Readonly<Record<string, string | undefined>>, cwd: string): string | null {
+function chooseFile(
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+  cwd: string,
+): string | null {
   const i = argv.findIndex((a) => a === '--config' || a.startsWith('--config='));
   if (i >= 0) {
     const arg = argv[i] as string;
@@ -71,7 +75,8 @@ function readYaml(file: string): Record<string, unknown> {
     throw new ConfigError(`config file ${file} is not valid YAML${where}: ${(err as Error).message.split('\n')[0]}`);
   }
   if (data === null || data === undefined) return {};
-  if (typeof data !== 'object' || Array.isArray(data)) throw new ConfigError(`config file ${file} must hold a mapping of keys at the top level`);
+  if (typeof data !== 'object' || Array.isArray(data))
+    throw new ConfigError(`config file ${file} must hold a mapping of keys at the top level`);
   return data as Record<string, unknown>;
 }
 

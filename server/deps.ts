@@ -27,7 +27,14 @@ import type { Config } from './config.ts';
 import type { ConversationFactory } from '../voice/session/conversation.ts';
 import { createVoiceConversationFactory } from '../voice/conversation/voice-conversation.ts';
 import type { SessionTools, SessionToolsInput, TurnObserver, VoiceDeps } from '../voice/conversation/voice-deps.ts';
-import { configAgentLookup, type AgentLookup, AgentProfiles, localToolsUnder, mcpToolsUnder, DeviceLocale } from '../features/agents/index.ts';
+import {
+  configAgentLookup,
+  type AgentLookup,
+  AgentProfiles,
+  localToolsUnder,
+  mcpToolsUnder,
+  DeviceLocale,
+} from '../features/agents/index.ts';
 import type { BridgeHub } from '../features/mcp-endpoint/index.ts';
 import type { DeviceMemoryStore } from '../store/memory.ts';
 import type { StoreChange } from '../store/types.ts';
@@ -84,7 +91,8 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
   // The embedded TTS synthesises in the media workers, which load its voice; apologies must be
   // audible even when a remote TTS is what failed, so with one the embedded voice is the fallback.
   const tts = await createTts(config.tts, log.child({ part: 'tts' }));
-  const fallbackTts = tts.synthesis === 'media-worker' ? tts : createEspeakTts(EspeakTtsSchema.parse({ provider: 'espeak' }));
+  const fallbackTts =
+    tts.synthesis === 'media-worker' ? tts : createEspeakTts(EspeakTtsSchema.parse({ provider: 'espeak' }));
   const media = await createMediaEngine({
     workers: resolveWorkerCount(config.audio.workers),
     workerNice: config.audio.workerNice,
@@ -115,7 +123,14 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
   // Each device's assistant: its agent's settings over the configuration, built once per distinct
   // settings and shared by the agent's devices; asked for at every turn start.
   const agents = opts.agents ?? configAgentLookup(config);
-  const profiles = new AgentProfiles({ config, lookup: agents, log, base: { asr, tts }, clients: providers, ...(opts.onSecret ? { onSecret: opts.onSecret } : {}) });
+  const profiles = new AgentProfiles({
+    config,
+    lookup: agents,
+    log,
+    base: { asr, tts },
+    clients: providers,
+    ...(opts.onSecret ? { onSecret: opts.onSecret } : {}),
+  });
   // Each device's memory: its agent now, and that agent's model for the summary.
   const memory = opts.memory
     ? new DeviceMemory({
@@ -141,12 +156,23 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
   const dateTool = dateTimeTool(config.tools.timeZone ? { timeZone: config.tools.timeZone } : {});
   const locale = new DeviceLocale({ config, agents, defaultAgent: () => profiles.defaultAgent(), log });
   const sessionDateTool = (deviceId: string | null) =>
-    deviceId ? dateTimeTool({ ...(config.tools.timeZone ? { timeZone: config.tools.timeZone } : {}), zoneOf: () => locale.timeZoneOf(deviceId) }) : dateTool;
+    deviceId
+      ? dateTimeTool({
+          ...(config.tools.timeZone ? { timeZone: config.tools.timeZone } : {}),
+          zoneOf: () => locale.timeZoneOf(deviceId),
+        })
+      : dateTool;
   const localTools = [
     endConversationTool({ goodbye: config.conversation.goodbye }),
     // Offered only when there is something to play: a tool that always fails confuses the model.
     ...(config.tools.music.folder || config.tools.music.allowedHosts.length > 0
-      ? [playMusicTool({ folder: config.tools.music.folder, allowedHosts: config.tools.music.allowedHosts, allowPrivateAddresses: config.tools.music.allowPrivateAddresses })]
+      ? [
+          playMusicTool({
+            folder: config.tools.music.folder,
+            allowedHosts: config.tools.music.allowedHosts,
+            allowPrivateAddresses: config.tools.music.allowPrivateAddresses,
+          }),
+        ]
       : []),
   ];
   // The memory tools act on the session's own device memory only: made per session around it.
@@ -159,13 +185,37 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
   const sessionReminderTools = (input: SessionToolsInput) => {
     const { deviceId, clientId } = input.info;
     if (!remindersStore || !deviceId || !clientId) return [];
-    return reminderTools(sessionReminders({ store: remindersStore, locale, settings: config.reminders, deviceId, clientId, log: input.log, ...(opts.now ? { now: opts.now } : {}) }));
+    return reminderTools(
+      sessionReminders({
+        store: remindersStore,
+        locale,
+        settings: config.reminders,
+        deviceId,
+        clientId,
+        log: input.log,
+        ...(opts.now ? { now: opts.now } : {}),
+      }),
+    );
   };
   const toolsFor = (input: SessionToolsInput): SessionTools => {
     const policy = input.policy ?? (() => undefined);
     // The agent's tool policy is read at each listing and call: the device's own tools are not filtered.
     const sources: NamedToolSource[] = [
-      { name: 'local', source: localToolsUnder(createLocalTools([sessionDateTool(input.info.deviceId), ...localTools, ...sessionMemoryTools(input), ...sessionReminderTools(input)], { log: input.log }), policy) },
+      {
+        name: 'local',
+        source: localToolsUnder(
+          createLocalTools(
+            [
+              sessionDateTool(input.info.deviceId),
+              ...localTools,
+              ...sessionMemoryTools(input),
+              ...sessionReminderTools(input),
+            ],
+            { log: input.log },
+          ),
+          policy,
+        ),
+      },
       { name: 'mcp', source: mcpToolsUnder(mcp.sessionView(), policy) },
     ];
     if (opts.bridges) {
@@ -221,7 +271,13 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
     locale,
     close: async () => {
       await memory?.close();
-      await Promise.allSettled([asr.close(), tts.close(), fallbackTts === tts ? Promise.resolve() : fallbackTts.close(), mcp.close(), profiles.close()]);
+      await Promise.allSettled([
+        asr.close(),
+        tts.close(),
+        fallbackTts === tts ? Promise.resolve() : fallbackTts.close(),
+        mcp.close(),
+        profiles.close(),
+      ]);
       await Promise.allSettled([media.close(), providers.close()]);
     },
   };

@@ -111,7 +111,12 @@ function createCheckRunner(checks: readonly ReadinessCheck[], cacheMs: number, t
     const p = runScoped(undefined, (s) => c.check(s), { timeoutMs, what: `readiness check ${c.name}` })
       .then(
         () => void cache.set(c.name, { at: Date.now(), ok: true }),
-        (err: unknown) => void cache.set(c.name, { at: Date.now(), ok: false, error: err instanceof Error ? err.message : String(err) }),
+        (err: unknown) =>
+          void cache.set(c.name, {
+            at: Date.now(),
+            ok: false,
+            error: err instanceof Error ? err.message : String(err),
+          }),
       )
       .finally(() => running.delete(c.name));
     running.set(c.name, p);
@@ -122,7 +127,13 @@ function createCheckRunner(checks: readonly ReadinessCheck[], cacheMs: number, t
     await Promise.all(checks.filter((c) => (cache.get(c.name)?.at ?? -Infinity) + cacheMs <= now).map(runOne));
     return checks.map((c) => {
       const r = cache.get(c.name) ?? { at: Date.now(), ok: false, error: 'not checked' };
-      return { name: c.name, target: c.target, ok: r.ok, ...(r.error ? { error: r.error } : {}), ageMs: Date.now() - r.at };
+      return {
+        name: c.name,
+        target: c.target,
+        ok: r.ok,
+        ...(r.error ? { error: r.error } : {}),
+        ageMs: Date.now() - r.at,
+      };
     });
   };
 }
@@ -141,7 +152,13 @@ export function healthRoutes(opts: HealthOptions) {
       if (!opts.ready()) {
         // Problems (with their fix) are public: the browser page shows them; everything else is
         // for admins (server.adminSecret) or loopback.
-        await reply.code(503).send(details ? { status: 'not_ready', mcpServers, checks: [], problems: [] } : { status: 'not_ready', problems: [] });
+        await reply
+          .code(503)
+          .send(
+            details
+              ? { status: 'not_ready', mcpServers, checks: [], problems: [] }
+              : { status: 'not_ready', problems: [] },
+          );
         return;
       }
       const [checks, problems] = await Promise.all([runChecks(), opts.problems?.() ?? []]);

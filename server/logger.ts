@@ -49,7 +49,12 @@ export function createLogger(opts: LoggerOptions): PinoLogger {
       hooks: { streamWrite: (line) => redactUrlsInText(secrets.redact(line)) },
       redact: { paths, censor: '[Redacted]' },
       serializers: {
-        req(req: { method?: string; url?: string; headers?: Record<string, unknown>; socket?: { remoteAddress?: string } }) {
+        req(req: {
+          method?: string;
+          url?: string;
+          headers?: Record<string, unknown>;
+          socket?: { remoteAddress?: string };
+        }) {
           return {
             method: req.method,
             url: req.url ? redactUrl(req.url) : undefined,

@@ -42,20 +42,28 @@ async function main(): Promise<void> {
   for (const w of languageWarnings(config)) log.warn({ key: w.key }, w.message);
 
   // Run-time secrets (the device-token secret, every token OTA issues) are redacted like configured ones.
-  const server = await assembleServer(config, log, { onSecret: (v, issued) => secrets.add(v, { issued: issued === true }) });
+  const server = await assembleServer(config, log, {
+    onSecret: (v, issued) => secrets.add(v, { issued: issued === true }),
+  });
   const { app, deps } = server;
   logDeviceAuth(config.server.auth, storeLocation(config), app.devices, log);
   const signals = new ShutdownSignals();
   await app.fastify.listen({ host: config.server.host, port: config.server.port });
   log.info(
-    { ota: `http://<this-host>:${config.server.port}/xiaozhi/ota/`, ws: config.server.publicWsUrl || `ws://<Host header>/xiaozhi/v1/` },
+    {
+      ota: `http://<this-host>:${config.server.port}/xiaozhi/ota/`,
+      ws: config.server.publicWsUrl || `ws://<Host header>/xiaozhi/v1/`,
+    },
     'server ready: set the device OTA URL to the ota address',
   );
 
   const stop = (signal: string): void => {
     const verdict = signals.receive();
     if (verdict === 'duplicate') {
-      log.info({ signal, windowMs: REPEAT_WINDOW_MS }, 'signal repeated at once (npm forwards its copy): still draining; signal again to exit now');
+      log.info(
+        { signal, windowMs: REPEAT_WINDOW_MS },
+        'signal repeated at once (npm forwards its copy): still draining; signal again to exit now',
+      );
       return;
     }
     if (verdict === 'force') {
@@ -100,6 +108,8 @@ main().catch((err: unknown) => {
     process.stderr.write(`xiaozhi-server failed to start: ${err.message}\n`);
     process.exit(1);
   }
-  process.stderr.write(`xiaozhi-server failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.stderr.write(
+    `xiaozhi-server failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+  );
   process.exit(1);
 });

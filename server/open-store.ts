@@ -17,7 +17,11 @@ export function storeLocation(config: Config): string {
  * `watch: false` (the CLI): no change feed and no heartbeat, only reads and writes. `create:
  * false` (the `devices` CLI): a store that does not exist is an error naming it, not a new one.
  */
-export function openConfiguredStore(config: Config, log: Logger, opts: { watch?: boolean; create?: boolean } = {}): Promise<Store> {
+export function openConfiguredStore(
+  config: Config,
+  log: Logger,
+  opts: { watch?: boolean; create?: boolean } = {},
+): Promise<Store> {
   const a = config.server.auth;
   return openStore({
     url: withPassword(config.store.url, config.store.password),

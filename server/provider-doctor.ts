@@ -34,17 +34,21 @@ export function fixFor(part: ProviderPart, problem: ProviderProblemKind): string
     if (problem === 'unreachable') {
       return 'No LLM answers at llm.baseURL. Start one (Ollama: `ollama serve` and `ollama pull qwen2.5:3b`; LM Studio or a llama.cpp server also work), or point llm.baseURL (env OPENAI_BASE_URL), llm.apiKey (env OPENAI_API_KEY) and llm.model (env LLM_MODEL) at an OpenAI-compatible service.';
     }
-    if (problem === 'key_refused') return 'The LLM refused the API key: set llm.apiKey (env OPENAI_API_KEY) to a valid key for llm.baseURL (env OPENAI_BASE_URL).';
+    if (problem === 'key_refused')
+      return 'The LLM refused the API key: set llm.apiKey (env OPENAI_API_KEY) to a valid key for llm.baseURL (env OPENAI_BASE_URL).';
     return 'The LLM does not have the model named in llm.model: pull it (Ollama: `ollama pull <model>`) or set llm.model (env LLM_MODEL) to a model the service lists.';
   }
   const label = part === 'asr' ? 'speech recognition (ASR)' : 'speech synthesis (TTS)';
-  if (problem === 'unreachable') return `The remote ${label} does not answer at ${part}.baseURL: start it, fix ${part}.baseURL, or set ${part}.provider to the embedded one (${part === 'asr' ? 'pocketsphinx' : 'espeak'}).`;
+  if (problem === 'unreachable')
+    return `The remote ${label} does not answer at ${part}.baseURL: start it, fix ${part}.baseURL, or set ${part}.provider to the embedded one (${part === 'asr' ? 'pocketsphinx' : 'espeak'}).`;
   if (problem === 'key_refused') return `The remote ${label} refused the API key: set ${part}.apiKey.`;
   return `The remote ${label} does not have the model named in ${part}.model: set ${part}.model.`;
 }
 
 function targets(config: Pick<Config, 'llm' | 'asr' | 'tts'>): Target[] {
-  const out: Target[] = [{ part: 'llm', baseURL: config.llm.baseURL, apiKey: config.llm.apiKey, model: config.llm.model }];
+  const out: Target[] = [
+    { part: 'llm', baseURL: config.llm.baseURL, apiKey: config.llm.apiKey, model: config.llm.model },
+  ];
   const asr = asrProvider(config.asr).endpoint(config.asr);
   const tts = ttsProvider(config.tts).endpoint(config.tts);
   if (asr) out.push({ part: 'asr', ...asr });
@@ -67,18 +71,27 @@ function modelsRequest(t: Target): { url: URL; headers: Record<string, string> }
   url.username = '';
   url.password = '';
   if (t.apiKey) return { url, headers: { authorization: `Bearer ${t.apiKey}` } };
-  if (user || pass) return { url, headers: { authorization: `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}` } };
+  if (user || pass)
+    return { url, headers: { authorization: `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}` } };
   return { url, headers: {} };
 }
 
 /** Classifies one provider; null when nothing is known to be wrong (including answers we cannot judge). */
-async function diagnose(t: Target, timeoutMs: number): Promise<{ problem: ProviderProblemKind; detail: string } | null> {
+async function diagnose(
+  t: Target,
+  timeoutMs: number,
+): Promise<{ problem: ProviderProblemKind; detail: string } | null> {
   let res: Response;
   try {
     const { url, headers } = modelsRequest(t);
     res = await fetch(url, { headers, signal: AbortSignal.timeout(timeoutMs) });
   } catch (err) {
-    const cause = err instanceof Error && err.cause instanceof Error ? err.cause.message : err instanceof Error ? err.message : String(err);
+    const cause =
+      err instanceof Error && err.cause instanceof Error
+        ? err.cause.message
+        : err instanceof Error
+          ? err.message
+          : String(err);
     return { problem: 'unreachable', detail: cause };
   }
   try {
@@ -91,7 +104,9 @@ async function diagnose(t: Target, timeoutMs: number): Promise<{ problem: Provid
     const ids = body.data.map((m) => String(m.id));
     // Ollama lists `name:tag`; a model given without a tag means `:latest`.
     const wanted = [t.model, t.model.includes(':') ? t.model : `${t.model}:latest`];
-    return ids.some((id) => wanted.includes(id)) ? null : { problem: 'model_missing', detail: `not among ${ids.length} listed models` };
+    return ids.some((id) => wanted.includes(id))
+      ? null
+      : { problem: 'model_missing', detail: `not among ${ids.length} listed models` };
   } catch {
     return null;
   } finally {
@@ -113,7 +128,10 @@ export interface ProviderDoctorOptions {
   cacheMs?: number;
 }
 
-export function createProviderDoctor(config: Pick<Config, 'llm' | 'asr' | 'tts'>, opts: ProviderDoctorOptions = {}): ProviderDoctor {
+export function createProviderDoctor(
+  config: Pick<Config, 'llm' | 'asr' | 'tts'>,
+  opts: ProviderDoctorOptions = {},
+): ProviderDoctor {
   const list = targets(config);
   const timeoutMs = opts.timeoutMs ?? 3_000;
   const cacheMs = opts.cacheMs ?? 10_000;
@@ -131,7 +149,11 @@ export function createProviderDoctor(config: Pick<Config, 'llm' | 'asr' | 'tts'>
       });
     return running;
   };
-  const pub = (f: { t: Target; problem: ProviderProblemKind }): ProviderProblem => ({ component: f.t.part, problem: f.problem, fix: fixFor(f.t.part, f.problem) });
+  const pub = (f: { t: Target; problem: ProviderProblemKind }): ProviderProblem => ({
+    component: f.t.part,
+    problem: f.problem,
+    fix: fixFor(f.t.part, f.problem),
+  });
   return {
     problems: async () => (await run()).found.map(pub),
     reportAtStartup: async (log) => {
@@ -139,7 +161,13 @@ export function createProviderDoctor(config: Pick<Config, 'llm' | 'asr' | 'tts'>
       for (const f of found) {
         // The log is the operator's: it may name the URL (without its credentials) and the model; the fix text names the keys.
         log.error(
-          { component: f.t.part, problem: f.problem, baseURL: redactUrl(f.t.baseURL), ...(f.t.model ? { model: f.t.model } : {}), detail: redactUrlsInText(f.detail) },
+          {
+            component: f.t.part,
+            problem: f.problem,
+            baseURL: redactUrl(f.t.baseURL),
+            ...(f.t.model ? { model: f.t.model } : {}),
+            detail: redactUrlsInText(f.detail),
+          },
           fixFor(f.t.part, f.problem),
         );
       }

@@ -74,7 +74,14 @@ function setSecurityHeaders(res: HeaderSink, csp: string): void {
 export async function webRoutes(app: FastifyInstance): Promise<void> {
   // A page load fetches a dozen files: their request lines go to debug, not to the operator's log.
   app.addHook('onRoute', markQuiet);
-  await app.register(fastifyStatic, { root: PUBLIC_DIR, prefix: '/', index: ['index.html'], cacheControl: true, maxAge: 60_000, setHeaders: setPageHeaders });
+  await app.register(fastifyStatic, {
+    root: PUBLIC_DIR,
+    prefix: '/',
+    index: ['index.html'],
+    cacheControl: true,
+    maxAge: 60_000,
+    setHeaders: setPageHeaders,
+  });
   // opusscript's browser-loadable build, for pages running where WebCodecs is missing.
   const require = createRequire(import.meta.url);
   let opusDir: string | undefined;
@@ -84,7 +91,12 @@ export async function webRoutes(app: FastifyInstance): Promise<void> {
     opusDir = undefined;
   }
   if (opusDir) {
-    await app.register(fastifyStatic, { root: join(opusDir, 'build'), prefix: '/vendor/opusscript/', decorateReply: false, setHeaders: setPageHeaders });
+    await app.register(fastifyStatic, {
+      root: join(opusDir, 'build'),
+      prefix: '/vendor/opusscript/',
+      decorateReply: false,
+      setHeaders: setPageHeaders,
+    });
   }
 }
 

@@ -56,7 +56,11 @@ export class StoreAgents implements Agents {
 
   async update(name: string, settings: Record<string, unknown>): Promise<AgentRow | undefined> {
     const found = await this.#w.write(async (trx, changed) => {
-      const r = await trx.updateTable('agents').set({ settings: JSON.stringify(settings), updated_at: this.#stamp() }).where('name', '=', name).executeTakeFirst();
+      const r = await trx
+        .updateTable('agents')
+        .set({ settings: JSON.stringify(settings), updated_at: this.#stamp() })
+        .where('name', '=', name)
+        .executeTakeFirst();
       const hit = Number(r.numUpdatedRows) > 0;
       if (hit) changed({ kind: 'agent', name });
       return hit;
@@ -88,11 +92,28 @@ export class StoreAgents implements Agents {
       for (const raw of devices) {
         const id = DeviceIdSchema.safeParse(raw);
         if (!id.success) continue;
-        const row = await trx.selectFrom('devices').select(['agent']).where('device_id', '=', id.data).executeTakeFirst();
+        const row = await trx
+          .selectFrom('devices')
+          .select(['agent'])
+          .where('device_id', '=', id.data)
+          .executeTakeFirst();
         if (row && row.agent !== null) continue;
         // A device named before it was ever seen gets a record now (its Client-Id comes when it is seen).
         if (row) await trx.updateTable('devices').set({ agent: name }).where('device_id', '=', id.data).execute();
-        else await trx.insertInto('devices').values({ device_id: id.data, client_id: '', alias: null, agent: name, board: null, firmware: null, first_seen: at, last_seen: at }).execute();
+        else
+          await trx
+            .insertInto('devices')
+            .values({
+              device_id: id.data,
+              client_id: '',
+              alias: null,
+              agent: name,
+              board: null,
+              firmware: null,
+              first_seen: at,
+              last_seen: at,
+            })
+            .execute();
         changed({ kind: 'device', deviceId: id.data });
       }
     });

@@ -34,10 +34,21 @@ export function parseFeedMessage(text: string): FeedMessage | null {
     const c = m.c as Partial<StoreChange> | undefined;
     if (typeof m.o !== 'string' || !c || typeof c !== 'object') return null;
     if (c.kind === 'agent' && typeof c.name === 'string') return { o: m.o, c: { kind: 'agent', name: c.name } };
-    if (c.kind === 'device' && typeof c.deviceId === 'string') return { o: m.o, c: { kind: 'device', deviceId: c.deviceId } };
-    if (c.kind === 'memory' && typeof c.deviceId === 'string') return { o: m.o, c: { kind: 'memory', deviceId: c.deviceId, ...(typeof c.clientId === 'string' ? { clientId: c.clientId } : {}) } };
-    if (c.kind === 'push' && typeof c.id === 'string' && typeof c.deviceId === 'string') return { o: m.o, c: { kind: 'push', id: c.id, deviceId: c.deviceId } };
-    if (c.kind === 'binding' && typeof c.deviceId === 'string' && typeof c.clientId === 'string') return { o: m.o, c: { kind: 'binding', deviceId: c.deviceId, clientId: c.clientId } };
+    if (c.kind === 'device' && typeof c.deviceId === 'string')
+      return { o: m.o, c: { kind: 'device', deviceId: c.deviceId } };
+    if (c.kind === 'memory' && typeof c.deviceId === 'string')
+      return {
+        o: m.o,
+        c: {
+          kind: 'memory',
+          deviceId: c.deviceId,
+          ...(typeof c.clientId === 'string' ? { clientId: c.clientId } : {}),
+        },
+      };
+    if (c.kind === 'push' && typeof c.id === 'string' && typeof c.deviceId === 'string')
+      return { o: m.o, c: { kind: 'push', id: c.id, deviceId: c.deviceId } };
+    if (c.kind === 'binding' && typeof c.deviceId === 'string' && typeof c.clientId === 'string')
+      return { o: m.o, c: { kind: 'binding', deviceId: c.deviceId, clientId: c.clientId } };
     return null;
   } catch {
     return null;

@@ -39,7 +39,9 @@ export { redactUrl };
 export function dialectOf(url: string): Dialect {
   if (url.startsWith('sqlite:')) return 'sqlite';
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) return 'postgres';
-  throw new StoreError(`store.url ${redactUrl(url)} is not understood: use sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/DATABASE`);
+  throw new StoreError(
+    `store.url ${redactUrl(url)} is not understood: use sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/DATABASE`,
+  );
 }
 
 /**
@@ -73,13 +75,20 @@ export function sqliteFile(url: string, dataDir: string): string {
  * naming it, and neither it nor its directory is made: a command pointed at the wrong place must
  * say so, not work on a new empty database.
  */
-export async function connect(url: string, dataDir: string, log: Logger, opts: { create?: boolean } = {}): Promise<Connection> {
+export async function connect(
+  url: string,
+  dataDir: string,
+  log: Logger,
+  opts: { create?: boolean } = {},
+): Promise<Connection> {
   const dialect = dialectOf(url);
   const create = opts.create !== false;
   if (dialect === 'sqlite') {
     const file = sqliteFile(url, dataDir);
     if (!create && (file === ':memory:' || !existsSync(file))) {
-      throw new StoreError(`no store at sqlite:${file}: nothing was created. The server makes it at its first start; check store.url, server.dataDir (XIAOZHI_DATA_DIR) or --file`);
+      throw new StoreError(
+        `no store at sqlite:${file}: nothing was created. The server makes it at its first start; check store.url, server.dataDir (XIAOZHI_DATA_DIR) or --file`,
+      );
     }
     let handle: BetterSqlite3.Database | undefined;
     try {
@@ -92,18 +101,31 @@ export async function connect(url: string, dataDir: string, log: Logger, opts: {
     } catch (err) {
       // A file that opened but is not a database: its descriptor would otherwise stay open.
       handle?.close();
-      throw new StoreError(`store.url ${url}: cannot open the database file ${file}: ${(err as Error).message}`, { cause: err });
+      throw new StoreError(`store.url ${url}: cannot open the database file ${file}: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
-    return { dialect, db: new Kysely<Database>({ dialect: new QueuedSqliteDialect({ database: cachingStatements(handle) }) }), sqlite: { file, handle } };
+    return {
+      dialect,
+      db: new Kysely<Database>({ dialect: new QueuedSqliteDialect({ database: cachingStatements(handle) }) }),
+      sqlite: { file, handle },
+    };
   }
-  const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30_000 });
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 10,
+    connectionTimeoutMillis: 5000,
+    idleTimeoutMillis: 30_000,
+  });
   watchPoolClients(pool, url, log);
   try {
     const client = await pool.connect();
     client.release();
   } catch (err) {
     await pool.end().catch(() => undefined);
-    throw new StoreError(`store.url ${redactUrl(url)}: cannot reach the database: ${(err as Error).message}`, { cause: err });
+    throw new StoreError(`store.url ${redactUrl(url)}: cannot reach the database: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
   return { dialect, db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), postgresUrl: url };
 }

@@ -40,7 +40,11 @@ async function writeAll(trx: Kysely<Database>, items: readonly DeferredWrite[]):
   }
 }
 
-export function deferredWrites(writer: Writer, log: Logger, flushMs: number = DEFERRED_FLUSH_MS): WriteBatcher<DeferredWrite> {
+export function deferredWrites(
+  writer: Writer,
+  log: Logger,
+  flushMs: number = DEFERRED_FLUSH_MS,
+): WriteBatcher<DeferredWrite> {
   return new WriteBatcher<DeferredWrite>({
     write: (items) => writer.write((trx) => writeAll(trx, items)),
     log,

@@ -40,10 +40,20 @@ export interface SeenWrite {
 }
 
 export function recordFromRow(row: DevicesTable): DeviceRecord {
-  return { deviceId: row.device_id, clientId: row.client_id, alias: row.alias, agent: row.agent, board: row.board, firmware: row.firmware, firstSeen: row.first_seen, lastSeen: row.last_seen };
+  return {
+    deviceId: row.device_id,
+    clientId: row.client_id,
+    alias: row.alias,
+    agent: row.agent,
+    board: row.board,
+    firmware: row.firmware,
+    firstSeen: row.first_seen,
+    lastSeen: row.last_seen,
+  };
 }
 
-const label = (v: string | null | undefined): string | null | undefined => (typeof v === 'string' ? v.slice(0, MAX_LABEL_CHARS) : v);
+const label = (v: string | null | undefined): string | null | undefined =>
+  typeof v === 'string' ? v.slice(0, MAX_LABEL_CHARS) : v;
 
 export class StoreDeviceRecords implements DeviceRecords {
   readonly #w: Writer;
@@ -61,7 +71,12 @@ export class StoreDeviceRecords implements DeviceRecords {
   async list(): Promise<DeviceRecord[]> {
     // The admin's view: what this process saw a moment ago is in it.
     await this.#deferred.flush();
-    const rows = await this.#w.db.selectFrom('devices').selectAll().orderBy('last_seen', 'desc').orderBy('device_id').execute();
+    const rows = await this.#w.db
+      .selectFrom('devices')
+      .selectAll()
+      .orderBy('last_seen', 'desc')
+      .orderBy('device_id')
+      .execute();
     return rows.map(recordFromRow);
   }
 
@@ -97,13 +112,23 @@ export class StoreDeviceRecords implements DeviceRecords {
     return this.#deferred.settled();
   }
 
-  async update(rawDeviceId: string, patch: { agent?: string | null; alias?: string | null }): Promise<DeviceRecord | undefined> {
+  async update(
+    rawDeviceId: string,
+    patch: { agent?: string | null; alias?: string | null },
+  ): Promise<DeviceRecord | undefined> {
     const id = DeviceIdSchema.safeParse(rawDeviceId);
     if (!id.success) return undefined;
     const deviceId = id.data;
-    const set = { ...(patch.agent !== undefined ? { agent: patch.agent } : {}), ...(patch.alias !== undefined ? { alias: label(patch.alias) ?? null } : {}) };
+    const set = {
+      ...(patch.agent !== undefined ? { agent: patch.agent } : {}),
+      ...(patch.alias !== undefined ? { alias: label(patch.alias) ?? null } : {}),
+    };
     const found = await this.#w.write(async (trx, changed) => {
-      const row = await trx.selectFrom('devices').select('device_id').where('device_id', '=', deviceId).executeTakeFirst();
+      const row = await trx
+        .selectFrom('devices')
+        .select('device_id')
+        .where('device_id', '=', deviceId)
+        .executeTakeFirst();
       if (!row) return false;
       if (Object.keys(set).length > 0) {
         await trx.updateTable('devices').set(set).where('device_id', '=', deviceId).execute();
@@ -128,14 +153,25 @@ export async function writeSeen(trx: Kysely<Database>, w: SeenWrite): Promise<vo
   if (!(await makeRoom(trx))) return;
   await trx
     .insertInto('devices')
-    .values({ device_id: w.deviceId, alias: null, agent: null, board: null, firmware: null, first_seen: w.at, ...patch })
+    .values({
+      device_id: w.deviceId,
+      alias: null,
+      agent: null,
+      board: null,
+      firmware: null,
+      first_seen: w.at,
+      ...patch,
+    })
     .onConflict((oc) => oc.column('device_id').doUpdateSet(patch))
     .execute();
 }
 
 /** Room for one more record: false when the table is full of named devices. */
 async function makeRoom(trx: Kysely<Database>): Promise<boolean> {
-  const count = await trx.selectFrom('devices').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
+  const count = await trx
+    .selectFrom('devices')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .executeTakeFirstOrThrow();
   if (Number(count.n) < MAX_RECORDS) return true;
   const victim = await trx
     .selectFrom('devices')

@@ -49,13 +49,21 @@ function rows<T>(schema: z.ZodType<T>, list: unknown[]): T[] {
 }
 
 /** Imports `<dataDir>/devices.json` when it exists; returns whether it did. Call only on an empty database. */
-export async function importLegacyRegistry(db: Kysely<Database>, dataDir: string, log: Logger, now = Date.now()): Promise<boolean> {
+export async function importLegacyRegistry(
+  db: Kysely<Database>,
+  dataDir: string,
+  log: Logger,
+  now = Date.now(),
+): Promise<boolean> {
   const file = join(dataDir, LEGACY_FILE);
   let text: string;
   try {
     const size = statSync(file).size;
     if (size > MAX_IMPORT_BYTES) {
-      log.error({ file, bytes: size }, 'store: the old device registry is too large to import; left in place (devices must be activated again)');
+      log.error(
+        { file, bytes: size },
+        'store: the old device registry is too large to import; left in place (devices must be activated again)',
+      );
       return false;
     }
     text = readFileSync(file, 'utf8');
@@ -67,11 +75,17 @@ export async function importLegacyRegistry(db: Kysely<Database>, dataDir: string
   try {
     parsed = FileSchema.safeParse(JSON.parse(text));
   } catch (err) {
-    log.error({ file, err: (err as Error).message.slice(0, 200) }, 'store: the old device registry is not valid JSON; left in place, not imported');
+    log.error(
+      { file, err: (err as Error).message.slice(0, 200) },
+      'store: the old device registry is not valid JSON; left in place, not imported',
+    );
     return false;
   }
   if (!parsed.success) {
-    log.error({ file, issue: parsed.error.issues[0]?.message }, 'store: the old device registry is not a registry; left in place, not imported');
+    log.error(
+      { file, issue: parsed.error.issues[0]?.message },
+      'store: the old device registry is not a registry; left in place, not imported',
+    );
     return false;
   }
   const f = parsed.data;
@@ -82,18 +96,39 @@ export async function importLegacyRegistry(db: Kysely<Database>, dataDir: string
     .slice(0, MAX_PENDING);
   const generation = Math.max(f.generation, ...bound.map((d) => d.generation), ...pending.map((p) => p.generation));
   await db.transaction().execute(async (trx) => {
-    await trx.insertInto('settings').values([
-      { key: 'token_secret', value: f.secret },
-      { key: 'generation', value: String(generation) },
-    ]).execute();
+    await trx
+      .insertInto('settings')
+      .values([
+        { key: 'token_secret', value: f.secret },
+        { key: 'generation', value: String(generation) },
+      ])
+      .execute();
     const seenPairs = new Set<string>();
     for (const d of bound) {
       if (seenPairs.has(d.id)) continue;
       seenPairs.add(d.id);
-      await trx.insertInto('bindings').values({ id: d.id, device_id: d.deviceId, client_id: d.clientId, bound_at: d.boundAt, generation: d.generation }).execute();
+      await trx
+        .insertInto('bindings')
+        .values({
+          id: d.id,
+          device_id: d.deviceId,
+          client_id: d.clientId,
+          bound_at: d.boundAt,
+          generation: d.generation,
+        })
+        .execute();
       await trx
         .insertInto('devices')
-        .values({ device_id: d.deviceId, client_id: d.clientId, alias: null, agent: null, board: null, firmware: null, first_seen: d.boundAt, last_seen: d.boundAt })
+        .values({
+          device_id: d.deviceId,
+          client_id: d.clientId,
+          alias: null,
+          agent: null,
+          board: null,
+          firmware: null,
+          first_seen: d.boundAt,
+          last_seen: d.boundAt,
+        })
         .onConflict((oc) => oc.column('device_id').doNothing())
         .execute();
     }
@@ -106,12 +141,23 @@ export async function importLegacyRegistry(db: Kysely<Database>, dataDir: string
       pairs.add(pair);
       await trx
         .insertInto('pending_codes')
-        .values({ code: p.code, device_id: p.deviceId, client_id: p.clientId, source: 'imported', expires_ms: p.expiresAt, created_ms: now, generation: p.generation })
+        .values({
+          code: p.code,
+          device_id: p.deviceId,
+          client_id: p.clientId,
+          source: 'imported',
+          expires_ms: p.expiresAt,
+          created_ms: now,
+          generation: p.generation,
+        })
         .execute();
     }
   });
   const dropped = f.devices.length - bound.length + f.pending.length - pending.length;
   renameSync(file, `${file}.imported`);
-  log.info({ file, movedTo: `${file}.imported`, bound: bound.length, pending: pending.length, dropped }, 'store: imported the old device registry file');
+  log.info(
+    { file, movedTo: `${file}.imported`, bound: bound.length, pending: pending.length, dropped },
+    'store: imported the old device registry file',
+  );
   return true;
 }

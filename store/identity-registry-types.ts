@@ -29,7 +29,9 @@ export interface PendingCode {
 /** A pending code as OTA hands it out: `created` when this request made it (a new code to announce). */
 export type IssuedCode = PendingCode & { created: boolean };
 
-export type BindResult = { ok: true; device: BoundDevice } | { ok: false; reason: 'unknown or expired code' | 'registry full' };
+export type BindResult =
+  | { ok: true; device: BoundDevice }
+  | { ok: false; reason: 'unknown or expired code' | 'registry full' };
 
 export interface DeviceRegistry {
   /** The HMAC key of device tokens. */

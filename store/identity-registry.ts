@@ -32,7 +32,9 @@ export function pressureTtlMs(codeTtlMs: number): number {
 }
 
 /** The code to drop from a full table: the oldest of the source holding the most (ties: the source whose oldest is oldest). */
-function oldestOfBusiest(rows: ReadonlyArray<{ code: string; source: string; generation: number | string }>): string | undefined {
+function oldestOfBusiest(
+  rows: ReadonlyArray<{ code: string; source: string; generation: number | string }>,
+): string | undefined {
   const bySource = new Map<string, { n: number; oldest: { code: string; generation: number } }>();
   for (const r of rows) {
     const g = Number(r.generation);
@@ -58,8 +60,20 @@ export function bindingId(deviceId: string, clientId: string): string {
   return createHash('sha256').update(pairKey(deviceId, clientId)).digest('hex').slice(0, 10);
 }
 
-function pendingFromRow(row: { code: string; device_id: string; client_id: string; expires_ms: number | string; generation: number | string }): PendingCode {
-  return { code: row.code, deviceId: row.device_id, clientId: row.client_id, expiresAt: Number(row.expires_ms), generation: Number(row.generation) };
+function pendingFromRow(row: {
+  code: string;
+  device_id: string;
+  client_id: string;
+  expires_ms: number | string;
+  generation: number | string;
+}): PendingCode {
+  return {
+    code: row.code,
+    deviceId: row.device_id,
+    clientId: row.client_id,
+    expiresAt: Number(row.expires_ms),
+    generation: Number(row.generation),
+  };
 }
 
 export interface RegistryOptions {
@@ -104,7 +118,12 @@ export class StoreDeviceRegistry implements DeviceRegistry {
   }
 
   async storedBinding(deviceId: string, clientId: string): Promise<BoundDevice | undefined> {
-    const row = await this.#w.db.selectFrom('bindings').selectAll().where('device_id', '=', deviceId.toLowerCase()).where('client_id', '=', clientId.toLowerCase()).executeTakeFirst();
+    const row = await this.#w.db
+      .selectFrom('bindings')
+      .selectAll()
+      .where('device_id', '=', deviceId.toLowerCase())
+      .where('client_id', '=', clientId.toLowerCase())
+      .executeTakeFirst();
     return row ? boundFromRow(row) : undefined;
   }
 
@@ -117,12 +136,23 @@ export class StoreDeviceRegistry implements DeviceRegistry {
     const source = rawSource.slice(0, MAX_SOURCE_CHARS);
     const now = this.#now();
     // A pair already waiting is answered by a read alone (the firmware asks again after every poll).
-    const live = await this.#w.db.selectFrom('pending_codes').selectAll().where('device_id', '=', deviceId).where('client_id', '=', clientId).where('expires_ms', '>', now).executeTakeFirst();
+    const live = await this.#w.db
+      .selectFrom('pending_codes')
+      .selectAll()
+      .where('device_id', '=', deviceId)
+      .where('client_id', '=', clientId)
+      .where('expires_ms', '>', now)
+      .executeTakeFirst();
     if (live) return { ...pendingFromRow(live), created: false };
     return this.#w.write(async (trx) => {
       if (this.#w.dialect === 'postgres') await sql`select pg_advisory_xact_lock(${PENDING_LOCK})`.execute(trx);
       await trx.deleteFrom('pending_codes').where('expires_ms', '<=', now).execute();
-      const mine = await trx.selectFrom('pending_codes').selectAll().where('device_id', '=', deviceId).where('client_id', '=', clientId).executeTakeFirst();
+      const mine = await trx
+        .selectFrom('pending_codes')
+        .selectAll()
+        .where('device_id', '=', deviceId)
+        .where('client_id', '=', clientId)
+        .executeTakeFirst();
       if (mine) return { ...pendingFromRow(mine), created: false };
       // At most MAX_PENDING rows: what follows is decided on all of them at once.
       let rows = await trx.selectFrom('pending_codes').select(['code', 'source', 'generation', 'created_ms']).execute();
@@ -130,13 +160,19 @@ export class StoreDeviceRegistry implements DeviceRegistry {
       if (pressed) {
         // Under pressure every code lives the shorter lifetime, so abandoned ones make room sooner.
         const cut = this.#pressureTtl;
-        await trx.updateTable('pending_codes').set({ expires_ms: sql<number>`created_ms + ${cut}` }).where(sql<boolean>`expires_ms > created_ms + ${cut}`).execute();
+        await trx
+          .updateTable('pending_codes')
+          .set({ expires_ms: sql<number>`created_ms + ${cut}` })
+          .where(sql<boolean>`expires_ms > created_ms + ${cut}`)
+          .execute();
         const expired = rows.filter((r) => Number(r.created_ms) + cut <= now).map((r) => r.code);
         if (expired.length > 0) await trx.deleteFrom('pending_codes').where('code', 'in', expired).execute();
         rows = rows.filter((r) => !expired.includes(r.code));
       }
       // This source at its budget: its own oldest codes make room (generations only grow).
-      const ofSource = rows.filter((r) => r.source === source).sort((a, b) => Number(a.generation) - Number(b.generation));
+      const ofSource = rows
+        .filter((r) => r.source === source)
+        .sort((a, b) => Number(a.generation) - Number(b.generation));
       const excess = ofSource.slice(0, Math.max(0, ofSource.length - this.#perSource + 1)).map((r) => r.code);
       rows = rows.filter((r) => !excess.includes(r.code));
       // Still full: the oldest code of the busiest source goes, so a new device always gets one.
@@ -149,8 +185,25 @@ export class StoreDeviceRegistry implements DeviceRegistry {
       while (used.has(code));
       // The generation the binding by this code will have: never one an earlier binding had.
       const generation = await nextGeneration(trx);
-      const made: PendingCode = { code, deviceId, clientId, expiresAt: now + (pressed ? this.#pressureTtl : this.#ttl), generation };
-      await trx.insertInto('pending_codes').values({ code, device_id: deviceId, client_id: clientId, source, expires_ms: made.expiresAt, created_ms: now, generation }).execute();
+      const made: PendingCode = {
+        code,
+        deviceId,
+        clientId,
+        expiresAt: now + (pressed ? this.#pressureTtl : this.#ttl),
+        generation,
+      };
+      await trx
+        .insertInto('pending_codes')
+        .values({
+          code,
+          device_id: deviceId,
+          client_id: clientId,
+          source,
+          expires_ms: made.expiresAt,
+          created_ms: now,
+          generation,
+        })
+        .execute();
       return { ...made, created: true };
     });
   }
@@ -160,18 +213,41 @@ export class StoreDeviceRegistry implements DeviceRegistry {
     if (!/^\d{6}$/.test(code)) return { ok: false, reason: 'unknown or expired code' };
     const now = this.#now();
     return this.#w.write(async (trx, changed): Promise<BindResult> => {
-      const p = await trx.selectFrom('pending_codes').selectAll().where('code', '=', code).where('expires_ms', '>', now).executeTakeFirst();
+      const p = await trx
+        .selectFrom('pending_codes')
+        .selectAll()
+        .where('code', '=', code)
+        .where('expires_ms', '>', now)
+        .executeTakeFirst();
       if (!p) return { ok: false, reason: 'unknown or expired code' };
       const id = bindingId(p.device_id, p.client_id);
       const existing = await trx.selectFrom('bindings').select('id').where('id', '=', id).executeTakeFirst();
       if (!existing) {
-        const count = await trx.selectFrom('bindings').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
+        const count = await trx
+          .selectFrom('bindings')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow();
         if (Number(count.n) >= MAX_BOUND) return { ok: false, reason: 'registry full' };
       }
       // The code's generation, whose token OTA handed out with the code.
-      const device: BoundDevice = { id, deviceId: p.device_id, clientId: p.client_id, boundAt: new Date(now).toISOString(), generation: Number(p.generation) };
+      const device: BoundDevice = {
+        id,
+        deviceId: p.device_id,
+        clientId: p.client_id,
+        boundAt: new Date(now).toISOString(),
+        generation: Number(p.generation),
+      };
       await trx.deleteFrom('bindings').where('id', '=', id).execute();
-      await trx.insertInto('bindings').values({ id, device_id: device.deviceId, client_id: device.clientId, bound_at: device.boundAt, generation: device.generation }).execute();
+      await trx
+        .insertInto('bindings')
+        .values({
+          id,
+          device_id: device.deviceId,
+          client_id: device.clientId,
+          bound_at: device.boundAt,
+          generation: device.generation,
+        })
+        .execute();
       await trx.deleteFrom('pending_codes').where('code', '=', code).execute();
       changed({ kind: 'binding', deviceId: device.deviceId, clientId: device.clientId });
       await upsertBoundRecord(trx, device, opts, now);
@@ -199,10 +275,23 @@ export class StoreDeviceRegistry implements DeviceRegistry {
         .where((eb) => eb.or([eb('id', '=', needle), eb('device_id', '=', needle), eb('client_id', '=', needle)]))
         .execute();
       if (rows.length === 0) return [];
-      await trx.deleteFrom('bindings').where('id', 'in', rows.map((r) => r.id)).execute();
+      await trx
+        .deleteFrom('bindings')
+        .where(
+          'id',
+          'in',
+          rows.map((r) => r.id),
+        )
+        .execute();
       // A revoked device's memory and reminders go with its binding.
-      await deleteMemoryRows(trx, rows.map((r) => r.device_id));
-      await deleteReminderRows(trx, rows.map((r) => r.device_id));
+      await deleteMemoryRows(
+        trx,
+        rows.map((r) => r.device_id),
+      );
+      await deleteReminderRows(
+        trx,
+        rows.map((r) => r.device_id),
+      );
       for (const r of rows) changed({ kind: 'memory', deviceId: r.device_id });
       for (const r of rows) changed({ kind: 'binding', deviceId: r.device_id, clientId: r.client_id });
       return rows.map(boundFromRow);
@@ -219,12 +308,30 @@ export class StoreDeviceRegistry implements DeviceRegistry {
 }
 
 /** The bound pair's device record: created or updated to this Client-Id, with the agent and alias given at binding. */
-async function upsertBoundRecord(trx: Kysely<Database>, device: BoundDevice, opts: { agent?: string; alias?: string }, now: number): Promise<void> {
+async function upsertBoundRecord(
+  trx: Kysely<Database>,
+  device: BoundDevice,
+  opts: { agent?: string; alias?: string },
+  now: number,
+): Promise<void> {
   const at = new Date(now).toISOString();
-  const patch = { client_id: device.clientId, ...(opts.agent !== undefined ? { agent: opts.agent } : {}), ...(opts.alias !== undefined ? { alias: opts.alias.slice(0, 100) } : {}) };
+  const patch = {
+    client_id: device.clientId,
+    ...(opts.agent !== undefined ? { agent: opts.agent } : {}),
+    ...(opts.alias !== undefined ? { alias: opts.alias.slice(0, 100) } : {}),
+  };
   await trx
     .insertInto('devices')
-    .values({ device_id: device.deviceId, alias: null, agent: null, board: null, firmware: null, first_seen: at, last_seen: at, ...patch })
+    .values({
+      device_id: device.deviceId,
+      alias: null,
+      agent: null,
+      board: null,
+      firmware: null,
+      first_seen: at,
+      last_seen: at,
+      ...patch,
+    })
     .onConflict((oc) => oc.column('device_id').doUpdateSet(patch))
     .execute();
 }

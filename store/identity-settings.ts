@@ -23,14 +23,27 @@ export async function storedSecret(db: Kysely<Database>): Promise<string> {
 
 /** Makes the counter at least `atLeast` (after an import or a repair). */
 export async function raiseGeneration(db: Kysely<Database>, atLeast: number): Promise<void> {
-  await db.insertInto('settings').values({ key: GENERATION, value: '0' }).onConflict((oc) => oc.column('key').doNothing()).execute();
+  await db
+    .insertInto('settings')
+    .values({ key: GENERATION, value: '0' })
+    .onConflict((oc) => oc.column('key').doNothing())
+    .execute();
   const row = await db.selectFrom('settings').select('value').where('key', '=', GENERATION).executeTakeFirstOrThrow();
-  if (Number(row.value) < atLeast) await db.updateTable('settings').set({ value: String(atLeast) }).where('key', '=', GENERATION).execute();
+  if (Number(row.value) < atLeast)
+    await db
+      .updateTable('settings')
+      .set({ value: String(atLeast) })
+      .where('key', '=', GENERATION)
+      .execute();
 }
 
 /** The next generation, atomically (inside the caller's transaction). */
 export async function nextGeneration(db: Kysely<Database>): Promise<number> {
-  const r = await sql<{ value: string }>`update settings set value = cast(cast(value as integer) + 1 as text) where key = ${GENERATION} returning value`.execute(db);
+  const r = await sql<{
+    value: string;
+  }>`update settings set value = cast(cast(value as integer) + 1 as text) where key = ${GENERATION} returning value`.execute(
+    db,
+  );
   const v = r.rows[0]?.value;
   if (v === undefined) throw new Error('store: the generation counter is missing');
   return Number(v);

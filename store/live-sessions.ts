@@ -41,7 +41,12 @@ export class StoreLiveSessions implements LiveSessions {
   readonly #deferred: WriteQueue<LiveSessionWrite>;
   readonly #now: () => number;
 
-  constructor(db: Kysely<Database>, replica: string, deferred: WriteQueue<LiveSessionWrite>, now: () => number = Date.now) {
+  constructor(
+    db: Kysely<Database>,
+    replica: string,
+    deferred: WriteQueue<LiveSessionWrite>,
+    now: () => number = Date.now,
+  ) {
     this.#db = db;
     this.#replica = replica;
     this.#deferred = deferred;
@@ -74,7 +79,14 @@ export class StoreLiveSessions implements LiveSessions {
       .where('replica', 'in', (eb) => eb.selectFrom('replicas').select('replica'))
       .orderBy('since')
       .execute();
-    return rows.map((r) => ({ sessionId: r.session_id, deviceId: r.device_id, clientId: r.client_id, agent: r.agent, replica: r.replica, since: r.since }));
+    return rows.map((r) => ({
+      sessionId: r.session_id,
+      deviceId: r.device_id,
+      clientId: r.client_id,
+      agent: r.agent,
+      replica: r.replica,
+      since: r.since,
+    }));
   }
 
   /** This replica is alive (every HEARTBEAT_MS while the store is open). */
@@ -101,6 +113,17 @@ export async function writeLiveSession(trx: Kysely<Database>, w: LiveSessionWrit
     return;
   }
   const s = w.row;
-  const row = { session_id: w.sessionId, device_id: s.deviceId, client_id: s.clientId, agent: s.agent, replica: s.replica, since: s.since };
-  await trx.insertInto('live_sessions').values(row).onConflict((oc) => oc.column('session_id').doUpdateSet(row)).execute();
+  const row = {
+    session_id: w.sessionId,
+    device_id: s.deviceId,
+    client_id: s.clientId,
+    agent: s.agent,
+    replica: s.replica,
+    since: s.since,
+  };
+  await trx
+    .insertInto('live_sessions')
+    .values(row)
+    .onConflict((oc) => oc.column('session_id').doUpdateSet(row))
+    .execute();
 }

@@ -68,7 +68,20 @@ export class StoreMcpRelay implements McpRelay {
     const now = this.#now();
     await this.#db.transaction().execute(async (trx) => {
       await trx.deleteFrom('mcp_bridges').where('owner', '=', owner).execute();
-      for (const b of bridges) await trx.insertInto('mcp_bridges').values({ id: b.id, owner, agent: b.agent, name: b.name, address: b.address, connected_at: b.connectedAt, tools: JSON.stringify(b.tools), seen_ms: now }).execute();
+      for (const b of bridges)
+        await trx
+          .insertInto('mcp_bridges')
+          .values({
+            id: b.id,
+            owner,
+            agent: b.agent,
+            name: b.name,
+            address: b.address,
+            connected_at: b.connectedAt,
+            tools: JSON.stringify(b.tools),
+            seen_ms: now,
+          })
+          .execute();
       await this.#sweep(trx, now);
     });
   }
@@ -83,8 +96,14 @@ export class StoreMcpRelay implements McpRelay {
 
   /** Rows of processes that stopped without clearing (a crash) go after a while. */
   async #sweep(trx: Kysely<Database>, now: number): Promise<void> {
-    await trx.deleteFrom('mcp_bridges').where('seen_ms', '<', now - 4 * BRIDGE_STALE_MS).execute();
-    await trx.deleteFrom('mcp_calls').where('created_ms', '<', now - 4 * BRIDGE_STALE_MS).execute();
+    await trx
+      .deleteFrom('mcp_bridges')
+      .where('seen_ms', '<', now - 4 * BRIDGE_STALE_MS)
+      .execute();
+    await trx
+      .deleteFrom('mcp_calls')
+      .where('created_ms', '<', now - 4 * BRIDGE_STALE_MS)
+      .execute();
   }
 
   async remote(agent: string, owner: string): Promise<PublishedBridge[]> {
@@ -96,25 +115,54 @@ export class StoreMcpRelay implements McpRelay {
       .where('seen_ms', '>=', this.#now() - BRIDGE_STALE_MS)
       .orderBy('id')
       .execute();
-    return rows.map((r) => ({ id: r.id, owner: r.owner, agent: r.agent, name: r.name, address: r.address, connectedAt: r.connected_at, tools: parseArray(r.tools) }));
+    return rows.map((r) => ({
+      id: r.id,
+      owner: r.owner,
+      agent: r.agent,
+      name: r.name,
+      address: r.address,
+      connectedAt: r.connected_at,
+      tools: parseArray(r.tools),
+    }));
   }
 
   async enqueue(owner: string, call: QueuedCall): Promise<void> {
     const args = JSON.stringify(call.args);
     const bytes = Buffer.byteLength(args);
-    if (bytes > MAX_RELAYED_BYTES) throw new Error(`arguments of ${bytes} bytes are over the limit of ${MAX_RELAYED_BYTES} bytes`);
+    if (bytes > MAX_RELAYED_BYTES)
+      throw new Error(`arguments of ${bytes} bytes are over the limit of ${MAX_RELAYED_BYTES} bytes`);
     await this.#db
       .insertInto('mcp_calls')
-      .values({ id: call.id, owner, bridge_id: call.bridgeId, tool: call.tool, args, state: 'queued', result: null, created_ms: this.#now() })
+      .values({
+        id: call.id,
+        owner,
+        bridge_id: call.bridgeId,
+        tool: call.tool,
+        args,
+        state: 'queued',
+        result: null,
+        created_ms: this.#now(),
+      })
       .execute();
   }
 
   async claim(owner: string): Promise<QueuedCall[]> {
-    const rows = await this.#db.selectFrom('mcp_calls').select(['id', 'bridge_id', 'tool', 'args']).where('owner', '=', owner).where('state', '=', 'queued').limit(64).execute();
+    const rows = await this.#db
+      .selectFrom('mcp_calls')
+      .select(['id', 'bridge_id', 'tool', 'args'])
+      .where('owner', '=', owner)
+      .where('state', '=', 'queued')
+      .limit(64)
+      .execute();
     const out: QueuedCall[] = [];
     for (const r of rows) {
       // Claimed by whoever flips its state first.
-      const u = await this.#db.updateTable('mcp_calls').set({ state: 'running' }).where('id', '=', r.id).where('state', '=', 'queued').executeTakeFirst();
+      const u = await this.#db
+        .updateTable('mcp_calls')
+        .set({ state: 'running' })
+        .where('id', '=', r.id)
+        .where('state', '=', 'queued')
+        .executeTakeFirst();
       if (Number(u.numUpdatedRows) === 0) continue;
       const args = parseObject(r.args);
       out.push({ id: r.id, bridgeId: r.bridge_id, tool: r.tool, args });
@@ -126,13 +174,25 @@ export class StoreMcpRelay implements McpRelay {
     let text = JSON.stringify(result);
     const bytes = Buffer.byteLength(text);
     if (bytes > MAX_RELAYED_BYTES) {
-      text = JSON.stringify({ content: [{ type: 'text', text: `The tool's result of ${bytes} bytes is over the limit of ${MAX_RELAYED_BYTES} bytes a call forwarded between replicas may return.` }], isError: true });
+      text = JSON.stringify({
+        content: [
+          {
+            type: 'text',
+            text: `The tool's result of ${bytes} bytes is over the limit of ${MAX_RELAYED_BYTES} bytes a call forwarded between replicas may return.`,
+          },
+        ],
+        isError: true,
+      });
     }
     await this.#db.updateTable('mcp_calls').set({ state: 'done', result: text }).where('id', '=', id).execute();
   }
 
   async take(id: string): Promise<unknown> {
-    const row = await this.#db.selectFrom('mcp_calls').select(['state', 'result']).where('id', '=', id).executeTakeFirst();
+    const row = await this.#db
+      .selectFrom('mcp_calls')
+      .select(['state', 'result'])
+      .where('id', '=', id)
+      .executeTakeFirst();
     if (row?.state !== 'done' || row.result === null) return undefined;
     await this.drop(id);
     return JSON.parse(row.result) as unknown;

@@ -43,7 +43,10 @@ export class StoreMcpTokens implements McpTokens {
     const createdAt = new Date(this.#now()).toISOString();
     await this.#w.write(async (trx) => {
       await trx.deleteFrom('mcp_tokens').where('agent', '=', agent).execute();
-      await trx.insertInto('mcp_tokens').values({ agent, token_hash: hashMcpToken(token), created_at: createdAt }).execute();
+      await trx
+        .insertInto('mcp_tokens')
+        .values({ agent, token_hash: hashMcpToken(token), created_at: createdAt })
+        .execute();
     });
     return { token, createdAt };
   }
@@ -51,7 +54,11 @@ export class StoreMcpTokens implements McpTokens {
   async verify(token: string): Promise<string | undefined> {
     if (!TOKEN_SHAPE.test(token)) return undefined;
     const hash = hashMcpToken(token);
-    const row = await this.#w.db.selectFrom('mcp_tokens').select(['agent', 'token_hash']).where('token_hash', '=', hash).executeTakeFirst();
+    const row = await this.#w.db
+      .selectFrom('mcp_tokens')
+      .select(['agent', 'token_hash'])
+      .where('token_hash', '=', hash)
+      .executeTakeFirst();
     if (!row) return undefined;
     const a = Buffer.from(row.token_hash, 'hex');
     const b = Buffer.from(hash, 'hex');
@@ -59,7 +66,12 @@ export class StoreMcpTokens implements McpTokens {
   }
 
   async info(agent: string): Promise<McpTokenInfo | undefined> {
-    const row = await this.#w.db.selectFrom('mcp_tokens').select(['agent', 'created_at']).where('agent', '=', agent).orderBy('created_at', 'desc').executeTakeFirst();
+    const row = await this.#w.db
+      .selectFrom('mcp_tokens')
+      .select(['agent', 'created_at'])
+      .where('agent', '=', agent)
+      .orderBy('created_at', 'desc')
+      .executeTakeFirst();
     return row ? { agent: row.agent, createdAt: row.created_at } : undefined;
   }
 

@@ -107,7 +107,10 @@ export interface DeviceMemoryStore {
   forgetAll(pair: DevicePair, agent: string): Promise<void>;
   summary(pair: DevicePair, agent: string): Promise<Summary | undefined>;
   /** The most recently written `limit` summaries of every pair of the device (the admin's view). */
-  summaries(deviceId: string, limit: number): Promise<Array<Summary & { agent: string; clientId: string | null; updatedAt: string }>>;
+  summaries(
+    deviceId: string,
+    limit: number,
+  ): Promise<Array<Summary & { agent: string; clientId: string | null; updatedAt: string }>>;
   setSummary(pair: DevicePair, agent: string, text: string, uptoId: number): Promise<void>;
   /**
    * The pairs of the device that hold memory, the most recently talking first (unassigned last),
@@ -141,8 +144,22 @@ function clientOf(stored: string): string | null {
   return stored === UNASSIGNED ? null : stored;
 }
 
-function turnOf(r: { id: number | string; client_id: string; agent: string | null; role: string; text: string; created_at: string }): StoredTurn {
-  return { id: Number(r.id), clientId: clientOf(r.client_id), agent: r.agent ?? '', role: r.role as TurnRole, text: r.text, createdAt: r.created_at };
+function turnOf(r: {
+  id: number | string;
+  client_id: string;
+  agent: string | null;
+  role: string;
+  text: string;
+  created_at: string;
+}): StoredTurn {
+  return {
+    id: Number(r.id),
+    clientId: clientOf(r.client_id),
+    agent: r.agent ?? '',
+    role: r.role as TurnRole,
+    text: r.text,
+    createdAt: r.created_at,
+  };
 }
 
 const MEMORY_TABLES = ['conversation_turns', 'memory_facts', 'memory_summaries'] as const;
@@ -151,7 +168,11 @@ const MEMORY_TABLES = ['conversation_turns', 'memory_facts', 'memory_summaries']
  * Deletes the memory of the devices inside a transaction: of every pair (a revoke: the device is
  * no longer its owner's) or of one (`clientId`, null: the unassigned rows), with one agent or all.
  */
-export async function deleteMemoryRows(trx: Kysely<Database>, deviceIds: readonly string[], opts: { agent?: string; clientId?: string | null } = {}): Promise<void> {
+export async function deleteMemoryRows(
+  trx: Kysely<Database>,
+  deviceIds: readonly string[],
+  opts: { agent?: string; clientId?: string | null } = {},
+): Promise<void> {
   if (deviceIds.length === 0) return;
   const ids = deviceIds.map(key);
   for (const table of MEMORY_TABLES) {
@@ -180,7 +201,13 @@ export class StoreDeviceMemory implements DeviceMemoryStore {
   async addTurns(turns: readonly NewTurn[]): Promise<void> {
     if (turns.length === 0) return;
     const at = this.#at();
-    const rows = turns.map((t) => ({ ...pairColumns(t), agent: t.agent, role: t.role, text: cut(t.text, MAX_TURN_CHARS), created_at: at }));
+    const rows = turns.map((t) => ({
+      ...pairColumns(t),
+      agent: t.agent,
+      role: t.role,
+      text: cut(t.text, MAX_TURN_CHARS),
+      created_at: at,
+    }));
     await this.#w.write(async (trx) => {
       await trx.insertInto('conversation_turns').values(rows).execute();
     });
@@ -195,7 +222,12 @@ export class StoreDeviceMemory implements DeviceMemoryStore {
   /** One pair's turns with one agent: the query `recentTurns` and `unsummarised` narrow. */
   #turnsOf(pair: DevicePair, agent: string) {
     const p = storedPair(pair);
-    return this.#db.selectFrom('conversation_turns').selectAll().where('device_id', '=', p.deviceId).where('client_id', '=', p.clientId).where('agent', '=', agent);
+    return this.#db
+      .selectFrom('conversation_turns')
+      .selectAll()
+      .where('device_id', '=', p.deviceId)
+      .where('client_id', '=', p.clientId)
+      .where('agent', '=', agent);
   }
 
   async history(deviceId: string, limit: number, clientId?: string | null): Promise<StoredTurn[]> {
@@ -213,13 +245,32 @@ export class StoreDeviceMemory implements DeviceMemoryStore {
 
   async facts(pair: DevicePair, agent: string): Promise<Fact[]> {
     const p = storedPair(pair);
-    const rows = await this.#db.selectFrom('memory_facts').selectAll().where('device_id', '=', p.deviceId).where('client_id', '=', p.clientId).where('agent', '=', agent).orderBy('id', 'asc').execute();
+    const rows = await this.#db
+      .selectFrom('memory_facts')
+      .selectAll()
+      .where('device_id', '=', p.deviceId)
+      .where('client_id', '=', p.clientId)
+      .where('agent', '=', agent)
+      .orderBy('id', 'asc')
+      .execute();
     return rows.map((r) => ({ id: Number(r.id), text: r.fact, createdAt: r.created_at }));
   }
 
   async allFacts(deviceId: string, limit: number): Promise<Array<Fact & { agent: string; clientId: string | null }>> {
-    const rows = await this.#db.selectFrom('memory_facts').selectAll().where('device_id', '=', key(deviceId)).orderBy('id', 'desc').limit(limit).execute();
-    return rows.reverse().map((r) => ({ id: Number(r.id), clientId: clientOf(r.client_id), agent: r.agent ?? '', text: r.fact, createdAt: r.created_at }));
+    const rows = await this.#db
+      .selectFrom('memory_facts')
+      .selectAll()
+      .where('device_id', '=', key(deviceId))
+      .orderBy('id', 'desc')
+      .limit(limit)
+      .execute();
+    return rows.reverse().map((r) => ({
+      id: Number(r.id),
+      clientId: clientOf(r.client_id),
+      agent: r.agent ?? '',
+      text: r.fact,
+      createdAt: r.created_at,
+    }));
   }
 
   async remember(pair: DevicePair, agent: string, text: string): Promise<Fact | undefined> {
@@ -243,7 +294,13 @@ export class StoreDeviceMemory implements DeviceMemoryStore {
     if (needle === '') return 0;
     const p = storedPair(pair);
     return this.#w.write(async (trx) => {
-      const rows = await trx.selectFrom('memory_facts').select(['id', 'fact']).where('device_id', '=', p.deviceId).where('client_id', '=', p.clientId).where('agent', '=', agent).execute();
+      const rows = await trx
+        .selectFrom('memory_facts')
+        .select(['id', 'fact'])
+        .where('device_id', '=', p.deviceId)
+        .where('client_id', '=', p.clientId)
+        .where('agent', '=', agent)
+        .execute();
       const gone = rows.filter((r) => r.fact.toLowerCase().includes(needle)).map((r) => r.id);
       if (gone.length > 0) await trx.deleteFrom('memory_facts').where('id', 'in', gone).execute();
       return gone.length;
@@ -256,22 +313,55 @@ export class StoreDeviceMemory implements DeviceMemoryStore {
 
   async summary(pair: DevicePair, agent: string): Promise<Summary | undefined> {
     const p = storedPair(pair);
-    const r = await this.#db.selectFrom('memory_summaries').selectAll().where('device_id', '=', p.deviceId).where('client_id', '=', p.clientId).where('agent', '=', agent).executeTakeFirst();
+    const r = await this.#db
+      .selectFrom('memory_summaries')
+      .selectAll()
+      .where('device_id', '=', p.deviceId)
+      .where('client_id', '=', p.clientId)
+      .where('agent', '=', agent)
+      .executeTakeFirst();
     return r ? { text: r.text, uptoId: Number(r.upto_id) } : undefined;
   }
 
-  async summaries(deviceId: string, limit: number): Promise<Array<Summary & { agent: string; clientId: string | null; updatedAt: string }>> {
-    const rows = await this.#db.selectFrom('memory_summaries').selectAll().where('device_id', '=', key(deviceId)).orderBy('updated_at', 'desc').orderBy('client_id').orderBy('agent').limit(limit).execute();
-    return rows.map((r) => ({ clientId: clientOf(r.client_id), agent: r.agent, text: r.text, uptoId: Number(r.upto_id), updatedAt: r.updated_at }));
+  async summaries(
+    deviceId: string,
+    limit: number,
+  ): Promise<Array<Summary & { agent: string; clientId: string | null; updatedAt: string }>> {
+    const rows = await this.#db
+      .selectFrom('memory_summaries')
+      .selectAll()
+      .where('device_id', '=', key(deviceId))
+      .orderBy('updated_at', 'desc')
+      .orderBy('client_id')
+      .orderBy('agent')
+      .limit(limit)
+      .execute();
+    return rows.map((r) => ({
+      clientId: clientOf(r.client_id),
+      agent: r.agent,
+      text: r.text,
+      uptoId: Number(r.upto_id),
+      updatedAt: r.updated_at,
+    }));
   }
 
   async setSummary(pair: DevicePair, agent: string, text: string, uptoId: number): Promise<void> {
-    const row = { ...pairColumns(pair), agent, text: cut(text.trim(), MAX_SUMMARY_CHARS), upto_id: uptoId, updated_at: this.#at() };
+    const row = {
+      ...pairColumns(pair),
+      agent,
+      text: cut(text.trim(), MAX_SUMMARY_CHARS),
+      upto_id: uptoId,
+      updated_at: this.#at(),
+    };
     await this.#w.write(async (trx) => {
       await trx
         .insertInto('memory_summaries')
         .values(row)
-        .onConflict((oc) => oc.columns(['device_id', 'client_id', 'agent']).doUpdateSet({ text: row.text, upto_id: row.upto_id, updated_at: row.updated_at }))
+        .onConflict((oc) =>
+          oc
+            .columns(['device_id', 'client_id', 'agent'])
+            .doUpdateSet({ text: row.text, upto_id: row.upto_id, updated_at: row.updated_at }),
+        )
         .execute();
     });
   }
@@ -287,8 +377,20 @@ export class StoreDeviceMemory implements DeviceMemoryStore {
         .orderBy('last', 'desc')
         .limit(limit)
         .execute(),
-      this.#db.selectFrom('memory_facts').select(['client_id', (eb) => eb.fn.countAll().as('n')]).where('device_id', '=', d).groupBy('client_id').limit(limit).execute(),
-      this.#db.selectFrom('memory_summaries').select(['client_id', (eb) => eb.fn.countAll().as('n')]).where('device_id', '=', d).groupBy('client_id').limit(limit).execute(),
+      this.#db
+        .selectFrom('memory_facts')
+        .select(['client_id', (eb) => eb.fn.countAll().as('n')])
+        .where('device_id', '=', d)
+        .groupBy('client_id')
+        .limit(limit)
+        .execute(),
+      this.#db
+        .selectFrom('memory_summaries')
+        .select(['client_id', (eb) => eb.fn.countAll().as('n')])
+        .where('device_id', '=', d)
+        .groupBy('client_id')
+        .limit(limit)
+        .execute(),
     ]);
     const by = new Map<string, MemoryHolder>();
     const holder = (c: string): MemoryHolder => {
@@ -300,7 +402,12 @@ export class StoreDeviceMemory implements DeviceMemoryStore {
     for (const r of facts) holder(r.client_id).facts = Number(r.n);
     for (const r of summaries) holder(r.client_id).summaries = Number(r.n);
     // The most recently talking first; unassigned rows last.
-    return [...by.values()].sort((a, b) => Number(a.clientId === null) - Number(b.clientId === null) || (b.lastAt ?? '').localeCompare(a.lastAt ?? '')).slice(0, limit);
+    return [...by.values()]
+      .sort(
+        (a, b) =>
+          Number(a.clientId === null) - Number(b.clientId === null) || (b.lastAt ?? '').localeCompare(a.lastAt ?? ''),
+      )
+      .slice(0, limit);
   }
 
   async move(deviceId: string, from: string | null, to: string): Promise<MovedMemory> {
@@ -309,23 +416,62 @@ export class StoreDeviceMemory implements DeviceMemoryStore {
     const target = clientKey(to);
     if (source === target) return { turns: 0, facts: 0, summaries: 0, reminders: 0, messages: 0 };
     return this.#w.write(async (trx, changed) => {
-      const turns = await trx.updateTable('conversation_turns').set({ client_id: target }).where('device_id', '=', d).where('client_id', '=', source).executeTakeFirst();
-      const facts = await trx.updateTable('memory_facts').set({ client_id: target }).where('device_id', '=', d).where('client_id', '=', source).executeTakeFirst();
+      const turns = await trx
+        .updateTable('conversation_turns')
+        .set({ client_id: target })
+        .where('device_id', '=', d)
+        .where('client_id', '=', source)
+        .executeTakeFirst();
+      const facts = await trx
+        .updateTable('memory_facts')
+        .set({ client_id: target })
+        .where('device_id', '=', d)
+        .where('client_id', '=', source)
+        .executeTakeFirst();
       // Past the bound per agent, the oldest facts go (as when remembering).
-      const agents = await trx.selectFrom('memory_facts').select('agent').distinct().where('device_id', '=', d).where('client_id', '=', target).execute();
-      for (const a of agents) if (a.agent !== null) await capFacts(trx, { deviceId: d, clientId: target }, a.agent, MAX_FACTS);
+      const agents = await trx
+        .selectFrom('memory_facts')
+        .select('agent')
+        .distinct()
+        .where('device_id', '=', d)
+        .where('client_id', '=', target)
+        .execute();
+      for (const a of agents)
+        if (a.agent !== null) await capFacts(trx, { deviceId: d, clientId: target }, a.agent, MAX_FACTS);
       let summaries = 0;
-      const moving = await trx.selectFrom('memory_summaries').selectAll().where('device_id', '=', d).where('client_id', '=', source).execute();
+      const moving = await trx
+        .selectFrom('memory_summaries')
+        .selectAll()
+        .where('device_id', '=', d)
+        .where('client_id', '=', source)
+        .execute();
       for (const s of moving) {
-        const summaryOf = (c: string) => trx.deleteFrom('memory_summaries').where('device_id', '=', d).where('client_id', '=', c).where('agent', '=', s.agent);
-        const held = await trx.selectFrom('memory_summaries').select('upto_id').where('device_id', '=', d).where('client_id', '=', target).where('agent', '=', s.agent).executeTakeFirst();
+        const summaryOf = (c: string) =>
+          trx
+            .deleteFrom('memory_summaries')
+            .where('device_id', '=', d)
+            .where('client_id', '=', c)
+            .where('agent', '=', s.agent);
+        const held = await trx
+          .selectFrom('memory_summaries')
+          .select('upto_id')
+          .where('device_id', '=', d)
+          .where('client_id', '=', target)
+          .where('agent', '=', s.agent)
+          .executeTakeFirst();
         // Both hold one with this agent: the one that covers the newer turns stays.
         if (held && Number(held.upto_id) >= Number(s.upto_id)) {
           await summaryOf(source).execute();
           continue;
         }
         if (held) await summaryOf(target).execute();
-        await trx.updateTable('memory_summaries').set({ client_id: target }).where('device_id', '=', d).where('client_id', '=', source).where('agent', '=', s.agent).execute();
+        await trx
+          .updateTable('memory_summaries')
+          .set({ client_id: target })
+          .where('device_id', '=', d)
+          .where('client_id', '=', source)
+          .where('agent', '=', s.agent)
+          .execute();
         summaries++;
       }
       // Reminders and waiting messages: unassigned rows have none (they always had their pair).
@@ -334,14 +480,24 @@ export class StoreDeviceMemory implements DeviceMemoryStore {
       changed({ kind: 'memory', deviceId: d, clientId: source });
       changed({ kind: 'memory', deviceId: d, clientId: target });
       for (const id of messages) changed({ kind: 'push', id, deviceId: d });
-      return { turns: Number(turns.numUpdatedRows), facts: Number(facts.numUpdatedRows), summaries, reminders, messages: messages.length };
+      return {
+        turns: Number(turns.numUpdatedRows),
+        facts: Number(facts.numUpdatedRows),
+        summaries,
+        reminders,
+        messages: messages.length,
+      };
     });
   }
 
   async deleteDevice(deviceId: string, clientId?: string | null): Promise<void> {
     await this.#w.write(async (trx, changed) => {
       await deleteMemoryRows(trx, [deviceId], clientId === undefined ? {} : { clientId });
-      changed({ kind: 'memory', deviceId: key(deviceId), ...(clientId === undefined ? {} : { clientId: clientKey(clientId) }) });
+      changed({
+        kind: 'memory',
+        deviceId: key(deviceId),
+        ...(clientId === undefined ? {} : { clientId: clientKey(clientId) }),
+      });
     });
   }
 
@@ -367,7 +523,12 @@ export class StoreDeviceMemory implements DeviceMemoryStore {
           .limit(1)
           .executeTakeFirst();
         if (!keep) continue;
-        const r = await trx.deleteFrom('conversation_turns').where('device_id', '=', c.device_id).where('client_id', '=', c.client_id).where('id', '<', keep.id).executeTakeFirst();
+        const r = await trx
+          .deleteFrom('conversation_turns')
+          .where('device_id', '=', c.device_id)
+          .where('client_id', '=', c.client_id)
+          .where('id', '<', keep.id)
+          .executeTakeFirst();
         removed += Number(r.numDeletedRows);
       }
       return removed;
@@ -383,7 +544,14 @@ function pairColumns(pair: DevicePair): { device_id: string; client_id: string }
 
 /** Keeps the pair's newest `keep` facts with the agent (the pair as stored). */
 async function capFacts(trx: Kysely<Database>, p: DevicePair, agent: string, keep: number): Promise<void> {
-  const ids = await trx.selectFrom('memory_facts').select('id').where('device_id', '=', p.deviceId).where('client_id', '=', p.clientId).where('agent', '=', agent).orderBy('id', 'desc').execute();
+  const ids = await trx
+    .selectFrom('memory_facts')
+    .select('id')
+    .where('device_id', '=', p.deviceId)
+    .where('client_id', '=', p.clientId)
+    .where('agent', '=', agent)
+    .orderBy('id', 'desc')
+    .execute();
   const over = ids.slice(keep).map((r) => r.id);
   if (over.length > 0) await trx.deleteFrom('memory_facts').where('id', 'in', over).execute();
 }

@@ -11,14 +11,20 @@ export type Dialect = 'sqlite' | 'postgres';
 
 /** An auto-numbered primary key in either dialect. */
 function withId<T extends string>(t: CreateTableBuilder<T, never>, dialect: Dialect): CreateTableBuilder<T, 'id'> {
-  return dialect === 'postgres' ? t.addColumn('id', 'bigserial', (c) => c.primaryKey()) : t.addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement());
+  return dialect === 'postgres'
+    ? t.addColumn('id', 'bigserial', (c) => c.primaryKey())
+    : t.addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement());
 }
 
 function initial(dialect: Dialect): Migration {
   return {
     // The database is untyped here: a migration describes the tables as they were then.
     async up(db: Kysely<unknown>): Promise<void> {
-      await db.schema.createTable('settings').addColumn('key', 'varchar(64)', (c) => c.primaryKey()).addColumn('value', 'text', (c) => c.notNull()).execute();
+      await db.schema
+        .createTable('settings')
+        .addColumn('key', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('value', 'text', (c) => c.notNull())
+        .execute();
       await db.schema
         .createTable('bindings')
         .addColumn('id', 'varchar(16)', (c) => c.primaryKey())
@@ -39,7 +45,11 @@ function initial(dialect: Dialect): Migration {
         .addColumn('generation', 'integer', (c) => c.notNull())
         .addUniqueConstraint('pending_codes_pair', ['device_id', 'client_id'])
         .execute();
-      await db.schema.createIndex('pending_codes_source').on('pending_codes').columns(['source', 'generation']).execute();
+      await db.schema
+        .createIndex('pending_codes_source')
+        .on('pending_codes')
+        .columns(['source', 'generation'])
+        .execute();
       await db.schema
         .createTable('agents')
         .addColumn('name', 'varchar(64)', (c) => c.primaryKey())
@@ -70,7 +80,11 @@ function initial(dialect: Dialect): Migration {
         .addColumn('since', 'varchar(40)', (c) => c.notNull())
         .execute();
       await db.schema.createIndex('live_sessions_replica').on('live_sessions').column('replica').execute();
-      await db.schema.createTable('replicas').addColumn('replica', 'varchar(200)', (c) => c.primaryKey()).addColumn('heartbeat_ms', 'bigint', (c) => c.notNull()).execute();
+      await db.schema
+        .createTable('replicas')
+        .addColumn('replica', 'varchar(200)', (c) => c.primaryKey())
+        .addColumn('heartbeat_ms', 'bigint', (c) => c.notNull())
+        .execute();
       await withId(db.schema.createTable('store_changes'), dialect)
         .addColumn('origin', 'varchar(200)', (c) => c.notNull())
         .addColumn('change', 'text', (c) => c.notNull())
@@ -84,7 +98,11 @@ function initial(dialect: Dialect): Migration {
         .addColumn('text', 'text', (c) => c.notNull())
         .addColumn('created_at', 'varchar(40)', (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('conversation_turns_device').on('conversation_turns').columns(['device_id', 'created_at']).execute();
+      await db.schema
+        .createIndex('conversation_turns_device')
+        .on('conversation_turns')
+        .columns(['device_id', 'created_at'])
+        .execute();
       await withId(db.schema.createTable('memory_facts'), dialect)
         .addColumn('device_id', 'varchar(17)', (c) => c.notNull())
         .addColumn('agent', 'varchar(64)')
@@ -151,9 +169,17 @@ function mcpEndpoint(): Migration {
 function memory(): Migration {
   return {
     async up(db: Kysely<unknown>): Promise<void> {
-      await db.schema.createIndex('conversation_turns_device_agent').on('conversation_turns').columns(['device_id', 'agent', 'id']).execute();
+      await db.schema
+        .createIndex('conversation_turns_device_agent')
+        .on('conversation_turns')
+        .columns(['device_id', 'agent', 'id'])
+        .execute();
       await db.schema.createIndex('conversation_turns_created').on('conversation_turns').column('created_at').execute();
-      await db.schema.createIndex('memory_facts_device_agent').on('memory_facts').columns(['device_id', 'agent']).execute();
+      await db.schema
+        .createIndex('memory_facts_device_agent')
+        .on('memory_facts')
+        .columns(['device_id', 'agent'])
+        .execute();
       await db.schema
         .createTable('memory_summaries')
         .addColumn('device_id', 'varchar(17)', (c) => c.notNull())
@@ -233,15 +259,27 @@ function pairMemory(): Migration {
   return {
     async up(db: Kysely<unknown>): Promise<void> {
       // The Client-Id the device's record names, lower case (as every pair is stored), or ''.
-      const recorded = (table: string) => sql`coalesce((select lower(d.client_id) from devices d where d.device_id = ${sql.ref(`${table}.device_id`)}), '')`;
+      const recorded = (table: string) =>
+        sql`coalesce((select lower(d.client_id) from devices d where d.device_id = ${sql.ref(`${table}.device_id`)}), '')`;
       for (const table of ['conversation_turns', 'memory_facts']) {
-        await db.schema.alterTable(table).addColumn('client_id', 'varchar(36)', (c) => c.notNull().defaultTo('')).execute();
+        await db.schema
+          .alterTable(table)
+          .addColumn('client_id', 'varchar(36)', (c) => c.notNull().defaultTo(''))
+          .execute();
         await sql`update ${sql.table(table)} set client_id = ${recorded(table)}`.execute(db);
       }
       await db.schema.dropIndex('conversation_turns_device_agent').execute();
-      await db.schema.createIndex('conversation_turns_pair_agent').on('conversation_turns').columns(['device_id', 'client_id', 'agent', 'id']).execute();
+      await db.schema
+        .createIndex('conversation_turns_pair_agent')
+        .on('conversation_turns')
+        .columns(['device_id', 'client_id', 'agent', 'id'])
+        .execute();
       await db.schema.dropIndex('memory_facts_device_agent').execute();
-      await db.schema.createIndex('memory_facts_pair_agent').on('memory_facts').columns(['device_id', 'client_id', 'agent']).execute();
+      await db.schema
+        .createIndex('memory_facts_pair_agent')
+        .on('memory_facts')
+        .columns(['device_id', 'client_id', 'agent'])
+        .execute();
       // The summary's key gains the Client-Id: a new table, filled from the old one.
       await db.schema
         .createTable('memory_summaries_by_pair')
@@ -254,21 +292,32 @@ function pairMemory(): Migration {
         .addPrimaryKeyConstraint('memory_summaries_pair_pk', ['device_id', 'client_id', 'agent'])
         .execute();
       await sql`insert into memory_summaries_by_pair (device_id, client_id, agent, text, upto_id, updated_at)
-        select device_id, ${recorded('memory_summaries')}, agent, text, upto_id, updated_at from memory_summaries`.execute(db);
+        select device_id, ${recorded('memory_summaries')}, agent, text, upto_id, updated_at from memory_summaries`.execute(
+        db,
+      );
       await db.schema.dropTable('memory_summaries').execute();
       await db.schema.alterTable('memory_summaries_by_pair').renameTo('memory_summaries').execute();
       // Reminders had their pair already; its Client-Id is compared in lower case from now on.
       await sql`update reminders set client_id = lower(client_id)`.execute(db);
       // A waiting message for "any client of the MAC" now waits for the pair the record names.
       await sql`update push_messages set client_id = lower(client_id) where client_id is not null`.execute(db);
-      await sql`update push_messages set client_id = (select lower(d.client_id) from devices d where d.device_id = push_messages.device_id) where client_id is null`.execute(db);
+      await sql`update push_messages set client_id = (select lower(d.client_id) from devices d where d.device_id = push_messages.device_id) where client_id is null`.execute(
+        db,
+      );
     },
   };
 }
 
 /** Every migration, by name (names sort in the order they run). */
 export function migrations(dialect: Dialect): Record<string, Migration> {
-  return { '0001-initial': initial(dialect), '0002-memory': memory(), '0003-mcp-endpoint': mcpEndpoint(), '0004-push': push(), '0005-reminders': reminders(dialect), '0006-pair-memory': pairMemory() };
+  return {
+    '0001-initial': initial(dialect),
+    '0002-memory': memory(),
+    '0003-mcp-endpoint': mcpEndpoint(),
+    '0004-push': push(),
+    '0005-reminders': reminders(dialect),
+    '0006-pair-memory': pairMemory(),
+  };
 }
 
 export function migrationProvider(dialect: Dialect): MigrationProvider {

@@ -56,7 +56,10 @@ export class PostgresChangeFeed implements ChangeFeed {
       lost = true;
       if (this.#client === client) this.#client = undefined;
       client.end().catch(() => undefined);
-      this.#log.error({ err: err?.message ?? 'connection ended', url: redactUrl(this.#url) }, 'store: change feed connection lost; reconnecting');
+      this.#log.error(
+        { err: err?.message ?? 'connection ended', url: redactUrl(this.#url) },
+        'store: change feed connection lost; reconnecting',
+      );
       this.#schedule(handlers);
     };
     client.on('error', onLost);

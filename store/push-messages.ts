@@ -74,12 +74,24 @@ export interface PushMessages {
 
 /** The rows of one pair: its Client-Id, or none (a session without one). */
 function ofPair(clientId: string | null) {
-  return (eb: ExpressionBuilder<Database, 'push_messages'>) => (clientId === null ? eb('client_id', 'is', null) : eb('client_id', '=', clientId));
+  return (eb: ExpressionBuilder<Database, 'push_messages'>) =>
+    clientId === null ? eb('client_id', 'is', null) : eb('client_id', '=', clientId);
 }
 
 /** Gives the waiting messages of pair `from` to pair `to` inside a transaction (the operator moves a device's memory); their ids. */
-export async function moveWaitingMessages(trx: Kysely<Database>, deviceId: string, from: string, to: string): Promise<string[]> {
-  const rows = await trx.selectFrom('push_messages').select('id').where('device_id', '=', deviceId.toLowerCase()).where('client_id', '=', from).where('state', '=', 'pending').execute();
+export async function moveWaitingMessages(
+  trx: Kysely<Database>,
+  deviceId: string,
+  from: string,
+  to: string,
+): Promise<string[]> {
+  const rows = await trx
+    .selectFrom('push_messages')
+    .select('id')
+    .where('device_id', '=', deviceId.toLowerCase())
+    .where('client_id', '=', from)
+    .where('state', '=', 'pending')
+    .execute();
   if (rows.length === 0) return [];
   const ids = rows.map((r) => r.id);
   await trx.updateTable('push_messages').set({ client_id: to }).where('id', 'in', ids).execute();
@@ -118,16 +130,43 @@ export class StorePushMessages implements PushMessages {
     const now = this.#now();
     const clientId = m.clientId?.toLowerCase() ?? null;
     return this.#w.write(async (trx, changed) => {
-      const expired = await trx.deleteFrom('push_messages').where('state', '=', 'pending').where('expires_ms', '<=', now).executeTakeFirst();
+      const expired = await trx
+        .deleteFrom('push_messages')
+        .where('state', '=', 'pending')
+        .where('expires_ms', '<=', now)
+        .executeTakeFirst();
       if (now - this.#cleanedDone >= CLEAN_DONE_EVERY_MS) {
         this.#cleanedDone = now;
-        await trx.deleteFrom('push_messages').where('state', '<>', 'pending').where('created_ms', '<', now - KEEP_DONE_MS).execute();
+        await trx
+          .deleteFrom('push_messages')
+          .where('state', '<>', 'pending')
+          .where('created_ms', '<', now - KEEP_DONE_MS)
+          .execute();
       }
       await trx
         .insertInto('push_messages')
-        .values({ id: m.id, device_id: m.deviceId, client_id: clientId, text: m.text, interrupt: m.interrupt ? 1 : 0, source: m.source, state: 'pending', claimed_by: null, created_ms: now, expires_ms: m.expiresMs })
+        .values({
+          id: m.id,
+          device_id: m.deviceId,
+          client_id: clientId,
+          text: m.text,
+          interrupt: m.interrupt ? 1 : 0,
+          source: m.source,
+          state: 'pending',
+          claimed_by: null,
+          created_ms: now,
+          expires_ms: m.expiresMs,
+        })
         .execute();
-      const waiting = await trx.selectFrom('push_messages').select('id').where('device_id', '=', m.deviceId).where(ofPair(clientId)).where('state', '=', 'pending').orderBy('created_ms', 'desc').orderBy('id', 'desc').execute();
+      const waiting = await trx
+        .selectFrom('push_messages')
+        .select('id')
+        .where('device_id', '=', m.deviceId)
+        .where(ofPair(clientId))
+        .where('state', '=', 'pending')
+        .orderBy('created_ms', 'desc')
+        .orderBy('id', 'desc')
+        .execute();
       const over = waiting.slice(maxPerDevice).map((r) => r.id);
       if (over.length > 0) await trx.deleteFrom('push_messages').where('id', 'in', over).execute();
       changed({ kind: 'push', id: m.id, deviceId: m.deviceId });
@@ -141,7 +180,15 @@ export class StorePushMessages implements PushMessages {
   }
 
   async pending(limit: number): Promise<Array<{ id: string; deviceId: string; clientId: string | null }>> {
-    const rows = await this.#w.db.selectFrom('push_messages').select(['id', 'device_id', 'client_id']).where('state', '=', 'pending').where('expires_ms', '>', this.#now()).orderBy('created_ms').orderBy('id').limit(limit).execute();
+    const rows = await this.#w.db
+      .selectFrom('push_messages')
+      .select(['id', 'device_id', 'client_id'])
+      .where('state', '=', 'pending')
+      .where('expires_ms', '>', this.#now())
+      .orderBy('created_ms')
+      .orderBy('id')
+      .limit(limit)
+      .execute();
     return rows.map((r) => ({ id: r.id, deviceId: r.device_id, clientId: r.client_id }));
   }
 
@@ -158,8 +205,18 @@ export class StorePushMessages implements PushMessages {
   }
 
   async claimFor(deviceId: string, clientId: string | null, replica: string): Promise<PushMessage[]> {
-    const q = this.#w.db.selectFrom('push_messages').select('id').where('device_id', '=', deviceId).where('state', '=', 'pending').where('expires_ms', '>', this.#now());
-    const rows = await q.where(ofPair(clientId?.toLowerCase() ?? null)).orderBy('created_ms').orderBy('id').limit(1000).execute();
+    const q = this.#w.db
+      .selectFrom('push_messages')
+      .select('id')
+      .where('device_id', '=', deviceId)
+      .where('state', '=', 'pending')
+      .where('expires_ms', '>', this.#now());
+    const rows = await q
+      .where(ofPair(clientId?.toLowerCase() ?? null))
+      .orderBy('created_ms')
+      .orderBy('id')
+      .limit(1000)
+      .execute();
     const out: PushMessage[] = [];
     for (const r of rows) {
       const m = await this.claim(r.id, replica);
@@ -178,16 +235,29 @@ export class StorePushMessages implements PushMessages {
   }
 
   async cancel(id: string): Promise<boolean> {
-    const u = await this.#w.db.updateTable('push_messages').set({ state: 'cancelled' }).where('id', '=', id).where('state', '=', 'pending').executeTakeFirst();
+    const u = await this.#w.db
+      .updateTable('push_messages')
+      .set({ state: 'cancelled' })
+      .where('id', '=', id)
+      .where('state', '=', 'pending')
+      .executeTakeFirst();
     return Number(u.numUpdatedRows) > 0;
   }
 
   async release(id: string): Promise<void> {
-    await this.#w.db.updateTable('push_messages').set({ state: 'pending', claimed_by: null }).where('id', '=', id).where('state', '=', 'claimed').execute();
+    await this.#w.db
+      .updateTable('push_messages')
+      .set({ state: 'pending', claimed_by: null })
+      .where('id', '=', id)
+      .where('state', '=', 'claimed')
+      .execute();
   }
 
   async releaseOrphaned(replica: string): Promise<number> {
-    const alive = this.#w.db.selectFrom('replicas').select('replica').where('heartbeat_ms', '>=', this.#now() - REPLICA_TIMEOUT_MS);
+    const alive = this.#w.db
+      .selectFrom('replicas')
+      .select('replica')
+      .where('heartbeat_ms', '>=', this.#now() - REPLICA_TIMEOUT_MS);
     const u = await this.#w.db
       .updateTable('push_messages')
       .set({ state: 'pending', claimed_by: null })

@@ -72,7 +72,16 @@ export interface RemindersStore {
 
 const key = (deviceId: string): string => deviceId.toLowerCase();
 
-type Row = { id: number | string; device_id: string; client_id: string; agent: string | null; text: string; due_ms: number | string; state: string; created_at: string };
+type Row = {
+  id: number | string;
+  device_id: string;
+  client_id: string;
+  agent: string | null;
+  text: string;
+  due_ms: number | string;
+  state: string;
+  created_at: string;
+};
 
 function reminderOf(r: Row): Reminder {
   return {
@@ -90,8 +99,18 @@ function reminderOf(r: Row): Reminder {
 const COLUMNS = ['id', 'device_id', 'client_id', 'agent', 'text', 'due_ms', 'state', 'created_at'] as const;
 
 /** Gives the reminders of pair `from` to pair `to` inside a transaction (the operator moves a device's memory); how many. */
-export async function moveReminderRows(trx: Kysely<Database>, deviceId: string, from: string, to: string): Promise<number> {
-  const r = await trx.updateTable('reminders').set({ client_id: to }).where('device_id', '=', key(deviceId)).where('client_id', '=', from).executeTakeFirst();
+export async function moveReminderRows(
+  trx: Kysely<Database>,
+  deviceId: string,
+  from: string,
+  to: string,
+): Promise<number> {
+  const r = await trx
+    .updateTable('reminders')
+    .set({ client_id: to })
+    .where('device_id', '=', key(deviceId))
+    .where('client_id', '=', from)
+    .executeTakeFirst();
   return Number(r.numUpdatedRows);
 }
 
@@ -118,14 +137,36 @@ export class StoreReminders implements RemindersStore {
     const text = cut(r.text.trim(), MAX_REMINDER_CHARS);
     const createdAt = new Date(this.#now()).toISOString();
     return this.#w.write(async (trx): Promise<Reminder | Refused> => {
-      if (this.#w.dialect === 'postgres') await sql`select pg_advisory_xact_lock(${REMINDER_LOCK}, hashtext(${pairKey(deviceId, clientId)}))`.execute(trx);
-      const held = await trx.selectFrom('reminders').select((eb) => eb.fn.countAll().as('n')).where('device_id', '=', deviceId).where('client_id', '=', clientId).executeTakeFirstOrThrow();
+      if (this.#w.dialect === 'postgres')
+        await sql`select pg_advisory_xact_lock(${REMINDER_LOCK}, hashtext(${pairKey(deviceId, clientId)}))`.execute(
+          trx,
+        );
+      const held = await trx
+        .selectFrom('reminders')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .where('device_id', '=', deviceId)
+        .where('client_id', '=', clientId)
+        .executeTakeFirstOrThrow();
       if (Number(held.n) >= maxPerPair) return 'full';
-      const all = await trx.selectFrom('reminders').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
+      const all = await trx
+        .selectFrom('reminders')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .executeTakeFirstOrThrow();
       if (Number(all.n) >= maxTotal) return 'store_full';
       const row = await trx
         .insertInto('reminders')
-        .values({ device_id: deviceId, client_id: clientId, agent: r.agent, text, due_ms: r.dueMs, next_ms: r.dueMs, state: 'pending', claimed_by: null, claimed_ms: null, created_at: createdAt })
+        .values({
+          device_id: deviceId,
+          client_id: clientId,
+          agent: r.agent,
+          text,
+          due_ms: r.dueMs,
+          next_ms: r.dueMs,
+          state: 'pending',
+          claimed_by: null,
+          claimed_ms: null,
+          created_at: createdAt,
+        })
         .returning(COLUMNS)
         .executeTakeFirstOrThrow();
       return reminderOf(row);
@@ -147,7 +188,14 @@ export class StoreReminders implements RemindersStore {
   }
 
   async due(now: number, limit: number): Promise<Reminder[]> {
-    const rows = await this.#db.selectFrom('reminders').select(COLUMNS).where('state', '=', 'pending').where('next_ms', '<=', now).orderBy('next_ms').limit(limit).execute();
+    const rows = await this.#db
+      .selectFrom('reminders')
+      .select(COLUMNS)
+      .where('state', '=', 'pending')
+      .where('next_ms', '<=', now)
+      .orderBy('next_ms')
+      .limit(limit)
+      .execute();
     return rows.map(reminderOf);
   }
 

@@ -24,30 +24,58 @@ export async function purgeBadRows(db: Kysely<Database>, log: Logger, where: str
   dropped += count(
     await db
       .deleteFrom('bindings')
-      .where(sql<boolean>`length(id) <> 10 or length(device_id) <> 17 or length(client_id) < 1 or length(client_id) > ${MAX_CLIENT_ID_CHARS} or length(bound_at) > 40`)
+      .where(
+        sql<boolean>`length(id) <> 10 or length(device_id) <> 17 or length(client_id) < 1 or length(client_id) > ${MAX_CLIENT_ID_CHARS} or length(bound_at) > 40`,
+      )
       .execute(),
   );
   const bindings = await db.selectFrom('bindings').select(['id', 'device_id', 'client_id']).execute();
-  const badBindings = bindings.filter((b) => !/^[0-9a-f]{10}$/.test(b.id) || !wellFormed(b.device_id, b.client_id)).map((b) => b.id);
-  if (badBindings.length > 0) dropped += count(await db.deleteFrom('bindings').where('id', 'in', badBindings).execute());
+  const badBindings = bindings
+    .filter((b) => !/^[0-9a-f]{10}$/.test(b.id) || !wellFormed(b.device_id, b.client_id))
+    .map((b) => b.id);
+  if (badBindings.length > 0)
+    dropped += count(await db.deleteFrom('bindings').where('id', 'in', badBindings).execute());
 
   dropped += count(
     await db
       .deleteFrom('pending_codes')
-      .where(sql<boolean>`length(code) <> 6 or length(device_id) <> 17 or length(client_id) < 1 or length(client_id) > ${MAX_CLIENT_ID_CHARS} or length(source) > 64`)
+      .where(
+        sql<boolean>`length(code) <> 6 or length(device_id) <> 17 or length(client_id) < 1 or length(client_id) > ${MAX_CLIENT_ID_CHARS} or length(source) > 64`,
+      )
       .execute(),
   );
-  const pending = await db.selectFrom('pending_codes').select(['code', 'device_id', 'client_id']).orderBy('expires_ms', 'desc').execute();
-  const badPending = pending.filter((p) => !/^\d{6}$/.test(p.code) || !wellFormed(p.device_id, p.client_id)).map((p) => p.code);
+  const pending = await db
+    .selectFrom('pending_codes')
+    .select(['code', 'device_id', 'client_id'])
+    .orderBy('expires_ms', 'desc')
+    .execute();
+  const badPending = pending
+    .filter((p) => !/^\d{6}$/.test(p.code) || !wellFormed(p.device_id, p.client_id))
+    .map((p) => p.code);
   // More than may be pending: the codes expiring last are kept.
-  const excess = pending.filter((p) => !badPending.includes(p.code)).slice(MAX_PENDING).map((p) => p.code);
+  const excess = pending
+    .filter((p) => !badPending.includes(p.code))
+    .slice(MAX_PENDING)
+    .map((p) => p.code);
   const goPending = [...badPending, ...excess];
-  if (goPending.length > 0) dropped += count(await db.deleteFrom('pending_codes').where('code', 'in', goPending).execute());
+  if (goPending.length > 0)
+    dropped += count(await db.deleteFrom('pending_codes').where('code', 'in', goPending).execute());
 
-  dropped += count(await db.deleteFrom('devices').where(sql<boolean>`length(device_id) <> 17 or length(client_id) > ${MAX_CLIENT_ID_CHARS}`).execute());
+  dropped += count(
+    await db
+      .deleteFrom('devices')
+      .where(sql<boolean>`length(device_id) <> 17 or length(client_id) > ${MAX_CLIENT_ID_CHARS}`)
+      .execute(),
+  );
   const devices = await db.selectFrom('devices').select(['device_id', 'client_id']).execute();
-  const badDevices = devices.filter((d) => !DeviceIdSchema.safeParse(d.device_id).success || (d.client_id !== '' && !wellFormed(d.device_id, d.client_id))).map((d) => d.device_id);
-  if (badDevices.length > 0) dropped += count(await db.deleteFrom('devices').where('device_id', 'in', badDevices).execute());
+  const badDevices = devices
+    .filter(
+      (d) =>
+        !DeviceIdSchema.safeParse(d.device_id).success || (d.client_id !== '' && !wellFormed(d.device_id, d.client_id)),
+    )
+    .map((d) => d.device_id);
+  if (badDevices.length > 0)
+    dropped += count(await db.deleteFrom('devices').where('device_id', 'in', badDevices).execute());
   for (const column of ['alias', 'board', 'firmware'] as const) {
     await db
       .updateTable('devices')
@@ -55,6 +83,10 @@ export async function purgeBadRows(db: Kysely<Database>, log: Logger, where: str
       .where(sql<boolean>`length(${sql.ref(column)}) > ${MAX_LABEL_CHARS}`)
       .execute();
   }
-  if (dropped > 0) log.warn({ database: where, dropped, kept: bindings.length - badBindings.length }, 'store: malformed or excess rows purged');
+  if (dropped > 0)
+    log.warn(
+      { database: where, dropped, kept: bindings.length - badBindings.length },
+      'store: malformed or excess rows purged',
+    );
   return dropped;
 }

@@ -8,7 +8,14 @@
  * queries cost n hand-overs. Kysely's own lock is skipped by declaring the adapter
  * multi-connection; this driver is what keeps a transaction's statements together.
  */
-import { SqliteAdapter, SqliteDialect, SqliteDriver, type DatabaseConnection, type Driver, type SqliteDialectConfig } from 'kysely';
+import {
+  SqliteAdapter,
+  SqliteDialect,
+  SqliteDriver,
+  type DatabaseConnection,
+  type Driver,
+  type SqliteDialectConfig,
+} from 'kysely';
 
 class QueuedSqliteDriver extends SqliteDriver {
   readonly #waiting: Array<() => void> = [];

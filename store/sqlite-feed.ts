@@ -36,11 +36,17 @@ export class SqliteChangeFeed implements ChangeFeed {
   }
 
   async record(db: Kysely<Database>, change: StoreChange): Promise<void> {
-    await db.insertInto('store_changes').values({ origin: this.#origin, change: JSON.stringify({ o: this.#origin, c: change }), at_ms: Date.now() }).execute();
+    await db
+      .insertInto('store_changes')
+      .values({ origin: this.#origin, change: JSON.stringify({ o: this.#origin, c: change }), at_ms: Date.now() })
+      .execute();
   }
 
   async start(handlers: ChangeFeedHandlers): Promise<void> {
-    const last = await this.#db.selectFrom('store_changes').select((eb) => eb.fn.max('id').as('max')).executeTakeFirst();
+    const last = await this.#db
+      .selectFrom('store_changes')
+      .select((eb) => eb.fn.max('id').as('max'))
+      .executeTakeFirst();
     this.#lastId = Number(last?.max ?? 0);
     this.#version = this.#dataVersion();
     this.#timer = setInterval(() => void this.#poll(handlers), POLL_MS);
@@ -63,7 +69,13 @@ export class SqliteChangeFeed implements ChangeFeed {
       const version = this.#dataVersion();
       if (version !== this.#version) {
         this.#version = version;
-        const rows = await this.#db.selectFrom('store_changes').select(['id', 'origin', 'change']).where('id', '>', this.#lastId).orderBy('id').limit(5000).execute();
+        const rows = await this.#db
+          .selectFrom('store_changes')
+          .select(['id', 'origin', 'change'])
+          .where('id', '>', this.#lastId)
+          .orderBy('id')
+          .limit(5000)
+          .execute();
         const changes: StoreChange[] = [];
         for (const row of rows) {
           this.#lastId = Math.max(this.#lastId, Number(row.id));
@@ -78,10 +90,14 @@ export class SqliteChangeFeed implements ChangeFeed {
       const now = Date.now();
       if (now - this.#lastPrune > PRUNE_EVERY_MS) {
         this.#lastPrune = now;
-        await this.#db.deleteFrom('store_changes').where('at_ms', '<', now - KEEP_MS).execute();
+        await this.#db
+          .deleteFrom('store_changes')
+          .where('at_ms', '<', now - KEEP_MS)
+          .execute();
       }
     } catch (err) {
-      if (!this.#closed) this.#log.error({ err: (err as Error).message }, 'store: reading the change feed failed; retrying');
+      if (!this.#closed)
+        this.#log.error({ err: (err as Error).message }, 'store: reading the change feed failed; retrying');
     } finally {
       this.#polling = false;
     }

@@ -21,7 +21,12 @@ export interface StoreCache {
 
 type Listener<T> = (value: T) => void;
 
-export function agentFromRow(row: { name: string; settings: string; created_at: string; updated_at: string }): AgentRow {
+export function agentFromRow(row: {
+  name: string;
+  settings: string;
+  created_at: string;
+  updated_at: string;
+}): AgentRow {
   let settings: Record<string, unknown> = {};
   try {
     const parsed: unknown = JSON.parse(row.settings);
@@ -32,8 +37,20 @@ export function agentFromRow(row: { name: string; settings: string; created_at: 
   return { name: row.name, settings, createdAt: row.created_at, updatedAt: row.updated_at };
 }
 
-export function boundFromRow(row: { id: string; device_id: string; client_id: string; bound_at: string; generation: number | string }): BoundDevice {
-  return { id: row.id, deviceId: row.device_id, clientId: row.client_id, boundAt: row.bound_at, generation: Number(row.generation) };
+export function boundFromRow(row: {
+  id: string;
+  device_id: string;
+  client_id: string;
+  bound_at: string;
+  generation: number | string;
+}): BoundDevice {
+  return {
+    id: row.id,
+    deviceId: row.device_id,
+    clientId: row.client_id,
+    boundAt: row.bound_at,
+    generation: Number(row.generation),
+  };
 }
 
 export class CacheState implements StoreCache {
@@ -90,7 +107,10 @@ export class CacheState implements StoreCache {
 
   /** A refresh after a write failed: logged, the cache stays as it was until the next change. */
   reportStale(err: unknown): void {
-    this.#log.error({ err: (err as Error)?.message ?? String(err) }, 'store: re-reading after a write failed; the cache may lag until the next change');
+    this.#log.error(
+      { err: (err as Error)?.message ?? String(err) },
+      'store: re-reading after a write failed; the cache may lag until the next change',
+    );
   }
 
   /** Everything, read again; listeners hear what differs from before (nothing at the first load). */
@@ -138,7 +158,12 @@ export class CacheState implements StoreCache {
       seen.add(key);
       if (c.kind === 'binding') {
         const k = pairKey(c.deviceId, c.clientId);
-        const row = await this.#db.selectFrom('bindings').selectAll().where('device_id', '=', c.deviceId.toLowerCase()).where('client_id', '=', c.clientId.toLowerCase()).executeTakeFirst();
+        const row = await this.#db
+          .selectFrom('bindings')
+          .selectAll()
+          .where('device_id', '=', c.deviceId.toLowerCase())
+          .where('client_id', '=', c.clientId.toLowerCase())
+          .executeTakeFirst();
         if (!before.has(k)) before.set(k, this.#bindings.get(k));
         if (row) this.#setBinding(k, boundFromRow(row));
         else this.#deleteBinding(k);

@@ -112,26 +112,44 @@ export async function openStore(opts: OpenStoreOptions): Promise<Store> {
   const watch = opts.watch !== false;
   try {
     if (opts.create === false && !(await db.introspection.getTables()).some((t) => t.name === 'schema_migrations')) {
-      throw new StoreError(`no store in ${where}: the database exists but no server has started on it, and nothing was created. Check store.url, server.dataDir (XIAOZHI_DATA_DIR) or --file`);
+      throw new StoreError(
+        `no store in ${where}: the database exists but no server has started on it, and nothing was created. Check store.url, server.dataDir (XIAOZHI_DATA_DIR) or --file`,
+      );
     }
     const version = await migrate(db, dialect, where);
     await purgeBadRows(db, log, where);
-    const empty = !(await hasSettings(db)) && (await db.selectFrom('bindings').select('id').limit(1).execute()).length === 0;
+    const empty =
+      !(await hasSettings(db)) && (await db.selectFrom('bindings').select('id').limit(1).execute()).length === 0;
     if (empty) await importLegacyRegistry(db, opts.dataDir, log);
     const secret = opts.secret || (await storedSecret(db));
     const maxGen = await Promise.all([
-      db.selectFrom('bindings').select((eb) => eb.fn.max('generation').as('g')).executeTakeFirst(),
-      db.selectFrom('pending_codes').select((eb) => eb.fn.max('generation').as('g')).executeTakeFirst(),
+      db
+        .selectFrom('bindings')
+        .select((eb) => eb.fn.max('generation').as('g'))
+        .executeTakeFirst(),
+      db
+        .selectFrom('pending_codes')
+        .select((eb) => eb.fn.max('generation').as('g'))
+        .executeTakeFirst(),
     ]);
     await raiseGeneration(db, Math.max(0, ...maxGen.map((r) => Number(r?.g ?? 0))));
 
     const cache = new CacheState(db, log);
     await cache.reload();
     const origin = `${opts.replica}#${randomBytes(4).toString('hex')}`;
-    feed = conn.sqlite ? new SqliteChangeFeed(db, conn.sqlite.handle, origin, log) : new PostgresChangeFeed(conn.postgresUrl ?? opts.url, origin, log);
+    feed = conn.sqlite
+      ? new SqliteChangeFeed(db, conn.sqlite.handle, origin, log)
+      : new PostgresChangeFeed(conn.postgresUrl ?? opts.url, origin, log);
     const writer = new Writer(db, dialect, feed, cache);
     const now = opts.now ?? Date.now;
-    const registry = new StoreDeviceRegistry({ writer, cache, secret, codeTtlMs: opts.codeTtlMs, pendingPerSource: opts.pendingPerSource, now });
+    const registry = new StoreDeviceRegistry({
+      writer,
+      cache,
+      secret,
+      codeTtlMs: opts.codeTtlMs,
+      pendingPerSource: opts.pendingPerSource,
+      now,
+    });
     deferred = deferredWrites(writer, log, opts.writeFlushMs);
     const devices = new StoreDeviceRecords(writer, cache, deferred, now);
     const agents = new StoreAgents(writer, now);
@@ -139,12 +157,28 @@ export async function openStore(opts: OpenStoreOptions): Promise<Store> {
     const memory = new StoreDeviceMemory(writer, now);
     if (watch) {
       await feed.start({
-        changes: (changes) => cache.apply(changes).catch((err: unknown) => log.error({ err: (err as Error).message }, 'store: applying a change from another process failed')),
-        resync: () => void cache.reload().catch((err: unknown) => log.error({ err: (err as Error).message }, 'store: reloading the cache failed')),
+        changes: (changes) =>
+          cache
+            .apply(changes)
+            .catch((err: unknown) =>
+              log.error({ err: (err as Error).message }, 'store: applying a change from another process failed'),
+            ),
+        resync: () =>
+          void cache
+            .reload()
+            .catch((err: unknown) => log.error({ err: (err as Error).message }, 'store: reloading the cache failed')),
       });
       await live.clear();
       await live.heartbeat();
-      const beat = setInterval(() => void live.heartbeat().catch((err: unknown) => log.error({ err: (err as Error).message }, 'store: heartbeat failed (database unreachable?)')), HEARTBEAT_MS);
+      const beat = setInterval(
+        () =>
+          void live
+            .heartbeat()
+            .catch((err: unknown) =>
+              log.error({ err: (err as Error).message }, 'store: heartbeat failed (database unreachable?)'),
+            ),
+        HEARTBEAT_MS,
+      );
       beat.unref();
       timers.push(beat);
     }
@@ -172,7 +206,12 @@ export async function openStore(opts: OpenStoreOptions): Promise<Store> {
           // A clean stop stores what the hot path queued (last seen, sessions) before anything closes.
           await queued.close();
           await openFeed.close();
-          if (watch) await live.clear().catch((err: unknown) => log.warn({ err: (err as Error).message }, 'store: could not clear this replica\'s sessions'));
+          if (watch)
+            await live
+              .clear()
+              .catch((err: unknown) =>
+                log.warn({ err: (err as Error).message }, "store: could not clear this replica's sessions"),
+              );
           await db.destroy();
         })();
         return closing;

@@ -47,7 +47,15 @@ export class WriteBatcher<T> implements WriteQueue<T> {
   readonly #waiters: Array<() => void> = [];
 
   constructor(opts: WriteBatcherOptions<T>) {
-    this.#o = { flushMs: 250, maxBatch: 200, flushAt: opts.maxBatch ?? 200, maxQueued: 10_000, merge: (_older, newer) => newer, ...opts, keyOf: opts.keyOf };
+    this.#o = {
+      flushMs: 250,
+      maxBatch: 200,
+      flushAt: opts.maxBatch ?? 200,
+      maxQueued: 10_000,
+      merge: (_older, newer) => newer,
+      ...opts,
+      keyOf: opts.keyOf,
+    };
   }
 
   get size(): number {
@@ -69,7 +77,10 @@ export class WriteBatcher<T> implements WriteQueue<T> {
         if (n-- <= 0) break;
         this.#queue.delete(k);
       }
-      this.#o.log.warn({ dropped }, `store: ${this.#o.what} waiting for the database past the limit; the oldest were dropped`);
+      this.#o.log.warn(
+        { dropped },
+        `store: ${this.#o.what} waiting for the database past the limit; the oldest were dropped`,
+      );
     }
     // After close (a session ending past the shutdown's flush) the write goes at once.
     if (this.#closed || this.#queue.size >= this.#o.flushAt) void this.flush();
@@ -143,7 +154,10 @@ export class WriteBatcher<T> implements WriteQueue<T> {
           const older = this.#queue.get(k);
           this.#queue.set(k, older === undefined ? v : this.#o.merge(older, v));
         }
-        this.#o.log.error({ err: err instanceof Error ? err.message : String(err), items: batch.length }, `store: writing ${this.#o.what} failed; retried later`);
+        this.#o.log.error(
+          { err: err instanceof Error ? err.message : String(err), items: batch.length },
+          `store: writing ${this.#o.what} failed; retried later`,
+        );
         if (!this.#closed) this.#arm(Math.max(this.#o.flushMs, 5000), true);
         return;
       }

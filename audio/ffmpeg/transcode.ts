@@ -61,7 +61,10 @@ async function* once(bytes: Uint8Array): AsyncGenerator<Uint8Array> {
  * `ProviderUnavailable` when ffmpeg is not installed, `Aborted` on abort. The child is killed on
  * abort, on early return by the consumer, and on any error, including an error of `input`.
  */
-export async function* transcodeToPcm(input: AsyncIterable<Uint8Array> | Uint8Array, opts: TranscodeOptions): AsyncGenerator<Int16Array> {
+export async function* transcodeToPcm(
+  input: AsyncIterable<Uint8Array> | Uint8Array,
+  opts: TranscodeOptions,
+): AsyncGenerator<Int16Array> {
   const { signal, log } = opts;
   throwIfAborted(signal);
   const source = input instanceof Uint8Array ? once(input) : input;
@@ -109,7 +112,9 @@ export async function* transcodeToPcm(input: AsyncIterable<Uint8Array> | Uint8Ar
       throw new VoiceError(ErrorCode.BadInput, 'transcode input stream failed', { cause: inputError });
     }
     if (exit.error) {
-      throw new VoiceError(ErrorCode.ProviderUnavailable, `cannot start ${cmd}: ${exit.error.message}`, { cause: exit.error });
+      throw new VoiceError(ErrorCode.ProviderUnavailable, `cannot start ${cmd}: ${exit.error.message}`, {
+        cause: exit.error,
+      });
     }
     if (exit.code !== 0) {
       const tail = child.stderrTail() || `exit code ${exit.code ?? exit.signal}`;
@@ -125,6 +130,9 @@ export async function* transcodeToPcm(input: AsyncIterable<Uint8Array> | Uint8Ar
 }
 
 function lastLine(text: string): string {
-  const lines = text.split('\n').map((l) => l.trim()).filter((l) => l.length > 0);
+  const lines = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l.length > 0);
   return lines.slice(-2).join(' | ');
 }

@@ -9,7 +9,11 @@ import { throwIfAborted } from '../../core/abort.ts';
 /** Encodes one chunk of the stream (`null` with `final`: flush and forget the stream). */
 export type EncodeChunk = (chunk: Int16Array | null, final: boolean) => Buffer[] | Promise<Buffer[]>;
 
-export async function* encodeChunks(pcm: AsyncIterable<Int16Array>, signal: AbortSignal, encode: EncodeChunk): AsyncGenerator<Buffer> {
+export async function* encodeChunks(
+  pcm: AsyncIterable<Int16Array>,
+  signal: AbortSignal,
+  encode: EncodeChunk,
+): AsyncGenerator<Buffer> {
   throwIfAborted(signal);
   let ended = false;
   try {
@@ -20,6 +24,9 @@ export async function* encodeChunks(pcm: AsyncIterable<Int16Array>, signal: Abor
     ended = true;
     yield* await encode(null, true);
   } finally {
-    if (!ended) void Promise.resolve().then(() => encode(null, true)).catch(() => {});
+    if (!ended)
+      void Promise.resolve()
+        .then(() => encode(null, true))
+        .catch(() => {});
   }
 }

@@ -24,5 +24,8 @@ export async function createMediaEngine(opts: MediaEngineOptions): Promise<Media
     ...(opts.preBufferFrames !== undefined ? { preBufferFrames: opts.preBufferFrames } : {}),
   };
   if (opts.workers <= 0) return createInProcessEngine(config, opts.log);
-  return createWorkerPool(opts.workers, config, opts.log, { nice: opts.workerNice ?? 0, ...(opts.onWorker ? { onWorker: opts.onWorker } : {}) });
+  return createWorkerPool(opts.workers, config, opts.log, {
+    nice: opts.workerNice ?? 0,
+    ...(opts.onWorker ? { onWorker: opts.onWorker } : {}),
+  });
 }

@@ -7,7 +7,15 @@ import type { Logger } from '../../core/logger.ts';
 import { throwIfAborted } from '../../core/abort.ts';
 import { encodeChunks } from './encode-chunks.ts';
 import { MediaCore, type CoreSession } from './media-core.ts';
-import { FRAME_MS, UPLINK_SAMPLE_RATE, type MediaEngine, type MediaThreadConfig, type SessionMedia, type SessionMediaOptions, type UplinkResult } from './media.ts';
+import {
+  FRAME_MS,
+  UPLINK_SAMPLE_RATE,
+  type MediaEngine,
+  type MediaThreadConfig,
+  type SessionMedia,
+  type SessionMediaOptions,
+  type UplinkResult,
+} from './media.ts';
 import type { EspeakVoice } from '../tts/espeak-wasm.ts';
 
 class InProcessSession implements SessionMedia {

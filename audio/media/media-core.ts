@@ -8,10 +8,28 @@ import type { Logger } from '../../core/logger.ts';
 import { createOpusCodec, type OpusCodec } from '../opus/codec.ts';
 import { PcmFramer } from '../pcm.ts';
 import { Resampler } from '../resample.ts';
-import { localHelperSource, startNativeEspeak, type EspeakHelperSource, type NativeEspeakEngine } from '../tts/espeak-native.ts';
-import { checkEspeakVoice, espeakText, loadEspeakEngine, type EspeakEngine, type EspeakVoice } from '../tts/espeak-wasm.ts';
+import {
+  localHelperSource,
+  startNativeEspeak,
+  type EspeakHelperSource,
+  type NativeEspeakEngine,
+} from '../tts/espeak-native.ts';
+import {
+  checkEspeakVoice,
+  espeakText,
+  loadEspeakEngine,
+  type EspeakEngine,
+  type EspeakVoice,
+} from '../tts/espeak-wasm.ts';
 import { createVadModel, type VadModel, type VadStream } from '../vad/vad.ts';
-import { FRAME_MS, UPLINK_SAMPLE_RATE, type EspeakEngineChoice, type MediaThreadConfig, type SessionMediaOptions, type UplinkResult } from './media.ts';
+import {
+  FRAME_MS,
+  UPLINK_SAMPLE_RATE,
+  type EspeakEngineChoice,
+  type MediaThreadConfig,
+  type SessionMediaOptions,
+  type UplinkResult,
+} from './media.ts';
 
 /** DTX packets during silence are this small; they carry no speech. */
 const DTX_MAX_BYTES = 2;
@@ -28,7 +46,11 @@ const TTS_RESAMPLE_ZERO_CROSSINGS = 8;
  * run 10-30× slower (60-250 ms for a short sentence) until V8 has optimised it. Warming up before
  * the worker reports ready keeps those slow calls away from the first devices' turns.
  */
-const WARM_UP = ['Hello there.', 'The quick brown fox jumps over the lazy dog, twice.', 'It is sunny today, with a light breeze from the west.'];
+const WARM_UP = [
+  'Hello there.',
+  'The quick brown fox jumps over the lazy dog, twice.',
+  'It is sunny today, with a light breeze from the west.',
+];
 /**
  * A fixed count, not a time budget: espeak-ng carries a little state from one synthesis to the
  * next, so every thread must have spoken the same warm-up for their outputs to be identical.
@@ -65,12 +87,18 @@ export class MediaCore {
   async #loadEspeak(choice: EspeakEngineChoice): Promise<EspeakEngine> {
     if (choice !== 'wasm') {
       try {
-        this.#native = await startNativeEspeak({ helpers: this.#helpers ?? localHelperSource({ log: this.#log }), log: this.#log });
+        this.#native = await startNativeEspeak({
+          helpers: this.#helpers ?? localHelperSource({ log: this.#log }),
+          log: this.#log,
+        });
         this.#log.debug('espeak-ng: native helper started');
         return this.#native;
       } catch (err) {
         if (choice === 'native') throw err;
-        this.#log.info({ reason: err instanceof Error ? err.message : String(err) }, 'espeak-ng: native helper unavailable, using the WebAssembly build');
+        this.#log.info(
+          { reason: err instanceof Error ? err.message : String(err) },
+          'espeak-ng: native helper unavailable, using the WebAssembly build',
+        );
       }
     }
     return loadEspeakEngine();
@@ -88,7 +116,11 @@ export class MediaCore {
     // warm-up: the next sentences took 80-170 ms instead of 10-25 ms. Detach one buffer first.
     const spent = new ArrayBuffer(8);
     structuredClone(spent, { transfer: [spent] });
-    const s = await this.openSession({ vad: { threshold: 0.5, minSilenceMs: 500 }, downlinkSampleRate: 24000, complexity: 5 });
+    const s = await this.openSession({
+      vad: { threshold: 0.5, minSilenceMs: 500 },
+      downlinkSampleRate: 24000,
+      complexity: 5,
+    });
     try {
       for (let i = 0; i < WARM_UP_CALLS; i++) {
         s.speak(WARM_UP[i % WARM_UP.length] as string, () => {});
@@ -103,7 +135,12 @@ export class MediaCore {
   async openSession(opts: SessionMediaOptions, log: Logger = this.#log): Promise<CoreSession> {
     if (!this.#vadModel || !this.#espeak) throw new VoiceError(ErrorCode.Internal, 'media core used before load');
     const decoder = await createOpusCodec({ sampleRate: UPLINK_SAMPLE_RATE, frameMs: FRAME_MS, log });
-    const encoder = await createOpusCodec({ sampleRate: opts.downlinkSampleRate, frameMs: FRAME_MS, complexity: opts.complexity, log });
+    const encoder = await createOpusCodec({
+      sampleRate: opts.downlinkSampleRate,
+      frameMs: FRAME_MS,
+      complexity: opts.complexity,
+      log,
+    });
     const vad = this.#vadModel.createStream(opts.vad);
     return new CoreSession(decoder, encoder, vad, this.#espeak, this.#config);
   }

@@ -14,7 +14,14 @@ import type { EspeakHelperSource } from '../tts/espeak-native.ts';
 import type { EspeakVoice } from '../tts/espeak-wasm.ts';
 import { FRAME_MS } from './media.ts';
 import { rampSendTime } from '../pacer.ts';
-import { packPackets, SESSION_LOG_BINDING, type MediaMainApi, type MediaWorkerApi, type PackedPackets, type WorkerData } from './worker-protocol.ts';
+import {
+  packPackets,
+  SESSION_LOG_BINDING,
+  type MediaMainApi,
+  type MediaWorkerApi,
+  type PackedPackets,
+  type WorkerData,
+} from './worker-protocol.ts';
 
 const rpc = workerRpcThread<MediaWorkerApi, MediaMainApi>();
 const data = workerData as WorkerData;
@@ -177,7 +184,10 @@ const handlers: RpcHandlers<MediaWorkerApi> = {
   uplink: ({ sid, packet }) => {
     const prev = chains.get(sid) ?? Promise.resolve();
     const next = prev.then(() => session(sid).uplink(packet));
-    chains.set(sid, next.catch(() => undefined));
+    chains.set(
+      sid,
+      next.catch(() => undefined),
+    );
     return next.then((r) => {
       // The decoder's output may be a view of a larger buffer: transfer a tight copy.
       const pcm = r.pcm.byteOffset === 0 && r.pcm.byteLength === r.pcm.buffer.byteLength ? r.pcm : r.pcm.slice();
@@ -187,7 +197,10 @@ const handlers: RpcHandlers<MediaWorkerApi> = {
   resetVad: ({ sid }) => {
     // Ordered behind the uplink packets already queued for this session.
     const prev = chains.get(sid) ?? Promise.resolve();
-    chains.set(sid, prev.then(() => sessions.get(sid)?.resetVad()));
+    chains.set(
+      sid,
+      prev.then(() => sessions.get(sid)?.resetVad()),
+    );
   },
   encode: ({ sid, stream, pcm, final }) => {
     const packets = packPackets(session(sid).encodeChunk(stream, pcm, final));
@@ -199,7 +212,16 @@ const handlers: RpcHandlers<MediaWorkerApi> = {
       // A turn's first sentence starts the turn's clock again.
       if (urgent) clocks.delete(sid);
       const due = urgent ? now - NEW_ANSWER_HEAD_START_MS : dueOf(sid, now);
-      const task: SpeakTask = { sid, text, urgent, voice, call, end: (err) => (err === undefined ? resolve() : reject(err)), due, seq: speakSeq++ };
+      const task: SpeakTask = {
+        sid,
+        text,
+        urgent,
+        voice,
+        call,
+        end: (err) => (err === undefined ? resolve() : reject(err)),
+        due,
+        seq: speakSeq++,
+      };
       speaks.push(task);
       // Cancelled (barge-in), started or not: what is left of it is dropped.
       call.signal.addEventListener('abort', () => finishTask(task), { once: true });

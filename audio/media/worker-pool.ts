@@ -14,9 +14,24 @@ import { startModuleWorker } from '../../core/start-worker.ts';
 import { WorkerRpc, type WorkerObserver } from '../../core/worker-rpc.ts';
 import { spawnEspeakHelper, type EspeakHelperProcess } from '../tts/espeak-native.ts';
 import type { EspeakVoice } from '../tts/espeak-wasm.ts';
-import { FRAME_MS, UPLINK_SAMPLE_RATE, type MediaEngine, type MediaEngineStats, type MediaThreadConfig, type SessionMedia, type SessionMediaOptions, type UplinkResult } from './media.ts';
+import {
+  FRAME_MS,
+  UPLINK_SAMPLE_RATE,
+  type MediaEngine,
+  type MediaEngineStats,
+  type MediaThreadConfig,
+  type SessionMedia,
+  type SessionMediaOptions,
+  type UplinkResult,
+} from './media.ts';
 import { encodeChunks } from './encode-chunks.ts';
-import { SESSION_LOG_BINDING, unpackPackets, type MediaMainApi, type MediaWorkerApi, type WorkerData } from './worker-protocol.ts';
+import {
+  SESSION_LOG_BINDING,
+  unpackPackets,
+  type MediaMainApi,
+  type MediaWorkerApi,
+  type WorkerData,
+} from './worker-protocol.ts';
 
 /** Records of a session already closed share this limit per worker (a flood's tail still in the worker). */
 const CLOSED_SESSION_LINES = { perSecond: 1, burst: 5 };
@@ -33,11 +48,17 @@ class MediaWorker {
   /** Settles once the helper of the last worker that exited is stopped. */
   helperStopped: Promise<void> = Promise.resolve();
 
-  constructor(data: WorkerData, log: Logger, onLost: (w: MediaWorker, err: VoiceError) => void, onWorker: WorkerObserver | undefined) {
+  constructor(
+    data: WorkerData,
+    log: Logger,
+    onLost: (w: MediaWorker, err: VoiceError) => void,
+    onWorker: WorkerObserver | undefined,
+  ) {
     this.#closedSessionLog = createLogRateLimit(CLOSED_SESSION_LINES).wrap(log);
     this.rpc = new WorkerRpc<MediaWorkerApi, MediaMainApi>({
       label: `media worker ${data.index}`,
-      start: () => startModuleWorker(import.meta.url, './media-worker', { workerData: data, name: `media-${data.index}` }),
+      start: () =>
+        startModuleWorker(import.meta.url, './media-worker', { workerData: data, name: `media-${data.index}` }),
       log,
       logFor: (rec) => this.#logFor(rec),
       handlers: {
@@ -123,12 +144,18 @@ class RemoteSession implements SessionMedia {
 
   encode(pcm: AsyncIterable<Int16Array>, signal: AbortSignal): AsyncIterable<Buffer> {
     const stream = ++this.#streams;
-    return encodeChunks(pcm, signal, (chunk, final) => (final && !chunk && this.#closed ? [] : this.#encodeChunk(stream, chunk, final)));
+    return encodeChunks(pcm, signal, (chunk, final) =>
+      final && !chunk && this.#closed ? [] : this.#encodeChunk(stream, chunk, final),
+    );
   }
 
   async #encodeChunk(stream: number, chunk: Int16Array | null, final: boolean): Promise<Buffer[]> {
     const pcm = chunk ? chunk.slice() : null;
-    const packets = await this.#rpc().request('encode', { sid: this.sid, stream, pcm, final }, { transfer: pcm ? [pcm.buffer as ArrayBuffer] : [] });
+    const packets = await this.#rpc().request(
+      'encode',
+      { sid: this.sid, stream, pcm, final },
+      { transfer: pcm ? [pcm.buffer as ArrayBuffer] : [] },
+    );
     return unpackPackets(packets);
   }
 
@@ -166,14 +193,28 @@ export interface WorkerPoolOptions {
   onWorker?: WorkerObserver;
 }
 
-export async function createWorkerPool(size: number, config: MediaThreadConfig, log: Logger, opts: WorkerPoolOptions = { nice: 0 }): Promise<MediaEngine> {
+export async function createWorkerPool(
+  size: number,
+  config: MediaThreadConfig,
+  log: Logger,
+  opts: WorkerPoolOptions = { nice: 0 },
+): Promise<MediaEngine> {
   const onLost = (w: MediaWorker, index: number, err: VoiceError): void => {
-    log.error({ worker: index, sessions: w.sessions.size, err: err.message }, 'media worker died; ending its sessions and starting a new one');
+    log.error(
+      { worker: index, sessions: w.sessions.size, err: err.message },
+      'media worker died; ending its sessions and starting a new one',
+    );
     w.loseSessions(err);
   };
   const workers = Array.from(
     { length: size },
-    (_, index) => new MediaWorker({ config, index, nice: opts.nice }, log.child({ worker: index }), (dead, err) => onLost(dead, index, err), opts.onWorker),
+    (_, index) =>
+      new MediaWorker(
+        { config, index, nice: opts.nice },
+        log.child({ worker: index }),
+        (dead, err) => onLost(dead, index, err),
+        opts.onWorker,
+      ),
   );
   let closed = false;
   const closeAll = async (err: VoiceError): Promise<void> => {

@@ -23,7 +23,10 @@ export interface WorkerData {
 
 export interface MediaWorkerApi {
   open: { params: { sid: number; opts: SessionMediaOptions }; result: void };
-  uplink: { params: { sid: number; packet: Uint8Array }; result: { pcm: Int16Array; events: VadEvent[]; corrupt: boolean } };
+  uplink: {
+    params: { sid: number; packet: Uint8Array };
+    result: { pcm: Int16Array; events: VadEvent[]; corrupt: boolean };
+  };
   /** Notification: ordered behind the uplink packets already sent. */
   resetVad: { params: { sid: number }; result: void };
   encode: { params: { sid: number; stream: number; pcm: Int16Array | null; final: boolean }; result: PackedPackets };
@@ -31,7 +34,11 @@ export interface MediaWorkerApi {
    * Packets as they are made, then the end. `urgent`: the first sentence of a turn (someone is
    * waiting for it), served before look-ahead. A cancelled synthesis is dropped, started or not.
    */
-  speak: { params: { sid: number; text: string; urgent: boolean; voice?: EspeakVoice }; result: void; item: PackedPackets };
+  speak: {
+    params: { sid: number; text: string; urgent: boolean; voice?: EspeakVoice };
+    result: void;
+    item: PackedPackets;
+  };
   /** Notification: the session's answer is held (not playing yet) or released (its pacer starts now). */
   hold: { params: { sid: number; held: boolean }; result: void };
   /** Notification: the session is gone; its syntheses still waiting end. */

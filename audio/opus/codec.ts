@@ -104,9 +104,11 @@ export function availableOpusBackend(): OpusBackend {
 
 function checkOptions(opts: OpusCodecOptions): { frameSamples: number; complexity: number | undefined } {
   const rates: readonly number[] = [8000, 12000, 16000, 24000, 48000];
-  if (!rates.includes(opts.sampleRate)) throw new VoiceError(ErrorCode.ConfigInvalid, `opus: unsupported sample rate ${opts.sampleRate}`);
+  if (!rates.includes(opts.sampleRate))
+    throw new VoiceError(ErrorCode.ConfigInvalid, `opus: unsupported sample rate ${opts.sampleRate}`);
   const frameMs = opts.frameMs ?? 60;
-  if (![20, 40, 60].includes(frameMs)) throw new VoiceError(ErrorCode.ConfigInvalid, `opus: unsupported frame duration ${frameMs} ms`);
+  if (![20, 40, 60].includes(frameMs))
+    throw new VoiceError(ErrorCode.ConfigInvalid, `opus: unsupported frame duration ${frameMs} ms`);
   const c = opts.complexity;
   if (c !== undefined && !(Number.isInteger(c) && c >= 0 && c <= 10)) {
     throw new VoiceError(ErrorCode.ConfigInvalid, `opus: complexity must be an integer 0..10, got ${c}`);
@@ -123,17 +125,34 @@ export async function createOpusCodec(opts: OpusCodecOptions): Promise<OpusCodec
   const log = opts.log;
   let backend: OpusBackend = opts.prefer ?? 'native';
   if (backend === 'native' && !loadNative()) {
-    if (opts.prefer === 'native') log?.warn({ err: nativeLoadError }, 'native opus requested but unavailable; using opusscript wasm');
+    if (opts.prefer === 'native')
+      log?.warn({ err: nativeLoadError }, 'native opus requested but unavailable; using opusscript wasm');
     backend = 'wasm';
   }
   if (!announced.has(backend)) {
     announced.add(backend);
     if (backend === 'native') log?.info({ backend, lib: '@discordjs/opus' }, 'opus codec backend selected');
-    else log?.info({ backend, lib: 'opusscript', nativeError: nativeLoadError instanceof Error ? nativeLoadError.message : undefined }, 'opus codec backend selected');
+    else
+      log?.info(
+        {
+          backend,
+          lib: 'opusscript',
+          nativeError: nativeLoadError instanceof Error ? nativeLoadError.message : undefined,
+        },
+        'opus codec backend selected',
+      );
   }
   const application = opts.application === 'voip' ? OPUS_APPLICATION_VOIP : OPUS_APPLICATION_AUDIO;
   return backend === 'native'
-    ? new NativeCodec(loadNative() as NativeCtor, opts.sampleRate, frameSamples, complexity, application, opts.bitrate, log)
+    ? new NativeCodec(
+        loadNative() as NativeCtor,
+        opts.sampleRate,
+        frameSamples,
+        complexity,
+        application,
+        opts.bitrate,
+        log,
+      )
     : new WasmCodec(loadWasm(), opts.sampleRate, frameSamples, complexity, application, opts.bitrate, log);
 }
 
@@ -158,7 +177,10 @@ abstract class BaseCodec implements OpusCodec {
   encode(pcm: Int16Array): Buffer {
     if (this.closed) throw new VoiceError(ErrorCode.Internal, 'opus: encode after close');
     if (pcm.length !== this.frameSamples) {
-      throw new VoiceError(ErrorCode.BadInput, `opus: encode needs exactly ${this.frameSamples} samples, got ${pcm.length}`);
+      throw new VoiceError(
+        ErrorCode.BadInput,
+        `opus: encode needs exactly ${this.frameSamples} samples, got ${pcm.length}`,
+      );
     }
     return this.encodeFrame(int16ToBuffer(pcm));
   }
@@ -168,7 +190,9 @@ abstract class BaseCodec implements OpusCodec {
     // An empty packet would make libopus conceal 120-360 ms, not one frame: treat it as corrupt.
     if (packet.byteLength === 0) return this.#dropped(packet, 'empty packet');
     try {
-      const out = this.decodePacket(Buffer.isBuffer(packet) ? packet : Buffer.from(packet.buffer, packet.byteOffset, packet.byteLength));
+      const out = this.decodePacket(
+        Buffer.isBuffer(packet) ? packet : Buffer.from(packet.buffer, packet.byteOffset, packet.byteLength),
+      );
       return bytesToInt16(out);
     } catch (err) {
       return this.#dropped(packet, err instanceof Error ? err.message : String(err));

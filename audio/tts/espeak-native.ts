@@ -29,7 +29,9 @@ import type { Logger } from '../../core/logger.ts';
 import type { EspeakEngine, EspeakVoice } from './espeak-wasm.ts';
 
 /** Where `scripts/setup.sh` and the image put the helper: `build/` at the project root (from sources or from `dist/`). */
-const HELPER_CANDIDATES = ['../../build/espeak-pcm', '../../../build/espeak-pcm'].map((rel) => fileURLToPath(new URL(rel, import.meta.url)));
+const HELPER_CANDIDATES = ['../../build/espeak-pcm', '../../../build/espeak-pcm'].map((rel) =>
+  fileURLToPath(new URL(rel, import.meta.url)),
+);
 /** The helper's start (library load, FIFOs) takes ~10 ms; this bounds a broken one. */
 const START_TIMEOUT_MS = 5000;
 /** A new helper is asked for at most this often. */
@@ -107,15 +109,22 @@ export async function spawnEspeakHelper(opts: { nice?: number; log: Logger }): P
         if (err) reject(err);
         else resolve();
       };
-      const onExit = (code: number | null): void => done(new Error(`exited with ${code ?? 'a signal'} before it was ready`));
+      const onExit = (code: number | null): void =>
+        done(new Error(`exited with ${code ?? 'a signal'} before it was ready`));
       proc.once('error', (err) => done(err));
       proc.once('exit', onExit);
-      proc.stdout?.once('data', (b: Buffer) => (b.toString().startsWith('ready') ? done() : done(new Error(`unexpected answer '${b.toString().trim()}'`))));
+      proc.stdout?.once('data', (b: Buffer) =>
+        b.toString().startsWith('ready') ? done() : done(new Error(`unexpected answer '${b.toString().trim()}'`)),
+      );
     });
     proc.stdout?.resume();
   } catch (err) {
     await stop();
-    throw new VoiceError(ErrorCode.ProviderUnavailable, `espeak-ng helper ${path} did not start: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    throw new VoiceError(
+      ErrorCode.ProviderUnavailable,
+      `espeak-ng helper ${path} did not start: ${err instanceof Error ? err.message : String(err)}`,
+      { cause: err },
+    );
   }
   // A helper that dies before both ends are open would leave its connecting thread blocked in
   // open(): opening the other ends (without blocking) releases it, and the read then sees the end.
@@ -187,7 +196,10 @@ function disconnect(c: Connection): void {
  * Starts the native engine on a helper from `helpers`, and reads the voices it knows. Rejects
  * with a ProviderUnavailable VoiceError when no helper can be had.
  */
-export async function startNativeEspeak(opts: { helpers: EspeakHelperSource; log: Logger }): Promise<NativeEspeakEngine> {
+export async function startNativeEspeak(opts: {
+  helpers: EspeakHelperSource;
+  log: Logger;
+}): Promise<NativeEspeakEngine> {
   const { helpers, log } = opts;
   let conn: Connection | undefined = connect(await helpers.next());
   let restarting: Promise<void> | undefined;
@@ -241,15 +253,25 @@ export async function startNativeEspeak(opts: { helpers: EspeakHelperSource; log
   };
 
   /** Sends one request; hands each answer chunk to `onChunk`. */
-  const call = (kind: 'S' | 'V' | 'R', voice: EspeakVoice, text: string | Buffer, onChunk: (b: Buffer) => void, outRate = 0): void => {
+  const call = (
+    kind: 'S' | 'V' | 'R',
+    voice: EspeakVoice,
+    text: string | Buffer,
+    onChunk: (b: Buffer) => void,
+    outRate = 0,
+  ): void => {
     const h = conn;
     if (!h) {
       if (!closed) restart('no helper');
-      throw new VoiceError(ErrorCode.ProviderUnavailable, closed ? 'espeak-ng engine closed' : 'espeak-ng helper is restarting');
+      throw new VoiceError(
+        ErrorCode.ProviderUnavailable,
+        closed ? 'espeak-ng engine closed' : 'espeak-ng helper is restarting',
+      );
     }
     const v = Buffer.from(voice.voice, 'utf8');
     const t = typeof text === 'string' ? Buffer.from(text, 'utf8') : text;
-    if (v.length >= 256) throw new VoiceError(ErrorCode.ConfigInvalid, `espeak-ng voice name too long: ${voice.voice.slice(0, 40)}…`);
+    if (v.length >= 256)
+      throw new VoiceError(ErrorCode.ConfigInvalid, `espeak-ng voice name too long: ${voice.voice.slice(0, 40)}…`);
     const msg = Buffer.alloc(24 + v.length + t.length);
     msg.writeUInt32LE(kind.charCodeAt(0), 0);
     msg.writeUInt32LE(Math.round(voice.speed ?? 175), 4); // 'R': the input rate
@@ -276,10 +298,19 @@ export async function startNativeEspeak(opts: { helpers: EspeakHelperSource; log
       }
     } catch (err) {
       restart(err instanceof Error ? err.message : String(err));
-      throw new VoiceError(ErrorCode.ProviderFailed, `espeak-ng helper failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      throw new VoiceError(
+        ErrorCode.ProviderFailed,
+        `espeak-ng helper failed: ${err instanceof Error ? err.message : String(err)}`,
+        { cause: err },
+      );
     }
-    if (status === -2) throw new VoiceError(ErrorCode.ConfigInvalid, `espeak-ng voice '${voice.voice}' does not exist (see \`espeak-ng --voices\`)`);
-    if (status === -3) throw new VoiceError(ErrorCode.ConfigInvalid, `espeak-ng helper cannot resample to ${outRate} Hz`);
+    if (status === -2)
+      throw new VoiceError(
+        ErrorCode.ConfigInvalid,
+        `espeak-ng voice '${voice.voice}' does not exist (see \`espeak-ng --voices\`)`,
+      );
+    if (status === -3)
+      throw new VoiceError(ErrorCode.ConfigInvalid, `espeak-ng helper cannot resample to ${outRate} Hz`);
     if (status < 0) throw new VoiceError(ErrorCode.ProviderFailed, 'espeak-ng could not synthesise the text');
   };
 
@@ -291,7 +322,11 @@ export async function startNativeEspeak(opts: { helpers: EspeakHelperSource; log
     closed = true;
     if (conn) disconnect(conn);
     await helpers.close();
-    throw new VoiceError(ErrorCode.ProviderUnavailable, `espeak-ng helper does not answer: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    throw new VoiceError(
+      ErrorCode.ProviderUnavailable,
+      `espeak-ng helper does not answer: ${err instanceof Error ? err.message : String(err)}`,
+      { cause: err },
+    );
   }
   const known = new Set(
     Buffer.concat(names)
@@ -318,12 +353,19 @@ export async function startNativeEspeak(opts: { helpers: EspeakHelperSource; log
     knownVoices: () => known,
     synthesize(text, voice, onChunk, outRate) {
       const rate = outRate === undefined || outRate === 22050 ? 0 : outRate;
-      if (!Number.isInteger(rate) || rate < 0 || rate > 192_000) throw new VoiceError(ErrorCode.ConfigInvalid, `espeak-ng: output rate ${outRate} Hz`);
-      call('S', voice, text, (b) => {
-        // An odd byte count cannot happen (whole samples); keep the view aligned regardless.
-        const samples = new Int16Array(b.buffer, b.byteOffset, b.byteLength >> 1);
-        if (samples.length > 0) onChunk(b.byteOffset % 2 === 0 ? samples : samples.slice());
-      }, rate);
+      if (!Number.isInteger(rate) || rate < 0 || rate > 192_000)
+        throw new VoiceError(ErrorCode.ConfigInvalid, `espeak-ng: output rate ${outRate} Hz`);
+      call(
+        'S',
+        voice,
+        text,
+        (b) => {
+          // An odd byte count cannot happen (whole samples); keep the view aligned regardless.
+          const samples = new Int16Array(b.buffer, b.byteOffset, b.byteLength >> 1);
+          if (samples.length > 0) onChunk(b.byteOffset % 2 === 0 ? samples : samples.slice());
+        },
+        rate,
+      );
     },
     resample(pcm, fromRate, toRate) {
       const out: Buffer[] = [];

@@ -69,7 +69,11 @@ async function load(): Promise<EspeakEngine> {
     mod = (await create()) as WasmModule;
   } catch (err) {
     loading = undefined;
-    throw new VoiceError(ErrorCode.ProviderUnavailable, `espeak-ng (WASM) cannot load: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    throw new VoiceError(
+      ErrorCode.ProviderUnavailable,
+      `espeak-ng (WASM) cannot load: ${err instanceof Error ? err.message : String(err)}`,
+      { cause: err },
+    );
   }
   const worker = new mod.eSpeakNGWorker();
   let current = '';
@@ -109,7 +113,10 @@ async function load(): Promise<EspeakEngine> {
 export function checkEspeakVoice(engine: EspeakEngine, voice: string): void {
   const base = (voice.split('+')[0] ?? voice).toLowerCase();
   if (!engine.knownVoices().has(base)) {
-    throw new VoiceError(ErrorCode.ConfigInvalid, `espeak-ng voice '${voice}' does not exist (see \`espeak-ng --voices\`)`);
+    throw new VoiceError(
+      ErrorCode.ConfigInvalid,
+      `espeak-ng voice '${voice}' does not exist (see \`espeak-ng --voices\`)`,
+    );
   }
 }
 

@@ -22,7 +22,11 @@ export interface TtsPcmOptions {
 }
 
 /** Converts a TTS byte stream in `format` to mono s16 PCM at `opts.sampleRate`. */
-export async function* ttsToPcm(bytes: AsyncIterable<Buffer>, format: TtsOutputFormat, opts: TtsPcmOptions): AsyncGenerator<Int16Array> {
+export async function* ttsToPcm(
+  bytes: AsyncIterable<Buffer>,
+  format: TtsOutputFormat,
+  opts: TtsPcmOptions,
+): AsyncGenerator<Int16Array> {
   const { signal } = opts;
   throwIfAborted(signal);
   switch (format.container) {
@@ -77,6 +81,10 @@ export async function* synthesizePcm(tts: StreamingTts, text: string, opts: TtsP
   } catch (err) {
     if (!(err instanceof VoiceError) || err.code !== ErrorCode.BadInput) throw err;
     if (err.cause instanceof VoiceError) throw err.cause;
-    throw new VoiceError(ErrorCode.ProviderFailed, `${tts.name} tts answered ${tts.outputFormat.container} that cannot be decoded (${err.message})`, { cause: err });
+    throw new VoiceError(
+      ErrorCode.ProviderFailed,
+      `${tts.name} tts answered ${tts.outputFormat.container} that cannot be decoded (${err.message})`,
+      { cause: err },
+    );
   }
 }

@@ -31,7 +31,11 @@ const ACTIVE_WINDOW_MS = 100;
  * One model run over `n` rows: `input` is n × STEP_INPUT, `state` is the model's 2 × n × 128
  * layout. Resolves with n probabilities and the new state in the same layout.
  */
-export type BatchRun = (input: Float32Array, state: Float32Array, n: number) => Promise<{ prob: Float32Array; state: Float32Array }>;
+export type BatchRun = (
+  input: Float32Array,
+  state: Float32Array,
+  n: number,
+) => Promise<{ prob: Float32Array; state: Float32Array }>;
 
 interface Step {
   input: Float32Array;

@@ -36,7 +36,9 @@ export interface SileroVadModel extends VadModel {
 export async function createSileroModel(opts: VadModelOptions): Promise<SileroVadModel> {
   const started = performance.now();
   if (!turnOffOnnxTelemetry()) {
-    opts.log?.warn('silero vad: onnxruntime telemetry is not turned off (this worker started before the main thread turned it off)');
+    opts.log?.warn(
+      'silero vad: onnxruntime telemetry is not turned off (this worker started before the main thread turned it off)',
+    );
   }
   let ort: Ort;
   try {
@@ -62,16 +64,28 @@ export async function createSileroModel(opts: VadModelOptions): Promise<SileroVa
   }
   for (const name of ['input', 'state', 'sr']) {
     if (!session.inputNames.includes(name)) {
-      throw new VoiceError(ErrorCode.ConfigInvalid, `silero vad: ${modelPath} is not a Silero v5 model (no '${name}' input)`);
+      throw new VoiceError(
+        ErrorCode.ConfigInvalid,
+        `silero vad: ${modelPath} is not a Silero v5 model (no '${name}' input)`,
+      );
     }
   }
   opts.log?.info({ modelPath, ms: Math.round(performance.now() - started) }, 'silero vad model loaded');
   const sr = new ort.Tensor('int64', BigInt64Array.from([16000n]), []);
   const batcher = new SileroBatcher(async (input, state, n) => {
-    const out = await session.run({ input: new ort.Tensor('float32', input, [n, STEP_INPUT]), state: new ort.Tensor('float32', state, [2, n, STEP_STATE / 2]), sr });
+    const out = await session.run({
+      input: new ort.Tensor('float32', input, [n, STEP_INPUT]),
+      state: new ort.Tensor('float32', state, [2, n, STEP_STATE / 2]),
+      sr,
+    });
     const prob = out['output']?.data;
     const stateN = out['stateN']?.data;
-    if (!(prob instanceof Float32Array) || !(stateN instanceof Float32Array) || prob.length < n || stateN.length !== state.length) {
+    if (
+      !(prob instanceof Float32Array) ||
+      !(stateN instanceof Float32Array) ||
+      prob.length < n ||
+      stateN.length !== state.length
+    ) {
       throw new VoiceError(ErrorCode.Internal, 'silero vad: unexpected model outputs');
     }
     return { prob, state: stateN };

@@ -18,7 +18,9 @@ export async function createWebrtcModel(opts: VadModelOptions): Promise<VadModel
     const factory = (await import('@echogarden/fvad-wasm')).default;
     mod = await factory();
   } catch (err) {
-    throw new VoiceError(ErrorCode.ProviderUnavailable, 'webrtc vad: cannot load @echogarden/fvad-wasm', { cause: err });
+    throw new VoiceError(ErrorCode.ProviderUnavailable, 'webrtc vad: cannot load @echogarden/fvad-wasm', {
+      cause: err,
+    });
   }
   const mode = opts.webrtcMode ?? 3;
   opts.log?.info({ mode }, 'webrtc vad loaded');

@@ -41,13 +41,20 @@ export function mimeTypeFor(pathOrUrl: string): string {
 /** Lists the folder's audio files (not recursive; hidden files skipped). */
 export async function loadFolder(dir: string): Promise<Track[]> {
   const root = await realpath(dir);
-  const names = (await readdir(root)).filter((n) => !n.startsWith('.') && MIME_BY_EXT[extname(n).toLowerCase()] !== undefined).sort();
+  const names = (await readdir(root))
+    .filter((n) => !n.startsWith('.') && MIME_BY_EXT[extname(n).toLowerCase()] !== undefined)
+    .sort();
   const tracks: Track[] = [];
   for (const name of names) {
     const path = join(root, name);
     const info = await stat(path);
     if (!info.isFile()) continue;
-    tracks.push({ title: basename(name, extname(name)), url: pathToFileURL(path).href, mimeType: mimeTypeFor(name), size: info.size });
+    tracks.push({
+      title: basename(name, extname(name)),
+      url: pathToFileURL(path).href,
+      mimeType: mimeTypeFor(name),
+      size: info.size,
+    });
   }
   return tracks;
 }
@@ -80,7 +87,10 @@ function decodeSafe(s: string): string {
  * broken by catalog order. An empty query or words like "music" match the first track.
  */
 export function findTrack(tracks: readonly Track[], query: string): Track | undefined {
-  const words = query.toLowerCase().split(/[\s,，。.!?！？_-]+/u).filter((w) => w !== '');
+  const words = query
+    .toLowerCase()
+    .split(/[\s,，。.!?！？_-]+/u)
+    .filter((w) => w !== '');
   let best: Track | undefined;
   let bestScore = 0;
   for (const track of tracks) {
@@ -98,4 +108,18 @@ export function findTrack(tracks: readonly Track[], query: string): Track | unde
 }
 
 /** Queries that ask for "some music" rather than a title. */
-const GENERIC_WORDS = new Set(['music', 'song', 'songs', 'some', 'any', 'play', 'a', 'track', '音乐', '歌', '一首歌', '放歌', '随便']);
+const GENERIC_WORDS = new Set([
+  'music',
+  'song',
+  'songs',
+  'some',
+  'any',
+  'play',
+  'a',
+  'track',
+  '音乐',
+  '歌',
+  '一首歌',
+  '放歌',
+  '随便',
+]);

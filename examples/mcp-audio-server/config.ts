@@ -46,7 +46,11 @@ export const USAGE = `usage: npx tsx examples/mcp-audio-server/main.ts (--stdio 
 export class ConfigError extends Error {}
 
 /** Parses flags and env. `readFile` loads --url-file (injected so this stays pure). */
-export function parseConfig(argv: readonly string[], env: Record<string, string | undefined>, readFile: (path: string) => string): AudioServerConfig {
+export function parseConfig(
+  argv: readonly string[],
+  env: Record<string, string | undefined>,
+  readFile: (path: string) => string,
+): AudioServerConfig {
   const flags = new Map<string, string>();
   const switches = new Set<string>();
   for (let i = 0; i < argv.length; i++) {
@@ -64,7 +68,17 @@ export function parseConfig(argv: readonly string[], env: Record<string, string 
   }
   if (switches.has('help')) throw new ConfigError('help');
   if (switches.has('stdio') && switches.has('http')) throw new ConfigError('choose one of --stdio and --http');
-  const known = new Set(['port', 'host', 'music-dir', 'urls', 'url-file', 'allow-hosts', 'max-page-bytes', 'fetch-timeout-ms', 'cache-mb']);
+  const known = new Set([
+    'port',
+    'host',
+    'music-dir',
+    'urls',
+    'url-file',
+    'allow-hosts',
+    'max-page-bytes',
+    'fetch-timeout-ms',
+    'cache-mb',
+  ]);
   for (const k of flags.keys()) if (!known.has(k)) throw new ConfigError(`unknown flag --${k}`);
 
   const get = (flag: string, envName: string): string | undefined => flags.get(flag) ?? nonEmpty(env[envName]);
@@ -77,7 +91,8 @@ export function parseConfig(argv: readonly string[], env: Record<string, string 
     }
   }
   const musicDir = get('music-dir', 'MCP_AUDIO_MUSIC_DIR');
-  if (musicDir === undefined && urls.length === 0) throw new ConfigError('no catalog: give --music-dir and/or --urls/--url-file');
+  if (musicDir === undefined && urls.length === 0)
+    throw new ConfigError('no catalog: give --music-dir and/or --urls/--url-file');
   return {
     transport: switches.has('http') ? 'http' : 'stdio',
     host: get('host', 'MCP_AUDIO_HOST') ?? DEFAULTS.host,
@@ -96,12 +111,18 @@ function nonEmpty(v: string | undefined): string | undefined {
 }
 
 function splitList(v: string | undefined): string[] {
-  return v === undefined ? [] : v.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  return v === undefined
+    ? []
+    : v
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s !== '');
 }
 
 function int(v: string | undefined, fallback: number, min: number, max: number, name: string): number {
   if (v === undefined) return fallback;
   const n = Number(v);
-  if (!Number.isInteger(n) || n < min || n > max) throw new ConfigError(`--${name} must be an integer in ${min}..${max}, got ${v}`);
+  if (!Number.isInteger(n) || n < min || n > max)
+    throw new ConfigError(`--${name} must be an integer in ${min}..${max}, got ${v}`);
   return n;
 }

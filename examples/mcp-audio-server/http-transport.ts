@@ -13,7 +13,11 @@ import { createAudioServer } from './server.ts';
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
 
 /** Starts listening; resolves with the server and the URL of its MCP endpoint. */
-export async function listenHttp(ctx: AudioServerContext, host: string, port: number): Promise<{ server: Server; url: string }> {
+export async function listenHttp(
+  ctx: AudioServerContext,
+  host: string,
+  port: number,
+): Promise<{ server: Server; url: string }> {
   const server = createServer((req, res) => {
     handle(ctx, host, req, res).catch((err: unknown) => {
       ctx.log('http request failed', { err: err instanceof Error ? err.message : String(err) });
@@ -30,7 +34,12 @@ export async function listenHttp(ctx: AudioServerContext, host: string, port: nu
   return { server, url: `http://${shownHost}:${address.port}/mcp` };
 }
 
-async function handle(ctx: AudioServerContext, boundHost: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function handle(
+  ctx: AudioServerContext,
+  boundHost: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
   const path = (req.url ?? '/').split('?')[0];
   if (path !== '/mcp') {
     res.writeHead(404).end('not found');
@@ -41,7 +50,9 @@ async function handle(ctx: AudioServerContext, boundHost: string, req: IncomingM
     return;
   }
   if (req.method !== 'POST') {
-    res.writeHead(405, { allow: 'POST' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed.' }, id: null }));
+    res
+      .writeHead(405, { allow: 'POST' })
+      .end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed.' }, id: null }));
     return;
   }
   const mcp = createAudioServer(ctx);
@@ -56,7 +67,9 @@ async function handle(ctx: AudioServerContext, boundHost: string, req: IncomingM
 
 function loopbackRequest(req: IncomingMessage): boolean {
   const hostHeader = req.headers.host ?? '';
-  const hostname = hostHeader.startsWith('[') ? hostHeader.slice(0, hostHeader.indexOf(']') + 1) : (hostHeader.split(':')[0] ?? '');
+  const hostname = hostHeader.startsWith('[')
+    ? hostHeader.slice(0, hostHeader.indexOf(']') + 1)
+    : (hostHeader.split(':')[0] ?? '');
   if (!LOOPBACK.has(hostname)) return false;
   const origin = req.headers.origin;
   if (origin === undefined) return true;

@@ -11,7 +11,9 @@ import { listenHttp } from './http-transport.ts';
 import { createAudioServer, createContext } from './server.ts';
 
 function log(msg: string, fields: Record<string, unknown> = {}): void {
-  process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), name: 'mcp-audio-server', msg, ...fields })}\n`);
+  process.stderr.write(
+    `${JSON.stringify({ time: new Date().toISOString(), name: 'mcp-audio-server', msg, ...fields })}\n`,
+  );
 }
 
 async function main(): Promise<void> {

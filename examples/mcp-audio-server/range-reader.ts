@@ -25,7 +25,13 @@ export interface RangeReaderDeps {
 const MAX_REDIRECTS = 5;
 
 /** Reads [start, end) of `rawUrl`. Throws ReadRefused with a clear reason for anything refused or failed. */
-export async function readRange(rawUrl: string, start: number, end: number, deps: RangeReaderDeps, signal: AbortSignal): Promise<RangeResult> {
+export async function readRange(
+  rawUrl: string,
+  start: number,
+  end: number,
+  deps: RangeReaderDeps,
+  signal: AbortSignal,
+): Promise<RangeResult> {
   const verdict = await checkUrl(rawUrl, deps.policy);
   if (!verdict.ok) throw new ReadRefused(verdict.reason);
   if (verdict.localPath !== undefined) return readFileRange(verdict.localPath, start, end);
@@ -48,13 +54,23 @@ async function readFileRange(path: string, start: number, end: number): Promise<
   }
 }
 
-async function readHttpRange(first: URL, start: number, end: number, deps: RangeReaderDeps, signal: AbortSignal): Promise<RangeResult> {
+async function readHttpRange(
+  first: URL,
+  start: number,
+  end: number,
+  deps: RangeReaderDeps,
+  signal: AbortSignal,
+): Promise<RangeResult> {
   const requestSignal = AbortSignal.any([signal, AbortSignal.timeout(deps.fetchTimeoutMs)]);
   let url = first;
   for (let hop = 0; ; hop++) {
     let res: Response;
     try {
-      res = await fetch(url, { headers: { Range: `bytes=${start}-${end - 1}` }, redirect: 'manual', signal: requestSignal });
+      res = await fetch(url, {
+        headers: { Range: `bytes=${start}-${end - 1}` },
+        redirect: 'manual',
+        signal: requestSignal,
+      });
     } catch (err) {
       if (signal.aborted) throw err;
       const why = requestSignal.aborted ? `timed out after ${deps.fetchTimeoutMs} ms` : errMessage(err);
@@ -92,7 +108,13 @@ async function fromPartial(res: Response, start: number, end: number): Promise<{
   return { bytes: body.bytes.subarray(start - firstByte, end - firstByte) };
 }
 
-async function fromFullBody(res: Response, href: string, start: number, end: number, deps: RangeReaderDeps): Promise<RangeResult> {
+async function fromFullBody(
+  res: Response,
+  href: string,
+  start: number,
+  end: number,
+  deps: RangeReaderDeps,
+): Promise<RangeResult> {
   const declared = Number(res.headers.get('content-length') ?? NaN);
   const cacheable = Number.isFinite(declared) ? declared <= deps.cacheBytes : false;
   // Read the whole body only when it will be cached; otherwise stop as soon as `end` is reached.

@@ -9,7 +9,12 @@
 import { realpath } from 'node:fs/promises';
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
-import { ErrorCode, McpError, ReadResourceRequestParamsSchema, ReadResourceRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ErrorCode,
+  McpError,
+  ReadResourceRequestParamsSchema,
+  ReadResourceRequestSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { BodyCache } from './body-cache.ts';
@@ -51,7 +56,10 @@ function isCatalogUrl(tracks: readonly Track[], url: string): boolean {
 }
 
 /** Loads the catalog and builds the shared context. Bad URL entries are logged and skipped. */
-export async function createContext(config: AudioServerConfig, log: AudioServerContext['log']): Promise<AudioServerContext> {
+export async function createContext(
+  config: AudioServerConfig,
+  log: AudioServerContext['log'],
+): Promise<AudioServerContext> {
   const tracks: Track[] = [];
   let musicRoot: string | undefined;
   if (config.musicDir !== undefined) {
@@ -64,12 +72,19 @@ export async function createContext(config: AudioServerConfig, log: AudioServerC
     else log('skipping catalog entry: not a URL', { entry });
   }
   const allowHosts = normalizeHosts(
-    config.allowHosts.length > 0 ? config.allowHosts : tracks.filter((t) => !t.url.startsWith('file:')).map((t) => new URL(t.url).host),
+    config.allowHosts.length > 0
+      ? config.allowHosts
+      : tracks.filter((t) => !t.url.startsWith('file:')).map((t) => new URL(t.url).host),
   );
   const cacheBytes = config.cacheBytes;
   return {
     tracks,
-    reader: { policy: { allowHosts, ...(musicRoot !== undefined ? { musicRoot } : {}) }, cache: new BodyCache(cacheBytes), cacheBytes, fetchTimeoutMs: config.fetchTimeoutMs },
+    reader: {
+      policy: { allowHosts, ...(musicRoot !== undefined ? { musicRoot } : {}) },
+      cache: new BodyCache(cacheBytes),
+      cacheBytes,
+      fetchTimeoutMs: config.fetchTimeoutMs,
+    },
     maxPageBytes: config.maxPageBytes,
     volume: 50,
     log,
@@ -90,16 +105,25 @@ export function createAudioServer(ctx: AudioServerContext): McpServer {
     'musicPlayer',
     {
       description: 'Find a song in the music catalog by title or words of it and play it on the speaker.',
-      inputSchema: { query: z.string().max(200).describe('Song title or words from it; "music" plays the first track') },
+      inputSchema: {
+        query: z.string().max(200).describe('Song title or words from it; "music" plays the first track'),
+      },
     },
     async ({ query }) => {
       const track = findTrack(ctx.tracks, query);
       if (!track) {
-        const titles = ctx.tracks.slice(0, 10).map((t) => t.title).join(', ');
-        return { isError: true, content: [{ type: 'text', text: `No track matches "${query}". Available: ${titles || 'none'}.` }] };
+        const titles = ctx.tracks
+          .slice(0, 10)
+          .map((t) => t.title)
+          .join(', ');
+        return {
+          isError: true,
+          content: [{ type: 'text', text: `No track matches "${query}". Available: ${titles || 'none'}.` }],
+        };
       }
       const verdict = await checkUrl(track.url, ctx.reader.policy);
-      if (!verdict.ok) return { isError: true, content: [{ type: 'text', text: `Cannot play "${track.title}": ${verdict.reason}.` }] };
+      if (!verdict.ok)
+        return { isError: true, content: [{ type: 'text', text: `Cannot play "${track.title}": ${verdict.reason}.` }] };
       ctx.log('track chosen', { query, title: track.title });
       return {
         content: [
@@ -130,19 +154,26 @@ export function createAudioServer(ctx: AudioServerContext): McpServer {
     },
   );
 
-  const readPage = async (uri: string, vars: Record<string, unknown>, signal: AbortSignal): Promise<ReadResourceResult> => {
+  const readPage = async (
+    uri: string,
+    vars: Record<string, unknown>,
+    signal: AbortSignal,
+  ): Promise<ReadResourceResult> => {
     const url = decodeVar(vars.url, 'url');
     const start = intVar(vars.start, 'start');
     const end = intVar(vars.end, 'end');
     if (end <= start) throw new McpError(ErrorCode.InvalidParams, `end (${end}) must be greater than start (${start})`);
     if (end - start > ctx.maxPageBytes) {
-      throw new McpError(ErrorCode.InvalidParams, `page of ${end - start} bytes is larger than the ${ctx.maxPageBytes}-byte limit`);
+      throw new McpError(
+        ErrorCode.InvalidParams,
+        `page of ${end - start} bytes is larger than the ${ctx.maxPageBytes}-byte limit`,
+      );
     }
     // Only tracks of the catalog are read: a client must not make this server fetch other URLs
     // (SSRF) or read other files of the music folder.
     if (!isCatalogUrl(ctx.tracks, url)) {
       ctx.log('read refused', { url, start, reason: 'not a catalog track' });
-      throw new McpError(ErrorCode.InvalidParams, 'read refused: not a track of this server\'s catalog');
+      throw new McpError(ErrorCode.InvalidParams, "read refused: not a track of this server's catalog");
     }
     let result;
     try {
@@ -221,6 +252,7 @@ function decodeVar(v: unknown, name: string): string {
 
 function intVar(v: unknown, name: string): number {
   const s = decodeVar(v, name);
-  if (!/^\d{1,15}$/.test(s)) throw new McpError(ErrorCode.InvalidParams, `${name} must be a non-negative integer, got ${s.slice(0, 20)}`);
+  if (!/^\d{1,15}$/.test(s))
+    throw new McpError(ErrorCode.InvalidParams, `${name} must be a non-negative integer, got ${s.slice(0, 20)}`);
   return Number(s);
 }

@@ -18,7 +18,15 @@ export type UrlVerdict = { ok: true; url: URL; localPath?: string } | { ok: fals
 
 /** Normalizes allowlist entries: lower case, no scheme or path. */
 export function normalizeHosts(entries: readonly string[]): string[] {
-  return entries.map((e) => e.trim().toLowerCase().replace(/^[a-z]+:\/\//, '').replace(/\/.*$/, '')).filter((e) => e !== '');
+  return entries
+    .map((e) =>
+      e
+        .trim()
+        .toLowerCase()
+        .replace(/^[a-z]+:\/\//, '')
+        .replace(/\/.*$/, ''),
+    )
+    .filter((e) => e !== '');
 }
 
 /** Checks a URL against the policy; file:// paths are resolved (symlinks too) before the containment check. */
@@ -30,7 +38,8 @@ export async function checkUrl(raw: string, policy: UrlPolicy): Promise<UrlVerdi
     return { ok: false, reason: `"${raw.slice(0, 200)}" is not a valid URL` };
   }
   if (url.protocol === 'file:') {
-    if (policy.musicRoot === undefined) return { ok: false, reason: 'file:// URLs are refused: no music folder is configured' };
+    if (policy.musicRoot === undefined)
+      return { ok: false, reason: 'file:// URLs are refused: no music folder is configured' };
     let path: string;
     try {
       path = await realpath(fileURLToPath(url));
@@ -42,11 +51,17 @@ export async function checkUrl(raw: string, policy: UrlPolicy): Promise<UrlVerdi
     return { ok: true, url, localPath: path };
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    return { ok: false, reason: `the ${url.protocol.replace(':', '')} scheme is refused: only http and https are read` };
+    return {
+      ok: false,
+      reason: `the ${url.protocol.replace(':', '')} scheme is refused: only http and https are read`,
+    };
   }
   if (url.username !== '' || url.password !== '') return { ok: false, reason: 'URLs with credentials are refused' };
   if (!hostAllowed(url, policy.allowHosts)) {
-    return { ok: false, reason: `host ${url.host} is not in the allowlist (${policy.allowHosts.join(', ') || 'empty'})` };
+    return {
+      ok: false,
+      reason: `host ${url.host} is not in the allowlist (${policy.allowHosts.join(', ') || 'empty'})`,
+    };
   }
   return { ok: true, url };
 }
@@ -57,6 +72,8 @@ function hostAllowed(url: URL, allow: readonly string[]): boolean {
   return allow.some((entry) => {
     if (entry.startsWith('*.')) return hostname.endsWith(entry.slice(1)) && hostname.length > entry.length - 1;
     // An entry without a port allows only the scheme's default port (url.port is '' then).
-    return entry.includes(':') && !entry.startsWith('[') ? entry === host : entry === host || (entry === hostname && url.port === '');
+    return entry.includes(':') && !entry.startsWith('[')
+      ? entry === host
+      : entry === host || (entry === hostname && url.port === '');
   });
 }

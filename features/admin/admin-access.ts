@@ -21,7 +21,8 @@ function isLoopback(address: string | undefined): boolean {
 export function isAdmin(req: FastifyRequest, adminSecret: string, guesses: SignInLimit): boolean {
   if (adminSecret) {
     const presented = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '')?.[1];
-    if (presented && guesses.attempt(addressKey(req), () => tokenMatches(presented, adminSecret)) === 'match') return true;
+    if (presented && guesses.attempt(addressKey(req), () => tokenMatches(presented, adminSecret)) === 'match')
+      return true;
   }
   if (PROXY_HEADERS.some((h) => req.headers[h] !== undefined)) return false;
   return isLoopback(req.socket.remoteAddress);

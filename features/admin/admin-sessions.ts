@@ -80,7 +80,14 @@ export function readCookie(header: string | undefined, name: string): string | u
 
 /** A Set-Cookie value kept from scripts and other sites (`maxAgeS` 0 clears it); Secure when reached over https. */
 export function adminCookie(name: string, value: string, maxAgeS: number, secure: boolean, path = '/'): string {
-  return [`${name}=${value}`, `Path=${path}`, 'HttpOnly', 'SameSite=Strict', `Max-Age=${maxAgeS}`, ...(secure ? ['Secure'] : [])].join('; ');
+  return [
+    `${name}=${value}`,
+    `Path=${path}`,
+    'HttpOnly',
+    'SameSite=Strict',
+    `Max-Age=${maxAgeS}`,
+    ...(secure ? ['Secure'] : []),
+  ].join('; ');
 }
 
 /** The Set-Cookie value for a session (`maxAgeS` 0 clears it). Secure when the console was reached over https. */
@@ -90,6 +97,8 @@ export function sessionCookie(value: string, maxAgeS: number, secure: boolean): 
 
 /** The console was reached over https (directly, or through a proxy that says so). */
 export function overHttps(request: FastifyRequest): boolean {
-  const forwarded = String(request.headers['x-forwarded-proto'] ?? '').split(',')[0]?.trim();
+  const forwarded = String(request.headers['x-forwarded-proto'] ?? '')
+    .split(',')[0]
+    ?.trim();
   return request.protocol === 'https' || forwarded === 'https';
 }

@@ -5,4 +5,7 @@
  */
 import type { Store } from '../../store/store.ts';
 
-export type AdminStore = Pick<Store, 'registry' | 'devices' | 'agents' | 'sessions' | 'mcpTokens' | 'memory' | 'reminders'>;
+export type AdminStore = Pick<
+  Store,
+  'registry' | 'devices' | 'agents' | 'sessions' | 'mcpTokens' | 'memory' | 'reminders'
+>;

@@ -61,7 +61,10 @@ export class AdminTokenGuard {
       throw new AdminError(429, `too many wrong admin tokens: try again in ${this.#limit.retryAfterS} s`);
     }
     if (r === 'wrong') {
-      this.#log.warn({ ...who, route: `${request.method} ${request.routeOptions.url ?? request.url}` }, 'admin: wrong admin token');
+      this.#log.warn(
+        { ...who, route: `${request.method} ${request.routeOptions.url ?? request.url}` },
+        'admin: wrong admin token',
+      );
       return false;
     }
     if (client === undefined) reply.header('Set-Cookie', this.#known.issue(overHttps(request)));

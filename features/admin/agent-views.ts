@@ -73,7 +73,13 @@ export function mergeSettings(current: Record<string, unknown>, patch: AgentSett
     if ((k === 'tts' || k === 'asr') && isRecord(v)) {
       const stored = out[k];
       const kept = keyIn(stored);
-      out[k] = kept && keyIn(v) === undefined && isRecord(stored) && stored.provider === (v as Record<string, unknown>).provider ? { ...v, apiKey: kept } : v;
+      out[k] =
+        kept &&
+        keyIn(v) === undefined &&
+        isRecord(stored) &&
+        stored.provider === (v as Record<string, unknown>).provider
+          ? { ...v, apiKey: kept }
+          : v;
       continue;
     }
     out[k] = v;

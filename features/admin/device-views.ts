@@ -20,16 +20,39 @@ export async function onlineDevices(ctx: AdminContext): Promise<Set<string>> {
   return online;
 }
 
-function fromRecord(r: DeviceRecord | undefined): Pick<DeviceView, 'alias' | 'agent' | 'board' | 'firmware' | 'firstSeen' | 'lastSeen'> {
-  return { alias: r?.alias ?? null, agent: r?.agent ?? null, board: r?.board ?? null, firmware: r?.firmware ?? null, firstSeen: r?.firstSeen ?? null, lastSeen: r?.lastSeen ?? null };
+function fromRecord(
+  r: DeviceRecord | undefined,
+): Pick<DeviceView, 'alias' | 'agent' | 'board' | 'firmware' | 'firstSeen' | 'lastSeen'> {
+  return {
+    alias: r?.alias ?? null,
+    agent: r?.agent ?? null,
+    board: r?.board ?? null,
+    firmware: r?.firmware ?? null,
+    firstSeen: r?.firstSeen ?? null,
+    lastSeen: r?.lastSeen ?? null,
+  };
 }
 
 export function boundView(b: BoundDevice, record: DeviceRecord | undefined, online: boolean): DeviceView {
-  return { deviceId: b.deviceId, clientId: b.clientId, state: 'bound', code: null, codeExpiresAt: null, bindingId: b.id, boundAt: b.boundAt, online, ...fromRecord(record) };
+  return {
+    deviceId: b.deviceId,
+    clientId: b.clientId,
+    state: 'bound',
+    code: null,
+    codeExpiresAt: null,
+    bindingId: b.id,
+    boundAt: b.boundAt,
+    online,
+    ...fromRecord(record),
+  };
 }
 
 export async function listDevices(ctx: AdminContext): Promise<DeviceView[]> {
-  const [{ bound, pending }, records, online] = await Promise.all([ctx.store.registry.list(), ctx.store.devices.list(), onlineDevices(ctx)]);
+  const [{ bound, pending }, records, online] = await Promise.all([
+    ctx.store.registry.list(),
+    ctx.store.devices.list(),
+    onlineDevices(ctx),
+  ]);
   const byId = new Map(records.map((r) => [r.deviceId, r]));
   const shown = new Set<string>();
   const out: DeviceView[] = [];
@@ -55,7 +78,17 @@ export async function listDevices(ctx: AdminContext): Promise<DeviceView[]> {
   }
   for (const r of records) {
     if (shown.has(r.deviceId)) continue;
-    out.push({ deviceId: r.deviceId, clientId: r.clientId, state: 'seen', code: null, codeExpiresAt: null, bindingId: null, boundAt: null, online: online.has(r.deviceId), ...fromRecord(r) });
+    out.push({
+      deviceId: r.deviceId,
+      clientId: r.clientId,
+      state: 'seen',
+      code: null,
+      codeExpiresAt: null,
+      bindingId: null,
+      boundAt: null,
+      online: online.has(r.deviceId),
+      ...fromRecord(r),
+    });
   }
   return out;
 }

@@ -38,6 +38,12 @@ export class KnownClients {
   /** The Set-Cookie value making the caller a new known client. */
   issue(secure: boolean): string {
     const id = randomBytes(16).toString('base64url');
-    return adminCookie(KNOWN_CLIENT_COOKIE, `${id}.${this.#mac(id).toString('base64url')}`, KNOWN_CLIENT_MAX_AGE_S, secure, '/api/admin');
+    return adminCookie(
+      KNOWN_CLIENT_COOKIE,
+      `${id}.${this.#mac(id).toString('base64url')}`,
+      KNOWN_CLIENT_MAX_AGE_S,
+      secure,
+      '/api/admin',
+    );
   }
 }

@@ -27,7 +27,9 @@ const STANDARD_ERRORS: Record<number, string> = {
 function operation(r: AdminRoute): Json {
   const errorBody = { content: { 'application/json': { schema: jsonSchema(ErrorView, 'output') } } };
   const responses: Json = {
-    [r.status]: r.response ? { description: 'OK', content: { 'application/json': { schema: jsonSchema(r.response, 'output') } } } : { description: 'Done, no content' },
+    [r.status]: r.response
+      ? { description: 'OK', content: { 'application/json': { schema: jsonSchema(r.response, 'output') } } }
+      : { description: 'Done, no content' },
   };
   for (const [status, description] of Object.entries({ ...STANDARD_ERRORS, ...(r.errors ?? {}) })) {
     if (!r.auth && status === '401' && r.id !== 'signIn') continue;
@@ -35,16 +37,25 @@ function operation(r: AdminRoute): Json {
   }
   // Statuses answered with the route's own body (an outcome rather than an error).
   for (const [status, description] of Object.entries(r.answers ?? {})) {
-    if (r.response) responses[status] = { description, content: { 'application/json': { schema: jsonSchema(r.response, 'output') } } };
+    if (r.response)
+      responses[status] = {
+        description,
+        content: { 'application/json': { schema: jsonSchema(r.response, 'output') } },
+      };
   }
-  if (r.auth) responses['429'] ??= { description: 'too many wrong admin tokens from this address: wait Retry-After seconds', ...errorBody };
+  if (r.auth)
+    responses['429'] ??= {
+      description: 'too many wrong admin tokens from this address: wait Retry-After seconds',
+      ...errorBody,
+    };
   const op: Json = { operationId: r.id, summary: r.summary, responses };
   if (r.params) {
     const s = jsonSchema(r.params, 'input');
     const props = (s.properties ?? {}) as Record<string, Json>;
     op.parameters = Object.entries(props).map(([name, schema]) => ({ name, in: 'path', required: true, schema }));
   }
-  if (r.body) op.requestBody = { required: true, content: { 'application/json': { schema: jsonSchema(r.body, 'input') } } };
+  if (r.body)
+    op.requestBody = { required: true, content: { 'application/json': { schema: jsonSchema(r.body, 'input') } } };
   op.security = r.auth ? [{ bearer: [] }, { cookie: [] }] : [];
   return op;
 }
@@ -60,13 +71,19 @@ export function openApiDocument(routes: readonly AdminRoute[]): Json {
     info: {
       title: 'xiaozhi server admin API',
       version: '1',
-      description: 'Devices, agents and live sessions. Authenticate with `Authorization: Bearer <admin.token>`, or sign in (POST /api/admin/session) for the console cookie; requests from foreign origins are refused.',
+      description:
+        'Devices, agents and live sessions. Authenticate with `Authorization: Bearer <admin.token>`, or sign in (POST /api/admin/session) for the console cookie; requests from foreign origins are refused.',
     },
     paths,
     components: {
       securitySchemes: {
         bearer: { type: 'http', scheme: 'bearer', description: 'The configured admin.token (env ADMIN_TOKEN).' },
-        cookie: { type: 'apiKey', in: 'cookie', name: ADMIN_COOKIE, description: 'Set by POST /api/admin/session; changes also need a same-origin request.' },
+        cookie: {
+          type: 'apiKey',
+          in: 'cookie',
+          name: ADMIN_COOKIE,
+          description: 'Set by POST /api/admin/session; changes also need a same-origin request.',
+        },
       },
     },
   };

@@ -58,14 +58,20 @@ function send(reply: FastifyReply, status: number, body: unknown): FastifyReply 
 export function adminPlugin(opts: AdminOptions): (app: FastifyInstance) => Promise<void> {
   return async (app) => {
     if (!opts.token) {
-      app.log.info('admin API and console off: set admin.token (env ADMIN_TOKEN, at least 16 characters) to turn on /api/admin/ and the console at /admin');
+      app.log.info(
+        'admin API and console off: set admin.token (env ADMIN_TOKEN, at least 16 characters) to turn on /api/admin/ and the console at /admin',
+      );
       return;
     }
     const ctx: AdminContext = {
       store: opts.store,
       token: opts.token,
       sessions: new AdminSessions({ ttlMs: opts.sessionTtlMs ?? 12 * 3600_000, max: 1000 }),
-      tokenGuard: new AdminTokenGuard({ token: opts.token, limit: new SignInLimit(opts.signIn ?? { burst: 5, perMinute: 5 }), log: app.log }),
+      tokenGuard: new AdminTokenGuard({
+        token: opts.token,
+        limit: new SignInLimit(opts.signIn ?? { burst: 5, perMinute: 5 }),
+        log: app.log,
+      }),
       localOnline: () => opts.liveSessions.list().flatMap((s) => (s.deviceId ? [s.deviceId] : [])),
       onSecret: (v) => opts.onSecret?.(v),
       log: app.log,
@@ -90,7 +96,8 @@ export function adminPlugin(opts: AdminOptions): (app: FastifyInstance) => Promi
           if (fix !== null) return send(reply, 403, { error: 'requests from other origins are refused', fix });
         });
         api.setErrorHandler((err: FastifyError, request, reply) => {
-          if (err instanceof AdminError) return send(reply, err.status, { error: err.message, ...(err.field ? { field: err.field } : {}) });
+          if (err instanceof AdminError)
+            return send(reply, err.status, { error: err.message, ...(err.field ? { field: err.field } : {}) });
           // Fastify's own: a body that is not JSON, too large, an unsupported content type.
           if (err.statusCode && err.statusCode < 500) return send(reply, err.statusCode, { error: err.message });
           request.log.error({ err }, 'admin: request failed');
@@ -120,7 +127,10 @@ function registerRoute(api: FastifyInstance, r: AdminRoute, ctx: AdminContext): 
         // SameSite=Strict already keeps the cookie off cross-site requests; a change must also
         // show it comes from the console's own page (the foreign case was refused above).
         if (how === 'cookie' && r.method !== 'GET' && request.headers.origin === undefined) {
-          throw new AdminError(403, 'a change made with the console cookie must come from the console (no Origin header)');
+          throw new AdminError(
+            403,
+            'a change made with the console cookie must come from the console (no Origin header)',
+          );
         }
       }
       const params = r.params ? parse(r.params, request.params, 'params') : undefined;

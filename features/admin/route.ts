@@ -46,7 +46,10 @@ export interface AdminContext {
 
 type Parsed<S> = S extends z.ZodType ? z.output<S> : undefined;
 
-export interface AdminRoute<P extends z.ZodType | null = z.ZodType | null, B extends z.ZodType | null = z.ZodType | null> {
+export interface AdminRoute<
+  P extends z.ZodType | null = z.ZodType | null,
+  B extends z.ZodType | null = z.ZodType | null,
+> {
   /** OpenAPI operationId. */
   id: string;
   method: AdminMethod;
@@ -69,7 +72,11 @@ export interface AdminRoute<P extends z.ZodType | null = z.ZodType | null, B ext
   answers?: Partial<Record<202 | 404 | 409 | 429, string>>;
   /** Statuses besides 400/401/403 this route may answer, with what they mean. */
   errors?: Partial<Record<404 | 409 | 429 | 503, string>>;
-  handle(input: { params: Parsed<P>; body: Parsed<B> }, ctx: AdminContext, http: { request: FastifyRequest; reply: FastifyReply }): Promise<unknown>;
+  handle(
+    input: { params: Parsed<P>; body: Parsed<B> },
+    ctx: AdminContext,
+    http: { request: FastifyRequest; reply: FastifyReply },
+  ): Promise<unknown>;
 }
 
 /** Declares a route with its params and body types inferred from the schemas. */

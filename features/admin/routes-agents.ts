@@ -64,7 +64,8 @@ export const agentRoutes = [
     id: 'updateAgent',
     method: 'PATCH',
     path: '/agents/{name}',
-    summary: "Changes an agent's settings: a key given replaces, null removes, absent keeps (llm merged key by key). Applies from each device's next turn.",
+    summary:
+      "Changes an agent's settings: a key given replaces, null removes, absent keeps (llm merged key by key). Applies from each device's next turn.",
     auth: true,
     params: AgentParams,
     body: AgentPatchBody,
@@ -99,7 +100,8 @@ export const agentRoutes = [
     response: null,
     errors: { 404: 'no such agent' },
     handle: async ({ params }, ctx) => {
-      if (!(await ctx.store.agents.delete(params.name))) throw new AdminError(404, `no agent "${params.name}"`, 'params.name');
+      if (!(await ctx.store.agents.delete(params.name)))
+        throw new AdminError(404, `no agent "${params.name}"`, 'params.name');
       ctx.log.info({ agent: params.name }, 'admin: agent deleted');
       return undefined;
     },

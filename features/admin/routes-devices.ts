@@ -9,7 +9,8 @@ import { boundView, deviceView, listDevices, onlineDevices } from './device-view
 
 /** 400 naming `field` when `agent` names no agent. */
 async function requireAgent(ctx: AdminContext, agent: string | null | undefined, field: string): Promise<void> {
-  if (agent && !(await ctx.store.agents.get(agent))) throw new AdminError(400, `${field}: unknown agent "${agent}"`, field);
+  if (agent && !(await ctx.store.agents.get(agent)))
+    throw new AdminError(400, `${field}: unknown agent "${agent}"`, field);
 }
 
 export const deviceRoutes = [
@@ -17,7 +18,8 @@ export const deviceRoutes = [
     id: 'listDevices',
     method: 'GET',
     path: '/devices',
-    summary: 'Every device: bound, pending (with the code it speaks) and seen; its agent, alias, whether it is online, last seen, board and firmware.',
+    summary:
+      'Every device: bound, pending (with the code it speaks) and seen; its agent, alias, whether it is online, last seen, board and firmware.',
     auth: true,
     params: null,
     body: null,
@@ -38,7 +40,10 @@ export const deviceRoutes = [
     errors: { 404: 'no pending code like this (unknown or expired)', 409: 'the registry is full' },
     handle: async ({ body }, ctx) => {
       await requireAgent(ctx, body.agent, 'body.agent');
-      const r = await ctx.store.registry.bind(body.code, { ...(body.agent ? { agent: body.agent } : {}), ...(body.alias ? { alias: body.alias } : {}) });
+      const r = await ctx.store.registry.bind(body.code, {
+        ...(body.agent ? { agent: body.agent } : {}),
+        ...(body.alias ? { alias: body.alias } : {}),
+      });
       if (!r.ok) throw new AdminError(r.reason === 'registry full' ? 409 : 404, r.reason, 'body.code');
       ctx.log.info({ deviceId: r.device.deviceId, agent: body.agent ?? null }, 'admin: device bound');
       const online = await onlineDevices(ctx);
@@ -49,7 +54,8 @@ export const deviceRoutes = [
     id: 'updateDevice',
     method: 'PATCH',
     path: '/devices/{deviceId}',
-    summary: "Renames a device or moves it to another agent (null: the default agent); applies from the device's next turn.",
+    summary:
+      "Renames a device or moves it to another agent (null: the default agent); applies from the device's next turn.",
     auth: true,
     params: DeviceParams,
     body: DevicePatchBody,
@@ -58,7 +64,10 @@ export const deviceRoutes = [
     errors: { 404: 'no such device' },
     handle: async ({ params, body }, ctx) => {
       await requireAgent(ctx, body.agent, 'body.agent');
-      const patch = { ...(body.agent !== undefined ? { agent: body.agent } : {}), ...(body.alias !== undefined ? { alias: body.alias } : {}) };
+      const patch = {
+        ...(body.agent !== undefined ? { agent: body.agent } : {}),
+        ...(body.alias !== undefined ? { alias: body.alias } : {}),
+      };
       const updated = await ctx.store.devices.update(params.deviceId, patch);
       if (!updated) throw new AdminError(404, `no device ${params.deviceId}`, 'params.deviceId');
       ctx.log.info({ deviceId: params.deviceId, ...patch }, 'admin: device updated');

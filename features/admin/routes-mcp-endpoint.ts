@@ -37,9 +37,13 @@ const EndpointStatus = z.object({
 /** `ws(s)://host/mcp/` from the configured public URL or the request's own host and scheme. */
 export function endpointBase(request: FastifyRequest, publicUrl: string): string {
   if (publicUrl) return publicUrl;
-  const proto = String(request.headers['x-forwarded-proto'] ?? '').split(',')[0]?.trim();
+  const proto = String(request.headers['x-forwarded-proto'] ?? '')
+    .split(',')[0]
+    ?.trim();
   const secure = proto === 'https' || request.protocol === 'https';
-  const forwardedHost = String(request.headers['x-forwarded-host'] ?? '').split(',')[0]?.trim();
+  const forwardedHost = String(request.headers['x-forwarded-host'] ?? '')
+    .split(',')[0]
+    ?.trim();
   const host = forwardedHost || request.headers.host || request.hostname;
   return `${secure ? 'wss' : 'ws'}://${host}${MCP_ENDPOINT_PATH}`;
 }
@@ -58,7 +62,8 @@ export const mcpEndpointRoutes = [
     id: 'createMcpEndpoint',
     method: 'POST',
     path: '/agents/{name}/mcp-endpoint',
-    summary: "Creates or rotates the agent's MCP endpoint token; answers the URL a bridge dials (the token is shown only here). Bridges on the old token are closed.",
+    summary:
+      "Creates or rotates the agent's MCP endpoint token; answers the URL a bridge dials (the token is shown only here). Bridges on the old token are closed.",
     auth: true,
     params: AgentParams,
     body: null,
@@ -79,7 +84,8 @@ export const mcpEndpointRoutes = [
     id: 'getMcpEndpoint',
     method: 'GET',
     path: '/agents/{name}/mcp-endpoint',
-    summary: "The agent's MCP endpoint: whether it has a token, and the bridges connected (to any replica) with their tools.",
+    summary:
+      "The agent's MCP endpoint: whether it has a token, and the bridges connected (to any replica) with their tools.",
     auth: true,
     params: AgentParams,
     body: null,

@@ -26,7 +26,16 @@ const HolderClientId = z.string().nullable();
 
 const HistoryView = z.object({
   deviceId: z.string(),
-  turns: z.array(z.object({ id: z.number(), clientId: HolderClientId, agent: z.string(), role: z.enum(['user', 'assistant', 'tool']), text: z.string(), createdAt: z.string() })),
+  turns: z.array(
+    z.object({
+      id: z.number(),
+      clientId: HolderClientId,
+      agent: z.string(),
+      role: z.enum(['user', 'assistant', 'tool']),
+      text: z.string(),
+      createdAt: z.string(),
+    }),
+  ),
 });
 
 const MemoryView = z.object({
@@ -34,9 +43,21 @@ const MemoryView = z.object({
   /** The pair the device's record names (the last seen at OTA or a session start): where a move usually goes. */
   currentClientId: z.string().nullable(),
   /** The pairs that hold memory, the most recently talking first. */
-  clients: z.array(z.object({ clientId: HolderClientId, turns: z.number(), facts: z.number(), summaries: z.number(), lastAt: z.string().nullable() })),
-  facts: z.array(z.object({ id: z.number(), clientId: HolderClientId, agent: z.string(), text: z.string(), createdAt: z.string() })),
-  summaries: z.array(z.object({ clientId: HolderClientId, agent: z.string(), text: z.string(), updatedAt: z.string() })),
+  clients: z.array(
+    z.object({
+      clientId: HolderClientId,
+      turns: z.number(),
+      facts: z.number(),
+      summaries: z.number(),
+      lastAt: z.string().nullable(),
+    }),
+  ),
+  facts: z.array(
+    z.object({ id: z.number(), clientId: HolderClientId, agent: z.string(), text: z.string(), createdAt: z.string() }),
+  ),
+  summaries: z.array(
+    z.object({ clientId: HolderClientId, agent: z.string(), text: z.string(), updatedAt: z.string() }),
+  ),
 });
 
 const MemoryDeleted = z.object({ deviceId: z.string(), clientId: z.string().optional(), deleted: z.literal(true) });
@@ -54,7 +75,13 @@ const MemoryMoved = z.object({
   deviceId: z.string(),
   from: z.string().nullable(),
   to: z.string(),
-  moved: z.object({ turns: z.number(), facts: z.number(), summaries: z.number(), reminders: z.number(), messages: z.number() }),
+  moved: z.object({
+    turns: z.number(),
+    facts: z.number(),
+    summaries: z.number(),
+    reminders: z.number(),
+    messages: z.number(),
+  }),
 });
 
 export const memoryRoutes = [
@@ -68,7 +95,10 @@ export const memoryRoutes = [
     body: null,
     status: 200,
     response: HistoryView,
-    handle: async ({ params }, ctx) => ({ deviceId: params.deviceId, turns: await ctx.store.memory.history(params.deviceId, HISTORY_LIMIT) }),
+    handle: async ({ params }, ctx) => ({
+      deviceId: params.deviceId,
+      turns: await ctx.store.memory.history(params.deviceId, HISTORY_LIMIT),
+    }),
   }),
   adminRoute({
     id: 'deviceMemory',
@@ -92,7 +122,12 @@ export const memoryRoutes = [
         currentClientId: record?.clientId ?? null,
         clients,
         facts,
-        summaries: summaries.map((s) => ({ clientId: s.clientId, agent: s.agent, text: s.text, updatedAt: s.updatedAt })),
+        summaries: summaries.map((s) => ({
+          clientId: s.clientId,
+          agent: s.agent,
+          text: s.text,
+          updatedAt: s.updatedAt,
+        })),
       };
     },
   }),
@@ -100,7 +135,8 @@ export const memoryRoutes = [
     id: 'deleteDeviceMemory',
     method: 'DELETE',
     path: '/devices/{deviceId}/memory',
-    summary: "Deletes a device's stored turns, facts and summaries of every pair with every agent; its next session starts with nothing.",
+    summary:
+      "Deletes a device's stored turns, facts and summaries of every pair with every agent; its next session starts with nothing.",
     auth: true,
     params: DeviceParams,
     body: null,
@@ -116,7 +152,8 @@ export const memoryRoutes = [
     id: 'deletePairMemory',
     method: 'DELETE',
     path: '/devices/{deviceId}/memory/{clientId}',
-    summary: "Deletes one pair's (Client-Id's) stored turns, facts and summaries; the device's other pairs keep theirs.",
+    summary:
+      "Deletes one pair's (Client-Id's) stored turns, facts and summaries; the device's other pairs keep theirs.",
     auth: true,
     params: PairParams,
     body: null,
@@ -133,7 +170,7 @@ export const memoryRoutes = [
     method: 'POST',
     path: '/devices/{deviceId}/memory/move',
     summary:
-      "Gives everything one pair (Client-Id) of the device holds to another pair of it: turns, facts (past 50 per agent the oldest go), summaries (where both hold one for an agent, the one covering newer turns stays), reminders and waiting messages. For a device whose Client-Id changed (a re-flash): a new Client-Id for a known MAC starts empty until then. `from` null moves the rows kept from before memory was per pair.",
+      'Gives everything one pair (Client-Id) of the device holds to another pair of it: turns, facts (past 50 per agent the oldest go), summaries (where both hold one for an agent, the one covering newer turns stays), reminders and waiting messages. For a device whose Client-Id changed (a re-flash): a new Client-Id for a known MAC starts empty until then. `from` null moves the rows kept from before memory was per pair.',
     auth: true,
     params: DeviceParams,
     body: MoveMemoryBody,
@@ -143,8 +180,16 @@ export const memoryRoutes = [
     handle: async ({ params, body }, ctx) => {
       if (body.from === body.to) throw new AdminError(400, 'body.to: the same pair as body.from', 'body.to');
       const moved = await ctx.store.memory.move(params.deviceId, body.from, body.to);
-      if (Object.values(moved).every((n) => n === 0)) throw new AdminError(404, `device ${params.deviceId}: ${body.from === null ? 'no unassigned memory' : `pair ${body.from} holds nothing`} to move`, 'body.from');
-      ctx.log.info({ deviceId: params.deviceId, from: body.from, to: body.to, ...moved }, 'admin: device memory moved to another pair');
+      if (Object.values(moved).every((n) => n === 0))
+        throw new AdminError(
+          404,
+          `device ${params.deviceId}: ${body.from === null ? 'no unassigned memory' : `pair ${body.from} holds nothing`} to move`,
+          'body.from',
+        );
+      ctx.log.info(
+        { deviceId: params.deviceId, from: body.from, to: body.to, ...moved },
+        'admin: device memory moved to another pair',
+      );
       return { deviceId: params.deviceId, from: body.from, to: body.to, moved };
     },
   }),

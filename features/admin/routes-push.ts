@@ -55,11 +55,22 @@ export const pushRoutes = [
     status: 200,
     response: SayOutcomeView,
     statusOf: (result) => sayStatus(result as SayOutcome),
-    answers: { 202: 'queued: the device is offline; delivered when it next connects (push.queueTtlMs)', 404: 'refused: unknown device', 409: 'refused: the device is offline and the queue is off', 429: "refused: over the device's push.rate" },
+    answers: {
+      202: 'queued: the device is offline; delivered when it next connects (push.queueTtlMs)',
+      404: 'refused: unknown device',
+      409: 'refused: the device is offline and the queue is off',
+      429: "refused: over the device's push.rate",
+    },
     errors: { 503: 'server-initiated speech is not served by this server' },
     handle: async ({ params, body }, ctx) => {
       if (!ctx.push) throw new AdminError(503, 'server-initiated speech is not served here');
-      return ctx.push.say({ deviceId: params.deviceId, text: body.text, source: 'admin', ...(body.interrupt !== undefined ? { interrupt: body.interrupt } : {}), ...(body.clientId ? { clientId: body.clientId } : {}) });
+      return ctx.push.say({
+        deviceId: params.deviceId,
+        text: body.text,
+        source: 'admin',
+        ...(body.interrupt !== undefined ? { interrupt: body.interrupt } : {}),
+        ...(body.clientId ? { clientId: body.clientId } : {}),
+      });
     },
   }),
 ];

@@ -53,7 +53,7 @@ export const reminderRoutes = [
     id: 'deleteDeviceReminder',
     method: 'DELETE',
     path: '/devices/{deviceId}/reminders/{id}',
-    summary: 'Cancels one of a device\'s reminders.',
+    summary: "Cancels one of a device's reminders.",
     auth: true,
     params: ReminderParams,
     body: null,
@@ -61,7 +61,8 @@ export const reminderRoutes = [
     response: ReminderDeleted,
     errors: { 404: 'the device has no reminder with this id' },
     handle: async ({ params }, ctx) => {
-      if (!(await ctx.store.reminders.cancel(params.deviceId, params.id))) throw new AdminError(404, `device ${params.deviceId} has no reminder ${params.id}`, 'params.id');
+      if (!(await ctx.store.reminders.cancel(params.deviceId, params.id)))
+        throw new AdminError(404, `device ${params.deviceId} has no reminder ${params.id}`, 'params.id');
       ctx.log.info({ deviceId: params.deviceId, id: params.id }, 'admin: reminder cancelled');
       return { deviceId: params.deviceId, id: params.id, deleted: true as const };
     },

@@ -14,7 +14,8 @@ export const sessionRoutes = [
     id: 'signIn',
     method: 'POST',
     path: '/session',
-    summary: 'Signs a browser in with the admin token: sets the session cookie. At most 5 wrong tokens a minute per address (on any route), or per known client.',
+    summary:
+      'Signs a browser in with the admin token: sets the session cookie. At most 5 wrong tokens a minute per address (on any route), or per known client.',
     auth: false,
     params: null,
     body: SignInBody,
@@ -22,9 +23,13 @@ export const sessionRoutes = [
     response: SignedIn,
     errors: { 429: 'too many wrong admin tokens from this address: wait Retry-After seconds' },
     handle: async ({ body }, ctx, { request, reply }) => {
-      if (!ctx.tokenGuard.check(body.token, request, reply)) throw new AdminError(401, 'wrong admin token', 'body.token');
+      if (!ctx.tokenGuard.check(body.token, request, reply))
+        throw new AdminError(401, 'wrong admin token', 'body.token');
       const s = ctx.sessions.create();
-      reply.header('Set-Cookie', sessionCookie(s.id, Math.floor((s.expiresAt - Date.now()) / 1000), overHttps(request)));
+      reply.header(
+        'Set-Cookie',
+        sessionCookie(s.id, Math.floor((s.expiresAt - Date.now()) / 1000), overHttps(request)),
+      );
       ctx.log.info({ address: clientAddress(request) }, 'admin: signed in');
       return { signedIn: true as const, expiresAt: new Date(s.expiresAt).toISOString() };
     },
@@ -33,20 +38,23 @@ export const sessionRoutes = [
     id: 'whoAmI',
     method: 'GET',
     path: '/session',
-    summary: 'Whether the caller is signed in (console cookie) or holds the token; answers 200 either way. A bearer token is a guess like any other: 429 once the guesses are spent.',
+    summary:
+      'Whether the caller is signed in (console cookie) or holds the token; answers 200 either way. A bearer token is a guess like any other: 429 once the guesses are spent.',
     auth: false,
     params: null,
     body: null,
     status: 200,
     response: z.object({ signedIn: z.boolean() }),
     errors: { 429: 'too many wrong admin tokens from this address: wait Retry-After seconds' },
-    handle: async (_in, ctx, { request, reply }) => ({ signedIn: ctx.tokenGuard.authenticate(request, reply, ctx.sessions) !== null }),
+    handle: async (_in, ctx, { request, reply }) => ({
+      signedIn: ctx.tokenGuard.authenticate(request, reply, ctx.sessions) !== null,
+    }),
   }),
   adminRoute({
     id: 'signOut',
     method: 'DELETE',
     path: '/session',
-    summary: "Signs the browser out: ends its session and clears the cookie.",
+    summary: 'Signs the browser out: ends its session and clears the cookie.',
     auth: false,
     params: null,
     body: null,

@@ -39,4 +39,14 @@ const openApiRoute = adminRoute({
   handle: async () => openApiDocument(ADMIN_ROUTES),
 });
 
-export const ADMIN_ROUTES: readonly AdminRoute[] = [...sessionRoutes, ...deviceRoutes, ...pushRoutes, ...memoryRoutes, ...reminderRoutes, ...agentRoutes, ...mcpEndpointRoutes, ...liveSessionRoutes, openApiRoute];
+export const ADMIN_ROUTES: readonly AdminRoute[] = [
+  ...sessionRoutes,
+  ...deviceRoutes,
+  ...pushRoutes,
+  ...memoryRoutes,
+  ...reminderRoutes,
+  ...agentRoutes,
+  ...mcpEndpointRoutes,
+  ...liveSessionRoutes,
+  openApiRoute,
+];

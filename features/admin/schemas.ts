@@ -94,7 +94,9 @@ export const DeviceView = z.object({
 });
 export type DeviceView = z.infer<typeof DeviceView>;
 export const DeviceList = z.object({ devices: z.array(DeviceView) });
-export const RevokeResult = z.object({ revoked: z.array(z.object({ bindingId: z.string(), deviceId: z.string(), clientId: z.string() })) });
+export const RevokeResult = z.object({
+  revoked: z.array(z.object({ bindingId: z.string(), deviceId: z.string(), clientId: z.string() })),
+});
 
 /** An agent as the API returns it: its settings without API keys, and whether each is set. */
 export const AgentView = z.object({

@@ -28,7 +28,11 @@ export function agentLookupOf(cache: Omit<AgentLookup, 'onChange'>, onChange: Ag
 }
 
 /** A configured agent as the store's `Agents.ensure` takes it: its settings apart from its name and devices. */
-export function configAgentParts(agent: ConfigAgent): { name: string; settings: Record<string, unknown>; devices: string[] } {
+export function configAgentParts(agent: ConfigAgent): {
+  name: string;
+  settings: Record<string, unknown>;
+  devices: string[];
+} {
   const { name, devices, ...settings } = agent;
   return { name, settings, devices };
 }
@@ -54,7 +58,12 @@ export function configAgentLookup(config: { agents: readonly ConfigAgent[] }): M
   const now = (): string => new Date().toISOString();
   const put = (name: string, settings: Record<string, unknown>): void => {
     const at = now();
-    agents.set(name, { name, settings: structuredClone(settings), createdAt: agents.get(name)?.createdAt ?? at, updatedAt: at });
+    agents.set(name, {
+      name,
+      settings: structuredClone(settings),
+      createdAt: agents.get(name)?.createdAt ?? at,
+      updatedAt: at,
+    });
   };
   for (const a of config.agents) {
     const { name, settings, devices: ids } = configAgentParts(a);

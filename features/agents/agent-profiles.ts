@@ -168,7 +168,8 @@ export class AgentProfiles {
       have.updatedAt = row?.updatedAt;
       return have;
     }
-    if (!row && name !== CONFIG_AGENT) this.#warnOnce(`missing:${name}`, { agent: name }, 'agent not found; using the configuration');
+    if (!row && name !== CONFIG_AGENT)
+      this.#warnOnce(`missing:${name}`, { agent: name }, 'agent not found; using the configuration');
     const built = this.#build(agent, key, raw, row);
     if (have) this.#retire(have);
     this.#built.set(agent, built);
@@ -183,13 +184,18 @@ export class AgentProfiles {
     if (checked.ok) {
       resolved = resolveAgent(config, raw);
     } else {
-      this.#warnOnce(`invalid:${name}:${key}`, { agent: name, err: checked.error }, 'agent settings are not valid; using the configuration');
+      this.#warnOnce(
+        `invalid:${name}:${key}`,
+        { agent: name, err: checked.error },
+        'agent settings are not valid; using the configuration',
+      );
       resolved = resolveAgent(config, {});
     }
     const language = checked.ok ? checked.settings.language : undefined;
     // Said once for the configuration at start; for an agent that speaks another language, once here.
     if (language !== undefined && language !== config.language) {
-      for (const w of languageWarnings({ language, asr: resolved.asr })) this.#warnOnce(`lang:${name}:${w.key}`, { agent: name, key: w.key }, w.message);
+      for (const w of languageWarnings({ language, asr: resolved.asr }))
+        this.#warnOnce(`lang:${name}:${w.key}`, { agent: name, key: w.key }, w.message);
     }
     const { voice: tts, uses } = this.#useTts(stableKey(resolved.tts), resolved.tts);
     const profile: TurnProfile = {
@@ -216,7 +222,11 @@ export class AgentProfiles {
   #asr(name: string, options: AsrOptions): Asr {
     if (stableKey(options) === this.#baseAsrKey) return this.#o.base.asr;
     if (asrProvider(options).runsIn === 'provider-thread') return this.#o.clients.asrFor(options);
-    this.#warnOnce(`asr:${name}`, { agent: name, provider: options.provider }, 'this ASR runs as one process for the whole server: the agent uses the configured ASR');
+    this.#warnOnce(
+      `asr:${name}`,
+      { agent: name, provider: options.provider },
+      'this ASR runs as one process for the whole server: the agent uses the configured ASR',
+    );
     return this.#o.base.asr;
   }
 
@@ -247,7 +257,10 @@ export class AgentProfiles {
         (err: unknown) => {
           made.making = undefined;
           if (this.#tts.get(key) === made) this.#tts.delete(key);
-          this.#log.error({ err: err instanceof Error ? err.message : String(err) }, 'agent TTS could not be made; the configured TTS speaks');
+          this.#log.error(
+            { err: err instanceof Error ? err.message : String(err) },
+            'agent TTS could not be made; the configured TTS speaks',
+          );
         },
       );
       this.#tts.set(key, made);

@@ -13,7 +13,12 @@ import { LANGUAGE_PACKS, type Language } from './language.ts';
 import { fixedZone, namedZone, type LocalZone } from '../../mcp/local-tools/local-time.ts';
 
 export interface DeviceLocaleOptions {
-  config: { language: Language; defaultAgent?: string | undefined; tools: { timeZone: string }; server: { timezoneOffsetMinutes: number | null } };
+  config: {
+    language: Language;
+    defaultAgent?: string | undefined;
+    tools: { timeZone: string };
+    server: { timezoneOffsetMinutes: number | null };
+  };
   agents: AgentLookup;
   /** The agent a device without one uses. */
   defaultAgent: () => string;
@@ -73,7 +78,11 @@ export class DeviceLocale {
     if (!row) return undefined;
     if (!this.#parsed.has(row)) {
       const checked = parseAgentSettings(row.settings);
-      if (!checked.ok) this.#o.log.warn({ agent: row.name, err: checked.error }, 'agent settings are not valid; its devices use the configured time zone and language');
+      if (!checked.ok)
+        this.#o.log.warn(
+          { agent: row.name, err: checked.error },
+          'agent settings are not valid; its devices use the configured time zone and language',
+        );
       this.#parsed.set(row, checked.ok ? checked.settings : undefined);
     }
     return this.#parsed.get(row);

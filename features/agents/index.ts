@@ -6,8 +6,22 @@
  */
 export { AgentProfiles, type AgentClients, type AgentProfilesOptions } from './agent-profiles.ts';
 export { agentLookupOf, configAgentLookup, configAgentParts, type AgentLookup } from './agent-lookup.ts';
-export { AgentLlmSchema, AgentNameSchema, AgentSettingsSchema, ConfigAgentSchema, type AgentSettings, type ConfigAgent } from './agent-settings.ts';
+export {
+  AgentLlmSchema,
+  AgentNameSchema,
+  AgentSettingsSchema,
+  ConfigAgentSchema,
+  type AgentSettings,
+  type ConfigAgent,
+} from './agent-settings.ts';
 export type { AgentDefaults } from './resolve-agent.ts';
 export { DeviceLocale, type DeviceLocaleOptions } from './device-locale.ts';
 export { localToolsUnder, mcpToolsUnder } from './tool-policy.ts';
-export { LANGUAGES, LANGUAGE_PACKS, applyLanguageDefaults, languageWarnings, type Language, type LanguageWarning } from './language.ts';
+export {
+  LANGUAGES,
+  LANGUAGE_PACKS,
+  applyLanguageDefaults,
+  languageWarnings,
+  type Language,
+  type LanguageWarning,
+} from './language.ts';

@@ -89,7 +89,8 @@ export function applyLanguageDefaults(raw: unknown): unknown {
   const out: Obj = { ...raw };
   const conv: Obj = isObj(out.conversation) ? { ...out.conversation } : {};
   for (const [k, v] of Object.entries(pack.conversation)) {
-    if (k === 'apologies') conv.apologies = { ...pack.conversation.apologies, ...(isObj(conv.apologies) ? conv.apologies : {}) };
+    if (k === 'apologies')
+      conv.apologies = { ...pack.conversation.apologies, ...(isObj(conv.apologies) ? conv.apologies : {}) };
     else conv[k] ??= v;
   }
   out.conversation = conv;
@@ -113,7 +114,10 @@ export interface LanguageWarning {
  * model, so with `zh` it would turn Chinese speech into English words: the operator is told at start,
  * unless they gave it a model of their own (`asr.hmm`).
  */
-export function languageWarnings(config: { language: Language; asr: { provider: string; hmm?: string | undefined } }): LanguageWarning[] {
+export function languageWarnings(config: {
+  language: Language;
+  asr: { provider: string; hmm?: string | undefined };
+}): LanguageWarning[] {
   if (config.language !== 'zh' || config.asr.provider !== 'pocketsphinx' || config.asr.hmm !== undefined) return [];
   return [
     {

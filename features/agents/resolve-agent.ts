@@ -45,7 +45,10 @@ const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !
 export function parseAgentSettings(raw: unknown): { ok: true; settings: AgentSettings } | { ok: false; error: string } {
   const parsed = AgentSettingsSchema.safeParse(raw);
   if (parsed.success) return { ok: true, settings: parsed.data };
-  return { ok: false, error: parsed.error.issues.map((i) => `${i.path.join('.') || '(settings)'}: ${i.message}`).join('; ') };
+  return {
+    ok: false,
+    error: parsed.error.issues.map((i) => `${i.path.join('.') || '(settings)'}: ${i.message}`).join('; '),
+  };
 }
 
 /**
@@ -90,6 +93,8 @@ export function resolveAgent(config: AgentDefaults, raw: Record<string, unknown>
       ...(s.tools?.mcpServers ? { mcpServers: [...s.tools.mcpServers] } : {}),
       ...(s.tools?.local ? { local: [...s.tools.local] } : {}),
     },
-    ...(s.timeZone !== undefined || config.tools.timeZone !== '' ? { timeZone: s.timeZone ?? config.tools.timeZone } : {}),
+    ...(s.timeZone !== undefined || config.tools.timeZone !== ''
+      ? { timeZone: s.timeZone ?? config.tools.timeZone }
+      : {}),
   };
 }

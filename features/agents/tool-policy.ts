@@ -11,7 +11,10 @@ import type { ToolPolicy } from '../../voice/conversation/turn-profile.ts';
 export function filteredTools(source: ToolSource, allowed: (name: string) => boolean): ToolSource {
   return {
     listTools: async (signal) => (await source.listTools(signal)).filter((t) => allowed(t.name)),
-    callTool: (name, args, opts) => (allowed(name) ? source.callTool(name, args, opts) : Promise.resolve(errorResult(`Unknown tool "${name}". Use one of the listed tools.`))),
+    callTool: (name, args, opts) =>
+      allowed(name)
+        ? source.callTool(name, args, opts)
+        : Promise.resolve(errorResult(`Unknown tool "${name}". Use one of the listed tools.`)),
   };
 }
 

@@ -33,7 +33,9 @@ export function readIdentity(headers: HeaderBag, query: URLSearchParams): Device
   const auth = pick('authorization', 'authorization', MAX_VALUE_CHARS + 16);
   // "Bearer x" → "x"; a value with another scheme is kept whole (the firmware sends it verbatim).
   // The scheme is stripped before the cap, so a long token is not cut short.
-  const token = auth ? (/^bearer\s+/i.test(auth) ? auth.replace(/^bearer\s+/i, '') : auth).slice(0, MAX_VALUE_CHARS) : null;
+  const token = auth
+    ? (/^bearer\s+/i.test(auth) ? auth.replace(/^bearer\s+/i, '') : auth).slice(0, MAX_VALUE_CHARS)
+    : null;
   const pv = pick('protocol-version', 'protocol-version');
   return {
     deviceId: pick('device-id', 'device-id')?.toLowerCase() ?? null,
@@ -75,7 +77,9 @@ export function resolveAuthMode(auth: { mode?: AuthMode | undefined; tokens: rea
  * `reason` is for the log only: the answer to the client never says which check failed.
  * `stored`: the refusal came from the cache's view of the bindings, which the database may correct.
  */
-export type AuthDecision = { ok: true } | { ok: false; reason: string; stored?: { deviceId: string; clientId: string; token: string } };
+export type AuthDecision =
+  | { ok: true }
+  | { ok: false; reason: string; stored?: { deviceId: string; clientId: string; token: string } };
 
 export function authorize(identity: DeviceIdentity, policy: AuthPolicy): AuthDecision {
   if (policy.mode === 'tokens') {
@@ -94,7 +98,8 @@ export function authorize(identity: DeviceIdentity, policy: AuthPolicy): AuthDec
     const { deviceId, clientId, token } = identity;
     if (!deviceId || !clientId) return { ok: false, reason: 'missing Device-Id or Client-Id' };
     if (!token) return { ok: false, reason: 'missing token' };
-    if (!policy.verifyDevice?.(deviceId, clientId, token)) return { ok: false, reason: 'not a bound device or wrong token', stored: { deviceId, clientId, token } };
+    if (!policy.verifyDevice?.(deviceId, clientId, token))
+      return { ok: false, reason: 'not a bound device or wrong token', stored: { deviceId, clientId, token } };
   }
   return { ok: true };
 }

@@ -17,14 +17,25 @@ export function deviceToken(secret: string, deviceId: string, clientId: string, 
   return createHmac('sha256', secret).update(input).digest('base64url');
 }
 
-export function verifyDeviceToken(secret: string, deviceId: string, clientId: string, generation: number, token: string): boolean {
+export function verifyDeviceToken(
+  secret: string,
+  deviceId: string,
+  clientId: string,
+  generation: number,
+  token: string,
+): boolean {
   const want = Buffer.from(deviceToken(secret, deviceId, clientId, generation));
   const got = Buffer.from(token);
   return want.length === got.length && timingSafeEqual(want, got);
 }
 
 /** What the WebSocket accepts: the token of the pair's current binding; nothing for an unbound pair. */
-export function verifyBinding(devices: Pick<DeviceRegistry, 'secret' | 'binding'>, deviceId: string, clientId: string, token: string): boolean {
+export function verifyBinding(
+  devices: Pick<DeviceRegistry, 'secret' | 'binding'>,
+  deviceId: string,
+  clientId: string,
+  token: string,
+): boolean {
   const bound = devices.binding(deviceId, clientId);
   return bound !== undefined && verifyDeviceToken(devices.secret(), deviceId, clientId, bound.generation, token);
 }
@@ -33,7 +44,12 @@ export function verifyBinding(devices: Pick<DeviceRegistry, 'secret' | 'binding'
  * `verifyBinding` asked of the database instead of the cache (see `AuthPolicy.verifyStoredDevice`).
  * A database that cannot answer refuses: the cache has already said no.
  */
-export async function verifyStoredBinding(devices: Pick<DeviceRegistry, 'secret' | 'storedBinding'>, deviceId: string, clientId: string, token: string): Promise<boolean> {
+export async function verifyStoredBinding(
+  devices: Pick<DeviceRegistry, 'secret' | 'storedBinding'>,
+  deviceId: string,
+  clientId: string,
+  token: string,
+): Promise<boolean> {
   const bound = await devices.storedBinding(deviceId, clientId).catch(() => undefined);
   return bound !== undefined && verifyDeviceToken(devices.secret(), deviceId, clientId, bound.generation, token);
 }

@@ -14,7 +14,12 @@ export interface AuthSettings {
 }
 
 /** `database`: where bindings and codes are kept (store.url, password hidden). */
-export function logDeviceAuth(auth: AuthSettings, database: string, devices: DeviceRegistry | undefined, log: Logger): void {
+export function logDeviceAuth(
+  auth: AuthSettings,
+  database: string,
+  devices: DeviceRegistry | undefined,
+  log: Logger,
+): void {
   const mode = resolveAuthMode(auth);
   if (mode === 'activation') log.info({ mode, database }, 'device authentication');
   else if (mode === 'tokens') log.info({ mode, tokens: auth.tokens.length }, 'device authentication');

@@ -49,7 +49,11 @@ export class OwnHosts {
   /** The interface addresses last read, and when (ms). */
   #read: { at: number; addresses: readonly string[] } | undefined;
 
-  constructor(settings: HostSettings, interfaces: () => string[] = interfaceAddresses, now: () => number = () => performance.now()) {
+  constructor(
+    settings: HostSettings,
+    interfaces: () => string[] = interfaceAddresses,
+    now: () => number = () => performance.now(),
+  ) {
     const machine = machineName().toLowerCase();
     this.#names = new Set(['localhost', machine, `${machine}.local`]);
     let wsHost: string | undefined;
@@ -127,7 +131,12 @@ export function guardBrowserHosts(app: FastifyInstance, settings: HostSettings, 
     const foreign = claimed.findIndex((h) => !own.has(h));
     if (foreign < 0) return;
     const fix = 'if browsers reach this server by that name, add it to server.publicHosts';
-    warnings.wrap(request.log).warn({ host: truncateForLog(claimed[foreign] ?? ''), origin: truncateForLog(origin), fix }, "browser request refused: Host is not one of this server's names");
+    warnings
+      .wrap(request.log)
+      .warn(
+        { host: truncateForLog(claimed[foreign] ?? ''), origin: truncateForLog(origin), fix },
+        "browser request refused: Host is not one of this server's names",
+      );
     await reply.code(403).send({ error: 'host not allowed', fix });
     return reply;
   });
@@ -155,7 +164,8 @@ export function originFix(request: FastifyRequest, rawOrigin: string, at: Origin
   if (originHost !== null && seen.some((h) => hostName(h) === originHost)) {
     return `${origin} is this server's own page on another port: a reverse proxy in front passes Host without the port the browser used; pass it unchanged (nginx: proxy_set_header Host $http_host) or set X-Forwarded-Host`;
   }
-  if (at === 'admin API') return "the admin API answers only the console this server serves (server.allowedOrigins does not apply to it): open the console at the server's own address";
+  if (at === 'admin API')
+    return "the admin API answers only the console this server serves (server.allowedOrigins does not apply to it): open the console at the server's own address";
   return `if the page at ${origin} should use this server, add "${origin}" to server.allowedOrigins`;
 }
 
@@ -164,7 +174,10 @@ export function originFix(request: FastifyRequest, rawOrigin: string, at: Origin
  * naming the fix, at most one a second (the next line counts those left out), so a page retrying
  * in a loop costs a few lines. Returns null when allowed, else the fix for the 403 answer.
  */
-export function createOriginCheck(allowed: readonly string[], at: OriginCheckedAt): (request: FastifyRequest) => string | null {
+export function createOriginCheck(
+  allowed: readonly string[],
+  at: OriginCheckedAt,
+): (request: FastifyRequest) => string | null {
   const warnings = createLogRateLimit({ perSecond: 1, burst: 1 });
   return (request) => {
     if (originAllowed(request, allowed)) return null;
@@ -172,7 +185,13 @@ export function createOriginCheck(allowed: readonly string[], at: OriginCheckedA
     const fix = originFix(request, origin, at);
     const forwarded = forwardedHost(request);
     warnings.wrap(request.log).warn(
-      { where: at, origin: truncateForLog(origin), host: truncateForLog(request.headers.host ?? ''), ...(forwarded ? { forwardedHost: truncateForLog(forwarded) } : {}), fix },
+      {
+        where: at,
+        origin: truncateForLog(origin),
+        host: truncateForLog(request.headers.host ?? ''),
+        ...(forwarded ? { forwardedHost: truncateForLog(forwarded) } : {}),
+        fix,
+      },
       "browser request refused: Origin is not this server's page nor one of server.allowedOrigins",
     );
     return fix;

@@ -60,13 +60,16 @@ export interface OtaRouteOptions {
 
 const CORS_HEADERS = {
   'access-control-allow-methods': 'GET, POST, OPTIONS',
-  'access-control-allow-headers': 'Content-Type, Device-Id, Client-Id, Authorization, Activation-Version, Accept-Language, Serial-Number, Protocol-Version',
+  'access-control-allow-headers':
+    'Content-Type, Device-Id, Client-Id, Authorization, Activation-Version, Accept-Language, Serial-Number, Protocol-Version',
   'access-control-max-age': '600',
 };
 
 /** The host (without a port) the client used to reach us. */
 export function requestHost(request: FastifyRequest): string {
-  const forwardedHost = String(request.headers['x-forwarded-host'] ?? '').split(',')[0]?.trim();
+  const forwardedHost = String(request.headers['x-forwarded-host'] ?? '')
+    .split(',')[0]
+    ?.trim();
   const host = forwardedHost || request.headers.host || request.hostname;
   const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(host);
   if (bracketed) return bracketed[1] ?? host;
@@ -77,9 +80,13 @@ export function requestHost(request: FastifyRequest): string {
 /** ws:// or wss:// URL built from what the client used to reach us. */
 export function wsUrlFor(request: FastifyRequest, publicWsUrl: string, wsPath: string): string {
   if (publicWsUrl) return publicWsUrl;
-  const forwardedProto = String(request.headers['x-forwarded-proto'] ?? '').split(',')[0]?.trim();
+  const forwardedProto = String(request.headers['x-forwarded-proto'] ?? '')
+    .split(',')[0]
+    ?.trim();
   const secure = forwardedProto === 'https' || request.protocol === 'https';
-  const forwardedHost = String(request.headers['x-forwarded-host'] ?? '').split(',')[0]?.trim();
+  const forwardedHost = String(request.headers['x-forwarded-host'] ?? '')
+    .split(',')[0]
+    ?.trim();
   const host = forwardedHost || request.headers.host || `${request.hostname}`;
   return `${secure ? 'wss' : 'ws'}://${host}${wsPath}`;
 }
@@ -113,7 +120,8 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
   const preflight = async (_req: FastifyRequest, reply: FastifyReply): Promise<void> => {
     await reply.code(204).send();
   };
-  for (const path of [OTA_PATH, '/xiaozhi/ota', `${OTA_PATH}activate`, '/xiaozhi/ota/activate/']) app.options(path, preflight);
+  for (const path of [OTA_PATH, '/xiaozhi/ota', `${OTA_PATH}activate`, '/xiaozhi/ota/activate/'])
+    app.options(path, preflight);
 
   const post = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     let body: unknown = request.body;
@@ -126,10 +134,20 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
     }
     const parsed = OtaRequestSchema.safeParse(body ?? {});
     const device = parsed.success ? parsed.data : {};
-    if (!parsed.success) request.log.warn({ issue: truncateForLog(parsed.error.issues[0]?.message) }, 'OTA body not understood; answering anyway');
-    const identity = parseOtaIdentity({ deviceId: headerValue(request, 'device-id'), clientId: headerValue(request, 'client-id') }, body);
+    if (!parsed.success)
+      request.log.warn(
+        { issue: truncateForLog(parsed.error.issues[0]?.message) },
+        'OTA body not understood; answering anyway',
+      );
+    const identity = parseOtaIdentity(
+      { deviceId: headerValue(request, 'device-id'), clientId: headerValue(request, 'client-id') },
+      body,
+    );
     if (!identity.ok) {
-      request.log.warn({ field: identity.field, value: truncateForLog(identity.value), issue: identity.error }, 'OTA: identity refused');
+      request.log.warn(
+        { field: identity.field, value: truncateForLog(identity.value), issue: identity.error },
+        'OTA: identity refused',
+      );
       await reply.code(400).send({ error: identity.error });
       return;
     }
@@ -143,22 +161,37 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
     if (opts.records && deviceId && clientId) {
       // Queued with the store's next batch (a boot never waits for it); the record is a
       // convenience: a database that is away must not stop a device's boot.
-      opts.records.seen({ deviceId, clientId, board: device.board?.type ?? null, firmware: device.application?.version ?? null }).catch((err: unknown) => {
-        request.log.error({ err: (err as Error).message }, 'OTA: recording the device failed');
-      });
+      opts.records
+        .seen({ deviceId, clientId, board: device.board?.type ?? null, firmware: device.application?.version ?? null })
+        .catch((err: unknown) => {
+          request.log.error({ err: (err as Error).message }, 'OTA: recording the device failed');
+        });
     }
     let generation: number | undefined;
     if (opts.mode === 'activation' && opts.devices) {
       let credential;
       try {
-        credential = await activationAnswer(opts.devices, deviceId, clientId, addressKey(request), opts.bindCommand ?? SOURCES_BIND_COMMAND, request.log);
+        credential = await activationAnswer(
+          opts.devices,
+          deviceId,
+          clientId,
+          addressKey(request),
+          opts.bindCommand ?? SOURCES_BIND_COMMAND,
+          request.log,
+        );
       } catch (err) {
-        request.log.error({ err: (err as Error).message }, 'OTA: the store could not issue a code (database unreachable?)');
+        request.log.error(
+          { err: (err as Error).message },
+          'OTA: the store could not issue a code (database unreachable?)',
+        );
         await reply.code(503).header('retry-after', '30').send({ error: 'activation unavailable' });
         return;
       }
       if (!credential) {
-        request.log.warn({ deviceId: truncateForLog(deviceId), clientId: truncateForLog(clientId) }, 'OTA: activation refused (no well-formed Device-Id and Client-Id)');
+        request.log.warn(
+          { deviceId: truncateForLog(deviceId), clientId: truncateForLog(clientId) },
+          'OTA: activation refused (no well-formed Device-Id and Client-Id)',
+        );
         await reply.code(503).header('retry-after', '30').send({ error: 'activation unavailable' });
         return;
       }
@@ -169,23 +202,46 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
       // The operator binds by this code: a new one is logged at info, so `docker logs` shows it.
       if (credential.newCode) {
         request.log.info(
-          { deviceId: truncateForLog(deviceId), clientId: truncateForLog(clientId), board: truncateForLog(device.board?.type), code: credential.activation?.code, bind: credential.bind },
+          {
+            deviceId: truncateForLog(deviceId),
+            clientId: truncateForLog(clientId),
+            board: truncateForLog(device.board?.type),
+            code: credential.activation?.code,
+            bind: credential.bind,
+          },
           'activation code issued',
         );
       }
     }
     if (opts.mqtt && deviceId && clientId) {
-      const mqtt = opts.mqtt({ deviceId, clientId, ...(generation !== undefined ? { generation } : {}), host: requestHost(request), board: device.board?.type ?? '', ip: clientAddress(request) });
+      const mqtt = opts.mqtt({
+        deviceId,
+        clientId,
+        ...(generation !== undefined ? { generation } : {}),
+        host: requestHost(request),
+        board: device.board?.type ?? '',
+        ip: clientAddress(request),
+      });
       if (mqtt) {
         if (typeof mqtt.password === 'string') opts.onSecret?.(mqtt.password, true);
         response.mqtt = mqtt;
       }
     }
     if (opts.firmware.version) {
-      response.firmware = { version: opts.firmware.version, url: opts.firmware.url, ...(opts.firmware.force ? { force: 1 } : {}) };
+      response.firmware = {
+        version: opts.firmware.version,
+        url: opts.firmware.url,
+        ...(opts.firmware.force ? { force: 1 } : {}),
+      };
     }
     request.log.info(
-      { deviceId: truncateForLog(deviceId), board: truncateForLog(device.board?.type), appVersion: truncateForLog(device.application?.version), wsUrl: response.websocket.url, ...(response.mqtt ? { mqtt: response.mqtt.endpoint } : {}) },
+      {
+        deviceId: truncateForLog(deviceId),
+        board: truncateForLog(device.board?.type),
+        appVersion: truncateForLog(device.application?.version),
+        wsUrl: response.websocket.url,
+        ...(response.mqtt ? { mqtt: response.mqtt.endpoint } : {}),
+      },
       'OTA check',
     );
     await reply.code(200).send(response);
@@ -194,7 +250,9 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
   const get = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     await reply
       .type('text/plain; charset=utf-8')
-      .send(`OTA endpoint is working. Devices POST here; the WebSocket address handed out is ${wsUrlFor(request, opts.publicWsUrl, opts.wsPath)}\n`);
+      .send(
+        `OTA endpoint is working. Devices POST here; the WebSocket address handed out is ${wsUrlFor(request, opts.publicWsUrl, opts.wsPath)}\n`,
+      );
   };
 
   // The firmware polls this after speaking its code: 202 "not yet" until the owner binds it (as
@@ -202,7 +260,12 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
   const activate = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const deviceId = headerValue(request, 'device-id');
     const clientId = headerValue(request, 'client-id');
-    const bound = opts.mode !== 'activation' || (deviceId !== undefined && clientId !== undefined && opts.devices !== undefined && (await currentBinding(opts.devices, deviceId, clientId, request.log)) !== undefined);
+    const bound =
+      opts.mode !== 'activation' ||
+      (deviceId !== undefined &&
+        clientId !== undefined &&
+        opts.devices !== undefined &&
+        (await currentBinding(opts.devices, deviceId, clientId, request.log)) !== undefined);
     if (bound) await reply.code(200).type('text/plain').send('success');
     else await reply.code(202).type('text/plain').send('waiting for the owner to bind this device');
   };
@@ -220,11 +283,19 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
  * replica) made a moment ago counts before the cache hears of it. A database that cannot answer
  * is not a reason to refuse a bound device its boot: the cache's answer then (warned).
  */
-async function currentBinding(devices: DeviceRegistry, deviceId: string, clientId: string, log: FastifyBaseLogger): Promise<BoundDevice | undefined> {
+async function currentBinding(
+  devices: DeviceRegistry,
+  deviceId: string,
+  clientId: string,
+  log: FastifyBaseLogger,
+): Promise<BoundDevice | undefined> {
   try {
     return await devices.storedBinding(deviceId, clientId);
   } catch (err) {
-    log.warn({ err: (err as Error).message }, 'OTA: reading the binding failed (database unreachable?); answering from this process\'s copy');
+    log.warn(
+      { err: (err as Error).message },
+      "OTA: reading the binding failed (database unreachable?); answering from this process's copy",
+    );
     return devices.binding(deviceId, clientId);
   }
 }
@@ -252,10 +323,17 @@ async function activationAnswer(
   source: string,
   bindCommand: string,
   log: FastifyBaseLogger,
-): Promise<{ token: string; generation: number; activation?: NonNullable<OtaResponse['activation']>; newCode?: boolean; bind?: string } | null> {
+): Promise<{
+  token: string;
+  generation: number;
+  activation?: NonNullable<OtaResponse['activation']>;
+  newCode?: boolean;
+  bind?: string;
+} | null> {
   if (!deviceId || !clientId) return null;
   const bound = await currentBinding(devices, deviceId, clientId, log);
-  if (bound) return { token: deviceToken(devices.secret(), deviceId, clientId, bound.generation), generation: bound.generation };
+  if (bound)
+    return { token: deviceToken(devices.secret(), deviceId, clientId, bound.generation), generation: bound.generation };
   const pending = await devices.pendingCode(deviceId, clientId, source);
   if (!pending) return null;
   const bind = bindCommand.replaceAll('{code}', pending.code);

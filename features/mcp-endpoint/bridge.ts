@@ -98,7 +98,8 @@ export class Bridge {
     });
     this.#client = new Client({ name: 'xiaozhi-server', version: '1.0.0' }, { capabilities: {} });
     // A reply to an id we never sent, or a frame the SDK cannot use: logged, the link stays.
-    this.#client.onerror = (err) => this.#log.debug({ bridge: this.id, err: err.message }, 'mcp endpoint: protocol error from the bridge');
+    this.#client.onerror = (err) =>
+      this.#log.debug({ bridge: this.id, err: err.message }, 'mcp endpoint: protocol error from the bridge');
     this.#client.onclose = () => this.#ended();
   }
 
@@ -126,7 +127,11 @@ export class Bridge {
       this.#relister.started();
       await this.#refresh();
     } catch (err) {
-      throw this.#refuse(err instanceof BridgeRefused ? err : new BridgeRefused(CloseCodes.Policy, `tools/list failed: ${errMessage(err)}`));
+      throw this.#refuse(
+        err instanceof BridgeRefused
+          ? err
+          : new BridgeRefused(CloseCodes.Policy, `tools/list failed: ${errMessage(err)}`),
+      );
     }
     this.#client.setNotificationHandler(ToolListChangedNotificationSchema, () => this.#relist());
     if (this.#o.limits.pingIntervalMs > 0) {
@@ -165,12 +170,21 @@ export class Bridge {
   }
 
   /** Calls a tool by its exposed name. Never throws. */
-  async callTool(name: string, args: Record<string, unknown>, opts: { signal: AbortSignal; timeoutMs?: number }): Promise<ToolResult> {
+  async callTool(
+    name: string,
+    args: Record<string, unknown>,
+    opts: { signal: AbortSignal; timeoutMs?: number },
+  ): Promise<ToolResult> {
     const original = this.#original.get(name);
     if (original === undefined) return errorResult(`Unknown tool "${name}".`);
-    if (this.#closed) return errorResult(`Tool ${name} failed: the MCP bridge "${this.name}" is not connected any more (${this.#transport.closeReason ?? 'closed'}).`);
+    if (this.#closed)
+      return errorResult(
+        `Tool ${name} failed: the MCP bridge "${this.name}" is not connected any more (${this.#transport.closeReason ?? 'closed'}).`,
+      );
     if (this.#inFlight >= this.#o.limits.maxCallsInFlight) {
-      return errorResult(`Tool ${name} is busy: the MCP bridge "${this.name}" already has ${this.#inFlight} calls running; try again in a moment.`);
+      return errorResult(
+        `Tool ${name} is busy: the MCP bridge "${this.name}" already has ${this.#inFlight} calls running; try again in a moment.`,
+      );
     }
     // mcpEndpoint.callTimeoutMs governs bridge calls; the caller's own bound (the model's tool
     // timeout) only ever shortens it.
@@ -178,20 +192,34 @@ export class Bridge {
     this.#inFlight++;
     const scope = linkedScope(opts.signal);
     try {
-      const raw = await this.#client.request({ method: 'tools/call', params: { name: original, arguments: args } }, LooseResult, { signal: scope.signal, timeout });
+      const raw = await this.#client.request(
+        { method: 'tools/call', params: { name: original, arguments: args } },
+        LooseResult,
+        { signal: scope.signal, timeout },
+      );
       return normalizeToolResult(raw);
     } catch (err) {
       if (opts.signal.aborted) return errorResult(`Tool ${name} was cancelled.`);
       switch (classifyFailure(err)) {
         case 'timeout':
-          this.#log.warn({ bridge: this.name, tool: original, timeoutMs: timeout }, 'mcp endpoint: tool call timed out');
+          this.#log.warn(
+            { bridge: this.name, tool: original, timeoutMs: timeout },
+            'mcp endpoint: tool call timed out',
+          );
           return errorResult(`Tool ${name} on the MCP bridge "${this.name}" timed out after ${timeout} ms.`);
         case 'malformed':
-          return errorResult(`Tool ${name} on the MCP bridge "${this.name}" answered a malformed result (${malformedSummary(err)}).`);
+          return errorResult(
+            `Tool ${name} on the MCP bridge "${this.name}" answered a malformed result (${malformedSummary(err)}).`,
+          );
         case 'closed':
         case 'transport':
-          this.#log.warn({ bridge: this.name, tool: original, reason: this.#transport.closeReason }, 'mcp endpoint: bridge disconnected during a call');
-          return errorResult(`Tool ${name} failed: the MCP bridge "${this.name}" disconnected during the call (${this.#transport.closeReason ?? errMessage(err)}).`);
+          this.#log.warn(
+            { bridge: this.name, tool: original, reason: this.#transport.closeReason },
+            'mcp endpoint: bridge disconnected during a call',
+          );
+          return errorResult(
+            `Tool ${name} failed: the MCP bridge "${this.name}" disconnected during the call (${this.#transport.closeReason ?? errMessage(err)}).`,
+          );
         case 'rpc':
           return errorResult(`Tool ${name} failed: ${errMessage(err)}`);
       }
@@ -216,15 +244,25 @@ export class Bridge {
     return this.#refresh()
       .then(() => {
         if (JSON.stringify(this.#tools) === before) {
-          this.#log.debug({ bridge: this.name, tools: this.#tools.length }, 'mcp endpoint: bridge tools listed again, unchanged');
+          this.#log.debug(
+            { bridge: this.name, tools: this.#tools.length },
+            'mcp endpoint: bridge tools listed again, unchanged',
+          );
           return;
         }
-        this.#log.info({ agent: this.agent, bridge: this.name, tools: this.#tools.length }, 'mcp endpoint: bridge tools changed');
+        this.#log.info(
+          { agent: this.agent, bridge: this.name, tools: this.#tools.length },
+          'mcp endpoint: bridge tools changed',
+        );
         this.#o.onToolsChanged();
       })
       .catch((err: unknown) => {
         if (err instanceof BridgeRefused) this.#refuse(err);
-        else this.#log.warn({ bridge: this.name, err: errMessage(err) }, 'mcp endpoint: listing the tools again failed; the old list stays');
+        else
+          this.#log.warn(
+            { bridge: this.name, err: errMessage(err) },
+            'mcp endpoint: listing the tools again failed; the old list stays',
+          );
       });
   }
 
@@ -234,28 +272,61 @@ export class Bridge {
     const seen = new Set<string>();
     let cursor: string | undefined;
     for (let page = 0; page < limits.maxListPages; page++) {
-      const r = await this.#client.request({ method: 'tools/list', params: cursor === undefined ? {} : { cursor } }, LooseToolList, { timeout: limits.requestTimeoutMs });
+      const r = await this.#client.request(
+        { method: 'tools/list', params: cursor === undefined ? {} : { cursor } },
+        LooseToolList,
+        { timeout: limits.requestTimeoutMs },
+      );
       raw.push(...r.tools);
-      if (raw.length > limits.maxToolsPerBridge) throw new BridgeRefused(CloseCodes.Policy, `${raw.length} tools is over the limit of ${limits.maxToolsPerBridge} per bridge`);
+      if (raw.length > limits.maxToolsPerBridge)
+        throw new BridgeRefused(
+          CloseCodes.Policy,
+          `${raw.length} tools is over the limit of ${limits.maxToolsPerBridge} per bridge`,
+        );
       cursor = r.nextCursor;
       // A bridge that ignores the cursor answers the same page again: stop there.
       if (cursor === undefined || cursor === '' || seen.has(cursor)) break;
       seen.add(cursor);
     }
-    const { specs: tools, names, leftOut } = readAnnouncedTools(raw, { descriptionChars: BRIDGE_DESCRIPTION_CHARS, schema: { maxDepth: limits.maxSchemaDepth, maxNodes: limits.maxSchemaNodes } });
-    for (const t of leftOut) this.#log.warn({ bridge: this.name, tool: t.name.slice(0, 64), why: t.why }, 'mcp endpoint: tool left out (input schema too large)');
+    const {
+      specs: tools,
+      names,
+      leftOut,
+    } = readAnnouncedTools(raw, {
+      descriptionChars: BRIDGE_DESCRIPTION_CHARS,
+      schema: { maxDepth: limits.maxSchemaDepth, maxNodes: limits.maxSchemaNodes },
+    });
+    for (const t of leftOut)
+      this.#log.warn(
+        { bridge: this.name, tool: t.name.slice(0, 64), why: t.why },
+        'mcp endpoint: tool left out (input schema too large)',
+      );
     // One bridge alone gets no more than its agent's whole budget: what it holds here and what is
     // published for the other replicas stay bounded however large its listing was.
     const fit = fitToolBudget(tools, limits.maxToolBytes, limits.maxToolsPerAgent);
     if (fit.shortened.length > 0 || fit.dropped.length > 0) {
-      const fields = { bridge: this.name, maxToolBytes: limits.maxToolBytes, maxToolsPerAgent: limits.maxToolsPerAgent, bytesAnnounced: fit.bytesBefore, bytesOffered: fit.bytesAfter, dropped: truncateForLog(fit.dropped.join(', '), 1000), droppedCount: fit.dropped.length, shortenedCount: fit.shortened.length };
+      const fields = {
+        bridge: this.name,
+        maxToolBytes: limits.maxToolBytes,
+        maxToolsPerAgent: limits.maxToolsPerAgent,
+        bytesAnnounced: fit.bytesBefore,
+        bytesOffered: fit.bytesAfter,
+        dropped: truncateForLog(fit.dropped.join(', '), 1000),
+        droppedCount: fit.dropped.length,
+        shortenedCount: fit.shortened.length,
+      };
       if (this.#budgetWarned) this.#log.debug(fields, 'mcp endpoint: bridge tools over the budget');
       else this.#log.warn(fields, 'mcp endpoint: bridge tools over the budget');
       this.#budgetWarned = true;
     }
     const offered = new Set(fit.specs.map((t) => t.name));
     this.#tools = fit.specs;
-    this.#original = new Map(names.names().filter((exposed) => offered.has(exposed)).map((exposed) => [exposed, names.get(exposed) as string]));
+    this.#original = new Map(
+      names
+        .names()
+        .filter((exposed) => offered.has(exposed))
+        .map((exposed) => [exposed, names.get(exposed) as string]),
+    );
   }
 
   #refuse(err: BridgeRefused): BridgeRefused {

@@ -49,11 +49,21 @@ export interface RelayOptions {
 type Target = { bridge: Bridge } | { remote: PublishedBridge };
 
 function isToolSpec(v: unknown): v is ToolSpec {
-  return typeof v === 'object' && v !== null && typeof (v as ToolSpec).name === 'string' && typeof (v as ToolSpec).inputSchema === 'object';
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    typeof (v as ToolSpec).name === 'string' &&
+    typeof (v as ToolSpec).inputSchema === 'object'
+  );
 }
 
 function isToolResult(v: unknown): v is ToolResult {
-  return typeof v === 'object' && v !== null && Array.isArray((v as ToolResult).content) && typeof (v as ToolResult).isError === 'boolean';
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    Array.isArray((v as ToolResult).content) &&
+    typeof (v as ToolResult).isError === 'boolean'
+  );
 }
 
 export class BridgeHub {
@@ -103,7 +113,11 @@ export class BridgeHub {
     this.#stopped = true;
     for (const t of this.#timers) clearInterval(t);
     await this.#publisher.stop();
-    await this.#relay?.clear(this.owner).catch((err: unknown) => this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not remove the published bridges'));
+    await this.#relay
+      ?.clear(this.owner)
+      .catch((err: unknown) =>
+        this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not remove the published bridges'),
+      );
   }
 
   /** Whether one more connection from `address` fits; counts it when it does (release with `released`). */
@@ -143,7 +157,11 @@ export class BridgeHub {
       bridge.close(CloseCodes.Policy, `agent already has ${kept.length} bridges connected (the limit)`);
       return false;
     }
-    if (replaced.size < namesakes.length) this.#log.info({ agent: bridge.agent, bridge: bridge.name, namesakes: namesakes.length - replaced.size }, 'mcp endpoint: another live bridge has this name; both serve');
+    if (replaced.size < namesakes.length)
+      this.#log.info(
+        { agent: bridge.agent, bridge: bridge.name, namesakes: namesakes.length - replaced.size },
+        'mcp endpoint: another live bridge has this name; both serve',
+      );
     this.#byAgent.set(bridge.agent, [...kept, bridge]);
     bridge.onClosed(() => this.#leave(bridge));
     this.#changed(bridge.agent);
@@ -224,7 +242,11 @@ export class BridgeHub {
       // bridges with one name are still told apart.
       const merged = mergeToolNames<Target>([
         ...this.bridgesOf(agent).map((bridge) => ({ name: bridge.name, specs: bridge.tools, group: { bridge } })),
-        ...(await this.#remote(agent)).map((remote) => ({ name: remote.name, specs: remote.tools.filter(isToolSpec), group: { remote } })),
+        ...(await this.#remote(agent)).map((remote) => ({
+          name: remote.name,
+          specs: remote.tools.filter(isToolSpec),
+          group: { remote },
+        })),
       ]);
       const out = merged.specs;
       const next = merged.routes;
@@ -262,8 +284,18 @@ export class BridgeHub {
     if (this.#budgetWarned.get(agent) !== what) {
       this.#budgetWarned.set(agent, what);
       this.#log.warn(
-        { agent, maxToolBytes, maxToolsPerAgent, bytesAnnounced: fit.bytesBefore, bytesOffered: fit.bytesAfter, toolsAnnounced: specs.length, dropped: truncateForLog(fit.dropped.join(', '), 1000), droppedCount: fit.dropped.length, shortenedCount: fit.shortened.length },
-        'mcp endpoint: the agent\'s bridge tools are over the budget',
+        {
+          agent,
+          maxToolBytes,
+          maxToolsPerAgent,
+          bytesAnnounced: fit.bytesBefore,
+          bytesOffered: fit.bytesAfter,
+          toolsAnnounced: specs.length,
+          dropped: truncateForLog(fit.dropped.join(', '), 1000),
+          droppedCount: fit.dropped.length,
+          shortenedCount: fit.shortened.length,
+        },
+        "mcp endpoint: the agent's bridge tools are over the budget",
       );
     }
     return fit.specs;
@@ -282,7 +314,7 @@ export class BridgeHub {
     const cached = this.#remoteRead.get(agent);
     if (cached) return cached.bridges;
     const bridges = relay.remote(agent, this.owner).catch((err: unknown) => {
-      this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not read the other replicas\' bridges');
+      this.#log.warn({ err: (err as Error).message }, "mcp endpoint: could not read the other replicas' bridges");
       this.#remoteRead.delete(agent);
       return [];
     });
@@ -291,7 +323,12 @@ export class BridgeHub {
   }
 
   /** A call to a bridge on another replica: queued in the database, answered by that replica. */
-  async #callRemote(remote: PublishedBridge, tool: string, args: Record<string, unknown>, signal: AbortSignal): Promise<ToolResult> {
+  async #callRemote(
+    remote: PublishedBridge,
+    tool: string,
+    args: Record<string, unknown>,
+    signal: AbortSignal,
+  ): Promise<ToolResult> {
     const relay = this.#relay;
     if (!relay) return errorResult(`Tool ${tool} failed: the MCP bridge "${remote.name}" is not connected here.`);
     const id = randomUUID();
@@ -302,12 +339,21 @@ export class BridgeHub {
       while (!signal.aborted && performance.now() < deadline) {
         await new Promise((r) => setTimeout(r, this.#pollMs));
         const result = await relay.take(id);
-        if (result !== undefined) return isToolResult(result) ? result : errorResult(`Tool ${tool} on the MCP bridge "${remote.name}" answered a malformed result.`);
+        if (result !== undefined)
+          return isToolResult(result)
+            ? result
+            : errorResult(`Tool ${tool} on the MCP bridge "${remote.name}" answered a malformed result.`);
       }
       await relay.drop(id);
-      return signal.aborted ? errorResult(`Tool ${tool} was cancelled.`) : errorResult(`Tool ${tool} failed: the replica the MCP bridge "${remote.name}" is connected to did not answer in time.`);
+      return signal.aborted
+        ? errorResult(`Tool ${tool} was cancelled.`)
+        : errorResult(
+            `Tool ${tool} failed: the replica the MCP bridge "${remote.name}" is connected to did not answer in time.`,
+          );
     } catch (err) {
-      return errorResult(`Tool ${tool} failed: could not reach the MCP bridge "${remote.name}" on another replica (${(err as Error).message}).`);
+      return errorResult(
+        `Tool ${tool} failed: could not reach the MCP bridge "${remote.name}" on another replica (${(err as Error).message}).`,
+      );
     }
   }
 
@@ -324,8 +370,14 @@ export class BridgeHub {
           const result = bridge
             ? await bridge.callTool(call.tool, call.args, { signal: new AbortController().signal })
             : errorResult(`Tool ${call.tool} failed: its MCP bridge is not connected any more.`);
-          await relay.finish(call.id, { content: result.content, isError: result.isError, ...(result.structuredContent ? { structuredContent: result.structuredContent } : {}) });
-        })().catch((err: unknown) => this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not answer a forwarded call'));
+          await relay.finish(call.id, {
+            content: result.content,
+            isError: result.isError,
+            ...(result.structuredContent ? { structuredContent: result.structuredContent } : {}),
+          });
+        })().catch((err: unknown) =>
+          this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not answer a forwarded call'),
+        );
       }
     } catch (err) {
       this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not read forwarded calls');
@@ -347,7 +399,14 @@ export class BridgeHub {
   #writeBridges(): Promise<void> | undefined {
     const relay = this.#relay;
     if (!relay) return undefined;
-    const bridges = [...this.#byAgent.values()].flat().map((b) => ({ id: b.id, agent: b.agent, name: b.name, address: b.address, connectedAt: b.connectedAt, tools: [...b.tools] }));
+    const bridges = [...this.#byAgent.values()].flat().map((b) => ({
+      id: b.id,
+      agent: b.agent,
+      name: b.name,
+      address: b.address,
+      connectedAt: b.connectedAt,
+      tools: [...b.tools],
+    }));
     const text = JSON.stringify(bridges);
     if (text === this.#published) return undefined;
     return relay
@@ -355,7 +414,12 @@ export class BridgeHub {
       .then(() => {
         this.#published = text;
       })
-      .catch((err: unknown) => this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not publish the bridges for the other replicas'));
+      .catch((err: unknown) =>
+        this.#log.warn(
+          { err: (err as Error).message },
+          'mcp endpoint: could not publish the bridges for the other replicas',
+        ),
+      );
   }
 
   /**
@@ -375,7 +439,9 @@ export class BridgeHub {
     this.#publisher.holdFor(() =>
       relay
         .heartbeat(this.owner)
-        .catch((err: unknown) => this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not mark the published bridges as live'))
+        .catch((err: unknown) =>
+          this.#log.warn({ err: (err as Error).message }, 'mcp endpoint: could not mark the published bridges as live'),
+        )
         // A change that came during the heartbeat, or one whose write failed before.
         .finally(() => this.#publish()),
     );

@@ -74,11 +74,17 @@ export async function mcpEndpointRoute(app: FastifyInstance, opts: McpEndpointRo
     const agent = token === '' ? undefined : await opts.tokens.verify(token);
     const budget = agent === undefined ? perIp.takeUpgrade(address) : perIp.takeAuthenticatedUpgrade(address, agent);
     if (!budget) {
-      await reply.code(429).header('retry-after', String(opts.retryAfterS)).send({ error: 'too many connection attempts' });
+      await reply
+        .code(429)
+        .header('retry-after', String(opts.retryAfterS))
+        .send({ error: 'too many connection attempts' });
       return;
     }
     if (agent === undefined) {
-      request.log.warn({ remote: clientAddress(request), token: token === '' ? 'none' : 'unknown' }, 'mcp endpoint: bridge refused (no valid token)');
+      request.log.warn(
+        { remote: clientAddress(request), token: token === '' ? 'none' : 'unknown' },
+        'mcp endpoint: bridge refused (no valid token)',
+      );
       await reply.code(401).send({ error: 'unauthorized: unknown or revoked MCP endpoint token' });
       return;
     }
@@ -129,11 +135,22 @@ export async function mcpEndpointRoute(app: FastifyInstance, opts: McpEndpointRo
       .then(async () => {
         if (bridge.closed || !(await hub.join(bridge))) return;
         log.info(
-          { bridge: bridge.name, server: bridge.serverInfo, protocolVersion: bridge.protocolVersion, tools: bridge.tools.length, remote: clientAddress(request) },
+          {
+            bridge: bridge.name,
+            server: bridge.serverInfo,
+            protocolVersion: bridge.protocolVersion,
+            tools: bridge.tools.length,
+            remote: clientAddress(request),
+          },
           'mcp endpoint: bridge connected',
         );
       })
-      .catch((err: unknown) => log.warn({ remote: clientAddress(request), err: (err as Error).message }, 'mcp endpoint: bridge refused during set-up'));
+      .catch((err: unknown) =>
+        log.warn(
+          { remote: clientAddress(request), err: (err as Error).message },
+          'mcp endpoint: bridge refused during set-up',
+        ),
+      );
   };
 
   app.get(MCP_ENDPOINT_PATH, { websocket: true, preValidation }, handler);

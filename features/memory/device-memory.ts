@@ -81,7 +81,11 @@ export class DeviceMemory {
   constructor(opts: DeviceMemoryOptions) {
     this.#o = opts;
     this.#log = opts.log.child({ part: 'memory' });
-    this.#batcher = new WriteBatcher<NewTurn>({ write: (rows) => opts.store.addTurns(rows), log: this.#log, what: 'turns' });
+    this.#batcher = new WriteBatcher<NewTurn>({
+      write: (rows) => opts.store.addTurns(rows),
+      log: this.#log,
+      what: 'turns',
+    });
     const every = opts.pruneEveryMs ?? 3_600_000;
     const first = setTimeout(() => void this.prune(), Math.min(every, 60_000));
     const repeat = setInterval(() => void this.prune(), every);
@@ -166,7 +170,11 @@ export class DeviceMemory {
       this.#o.store.facts(pair, agent),
       this.#o.store.summary(pair, agent),
     ]);
-    return { rows: messagesOfRows(rows, historyTurns, historyChars), facts: facts.map((f) => f.text), summary: summary?.text };
+    return {
+      rows: messagesOfRows(rows, historyTurns, historyChars),
+      facts: facts.map((f) => f.text),
+      summary: summary?.text,
+    };
   }
 
   /** A session with `agent` in summary mode ended: fold its older turns into the summary, in the background. */
@@ -182,7 +190,10 @@ export class DeviceMemory {
     const running = this.#running.get(key);
     if (running) return running;
     // A model that stalls must not hold the summary for good: the attempt is bounded and retried.
-    const scope = linkedScope(this.#abort.signal, { timeoutMs: this.#o.summaryTimeoutMs ?? 60_000, what: 'memory summary' });
+    const scope = linkedScope(this.#abort.signal, {
+      timeoutMs: this.#o.summaryTimeoutMs ?? 60_000,
+      what: 'memory summary',
+    });
     const work = (async () => {
       try {
         await this.#batcher.flush();
@@ -193,13 +204,28 @@ export class DeviceMemory {
           return;
         }
         const { historyTurns, historyChars } = this.#o.settings;
-        const kept = messagesOfRows(await this.#o.store.recentTurns(pair, agent, historyTurns * ROWS_PER_TURN), historyTurns, historyChars);
+        const kept = messagesOfRows(
+          await this.#o.store.recentTurns(pair, agent, historyTurns * ROWS_PER_TURN),
+          historyTurns,
+          historyChars,
+        );
         const keepRecent = kept.length;
-        const folded = await foldIntoSummary({ store: this.#o.store, llm: now.llm, pair, agent, keepRecent, signal: scope.signal });
+        const folded = await foldIntoSummary({
+          store: this.#o.store,
+          llm: now.llm,
+          pair,
+          agent,
+          keepRecent,
+          signal: scope.signal,
+        });
         // Turns left over (more than one request holds) are folded at the next retry.
         if (folded !== 'more') this.#due.delete(key);
       } catch (err) {
-        if (!this.#closed) this.#log.warn({ agent, err: err instanceof Error ? err.message : String(err) }, 'memory: summary not written; tried again later');
+        if (!this.#closed)
+          this.#log.warn(
+            { agent, err: err instanceof Error ? err.message : String(err) },
+            'memory: summary not written; tried again later',
+          );
       } finally {
         scope.dispose();
         this.#running.delete(key);
@@ -222,7 +248,10 @@ export class DeviceMemory {
   /** Removes turns past the retention period and the per-device maximum. */
   async prune(): Promise<number> {
     try {
-      const removed = await this.#o.store.prune({ retentionDays: this.#o.settings.retentionDays, maxTurnsPerDevice: this.#o.settings.maxTurnsPerDevice });
+      const removed = await this.#o.store.prune({
+        retentionDays: this.#o.settings.retentionDays,
+        maxTurnsPerDevice: this.#o.settings.maxTurnsPerDevice,
+      });
       if (removed > 0) this.#log.info({ removed }, 'memory: old turns removed');
       return removed;
     } catch (err) {
@@ -292,7 +321,7 @@ class DeviceSessionMemory implements SessionMemory {
         await this.#m.batcher.flush();
         await this.#m.store.forgetAll(this.#pair, agent);
         this.#forgotten(agent);
-        this.#m.log.info({ agent }, 'memory: the device\'s memory with its agent was deleted at the user\'s request');
+        this.#m.log.info({ agent }, "memory: the device's memory with its agent was deleted at the user's request");
       },
       list: async () => {
         const agent = this.#agent;
@@ -370,6 +399,7 @@ class DeviceSessionMemory implements SessionMemory {
   close(): void {
     this.#ended();
     const agent = this.#agent;
-    if (agent !== undefined && this.#mode === 'summary' && this.#recordedWith.has(agent)) this.#m.summaryDue(this.#pair, agent);
+    if (agent !== undefined && this.#mode === 'summary' && this.#recordedWith.has(agent))
+      this.#m.summaryDue(this.#pair, agent);
   }
 }

@@ -23,7 +23,10 @@ export function rowsOfTurn(messages: readonly ChatMessage[]): Array<{ role: Turn
     if (m.role !== 'assistant') continue;
     for (const c of m.toolCalls ?? []) {
       const result = results.get(c.id);
-      rows.push({ role: 'tool', text: `${c.name}(${short(c.arguments, TOOL_ARGS_CHARS)})${result !== undefined ? ` → ${short(result, TOOL_RESULT_CHARS)}` : ''}` });
+      rows.push({
+        role: 'tool',
+        text: `${c.name}(${short(c.arguments, TOOL_ARGS_CHARS)})${result !== undefined ? ` → ${short(result, TOOL_RESULT_CHARS)}` : ''}`,
+      });
     }
     if (m.content.trim() !== '') rows.push({ role: 'assistant', text: m.content });
   }

@@ -46,7 +46,12 @@ async function readEntry(procRoot: string, pid: number): Promise<ProcEntry | nul
     const stat = parseStat(await readFile(`${procRoot}/${pid}/stat`, 'utf8'));
     if (!stat) return null;
     const cmdline = await readFile(`${procRoot}/${pid}/cmdline`, 'utf8').catch(() => '');
-    return { pid, ppid: stat.ppid, name: programName(cmdline, stat.comm), args: cmdline.split('\0').filter(Boolean).join(' ') };
+    return {
+      pid,
+      ppid: stat.ppid,
+      name: programName(cmdline, stat.comm),
+      args: cmdline.split('\0').filter(Boolean).join(' '),
+    };
   } catch {
     // The process ended between the listing and the read: it is simply not counted.
     return null;
@@ -67,7 +72,9 @@ export async function listDescendants(opts: ChildProcessScanOptions = {}): Promi
     return [];
   }
   const pids = names.filter((n) => /^\d+$/.test(n)).map(Number);
-  const entries = (await Promise.all(pids.map((p) => readEntry(procRoot, p)))).filter((e): e is ProcEntry => e !== null);
+  const entries = (await Promise.all(pids.map((p) => readEntry(procRoot, p)))).filter(
+    (e): e is ProcEntry => e !== null,
+  );
   const byParent = new Map<number, ProcEntry[]>();
   for (const e of entries) byParent.set(e.ppid, [...(byParent.get(e.ppid) ?? []), e]);
   const out: ProcEntry[] = [];

@@ -24,7 +24,11 @@ export function loadMetrics(registers: Registry[], sources: () => MetricsSources
       this.set(sources().activeSessions?.() ?? 0);
     },
   });
-  const sessionsTotal = new Counter({ name: 'xiaozhi_sessions_total', help: 'Device sessions started (after hello).', registers });
+  const sessionsTotal = new Counter({
+    name: 'xiaozhi_sessions_total',
+    help: 'Device sessions started (after hello).',
+    registers,
+  });
   const refused = new Counter({
     name: 'xiaozhi_connections_refused_total',
     help: 'Device connections refused (WebSocket upgrades; MQTT CONNECTs and hellos): unauthorized (401), capacity (503, server.maxSessions), draining (503, shutting down), overloaded (503, server.admission), per_ip (429, server.maxSessionsPerIp or server.upgradeRate).',
@@ -41,7 +45,7 @@ export function loadMetrics(registers: Registry[], sources: () => MetricsSources
   });
   const udpDrops = new Counter({
     name: 'xiaozhi_udp_datagrams_dropped_total',
-    help: 'Audio datagrams dropped by the MQTT transport: size (too large), short, type, length (not the header\'s), unknown_ssrc, replay (sequence not newer, or too far ahead), implausible (not an Opus frame of the announced duration after decryption), unconfirmed (from a new address not yet confirmed as the device\'s).',
+    help: "Audio datagrams dropped by the MQTT transport: size (too large), short, type, length (not the header's), unknown_ssrc, replay (sequence not newer, or too far ahead), implausible (not an Opus frame of the announced duration after decryption), unconfirmed (from a new address not yet confirmed as the device's).",
     labelNames: ['reason'],
     registers,
   });

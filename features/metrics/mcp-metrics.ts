@@ -47,7 +47,11 @@ export function mcpMetrics(registers: Registry[], source: () => McpMetricsSource
     registers,
   });
   /** Counters whose truth lives in McpManager.stats(): copied at scrape time. */
-  const fromMcpStats = (name: string, help: string, pick: (s: ReturnType<McpMetricsSource['stats']>[string]) => number): void => {
+  const fromMcpStats = (
+    name: string,
+    help: string,
+    pick: (s: ReturnType<McpMetricsSource['stats']>[string]) => number,
+  ): void => {
     new Counter({
       name,
       help,
@@ -60,8 +64,16 @@ export function mcpMetrics(registers: Registry[], source: () => McpMetricsSource
     });
   };
   fromMcpStats('xiaozhi_resource_cache_hits_total', 'MCP resource reads answered from the cache.', (s) => s.cacheHits);
-  fromMcpStats('xiaozhi_resource_cache_misses_total', 'MCP resource reads that went to the server.', (s) => s.cacheMisses);
-  fromMcpStats('xiaozhi_mcp_reconnects_total', 'Successful MCP reconnects after the first connect.', (s) => s.reconnects);
+  fromMcpStats(
+    'xiaozhi_resource_cache_misses_total',
+    'MCP resource reads that went to the server.',
+    (s) => s.cacheMisses,
+  );
+  fromMcpStats(
+    'xiaozhi_mcp_reconnects_total',
+    'Successful MCP reconnects after the first connect.',
+    (s) => s.reconnects,
+  );
   fromMcpStats('xiaozhi_mcp_call_timeouts_total', 'MCP tool calls that timed out.', (s) => s.timeouts);
 
   let unsubscribe: (() => void) | undefined;

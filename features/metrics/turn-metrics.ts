@@ -20,7 +20,7 @@ export const TURN_BUCKETS_S = [0.5, 1, 2, 3, 5, 7.5, 10, 15, 20, 30, 60, 120] as
 export function turnMetrics(registers: Registry[], mcpNames: ReadonlySet<string>): Required<TurnObserver> {
   const turns = new Counter({
     name: 'xiaozhi_turns_total',
-    help: 'Conversation turns by how they started (voice, text, wake_word, or notice: a message of the server\'s own) and how they ended.',
+    help: "Conversation turns by how they started (voice, text, wake_word, or notice: a message of the server's own) and how they ended.",
     labelNames: ['source', 'outcome'] as const,
     registers,
   });
@@ -29,11 +29,18 @@ export function turnMetrics(registers: Registry[], mcpNames: ReadonlySet<string>
     help: 'Turns a device asked for (typed text, wake word, speech) and did not get: its session had started conversation.maxTurnsPerMinute turns in the last minute.',
     registers,
   });
-  const stage = (name: string, help: string): Histogram => new Histogram({ name, help, buckets: [...STAGE_BUCKETS_S], registers });
+  const stage = (name: string, help: string): Histogram =>
+    new Histogram({ name, help, buckets: [...STAGE_BUCKETS_S], registers });
   const asr = stage('xiaozhi_asr_duration_seconds', 'Speech recognition: end of speech to recognised text.');
   const llmFirst = stage('xiaozhi_llm_first_token_seconds', 'LLM request to its first streamed token.');
-  const firstSentence = stage('xiaozhi_first_sentence_seconds', 'End of speech (server decision) to the answer\'s first sentence, ready to be spoken.');
-  const firstAudio = stage('xiaozhi_first_audio_seconds', 'End of speech (server decision) to the first audio frame sent to the device.');
+  const firstSentence = stage(
+    'xiaozhi_first_sentence_seconds',
+    "End of speech (server decision) to the answer's first sentence, ready to be spoken.",
+  );
+  const firstAudio = stage(
+    'xiaozhi_first_audio_seconds',
+    'End of speech (server decision) to the first audio frame sent to the device.',
+  );
   const turnTotal = new Histogram({
     name: 'xiaozhi_turn_duration_seconds',
     help: 'Whole turns, from their start to the last frame or their end.',

@@ -59,7 +59,11 @@ export function pushAudioRoute(clips: AudioClips): (app: FastifyInstance) => Pro
   return async (app) => {
     app.get<{ Params: { name: string } }>(`${PUSH_AUDIO_PATH}:name`, async (request, reply) => {
       const bytes = /^[A-Za-z0-9_-]{32}\.ogg$/.test(request.params.name) ? clips.take(request.params.name) : undefined;
-      if (!bytes) return reply.code(404).header('Cache-Control', 'no-store').send({ error: 'no such clip (unknown, already fetched or expired)' });
+      if (!bytes)
+        return reply
+          .code(404)
+          .header('Cache-Control', 'no-store')
+          .send({ error: 'no such clip (unknown, already fetched or expired)' });
       return reply.code(200).header('Content-Type', 'audio/ogg').header('Cache-Control', 'no-store').send(bytes);
     });
   };

@@ -37,7 +37,10 @@ export async function notifyAudio(o: NotifyAudioOptions, deviceId: string, text:
     const cutter = createSentenceCutter({ maxChars: 160, firstCutMinChars: Number.MAX_SAFE_INTEGER });
     const packets: Buffer[] = [];
     for (const piece of [...cutter.push(text), ...cutter.flush()]) {
-      const stream = tts.synthesis === 'media-worker' ? media.speak(piece, signal, true, tts.voice) : media.encode(synthesizePcm(tts, piece, { sampleRate: o.sampleRate, signal, log: o.log }), signal);
+      const stream =
+        tts.synthesis === 'media-worker'
+          ? media.speak(piece, signal, true, tts.voice)
+          : media.encode(synthesizePcm(tts, piece, { sampleRate: o.sampleRate, signal, log: o.log }), signal);
       for await (const p of stream) packets.push(p);
     }
     return oggOpus(packets, { inputSampleRate: o.sampleRate });

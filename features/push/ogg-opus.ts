@@ -66,7 +66,13 @@ function opusTags(vendor: string): Uint8Array {
 }
 
 /** One page holding whole `packets`. */
-function page(packets: readonly Uint8Array[], granule: bigint, serial: number, sequence: number, flags: number): Buffer {
+function page(
+  packets: readonly Uint8Array[],
+  granule: bigint,
+  serial: number,
+  sequence: number,
+  flags: number,
+): Buffer {
   const lacing: number[] = [];
   for (const p of packets) {
     let n = p.length;
@@ -99,9 +105,15 @@ const EOS = 0x04;
  * A complete Ogg/Opus file of mono `packets` (any Opus frame sizes). `inputSampleRate` is only
  * informative (the rate the audio was encoded from); playback is always at 48 kHz.
  */
-export function oggOpus(packets: readonly Uint8Array[], opts: { inputSampleRate: number; serial?: number; vendor?: string }): Buffer {
+export function oggOpus(
+  packets: readonly Uint8Array[],
+  opts: { inputSampleRate: number; serial?: number; vendor?: string },
+): Buffer {
   const serial = opts.serial ?? 1;
-  const pages: Buffer[] = [page([opusHead(opts.inputSampleRate)], 0n, serial, 0, BOS), page([opusTags(opts.vendor ?? 'xiaozhi-server')], 0n, serial, 1, 0)];
+  const pages: Buffer[] = [
+    page([opusHead(opts.inputSampleRate)], 0n, serial, 0, BOS),
+    page([opusTags(opts.vendor ?? 'xiaozhi-server')], 0n, serial, 1, 0),
+  ];
   let sequence = 2;
   let granule = BigInt(PRE_SKIP);
   let batch: Uint8Array[] = [];

@@ -136,14 +136,19 @@ export class PushDelivery implements Push {
       }
       // The pairs that can hear a message here, once per sweep (not a scan of every session per waiting row).
       const hearing = new Set<string>();
-      for (const x of this.#o.registry.list()) if (!x.ended && x.helloDone && x.deviceId && this.#audible(x) === true) hearing.add(targetKey({ deviceId: x.deviceId, clientId: x.clientId }));
+      for (const x of this.#o.registry.list())
+        if (!x.ended && x.helloDone && x.deviceId && this.#audible(x) === true)
+          hearing.add(targetKey({ deviceId: x.deviceId, clientId: x.clientId }));
       for (const m of await pushMessages.pending(SWEEP_ROWS)) {
         if (!hearing.has(targetKey(m)) && this.#idleLink(m) === undefined) continue;
         const claimed = await this.#o.store.pushMessages.claim(m.id, this.#o.store.replica);
         if (claimed) await this.#deliverClaimed(claimed, {});
       }
     } catch (err) {
-      this.#log.warn({ err: err instanceof Error ? err.message : String(err) }, 'push: looking for waiting messages failed');
+      this.#log.warn(
+        { err: err instanceof Error ? err.message : String(err) },
+        'push: looking for waiting messages failed',
+      );
     } finally {
       this.#sweeping = false;
     }
@@ -212,18 +217,40 @@ export class PushDelivery implements Push {
         const idle = this.#idleLink(pair);
         if (idle) await this.#deliverQueued(pair, { link: idle });
       }
-    })().catch((err: unknown) => this.#log.warn({ err: err instanceof Error ? err.message : String(err), deviceId: pair.deviceId }, 'push: queued messages could not be delivered'));
+    })().catch((err: unknown) =>
+      this.#log.warn(
+        { err: err instanceof Error ? err.message : String(err), deviceId: pair.deviceId },
+        'push: queued messages could not be delivered',
+      ),
+    );
   };
 
   async say(req: SayRequest): Promise<SayOutcome> {
     const chars = req.text.length;
     let clientId: string | null | undefined;
     const outcome = await this.#say(req, (c) => (clientId = c)).catch((err: unknown) => {
-      this.#log.error({ err: err instanceof Error ? err.message : String(err), deviceId: req.deviceId }, 'push: say failed');
+      this.#log.error(
+        { err: err instanceof Error ? err.message : String(err), deviceId: req.deviceId },
+        'push: say failed',
+      );
       throw err;
     });
     // The audit line: who asked what for whom (the pair it went to), and how it went; the words only under `pii`.
-    this.#log.info({ deviceId: req.deviceId, clientId: clientId ?? req.clientId, source: req.source, status: outcome.status, ...(outcome.reason ? { reason: outcome.reason } : {}), ...(outcome.replica ? { replica: outcome.replica } : {}), ...(outcome.id ? { id: outcome.id } : {}), chars, interrupt: req.interrupt === true, pii: { text: req.text } }, 'push: say');
+    this.#log.info(
+      {
+        deviceId: req.deviceId,
+        clientId: clientId ?? req.clientId,
+        source: req.source,
+        status: outcome.status,
+        ...(outcome.reason ? { reason: outcome.reason } : {}),
+        ...(outcome.replica ? { replica: outcome.replica } : {}),
+        ...(outcome.id ? { id: outcome.id } : {}),
+        chars,
+        interrupt: req.interrupt === true,
+        pii: { text: req.text },
+      },
+      'push: say',
+    );
     return outcome;
   }
 
@@ -270,11 +297,17 @@ export class PushDelivery implements Push {
   async #targetOf(deviceId: string, clientId: string | undefined): Promise<Target | undefined> {
     if (clientId !== undefined) {
       const pair = { deviceId, clientId: clientId.toLowerCase() };
-      if (this.#session(pair) || this.#links?.find(deviceId, pair.clientId) || (await this.#o.store.devices.get(deviceId))) return pair;
+      if (
+        this.#session(pair) ||
+        this.#links?.find(deviceId, pair.clientId) ||
+        (await this.#o.store.devices.get(deviceId))
+      )
+        return pair;
       return undefined;
     }
     let newest: DeviceSession | undefined;
-    for (const s of this.#o.registry.list()) if (!s.ended && s.helloDone && s.deviceId?.toLowerCase() === deviceId) newest = s;
+    for (const s of this.#o.registry.list())
+      if (!s.ended && s.helloDone && s.deviceId?.toLowerCase() === deviceId) newest = s;
     if (newest) return { deviceId, clientId: newest.clientId?.toLowerCase() ?? null };
     const link = this.#links?.find(deviceId);
     if (link) return { deviceId, clientId: link.clientId.toLowerCase() };
@@ -283,16 +316,29 @@ export class PushDelivery implements Push {
   }
 
   /** Rows: another replica may hold the pair; else it waits for the pair (or is refused). */
-  async #handOver(m: { deviceId: string; clientId: string | null; text: string; interrupt: boolean; source: PushSource }): Promise<SayOutcome> {
+  async #handOver(m: {
+    deviceId: string;
+    clientId: string | null;
+    text: string;
+    interrupt: boolean;
+    source: PushSource;
+  }): Promise<SayOutcome> {
     const { pushMessages } = this.#o.store;
     const ttl = this.#o.config.queueTtlMs;
     const others = await pushMessages.othersAlive(this.#o.store.replica);
     if (!others && ttl === 0) return { status: 'refused', reason: 'offline' };
     const wait = this.#o.handOverWaitMs ?? HAND_OVER_WAIT_MS;
     const id = randomUUID();
-    const { expired, dropped } = await pushMessages.add({ id, ...m, expiresMs: this.#now() + (ttl > 0 ? ttl : 2 * wait) }, this.#o.config.maxQueuedPerDevice);
+    const { expired, dropped } = await pushMessages.add(
+      { id, ...m, expiresMs: this.#now() + (ttl > 0 ? ttl : 2 * wait) },
+      this.#o.config.maxQueuedPerDevice,
+    );
     if (expired > 0) this.#log.info({ expired }, 'push: queued messages expired unheard (push.queueTtlMs)');
-    if (dropped > 0) this.#log.warn({ deviceId: m.deviceId, clientId: m.clientId, dropped, max: this.#o.config.maxQueuedPerDevice }, 'push: too many messages waiting for the device: the oldest dropped');
+    if (dropped > 0)
+      this.#log.warn(
+        { deviceId: m.deviceId, clientId: m.clientId, dropped, max: this.#o.config.maxQueuedPerDevice },
+        'push: too many messages waiting for the device: the oldest dropped',
+      );
     if (!others) return { status: 'queued', id };
     let done = await this.#waitDelivered(id, wait);
     if (done) return done;
@@ -314,7 +360,8 @@ export class PushDelivery implements Push {
     const until = this.#now() + ms;
     for (;;) {
       const row = await this.#o.store.pushMessages.get(id);
-      if (row && isDelivered(row.state)) return { status: row.state, ...(row.claimedBy ? { replica: row.claimedBy } : {}) };
+      if (row && isDelivered(row.state))
+        return { status: row.state, ...(row.claimedBy ? { replica: row.claimedBy } : {}) };
       const left = until - this.#now();
       if (left <= 0 || this.#closing.signal.aborted) return undefined;
       await new Promise<void>((resolve) => {
@@ -339,16 +386,28 @@ export class PushDelivery implements Push {
       if (row?.state !== 'pending' || !this.#canHear(row)) return;
       const m = await this.#o.store.pushMessages.claim(c.id, this.#o.store.replica);
       if (m) await this.#deliverClaimed(m, {});
-    })().catch((err: unknown) => this.#log.warn({ err: err instanceof Error ? err.message : String(err), id: c.id }, 'push: a message for a device here could not be delivered'));
+    })().catch((err: unknown) =>
+      this.#log.warn(
+        { err: err instanceof Error ? err.message : String(err), id: c.id },
+        'push: a message for a device here could not be delivered',
+      ),
+    );
   }
 
   /** The pair's queued messages, claimed here and delivered through `to` (or wherever it is held). */
   async #deliverQueued(pair: Target, to: { session?: DeviceSession; link?: IdleDeviceLink }): Promise<void> {
     try {
-      const messages = await this.#o.store.pushMessages.claimFor(pair.deviceId.toLowerCase(), pair.clientId, this.#o.store.replica);
+      const messages = await this.#o.store.pushMessages.claimFor(
+        pair.deviceId.toLowerCase(),
+        pair.clientId,
+        this.#o.store.replica,
+      );
       for (const m of messages) await this.#deliverClaimed(m, to);
     } catch (err) {
-      this.#log.warn({ err: err instanceof Error ? err.message : String(err), deviceId: pair.deviceId }, 'push: queued messages could not be delivered');
+      this.#log.warn(
+        { err: err instanceof Error ? err.message : String(err), deviceId: pair.deviceId },
+        'push: queued messages could not be delivered',
+      );
     }
   }
 
@@ -367,7 +426,17 @@ export class PushDelivery implements Push {
       return;
     }
     await this.#o.store.pushMessages.finish(m.id, how);
-    this.#log.info({ deviceId: m.deviceId, clientId: m.clientId, id: m.id, source, status: how, waitedMs: Math.max(0, this.#now() - m.createdMs) }, 'push: queued message delivered');
+    this.#log.info(
+      {
+        deviceId: m.deviceId,
+        clientId: m.clientId,
+        id: m.id,
+        source,
+        status: how,
+        waitedMs: Math.max(0, this.#now() - m.createdMs),
+      },
+      'push: queued message delivered',
+    );
   }
 
   /** The pair's session here with its hello done (the newest). */
@@ -408,7 +477,10 @@ export class PushDelivery implements Push {
   /** Whether any pair of the MAC is here (before reading a message's row). */
   #holdsAnyOf(deviceId: string): boolean {
     const d = deviceId.toLowerCase();
-    return this.#o.registry.list().some((s) => !s.ended && s.deviceId?.toLowerCase() === d) || this.#links?.find(d) !== undefined;
+    return (
+      this.#o.registry.list().some((s) => !s.ended && s.deviceId?.toLowerCase() === d) ||
+      this.#links?.find(d) !== undefined
+    );
   }
 
   /** Reminders always pass; anyone else spends the device's bucket. */
@@ -432,20 +504,34 @@ export class PushDelivery implements Push {
     const record = await this.#o.store.devices.get(link.deviceId).catch(() => undefined);
     if (versionAtLeast(record?.firmware, this.#o.config.notifyMinVersion) && this.#o.notifyAudio) {
       if (!this.#urlBase) {
-        if (!this.#warnedNoUrl) this.#log.warn('push: no URL to serve notify audio from: set push.publicHttpUrl (or server.publicWsUrl); idle devices get alert instead');
+        if (!this.#warnedNoUrl)
+          this.#log.warn(
+            'push: no URL to serve notify audio from: set push.publicHttpUrl (or server.publicWsUrl); idle devices get alert instead',
+          );
         this.#warnedNoUrl = true;
       } else {
         try {
           const bytes = await this.#o.notifyAudio(link.deviceId, text);
           const name = this.#o.clips.add(bytes);
-          if (link.publish({ type: 'notify', audio_url: `${this.#urlBase}${PUSH_AUDIO_PATH}${name}`, subtitles: [text] })) return 'notified';
+          if (
+            link.publish({ type: 'notify', audio_url: `${this.#urlBase}${PUSH_AUDIO_PATH}${name}`, subtitles: [text] })
+          )
+            return 'notified';
           return undefined;
         } catch (err) {
-          this.#log.warn({ err: err instanceof Error ? err.message : String(err), deviceId: link.deviceId }, 'push: notify audio could not be made; sending alert');
+          this.#log.warn(
+            { err: err instanceof Error ? err.message : String(err), deviceId: link.deviceId },
+            'push: notify audio could not be made; sending alert',
+          );
         }
       }
     }
-    const ok = link.publish({ type: 'alert', status: source === 'reminder' ? 'Reminder' : 'Message', message: text, emotion: 'neutral' });
+    const ok = link.publish({
+      type: 'alert',
+      status: source === 'reminder' ? 'Reminder' : 'Message',
+      message: text,
+      emotion: 'neutral',
+    });
     return ok ? 'alerted' : undefined;
   }
 

@@ -7,7 +7,12 @@ import { z } from 'zod';
 /** Speech the server starts: the admin API's `say` and reminders. */
 export const PushSchema = z.strictObject({
   /** How long a message for an offline device waits for it in the database, ms; 0: not queued (refused). */
-  queueTtlMs: z.number().int().min(0).max(30 * 24 * 3600_000).default(24 * 3600_000),
+  queueTtlMs: z
+    .number()
+    .int()
+    .min(0)
+    .max(30 * 24 * 3600_000)
+    .default(24 * 3600_000),
   /** Messages waiting per device at most (the oldest is dropped). */
   maxQueuedPerDevice: z.number().int().min(1).max(1000).default(20),
   /** `say` requests per device. */
@@ -17,7 +22,10 @@ export const PushSchema = z.strictObject({
   /** Characters of one message at most. */
   maxChars: z.number().int().min(1).max(2000).default(500),
   /** Firmware from this version on gets `notify` (audio by URL) while idle on MQTT; older gets `alert` (text on screen). */
-  notifyMinVersion: z.string().regex(/^\d+(\.\d+)*$/, 'must be a numeric dotted version like 2.5.0').default('2.5.0'),
+  notifyMinVersion: z
+    .string()
+    .regex(/^\d+(\.\d+)*$/, 'must be a numeric dotted version like 2.5.0')
+    .default('2.5.0'),
   /**
    * After an MQTT device connects, how long its queued messages wait for its hello, ms: a device
    * that opens an audio channel hears them spoken in that session (an `alert` sent before its

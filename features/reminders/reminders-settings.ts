@@ -11,5 +11,9 @@ export const RemindersSchema = z.strictObject({
   /** How far ahead a reminder may be set, days. */
   maxDaysAhead: z.number().int().min(1).max(3650).default(366),
   /** A reminder that could not be delivered for this long (device offline) is dropped, ms. */
-  staleAfterMs: z.number().int().min(60_000).default(24 * 3600_000),
+  staleAfterMs: z
+    .number()
+    .int()
+    .min(60_000)
+    .default(24 * 3600_000),
 });

@@ -128,15 +128,32 @@ export class ReminderScheduler {
     }
     let outcome: SayOutcome;
     try {
-      outcome = await this.#o.push.say({ deviceId: r.deviceId, clientId: r.clientId, text: this.#o.spoken(r.deviceId, r.text), source: 'reminder' });
+      outcome = await this.#o.push.say({
+        deviceId: r.deviceId,
+        clientId: r.clientId,
+        text: this.#o.spoken(r.deviceId, r.text),
+        source: 'reminder',
+      });
     } catch (err) {
-      this.#log.warn({ id: r.id, deviceId: r.deviceId, err: (err as Error).message }, 'reminders: delivery failed; trying again later');
+      this.#log.warn(
+        { id: r.id, deviceId: r.deviceId, err: (err as Error).message },
+        'reminders: delivery failed; trying again later',
+      );
       await store.release(r.id, replica, now + (this.#o.retryMs ?? 30_000));
       return false;
     }
     if (outcome.status !== 'refused') {
       await store.delivered(r.id, replica);
-      this.#log.info({ id: r.id, deviceId: r.deviceId, status: outcome.status, lateMs: Math.max(0, now - r.dueMs), pii: { text: r.text } }, 'reminders: delivered');
+      this.#log.info(
+        {
+          id: r.id,
+          deviceId: r.deviceId,
+          status: outcome.status,
+          lateMs: Math.max(0, now - r.dueMs),
+          pii: { text: r.text },
+        },
+        'reminders: delivered',
+      );
       return true;
     }
     if (FINAL_REFUSALS.has(outcome.reason)) {
@@ -144,12 +161,18 @@ export class ReminderScheduler {
       this.#dropped(r, outcome.reason ?? 'refused');
       return false;
     }
-    this.#log.info({ id: r.id, deviceId: r.deviceId, reason: outcome.reason }, 'reminders: not delivered; trying again later');
+    this.#log.info(
+      { id: r.id, deviceId: r.deviceId, reason: outcome.reason },
+      'reminders: not delivered; trying again later',
+    );
     await store.release(r.id, replica, now + (this.#o.retryMs ?? 30_000));
     return false;
   }
 
   #dropped(r: Reminder, why: string): void {
-    this.#log.warn({ id: r.id, deviceId: r.deviceId, due: new Date(r.dueMs).toISOString(), why, pii: { text: r.text } }, 'reminders: dropped undelivered');
+    this.#log.warn(
+      { id: r.id, deviceId: r.deviceId, due: new Date(r.dueMs).toISOString(), why, pii: { text: r.text } },
+      'reminders: dropped undelivered',
+    );
   }
 }

@@ -30,7 +30,10 @@ export function sessionReminders(o: SessionRemindersOptions): ReminderToolTarget
     maxChars: MAX_REMINDER_CHARS,
     async add(dueMs, text) {
       const agent = o.locale.agentOf(o.deviceId);
-      const added = await o.store.add({ deviceId: o.deviceId, clientId: o.clientId, agent, text, dueMs }, o.settings.maxPerDevice);
+      const added = await o.store.add(
+        { deviceId: o.deviceId, clientId: o.clientId, agent, text, dueMs },
+        o.settings.maxPerDevice,
+      );
       if (added === 'full' || added === 'store_full') {
         o.log.warn({ max: o.settings.maxPerDevice, why: added }, 'reminders: not set, the most are held');
         return added;

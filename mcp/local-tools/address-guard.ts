@@ -18,14 +18,37 @@ import { BlockList, isIP, type LookupFunction } from 'node:net';
  */
 const NON_PUBLIC = new BlockList();
 for (const [net, bits] of [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24], ['203.0.113.0', 24],
-  ['224.0.0.0', 4], ['240.0.0.0', 4],
-] as const) NON_PUBLIC.addSubnet(net, bits, 'ipv4');
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.0.2.0', 24],
+  ['192.88.99.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['198.51.100.0', 24],
+  ['203.0.113.0', 24],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
+] as const)
+  NON_PUBLIC.addSubnet(net, bits, 'ipv4');
 for (const [net, bits] of [
-  ['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8], ['2001:db8::', 32], ['100::', 64],
-  ['2002::', 16], ['2001::', 32], ['64:ff9b:1::', 48],
-] as const) NON_PUBLIC.addSubnet(net, bits, 'ipv6');
+  ['::', 128],
+  ['::1', 128],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['fec0::', 10],
+  ['ff00::', 8],
+  ['2001:db8::', 32],
+  ['100::', 64],
+  ['2002::', 16],
+  ['2001::', 32],
+  ['64:ff9b:1::', 48],
+] as const)
+  NON_PUBLIC.addSubnet(net, bits, 'ipv6');
 
 /** The IPv4 address an IPv6 address carries (IPv4-mapped, IPv4-compatible or NAT64), if any. */
 function embeddedIpv4(ip: string): string | undefined {
@@ -57,13 +80,20 @@ export interface AddressGuardOptions {
 }
 
 function systemResolve(host: string): Promise<LookupAddress[]> {
-  return new Promise((resolve, reject) => dnsLookup(host, { all: true, verbatim: true }, (err, addresses) => (err ? reject(err) : resolve(addresses))));
+  return new Promise((resolve, reject) =>
+    dnsLookup(host, { all: true, verbatim: true }, (err, addresses) => (err ? reject(err) : resolve(addresses))),
+  );
 }
 
 /** Why `host` may not be connected to, or the checked addresses it may be connected to. */
-export async function resolveChecked(host: string, opts: AddressGuardOptions): Promise<{ ok: true; addresses: LookupAddress[] } | { ok: false; reason: string }> {
+export async function resolveChecked(
+  host: string,
+  opts: AddressGuardOptions,
+): Promise<{ ok: true; addresses: LookupAddress[] } | { ok: false; reason: string }> {
   const literal = host.replace(/^\[|\]$/g, '');
-  const addresses = isIP(literal) ? [{ address: literal, family: isIP(literal) }] : await (opts.resolve ?? systemResolve)(host);
+  const addresses = isIP(literal)
+    ? [{ address: literal, family: isIP(literal) }]
+    : await (opts.resolve ?? systemResolve)(host);
   if (addresses.length === 0) return { ok: false, reason: `${host} does not resolve` };
   if (!opts.allowPrivate) {
     const bad = addresses.find((a) => !isPublicAddress(a.address));

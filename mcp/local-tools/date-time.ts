@@ -59,7 +59,8 @@ export function dateTimeTool(opts: DateTimeToolOptions = {}): LocalTool {
   const now = opts.now ?? (() => new Date());
   return {
     name: opts.name ?? 'get_current_datetime',
-    description: 'Get the current date, time and day of the week. Use it whenever the user asks about the time, the date or the day.',
+    description:
+      'Get the current date, time and day of the week. Use it whenever the user asks about the time, the date or the day.',
     inputSchema: { type: 'object', properties: {} },
     async handler() {
       const { timeZone, fmt } = zone();

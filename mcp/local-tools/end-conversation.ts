@@ -17,10 +17,12 @@ export function endConversationTool(opts: EndConversationToolOptions = {}): Loca
   return {
     name: opts.name ?? 'end_conversation',
     description:
-      'End the conversation when the user says goodbye or asks to stop talking. Pass a short farewell in the user\'s language; it is spoken, then the device goes to sleep.',
+      "End the conversation when the user says goodbye or asks to stop talking. Pass a short farewell in the user's language; it is spoken, then the device goes to sleep.",
     inputSchema: {
       type: 'object',
-      properties: { farewell: { type: 'string', description: 'A short goodbye to say, in the language of the conversation.' } },
+      properties: {
+        farewell: { type: 'string', description: 'A short goodbye to say, in the language of the conversation.' },
+      },
     },
     async handler(args) {
       const said = typeof args.farewell === 'string' && args.farewell.trim() !== '' ? args.farewell.trim() : fallback;

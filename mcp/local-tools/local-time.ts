@@ -51,7 +51,17 @@ export function namedZone(name: string): LocalZone {
   let fmt = formatters.get(name);
   if (!fmt) {
     if (!isTimeZone(name)) throw new RangeError(`unknown time zone "${name}"`);
-    fmt = new Intl.DateTimeFormat('en-US', { timeZone: name, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23', era: 'short' });
+    fmt = new Intl.DateTimeFormat('en-US', {
+      timeZone: name,
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+      hourCycle: 'h23',
+      era: 'short',
+    });
     formatters.set(name, fmt);
   }
   const f = fmt;
@@ -61,7 +71,14 @@ export function namedZone(name: string): LocalZone {
       const p: Record<string, string> = {};
       for (const x of f.formatToParts(new Date(utcMs))) p[x.type] = x.value;
       const year = p.era === 'BC' || p.era === 'B' ? 1 - Number(p.year) : Number(p.year);
-      const asUtc = Date.UTC(year, Number(p.month) - 1, Number(p.day), Number(p.hour), Number(p.minute), Number(p.second));
+      const asUtc = Date.UTC(
+        year,
+        Number(p.month) - 1,
+        Number(p.day),
+        Number(p.hour),
+        Number(p.minute),
+        Number(p.second),
+      );
       // Whole seconds only: the offset is the difference rounded to a minute.
       return Math.round((asUtc - Math.floor(utcMs / 1000) * 1000) / 60_000);
     },
@@ -102,7 +119,9 @@ export function instantOf(zone: LocalZone, t: LocalDateTime): number {
   // The offsets a day either side cover any single change around this wall time.
   const before = zone.offsetMinutesAt(wall - 86_400_000);
   const after = zone.offsetMinutesAt(wall + 86_400_000);
-  const candidates = [...new Set([before, after])].map((off) => wall - off * 60_000).filter((utc) => localMatches(zone, utc, wall));
+  const candidates = [...new Set([before, after])]
+    .map((off) => wall - off * 60_000)
+    .filter((utc) => localMatches(zone, utc, wall));
   if (candidates.length > 0) return Math.min(...candidates);
   return wall - before * 60_000;
 }

@@ -29,7 +29,11 @@ export function memoryTools(target: MemoryToolTarget): LocalTool[] {
       name: 'remember',
       description:
         'Remember a fact the user explicitly asks you to remember about them or their home (e.g. "remember that my daughter is called Mia"). Store it in the user\'s own words, in the third person if natural. It is available in later conversations with this device.',
-      inputSchema: { type: 'object', properties: { fact: { type: 'string', description: 'The fact to remember, short.' } }, required: ['fact'] },
+      inputSchema: {
+        type: 'object',
+        properties: { fact: { type: 'string', description: 'The fact to remember, short.' } },
+        required: ['fact'],
+      },
       async handler(args) {
         if (!target.keepsFacts()) return textResult(OFF);
         const fact = typeof args.fact === 'string' ? args.fact.trim() : '';

@@ -57,7 +57,10 @@ async function listAudio(dir: string, depth = 0, out: string[] = []): Promise<st
 }
 
 function words(s: string): string[] {
-  return s.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((w) => w.length > 0);
+  return s
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter((w) => w.length > 0);
 }
 
 /** Best file for the query by words in common with its name; a random one without a query. */
@@ -101,11 +104,14 @@ export function urlProblem(raw: string, allowed: readonly string[]): string | nu
   } catch {
     return 'it is not a valid URL';
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') return `only http and https URLs can be played, not ${u.protocol}`;
+  if (u.protocol !== 'http:' && u.protocol !== 'https:')
+    return `only http and https URLs can be played, not ${u.protocol}`;
   if (u.username || u.password) return 'URLs with credentials are not played';
   if (allowed.length === 0) return 'playing URLs is not enabled on this server (tools.music.allowedHosts is empty)';
   if (!hostAllowed(u.hostname, allowed, u.port, u.protocol)) {
-    return u.port ? `the host ${u.hostname} on port ${u.port} is not on the allowed list` : `the host ${u.hostname} is not on the allowed list`;
+    return u.port
+      ? `the host ${u.hostname} on port ${u.port} is not on the allowed list`
+      : `the host ${u.hostname} is not on the allowed list`;
   }
   return null;
 }
@@ -134,7 +140,10 @@ async function getChecked(url: URL, guard: AddressGuardOptions, signal: AbortSig
 }
 
 async function* urlBytes(url: string, opts: PlayMusicToolOptions, signal: AbortSignal): AsyncIterable<Uint8Array> {
-  const guard: AddressGuardOptions = { allowPrivate: opts.allowPrivateAddresses === true, ...(opts.resolve ? { resolve: opts.resolve } : {}) };
+  const guard: AddressGuardOptions = {
+    allowPrivate: opts.allowPrivateAddresses === true,
+    ...(opts.resolve ? { resolve: opts.resolve } : {}),
+  };
   let current = new URL(url);
   for (let hop = 0; ; hop++) {
     const res = await getChecked(current, guard, signal);
@@ -188,10 +197,16 @@ export function playMusicTool(opts: PlayMusicToolOptions): LocalTool {
         if (!opts.folder) return errorResult('No music library is configured on this server (tools.music.folder).');
         const files = await listAudio(opts.folder);
         const track = pickTrack(files, query);
-        if (!track) return errorResult(query ? `No song matching "${query}" was found.` : 'The music library is empty.');
+        if (!track)
+          return errorResult(query ? `No song matching "${query}" was found.` : 'The music library is empty.');
         media = { label: basename(track, extname(track)), open: (signal) => fileBytes(track, signal) };
       }
-      return { content: [{ type: 'text', text: `Playing ${media.label}.` }], isError: false, action: { final: true }, media };
+      return {
+        content: [{ type: 'text', text: `Playing ${media.label}.` }],
+        isError: false,
+        action: { final: true },
+        media,
+      };
     },
   };
 }

@@ -77,7 +77,7 @@ export function reminderTools(target: ReminderToolTarget): LocalTool[] {
       get description(): string {
         return (
           'Set a reminder or a timer: at that time the device says the text aloud ("Reminder: …"), even when nobody is talking to it. ' +
-          '`when` is either an ISO-8601 duration from now (PT10M = in ten minutes, PT1H30M, P1D = in a day) or a local date-time in the user\'s time zone ' +
+          "`when` is either an ISO-8601 duration from now (PT10M = in ten minutes, PT1H30M, P1D = in a day) or a local date-time in the user's time zone " +
           '(2026-11-27T18:30), optionally with an offset (2026-11-27T18:30+08:00). ' +
           `${nowLine()} At most ${target.maxPerDevice} reminders per device, up to ${target.maxDaysAhead} days ahead. ` +
           'After setting it, tell the user the time it will ring, as the answer gives it.'
@@ -86,8 +86,15 @@ export function reminderTools(target: ReminderToolTarget): LocalTool[] {
       inputSchema: {
         type: 'object',
         properties: {
-          when: { type: 'string', description: 'PT10M, PT1H30M, P1D (from now), or a local date-time such as 2026-11-27T18:30.' },
-          text: { type: 'string', description: 'What to say at that time, short, e.g. "take the tea out".', maxLength: target.maxChars },
+          when: {
+            type: 'string',
+            description: 'PT10M, PT1H30M, P1D (from now), or a local date-time such as 2026-11-27T18:30.',
+          },
+          text: {
+            type: 'string',
+            description: 'What to say at that time, short, e.g. "take the tea out".',
+            maxLength: target.maxChars,
+          },
         },
         required: ['when', 'text'],
       },
@@ -96,15 +103,31 @@ export function reminderTools(target: ReminderToolTarget): LocalTool[] {
         if (text === '') return errorResult('text is empty: say what the reminder is for');
         const zone = target.zone();
         const now = target.now();
-        const when = parseWhen(typeof args.when === 'string' ? args.when : '', { now, zone, maxDaysAhead: target.maxDaysAhead });
+        const when = parseWhen(typeof args.when === 'string' ? args.when : '', {
+          now,
+          zone,
+          maxDaysAhead: target.maxDaysAhead,
+        });
         if (!when.ok) return errorResult(`${when.error}.`);
         const added = await target.add(when.dueMs, text);
-        if (added === 'full') return errorResult(`This device already has ${target.maxPerDevice} reminders, the most it may hold: cancel one first (list_reminders shows them).`);
-        if (added === 'store_full') return errorResult('The server holds as many reminders as it may: none can be set now. Tell the user.');
+        if (added === 'full')
+          return errorResult(
+            `This device already has ${target.maxPerDevice} reminders, the most it may hold: cancel one first (list_reminders shows them).`,
+          );
+        if (added === 'store_full')
+          return errorResult('The server holds as many reminders as it may: none can be set now. Tell the user.');
         const local = formatLocal(zone, added.dueMs);
         return {
-          ...textResult(`Reminder ${added.id} set for ${local} (${zone.name}), in ${humanDelay(added.dueMs - now)}: "${added.text}". Tell the user when it will ring.`),
-          structuredContent: { id: String(added.id), dueLocal: local, timeZone: zone.name, dueUtc: new Date(added.dueMs).toISOString(), text: added.text },
+          ...textResult(
+            `Reminder ${added.id} set for ${local} (${zone.name}), in ${humanDelay(added.dueMs - now)}: "${added.text}". Tell the user when it will ring.`,
+          ),
+          structuredContent: {
+            id: String(added.id),
+            dueLocal: local,
+            timeZone: zone.name,
+            dueUtc: new Date(added.dueMs).toISOString(),
+            text: added.text,
+          },
         };
       },
     },
@@ -119,17 +142,25 @@ export function reminderTools(target: ReminderToolTarget): LocalTool[] {
         const now = target.now();
         const all = await target.list();
         if (all.length === 0) return textResult('No reminders are set.');
-        return textResult(`${all.length} reminder${all.length === 1 ? '' : 's'} (${zone.name}):\n${all.map((r) => line(r, zone, now)).join('\n')}`);
+        return textResult(
+          `${all.length} reminder${all.length === 1 ? '' : 's'} (${zone.name}):\n${all.map((r) => line(r, zone, now)).join('\n')}`,
+        );
       },
     },
     {
       name: 'cancel_reminder',
       description: 'Cancel one reminder or timer of this device by its id (as set_reminder or list_reminders gave it).',
-      inputSchema: { type: 'object', properties: { id: { type: 'string', description: 'The reminder\'s id, e.g. "12".' } }, required: ['id'] },
+      inputSchema: {
+        type: 'object',
+        properties: { id: { type: 'string', description: 'The reminder\'s id, e.g. "12".' } },
+        required: ['id'],
+      },
       async handler(args) {
         const id = parseId(typeof args.id === 'string' ? args.id : '');
         if (id === undefined) return errorResult('id is not a reminder id: use the number list_reminders gives');
-        return (await target.cancel(id)) ? textResult(`Reminder ${id} cancelled.`) : errorResult(`There is no reminder ${id} on this device: list_reminders shows the ones set.`);
+        return (await target.cancel(id))
+          ? textResult(`Reminder ${id} cancelled.`)
+          : errorResult(`There is no reminder ${id} on this device: list_reminders shows the ones set.`);
       },
     },
   ];

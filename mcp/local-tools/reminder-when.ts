@@ -18,7 +18,8 @@ export type WhenResult = { ok: true; dueMs: number } | { ok: false; error: strin
 
 const NUM = String.raw`(\d+(?:\.\d+)?)`;
 const DURATION = new RegExp(String.raw`^P(?:${NUM}W)?(?:${NUM}D)?(?:T(?:${NUM}H)?(?:${NUM}M)?(?:${NUM}S)?)?$`, 'i');
-const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{1,2}):(\d{2})(?::(\d{2})(?:[.,]\d+)?)?\s*(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
+const DATE_TIME =
+  /^(\d{4})-(\d{2})-(\d{2})[T ](\d{1,2}):(\d{2})(?::(\d{2})(?:[.,]\d+)?)?\s*(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
 const TIME_OF_DAY = /^(\d{1,2}):(\d{2})(?::(\d{2}))?$/;
 
 const UNIT_MS = [7 * 86_400_000, 86_400_000, 3_600_000, 60_000, 1000] as const;
@@ -31,9 +32,11 @@ function fail(error: string): WhenResult {
 
 /** Milliseconds of an ISO-8601 duration (weeks, days, hours, minutes, seconds), or an error. */
 function durationMs(text: string): number | string {
-  if (/^P[^T]*\d[YM]/i.test(text)) return 'years and months are not accepted in a duration: give days (P30D) or a date-time';
+  if (/^P[^T]*\d[YM]/i.test(text))
+    return 'years and months are not accepted in a duration: give days (P30D) or a date-time';
   const m = DURATION.exec(text);
-  if (!m || /T$/i.test(text) || text.length < 3) return `"${text}" is not an ISO-8601 duration such as PT10M, PT1H30M or P1D`;
+  if (!m || /T$/i.test(text) || text.length < 3)
+    return `"${text}" is not an ISO-8601 duration such as PT10M, PT1H30M or P1D`;
   let ms = 0;
   for (let i = 0; i < UNIT_MS.length; i++) {
     const v = m[i + 1];
@@ -72,7 +75,14 @@ export function parseWhen(whenRaw: string, ctx: WhenContext): WhenResult {
     const m = DATE_TIME.exec(when) ?? [];
     const [y, mo, d, h, mi] = [1, 2, 3, 4, 5].map((i) => Number(m[i]));
     const s = Number(m[6] ?? '0');
-    if (y === undefined || mo === undefined || d === undefined || h === undefined || mi === undefined || !validLocal(y, mo, d, h, mi, s)) {
+    if (
+      y === undefined ||
+      mo === undefined ||
+      d === undefined ||
+      h === undefined ||
+      mi === undefined ||
+      !validLocal(y, mo, d, h, mi, s)
+    ) {
       return fail(`"${when}" is not a valid date-time`);
     }
     const zone = m[7];
@@ -94,12 +104,25 @@ export function parseWhen(whenRaw: string, ctx: WhenContext): WhenResult {
     if (dueMs <= ctx.now) {
       // Tomorrow's date, from noon today in UTC terms (never affected by the zone's changes).
       const t = new Date(Date.UTC(today.year, today.month - 1, today.day + 1, 12));
-      dueMs = instantOf(ctx.zone, { year: t.getUTCFullYear(), month: t.getUTCMonth() + 1, day: t.getUTCDate(), hour: h, minute: mi, second: s });
+      dueMs = instantOf(ctx.zone, {
+        year: t.getUTCFullYear(),
+        month: t.getUTCMonth() + 1,
+        day: t.getUTCDate(),
+        hour: h,
+        minute: mi,
+        second: s,
+      });
     }
   } else {
     return fail(`"${when}" is not understood: give ${FORMATS}`);
   }
-  if (dueMs <= ctx.now) return fail(`${formatLocal(ctx.zone, dueMs)} has already passed: it is now ${formatLocal(ctx.zone, ctx.now)} (${ctx.zone.name})`);
-  if (dueMs - ctx.now > ctx.maxDaysAhead * 86_400_000) return fail(`that is more than ${ctx.maxDaysAhead} days ahead: reminders can be set at most ${ctx.maxDaysAhead} days ahead`);
+  if (dueMs <= ctx.now)
+    return fail(
+      `${formatLocal(ctx.zone, dueMs)} has already passed: it is now ${formatLocal(ctx.zone, ctx.now)} (${ctx.zone.name})`,
+    );
+  if (dueMs - ctx.now > ctx.maxDaysAhead * 86_400_000)
+    return fail(
+      `that is more than ${ctx.maxDaysAhead} days ahead: reminders can be set at most ${ctx.maxDaysAhead} days ahead`,
+    );
   return { ok: true, dueMs };
 }

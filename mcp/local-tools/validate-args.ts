@@ -33,22 +33,29 @@ function check(value: unknown, schema: Record<string, unknown>, path: string, er
     errors.push(`${label(path)} must be one of ${schema.enum.map((e) => JSON.stringify(e)).join(', ')}`);
   }
   if (typeof value === 'number') {
-    if (typeof schema.minimum === 'number' && value < schema.minimum) errors.push(`${label(path)} must be >= ${schema.minimum}`);
-    if (typeof schema.maximum === 'number' && value > schema.maximum) errors.push(`${label(path)} must be <= ${schema.maximum}`);
+    if (typeof schema.minimum === 'number' && value < schema.minimum)
+      errors.push(`${label(path)} must be >= ${schema.minimum}`);
+    if (typeof schema.maximum === 'number' && value > schema.maximum)
+      errors.push(`${label(path)} must be <= ${schema.maximum}`);
   }
   if (typeof value === 'string') {
-    if (typeof schema.minLength === 'number' && value.length < schema.minLength) errors.push(`${label(path)} must have at least ${schema.minLength} characters`);
-    if (typeof schema.maxLength === 'number' && value.length > schema.maxLength) errors.push(`${label(path)} must have at most ${schema.maxLength} characters`);
+    if (typeof schema.minLength === 'number' && value.length < schema.minLength)
+      errors.push(`${label(path)} must have at least ${schema.minLength} characters`);
+    if (typeof schema.maxLength === 'number' && value.length > schema.maxLength)
+      errors.push(`${label(path)} must have at most ${schema.maxLength} characters`);
   }
   if (Array.isArray(value) && typeof schema.items === 'object' && schema.items !== null) {
     value.forEach((item, i) => check(item, schema.items as Record<string, unknown>, `${path}[${i}]`, errors));
   }
   if (typeOf(value) === 'object') {
     const obj = value as Record<string, unknown>;
-    const props = (typeof schema.properties === 'object' && schema.properties !== null ? schema.properties : {}) as Record<string, unknown>;
+    const props = (
+      typeof schema.properties === 'object' && schema.properties !== null ? schema.properties : {}
+    ) as Record<string, unknown>;
     if (Array.isArray(schema.required)) {
       for (const key of schema.required) {
-        if (typeof key === 'string' && obj[key] === undefined) errors.push(`${path === '' ? '' : `${path}.`}${key} is required`);
+        if (typeof key === 'string' && obj[key] === undefined)
+          errors.push(`${path === '' ? '' : `${path}.`}${key} is required`);
       }
     }
     for (const [key, v] of Object.entries(obj)) {

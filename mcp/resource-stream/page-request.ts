@@ -44,8 +44,16 @@ export function argumentsPlan(link: ResourceLinkContent): PagePlan {
  * prefix matches the link's URI are preferred, so a server with several paged templates reads
  * the one the link came from.
  */
-export function templatePlan(link: ResourceLinkContent, templates: readonly ResourceTemplateInfo[]): PagePlan | undefined {
-  const candidates: Array<{ info: ResourceTemplateInfo; template: UriTemplate; vars: Record<string, string>; score: number }> = [];
+export function templatePlan(
+  link: ResourceLinkContent,
+  templates: readonly ResourceTemplateInfo[],
+): PagePlan | undefined {
+  const candidates: Array<{
+    info: ResourceTemplateInfo;
+    template: UriTemplate;
+    vars: Record<string, string>;
+    score: number;
+  }> = [];
   for (const info of templates) {
     let template: UriTemplate;
     try {
@@ -70,7 +78,11 @@ export function templatePlan(link: ResourceLinkContent, templates: readonly Reso
   };
 }
 
-function variablesFor(link: ResourceLinkContent, template: UriTemplate, names: string[]): Record<string, string> | undefined {
+function variablesFor(
+  link: ResourceLinkContent,
+  template: UriTemplate,
+  names: string[],
+): Record<string, string> | undefined {
   const vars: Record<string, string> = {};
   // The SDK's match() yields values still percent-encoded; decode them so expand() does not double-encode.
   const matched = safeMatch(template, link.uri);

@@ -115,14 +115,22 @@ export async function* readResourceStream(
       index += 1;
       if (page.text !== undefined && page.bytes.length === 0 && !page.done) {
         // A text answer where audio was expected is the server's message (often an error), not audio.
-        if (offset === 0) throw new VoiceError(ErrorCode.ToolFailed, `resource ${link.uri} answered text, not audio: ${clip(page.text)}`);
+        if (offset === 0)
+          throw new VoiceError(
+            ErrorCode.ToolFailed,
+            `resource ${link.uri} answered text, not audio: ${clip(page.text)}`,
+          );
         log.warn({ index, text: clip(page.text) }, 'resource page held only text; ending the stream');
         break;
       }
       // A server that ignores start/end (SDK-built servers strip unknown params) answers the whole
       // resource to every read: a page longer than asked is that whole answer, played once.
       const unpaged = page.bytes.length > pageSize;
-      if (unpaged) log.info({ index, bytes: page.bytes.length, pageSize }, 'resource answered more than a page: taking it as the whole resource');
+      if (unpaged)
+        log.info(
+          { index, bytes: page.bytes.length, pageSize },
+          'resource answered more than a page: taking it as the whole resource',
+        );
       offset += page.bytes.length;
       if (offset > maxBytes) {
         throw new VoiceError(ErrorCode.ToolFailed, `resource ${link.uri} exceeded the ${maxBytes}-byte stream limit`);
@@ -137,7 +145,10 @@ export async function* readResourceStream(
       if (last) break;
     }
     finished = true;
-    log.info({ pages: index, bytes: offset, ms: Math.round(performance.now() - startedAt) }, 'resource stream finished');
+    log.info(
+      { pages: index, bytes: offset, ms: Math.round(performance.now() - startedAt) },
+      'resource stream finished',
+    );
   } finally {
     if (!finished) log.debug({ pages: index, bytes: offset, aborted: signal.aborted }, 'resource stream stopped early');
   }
@@ -165,9 +176,17 @@ async function choosePlan(
   return argumentsPlan(link);
 }
 
-async function listTemplates(source: ResourceSource, timeoutMs: number, signal: AbortSignal, log: Logger): Promise<ResourceTemplateInfo[]> {
+async function listTemplates(
+  source: ResourceSource,
+  timeoutMs: number,
+  signal: AbortSignal,
+  log: Logger,
+): Promise<ResourceTemplateInfo[]> {
   try {
-    return await runScoped(signal, (s) => source.listResourceTemplates(s), { timeoutMs, what: 'resources/templates/list' });
+    return await runScoped(signal, (s) => source.listResourceTemplates(s), {
+      timeoutMs,
+      what: 'resources/templates/list',
+    });
   } catch (err) {
     if (signal.aborted) throw abortedError(signal);
     // mcp-go servers often have no templates: that only means the arguments style.
@@ -200,14 +219,22 @@ async function readPageWithRetry(
       return await runScoped(
         ctx.signal,
         // The source gets a little longer than our own timer so that our clearer Timeout error wins.
-        (s) => source.readResource(uri, { signal: s, timeoutMs: ctx.pageTimeoutMs + 1_000, ...(args ? { arguments: args } : {}) }),
+        (s) =>
+          source.readResource(uri, {
+            signal: s,
+            timeoutMs: ctx.pageTimeoutMs + 1_000,
+            ...(args ? { arguments: args } : {}),
+          }),
         { timeoutMs: ctx.pageTimeoutMs, what: `resource page ${ctx.index}` },
       );
     } catch (err) {
       if (ctx.signal.aborted) throw abortedError(ctx.signal);
       lastError = err;
       if (!worthRetrying(err) || attempt === ctx.maxTries) break;
-      ctx.log.warn({ index: ctx.index, offset: ctx.offset, attempt, err: describe(err) }, 'resource page failed; retrying');
+      ctx.log.warn(
+        { index: ctx.index, offset: ctx.offset, attempt, err: describe(err) },
+        'resource page failed; retrying',
+      );
       await sleep(ctx.retryDelayMs, ctx.signal);
     }
   }
@@ -226,7 +253,8 @@ async function readPageWithRetry(
  */
 function worthRetrying(err: unknown): boolean {
   if (err instanceof VoiceError) return err.code === ErrorCode.Timeout || err.code === ErrorCode.ProviderUnavailable;
-  if (err instanceof McpError) return err.code === McpErrorCode.RequestTimeout || err.code === McpErrorCode.ConnectionClosed;
+  if (err instanceof McpError)
+    return err.code === McpErrorCode.RequestTimeout || err.code === McpErrorCode.ConnectionClosed;
   return false;
 }
 
@@ -246,6 +274,7 @@ function describe(err: unknown): string {
 
 function positiveInt(value: number | undefined, fallback: number, name: string): number {
   if (value === undefined) return fallback;
-  if (!Number.isFinite(value) || value < 1) throw new VoiceError(ErrorCode.BadInput, `${name} must be a positive number, got ${value}`);
+  if (!Number.isFinite(value) || value < 1)
+    throw new VoiceError(ErrorCode.BadInput, `${name} must be a positive number, got ${value}`);
   return Math.floor(value);
 }

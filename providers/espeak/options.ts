@@ -26,7 +26,11 @@ export const ESPEAK_LANGUAGE_VOICES = { en: 'en-us', zh: 'cmn-latn-pinyin' } as 
  * one of its own. The schema's default counts as unwritten: settings that went through the schema
  * once (the configuration's `agents:`, a body the admin API validated) carry it.
  */
-export function espeakForLanguage(options: EspeakTtsOptions, language: string, written: Readonly<Record<string, unknown>> | undefined): EspeakTtsOptions {
+export function espeakForLanguage(
+  options: EspeakTtsOptions,
+  language: string,
+  written: Readonly<Record<string, unknown>> | undefined,
+): EspeakTtsOptions {
   const voice = (ESPEAK_LANGUAGE_VOICES as Readonly<Record<string, string>>)[language];
   if (voice === undefined || (written?.voice !== undefined && written.voice !== ESPEAK_DEFAULT_VOICE)) return options;
   return { ...options, voice };

@@ -36,27 +36,35 @@ export class OpenAiAsr implements Asr {
     const file = await toFile(encodeWav(pcm, opts.sampleRate), 'utterance.wav', { type: 'audio/wav' });
     let requestSignal: AbortSignal | undefined;
     try {
-      const answer: unknown = await runScoped(opts.signal, (signal) => {
-        requestSignal = signal;
-        return this.#client.audio.transcriptions.create(
-          {
-            file,
-            model: this.#opts.model,
-            response_format: 'json',
-            ...(this.#opts.language ? { language: this.#opts.language } : {}),
-            ...(this.#opts.prompt ? { prompt: this.#opts.prompt } : {}),
-          },
-          { signal },
-        );
-      }, { timeoutMs: this.#opts.timeoutMs, what: 'openai transcription' });
+      const answer: unknown = await runScoped(
+        opts.signal,
+        (signal) => {
+          requestSignal = signal;
+          return this.#client.audio.transcriptions.create(
+            {
+              file,
+              model: this.#opts.model,
+              response_format: 'json',
+              ...(this.#opts.language ? { language: this.#opts.language } : {}),
+              ...(this.#opts.prompt ? { prompt: this.#opts.prompt } : {}),
+            },
+            { signal },
+          );
+        },
+        { timeoutMs: this.#opts.timeoutMs, what: 'openai transcription' },
+      );
       const parsed = answerSchema.safeParse(answer);
-      if (!parsed.success) throw new VoiceError(ErrorCode.ProviderFailed, 'openai transcription: answer has no text field', { retryable: true });
+      if (!parsed.success)
+        throw new VoiceError(ErrorCode.ProviderFailed, 'openai transcription: answer has no text field', {
+          retryable: true,
+        });
       const text = parsed.data.text.trim();
       this.#log.debug({ ms: Math.round(performance.now() - started), chars: text.length }, 'openai transcription done');
       return text;
     } catch (err) {
       const mapped = mapOpenAiError(err, 'openai transcription', requestSignal);
-      if (mapped.code !== ErrorCode.Aborted) this.#log.warn({ code: mapped.code, err: mapped.message }, 'openai transcription failed');
+      if (mapped.code !== ErrorCode.Aborted)
+        this.#log.warn({ code: mapped.code, err: mapped.message }, 'openai transcription failed');
       throw mapped;
     }
   }

@@ -25,12 +25,19 @@ const chunkSchema = z.object({
     )
     .nullish(),
   usage: z
-    .object({ prompt_tokens: z.number().optional(), completion_tokens: z.number().optional(), total_tokens: z.number().optional() })
+    .object({
+      prompt_tokens: z.number().optional(),
+      completion_tokens: z.number().optional(),
+      total_tokens: z.number().optional(),
+    })
     .nullish(),
 });
 
 export interface ChatChunk {
-  choices?: Array<{ delta?: { content?: string | null; tool_calls?: ToolCallDelta[] | null } | null; finish_reason?: string | null }> | null;
+  choices?: Array<{
+    delta?: { content?: string | null; tool_calls?: ToolCallDelta[] | null } | null;
+    finish_reason?: string | null;
+  }> | null;
   usage?: LlmUsage;
 }
 
@@ -46,5 +53,8 @@ export function parseChatChunk(raw: unknown): ChatChunk {
   if (!usage) return { choices };
   const promptTokens = usage.prompt_tokens ?? 0;
   const completionTokens = usage.completion_tokens ?? 0;
-  return { choices, usage: { promptTokens, completionTokens, totalTokens: usage.total_tokens ?? promptTokens + completionTokens } };
+  return {
+    choices,
+    usage: { promptTokens, completionTokens, totalTokens: usage.total_tokens ?? promptTokens + completionTokens },
+  };
 }

@@ -66,12 +66,14 @@ async function prepareBody(body: RequestInit['body']): Promise<PreparedBody> {
   if (typeof body === 'string') return { bytes: Buffer.from(body), contentType: 'text/plain;charset=UTF-8' };
   if (body instanceof ArrayBuffer) return { bytes: Buffer.from(body) };
   if (ArrayBuffer.isView(body)) return { bytes: Buffer.from(body.buffer, body.byteOffset, body.byteLength) };
-  if (body instanceof URLSearchParams) return { bytes: Buffer.from(body.toString()), contentType: 'application/x-www-form-urlencoded;charset=UTF-8' };
+  if (body instanceof URLSearchParams)
+    return { bytes: Buffer.from(body.toString()), contentType: 'application/x-www-form-urlencoded;charset=UTF-8' };
   if (body instanceof FormData) {
     const form = await encodeMultipart(body);
     return { bytes: form.body, contentType: form.contentType };
   }
-  if (body instanceof Blob) return { bytes: Buffer.from(await body.arrayBuffer()), ...(body.type ? { contentType: body.type } : {}) };
+  if (body instanceof Blob)
+    return { bytes: Buffer.from(await body.arrayBuffer()), ...(body.type ? { contentType: body.type } : {}) };
   throw new TypeError('http-fetch sends string, byte, Blob and FormData bodies only');
 }
 
@@ -92,7 +94,11 @@ function openLineBytes(chunk: Buffer, before: number): number {
  * `AnswerCutError` (Node's own error says "aborted", which reads like a cancellation); an abort
  * keeps the signal's reason. An event stream (`end` watches it) ends at a line over `MAX_EVENT_LINE`.
  */
-async function* bodyChunks(stream: Readable, signal: AbortSignal | undefined, end: EventStreamEnd | undefined): AsyncGenerator<Buffer> {
+async function* bodyChunks(
+  stream: Readable,
+  signal: AbortSignal | undefined,
+  end: EventStreamEnd | undefined,
+): AsyncGenerator<Buffer> {
   let open = 0;
   try {
     // A reader that stops early does not destroy the stream here: `release` decides.
@@ -128,7 +134,11 @@ async function release(stream: Readable, end: EventStreamEnd | undefined): Promi
  * read: that is how the SDK cancels a body it will not read (`CancelReadableStream`), and a fresh
  * generator's `return()` would never reach the stream.
  */
-function cancellableBody(stream: Readable, signal: AbortSignal | undefined, eventStream: boolean): AsyncIterable<Buffer> {
+function cancellableBody(
+  stream: Readable,
+  signal: AbortSignal | undefined,
+  eventStream: boolean,
+): AsyncIterable<Buffer> {
   let chunks: AsyncGenerator<Buffer> | undefined;
   const end = eventStream ? new EventStreamEnd() : undefined;
   return {
@@ -164,7 +174,8 @@ class NodeResponse {
     this.status = res.statusCode ?? 0;
     this.statusText = res.statusMessage ?? '';
     this.headers = new Headers();
-    for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) this.headers.append(res.rawHeaders[i]!, res.rawHeaders[i + 1]!);
+    for (let i = 0; i + 1 < res.rawHeaders.length; i += 2)
+      this.headers.append(res.rawHeaders[i]!, res.rawHeaders[i + 1]!);
     this.url = url;
     this.ok = this.status >= 200 && this.status < 300;
     const eventStream = (res.headers['content-type'] ?? '').includes('text/event-stream');
@@ -228,7 +239,11 @@ interface Attempt {
 function send(attempt: Attempt, signal: AbortSignal | undefined, resent = false): Promise<http.IncomingMessage> {
   return new Promise((resolve, reject) => {
     const protocol = attempt.url.protocol as 'http:' | 'https:';
-    const request = (protocol === 'https:' ? https : http).request(attempt.url, { method: attempt.method, headers: attempt.headers, agent: agents[protocol] });
+    const request = (protocol === 'https:' ? https : http).request(attempt.url, {
+      method: attempt.method,
+      headers: attempt.headers,
+      agent: agents[protocol],
+    });
     let answered = false;
     const onAbort = (): void => {
       request.destroy();
@@ -253,9 +268,11 @@ function send(attempt: Attempt, signal: AbortSignal | undefined, resent = false)
 }
 
 async function nodeFetch(input: string | URL | Request, init: RequestInit = {}): Promise<Response> {
-  if (typeof input !== 'string' && !(input instanceof URL)) throw new TypeError('http-fetch takes a URL, not a Request');
+  if (typeof input !== 'string' && !(input instanceof URL))
+    throw new TypeError('http-fetch takes a URL, not a Request');
   const url = new URL(input);
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError(`http-fetch cannot fetch ${url.protocol} URLs`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new TypeError(`http-fetch cannot fetch ${url.protocol} URLs`);
   const signal = init.signal ?? undefined;
   if (signal?.aborted) throw abortReason(signal);
   const prepared = await prepareBody(init.body);

@@ -119,7 +119,10 @@ export function createLlmClient(options: z.input<typeof OpenAiLlmSchema>, log: L
       let yielded = false;
       const started = performance.now();
       try {
-        log.debug({ model: opts.model, messages: req.messages.length, tools: req.tools.length, attempt: tries + 1 }, 'llm request');
+        log.debug(
+          { model: opts.model, messages: req.messages.length, tools: req.tools.length, attempt: tries + 1 },
+          'llm request',
+        );
         for await (const ev of attempt(body, req.signal)) {
           yielded = true;
           yield ev;
@@ -127,14 +130,18 @@ export function createLlmClient(options: z.input<typeof OpenAiLlmSchema>, log: L
         return;
       } catch (raw) {
         const err = mapOpenAiError(raw, 'LLM');
-        if (err.code === ErrorCode.Aborted || req.signal.aborted) throw new VoiceError(ErrorCode.Aborted, 'aborted', { cause: req.signal.reason });
+        if (err.code === ErrorCode.Aborted || req.signal.aborted)
+          throw new VoiceError(ErrorCode.Aborted, 'aborted', { cause: req.signal.reason });
         const wait = !yielded && err.retryable && tries < maxRetries ? backoffMs(tries, retryAfterMs(err)) : undefined;
         const ms = Math.round(performance.now() - started);
         if (wait === undefined) {
           log.warn({ code: err.code, attempt: tries + 1, ms, err: err.message }, 'llm request failed');
           throw err;
         }
-        log.warn({ code: err.code, attempt: tries + 1, ms, waitMs: wait, err: err.message }, 'llm request failed, retrying');
+        log.warn(
+          { code: err.code, attempt: tries + 1, ms, waitMs: wait, err: err.message },
+          'llm request failed, retrying',
+        );
         await sleep(wait, req.signal);
       }
     }

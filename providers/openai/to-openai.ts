@@ -23,7 +23,11 @@ export function toOpenAiMessages(messages: readonly ChatMessage[]): ChatCompleti
             role: 'assistant',
             // Some servers reject an empty string next to tool_calls; null is what OpenAI itself returns.
             content: m.content === '' ? null : m.content,
-            tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })),
+            tool_calls: m.toolCalls.map((c) => ({
+              id: c.id,
+              type: 'function',
+              function: { name: c.name, arguments: c.arguments },
+            })),
           };
         }
         return { role: 'assistant', content: m.content };
@@ -38,7 +42,10 @@ export function toOpenAiTools(tools: readonly ToolSpec[]): ChatCompletionFunctio
     if (parameters.type === 'object' && parameters.properties === undefined) parameters.properties = {};
     return {
       type: 'function',
-      function: t.description === undefined ? { name: t.name, parameters } : { name: t.name, description: t.description, parameters },
+      function:
+        t.description === undefined
+          ? { name: t.name, parameters }
+          : { name: t.name, description: t.description, parameters },
     };
   });
 }

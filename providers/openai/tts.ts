@@ -86,10 +86,12 @@ export class OpenAiTts implements StreamingTts {
         yield chunk;
       }
       if (signal.aborted) throw signal.reason;
-      if (bytes === 0) throw new VoiceError(ErrorCode.ProviderFailed, 'openai tts: response had no audio', { retryable: true });
+      if (bytes === 0)
+        throw new VoiceError(ErrorCode.ProviderFailed, 'openai tts: response had no audio', { retryable: true });
     } catch (err) {
       const mapped = mapOpenAiError(err, 'openai tts', idleFired ? signal : opts.signal);
-      if (mapped.code !== ErrorCode.Aborted) this.#log.warn({ code: mapped.code, err: mapped.message, bytes }, 'openai tts failed');
+      if (mapped.code !== ErrorCode.Aborted)
+        this.#log.warn({ code: mapped.code, err: mapped.message, bytes }, 'openai tts failed');
       throw mapped;
     } finally {
       clearTimeout(timer);

@@ -173,7 +173,10 @@ export class PocketsphinxAsr implements Asr {
       this.#child = undefined;
       if (this.#closed) return;
       const stderr = child.stderrTail().split('\n').slice(-3).join(' | ');
-      this.#log.warn({ code: exit.code, signal: exit.signal, error: exit.error?.message, stderr }, 'pocketsphinx exited; will restart');
+      this.#log.warn(
+        { code: exit.code, signal: exit.signal, error: exit.error?.message, stderr },
+        'pocketsphinx exited; will restart',
+      );
       const err = new VoiceError(
         exit.error ? ErrorCode.ProviderUnavailable : ErrorCode.ProcessFailed,
         `pocketsphinx exited (${exit.error?.message ?? exit.code ?? exit.signal}): ${stderr}`,
@@ -199,7 +202,8 @@ export class PocketsphinxAsr implements Asr {
 
   transcribe(pcm: Int16Array, opts: { signal: AbortSignal; sampleRate: number }): Promise<string> {
     throwIfAborted(opts.signal);
-    if (this.#closed) return Promise.reject(new VoiceError(ErrorCode.ProviderUnavailable, 'pocketsphinx asr is closed'));
+    if (this.#closed)
+      return Promise.reject(new VoiceError(ErrorCode.ProviderUnavailable, 'pocketsphinx asr is closed'));
     const audio = opts.sampleRate === RATE ? pcm : resample(pcm, opts.sampleRate, RATE);
     return new Promise<string>((resolve, reject) => {
       const job: Job = { pcm: audio, signal: opts.signal, resolve, reject, texts: [], done: false };

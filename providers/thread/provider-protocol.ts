@@ -25,7 +25,11 @@ export interface ProviderClientStats {
 }
 
 export interface ProviderApi {
-  llm: { params: { options?: OpenAiLlmOptions; messages: ChatMessage[]; tools: ToolSpec[] }; result: void; item: LlmEvent };
+  llm: {
+    params: { options?: OpenAiLlmOptions; messages: ChatMessage[]; tools: ToolSpec[] };
+    result: void;
+    item: LlmEvent;
+  };
   /** The PCM is copied, not transferred: the caller still owns the utterance. */
   asr: { params: { options?: AsrOptions; pcm: Int16Array; sampleRate: number }; result: string };
   clients: { params: Record<string, never>; result: ProviderClientStats };

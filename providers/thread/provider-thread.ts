@@ -63,7 +63,9 @@ class ProviderThreadImpl implements ProviderThread {
       ...(opts.onWorker ? { onWorker: opts.onWorker } : {}),
     });
     this.llm = { model: data.llm.model, stream: (req) => this.#streamLlm(req, undefined) };
-    this.asr = data.asr ? { name: data.asr.provider, transcribe: (pcm, o) => this.#transcribe(pcm, o, undefined), close: async () => {} } : undefined;
+    this.asr = data.asr
+      ? { name: data.asr.provider, transcribe: (pcm, o) => this.#transcribe(pcm, o, undefined), close: async () => {} }
+      : undefined;
   }
 
   llmFor(options: OpenAiLlmOptions): LlmClient {
@@ -93,7 +95,11 @@ class ProviderThreadImpl implements ProviderThread {
     yield* this.rpc.stream('llm', options ? { ...params, options } : params, { signal: req.signal });
   }
 
-  #transcribe(pcm: Int16Array, opts: { signal: AbortSignal; sampleRate: number }, options: AsrOptions | undefined): Promise<string> {
+  #transcribe(
+    pcm: Int16Array,
+    opts: { signal: AbortSignal; sampleRate: number },
+    options: AsrOptions | undefined,
+  ): Promise<string> {
     throwIfAborted(opts.signal);
     // Copied by structured clone, not transferred: the caller still owns the utterance.
     const params = { pcm, sampleRate: opts.sampleRate };
@@ -106,7 +112,11 @@ class ProviderThreadImpl implements ProviderThread {
 }
 
 /** Starts the provider thread; rejects when it cannot load (bad install), before any device connects. */
-export async function startProviderThread(data: ProviderThreadData, log: Logger, opts: ProviderThreadOptions = {}): Promise<ProviderThread> {
+export async function startProviderThread(
+  data: ProviderThreadData,
+  log: Logger,
+  opts: ProviderThreadOptions = {},
+): Promise<ProviderThread> {
   const thread = new ProviderThreadImpl(data, log, opts);
   try {
     await thread.rpc.start();

@@ -23,7 +23,9 @@ nameThisThread('xz-providers');
 
 const log = rpc.log;
 const max = data.maxClients ?? 16;
-const llms = new ClientCache<OpenAiLlmOptions, LlmClient>(max, async (o) => createLlmClient(o, log.child({ part: 'llm' })));
+const llms = new ClientCache<OpenAiLlmOptions, LlmClient>(max, async (o) =>
+  createLlmClient(o, log.child({ part: 'llm' })),
+);
 const asrs = new ClientCache<AsrOptions, Asr>(max, (o) => {
   const entry = asrProvider(o);
   if (entry.runsIn !== 'provider-thread') throw new Error(`the ${o.provider} ASR does not run in the provider thread`);

@@ -48,7 +48,8 @@ function rate(fn: () => void, ms = 400): number {
   return results.sort((a, b) => a - b)[1] as number;
 }
 
-const fmt = (x: number, d = 0): string => x.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
+const fmt = (x: number, d = 0): string =>
+  x.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
 
 async function opusFigures(speech: Record<number, Int16Array>): Promise<void> {
   console.log('-- Opus, 60 ms mono frames, one core (frames/s; "streams" = real-time enc+dec streams per core)');
@@ -86,14 +87,17 @@ async function vadFigures(speech16k: Int16Array): Promise<void> {
     const chunks = frames(speech16k, 960);
     const t0 = performance.now();
     let pushed = 0;
-    for (let rep = 0; rep < 3; rep++) for (const c of chunks) {
-      await stream.push(c);
-      pushed += c.length;
-    }
+    for (let rep = 0; rep < 3; rep++)
+      for (const c of chunks) {
+        await stream.push(c);
+        pushed += c.length;
+      }
     const ms = performance.now() - t0;
     const modelFrames = pushed / model.frameSamples;
     const audioS = pushed / 16000;
-    console.log(`vad ${provider.padEnd(6)}: ${fmt((ms * 1000) / modelFrames, 1)} µs per ${model.frameSamples}-sample frame, ${fmt(ms / audioS, 2)} ms CPU per audio second`);
+    console.log(
+      `vad ${provider.padEnd(6)}: ${fmt((ms * 1000) / modelFrames, 1)} µs per ${model.frameSamples}-sample frame, ${fmt(ms / audioS, 2)} ms CPU per audio second`,
+    );
     stream.close();
     await model.close();
   }
@@ -195,8 +199,24 @@ async function ffmpegFigures(speech24k: Int16Array): Promise<void> {
   const tmp = execFileSync('mktemp', ['-d']).toString().trim();
   const raw = `${tmp}/s.raw`;
   const mp3 = `${tmp}/s.mp3`;
-  execFileSync('sh', ['-c', `cat > ${raw}`], { input: Buffer.from(speech24k.buffer, speech24k.byteOffset, speech24k.byteLength) });
-  execFileSync('ffmpeg', ['-loglevel', 'error', '-f', 's16le', '-ar', '24000', '-ac', '1', '-i', raw, '-b:a', '64k', mp3]);
+  execFileSync('sh', ['-c', `cat > ${raw}`], {
+    input: Buffer.from(speech24k.buffer, speech24k.byteOffset, speech24k.byteLength),
+  });
+  execFileSync('ffmpeg', [
+    '-loglevel',
+    'error',
+    '-f',
+    's16le',
+    '-ar',
+    '24000',
+    '-ac',
+    '1',
+    '-i',
+    raw,
+    '-b:a',
+    '64k',
+    mp3,
+  ]);
   const mp3Bytes = execFileSync('cat', [mp3]);
   execFileSync('rm', ['-rf', tmp]);
   const audioS = speech24k.length / 24000;
@@ -205,12 +225,15 @@ async function ffmpegFigures(speech24k: Int16Array): Promise<void> {
   for (let r = 0; r < 5; r++) {
     const t0 = performance.now();
     let first = 0;
-    for await (const _ of transcodeToPcm(mp3Bytes, { sampleRate: 24000, signal: never })) if (first === 0) first = performance.now() - t0;
+    for await (const _ of transcodeToPcm(mp3Bytes, { sampleRate: 24000, signal: never }))
+      if (first === 0) first = performance.now() - t0;
     firsts.push(first);
     totals.push(performance.now() - t0);
   }
   const med = (a: number[]): number => a.sort((x, y) => x - y)[Math.floor(a.length / 2)] as number;
-  console.log(`ffmpeg mp3 → PCM 24 kHz (${fmt(audioS, 1)} s of speech): first PCM ${fmt(med(firsts), 1)} ms, total ${fmt(med(totals), 1)} ms, RTF ${fmt(med(totals) / 1000 / audioS, 4)}`);
+  console.log(
+    `ffmpeg mp3 → PCM 24 kHz (${fmt(audioS, 1)} s of speech): first PCM ${fmt(med(firsts), 1)} ms, total ${fmt(med(totals), 1)} ms, RTF ${fmt(med(totals) / 1000 / audioS, 4)}`,
+  );
 
   // espeak-ng as WebAssembly (the embedded TTS): warmed up first, as the media workers do.
   const engine = await loadEspeakEngine();
@@ -230,15 +253,29 @@ async function ffmpegFigures(speech24k: Int16Array): Promise<void> {
     speak();
     eTotal.push(performance.now() - t0);
     t0 = performance.now();
-    for await (const _ of ttsToPcm(bytesOf(speak()), { container: 'pcm', sampleRate: engine.sampleRate }, { sampleRate: 24000, signal: never })) void _;
+    for await (const _ of ttsToPcm(
+      bytesOf(speak()),
+      { container: 'pcm', sampleRate: engine.sampleRate },
+      { sampleRate: 24000, signal: never },
+    ))
+      void _;
     pTotal.push(performance.now() - t0);
   }
   console.log(`espeak-ng (WASM, warm) synthesis of a 5.5 s sentence: ${fmt(med(eTotal), 1)} ms CPU, no process`);
   console.log(`  … → PCM 24 kHz (resampled in-process): ${fmt(med(pTotal), 1)} ms`);
   // What a media worker does per sentence (text → 24 kHz Opus packets), with each espeak-ng engine.
   for (const espeakEngine of ['wasm', 'native'] as const) {
-    const engine = await createMediaEngine({ workers: 0, vadProvider: 'webrtc', espeak: { voice: 'en-us' }, espeakEngine, log: silentLogger });
-    const media = await engine.open({ vad: { threshold: 0.5, minSilenceMs: 700 }, downlinkSampleRate: 24000, complexity: 5 }, silentLogger);
+    const engine = await createMediaEngine({
+      workers: 0,
+      vadProvider: 'webrtc',
+      espeak: { voice: 'en-us' },
+      espeakEngine,
+      log: silentLogger,
+    });
+    const media = await engine.open(
+      { vad: { threshold: 0.5, minSilenceMs: 700 }, downlinkSampleRate: 24000, complexity: 5 },
+      silentLogger,
+    );
     const oTotal: number[] = [];
     for (let r = 0; r < 7; r++) {
       const t0 = performance.now();
@@ -247,7 +284,10 @@ async function ffmpegFigures(speech24k: Int16Array): Promise<void> {
     }
     media.close();
     await engine.close();
-    const how = espeakEngine === 'native' ? 'native helper (resamples too), one long-lived process' : 'WASM in the thread, JavaScript resampler';
+    const how =
+      espeakEngine === 'native'
+        ? 'native helper (resamples too), one long-lived process'
+        : 'WASM in the thread, JavaScript resampler';
     console.log(`media.speak, 5.5 s sentence → Opus packets, espeak-ng ${how}: ${fmt(med(oTotal), 1)} ms`);
   }
   const big = speech24k;
@@ -259,13 +299,25 @@ async function ffmpegFigures(speech24k: Int16Array): Promise<void> {
 
 /** A fresh media worker, as at server start: how long each of its first sentences takes to speak. */
 async function workerSpeakFigures(espeakEngine: 'native' | 'wasm'): Promise<void> {
-  console.log(`-- Media worker (1 thread, fresh, espeak-ng ${espeakEngine}): three sessions speak the same three sentences in turn`);
-  const engine = await createMediaEngine({ workers: 1, workerNice: 0, vadProvider: 'webrtc', espeak: { voice: 'en-us' }, espeakEngine, log: silentLogger });
+  console.log(
+    `-- Media worker (1 thread, fresh, espeak-ng ${espeakEngine}): three sessions speak the same three sentences in turn`,
+  );
+  const engine = await createMediaEngine({
+    workers: 1,
+    workerNice: 0,
+    vadProvider: 'webrtc',
+    espeak: { voice: 'en-us' },
+    espeakEngine,
+    log: silentLogger,
+  });
   const never = new AbortController().signal;
   const sentences = ['It is sunny today.', 'The high is twenty two degrees.', 'Enjoy your day!'];
   try {
     for (let k = 0; k < 3; k++) {
-      const media = await engine.open({ vad: { threshold: 0.5, minSilenceMs: 700 }, downlinkSampleRate: 24000, complexity: 5 }, silentLogger);
+      const media = await engine.open(
+        { vad: { threshold: 0.5, minSilenceMs: 700 }, downlinkSampleRate: 24000, complexity: 5 },
+        silentLogger,
+      );
       const firsts: string[] = [];
       const totals: string[] = [];
       for (const text of sentences) {
@@ -284,7 +336,9 @@ async function workerSpeakFigures(espeakEngine: 'native' | 'wasm'): Promise<void
 }
 
 async function pacerFigures(): Promise<void> {
-  console.log('-- Pacer: 100 concurrent pacers (starts spread over 1 s), 60 ms frames, 5 s each, each frame Opus-encoded (24 kHz c5) on the same event loop');
+  console.log(
+    '-- Pacer: 100 concurrent pacers (starts spread over 1 s), 60 ms frames, 5 s each, each frame Opus-encoded (24 kHz c5) on the same event loop',
+  );
   const codec = await createOpusCodec({ sampleRate: 24000, complexity: 5 });
   const pcm = new Int16Array(1440);
   const controllers = Array.from({ length: 100 }, () => new AbortController());

@@ -11,7 +11,17 @@
  * See docs/simulate.md.
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { COMPARE_USAGE, parseCompareArgs, type CompareOptions } from './sim/compare-options.ts';
@@ -42,7 +52,9 @@ function hostLine(): string {
   } catch {
     // Not Linux: the model stays unknown.
   }
-  return `host: ${model}, ${availableParallelism()} CPUs, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`;
+  return `host: ${model}, ${availableParallelism()} CPUs, load average ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`;
 }
 
 class Comparison {
@@ -69,7 +81,11 @@ class Comparison {
     const short = git(this.root, ['rev-parse', '--short', sha]);
     const dir = join(this.tmp, `wt-${short}`);
     git(this.root, ['worktree', 'add', '--detach', '--quiet', dir, sha]);
-    const side: SideDir = { label: ref === short || sha.startsWith(ref) ? short : `${ref} ${short}`, dir, worktree: true };
+    const side: SideDir = {
+      label: ref === short || sha.startsWith(ref) ? short : `${ref} ${short}`,
+      dir,
+      worktree: true,
+    };
     this.sides.push(side);
     for (const name of LINKED) {
       const from = join(this.root, name);
@@ -91,7 +107,20 @@ class Comparison {
     const o = this.opts;
     const base = join(this.outDir, `${side.label.replaceAll(/[^A-Za-z0-9._-]+/g, '_')}-run${n}`);
     const jsonFile = `${base}.json`;
-    const args = ['--import', 'tsx', 'test/bench/simulate.ts', '--devices', o.devices.join(','), '--turns', String(o.turns), '--stagger-ms', String(o.staggerMs), '--json', jsonFile, ...o.simulatorArgs];
+    const args = [
+      '--import',
+      'tsx',
+      'test/bench/simulate.ts',
+      '--devices',
+      o.devices.join(','),
+      '--turns',
+      String(o.turns),
+      '--stagger-ms',
+      String(o.staggerMs),
+      '--json',
+      jsonFile,
+      ...o.simulatorArgs,
+    ];
     console.log(`[${side.label} run ${n}] node ${args.join(' ')}  (in ${side.dir})`);
     const log = createWriteStream(`${base}.log`);
     // Its own process group: Ctrl-C reaches the simulator once, through stopChild(), not also
@@ -114,7 +143,11 @@ class Comparison {
     });
     this.child = null;
     await new Promise<void>((resolve) => log.end(resolve));
-    if (code !== 0) return { ok: false, error: `simulator exited with code ${code} (log ${base}.log): ${tail.trim().split('\n').at(-1) ?? ''}` };
+    if (code !== 0)
+      return {
+        ok: false,
+        error: `simulator exited with code ${code} (log ${base}.log): ${tail.trim().split('\n').at(-1) ?? ''}`,
+      };
     try {
       return { ok: true, steps: readSteps(readFileSync(jsonFile, 'utf8')) };
     } catch (e) {
@@ -142,7 +175,9 @@ class Comparison {
       try {
         git(this.root, ['worktree', 'remove', '--force', s.dir]);
       } catch (e) {
-        console.error(`simulate:compare: could not remove the worktree ${s.dir}: ${e instanceof Error ? e.message : String(e)}`);
+        console.error(
+          `simulate:compare: could not remove the worktree ${s.dir}: ${e instanceof Error ? e.message : String(e)}`,
+        );
       }
     }
     try {
@@ -180,7 +215,9 @@ async function main(): Promise<void> {
     signals++;
     cmp.stopping = true;
     if (signals === 1) {
-      console.error(`simulate:compare: ${sig}: stopping the running simulator, then removing the worktrees (again: the simulator exits at once)`);
+      console.error(
+        `simulate:compare: ${sig}: stopping the running simulator, then removing the worktrees (again: the simulator exits at once)`,
+      );
       void cmp.stopChild().then(() => process.exit(130));
       return;
     }
@@ -197,7 +234,9 @@ async function main(): Promise<void> {
   const b = opts.refs[1] === undefined ? cmp.thisCheckout() : cmp.addWorktree(opts.refs[1]);
   const host = hostLine();
   console.log(host);
-  console.log(`fleet: ${opts.devices.join(', ')} devices, ${opts.turns} turns each, first utterances within ${opts.staggerMs} ms; ${opts.runs} runs of each; results in ${cmp.outDir}`);
+  console.log(
+    `fleet: ${opts.devices.join(', ')} devices, ${opts.turns} turns each, first utterances within ${opts.staggerMs} ms; ${opts.runs} runs of each; results in ${cmp.outDir}`,
+  );
   const results = new Map<SideDir, RunOutcome[]>([
     [a, []],
     [b, []],

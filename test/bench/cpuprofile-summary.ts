@@ -33,10 +33,14 @@ function main(argv: string[]): void {
     else if (a.startsWith('-')) throw new Error(`unknown argument ${a}`);
     else files.push(a);
   }
-  if (files.length === 0 || !Number.isInteger(top) || top < 1) throw new Error('usage: cpuprofile-summary.ts [--top N] [--each] FILE.cpuprofile…');
+  if (files.length === 0 || !Number.isInteger(top) || top < 1)
+    throw new Error('usage: cpuprofile-summary.ts [--top N] [--each] FILE.cpuprofile…');
   if (!(fromS >= 0 && toS > fromS)) throw new Error('--from and --to are seconds, --to after --from');
   const texts = new Map(files.map((f) => [f, readFileSync(f, 'utf8')]));
-  const window: ProfileWindow | undefined = fromS > 0 || toS < Infinity ? { originUs: earliestStart([...texts.values()]), fromMs: fromS * 1000, toMs: toS * 1000 } : undefined;
+  const window: ProfileWindow | undefined =
+    fromS > 0 || toS < Infinity
+      ? { originUs: earliestStart([...texts.values()]), fromMs: fromS * 1000, toMs: toS * 1000 }
+      : undefined;
   const groups: Array<[string, string[]]> = each
     ? files.map((f) => [basename(f), [f]])
     : [
@@ -49,7 +53,9 @@ function main(argv: string[]): void {
       group.map((f) => texts.get(f) as string),
       window,
     );
-    console.log(`${summaryMarkdown(`${title} (${group.length} file${group.length === 1 ? '' : 's'})${window ? `, ${fromS}–${toS} s` : ''}`, s, top)}\n`);
+    console.log(
+      `${summaryMarkdown(`${title} (${group.length} file${group.length === 1 ? '' : 's'})${window ? `, ${fromS}–${toS} s` : ''}`, s, top)}\n`,
+    );
   }
 }
 

@@ -20,7 +20,8 @@ function median(xs: number[]): number {
 }
 
 function benchCutter(): void {
-  const en = 'Well, the weather today is great, and tomorrow too. Pi is about 3.14, e.g. for circles! **Bold** and [links](http://x.y) too?\n';
+  const en =
+    'Well, the weather today is great, and tomorrow too. Pi is about 3.14, e.g. for circles! **Bold** and [links](http://x.y) too?\n';
   const zh = '今天北京天气晴朗，气温二十度，适合出门。明天会下雨！你要带伞吗？';
   const text = (en + zh).repeat(200);
   const rounds = 20;
@@ -34,7 +35,9 @@ function benchCutter(): void {
   }
   const ms = performance.now() - t0;
   const chars = text.length * rounds;
-  console.log(`llm sentence cutter: ${Math.round(chars / (ms / 1000) / 1000)} k chars/s, ${Math.round((pieces / ms) * 1000)} pieces/s (${Math.round(ms)} ms for ${chars} chars)`);
+  console.log(
+    `llm sentence cutter: ${Math.round(chars / (ms / 1000) / 1000)} k chars/s, ${Math.round((pieces / ms) * 1000)} pieces/s (${Math.round(ms)} ms for ${chars} chars)`,
+  );
 }
 
 async function benchReact(): Promise<void> {
@@ -53,7 +56,13 @@ async function benchReact(): Promise<void> {
       const t0 = performance.now();
       let first = 0;
       const a = await runReact({
-        llm, tools, history, userText: 'hi', maxRounds: 3, signal: new AbortController().signal, log: silentLogger,
+        llm,
+        tools,
+        history,
+        userText: 'hi',
+        maxRounds: 3,
+        signal: new AbortController().signal,
+        log: silentLogger,
         onText: (d) => {
           if (first === 0 && cutter.push(d).length > 0) first = performance.now() - t0;
         },
@@ -61,13 +70,26 @@ async function benchReact(): Promise<void> {
       plain.push(a.totalMs);
       firstPiece.push(first);
       fake.script(fakeToolCalls([{ name: 'get_current_datetime', arguments: {} }]), fakeText('It is noon.'));
-      const b = await runReact({ llm, tools, history, userText: 'time?', maxRounds: 3, signal: new AbortController().signal, log: silentLogger, onText: () => {} });
+      const b = await runReact({
+        llm,
+        tools,
+        history,
+        userText: 'time?',
+        maxRounds: 3,
+        signal: new AbortController().signal,
+        log: silentLogger,
+        onText: () => {},
+      });
       withTool.push(b.totalMs);
     }
     const m1 = median(plain);
     const m2 = median(withTool);
-    console.log(`llm react, 1 round (fake server, loopback): median ${m1.toFixed(1)} ms per turn; first sentence piece after ${median(firstPiece).toFixed(1)} ms`);
-    console.log(`llm react, tool round + answer: median ${m2.toFixed(1)} ms per turn (≈ ${(m2 - m1).toFixed(1)} ms per extra tool round)`);
+    console.log(
+      `llm react, 1 round (fake server, loopback): median ${m1.toFixed(1)} ms per turn; first sentence piece after ${median(firstPiece).toFixed(1)} ms`,
+    );
+    console.log(
+      `llm react, tool round + answer: median ${m2.toFixed(1)} ms per turn (≈ ${(m2 - m1).toFixed(1)} ms per extra tool round)`,
+    );
   } finally {
     await fake.close();
   }
@@ -80,17 +102,31 @@ async function benchReact(): Promise<void> {
  * and the fakes' (their own queue in a burst), median of the rounds after the first.
  */
 async function benchProviderBurst(): Promise<void> {
-  const fakes = await startFakes('what is the weather like today', 'It is sunny today. The high is twenty two degrees. Enjoy your day!', 20_000);
+  const fakes = await startFakes(
+    'what is the weather like today',
+    'It is sunny today. The high is twenty two degrees. Enjoy your day!',
+    20_000,
+  );
   try {
     const llm = createLlmClient({ baseURL: fakes.llm, apiKey: '', model: 'fake' }, silentLogger);
-    const asr = await createAsr({ provider: 'openai', baseURL: fakes.asr, apiKey: '', model: 'whisper-1' }, silentLogger);
+    const asr = await createAsr(
+      { provider: 'openai', baseURL: fakes.asr, apiKey: '', model: 'whisper-1' },
+      silentLogger,
+    );
     const tools = Array.from({ length: 12 }, (_, i) => ({
       name: `device_tool_${i}`,
       description: 'Sets or reads something on the speaker, such as its volume, screen or battery. '.repeat(2),
-      inputSchema: { type: 'object', properties: { value: { type: 'string' }, level: { type: 'number' } }, required: ['value'] },
+      inputSchema: {
+        type: 'object',
+        properties: { value: { type: 'string' }, level: { type: 'number' } },
+        required: ['value'],
+      },
     }));
     const messages = [
-      { role: 'system' as const, content: 'You are a friendly voice assistant on a small speaker. Answer briefly. '.repeat(25) },
+      {
+        role: 'system' as const,
+        content: 'You are a friendly voice assistant on a small speaker. Answer briefly. '.repeat(25),
+      },
       { role: 'user' as const, content: 'what is the weather like today' },
     ];
     const pcm = new Int16Array(16000 * 2.5).map((_, i) => Math.round(3000 * Math.sin(i / 5)));
@@ -116,7 +152,9 @@ async function benchProviderBurst(): Promise<void> {
       }
       await new Promise((r) => setTimeout(r, 500));
     }
-    console.log(`provider clients, ${turns} turns at once (ASR upload + chat stream): ${median(clients).toFixed(2)} ms of CPU per turn here, ${median(fakesMs).toFixed(2)} ms in the fakes' process`);
+    console.log(
+      `provider clients, ${turns} turns at once (ASR upload + chat stream): ${median(clients).toFixed(2)} ms of CPU per turn here, ${median(fakesMs).toFixed(2)} ms in the fakes' process`,
+    );
   } finally {
     await stopFakes(fakes);
   }

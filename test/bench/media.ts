@@ -23,7 +23,24 @@ const MB = 1024 * 1024;
 /** A ≥ 50 MB mp3: one 320 kb/s tone chunk without tags, repeated (a valid MPEG audio stream). */
 async function makeBigMp3(dir: string, targetBytes: number): Promise<string> {
   const chunk = join(dir, 'chunk.mp3');
-  await run_('ffmpeg', ['-loglevel', 'error', '-y', '-f', 'lavfi', '-i', 'sine=frequency=330:duration=120', '-ac', '2', '-b:a', '320k', '-write_xing', '0', '-id3v2_version', '0', chunk]);
+  await run_('ffmpeg', [
+    '-loglevel',
+    'error',
+    '-y',
+    '-f',
+    'lavfi',
+    '-i',
+    'sine=frequency=330:duration=120',
+    '-ac',
+    '2',
+    '-b:a',
+    '320k',
+    '-write_xing',
+    '0',
+    '-id3v2_version',
+    '0',
+    chunk,
+  ]);
   const bytes = await readFile(chunk);
   const out = join(dir, 'big.mp3');
   await writeFile(out, bytes);
@@ -50,7 +67,14 @@ export async function run(targetBytes = TARGET_BYTES): Promise<void> {
     const path = await makeBigMp3(dir, targetBytes);
     const size = (await stat(path)).size;
     files.options.files = { '/big.mp3': { path } };
-    mcp = await connectStdio(process.execPath, ['--import', 'tsx', 'examples/mcp-audio-server/main.ts', '--stdio', '--urls', `Big Tone | ${files.url('/big.mp3')}`]);
+    mcp = await connectStdio(process.execPath, [
+      '--import',
+      'tsx',
+      'examples/mcp-audio-server/main.ts',
+      '--stdio',
+      '--urls',
+      `Big Tone | ${files.url('/big.mp3')}`,
+    ]);
 
     const result = await mcp.client.callTool({ name: 'musicPlayer', arguments: { query: 'big tone' } });
     const tLink = performance.now();
@@ -69,7 +93,11 @@ export async function run(targetBytes = TARGET_BYTES): Promise<void> {
     let pages = 0;
     let pcmBytes = 0;
     const ac = new AbortController();
-    const ff = spawn('ffmpeg', ['-loglevel', 'error', '-i', 'pipe:0', '-f', 's16le', '-ac', '1', '-ar', '16000', 'pipe:1'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const ff = spawn(
+      'ffmpeg',
+      ['-loglevel', 'error', '-i', 'pipe:0', '-f', 's16le', '-ac', '1', '-ar', '16000', 'pipe:1'],
+      { stdio: ['pipe', 'pipe', 'inherit'] },
+    );
     ff.stdin.on('error', () => {});
     ff.stdout.on('data', (d: Buffer) => {
       if (firstPcmMs < 0) firstPcmMs = performance.now() - tLink;
@@ -95,11 +123,17 @@ export async function run(targetBytes = TARGET_BYTES): Promise<void> {
     const serverPeak = mcp.pid !== undefined ? await peakRssOf(mcp.pid) : undefined;
 
     const audioSeconds = pcmBytes / 32000;
-    console.log(`media bench: ${(size / MB).toFixed(1)} MB mp3 (${(audioSeconds / 60).toFixed(1)} min of audio), ${pages} reads of 100 KB, ffmpeg exit ${code}`);
+    console.log(
+      `media bench: ${(size / MB).toFixed(1)} MB mp3 (${(audioSeconds / 60).toFixed(1)} min of audio), ${pages} reads of 100 KB, ffmpeg exit ${code}`,
+    );
     console.log(`  tool result -> first page:        ${firstPageMs.toFixed(1)} ms`);
     console.log(`  tool result -> first PCM bytes:   ${firstPcmMs.toFixed(1)} ms`);
-    console.log(`  whole file streamed + decoded:    ${(totalMs / 1000).toFixed(2)} s (${(size / MB / (totalMs / 1000)).toFixed(1)} MB/s, ${(audioSeconds / (totalMs / 1000)).toFixed(0)}x real time)`);
-    console.log(`  peak RSS (this process):          ${(peakRss / MB).toFixed(1)} MB (baseline ${(baseRss / MB).toFixed(1)} MB, +${((peakRss - baseRss) / MB).toFixed(1)} MB)`);
+    console.log(
+      `  whole file streamed + decoded:    ${(totalMs / 1000).toFixed(2)} s (${(size / MB / (totalMs / 1000)).toFixed(1)} MB/s, ${(audioSeconds / (totalMs / 1000)).toFixed(0)}x real time)`,
+    );
+    console.log(
+      `  peak RSS (this process):          ${(peakRss / MB).toFixed(1)} MB (baseline ${(baseRss / MB).toFixed(1)} MB, +${((peakRss - baseRss) / MB).toFixed(1)} MB)`,
+    );
     if (serverPeak !== undefined) console.log(`  peak RSS (example MCP server):    ${(serverPeak / MB).toFixed(1)} MB`);
     if (streamed !== size) throw new Error(`streamed ${streamed} bytes of ${size}`);
   } finally {

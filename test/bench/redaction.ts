@@ -10,7 +10,23 @@ import { SecretValues } from '../../core/secret-values.ts';
 import { redactUrlsInText } from '../../core/redact-url.ts';
 
 function line(bytes: number): string {
-  const words = ['session', 'turn', 'first', 'audio', 'frame', 'deviceId', 'a0:00:00:00:00:01', '3f1c2a9e-5b4d-4c7e-9a1f-0e2d3c4b5a69', 'https://api.example.com/v1/chat/completions', 'asrMs', '412', 'the', 'weather', 'is', 'sunny'];
+  const words = [
+    'session',
+    'turn',
+    'first',
+    'audio',
+    'frame',
+    'deviceId',
+    'a0:00:00:00:00:01',
+    '3f1c2a9e-5b4d-4c7e-9a1f-0e2d3c4b5a69',
+    'https://api.example.com/v1/chat/completions',
+    'asrMs',
+    '412',
+    'the',
+    'weather',
+    'is',
+    'sunny',
+  ];
   let msg = '';
   for (let i = 0; msg.length < bytes; i++) msg += `${words[i % words.length]} `;
   return `{"level":30,"time":1764390000000,"pid":1234,"part":"voice","sessionId":"s-1","msg":${JSON.stringify(msg)}}\n`;
@@ -30,6 +46,8 @@ export async function run(): Promise<void> {
     const t0 = performance.now();
     for (let i = 0; i < n; i++) redact(l);
     const us = ((performance.now() - t0) * 1000) / n;
-    console.log(`redaction ${l.length} B line: ${us.toFixed(1)} µs/line (${((us * 1000) / 1e6 * 100).toFixed(2)} % of a core at 1,000 lines/s)`);
+    console.log(
+      `redaction ${l.length} B line: ${us.toFixed(1)} µs/line (${(((us * 1000) / 1e6) * 100).toFixed(2)} % of a core at 1,000 lines/s)`,
+    );
   }
 }

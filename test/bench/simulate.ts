@@ -14,10 +14,34 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { startMachineProbe, type MachineProbe } from './sim/cpu-window.ts';
-import { FleetDevice, prepareUtterance, simMac, type DeviceIdentity, type FleetMember, type TurnRecord, type UtteranceAudio } from './sim/device.ts';
+import {
+  FleetDevice,
+  prepareUtterance,
+  simMac,
+  type DeviceIdentity,
+  type FleetMember,
+  type TurnRecord,
+  type UtteranceAudio,
+} from './sim/device.ts';
 import { MqttFleetDevice } from './sim/mqtt-device.ts';
 import { defaultOptions, parseArgs, USAGE, type SimulationOptions } from './sim/options.ts';
-import { alignedHeader, alignedRow, burstLine, simLine, stealWarning, talkingLine, idleLines, legend, markdownTable, stagesLine, type BurstCpu, type IdleResult, type SimulationResult, type StepResult, type TurnStages } from './sim/report.ts';
+import {
+  alignedHeader,
+  alignedRow,
+  burstLine,
+  simLine,
+  stealWarning,
+  talkingLine,
+  idleLines,
+  legend,
+  markdownTable,
+  stagesLine,
+  type BurstCpu,
+  type IdleResult,
+  type SimulationResult,
+  type StepResult,
+  type TurnStages,
+} from './sim/report.ts';
 import { remoteServer, startLocalServer, type ServerTurnTiming, type SimServer } from './sim/server.ts';
 import { freePort } from '../integration/ops/helpers/spawned-server.ts';
 import { p50p95, sleep, sumPlayback, type P50P95 } from './sim/stats.ts';
@@ -89,7 +113,16 @@ function cpuShare(sampler: MachineProbe, from: number, to: number): BurstCpu | n
   const w = sampler.window(from, to);
   // A lone device's burst lasts a few ms: less than the ticks /proc counts in.
   if (!w?.server || w.ms < MIN_BURST_MS) return null;
-  return { windowMs: w.ms, machineBusyPct: w.machineBusyPct, stealPct: w.stealPct, server: w.server, rig: w.rig, cpuWaitMs: w.cpuWaitMs, timer: w.timer, cpus: availableParallelism() };
+  return {
+    windowMs: w.ms,
+    machineBusyPct: w.machineBusyPct,
+    stealPct: w.stealPct,
+    server: w.server,
+    rig: w.rig,
+    cpuWaitMs: w.cpuWaitMs,
+    timer: w.timer,
+    cpus: availableParallelism(),
+  };
 }
 
 /**
@@ -101,7 +134,9 @@ function cpuShare(sampler: MachineProbe, from: number, to: number): BurstCpu | n
 function burstCpu(st: ReadonlyArray<ServerTurnTiming> | null, sampler: MachineProbe | null): BurstCpu | null {
   if (!sampler || !st) return null;
   const first = splitTurns(st).first.filter((t) => t.endedAt !== undefined);
-  const frames = first.flatMap((t) => (t.firstAudioMs === undefined ? [] : [(t.endedAt as number) + t.firstAudioMs])).sort((a, b) => a - b);
+  const frames = first
+    .flatMap((t) => (t.firstAudioMs === undefined ? [] : [(t.endedAt as number) + t.firstAudioMs]))
+    .sort((a, b) => a - b);
   if (first.length === 0 || frames.length < Math.ceil(first.length / 2)) return null;
   // From the first turn's start: at the end-of-speech decision, or earlier at a pause (early start).
   const from = Math.min(...first.map((t) => (t.endedAt as number) - (t.earlyStartMs ?? 0)));
@@ -116,7 +151,11 @@ function burstCpu(st: ReadonlyArray<ServerTurnTiming> | null, sampler: MachinePr
 function talkingCpu(recs: readonly TurnRecord[], sampler: MachineProbe | null): BurstCpu | null {
   const first = recs.filter((r) => r.turn === 0 && r.speechStartAt !== undefined && r.speechEndAt !== undefined);
   if (!sampler || first.length === 0) return null;
-  return cpuShare(sampler, Math.max(...first.map((r) => r.speechStartAt as number)), Math.min(...first.map((r) => r.speechEndAt as number)));
+  return cpuShare(
+    sampler,
+    Math.max(...first.map((r) => r.speechStartAt as number)),
+    Math.min(...first.map((r) => r.speechEndAt as number)),
+  );
 }
 
 /** `over` merged into `base`, objects key by key (the transport's config under the user's --set). */
@@ -124,7 +163,8 @@ function mergeConfig(base: Record<string, unknown>, over: Record<string, unknown
   const out: Record<string, unknown> = { ...base };
   for (const [k, v] of Object.entries(over)) {
     const b = out[k];
-    const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+    const isObj = (x: unknown): x is Record<string, unknown> =>
+      typeof x === 'object' && x !== null && !Array.isArray(x);
     out[k] = isObj(b) && isObj(v) ? mergeConfig(b, v) : v;
   }
   return out;
@@ -171,7 +211,10 @@ class Run {
   }
 
   /** Connects devices in batches; returns those that got the server hello. */
-  async connectAll(devs: FleetMember[], openSession = true): Promise<{ connected: FleetMember[]; errors: Array<{ error: string }> }> {
+  async connectAll(
+    devs: FleetMember[],
+    openSession = true,
+  ): Promise<{ connected: FleetMember[]; errors: Array<{ error: string }> }> {
     const connected: FleetMember[] = [];
     const errors: Array<{ error: string }> = [];
     for (let i = 0; i < devs.length; i += this.opts.batch) {
@@ -285,7 +328,9 @@ class Run {
 
   async step(n: number, stepNo: number): Promise<StepResult> {
     const o = this.opts;
-    const devs = Array.from({ length: n }, (_, i) => this.device({ index: i, deviceId: simMac(this.runId, stepNo, i), clientId: randomUUID() }));
+    const devs = Array.from({ length: n }, (_, i) =>
+      this.device({ index: i, deviceId: simMac(this.runId, stepNo, i), clientId: randomUUID() }),
+    );
     const ids = new Set(devs.map((d) => d.id.deviceId));
     const { connected, errors: connectErrors } = await this.connectAll(devs);
     this.check();
@@ -293,7 +338,12 @@ class Run {
     await this.server.metrics(); // resets prom-client's event-loop histogram: later scrapes cover the step
     this.server.resetLag();
     const cpu0 = await this.server.cpu();
-    const probe = await startMachineProbe({ everyMs: CPU_SAMPLE_MS, rssEveryMs: this.server.started ? RSS_SAMPLE_MS : null, server: this.server.processTree(), fakesPid: this.server.fakesPid });
+    const probe = await startMachineProbe({
+      everyMs: CPU_SAMPLE_MS,
+      rssEveryMs: this.server.started ? RSS_SAMPLE_MS : null,
+      server: this.server.processTree(),
+      fakesPid: this.server.fakesPid,
+    });
     // The probe thread samples a self-started server's RSS; a server someone else runs, its /metrics.
     const rss = probe && this.server.started ? null : this.rssSampler();
     const loop = monitorEventLoopDelay({ resolution: LOOP_TICK_MS });
@@ -324,11 +374,14 @@ class Run {
     const done = recs.filter((r) => r.done);
     const play = sumPlayback(recs.map((r) => r.playback));
     const wallS = cpu0 && cpu1 ? (cpu1.at - cpu0.at) / 1000 : NaN;
-    const st = this.server.started ? this.server.timings.filter((t) => ids.has(t.deviceId) && t.source === 'voice') : null;
+    const st = this.server.started
+      ? this.server.timings.filter((t) => ids.has(t.deviceId) && t.source === 'voice')
+      : null;
     const nums = (k: TimingKey): number[] => stageMs(st ?? [], k);
     const outcomes: Record<string, number> = {};
     for (const t of st ?? []) outcomes[t.outcome] = (outcomes[t.outcome] ?? 0) + 1;
-    const lag = (v: number | undefined): number | null => (v === undefined ? null : Math.max(0, v * 1000 - LOOP_TICK_MS));
+    const lag = (v: number | undefined): number | null =>
+      v === undefined ? null : Math.max(0, v * 1000 - LOOP_TICK_MS);
     return {
       devices: n,
       connected: connected.length,
@@ -358,7 +411,10 @@ class Run {
       gapPct: play.intervals > 0 ? (play.gaps / play.intervals) * 100 : NaN,
       underrunMs: play.underrunMs,
       serverCpuCores: cpu0 && cpu1 && wallS > 0 ? (cpu1.cpuS - cpu0.cpuS) / wallS : null,
-      serverChildCpuCores: cpu0?.childCpuS != null && cpu1?.childCpuS != null && wallS > 0 ? (cpu1.childCpuS - cpu0.childCpuS) / wallS : null,
+      serverChildCpuCores:
+        cpu0?.childCpuS != null && cpu1?.childCpuS != null && wallS > 0
+          ? (cpu1.childCpuS - cpu0.childCpuS) / wallS
+          : null,
       serverPeakRssMb: mem.peak === null ? null : mem.peak / MB,
       serverHwmMb: mem.hwm === null ? null : mem.hwm / MB,
       serverLoopP99Ms: lag(serverLag?.p99S),
@@ -392,12 +448,16 @@ class Run {
     // process (codecs, models, JIT) is in the baseline and not charged to the idle devices.
     // An idle MQTT device is connected to the broker without an audio session (the firmware's idle state).
     const openSession = this.opts.transport !== 'mqtt';
-    const warm = Array.from({ length: Math.min(n, this.opts.batch) }, (_, i) => this.device({ index: i, deviceId: simMac(this.runId, 249, i), clientId: randomUUID() }));
+    const warm = Array.from({ length: Math.min(n, this.opts.batch) }, (_, i) =>
+      this.device({ index: i, deviceId: simMac(this.runId, 249, i), clientId: randomUUID() }),
+    );
     await this.connectAll(warm, openSession);
     await this.closeAll(warm);
     await this.settle(Math.max(2000, this.opts.settleMs));
     const before = await this.rssNow();
-    const devs = Array.from({ length: n }, (_, i) => this.device({ index: i, deviceId: simMac(this.runId, 250, i), clientId: randomUUID() }));
+    const devs = Array.from({ length: n }, (_, i) =>
+      this.device({ index: i, deviceId: simMac(this.runId, 250, i), clientId: randomUUID() }),
+    );
     this.opts.print(`idle: connecting ${n} devices over ${this.opts.transport}, ${this.opts.batch} at a time`);
     const t0 = performance.now();
     const { connected, errors } = await this.connectAll(devs, openSession);
@@ -419,7 +479,8 @@ class Run {
       sessionsActive: m?.sessionsActive ?? null,
       rssBeforeMb: before === null ? null : before / MB,
       rssIdleMb: during === null ? null : during / MB,
-      rssPerDeviceKb: before !== null && during !== null && connected.length > 0 ? (during - before) / connected.length / 1024 : null,
+      rssPerDeviceKb:
+        before !== null && during !== null && connected.length > 0 ? (during - before) / connected.length / 1024 : null,
       rssAfterDisconnectMb: after === null ? null : after / MB,
       errors: countErrors(errors),
     };
@@ -436,13 +497,18 @@ export async function runSimulation(partial: Partial<SimulationOptions> = {}): P
   const biggest = Math.max(0, opts.idle, ...opts.devices);
   const limit = openFileLimit();
   if (limit !== null && biggest > limit - 256) {
-    throw new Error(`${biggest} devices need more open files than this process may have (ulimit -n ${limit}); use at most ${limit - 256}`);
+    throw new Error(
+      `${biggest} devices need more open files than this process may have (ulimit -n ${limit}); use at most ${limit - 256}`,
+    );
   }
   const run = new Run(opts);
   const onAbort = (): void => run.abort.abort(opts.signal?.reason ?? 'stopped');
   opts.signal?.addEventListener('abort', onAbort, { once: true });
   if (opts.signal?.aborted) onAbort();
-  const watchdog = setTimeout(() => run.abort.abort(`time limit of ${Math.round(opts.maxRunMs / 1000)} s reached`), opts.maxRunMs);
+  const watchdog = setTimeout(
+    () => run.abort.abort(`time limit of ${Math.round(opts.maxRunMs / 1000)} s reached`),
+    opts.maxRunMs,
+  );
   watchdog.unref();
   const started = performance.now();
   const steps: StepResult[] = [];
@@ -455,7 +521,18 @@ export async function runSimulation(partial: Partial<SimulationOptions> = {}): P
       print('server: starting the fake LLM, the fake ASR and the real server (child process) on 127.0.0.1 …');
       // Over MQTT the server runs its broker (and UDP audio) on free loopback ports; OTA hands them out.
       // The whole fleet connects from one address at once, as sim/server.ts lifts the other per-address limits.
-      const transportConfig = opts.transport === 'mqtt' ? { mqtt: { enabled: true, host: '127.0.0.1', port: await freePort(), udpPort: 0, maxPendingPerAddress: 10_000 } } : {};
+      const transportConfig =
+        opts.transport === 'mqtt'
+          ? {
+              mqtt: {
+                enabled: true,
+                host: '127.0.0.1',
+                port: await freePort(),
+                udpPort: 0,
+                maxPendingPerAddress: 10_000,
+              },
+            }
+          : {};
       run.server = await startLocalServer({
         transcript: opts.transcript,
         answer: opts.answer,
@@ -466,11 +543,16 @@ export async function runSimulation(partial: Partial<SimulationOptions> = {}): P
         readyTimeoutMs: 45_000,
         log: print,
       });
-      print(`server: pid ${run.server.pid} at ${run.server.wsUrl}${opts.transport === 'mqtt' ? ' (devices over MQTT+UDP)' : ''}`);
+      print(
+        `server: pid ${run.server.pid} at ${run.server.wsUrl}${opts.transport === 'mqtt' ? ' (devices over MQTT+UDP)' : ''}`,
+      );
     }
     run.check();
     if (opts.devices.length > 0) run.audio = await prepareUtterance(opts.utterance);
-    if (opts.devices.length > 0) print(`utterance: "${opts.utterance}", ${run.audio.speechMs} ms of speech, ${run.audio.speech.length} packets incl. 300 ms lead-in`);
+    if (opts.devices.length > 0)
+      print(
+        `utterance: "${opts.utterance}", ${run.audio.speechMs} ms of speech, ${run.audio.speech.length} packets incl. 300 ms lead-in`,
+      );
 
     if (opts.devices.length > 0 && opts.warmup) {
       const w = run.device({ index: 0, deviceId: simMac(run.runId, 0, 0), clientId: randomUUID() });
@@ -501,8 +583,14 @@ export async function runSimulation(partial: Partial<SimulationOptions> = {}): P
         print(simLine(s));
         const noisy = stealWarning(i + 1, s.stealPct);
         if (noisy) run.warn(noisy);
-        if (s.connectRefusals) print(`  connect: ${s.connectRefusals} upgrades refused with 503 (server admission) and retried after Retry-After`);
-        if (s.bargeIns > 0) print(`  barge-in: ${s.bargeIns} turns aborted mid-answer; abort → tts stop p50/p95 ${Math.round(s.abortToStopMs.p50)} / ${Math.round(s.abortToStopMs.p95)} ms`);
+        if (s.connectRefusals)
+          print(
+            `  connect: ${s.connectRefusals} upgrades refused with 503 (server admission) and retried after Retry-After`,
+          );
+        if (s.bargeIns > 0)
+          print(
+            `  barge-in: ${s.bargeIns} turns aborted mid-answer; abort → tts stop p50/p95 ${Math.round(s.abortToStopMs.p50)} / ${Math.round(s.abortToStopMs.p95)} ms`,
+          );
         // A server that died during the step: its row above is the evidence; stop here.
         run.check();
       }
@@ -538,7 +626,8 @@ export async function runSimulation(partial: Partial<SimulationOptions> = {}): P
     serverErrors: [...run.server.errors],
     wallMs: performance.now() - started,
   };
-  if (result.serverErrors.length) print(`server logged ${result.serverErrors.length} error line(s), last: ${result.serverErrors.at(-1)}`);
+  if (result.serverErrors.length)
+    print(`server logged ${result.serverErrors.length} error line(s), last: ${result.serverErrors.at(-1)}`);
   if (opts.jsonFile) {
     writeFileSync(opts.jsonFile, JSON.stringify(result, null, 2));
     print(`raw results written to ${opts.jsonFile}`);
@@ -579,7 +668,9 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     () => process.exit(process.exitCode ?? 0),
     (err: unknown) => {
       const stopped = err instanceof Error && err.message.startsWith('run stopped');
-      console.error(`simulate failed: ${err instanceof Error ? (stopped ? err.message : (err.stack ?? err.message)) : String(err)}`);
+      console.error(
+        `simulate failed: ${err instanceof Error ? (stopped ? err.message : (err.stack ?? err.message)) : String(err)}`,
+      );
       process.exit(1);
     },
   );

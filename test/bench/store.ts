@@ -13,14 +13,25 @@ import BetterSqlite3 from 'better-sqlite3';
 import { silentLogger } from '../../core/logger.ts';
 import { openStore } from '../../store/store.ts';
 
-const mac = (i: number): string => `a0:00:00:00:${String(Math.floor(i / 100)).padStart(2, '0')}:${String(i % 100).padStart(2, '0')}`;
+const mac = (i: number): string =>
+  `a0:00:00:00:${String(Math.floor(i / 100)).padStart(2, '0')}:${String(i % 100).padStart(2, '0')}`;
 
 async function burst(n: number): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-store-'));
-  const store = await openStore({ url: 'sqlite:bench.db', dataDir, secret: '', codeTtlMs: 600_000, pendingPerSource: 3, replica: 'bench', log: silentLogger });
+  const store = await openStore({
+    url: 'sqlite:bench.db',
+    dataDir,
+    secret: '',
+    codeTtlMs: 600_000,
+    pendingPerSource: 3,
+    replica: 'bench',
+    log: silentLogger,
+  });
   try {
     // Every device known once (a fleet that booted before): the burst updates, as a real one does.
-    await Promise.all(Array.from({ length: n }, (_, i) => store.devices.seen({ deviceId: mac(i), clientId: `c-${i}` })));
+    await Promise.all(
+      Array.from({ length: n }, (_, i) => store.devices.seen({ deviceId: mac(i), clientId: `c-${i}` })),
+    );
     const rounds = 4;
     let busy = 0;
     let maxStall = 0;
@@ -38,7 +49,16 @@ async function burst(n: number): Promise<void> {
       const done: Array<Promise<void>> = [];
       for (let i = 0; i < n; i++) {
         done.push(store.devices.seen({ deviceId: mac(i), clientId: `c-${i}` }));
-        done.push(store.sessions.add({ sessionId: `s-${r}-${i}`, deviceId: mac(i), clientId: `c-${i}`, agent: null, replica: 'bench', since }));
+        done.push(
+          store.sessions.add({
+            sessionId: `s-${r}-${i}`,
+            deviceId: mac(i),
+            clientId: `c-${i}`,
+            agent: null,
+            replica: 'bench',
+            since,
+          }),
+        );
       }
       await Promise.all(done);
       await Promise.all(Array.from({ length: n }, (_, i) => store.sessions.remove(`s-${r}-${i}`)));
@@ -51,16 +71,25 @@ async function burst(n: number): Promise<void> {
       busy += elu.active;
       maxStall = Math.max(maxStall, gap);
     }
-    console.log(`store burst of ${n} hellos (seen + live session + its removal): ${(busy / (rounds - 1)).toFixed(1)} ms main-thread busy, longest stall ${maxStall.toFixed(1)} ms`);
+    console.log(
+      `store burst of ${n} hellos (seen + live session + its removal): ${(busy / (rounds - 1)).toFixed(1)} ms main-thread busy, longest stall ${maxStall.toFixed(1)} ms`,
+    );
     // The reads each hello still makes: its memory (turns, facts, summary) and its waiting messages.
     const elu0 = performance.eventLoopUtilization();
     await Promise.all(
       Array.from({ length: n }, async (_, i) => {
         const pair = { deviceId: mac(i), clientId: `c-${i}` };
-        await Promise.all([store.memory.recentTurns(pair, 'home', 40), store.memory.facts(pair, 'home'), store.memory.summary(pair, 'home'), store.pushMessages.claimFor(mac(i), `c-${i}`, 'bench')]);
+        await Promise.all([
+          store.memory.recentTurns(pair, 'home', 40),
+          store.memory.facts(pair, 'home'),
+          store.memory.summary(pair, 'home'),
+          store.pushMessages.claimFor(mac(i), `c-${i}`, 'bench'),
+        ]);
       }),
     );
-    console.log(`store reads of ${n} hellos (memory: turns, facts, summary; waiting messages): ${performance.eventLoopUtilization(elu0).active.toFixed(1)} ms main-thread busy`);
+    console.log(
+      `store reads of ${n} hellos (memory: turns, facts, summary; waiting messages): ${performance.eventLoopUtilization(elu0).active.toFixed(1)} ms main-thread busy`,
+    );
   } finally {
     await store.close();
     rmSync(dataDir, { recursive: true, force: true });

@@ -37,10 +37,27 @@ async function spokenTurns(srv: VoiceApp, n: number): Promise<void> {
     dev.close();
   }
   const t = timings(srv, from).slice(1); // the first turn warms up espeak and the codecs
-  console.log(line('  spoken turn, end of speech (VAD decision) → first audio frame', t.map((x) => Number(x.firstAudioMs))));
-  console.log(line('    of which ASR (pocketsphinx)', t.map((x) => Number(x.asrMs))));
-  console.log(line('    of which LLM first token (fake, loopback)', t.map((x) => Number(x.llmFirstTokenMs))));
-  console.log(`    (the VAD waits vad.minSilenceMs = ${srv.config.vad.minSilenceMs} ms of silence before deciding; that is on top)`);
+  console.log(
+    line(
+      '  spoken turn, end of speech (VAD decision) → first audio frame',
+      t.map((x) => Number(x.firstAudioMs)),
+    ),
+  );
+  console.log(
+    line(
+      '    of which ASR (pocketsphinx)',
+      t.map((x) => Number(x.asrMs)),
+    ),
+  );
+  console.log(
+    line(
+      '    of which LLM first token (fake, loopback)',
+      t.map((x) => Number(x.llmFirstTokenMs)),
+    ),
+  );
+  console.log(
+    `    (the VAD waits vad.minSilenceMs = ${srv.config.vad.minSilenceMs} ms of silence before deciding; that is on top)`,
+  );
 }
 
 async function typedTurns(srv: VoiceApp, n: number): Promise<void> {
@@ -54,12 +71,24 @@ async function typedTurns(srv: VoiceApp, n: number): Promise<void> {
   }
   dev.close();
   const t = timings(srv, from);
-  console.log(line('  typed turn (detect text) → first audio frame', t.map((x) => Number(x.firstAudioMs))));
+  console.log(
+    line(
+      '  typed turn (detect text) → first audio frame',
+      t.map((x) => Number(x.firstAudioMs)),
+    ),
+  );
 }
 
 async function concurrent(srv: VoiceApp, sessions: number): Promise<void> {
   const from = timings(srv, 0).length;
-  const devs = Array.from({ length: sessions }, (_, i) => new DeviceSim({ url: srv.wsUrl, deviceId: `be:00:00:00:${String(Math.floor(i / 256)).padStart(2, '0')}:${(i % 256).toString(16).padStart(2, '0')}` }));
+  const devs = Array.from(
+    { length: sessions },
+    (_, i) =>
+      new DeviceSim({
+        url: srv.wsUrl,
+        deviceId: `be:00:00:00:${String(Math.floor(i / 256)).padStart(2, '0')}:${(i % 256).toString(16).padStart(2, '0')}`,
+      }),
+  );
   await Promise.all(devs.map((d) => d.hello()));
   const lag = monitorEventLoopDelay({ resolution: 5 });
   lag.enable();
@@ -79,7 +108,12 @@ async function concurrent(srv: VoiceApp, sessions: number): Promise<void> {
   const t = timings(srv, from);
   const late = t.reduce((n, x) => n + Number(x.lateFrames), 0);
   const frames = devs.reduce((n, d) => n + d.audio.length, 0);
-  console.log(line(`  ${sessions} sessions answering at once → first audio frame`, t.map((x) => Number(x.firstAudioMs))));
+  console.log(
+    line(
+      `  ${sessions} sessions answering at once → first audio frame`,
+      t.map((x) => Number(x.firstAudioMs)),
+    ),
+  );
   console.log(
     `    late frames ${late} of ${frames} (${((late / Math.max(1, frames)) * 100).toFixed(2)} %), ` +
       `CPU ${(((cpu.user + cpu.system) / 1000 / wall) * 100).toFixed(0)} % of one core for ${(audioMs / wall).toFixed(1)}× real-time audio out (server and clients in one process), ` +
@@ -120,7 +154,7 @@ async function memory(srv: VoiceApp, llm: FakeOpenAi, sessions: number): Promise
   const mb = (b: number): string => (b / 1024 / 1024).toFixed(1);
   console.log(
     `  memory after ${sessions} more sessions with one turn each: heap ${mb(before.heapUsed)} → ${mb(after.heapUsed)} MB, ` +
-      `RSS ${mb(before.rss)} → ${mb(after.rss)} MB (${(((after.heapUsed - before.heapUsed) / sessions) / 1024).toFixed(1)} KB heap per session${gc ? '' : '; run with --expose-gc for exact figures'}), live sessions ${srv.app.registry.size}`,
+      `RSS ${mb(before.rss)} → ${mb(after.rss)} MB (${((after.heapUsed - before.heapUsed) / sessions / 1024).toFixed(1)} KB heap per session${gc ? '' : '; run with --expose-gc for exact figures'}), live sessions ${srv.app.registry.size}`,
   );
 }
 
@@ -151,7 +185,9 @@ async function memoryOneSession(srv: VoiceApp, llm: FakeOpenAi, turns: number): 
   gc?.();
   const after = process.memoryUsage().heapUsed;
   dev.close();
-  console.log(`  memory over ${turns} turns in one session: heap ${(before / 1048576).toFixed(1)} → ${(after / 1048576).toFixed(1)} MB (${((after - before) / turns / 1024).toFixed(1)} KB per turn; history is bounded by llm.historyTurns)`);
+  console.log(
+    `  memory over ${turns} turns in one session: heap ${(before / 1048576).toFixed(1)} → ${(after / 1048576).toFixed(1)} MB (${((after - before) / turns / 1024).toFixed(1)} KB per turn; history is bounded by llm.historyTurns)`,
+  );
 }
 
 /** Music through the example MCP server (resource template, 100 KB pages): tool result → first frame. */
@@ -165,7 +201,19 @@ async function musicStart(llmUrl: string, llm: FakeOpenAi, plays: number): Promi
     // The production default (one media worker per core); the test helper's default is one.
     audio: { workers: 'auto' },
     mcpServers: {
-      audio: { command: process.execPath, args: ['--import', 'tsx', 'examples/mcp-audio-server/main.ts', '--stdio', '--urls', `Bench Track | ${files.url('/track.mp3')}`, '--allow-hosts', files.host] },
+      audio: {
+        command: process.execPath,
+        args: [
+          '--import',
+          'tsx',
+          'examples/mcp-audio-server/main.ts',
+          '--stdio',
+          '--urls',
+          `Bench Track | ${files.url('/track.mp3')}`,
+          '--allow-hosts',
+          files.host,
+        ],
+      },
     },
   });
   try {
@@ -180,7 +228,12 @@ async function musicStart(llmUrl: string, llm: FakeOpenAi, plays: number): Promi
       dev.close();
     }
     const starts = srv.logs.find('media started').map((l) => Number(l.firstFrameMs));
-    console.log(line('  music via MCP ResourceLink (template, 100 KB pages, 1.9 MB mp3): tool result → first audio frame', starts.slice(1)));
+    console.log(
+      line(
+        '  music via MCP ResourceLink (template, 100 KB pages, 1.9 MB mp3): tool result → first audio frame',
+        starts.slice(1),
+      ),
+    );
   } finally {
     await srv.close();
     await files.close();
@@ -191,10 +244,17 @@ async function musicStart(llmUrl: string, llm: FakeOpenAi, plays: number): Promi
 export async function run(): Promise<void> {
   console.log('voice pipeline (real server, WebSocket devices, Silero VAD, pocketsphinx, espeak-ng, fake LLM)');
   const llm = await startFakeOpenAi();
-  llm.rule({ when: (r) => /moon/.test(r.lastUserText), reply: fakeText('The Moon is about three hundred and eighty thousand kilometres away. It has no air.') });
+  llm.rule({
+    when: (r) => /moon/.test(r.lastUserText),
+    reply: fakeText('The Moon is about three hundred and eighty thousand kilometres away. It has no air.'),
+  });
   // The production default (one media worker per core); the test helper's default is one. One
   // session asks for turns back to back, faster than a person would: no turn budget.
-  const srv = await startVoiceApp(llm.url, { logging: { level: 'info' }, audio: { workers: 'auto' }, conversation: { maxTurnsPerMinute: 0 } });
+  const srv = await startVoiceApp(llm.url, {
+    logging: { level: 'info' },
+    audio: { workers: 'auto' },
+    conversation: { maxTurnsPerMinute: 0 },
+  });
   try {
     if (!process.env.BENCH_SKIP_SPOKEN) await spokenTurns(srv, 6);
     if (!process.env.BENCH_ONLY_MEMORY) {

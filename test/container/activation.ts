@@ -26,7 +26,10 @@ function inContainer(launcher: readonly string[], args: readonly string[]): Prom
   const [command, ...prefix] = launcher as [string, ...string[]];
   return new Promise((resolve, reject) => {
     execFile(command, [...prefix, ...args], { timeout: 60_000 }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`${args.join(' ')} in the container failed (${err.message.split('\n')[0]}):\n${stderr}${stdout}`));
+      if (err)
+        reject(
+          new Error(`${args.join(' ')} in the container failed (${err.message.split('\n')[0]}):\n${stderr}${stdout}`),
+        );
       else resolve(stdout);
     });
   });
@@ -41,7 +44,12 @@ async function ota(httpUrl: string): Promise<OtaAnswer> {
   const res = await fetch(`${httpUrl}/xiaozhi/ota/`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json', 'Activation-Version': '1', ...DEVICE },
-    body: JSON.stringify({ version: 2, mac_address: DEVICE['Device-Id'], uuid: DEVICE['Client-Id'], application: { name: 'xiaozhi', version: '2.4.2' } }),
+    body: JSON.stringify({
+      version: 2,
+      mac_address: DEVICE['Device-Id'],
+      uuid: DEVICE['Client-Id'],
+      application: { name: 'xiaozhi', version: '2.4.2' },
+    }),
     signal: AbortSignal.timeout(10_000),
   });
   assert.equal(res.status, 200, 'OTA answers 200');
@@ -49,7 +57,14 @@ async function ota(httpUrl: string): Promise<OtaAnswer> {
 }
 
 async function main(): Promise<void> {
-  const { timeoutMs, first: server, second: exec } = parseTwoLaunchers(process.argv.slice(2), 'tsx test/container/activation.ts [--timeout-ms N] -- <server launcher...> --- <exec launcher...>');
+  const {
+    timeoutMs,
+    first: server,
+    second: exec,
+  } = parseTwoLaunchers(
+    process.argv.slice(2),
+    'tsx test/container/activation.ts [--timeout-ms N] -- <server launcher...> --- <exec launcher...>',
+  );
   const t0 = performance.now();
   const watchdog = setTimeout(() => {
     process.stderr.write(`activation smoke: FAILED: no result after ${timeoutMs} ms\n`);
@@ -67,7 +82,19 @@ async function main(): Promise<void> {
     step(`starting the server (activation mode) in the container on 127.0.0.1:${port}`);
     srv = await spawnServer({
       command,
-      args: [...prefix, '/usr/bin/tini', '--', 'env', 'HOST=127.0.0.1', `PORT=${port}`, `OPENAI_BASE_URL=${llm.url}`, 'LLM_MODEL=fake-model', 'LOG_LEVEL=info', 'node', 'dist/server/main.js'],
+      args: [
+        ...prefix,
+        '/usr/bin/tini',
+        '--',
+        'env',
+        'HOST=127.0.0.1',
+        `PORT=${port}`,
+        `OPENAI_BASE_URL=${llm.url}`,
+        'LLM_MODEL=fake-model',
+        'LOG_LEVEL=info',
+        'node',
+        'dist/server/main.js',
+      ],
       port,
       readyTimeoutMs: 60_000,
     });
@@ -78,15 +105,26 @@ async function main(): Promise<void> {
     assert.match(code, /^\d{6}$/, `an unknown device gets a 6-digit code: ${JSON.stringify(first)}`);
     // The image's XIAOZHI_BIND_COMMAND: the command that works in the container, not the sources' npm form.
     const message = first.activation?.message ?? '';
-    assert.ok(message.includes(`devices bind ${code}`) && !message.includes('npm run'), `the activation message names devices bind CODE: ${message}`);
+    assert.ok(
+      message.includes(`devices bind ${code}`) && !message.includes('npm run'),
+      `the activation message names devices bind CODE: ${message}`,
+    );
 
     step(`code ${code}; devices list / bind inside the running container`);
     const pending = await inContainer(exec, ['devices', 'list']);
-    assert.match(pending, new RegExp(`pending +code ${code} +${DEVICE['Device-Id']}`), `devices list shows the pending code:\n${pending}`);
+    assert.match(
+      pending,
+      new RegExp(`pending +code ${code} +${DEVICE['Device-Id']}`),
+      `devices list shows the pending code:\n${pending}`,
+    );
     const bound = await inContainer(exec, ['devices', 'bind', code]);
     assert.match(bound, /^bound [0-9a-f]{10} /, `devices bind CODE binds it:\n${bound}`);
     const listed = await inContainer(exec, ['devices', 'list']);
-    assert.match(listed, new RegExp(`bound +[0-9a-f]{10} +${DEVICE['Device-Id']}`), `devices list shows the bound device:\n${listed}`);
+    assert.match(
+      listed,
+      new RegExp(`bound +[0-9a-f]{10} +${DEVICE['Device-Id']}`),
+      `devices list shows the bound device:\n${listed}`,
+    );
 
     const second = await ota(srv.httpUrl);
     assert.equal(second.activation, undefined, 'a bound device gets no code');
@@ -95,7 +133,12 @@ async function main(): Promise<void> {
     assert.equal(second.websocket?.url, `ws://127.0.0.1:${port}/xiaozhi/v1/`);
 
     step('the bound device connects and talks');
-    dev = new DeviceSim({ url: second.websocket?.url ?? '', deviceId: DEVICE['Device-Id'], clientId: DEVICE['Client-Id'], token });
+    dev = new DeviceSim({
+      url: second.websocket?.url ?? '',
+      deviceId: DEVICE['Device-Id'],
+      clientId: DEVICE['Client-Id'],
+      token,
+    });
     await dev.hello();
     llm.script(fakeText('Bound in the container.'));
     dev.listen('detect', { text: 'Are you there?' });
@@ -112,7 +155,10 @@ async function main(): Promise<void> {
 
     assert.deepEqual(nonJsonLines(srv.stdout()), [], 'every line the server wrote to stdout is JSON');
     const unwanted = /EACCES|telemetry/i;
-    const said = srv.output().split('\n').filter((l) => unwanted.test(l));
+    const said = srv
+      .output()
+      .split('\n')
+      .filter((l) => unwanted.test(l));
     // The lines themselves: the output tail printed on failure may not reach back to them.
     assert.deepEqual(said, [], 'no permission error, nothing about telemetry');
     dev.close();
@@ -122,20 +168,41 @@ async function main(): Promise<void> {
     step('restarting the server on the same /data: the binding is still there');
     srv = await spawnServer({
       command,
-      args: [...prefix, '/usr/bin/tini', '--', 'env', 'HOST=127.0.0.1', `PORT=${port}`, `OPENAI_BASE_URL=${llm.url}`, 'LLM_MODEL=fake-model', 'LOG_LEVEL=info', 'node', 'dist/server/main.js'],
+      args: [
+        ...prefix,
+        '/usr/bin/tini',
+        '--',
+        'env',
+        'HOST=127.0.0.1',
+        `PORT=${port}`,
+        `OPENAI_BASE_URL=${llm.url}`,
+        'LLM_MODEL=fake-model',
+        'LOG_LEVEL=info',
+        'node',
+        'dist/server/main.js',
+      ],
       port,
       readyTimeoutMs: 60_000,
     });
     const again = await ota(srv.httpUrl);
     assert.equal(again.activation, undefined, 'still bound after the restart: no code');
     assert.equal(again.websocket?.token, token, 'the same token after the restart');
-    dev = new DeviceSim({ url: again.websocket?.url ?? '', deviceId: DEVICE['Device-Id'], clientId: DEVICE['Client-Id'], token });
+    dev = new DeviceSim({
+      url: again.websocket?.url ?? '',
+      deviceId: DEVICE['Device-Id'],
+      clientId: DEVICE['Client-Id'],
+      token,
+    });
     await dev.hello();
 
     clearTimeout(watchdog);
-    process.stdout.write(`${JSON.stringify({ activationSmoke: 'passed', totalMs: Math.round(performance.now() - t0) })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ activationSmoke: 'passed', totalMs: Math.round(performance.now() - t0) })}\n`,
+    );
   } catch (err) {
-    process.stderr.write(`activation smoke: FAILED: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.stderr.write(
+      `activation smoke: FAILED: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
     if (srv) process.stderr.write(`activation smoke: server output tail:\n${srv.output().slice(-4000)}\n`);
     process.exitCode = 1;
   } finally {

@@ -15,7 +15,14 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { listDescendants } from '../../features/metrics/child-processes.ts';
 import { DeviceSim } from '../fixtures/device-sim.ts';
-import { fakeText, fakeToolCalls, onToolResults, onUserText, startFakeOpenAi, type FakeOpenAi } from '../fixtures/fake-openai.ts';
+import {
+  fakeText,
+  fakeToolCalls,
+  onToolResults,
+  onUserText,
+  startFakeOpenAi,
+  type FakeOpenAi,
+} from '../fixtures/fake-openai.ts';
 import { decodeDownlink } from '../helpers/speech.ts';
 import { spawnServer, type SpawnedServer } from '../integration/ops/helpers/spawned-server.ts';
 import { parseTwoLaunchers } from './two-launchers.ts';
@@ -40,7 +47,14 @@ async function waitHttp(url: string, ms: number): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const { timeoutMs, first: mcp, second: server } = parseTwoLaunchers(process.argv.slice(2), 'tsx test/container/shipped-config.ts [--timeout-ms N] -- <mcp launcher...> --- <server launcher...>');
+  const {
+    timeoutMs,
+    first: mcp,
+    second: server,
+  } = parseTwoLaunchers(
+    process.argv.slice(2),
+    'tsx test/container/shipped-config.ts [--timeout-ms N] -- <mcp launcher...> --- <server launcher...>',
+  );
   const watchdog = setTimeout(() => {
     process.stderr.write(`shipped-config smoke: FAILED: no result after ${timeoutMs} ms\n`);
     process.exit(1);
@@ -51,9 +65,24 @@ async function main(): Promise<void> {
   const [mcpCmd, ...mcpPrefix] = mcp as [string, ...string[]];
   // As in docker/compose.yml: bound to all interfaces, so requests for Host `mcp-audio` are served
   // (bound to loopback, the server accepts loopback Host headers only).
-  const mcpProc = spawn(mcpCmd, [...mcpPrefix, 'node', 'dist/examples/mcp-audio-server/main.js', '--http', '--host', '0.0.0.0', '--port', String(MCP_PORT), '--music-dir', '/music'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const mcpProc = spawn(
+    mcpCmd,
+    [
+      ...mcpPrefix,
+      'node',
+      'dist/examples/mcp-audio-server/main.js',
+      '--http',
+      '--host',
+      '0.0.0.0',
+      '--port',
+      String(MCP_PORT),
+      '--music-dir',
+      '/music',
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let mcpOut = '';
   mcpProc.stdout.on('data', (d: Buffer) => (mcpOut += d.toString()));
   mcpProc.stderr.on('data', (d: Buffer) => (mcpOut += d.toString()));
@@ -67,13 +96,33 @@ async function main(): Promise<void> {
     step('server container with docker/server.yaml');
     srv = await spawnServer({
       command: cmd,
-      args: [...prefix, '/usr/bin/tini', '--', 'env', `OPENAI_BASE_URL=${llm.url}`, 'LLM_MODEL=fake-model', 'node', 'dist/server/main.js'],
+      args: [
+        ...prefix,
+        '/usr/bin/tini',
+        '--',
+        'env',
+        `OPENAI_BASE_URL=${llm.url}`,
+        'LLM_MODEL=fake-model',
+        'node',
+        'dist/server/main.js',
+      ],
       port: SERVER_PORT,
       readyTimeoutMs: 90_000,
     });
-    assert.ok(srv.logLines('configuration loaded').some((l) => l.file === '/app/config.yaml'), 'the shipped config file was read');
-    const ready = (await (await fetch(`${srv.httpUrl}/readyz`)).json()) as { status: string; mcpServers: Array<{ name: string; state: string }>; problems?: unknown[] };
-    assert.deepEqual(ready.mcpServers.map((s) => [s.name, s.state]), [['music', 'ready']], JSON.stringify(ready));
+    assert.ok(
+      srv.logLines('configuration loaded').some((l) => l.file === '/app/config.yaml'),
+      'the shipped config file was read',
+    );
+    const ready = (await (await fetch(`${srv.httpUrl}/readyz`)).json()) as {
+      status: string;
+      mcpServers: Array<{ name: string; state: string }>;
+      problems?: unknown[];
+    };
+    assert.deepEqual(
+      ready.mcpServers.map((s) => [s.name, s.state]),
+      [['music', 'ready']],
+      JSON.stringify(ready),
+    );
     assert.deepEqual(ready.problems ?? [], [], 'no provider problem with the cloud switch set');
 
     step('device asks for music');
@@ -82,24 +131,34 @@ async function main(): Promise<void> {
       await dev.hello();
       dev.listen('detect', { text: 'play some music' });
       await dev.waitJson('tts', 'stop', 60_000);
-      const names = dev.json.filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start').map((j) => String(j.msg.text));
+      const names = dev.json
+        .filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start')
+        .map((j) => String(j.msg.text));
       const decoded = await decodeDownlink(dev.audio.map((a) => a.payload));
-      assert.ok(decoded.ms > 2500 && decoded.rms > 300, `the track played: ${Math.round(decoded.ms)} ms of audio, rms ${Math.round(decoded.rms)}`);
+      assert.ok(
+        decoded.ms > 2500 && decoded.rms > 300,
+        `the track played: ${Math.round(decoded.ms)} ms of audio, rms ${Math.round(decoded.rms)}`,
+      );
       assert.ok(/"track chosen"/.test(mcpOut), 'the MCP server in its container chose the track');
-      process.stdout.write(`${JSON.stringify({ shippedConfigSmoke: 'passed', sentences: names, audioMs: Math.round(decoded.ms), mcp: ready.mcpServers })}\n`);
+      process.stdout.write(
+        `${JSON.stringify({ shippedConfigSmoke: 'passed', sentences: names, audioMs: Math.round(decoded.ms), mcp: ready.mcpServers })}\n`,
+      );
     } finally {
       dev.close();
     }
     clearTimeout(watchdog);
   } catch (err) {
-    process.stderr.write(`shipped-config smoke: FAILED: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.stderr.write(
+      `shipped-config smoke: FAILED: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
     if (srv) process.stderr.write(`server output tail:\n${srv.output().slice(-3000)}\n`);
     process.stderr.write(`mcp-audio output tail:\n${mcpOut.slice(-2000)}\n`);
     process.exitCode = 1;
   } finally {
     await srv?.kill();
     // The launcher's children (the container's processes) go too, not only the launcher.
-    if (mcpProc.pid !== undefined) for (const p of await listDescendants({ pid: mcpProc.pid }).catch(() => [])) process.kill(p.pid, 'SIGKILL');
+    if (mcpProc.pid !== undefined)
+      for (const p of await listDescendants({ pid: mcpProc.pid }).catch(() => [])) process.kill(p.pid, 'SIGKILL');
     mcpProc.kill('SIGKILL');
     await llm?.close();
   }

@@ -73,7 +73,11 @@ async function main(): Promise<void> {
     const ready = await fetch(`${srv.httpUrl}/readyz`);
     const readyBody = (await ready.json()) as { status: string; checks: Array<{ name: string; ok: boolean }> };
     assert.equal(ready.status, 200, '/readyz 200');
-    assert.equal(readyBody.status, 'ready', `/readyz says ready (the fake LLM is reachable): ${JSON.stringify(readyBody)}`);
+    assert.equal(
+      readyBody.status,
+      'ready',
+      `/readyz says ready (the fake LLM is reachable): ${JSON.stringify(readyBody)}`,
+    );
 
     const wsUrl = await otaWebsocketUrl(srv.httpUrl, 'c0:ff:ee:00:00:01');
     assert.equal(wsUrl, `ws://127.0.0.1:${port}/xiaozhi/v1/`, 'OTA hands out the address the device used');
@@ -89,13 +93,20 @@ async function main(): Promise<void> {
     // The browser device page (web/device, beside package.json in the image) is served at /.
     const page = await fetch(`${srv.httpUrl}/`);
     assert.equal(page.status, 200, 'GET / answers 200');
-    assert.equal(await page.text(), readFileSync(new URL('../../web/device/index.html', import.meta.url), 'utf8'), 'the page at / is web/device/index.html');
-    assert.equal((await fetch(`${srv.httpUrl}/js/main.js`)).status, 200, 'the page\'s script is served');
+    assert.equal(
+      await page.text(),
+      readFileSync(new URL('../../web/device/index.html', import.meta.url), 'utf8'),
+      'the page at / is web/device/index.html',
+    );
+    assert.equal((await fetch(`${srv.httpUrl}/js/main.js`)).status, 200, "the page's script is served");
 
     const health = await fetch(`${srv.httpUrl}/healthz`);
     assert.equal(health.status, 200, '/healthz 200');
     const metrics = await (await fetch(`${srv.httpUrl}/metrics`)).text();
-    assert.ok((metricValue(metrics, 'xiaozhi_turns_total', 'outcome="answered"') ?? 0) >= 1, 'metrics count the answered turn');
+    assert.ok(
+      (metricValue(metrics, 'xiaozhi_turns_total', 'outcome="answered"') ?? 0) >= 1,
+      'metrics count the answered turn',
+    );
     assert.ok((metricValue(metrics, 'xiaozhi_first_audio_seconds_count') ?? 0) >= 1, 'first-audio latency observed');
     const pocketsphinx = metricValue(metrics, 'xiaozhi_child_processes', 'program="pocketsphinx_continuous"');
     assert.ok((pocketsphinx ?? 0) >= 1, 'the child-process gauge sees pocketsphinx inside the container');

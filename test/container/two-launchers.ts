@@ -3,7 +3,10 @@
  * program in one container): `[--timeout-ms N] -- <first launcher...> --- <second launcher...>`.
  * A malformed line prints `usage` and exits 2.
  */
-export function parseTwoLaunchers(argv: readonly string[], usage: string): { timeoutMs: number; first: string[]; second: string[] } {
+export function parseTwoLaunchers(
+  argv: readonly string[],
+  usage: string,
+): { timeoutMs: number; first: string[]; second: string[] } {
   const sep = argv.indexOf('--');
   const own = sep >= 0 ? argv.slice(0, sep) : argv;
   const rest = sep >= 0 ? argv.slice(sep + 1) : [];

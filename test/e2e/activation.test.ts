@@ -19,7 +19,12 @@ const run = promisify(execFile);
 const CLI = ['--import', 'tsx', 'scripts/devices.ts'];
 const DEVICE = { 'Device-Id': 'e4:00:00:00:00:01', 'Client-Id': '0b9a3c1e-7d55-4e0f-9a51-2c4f1e9b7d60' };
 const HEADERS = { 'Content-Type': 'application/json', 'Activation-Version': '1', ...DEVICE };
-const BODY = JSON.stringify({ version: 2, mac_address: DEVICE['Device-Id'], uuid: DEVICE['Client-Id'], application: { name: 'xiaozhi', version: '2.4.2' } });
+const BODY = JSON.stringify({
+  version: 2,
+  mac_address: DEVICE['Device-Id'],
+  uuid: DEVICE['Client-Id'],
+  application: { name: 'xiaozhi', version: '2.4.2' },
+});
 
 interface OtaAnswer {
   websocket: { url: string; token?: string };
@@ -56,10 +61,15 @@ describe('activation mode end to end', () => {
     const code = first.activation?.code ?? '';
     assert.match(code, /^\d{6}$/);
     const early = first.websocket.token ?? '';
-    assert.ok(early.length > 0, 'the code answer carries the pair\'s own token');
+    assert.ok(early.length > 0, "the code answer carries the pair's own token");
     assert.equal(await activate(), 202);
     for (const token of ['guess', early]) {
-      const before = new DeviceSim({ url: srv.wsUrl, deviceId: DEVICE['Device-Id'], clientId: DEVICE['Client-Id'], token });
+      const before = new DeviceSim({
+        url: srv.wsUrl,
+        deviceId: DEVICE['Device-Id'],
+        clientId: DEVICE['Client-Id'],
+        token,
+      });
       await assert.rejects(before.opened, /HTTP 401/, 'nothing opens before binding');
     }
 
@@ -75,7 +85,12 @@ describe('activation mode end to end', () => {
     const token = second.websocket.token ?? '';
     assert.equal(token, early, 'the same token after binding');
 
-    const dev = new DeviceSim({ url: second.websocket.url, deviceId: DEVICE['Device-Id'], clientId: DEVICE['Client-Id'], token });
+    const dev = new DeviceSim({
+      url: second.websocket.url,
+      deviceId: DEVICE['Device-Id'],
+      clientId: DEVICE['Client-Id'],
+      token,
+    });
     try {
       await dev.hello();
       llm.script(fakeText('Bound and talking.'));

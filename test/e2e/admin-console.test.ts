@@ -20,7 +20,9 @@ const TOKEN = 'console-admin-token-0123456789abcdef';
 const DEVICE = { 'Device-Id': 'e4:00:00:00:00:31', 'Client-Id': '7c1d2e3f-0000-4000-8000-000000000031' };
 const PHONE = { width: 390, height: 844 };
 
-describe('admin console in Chromium, phone viewport', { skip: haveChromium ? false : 'needs Debian chromium at /usr/bin/chromium (apt-get install chromium)' }, () => {
+describe('admin console in Chromium, phone viewport', {
+  skip: haveChromium ? false : 'needs Debian chromium at /usr/bin/chromium (apt-get install chromium)',
+}, () => {
   let llm: FakeOpenAi;
   let srv: VoiceApp;
   let browser: Browser;
@@ -29,11 +31,22 @@ describe('admin console in Chromium, phone viewport', { skip: haveChromium ? fal
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'admin-console-'));
     llm = await startFakeOpenAi();
-    srv = await startVoiceApp(llm.url, { admin: { token: TOKEN }, server: { dataDir: dir, auth: { mode: 'activation' } } });
+    srv = await startVoiceApp(llm.url, {
+      admin: { token: TOKEN },
+      server: { dataDir: dir, auth: { mode: 'activation' } },
+    });
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
   });
   after(async () => {
@@ -64,11 +77,16 @@ describe('admin console in Chromium, phone viewport', { skip: haveChromium ? fal
     return system?.role === 'system' && typeof system.content === 'string' ? system.content : '';
   }
 
-  const agentOf = async (): Promise<string | null | undefined> => (await srv.app.store.devices.get(DEVICE['Device-Id']))?.agent;
+  const agentOf = async (): Promise<string | null | undefined> =>
+    (await srv.app.store.devices.get(DEVICE['Device-Id']))?.agent;
 
   test('sign in, bind a pending device to an agent with one click, move it to another agent', async () => {
     await srv.app.store.agents.create('bedroom', { systemPrompt: 'Speak softly.' });
-    const { page, errors } = await openPage(browser, `${srv.httpUrl}/admin`, { viewport: PHONE, isMobile: true, hasTouch: true });
+    const { page, errors } = await openPage(browser, `${srv.httpUrl}/admin`, {
+      viewport: PHONE,
+      isMobile: true,
+      hasTouch: true,
+    });
     assert.match(page.url(), /\/admin\/$/);
 
     // Wrong token first: the form says so and stays.
@@ -111,7 +129,12 @@ describe('admin console in Chromium, phone viewport', { skip: haveChromium ? fal
     const res = await fetch(`${srv.httpUrl}/xiaozhi/ota/`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...DEVICE },
-      body: JSON.stringify({ version: 2, mac_address: DEVICE['Device-Id'], uuid: DEVICE['Client-Id'], application: { name: 'xiaozhi', version: '2.4.2' } }),
+      body: JSON.stringify({
+        version: 2,
+        mac_address: DEVICE['Device-Id'],
+        uuid: DEVICE['Client-Id'],
+        application: { name: 'xiaozhi', version: '2.4.2' },
+      }),
     });
     const code = ((await res.json()) as { activation?: { code: string } }).activation?.code ?? '';
     assert.match(code, /^\d{6}$/);
@@ -132,7 +155,12 @@ describe('admin console in Chromium, phone viewport', { skip: haveChromium ? fal
     const ota = await fetch(`${srv.httpUrl}/xiaozhi/ota/`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...DEVICE },
-      body: JSON.stringify({ version: 2, mac_address: DEVICE['Device-Id'], uuid: DEVICE['Client-Id'], application: { name: 'xiaozhi', version: '2.4.2' } }),
+      body: JSON.stringify({
+        version: 2,
+        mac_address: DEVICE['Device-Id'],
+        uuid: DEVICE['Client-Id'],
+        application: { name: 'xiaozhi', version: '2.4.2' },
+      }),
     });
     const token = ((await ota.json()) as { websocket?: { token?: string } }).websocket?.token ?? '';
     const dev = new DeviceSim({ url: srv.wsUrl, deviceId: DEVICE['Device-Id'], clientId: DEVICE['Client-Id'], token });
@@ -154,16 +182,25 @@ describe('admin console in Chromium, phone viewport', { skip: haveChromium ? fal
     await row.locator('input.say-text').fill('Time for bed.');
     await row.locator('button.say').click();
     await page.locator('#notice', { hasText: 'is saying it now' }).waitFor();
-    await dev.waitFor('the text from the console spoken', () => dev.json.some((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start' && j.msg.text === 'Time for bed.'));
+    await dev.waitFor('the text from the console spoken', () =>
+      dev.json.some((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start' && j.msg.text === 'Time for bed.'),
+    );
     await fitsWidth(page);
     dev.close();
 
     // What the device remembers, on its card: its turns with both agents; deleted from there.
     const deviceId = DEVICE['Device-Id'];
-    for (let i = 0; i < 100 && !(await srv.app.store.memory.history(deviceId, 10)).some((t) => t.text === 'good night'); i++) await new Promise((r) => setTimeout(r, 50));
+    for (
+      let i = 0;
+      i < 100 && !(await srv.app.store.memory.history(deviceId, 10)).some((t) => t.text === 'good night');
+      i++
+    )
+      await new Promise((r) => setTimeout(r, 50));
     // Turns of an earlier Client-Id of the same MAC (before a re-flash): moved to the current one from the card.
     const current = DEVICE['Client-Id'].toLowerCase();
-    await srv.app.store.memory.addTurns([{ deviceId, clientId: 'old-flash-client', agent: 'bedroom', role: 'user', text: 'before the re-flash' }]);
+    await srv.app.store.memory.addTurns([
+      { deviceId, clientId: 'old-flash-client', agent: 'bedroom', role: 'user', text: 'before the re-flash' },
+    ]);
     await row.locator('details.memory > summary').click();
     await row.locator('details.memory li[data-role=user]', { hasText: 'what shall we bake' }).waitFor();
     await row.locator('details.memory li[data-role=user]', { hasText: 'good night' }).waitFor();
@@ -172,7 +209,10 @@ describe('admin console in Chromium, phone viewport', { skip: haveChromium ? fal
     await move.click();
     await move.click();
     await page.locator('#notice', { hasText: 'Moved the memory of old-flash-client' }).waitFor();
-    assert.ok((await srv.app.store.memory.history(deviceId, 10, current)).some((t) => t.text === 'before the re-flash'), 'the current pair has it now');
+    assert.ok(
+      (await srv.app.store.memory.history(deviceId, 10, current)).some((t) => t.text === 'before the re-flash'),
+      'the current pair has it now',
+    );
     assert.deepEqual(await srv.app.store.memory.history(deviceId, 10, 'old-flash-client'), []);
     await row.locator('details.memory li[data-client="old-flash-client"]').waitFor({ state: 'detached' });
     await row.locator('button.delete-memory').click();
@@ -183,7 +223,10 @@ describe('admin console in Chromium, phone viewport', { skip: haveChromium ? fal
 
     // Its reminders, on its card: listed with their text, cancelled from there.
     const dueMs = Date.now() + 3_600_000;
-    await srv.app.store.reminders.add({ deviceId, clientId: DEVICE['Client-Id'], agent: 'bedroom', text: 'water the <b>plants</b>', dueMs }, 50);
+    await srv.app.store.reminders.add(
+      { deviceId, clientId: DEVICE['Client-Id'], agent: 'bedroom', text: 'water the <b>plants</b>', dueMs },
+      50,
+    );
     await row.locator('details.reminders > summary').click();
     await row.locator('details.reminders li', { hasText: 'water the <b>plants</b>' }).waitFor();
     await fitsWidth(page);
@@ -201,7 +244,9 @@ describe('admin console in Chromium, phone viewport', { skip: haveChromium ? fal
     const cookie = (await page.context().cookies()).find((c) => c.name === 'xiaozhi_admin')?.value ?? '';
     await page.click('#sign-out');
     await page.locator('#sign-in').waitFor({ state: 'visible' });
-    const signedOut = await fetch(`${srv.httpUrl}/api/admin/devices`, { headers: { cookie: `xiaozhi_admin=${cookie}` } });
+    const signedOut = await fetch(`${srv.httpUrl}/api/admin/devices`, {
+      headers: { cookie: `xiaozhi_admin=${cookie}` },
+    });
     await signedOut.arrayBuffer();
     assert.equal(signedOut.status, 401);
     // The one refused sign-in is the only failed request Chromium reports; no CSP violation, no page error.

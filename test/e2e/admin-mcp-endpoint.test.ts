@@ -15,14 +15,31 @@ import { CHROMIUM, haveChromium, openPage } from './browser/harness.ts';
 const TOKEN = 'console-admin-token-for-the-endpoint-panel';
 const PHONE = { width: 390, height: 844 };
 
-describe('MCP endpoint panel in the console', { skip: haveChromium ? false : 'needs Debian chromium at /usr/bin/chromium (apt-get install chromium)', timeout: 120_000 }, () => {
+describe('MCP endpoint panel in the console', {
+  skip: haveChromium ? false : 'needs Debian chromium at /usr/bin/chromium (apt-get install chromium)',
+  timeout: 120_000,
+}, () => {
   let t: TestApp;
   let browser: Browser;
 
   before(async () => {
-    t = await startTestApp({ createConversation: recordingConversation().factory, config: { admin: { token: TOKEN } } });
+    t = await startTestApp({
+      createConversation: recordingConversation().factory,
+      config: { admin: { token: TOKEN } },
+    });
     await t.app.store.agents.create('kitchen', {});
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    });
   });
   after(async () => {
     await browser?.close();
@@ -30,7 +47,11 @@ describe('MCP endpoint panel in the console', { skip: haveChromium ? false : 'ne
   });
 
   test('create and copy the URL, see the bridge and its tools, revoke', async () => {
-    const { context, page, errors } = await openPage(browser, `${t.httpUrl}/admin`, { viewport: PHONE, isMobile: true, hasTouch: true });
+    const { context, page, errors } = await openPage(browser, `${t.httpUrl}/admin`, {
+      viewport: PHONE,
+      isMobile: true,
+      hasTouch: true,
+    });
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: t.httpUrl });
     await page.fill('#token', TOKEN);
     await page.click('#sign-in-form button[type=submit]');
@@ -47,7 +68,10 @@ describe('MCP endpoint panel in the console', { skip: haveChromium ? false : 'ne
     await panel.locator('button.copy', { hasText: 'Copied' }).waitFor();
     assert.equal(await page.evaluate(() => navigator.clipboard.readText()), url);
 
-    const bridge = await connectSdkBridge(url, 'calculator', [{ name: 'calculator', description: 'x', run: () => '42' }, { name: 'convert', description: 'y', run: () => 'ok' }]);
+    const bridge = await connectSdkBridge(url, 'calculator', [
+      { name: 'calculator', description: 'x', run: () => '42' },
+      { name: 'convert', description: 'y', run: () => 'ok' },
+    ]);
     try {
       await panel.locator('button', { hasText: 'Refresh' }).click();
       const item = panel.locator('li[data-bridge=calculator]');

@@ -38,13 +38,26 @@ describe('agents: each device talks to its own assistant', { timeout: 120_000 },
   let srv: VoiceApp;
   const secrets: string[] = [];
 
-  const speech = (voice: string) => ({ provider: 'openai', baseURL: '', apiKey: 'sk-agent-tts', model: 'tts-1', voice, format: 'wav' });
+  const speech = (voice: string) => ({
+    provider: 'openai',
+    baseURL: '',
+    apiKey: 'sk-agent-tts',
+    model: 'tts-1',
+    voice,
+    format: 'wav',
+  });
 
   before(async () => {
     llm = await startFakeOpenAi();
     audio = await startFakeOpenAiAudio();
     const declared = [
-      { name: 'kitchen', systemPrompt: 'You are the kitchen helper.', llm: { model: 'model-kitchen', temperature: 0.3 }, tts: { ...speech('alloy'), baseURL: audio.baseURL }, devices: [KITCHEN_1, KITCHEN_2] },
+      {
+        name: 'kitchen',
+        systemPrompt: 'You are the kitchen helper.',
+        llm: { model: 'model-kitchen', temperature: 0.3 },
+        tts: { ...speech('alloy'), baseURL: audio.baseURL },
+        devices: [KITCHEN_1, KITCHEN_2],
+      },
       {
         name: 'study',
         systemPrompt: 'You are the study tutor.',
@@ -61,7 +74,9 @@ describe('agents: each device talks to its own assistant', { timeout: 120_000 },
     ];
     // As in production: the configuration's agents are created in the store (SQLite) at start, and
     // the devices' agents are read from its cache.
-    srv = await startVoiceApp(llm.url, { agents: declared, mcpServers: { fx: fixtureEntry() } }, undefined, { onSecret: (v) => secrets.push(v) });
+    srv = await startVoiceApp(llm.url, { agents: declared, mcpServers: { fx: fixtureEntry() } }, undefined, {
+      onSecret: (v) => secrets.push(v),
+    });
     // The agents' remote voices are made in the background as soon as the agents are known.
     await srv.deps.profiles.ready();
   });
@@ -79,7 +94,8 @@ describe('agents: each device talks to its own assistant', { timeout: 120_000 },
     return req;
   }
 
-  const voiceFor = (text: string): string | undefined => audio.speeches.find((s) => s.body.input === `You said: ${text}.`)?.body.voice;
+  const voiceFor = (text: string): string | undefined =>
+    audio.speeches.find((s) => s.body.input === `You said: ${text}.`)?.body.voice;
 
   test('two devices on two agents get two system prompts, models and voices in the same minute', async () => {
     const kitchen = new DeviceSim({ url: srv.wsUrl, deviceId: KITCHEN_1 });
@@ -95,16 +111,22 @@ describe('agents: each device talks to its own assistant', { timeout: 120_000 },
       assert.equal(s.headers.authorization, 'Bearer sk-study-agent-key');
       assert.equal(voiceFor('what is for dinner'), 'alloy');
       assert.equal(voiceFor('what is for homework'), 'nova');
-      assert.ok(secrets.includes('sk-study-agent-key'), 'the agent\'s key is registered for log redaction');
+      assert.ok(secrets.includes('sk-study-agent-key'), "the agent's key is registered for log redaction");
       // Each agent's tools: the kitchen may use everything, the study one local tool.
       const toolNames = (r: RecordedRequest): string[] => (r.body.tools ?? []).map((t) => t.function.name);
-      assert.ok(toolNames(k).includes('end_conversation') && toolNames(k).some((n) => n.startsWith('fx__')), JSON.stringify(toolNames(k)));
+      assert.ok(
+        toolNames(k).includes('end_conversation') && toolNames(k).some((n) => n.startsWith('fx__')),
+        JSON.stringify(toolNames(k)),
+      );
       assert.deepEqual(toolNames(s), ['get_current_datetime']);
       // The wake word's greeting is the agent's, in its voice.
       const from = study.json.length;
       study.listen('detect', { text: 'hi xiaozhi' });
       await study.waitJson('tts', 'stop', 20_000, from);
-      const said = study.json.slice(from).filter((j) => j.msg.state === 'sentence_start').map((j) => j.msg.text);
+      const said = study.json
+        .slice(from)
+        .filter((j) => j.msg.state === 'sentence_start')
+        .map((j) => j.msg.text);
       assert.deepEqual(said, ['Hello, student.']);
       assert.equal(audio.speeches.find((x) => x.body.input === 'Hello, student.')?.body.voice, 'nova');
     } finally {
@@ -113,7 +135,7 @@ describe('agents: each device talks to its own assistant', { timeout: 120_000 },
     }
   });
 
-  test('an agent\'s embedded voice: the media worker speaks with it for that agent\'s devices only', async () => {
+  test("an agent's embedded voice: the media worker speaks with it for that agent's devices only", async () => {
     /** The greeting's zero crossings per second: a higher voice crosses zero more often. */
     const greet = async (deviceId: string): Promise<number> => {
       const dev = new DeviceSim({ url: srv.wsUrl, deviceId });
@@ -124,7 +146,7 @@ describe('agents: each device talks to its own assistant', { timeout: 120_000 },
         const { pcm, ms, rms } = await decodeDownlink(dev.audio.map((a) => a.payload));
         assert.ok(ms > 500 && rms > 300, 'the greeting was spoken');
         let crossings = 0;
-        for (let i = 1; i < pcm.length; i++) if (((pcm[i - 1] ?? 0) < 0) !== ((pcm[i] ?? 0) < 0)) crossings++;
+        for (let i = 1; i < pcm.length; i++) if ((pcm[i - 1] ?? 0) < 0 !== (pcm[i] ?? 0) < 0) crossings++;
         return crossings / (ms / 1000);
       } finally {
         dev.close();
@@ -133,11 +155,17 @@ describe('agents: each device talks to its own assistant', { timeout: 120_000 },
     const plain1 = await greet(PLAIN_1);
     const plain2 = await greet(PLAIN_2);
     const high = await greet(HIGH);
-    assert.ok(Math.abs(plain2 - plain1) < plain1 * 0.1, `the same voice: ${Math.round(plain1)} and ${Math.round(plain2)} crossings/s`);
-    assert.ok(high > plain1 * 1.2, `the agent's own, higher voice: ${Math.round(high)} against ${Math.round(plain1)} crossings/s`);
+    assert.ok(
+      Math.abs(plain2 - plain1) < plain1 * 0.1,
+      `the same voice: ${Math.round(plain1)} and ${Math.round(plain2)} crossings/s`,
+    );
+    assert.ok(
+      high > plain1 * 1.2,
+      `the agent's own, higher voice: ${Math.round(high)} against ${Math.round(plain1)} crossings/s`,
+    );
   });
 
-  test('an agent\'s clients are built once and shared by its devices', async () => {
+  test("an agent's clients are built once and shared by its devices", async () => {
     const before = await srv.deps.providers.clients();
     const devices = [KITCHEN_1, KITCHEN_2].map((deviceId) => new DeviceSim({ url: srv.wsUrl, deviceId }));
     try {
@@ -154,7 +182,7 @@ describe('agents: each device talks to its own assistant', { timeout: 120_000 },
     }
   });
 
-  test('changing an agent\'s prompt, then a device\'s agent, while it is connected changes its next answer', async () => {
+  test("changing an agent's prompt, then a device's agent, while it is connected changes its next answer", async () => {
     const dev = new DeviceSim({ url: srv.wsUrl, deviceId: STUDY });
     try {
       await dev.hello();
@@ -163,7 +191,11 @@ describe('agents: each device talks to its own assistant', { timeout: 120_000 },
 
       const study = await srv.app.store.agents.get('study');
       assert.ok(study);
-      await srv.app.store.agents.update('study', { ...study.settings, systemPrompt: 'You are the new tutor.', llm: { model: 'model-study', apiKey: 'sk-study-rotated-key' } });
+      await srv.app.store.agents.update('study', {
+        ...study.settings,
+        systemPrompt: 'You are the new tutor.',
+        llm: { model: 'model-study', apiKey: 'sk-study-rotated-key' },
+      });
       const second = await ask(dev, 'second question');
       assert.match(systemText(second), /^You are the new tutor\./);
       assert.equal(second.headers.authorization, 'Bearer sk-study-rotated-key');

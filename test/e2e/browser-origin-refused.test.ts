@@ -19,10 +19,13 @@ const TOKEN = 'origin-refused-admin-token-0123456789';
 async function hostDroppingProxy(port: number): Promise<{ url: string; close(): Promise<void> }> {
   const server: Server = createServer((req, res) => {
     const host = (req.headers.host ?? '').replace(/:\d+$/, '');
-    const upstream = request({ host: '127.0.0.1', port, method: req.method, path: req.url, headers: { ...req.headers, host } }, (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
-    });
+    const upstream = request(
+      { host: '127.0.0.1', port, method: req.method, path: req.url, headers: { ...req.headers, host } },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
     upstream.on('error', () => res.destroy());
     req.pipe(upstream);
   });
@@ -30,23 +33,40 @@ async function hostDroppingProxy(port: number): Promise<{ url: string; close(): 
   const { port: own } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${own}`,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
-describe('refused by origin: the page and the console say what to set', { skip: haveChromium ? false : 'needs Debian chromium at /usr/bin/chromium (apt-get install chromium)' }, () => {
+describe('refused by origin: the page and the console say what to set', {
+  skip: haveChromium ? false : 'needs Debian chromium at /usr/bin/chromium (apt-get install chromium)',
+}, () => {
   let t: TestApp;
   let elsewhere: TestApp;
   let proxy: Awaited<ReturnType<typeof hostDroppingProxy>>;
   let browser: Browser;
   before(async () => {
-    t = await startTestApp({ createConversation: recordingConversation().factory, config: { admin: { token: TOKEN } } });
+    t = await startTestApp({
+      createConversation: recordingConversation().factory,
+      config: { admin: { token: TOKEN } },
+    });
     elsewhere = await startTestApp({ createConversation: recordingConversation().factory });
     proxy = await hostDroppingProxy(t.port);
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    });
   });
   after(async () => {
     await browser?.close();
@@ -72,7 +92,11 @@ describe('refused by origin: the page and the console say what to set', { skip: 
     try {
       await page.fill('#token', TOKEN);
       await page.click('#sign-in-form button[type=submit]');
-      await page.waitForFunction(() => (document.getElementById('sign-in-error')?.textContent ?? '').length > 0, undefined, { timeout: 20_000 });
+      await page.waitForFunction(
+        () => (document.getElementById('sign-in-error')?.textContent ?? '').length > 0,
+        undefined,
+        { timeout: 20_000 },
+      );
       assert.match((await page.textContent('#sign-in-error')) ?? '', /proxy_set_header Host \$http_host/);
     } finally {
       await context.close();
@@ -88,7 +112,10 @@ describe('refused by origin: the page and the console say what to set', { skip: 
       await page.click('#connect');
       const error = page.locator('.msg.error', { hasText: 'unreachable' });
       await error.waitFor({ timeout: 20_000 });
-      assert.match((await error.textContent()) ?? '', new RegExp(`add "${elsewhere.httpUrl}" to its server\\.allowedOrigins`));
+      assert.match(
+        (await error.textContent()) ?? '',
+        new RegExp(`add "${elsewhere.httpUrl}" to its server\\.allowedOrigins`),
+      );
     } finally {
       await context.close();
     }

@@ -31,12 +31,18 @@ interface PageStats {
   mcp: { initialize: number; listPages: number; calls: number; ignored: number };
 }
 
-const stats = (page: Page): Promise<PageStats> => page.evaluate(() => (window as unknown as { __xiaozhi: { stats: PageStats } }).__xiaozhi.stats);
-const deviceState = (page: Page): Promise<string> => page.evaluate(() => (window as unknown as { __xiaozhi: { state: string } }).__xiaozhi.state);
+const stats = (page: Page): Promise<PageStats> =>
+  page.evaluate(() => (window as unknown as { __xiaozhi: { stats: PageStats } }).__xiaozhi.stats);
+const deviceState = (page: Page): Promise<string> =>
+  page.evaluate(() => (window as unknown as { __xiaozhi: { state: string } }).__xiaozhi.state);
 
 async function connect(page: Page): Promise<void> {
   await page.click('#connect');
-  await page.waitForFunction(() => /^[0-9a-f-]{36}$/.test(document.getElementById('session-id')?.textContent ?? ''), undefined, { timeout: 30_000 });
+  await page.waitForFunction(
+    () => /^[0-9a-f-]{36}$/.test(document.getElementById('session-id')?.textContent ?? ''),
+    undefined,
+    { timeout: 30_000 },
+  );
 }
 
 /** Waits until an answer has been played out and the device left `speaking`. */
@@ -64,7 +70,9 @@ async function checkScreenshot(browser: Browser, page: Page, name: string): Prom
   assert.ok(s.colours > 50, `${name}: only ${s.colours} colours`);
 }
 
-describe('browser device client', { skip: haveChromium ? false : 'needs Debian chromium at /usr/bin/chromium (apt-get install chromium)' }, () => {
+describe('browser device client', {
+  skip: haveChromium ? false : 'needs Debian chromium at /usr/bin/chromium (apt-get install chromium)',
+}, () => {
   let llm: FakeOpenAi;
   let srv: VoiceApp;
   let browser: Browser;
@@ -100,8 +108,14 @@ describe('browser device client', { skip: haveChromium ? false : 'needs Debian c
     assert.equal(await deviceState(page), 'idle');
 
     await page.click('#talk');
-    await page.locator('.msg.user', { hasText: /weather/i }).first().waitFor({ timeout: 30_000 });
-    await page.locator('.msg.assistant', { hasText: /You said/ }).first().waitFor({ timeout: 15_000 });
+    await page
+      .locator('.msg.user', { hasText: /weather/i })
+      .first()
+      .waitFor({ timeout: 30_000 });
+    await page
+      .locator('.msg.assistant', { hasText: /You said/ })
+      .first()
+      .waitFor({ timeout: 15_000 });
     await waitPlayedOut(page, 10);
     await page.click('#talk'); // end the conversation so the looping fake mic starts no new turn
     const s = await stats(page);
@@ -113,7 +127,9 @@ describe('browser device client', { skip: haveChromium ? false : 'needs Debian c
     assert.ok(ms > 0 && ms < 20_000, `end of speech → first audio ${ms} ms`);
     assert.match((await page.textContent('#timing')) ?? '', /ms end of speech → first audio/);
     // The model saw the recognised words.
-    assert.ok(llm.requests.some((r) => r.body.messages.some((m) => m.role === 'user' && /weather/i.test(String(m.content)))));
+    assert.ok(
+      llm.requests.some((r) => r.body.messages.some((m) => m.role === 'user' && /weather/i.test(String(m.content)))),
+    );
     await checkScreenshot(browser, page, 'browser-desktop.png');
   });
 
@@ -131,10 +147,18 @@ describe('browser device client', { skip: haveChromium ? false : 'needs Debian c
     const start = await stats(page);
     await page.fill('#text', 'Tell me a long story');
     await page.click('#send');
-    await page.waitForFunction((min) => (window as unknown as { __xiaozhi: { stats: PageStats } }).__xiaozhi.stats.played >= min, start.played + 5, { timeout: 20_000 });
+    await page.waitForFunction(
+      (min) => (window as unknown as { __xiaozhi: { stats: PageStats } }).__xiaozhi.stats.played >= min,
+      start.played + 5,
+      { timeout: 20_000 },
+    );
     await page.click('#abort');
     const atAbort = await stats(page);
-    await page.waitForFunction(() => (window as unknown as { __xiaozhi: { state: string } }).__xiaozhi.state === 'idle', undefined, { timeout: 5000 });
+    await page.waitForFunction(
+      () => (window as unknown as { __xiaozhi: { state: string } }).__xiaozhi.state === 'idle',
+      undefined,
+      { timeout: 5000 },
+    );
     await page.waitForTimeout(1200);
     const later = await stats(page);
     assert.equal(later.playing, false, 'nothing is sounding after abort');
@@ -146,43 +170,77 @@ describe('browser device client', { skip: haveChromium ? false : 'needs Debian c
   test('memory: a fact told on the page comes back after a disconnect and a reconnect', async () => {
     const page = desktop;
     if ((await page.textContent('#connect')) === 'Connect') await connect(page);
-    llm.script(fakeToolCalls([{ name: 'remember', arguments: { fact: 'my daughter is called Mia' } }]), fakeText('I will remember that.'));
+    llm.script(
+      fakeToolCalls([{ name: 'remember', arguments: { fact: 'my daughter is called Mia' } }]),
+      fakeText('I will remember that.'),
+    );
     await page.fill('#text', 'remember that my daughter is called Mia');
     await page.click('#send');
     await page.locator('.msg.assistant', { hasText: 'I will remember that.' }).waitFor({ timeout: 15_000 });
-    await page.waitForFunction(() => (window as unknown as { __xiaozhi: { state: string } }).__xiaozhi.state !== 'speaking', undefined, { timeout: 20_000 });
+    await page.waitForFunction(
+      () => (window as unknown as { __xiaozhi: { state: string } }).__xiaozhi.state !== 'speaking',
+      undefined,
+      { timeout: 20_000 },
+    );
     // Disconnect and connect again at once: a new session of the same device (the page keeps its identity).
     await page.click('#connect');
     await page.locator('#connect', { hasText: 'Connect' }).waitFor();
     await connect(page);
     await page.fill('#text', 'what is my daughter called');
     await page.click('#send');
-    await page.locator('.msg.assistant', { hasText: 'You said: what is my daughter called.' }).waitFor({ timeout: 15_000 });
-    const req = [...llm.requests].reverse().find((r) => r.body.messages.at(-1)?.role === 'user' && r.body.messages.at(-1)?.content === 'what is my daughter called');
+    await page
+      .locator('.msg.assistant', { hasText: 'You said: what is my daughter called.' })
+      .waitFor({ timeout: 15_000 });
+    const req = [...llm.requests]
+      .reverse()
+      .find(
+        (r) =>
+          r.body.messages.at(-1)?.role === 'user' && r.body.messages.at(-1)?.content === 'what is my daughter called',
+      );
     assert.ok(req, 'the model was asked');
     const system = req.body.messages[0];
     assert.match(typeof system?.content === 'string' ? system.content : '', /"my daughter is called Mia"/);
-    assert.ok(req.body.messages.some((m) => m.role === 'user' && m.content === 'remember that my daughter is called Mia'), 'the earlier turn is in the history');
+    assert.ok(
+      req.body.messages.some((m) => m.role === 'user' && m.content === 'remember that my daughter is called Mia'),
+      'the earlier turn is in the history',
+    );
   });
 
   test('device MCP: paged tools/list reaches the model, a turn calls set_volume on the page', async () => {
     // A small page budget makes the server follow nextCursor over several tools/list pages.
-    const { page, context } = await openPage(browser, `${srv.httpUrl}/?processing=0&mcpPageBytes=700`, { viewport: { width: 1280, height: 800 } });
+    const { page, context } = await openPage(browser, `${srv.httpUrl}/?processing=0&mcpPageBytes=700`, {
+      viewport: { width: 1280, height: 800 },
+    });
     try {
       await connect(page);
-      await page.waitForFunction(() => (window as unknown as { __xiaozhi: { stats: PageStats } }).__xiaozhi.stats.mcp.listPages >= 2, undefined, { timeout: 10_000 });
+      await page.waitForFunction(
+        () => (window as unknown as { __xiaozhi: { stats: PageStats } }).__xiaozhi.stats.mcp.listPages >= 2,
+        undefined,
+        { timeout: 10_000 },
+      );
       const first = llm.requests.length;
-      llm.script(fakeToolCalls([{ name: 'self_audio_speaker_set_volume', arguments: { volume: 30 } }]), fakeText('The volume is now 30.'));
+      llm.script(
+        fakeToolCalls([{ name: 'self_audio_speaker_set_volume', arguments: { volume: 30 } }]),
+        fakeText('The volume is now 30.'),
+      );
       await page.fill('#text', 'Set the volume to 30');
       await page.click('#send');
       await page.locator('.msg.assistant', { hasText: 'The volume is now 30.' }).waitFor({ timeout: 15_000 });
-      assert.equal(await page.evaluate(() => (window as unknown as { __xiaozhi: { volume: number } }).__xiaozhi.volume), 30);
+      assert.equal(
+        await page.evaluate(() => (window as unknown as { __xiaozhi: { volume: number } }).__xiaozhi.volume),
+        30,
+      );
       assert.equal(await page.inputValue('#volume'), '30');
       await page.locator('.msg.tool', { hasText: 'self.audio_speaker.set_volume' }).waitFor({ timeout: 2000 });
 
       const turnReqs = llm.requests.slice(first);
       const tools = (turnReqs[0]?.body.tools ?? []).map((t) => t.function.name);
-      for (const name of ['self_get_device_status', 'self_audio_speaker_set_volume', 'self_screen_set_theme', 'self_screen_show_notice']) {
+      for (const name of [
+        'self_get_device_status',
+        'self_audio_speaker_set_volume',
+        'self_screen_set_theme',
+        'self_screen_show_notice',
+      ]) {
         assert.ok(tools.includes(name), `model sees ${name}; tools: ${tools.join(', ')}`);
       }
       assert.ok(!tools.includes('self_get_system_info'), 'user-only tools are not listed');
@@ -196,7 +254,11 @@ describe('browser device client', { skip: haveChromium ? false : 'needs Debian c
   });
 
   test('phone-sized screen with the WASM Opus codec: push-to-talk and a typed turn', async () => {
-    const { page, context, errors: pageErrors } = await openPage(browser, `${srv.httpUrl}/?processing=0&codec=wasm&mode=manual`, {
+    const {
+      page,
+      context,
+      errors: pageErrors,
+    } = await openPage(browser, `${srv.httpUrl}/?processing=0&codec=wasm&mode=manual`, {
       viewport: { width: 390, height: 844 },
       isMobile: true,
       hasTouch: true,
@@ -211,7 +273,10 @@ describe('browser device client', { skip: haveChromium ? false : 'needs Debian c
       await page.mouse.down();
       await page.waitForTimeout(3800);
       await page.mouse.up();
-      await page.locator('.msg.user', { hasText: /weather/i }).first().waitFor({ timeout: 20_000 });
+      await page
+        .locator('.msg.user', { hasText: /weather/i })
+        .first()
+        .waitFor({ timeout: 20_000 });
       await waitPlayedOut(page, 10);
       const s = await stats(page);
       assert.ok(s.sent > 40 && s.decoded >= 10 && s.decodeErrors === 0, JSON.stringify(s));

@@ -12,7 +12,10 @@ import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
 import { LANGUAGE_PACKS } from '../../features/agents/language.ts';
 
 function sentences(dev: DeviceSim, from = 0): string[] {
-  return dev.json.slice(from).filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start').map((j) => String(j.msg.text));
+  return dev.json
+    .slice(from)
+    .filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start')
+    .map((j) => String(j.msg.text));
 }
 
 describe('a Chinese turn (language: zh)', () => {

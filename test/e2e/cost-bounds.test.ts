@@ -18,7 +18,9 @@ const TOO_FAST = 'Slow down please, I need a moment.';
 
 /** The text of every sentence the device was shown. */
 function sentences(dev: DeviceSim): string[] {
-  return dev.json.filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start').map((j) => String(j.msg.text));
+  return dev.json
+    .filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start')
+    .map((j) => String(j.msg.text));
 }
 
 async function refusedTurns(srv: VoiceApp): Promise<number> {
@@ -36,7 +38,9 @@ describe('cost bounds per device', () => {
   let srv: VoiceApp;
   before(async () => {
     llm = await startFakeOpenAi();
-    srv = await startVoiceApp(llm.url, { conversation: { maxTurnsPerMinute: TURNS_PER_MINUTE, tooManyTurns: TOO_FAST } });
+    srv = await startVoiceApp(llm.url, {
+      conversation: { maxTurnsPerMinute: TURNS_PER_MINUTE, tooManyTurns: TOO_FAST },
+    });
   });
   after(async () => {
     await closeAll(srv, llm);
@@ -77,10 +81,14 @@ describe('cost bounds per device', () => {
         await sleep(50);
       }
       const last = `typed question ${TURNS_PER_MINUTE - 1}`;
-      const at = await dev.waitFor('the last typed answer', () => {
-        const i = dev.json.findIndex((j) => j.msg.state === 'sentence_start' && String(j.msg.text).includes(last));
-        return i >= 0 ? i + 1 : undefined;
-      }, 15_000);
+      const at = await dev.waitFor(
+        'the last typed answer',
+        () => {
+          const i = dev.json.findIndex((j) => j.msg.state === 'sentence_start' && String(j.msg.text).includes(last));
+          return i >= 0 ? i + 1 : undefined;
+        },
+        15_000,
+      );
       await dev.waitJson('tts', 'stop', 15_000, at);
       const requests = llm.requests.length;
       const refusedBefore = await refusedTurns(srv);
@@ -91,16 +99,31 @@ describe('cost bounds per device', () => {
       const notice = await dev.waitJson('tts', 'sentence_start', 20_000, from);
       assert.equal(notice.text, TOO_FAST);
       await dev.waitJson('tts', 'stop', 20_000, from);
-      assert.ok(!dev.json.slice(from).some((j) => j.msg.type === 'stt'), 'no transcript: the speech was not sent to ASR');
+      assert.ok(
+        !dev.json.slice(from).some((j) => j.msg.type === 'stt'),
+        'no transcript: the speech was not sent to ASR',
+      );
       // Auto mode listens again after the notice: the next utterance is refused without a word.
       from = dev.json.length;
       await sendPaced(dev, packets);
-      await waitFor(async () => (await refusedTurns(srv)) === refusedBefore + 2, { what: 'the second utterance refused', timeoutMs: 20_000, intervalMs: 200 });
-      assert.deepEqual(dev.json.slice(from).map((j) => j.msg.type), [], 'nothing sent for a silent refusal');
+      await waitFor(async () => (await refusedTurns(srv)) === refusedBefore + 2, {
+        what: 'the second utterance refused',
+        timeoutMs: 20_000,
+        intervalMs: 200,
+      });
+      assert.deepEqual(
+        dev.json.slice(from).map((j) => j.msg.type),
+        [],
+        'nothing sent for a silent refusal',
+      );
       assert.equal(llm.requests.length, requests, 'no model request for either utterance');
       // Still heard: a third utterance reaches the conversation (and is refused: the minute is not over).
       await sendPaced(dev, packets);
-      await waitFor(async () => (await refusedTurns(srv)) === refusedBefore + 3, { what: 'the third utterance heard', timeoutMs: 20_000, intervalMs: 200 });
+      await waitFor(async () => (await refusedTurns(srv)) === refusedBefore + 3, {
+        what: 'the third utterance heard',
+        timeoutMs: 20_000,
+        intervalMs: 200,
+      });
     } finally {
       dev.close();
     }
@@ -131,7 +154,11 @@ describe('cost bounds per device', () => {
       inputSchema: { type: 'object', properties: { value: { type: 'string', description: 'v'.repeat(15_400) } } },
       call: () => 'ok',
     }));
-    const perTool = JSON.stringify({ name: tools[0]?.name, description: tools[0]?.description, inputSchema: tools[0]?.inputSchema }).length;
+    const perTool = JSON.stringify({
+      name: tools[0]?.name,
+      description: tools[0]?.description,
+      inputSchema: tools[0]?.inputSchema,
+    }).length;
     assert.ok(perTool > 16_000 && perTool < 17_500, `${perTool} bytes per tool`);
     // Three tools per tools/list page keep each device message under server.maxMessageBytes.
     const dev = new DeviceSim({ url: srv.wsUrl, deviceId: '71:00:00:00:00:03', mcpTools: tools, mcpPageSize: 3 });
@@ -149,7 +176,10 @@ describe('cost bounds per device', () => {
       assert.ok(bytes <= budget, `${bytes} bytes of device tools in one request`);
       assert.ok(offered.length >= 1 && offered.length < 64, `${offered.length} device tools offered`);
       assert.equal(offered[0]?.function.name, 'self_tool_00', 'tools are dropped from the last');
-      assert.ok(offered.every((t) => (t.function.description ?? '').length <= 200), 'descriptions shortened');
+      assert.ok(
+        offered.every((t) => (t.function.description ?? '').length <= 200),
+        'descriptions shortened',
+      );
       const logged = srv.logs.find('device mcp tools over the schema budget');
       assert.equal(logged.length, 1);
       assert.equal(logged[0]?.droppedCount, 64 - offered.length);

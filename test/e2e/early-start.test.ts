@@ -39,7 +39,8 @@ async function sendAt(dev: DeviceSim, packets: readonly Buffer[], stop: () => bo
 
 async function earlyStarts(httpUrl: string): Promise<{ used: number; dropped: number }> {
   const text = await (await fetch(`${httpUrl}/metrics`)).text();
-  const count = (result: string): number => Number(new RegExp(`^xiaozhi_early_starts_total\\{result="${result}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+  const count = (result: string): number =>
+    Number(new RegExp(`^xiaozhi_early_starts_total\\{result="${result}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
   return { used: count('used'), dropped: count('dropped') };
 }
 
@@ -99,21 +100,39 @@ describe('early start at a pause', () => {
       // after the last speech packet (an early start shown at once would be ~300 ms after it).
       const lastSpeech = sent[Math.ceil((LEAD_MS + speech.length / 16) / FRAME_MS) - 1] as number;
       const sttAt = dev.json.find((j) => j.msg.type === 'stt')?.at ?? 0;
-      assert.ok(sttAt - lastSpeech >= MIN_SILENCE_MS - 200, `stt ${Math.round(sttAt - lastSpeech)} ms after the end of speech`);
+      assert.ok(
+        sttAt - lastSpeech >= MIN_SILENCE_MS - 200,
+        `stt ${Math.round(sttAt - lastSpeech)} ms after the end of speech`,
+      );
       // The envelope as always: stt → tts start → sentence → audio → tts stop.
-      const tl = dev.timeline.map((e) => (e.kind === 'audio' ? 'audio' : `${String(e.msg.type)}${e.msg.state ? `:${String(e.msg.state)}` : ''}`));
-      assert.deepEqual(tl.filter((k) => k !== 'audio' && k !== 'mcp'), ['hello', 'stt', 'tts:start', 'tts:sentence_start', 'tts:stop']);
+      const tl = dev.timeline.map((e) =>
+        e.kind === 'audio' ? 'audio' : `${String(e.msg.type)}${e.msg.state ? `:${String(e.msg.state)}` : ''}`,
+      );
+      assert.deepEqual(
+        tl.filter((k) => k !== 'audio' && k !== 'mcp'),
+        ['hello', 'stt', 'tts:start', 'tts:sentence_start', 'tts:stop'],
+      );
       assert.ok(tl.indexOf('audio') > tl.indexOf('tts:sentence_start'));
 
       // It did start early: one ASR upload and one model request, made during the silence.
       assert.equal(asr.transcriptions.length - asr0, 1);
       assert.equal(llm.requests.length - llm0, 1);
       const t = srv.logs.find('turn timings').at(-1);
-      assert.ok(t && typeof t.earlyStartMs === 'number' && t.earlyStartMs >= 300, `started ${String(t?.earlyStartMs)} ms before the end of speech`);
+      assert.ok(
+        t && typeof t.earlyStartMs === 'number' && t.earlyStartMs >= 300,
+        `started ${String(t?.earlyStartMs)} ms before the end of speech`,
+      );
       assert.equal(t.asrMs, 0, 'the transcript was there before the end of speech');
-      assert.ok(typeof t.firstSentenceMs === 'number' && typeof t.firstAudioMs === 'number' && t.firstSentenceMs <= t.firstAudioMs);
+      assert.ok(
+        typeof t.firstSentenceMs === 'number' &&
+          typeof t.firstAudioMs === 'number' &&
+          t.firstSentenceMs <= t.firstAudioMs,
+      );
       const starts = await earlyStarts(srv.httpUrl);
-      assert.deepEqual({ used: starts.used - starts0.used, dropped: starts.dropped - starts0.dropped }, { used: 1, dropped: 0 });
+      assert.deepEqual(
+        { used: starts.used - starts0.used, dropped: starts.dropped - starts0.dropped },
+        { used: 1, dropped: 0 },
+      );
     } finally {
       dev.close();
     }
@@ -128,10 +147,17 @@ describe('early start at a pause', () => {
       const llm0 = llm.requests.length;
       const asr0 = asr.transcriptions.length;
       // The early turn (at the pause) is answered with a tool call; the real one with text.
-      llm.script(fakeToolCalls([{ name: 'self_audio_speaker_set_volume', arguments: { volume: 80 } }]), fakeText('Which volume?'));
+      llm.script(
+        fakeToolCalls([{ name: 'self_audio_speaker_set_volume', arguments: { volume: 80 } }]),
+        fakeText('Which volume?'),
+      );
       const first = trimSilence(speak16k('turn up the volume'));
       const second = trimSilence(speak16k('to eighty please'));
-      const packets = await utterancePackets(concatInt16([first, new Int16Array(16 * PAUSE_MS), second]), LEAD_MS, 2500);
+      const packets = await utterancePackets(
+        concatInt16([first, new Int16Array(16 * PAUSE_MS), second]),
+        LEAD_MS,
+        2500,
+      );
       dev.listen('start', { mode: 'auto' });
       await sendAt(dev, packets, () => dev.json.some((j) => j.msg.type === 'tts'));
       await dev.waitJson('tts', 'stop', 15_000);
@@ -145,13 +171,19 @@ describe('early start at a pause', () => {
       const types = dev.json.map((j) => `${String(j.msg.type)}${j.msg.state ? `:${String(j.msg.state)}` : ''}`);
       assert.equal(types.filter((k) => k === 'stt').length, 1);
       assert.equal(types.filter((k) => k === 'tts:start').length, 1);
-      assert.equal(dev.json.find((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start')?.msg.text, 'Which volume?');
+      assert.equal(
+        dev.json.find((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start')?.msg.text,
+        'Which volume?',
+      );
       // The second request saw one user message and no trace of the dropped turn's tool call.
       const msgs = llm.requests.at(-1)?.body.messages ?? [];
       assert.equal(msgs.filter((m) => m.role === 'user').length, 1, JSON.stringify(msgs));
       assert.equal(msgs.filter((m) => m.role === 'assistant' || m.role === 'tool').length, 0, JSON.stringify(msgs));
       const starts = await earlyStarts(srv.httpUrl);
-      assert.deepEqual({ used: starts.used - starts0.used, dropped: starts.dropped - starts0.dropped }, { used: 1, dropped: 1 });
+      assert.deepEqual(
+        { used: starts.used - starts0.used, dropped: starts.dropped - starts0.dropped },
+        { used: 1, dropped: 1 },
+      );
       // Only the turn that answered is logged as a turn.
       const bad = srv.logs.lines.filter((l) => Number(l.level) >= 40).map((l) => String(l.msg));
       assert.deepEqual(bad, []);
@@ -168,15 +200,26 @@ describe('early start at a pause', () => {
       const asr0 = asr.transcriptions.length;
       llm.script(fakeText('Done.'));
       // Five phrases with four pauses between them, each long enough for an early start.
-      const words = ['turn on the light', 'in the kitchen', 'and in the hallway', 'and in the garden', 'right now please'].map((w) => trimSilence(speak16k(w)));
+      const words = [
+        'turn on the light',
+        'in the kitchen',
+        'and in the hallway',
+        'and in the garden',
+        'right now please',
+      ].map((w) => trimSilence(speak16k(w)));
       const pause = new Int16Array(16 * PAUSE_MS);
       const speech = concatInt16(words.flatMap((w, i) => (i === 0 ? [w] : [pause, w])));
       dev.listen('start', { mode: 'auto' });
-      await sendAt(dev, await utterancePackets(speech, LEAD_MS, 2500), () => dev.json.some((j) => j.msg.type === 'tts'));
+      await sendAt(dev, await utterancePackets(speech, LEAD_MS, 2500), () =>
+        dev.json.some((j) => j.msg.type === 'tts'),
+      );
       await dev.waitJson('tts', 'stop', 15_000);
       // Three early starts dropped, then none until the end: the answer's turn starts at the end of speech.
       const starts = await earlyStarts(srv.httpUrl);
-      assert.deepEqual({ used: starts.used - starts0.used, dropped: starts.dropped - starts0.dropped }, { used: 0, dropped: 3 });
+      assert.deepEqual(
+        { used: starts.used - starts0.used, dropped: starts.dropped - starts0.dropped },
+        { used: 0, dropped: 3 },
+      );
       assert.equal(asr.transcriptions.length - asr0, 4);
       assert.equal(dev.json.filter((j) => j.msg.type === 'stt').length, 1);
     } finally {

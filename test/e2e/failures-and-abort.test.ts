@@ -12,7 +12,10 @@ import { closeAll } from '../helpers/close-all.ts';
 import { sleep } from '../helpers/wait.ts';
 
 function sentences(dev: DeviceSim, from = 0): string[] {
-  return dev.json.slice(from).filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start').map((j) => String(j.msg.text));
+  return dev.json
+    .slice(from)
+    .filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start')
+    .map((j) => String(j.msg.text));
 }
 
 describe('failures and barge-in', () => {
@@ -70,7 +73,10 @@ describe('failures and barge-in', () => {
     const dev = new DeviceSim({ url: srv.wsUrl });
     try {
       await dev.hello();
-      llm.script(fakeToolCalls([{ name: 'get_current_datetime', arguments: '{"timezone": ' }]), fakeText('Sorry, I made a mistake calling the clock.'));
+      llm.script(
+        fakeToolCalls([{ name: 'get_current_datetime', arguments: '{"timezone": ' }]),
+        fakeText('Sorry, I made a mistake calling the clock.'),
+      );
       dev.listen('detect', { text: 'what time is it' });
       await dev.waitJson('tts', 'stop', 15_000);
       const toolMsg = llm.requests.at(-1)?.body.messages.find((m) => m.role === 'tool');
@@ -85,13 +91,20 @@ describe('failures and barge-in', () => {
     const dev = new DeviceSim({ url: srv.wsUrl });
     try {
       await dev.hello();
-      const long = Array.from({ length: 12 }, (_, i) => `This is sentence number ${i + 1} of a long answer that keeps going.`).join(' ');
+      const long = Array.from(
+        { length: 12 },
+        (_, i) => `This is sentence number ${i + 1} of a long answer that keeps going.`,
+      ).join(' ');
       llm.script(fakeText(long, { chunkSize: 12, delayMs: 30 }));
       dev.listen('detect', { text: 'tell me a long story' });
       await dev.waitFor('speech started', () => dev.audio.length >= 10, 15_000);
       const abortAt = performance.now();
       dev.abort();
-      const stop = await dev.waitFor('tts stop', () => dev.json.find((j) => j.msg.type === 'tts' && j.msg.state === 'stop'), 5000);
+      const stop = await dev.waitFor(
+        'tts stop',
+        () => dev.json.find((j) => j.msg.type === 'tts' && j.msg.state === 'stop'),
+        5000,
+      );
       await sleep(1000);
       // The server stops the moment it handles the abort (its tts stop marks that moment): nothing
       // follows it. Frames that arrive between our abort and its tts stop were already on the wire
@@ -132,7 +145,11 @@ describe('failures and barge-in', () => {
       dev.listen('stop');
       const stt = await dev.waitFor('stt', () => dev.json.slice(from).find((j) => j.msg.type === 'stt')?.msg, 20_000);
       assert.match(String(stt.text), /weather/);
-      await dev.waitFor('answer', () => dev.json.slice(from).filter((j) => j.msg.type === 'tts' && j.msg.state === 'stop').length >= 2, 20_000);
+      await dev.waitFor(
+        'answer',
+        () => dev.json.slice(from).filter((j) => j.msg.type === 'tts' && j.msg.state === 'stop').length >= 2,
+        20_000,
+      );
     } finally {
       dev.close();
     }
@@ -145,7 +162,11 @@ describe('failures and barge-in', () => {
       dev.listen('start', { mode: 'auto' });
       const packets = await utterancePackets(new Int16Array(16000), 0, 0);
       for (let i = 0; i < 3000; i++) dev.sendOpus(packets[i % packets.length] as Buffer);
-      await dev.waitFor('flood noticed', () => srv.logs.find('uplink faster than real time; dropping packets').length > 0, 10_000);
+      await dev.waitFor(
+        'flood noticed',
+        () => srv.logs.find('uplink faster than real time; dropping packets').length > 0,
+        10_000,
+      );
       const from = dev.json.length;
       llm.script(fakeText('Still here.'));
       dev.listen('detect', { text: 'are you still there' });
@@ -194,7 +215,11 @@ describe('realtime barge-in', () => {
       // The user talks over the answer (realtime devices keep the mic open).
       await sendPaced(dev, packets);
       await dev.waitFor('barge-in stop', () => firstStops() >= 1, 10_000);
-      const stt = await dev.waitFor('second stt', () => dev.json.filter((j) => j.msg.type === 'stt').at(1)?.msg, 20_000);
+      const stt = await dev.waitFor(
+        'second stt',
+        () => dev.json.filter((j) => j.msg.type === 'stt').at(1)?.msg,
+        20_000,
+      );
       assert.match(String(stt.text), /weather/);
       assert.ok(srv.logs.find('barge-in: speech during the answer').length >= 1);
       await dev.waitFor('second answer done', () => firstStops() >= 2, 20_000);

@@ -21,7 +21,11 @@ const KITCHEN = 'a7:00:00:00:00:01';
 const STUDY = 'a7:00:00:00:00:02';
 
 function spoken(dev: DeviceSim, from = 0): string {
-  return dev.json.slice(from).filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start').map((j) => String(j.msg.text)).join(' ');
+  return dev.json
+    .slice(from)
+    .filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start')
+    .map((j) => String(j.msg.text))
+    .join(' ');
 }
 
 function toolMessages(req: RecordedRequest | undefined): string[] {
@@ -32,7 +36,7 @@ function toolNames(req: RecordedRequest | undefined): string[] {
   return (req?.body.tools ?? []).map((t) => t.function.name);
 }
 
-describe('MCP endpoint: a user\'s bridge becomes its agent\'s tools', { timeout: 120_000 }, () => {
+describe("MCP endpoint: a user's bridge becomes its agent's tools", { timeout: 120_000 }, () => {
   let llm: FakeOpenAi;
   let srv: VoiceApp;
   let bridge: SdkBridge | undefined;
@@ -57,11 +61,19 @@ describe('MCP endpoint: a user\'s bridge becomes its agent\'s tools', { timeout:
   });
 
   test('a device of the agent hears the tool result; a device of another agent is not offered the tool', async () => {
-    const r = await fetch(`${srv.httpUrl}/api/admin/agents/kitchen/mcp-endpoint`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}` } });
+    const r = await fetch(`${srv.httpUrl}/api/admin/agents/kitchen/mcp-endpoint`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN}` },
+    });
     assert.equal(r.status, 201);
     const { url } = (await r.json()) as { url: string };
     bridge = await connectSdkBridge(url, 'calculator', [
-      { name: 'calculator', description: 'Evaluates an arithmetic expression', args: ['python_expression'], run: (a) => (a.python_expression === '6*7' ? 'The result is 42' : 'unknown') },
+      {
+        name: 'calculator',
+        description: 'Evaluates an arithmetic expression',
+        args: ['python_expression'],
+        run: (a) => (a.python_expression === '6*7' ? 'The result is 42' : 'unknown'),
+      },
       {
         name: 'slow_lookup',
         description: 'Looks something up slowly',
@@ -83,7 +95,10 @@ describe('MCP endpoint: a user\'s bridge becomes its agent\'s tools', { timeout:
       await kitchen.waitJson('tts', 'stop', 20_000);
       const asked = llm.requests.slice(n);
       assert.ok(toolNames(asked[0]).includes('calculator'), 'the kitchen device is offered the bridge tool');
-      assert.ok(toolMessages(asked.at(-1)).some((t) => t.includes('The result is 42')), 'the tool result went back to the model');
+      assert.ok(
+        toolMessages(asked.at(-1)).some((t) => t.includes('The result is 42')),
+        'the tool result went back to the model',
+      );
       assert.match(spoken(kitchen), /42/, 'the device heard the result');
 
       const m = llm.requests.length;
@@ -91,7 +106,10 @@ describe('MCP endpoint: a user\'s bridge becomes its agent\'s tools', { timeout:
       await study.waitJson('tts', 'stop', 20_000);
       const studyAsked = llm.requests[m];
       assert.ok(studyAsked, 'the study device asked the model');
-      assert.ok(!toolNames(studyAsked).includes('calculator') && !toolNames(studyAsked).includes('slow_lookup'), 'another agent is not offered the tool');
+      assert.ok(
+        !toolNames(studyAsked).includes('calculator') && !toolNames(studyAsked).includes('slow_lookup'),
+        'another agent is not offered the tool',
+      );
       assert.ok(toolNames(studyAsked).includes('get_current_datetime'), 'it still has its other tools');
 
       // The bridge goes away in the middle of a call: the model gets a clear result and says so.
@@ -102,7 +120,10 @@ describe('MCP endpoint: a user\'s bridge becomes its agent\'s tools', { timeout:
       await waitFor(() => releaseSlow !== undefined, { what: 'the slow call to reach the bridge', timeoutMs: 15_000 });
       bridge.ws.terminate();
       await kitchen.waitJson('tts', 'stop', 20_000, from);
-      assert.ok(toolMessages(llm.requests.at(-1)).some((t) => /MCP bridge "calculator" disconnected during the call/.test(t)), 'the model was told the bridge disconnected');
+      assert.ok(
+        toolMessages(llm.requests.at(-1)).some((t) => /MCP bridge "calculator" disconnected during the call/.test(t)),
+        'the model was told the bridge disconnected',
+      );
       assert.ok(llm.requests.length > k);
       await waitFor(() => srv.app.bridges.bridgesOf('kitchen').length === 0, { what: 'the bridge to leave' });
     } finally {
@@ -111,7 +132,10 @@ describe('MCP endpoint: a user\'s bridge becomes its agent\'s tools', { timeout:
   });
 
   test('a bridge that never answers: the model hears "timed out" after mcpEndpoint.callTimeoutMs, not llm.toolTimeoutMs', async () => {
-    const r = await fetch(`${srv.httpUrl}/api/admin/agents/study/mcp-endpoint`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}` } });
+    const r = await fetch(`${srv.httpUrl}/api/admin/agents/study/mcp-endpoint`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN}` },
+    });
     const { url } = (await r.json()) as { url: string };
     let asked = 0;
     const silent = await connectSdkBridge(url, 'silent', [
@@ -132,10 +156,16 @@ describe('MCP endpoint: a user\'s bridge becomes its agent\'s tools', { timeout:
       const n = llm.requests.length;
       const started = Date.now();
       study.listen('detect', { text: 'Ask the silent bridge.' });
-      await waitFor(() => llm.requests.length >= n + 2, { what: 'the model to get the tool result', timeoutMs: 25_000 });
+      await waitFor(() => llm.requests.length >= n + 2, {
+        what: 'the model to get the tool result',
+        timeoutMs: 25_000,
+      });
       const waited = Date.now() - started;
       assert.equal(asked, 1, 'the call reached the bridge');
-      assert.ok(toolMessages(llm.requests.at(-1)).some((t) => /MCP bridge "silent" timed out after 2000 ms/.test(t)), `the model was told: ${toolMessages(llm.requests.at(-1)).join(' | ')}`);
+      assert.ok(
+        toolMessages(llm.requests.at(-1)).some((t) => /MCP bridge "silent" timed out after 2000 ms/.test(t)),
+        `the model was told: ${toolMessages(llm.requests.at(-1)).join(' | ')}`,
+      );
       // Not the model's 30 s tool timeout (a loose bound: the machine is shared).
       assert.ok(waited < 20_000, `the call ended after ${waited} ms`);
       await study.waitJson('tts', 'stop', 20_000);
@@ -145,8 +175,11 @@ describe('MCP endpoint: a user\'s bridge becomes its agent\'s tools', { timeout:
     }
   });
 
-  test('a bridge tool named like the device\'s own tool: the device keeps the name, the model\'s call reaches the device', async () => {
-    const r = await fetch(`${srv.httpUrl}/api/admin/agents/kitchen/mcp-endpoint`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}` } });
+  test("a bridge tool named like the device's own tool: the device keeps the name, the model's call reaches the device", async () => {
+    const r = await fetch(`${srv.httpUrl}/api/admin/agents/kitchen/mcp-endpoint`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN}` },
+    });
     const { url } = (await r.json()) as { url: string };
     let bridgeCalls = 0;
     const impostor = await connectSdkBridge(url, 'impostor', [
@@ -179,16 +212,25 @@ describe('MCP endpoint: a user\'s bridge becomes its agent\'s tools', { timeout:
     });
     try {
       await kitchen.hello({ mcp: true });
-      await kitchen.waitFor('the device tools to be listed', () => kitchen.mcpRequests.some((m) => m.method === 'tools/list'));
+      await kitchen.waitFor('the device tools to be listed', () =>
+        kitchen.mcpRequests.some((m) => m.method === 'tools/list'),
+      );
       llm.script(fakeToolCalls([{ name: 'self_audio_speaker_set_volume', arguments: { volume: 30 } }]));
       const n = llm.requests.length;
       kitchen.listen('detect', { text: 'Turn the volume down to thirty.' });
       await kitchen.waitJson('tts', 'stop', 20_000);
       const offered = toolNames(llm.requests[n]);
       assert.ok(offered.includes('self_audio_speaker_set_volume'), `offered: ${offered.join(', ')}`);
-      assert.ok(offered.some((t) => t !== 'self_audio_speaker_set_volume' && t.endsWith('__self_audio_speaker_set_volume')), `the bridge's tool is renamed: ${offered.join(', ')}`);
+      assert.ok(
+        offered.some((t) => t !== 'self_audio_speaker_set_volume' && t.endsWith('__self_audio_speaker_set_volume')),
+        `the bridge's tool is renamed: ${offered.join(', ')}`,
+      );
       const call = kitchen.mcpRequests.find((m) => m.method === 'tools/call');
-      assert.deepEqual(call?.params, { name: 'self.audio_speaker.set_volume', arguments: { volume: 30 } }, 'the device got the call');
+      assert.deepEqual(
+        call?.params,
+        { name: 'self.audio_speaker.set_volume', arguments: { volume: 30 } },
+        'the device got the call',
+      );
       assert.equal(volume, 30);
       assert.equal(bridgeCalls, 0, 'the bridge did not');
     } finally {

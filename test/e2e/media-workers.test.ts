@@ -23,9 +23,11 @@ import { untilWorkerIdle } from '../helpers/worker-idle.ts';
 const SETUP_MS = 90_000;
 const TURN_MS = 30_000;
 
-
 function sentences(dev: DeviceSim, from = 0): string[] {
-  return dev.json.slice(from).filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start').map((j) => String(j.msg.text));
+  return dev.json
+    .slice(from)
+    .filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start')
+    .map((j) => String(j.msg.text));
 }
 
 /** A typed turn (`listen detect` with text); resolves with the number of audio frames it brought. */
@@ -119,27 +121,40 @@ describe('media workers end to end', () => {
 
   let workerThreads: ReturnType<typeof trackWorkers> | undefined;
 
-  before(async () => {
-    workerThreads = trackWorkers();
-    llm = await startFakeOpenAi();
-    // Admission by event-loop delay is off: on a busy test box it may refuse a device with 503
-    // for a second, and it is not what these tests are about.
-    srv = await startVoiceApp(llm.url, { audio: { workers: 2 }, server: { admission: { maxEventLoopDelayMs: 0 } } }, undefined, {
-      onWorker: (w, label) => running.set(label, w),
-    });
-  }, { timeout: SETUP_MS });
-  after(async () => {
-    try {
-      await srv?.close();
-      await llm?.close();
-    } finally {
-      // The server's close ends its media workers; any left would keep this file from ending.
-      const left = await workerThreads?.restore();
-      assert.equal(left, 0, 'worker threads left running after the server closed');
-    }
-  }, { timeout: 30_000 });
+  before(
+    async () => {
+      workerThreads = trackWorkers();
+      llm = await startFakeOpenAi();
+      // Admission by event-loop delay is off: on a busy test box it may refuse a device with 503
+      // for a second, and it is not what these tests are about.
+      srv = await startVoiceApp(
+        llm.url,
+        { audio: { workers: 2 }, server: { admission: { maxEventLoopDelayMs: 0 } } },
+        undefined,
+        {
+          onWorker: (w, label) => running.set(label, w),
+        },
+      );
+    },
+    { timeout: SETUP_MS },
+  );
+  after(
+    async () => {
+      try {
+        await srv?.close();
+        await llm?.close();
+      } finally {
+        // The server's close ends its media workers; any left would keep this file from ending.
+        const left = await workerThreads?.restore();
+        assert.equal(left, 0, 'worker threads left running after the server closed');
+      }
+    },
+    { timeout: 30_000 },
+  );
 
-  test('a typed turn of several sentences starts no process (espeak runs in the media workers)', { timeout: 60_000 }, async () => {
+  test('a typed turn of several sentences starts no process (espeak runs in the media workers)', {
+    timeout: 60_000,
+  }, async () => {
     assert.equal(pool().stats().workers, 2);
     // The counters work: a real spawn is seen by both.
     {
@@ -153,13 +168,20 @@ describe('media workers end to end', () => {
         kids.stop();
       }
       assert.deepEqual(spawns.files, ['sleep']);
-      assert.ok([...kids.seen.values()].some((c) => c.startsWith('sleep')), `children seen: ${JSON.stringify([...kids.seen.values()])}`);
+      assert.ok(
+        [...kids.seen.values()].some((c) => c.startsWith('sleep')),
+        `children seen: ${JSON.stringify([...kids.seen.values()])}`,
+      );
     }
 
     const dev = new DeviceSim({ url: server().wsUrl, deviceId: 'e3:00:00:00:00:01' });
     try {
       await within(dev.hello(), 20_000, 'hello');
-      fakeLlm().script(fakeText('The first thing is the sky. The second thing is the sea. The third thing is the land, and that is all.'));
+      fakeLlm().script(
+        fakeText(
+          'The first thing is the sky. The second thing is the sea. The third thing is the land, and that is all.',
+        ),
+      );
       const spawns = countSpawns();
       const kids = watchChildren();
       let turn: Awaited<ReturnType<typeof typedTurn>>;
@@ -181,7 +203,9 @@ describe('media workers end to end', () => {
     }
   });
 
-  test('a worker that dies ends exactly its sessions (4006); the others keep talking; the replacement serves a new device', { timeout: 150_000 }, async () => {
+  test('a worker that dies ends exactly its sessions (4006); the others keep talking; the replacement serves a new device', {
+    timeout: 150_000,
+  }, async () => {
     const p = pool();
     // The previous test's session is gone, so the least-loaded placement starts from 0 / 0.
     await waitFor(() => p.stats().sessions === 0, { what: 'no media session left', timeoutMs: 10_000 });
@@ -198,7 +222,10 @@ describe('media workers end to end', () => {
 
       await crash(0);
       // Two sessions per worker: exactly two devices are closed, with 4006.
-      await waitFor(() => devs.filter((d) => d.closeCode !== null).length >= 2, { what: 'the sessions of worker 0 closed', timeoutMs: 20_000 });
+      await waitFor(() => devs.filter((d) => d.closeCode !== null).length >= 2, {
+        what: 'the sessions of worker 0 closed',
+        timeoutMs: 20_000,
+      });
       const victims = devs.filter((d) => d.closeCode !== null);
       const survivors = devs.filter((d) => d.closeCode === null);
       assert.equal(victims.length, 2, `closed: ${JSON.stringify(devs.map((d) => d.closeCode))}`);

@@ -25,10 +25,17 @@ describe('simulated firmware over MQTT+UDP end to end', { timeout: 180_000 }, ()
   let fw: SimFirmware;
   let speech: Buffer[];
 
-  const admin = async (method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> => {
+  const admin = async (
+    method: string,
+    path: string,
+    body?: unknown,
+  ): Promise<{ status: number; body: Record<string, unknown> }> => {
     const r = await fetch(`${srv.httpUrl}/api/admin${path}`, {
       method,
-      headers: { authorization: `Bearer ${ADMIN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${ADMIN}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
     return { status: r.status, body: (await r.json()) as Record<string, unknown> };
@@ -50,7 +57,11 @@ describe('simulated firmware over MQTT+UDP end to end', { timeout: 180_000 }, ()
 
   before(async () => {
     llm = await startFakeOpenAi();
-    srv = await startVoiceApp(llm.url, { ...LOOPBACK_MQTT_CONFIG, admin: { token: ADMIN }, server: { auth: { mode: 'activation' } } });
+    srv = await startVoiceApp(llm.url, {
+      ...LOOPBACK_MQTT_CONFIG,
+      admin: { token: ADMIN },
+      server: { auth: { mode: 'activation' } },
+    });
     speech = await utterancePackets(speak16k('what is the weather today'));
     fw = new SimFirmware({ otaUrl: `${srv.httpUrl}/xiaozhi/ota/`, identity: DEVICE });
   });
@@ -62,7 +73,15 @@ describe('simulated firmware over MQTT+UDP end to end', { timeout: 180_000 }, ()
   test('a hello published right after CONNACK is answered (OpenAudioChannel connecting first), for devices connecting together', async () => {
     // The firmware's OpenAudioChannel starts the MQTT client when it is not connected and
     // publishes the hello as soon as Connect returns: on loopback that is a round trip after CONNACK.
-    const devices = Array.from({ length: 8 }, (_, i) => new SimFirmware({ otaUrl: `${srv.httpUrl}/xiaozhi/ota/`, identity: { deviceId: `e6:00:00:00:01:0${i}`, clientId: `3f1c2b7a-5d64-4c1e-9a0b-7e8f9d6c5b0${i}` }, helloTimeoutMs: 5000 }));
+    const devices = Array.from(
+      { length: 8 },
+      (_, i) =>
+        new SimFirmware({
+          otaUrl: `${srv.httpUrl}/xiaozhi/ota/`,
+          identity: { deviceId: `e6:00:00:00:01:0${i}`, clientId: `3f1c2b7a-5d64-4c1e-9a0b-7e8f9d6c5b0${i}` },
+          helloTimeoutMs: 5000,
+        }),
+    );
     try {
       for (const d of devices) {
         const code = (await d.checkVersion()).activation?.code ?? '';
@@ -71,10 +90,18 @@ describe('simulated firmware over MQTT+UDP end to end', { timeout: 180_000 }, ()
         await d.checkVersion();
       }
       const opened = await Promise.allSettled(devices.map((d) => d.openAudioChannel()));
-      const failed = opened.flatMap((r, i) => (r.status === 'rejected' ? [`${devices[i]?.identity.deviceId}: ${String(r.reason)}`] : []));
+      const failed = opened.flatMap((r, i) =>
+        r.status === 'rejected' ? [`${devices[i]?.identity.deviceId}: ${String(r.reason)}`] : [],
+      );
       assert.deepEqual(failed, [], 'every device got its server hello');
       // Leave as a firmware does: once the session is up (its device tools read), with a goodbye.
-      for (const d of devices) await d.waitFor('tools/list', () => d.json.find((j) => j.msg.type === 'mcp' && (j.msg.payload as { method?: string }).method === 'tools/list'), 10_000);
+      for (const d of devices)
+        await d.waitFor(
+          'tools/list',
+          () =>
+            d.json.find((j) => j.msg.type === 'mcp' && (j.msg.payload as { method?: string }).method === 'tools/list'),
+          10_000,
+        );
       for (const d of devices) d.closeAudioChannel();
       await waitFor(() => srv.app.registry.size === 0, { what: 'every session to end', timeoutMs: 10_000 });
     } finally {
@@ -94,7 +121,8 @@ describe('simulated firmware over MQTT+UDP end to end', { timeout: 180_000 }, ()
     await fw.boot();
     const ota = fw.ota?.answer as { mqtt: Record<string, unknown>; websocket: Record<string, unknown> };
     assert.match(String(ota.mqtt.endpoint), /^127\.0\.0\.1:\d+$/, 'endpoint is host:port');
-    for (const k of ['client_id', 'username', 'password', 'publish_topic']) assert.ok(typeof ota.mqtt[k] === 'string' && ota.mqtt[k] !== '', `mqtt.${k}`);
+    for (const k of ['client_id', 'username', 'password', 'publish_topic'])
+      assert.ok(typeof ota.mqtt[k] === 'string' && ota.mqtt[k] !== '', `mqtt.${k}`);
     assert.equal(typeof ota.mqtt.keepalive, 'number');
     assert.equal(typeof ota.websocket.url, 'string', 'websocket is still offered');
     assert.ok(fw.mqttConnected);
@@ -105,7 +133,11 @@ describe('simulated firmware over MQTT+UDP end to end', { timeout: 180_000 }, ()
     assert.ok(params.sessionId.length > 0);
     assert.equal(params.server, '127.0.0.1');
     // The server reads the device's MCP tools over the same topic (the fixture answers as the firmware).
-    await fw.waitFor('tools/list', () => fw.json.find((j) => j.msg.type === 'mcp' && (j.msg.payload as { method?: string }).method === 'tools/list'), 10_000);
+    await fw.waitFor(
+      'tools/list',
+      () => fw.json.find((j) => j.msg.type === 'mcp' && (j.msg.payload as { method?: string }).method === 'tools/list'),
+      10_000,
+    );
 
     const t1 = await spokenTurn();
     assert.match(t1.stt, /weather/i);
@@ -116,19 +148,29 @@ describe('simulated firmware over MQTT+UDP end to end', { timeout: 180_000 }, ()
     // Paced, not dumped: the frames arrive over roughly their own duration.
     assert.ok(d1.spanMs > d1.ms * 0.6, `frames spread over ${d1.spanMs} ms for ${d1.ms} ms of audio`);
     assert.equal(fw.audio[t1.framesFrom]?.header.sequence, 1, 'the session’s downlink starts at sequence 1');
-    assert.ok(fw.audio.slice(t1.framesFrom).every((f) => f.played), 'every frame came between tts start and tts stop');
+    assert.ok(
+      fw.audio.slice(t1.framesFrom).every((f) => f.played),
+      'every frame came between tts start and tts stop',
+    );
 
     const t2 = await spokenTurn();
     assert.match(t2.stt, /weather/i);
     const d2 = await fw.decodePlayed(t2.framesFrom);
     assert.ok(d2.bad === 0 && d2.ms > 600 && d2.rms > 300, JSON.stringify(d2));
-    assert.equal(fw.audio[t2.framesFrom]?.header.sequence, (fw.audio[t2.framesFrom - 1]?.header.sequence ?? 0) + 1, 'the downlink sequence runs on across turns');
+    assert.equal(
+      fw.audio[t2.framesFrom]?.header.sequence,
+      (fw.audio[t2.framesFrom - 1]?.header.sequence ?? 0) + 1,
+      'the downlink sequence runs on across turns',
+    );
     assert.deepEqual(fw.drops, { short: 0, type: 0, size: 0, old: 0 }, 'nothing the firmware would drop');
     assert.equal(fw.sequenceGaps, 0);
 
     // The device's goodbye ends the session; the broker connection stays.
     fw.closeAudioChannel();
-    await waitFor(() => srv.app.registry.size === 0, { what: 'the session to end after the device goodbye', timeoutMs: 10_000 });
+    await waitFor(() => srv.app.registry.size === 0, {
+      what: 'the session to end after the device goodbye',
+      timeoutMs: 10_000,
+    });
     assert.ok(fw.mqttConnected);
 
     // A new hello: a new session with its own key, nonce and sequences from 1 both ways.
@@ -141,7 +183,10 @@ describe('simulated firmware over MQTT+UDP end to end', { timeout: 180_000 }, ()
     assert.equal(fw.audio[t3.framesFrom]?.header.sequence, 1, 'the new session’s downlink starts at 1 again');
     assert.deepEqual(fw.drops, { short: 0, type: 0, size: 0, old: 0 });
 
-    const warnings = srv.logs.lines.slice(logFrom).filter((l) => Number(l.level) >= 40).map((l) => String(l.msg));
+    const warnings = srv.logs.lines
+      .slice(logFrom)
+      .filter((l) => Number(l.level) >= 40)
+      .map((l) => String(l.msg));
     assert.deepEqual(warnings, [], 'a device that follows the protocol leaves no warning or error in the log');
   });
 
@@ -149,7 +194,9 @@ describe('simulated firmware over MQTT+UDP end to end', { timeout: 180_000 }, ()
     assert.ok(fw.channelOpen, 'the session of the previous test is open');
     const from = fw.json.length;
     const framesFrom = fw.audio.length;
-    const spoken = await admin('POST', `/devices/${DEVICE.deviceId}/say`, { text: 'The washing machine has finished.' });
+    const spoken = await admin('POST', `/devices/${DEVICE.deviceId}/say`, {
+      text: 'The washing machine has finished.',
+    });
     assert.deepEqual([spoken.status, spoken.body.status], [200, 'spoken']);
     await fw.waitJson('tts', 'start', 10_000, from);
     const sentence = await fw.waitJson('tts', 'sentence_start', 10_000, from);
@@ -166,7 +213,8 @@ describe('simulated firmware over MQTT+UDP end to end', { timeout: 180_000 }, ()
     assert.deepEqual([alerted.status, alerted.body.status], [200, 'alerted']);
     const alert = await fw.waitJson('alert', undefined, 10_000, before);
     assert.equal(alert.message, 'Your tea is ready.');
-    for (const k of ['status', 'message', 'emotion']) assert.equal(typeof alert[k], 'string', `alert.${k} is a string (the firmware ignores it otherwise)`);
+    for (const k of ['status', 'message', 'emotion'])
+      assert.equal(typeof alert[k], 'string', `alert.${k} is a string (the firmware ignores it otherwise)`);
     assert.ok(fw.mqttConnected);
   });
 
@@ -178,7 +226,10 @@ describe('simulated firmware over MQTT+UDP end to end', { timeout: 180_000 }, ()
     await fw.waitFor('the broker connection to drop', () => !fw.mqttConnected || undefined, 10_000);
     await waitFor(() => srv.app.registry.size === 0, { what: 'the session to end', timeoutMs: 10_000 });
     await assert.rejects(fw.startMqtt(), 'the stored credentials no longer open the broker');
-    assert.ok(fw.lastConnackCode === 4 || fw.lastConnackCode === 5, `refused as bad credentials or not authorized (code ${fw.lastConnackCode})`);
+    assert.ok(
+      fw.lastConnackCode === 4 || fw.lastConnackCode === 5,
+      `refused as bad credentials or not authorized (code ${fw.lastConnackCode})`,
+    );
     // OTA asks for a new activation again.
     const answer = await fw.checkVersion();
     assert.match(answer.activation?.code ?? '', /^\d{6}$/);

@@ -42,7 +42,11 @@ describe('a queued say over MQTT+UDP is heard after the hello, not lost at CONNE
 
   before(async () => {
     llm = await startFakeOpenAi();
-    srv = await startVoiceApp(llm.url, { ...LOOPBACK_MQTT_CONFIG, admin: { token: ADMIN }, push: { helloGraceMs: GRACE_MS } });
+    srv = await startVoiceApp(llm.url, {
+      ...LOOPBACK_MQTT_CONFIG,
+      admin: { token: ADMIN },
+      push: { helloGraceMs: GRACE_MS },
+    });
     silence = await utterancePackets(new Int16Array(16000 * 4), 100, 100);
   });
   after(async () => {
@@ -62,8 +66,16 @@ describe('a queued say over MQTT+UDP is heard after the hello, not lost at CONNE
     // OpenAudioChannel on a closed connection: CONNECT, then the hello right after CONNACK.
     await fw.openAudioChannel();
     await sleep(GRACE_MS + 500);
-    assert.deepEqual(fw.json.filter((j) => j.msg.type === 'alert' || j.msg.type === 'notify').map((j) => j.msg), [], 'no alert for a device that said hello');
-    assert.equal((await srv.app.store.pushMessages.get(id))?.state, 'pending', 'not recorded as delivered while the device cannot hear it');
+    assert.deepEqual(
+      fw.json.filter((j) => j.msg.type === 'alert' || j.msg.type === 'notify').map((j) => j.msg),
+      [],
+      'no alert for a device that said hello',
+    );
+    assert.equal(
+      (await srv.app.store.pushMessages.get(id))?.state,
+      'pending',
+      'not recorded as delivered while the device cannot hear it',
+    );
 
     // The device listens: its first datagram tells the server where to send audio.
     const from = fw.json.length;
@@ -77,7 +89,11 @@ describe('a queued say over MQTT+UDP is heard after the hello, not lost at CONNE
     const played = await fw.decodePlayed(framesFrom);
     assert.ok(played.bad === 0 && played.ms > 800 && played.rms > 300, `heard as speech: ${JSON.stringify(played)}`);
     assert.equal((await srv.app.store.pushMessages.get(id))?.state, 'spoken');
-    assert.deepEqual(fw.json.filter((j) => j.msg.type === 'alert').map((j) => j.msg), [], 'never also as an alert');
+    assert.deepEqual(
+      fw.json.filter((j) => j.msg.type === 'alert').map((j) => j.msg),
+      [],
+      'never also as an alert',
+    );
     assert.equal(llm.requests.length, 0, 'spoken as it is, without the model');
   });
 
@@ -92,6 +108,8 @@ describe('a queued say over MQTT+UDP is heard after the hello, not lost at CONNE
     await fw.startMqtt();
     const alert = await fw.waitJson('alert', undefined, 10_000);
     assert.equal(alert.message, 'The heating is back on.');
-    await waitFor(async () => (await srv.app.store.pushMessages.get(id))?.state === 'alerted', { what: 'the message recorded as alerted' });
+    await waitFor(async () => (await srv.app.store.pushMessages.get(id))?.state === 'alerted', {
+      what: 'the message recorded as alerted',
+    });
   });
 });

@@ -71,7 +71,13 @@ describe('voice turn over MQTT+UDP', () => {
       assert.ok(span > decoded.ms * 0.6, `frames spread over ${span} ms for ${decoded.ms} ms of audio`);
       // Counted at scrape: the device connected, and a datagram dropped.
       dev.sendRaw(Buffer.from([1, 0, 0]));
-      await waitFor(async () => /xiaozhi_udp_datagrams_dropped_total\{reason="short"\} 1/.test(await (await fetch(`${srv.httpUrl}/metrics`)).text()), { what: 'the drop in /metrics' });
+      await waitFor(
+        async () =>
+          /xiaozhi_udp_datagrams_dropped_total\{reason="short"\} 1/.test(
+            await (await fetch(`${srv.httpUrl}/metrics`)).text(),
+          ),
+        { what: 'the drop in /metrics' },
+      );
       assert.match(await (await fetch(`${srv.httpUrl}/metrics`)).text(), /^xiaozhi_mqtt_devices 1$/m);
       // The device ends the audio session; its MQTT connection stays.
       dev.publish({ type: 'goodbye', session_id: dev.sessionId });

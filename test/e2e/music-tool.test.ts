@@ -33,9 +33,13 @@ describe('built-in music tool', () => {
     longSize = await makeToneMp3(join(dir, 'long.mp3'), 240, 256);
     const bytes = await readFile(mp3);
     toneMs = ((await decodedPcmBytes(bytes)) / 2 / 16000) * 1000;
-    files = await startHttpFileServer({ files: { '/song.mp3': bytes, '/long.mp3': { path: join(dir, 'long.mp3'), bytesPerSecond: 2_000_000 } } });
+    files = await startHttpFileServer({
+      files: { '/song.mp3': bytes, '/long.mp3': { path: join(dir, 'long.mp3'), bytesPerSecond: 2_000_000 } },
+    });
     llm = await startFakeOpenAi();
-    srv = await startVoiceApp(llm.url, { tools: { music: { folder: dir, allowedHosts: [files.host], allowPrivateAddresses: true } } });
+    srv = await startVoiceApp(llm.url, {
+      tools: { music: { folder: dir, allowedHosts: [files.host], allowPrivateAddresses: true } },
+    });
   });
   after(async () => {
     await closeAll(srv, llm, files);
@@ -81,7 +85,10 @@ describe('built-in music tool', () => {
         await dev.waitJson('tts', 'stop', 20_000);
         assert.equal(dev.audio.length > 0, true, 'the model answered (spoken)');
         const tool = llm.requests.at(-1)?.body.messages.find((m) => m.role === 'tool');
-        assert.match(String(tool?.content), /Cannot play that URL: (the host 169\.254\.169\.254 is not on the allowed list|only http and https)/);
+        assert.match(
+          String(tool?.content),
+          /Cannot play that URL: (the host 169\.254\.169\.254 is not on the allowed list|only http and https)/,
+        );
       } finally {
         dev.close();
       }
@@ -100,7 +107,10 @@ describe('built-in music tool', () => {
       // The download itself stopped: the server saw the client go away mid-body, and sends no more.
       const download = files.requests.filter((r) => r.path === '/long.mp3').at(-1);
       assert.ok(download, 'the track was requested');
-      await waitFor(() => download.closedEarly, { what: 'the download connection to close before the end', timeoutMs: 5000 });
+      await waitFor(() => download.closedEarly, {
+        what: 'the download connection to close before the end',
+        timeoutMs: 5000,
+      });
       const sent = download.bytesSent;
       await sleep(500);
       assert.equal(download.bytesSent, sent, 'no bytes after the close');

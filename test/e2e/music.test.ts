@@ -50,10 +50,31 @@ describe('music from MCP servers, paged', () => {
       mcpServers: {
         audio: {
           command: node,
-          args: ['--import', 'tsx', 'examples/mcp-audio-server/main.ts', '--stdio', '--urls', `Long Tone | ${files.url('/long.mp3')},Short Tone | ${files.url('/short.mp3')},Huge Tone | ${files.url('/huge.mp3')}`, '--allow-hosts', files.host],
+          args: [
+            '--import',
+            'tsx',
+            'examples/mcp-audio-server/main.ts',
+            '--stdio',
+            '--urls',
+            `Long Tone | ${files.url('/long.mp3')},Short Tone | ${files.url('/short.mp3')},Huge Tone | ${files.url('/huge.mp3')}`,
+            '--allow-hosts',
+            files.host,
+          ],
         },
-        mcpgo: { command: node, args: ['--import', 'tsx', 'test/fixtures/mcp-go-style-server.ts', '--track', `Go Tone|${files.url('/short.mp3')}`] },
-        whole: { command: node, args: ['--import', 'tsx', 'test/fixtures/mcp-whole-resource-server.ts', '--url', files.url('/short.mp3')] },
+        mcpgo: {
+          command: node,
+          args: [
+            '--import',
+            'tsx',
+            'test/fixtures/mcp-go-style-server.ts',
+            '--track',
+            `Go Tone|${files.url('/short.mp3')}`,
+          ],
+        },
+        whole: {
+          command: node,
+          args: ['--import', 'tsx', 'test/fixtures/mcp-whole-resource-server.ts', '--url', files.url('/short.mp3')],
+        },
       },
     });
   });
@@ -84,9 +105,11 @@ describe('music from MCP servers, paged', () => {
         assert.equal(llm.requests.length, n + 1, 'playing audio ends the turn');
         const decoded = await decodeDownlink(dev.audio.map((a) => a.payload));
         assert.equal(decoded.bad, 0);
-        assert.ok(Math.abs(decoded.ms - sourceMs) / sourceMs < 0.05, `decoded ${decoded.ms} ms vs source ${sourceMs} ms`);
+        assert.ok(
+          Math.abs(decoded.ms - sourceMs) / sourceMs < 0.05,
+          `decoded ${decoded.ms} ms vs source ${sourceMs} ms`,
+        );
         assert.equal(pages(), Math.ceil(size / PAGE), 'one read per page, the last one short');
-
       } finally {
         dev.close();
       }
@@ -128,7 +151,11 @@ describe('music from MCP servers, paged', () => {
       const decoded = await decodeDownlink(dev.audio.map((a) => a.payload));
       const sourceMs = tracks.short.ms;
       assert.ok(Math.abs(decoded.ms - sourceMs) / sourceMs < 0.05, `played once: ${decoded.ms} ms vs ${sourceMs} ms`);
-      assert.equal(files.requests.filter((r) => r.path === '/short.mp3').length, 1, 'one resources/read, answered with the whole file');
+      assert.equal(
+        files.requests.filter((r) => r.path === '/short.mp3').length,
+        1,
+        'one resources/read, answered with the whole file',
+      );
     } finally {
       dev.close();
     }
@@ -143,9 +170,18 @@ describe('music from MCP servers, paged', () => {
       llm.script(fakeToolCalls([{ name: 'audio__musicPlayer', arguments: { query: 'short tone' } }]));
       dev.listen('detect', { text: 'Play some music' });
       await dev.waitJson('tts', 'stop', 30_000);
-      const said = dev.json.filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start').map((j) => String(j.msg.text));
-      assert.ok(said.some((t) => /could not play/i.test(t)), `spoken: ${said.join(' | ')}`);
-      assert.equal(files.requests.filter((r) => r.range?.startsWith(`bytes=${PAGE}-`)).length, 1, 'the failing page was read once');
+      const said = dev.json
+        .filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start')
+        .map((j) => String(j.msg.text));
+      assert.ok(
+        said.some((t) => /could not play/i.test(t)),
+        `spoken: ${said.join(' | ')}`,
+      );
+      assert.equal(
+        files.requests.filter((r) => r.range?.startsWith(`bytes=${PAGE}-`)).length,
+        1,
+        'the failing page was read once',
+      );
     } finally {
       files.options.faults = [];
       dev.close();
@@ -161,9 +197,18 @@ describe('music from MCP servers, paged', () => {
       llm.script(fakeToolCalls([{ name: 'audio__musicPlayer', arguments: { query: 'short tone' } }]));
       dev.listen('detect', { text: 'Play some music' });
       await dev.waitJson('tts', 'stop', 40_000);
-      const said = dev.json.filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start').map((j) => String(j.msg.text));
-      assert.ok(said.some((t) => /could not play/i.test(t)), `spoken: ${said.join(' | ')}`);
-      assert.equal(files.requests.filter((r) => r.range?.startsWith(`bytes=${PAGE}-`)).length, 3, 'the hung page was asked for three times');
+      const said = dev.json
+        .filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start')
+        .map((j) => String(j.msg.text));
+      assert.ok(
+        said.some((t) => /could not play/i.test(t)),
+        `spoken: ${said.join(' | ')}`,
+      );
+      assert.equal(
+        files.requests.filter((r) => r.range?.startsWith(`bytes=${PAGE}-`)).length,
+        3,
+        'the hung page was asked for three times',
+      );
     } finally {
       files.options.faults = [];
       dev.close();
@@ -195,8 +240,15 @@ describe('music from MCP servers, paged', () => {
       assert.equal(dev.audio.filter((a) => a.at > stopAt).length, 0, 'no frame after tts stop');
       assert.ok(dev.audio.filter((a) => a.at > abortAt).length <= 2, 'at most the frames in flight');
       assert.ok(pages() <= readsAtStop + 1, 'reads stopped');
-      assert.ok(pages() < Math.ceil(tracks.huge.size / PAGE) / 2, `the track was not read to the end (${pages()} pages)`);
-      assert.equal(dev.json.slice(before).filter((j) => j.msg.type === 'tts' && j.msg.state === 'stop').length, 1, 'one tts stop for the abort');
+      assert.ok(
+        pages() < Math.ceil(tracks.huge.size / PAGE) / 2,
+        `the track was not read to the end (${pages()} pages)`,
+      );
+      assert.equal(
+        dev.json.slice(before).filter((j) => j.msg.type === 'tts' && j.msg.state === 'stop').length,
+        1,
+        'one tts stop for the abort',
+      );
       assert.deepEqual(childProcesses(/ffmpeg/), []);
     } finally {
       dev.close();

@@ -39,15 +39,30 @@ describe('no LLM running', () => {
     const lines = srv.logs.lines.filter((l) => l.component === 'llm' && l.problem === 'unreachable');
     assert.equal(lines.length, 1, srv.logs.text());
     const msg = String(lines[0]?.msg);
-    for (const key of ['llm.baseURL', 'OPENAI_BASE_URL', 'llm.apiKey', 'OPENAI_API_KEY', 'llm.model', 'LLM_MODEL', 'ollama pull']) assert.ok(msg.includes(key), `${key} in: ${msg}`);
+    for (const key of [
+      'llm.baseURL',
+      'OPENAI_BASE_URL',
+      'llm.apiKey',
+      'OPENAI_API_KEY',
+      'llm.model',
+      'LLM_MODEL',
+      'ollama pull',
+    ])
+      assert.ok(msg.includes(key), `${key} in: ${msg}`);
     assert.equal(lines[0]?.level, 50, 'logged as an error');
   });
 
   test('/readyz shows the fix publicly, without the host or port', async () => {
     const res = await fetch(`${srv.httpUrl}/readyz`);
-    const body = (await res.json()) as { status: string; problems: Array<{ component: string; problem: string; fix: string }> };
+    const body = (await res.json()) as {
+      status: string;
+      problems: Array<{ component: string; problem: string; fix: string }>;
+    };
     assert.equal(body.status, 'degraded');
-    assert.deepEqual(body.problems.map((p) => [p.component, p.problem]), [['llm', 'unreachable']]);
+    assert.deepEqual(
+      body.problems.map((p) => [p.component, p.problem]),
+      [['llm', 'unreachable']],
+    );
     const fix = body.problems[0]?.fix ?? '';
     assert.match(fix, /llm\.baseURL/);
     assert.ok(!fix.includes(String(port)) && !fix.includes('127.0.0.1'), fix);
@@ -59,7 +74,9 @@ describe('no LLM running', () => {
       await dev.hello();
       dev.listen('detect', { text: 'what is the weather' });
       await dev.waitJson('tts', 'stop', 20_000);
-      const said = dev.json.filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start').map((j) => String(j.msg.text));
+      const said = dev.json
+        .filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start')
+        .map((j) => String(j.msg.text));
       assert.deepEqual(said, [srv.config.conversation.apologies.llm]);
       assert.match(said[0] ?? '', /language model/);
       const decoded = await decodeDownlink(dev.audio.map((a) => a.payload));

@@ -9,7 +9,14 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DeviceSim } from '../fixtures/device-sim.ts';
-import { fakeToolCalls, onUserText, startFakeOpenAi, type FakeMessage, type FakeOpenAi, type RecordedRequest } from '../fixtures/fake-openai.ts';
+import {
+  fakeToolCalls,
+  onUserText,
+  startFakeOpenAi,
+  type FakeMessage,
+  type FakeOpenAi,
+  type RecordedRequest,
+} from '../fixtures/fake-openai.ts';
 import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
 import { closeAll } from '../helpers/close-all.ts';
 import { MqttUdpClient, type MqttSection } from '../helpers/mqtt-udp-client.ts';
@@ -29,7 +36,10 @@ function lastUser(r: RecordedRequest): string {
 
 /** The user messages before the current one: what the request remembers of earlier turns. */
 function earlierUsers(r: RecordedRequest): string[] {
-  return r.body.messages.filter((m) => m.role === 'user').map(text).slice(0, -1);
+  return r.body.messages
+    .filter((m) => m.role === 'user')
+    .map(text)
+    .slice(0, -1);
 }
 
 /** The `sentence_start` texts in a list of received messages. */
@@ -43,15 +53,26 @@ describe('open mode: memory, history and say belong to the identity pair, not th
 
   before(async () => {
     llm = await startFakeOpenAi();
-    llm.rule(onUserText(/^remember that/, (v) => fakeToolCalls([{ name: 'remember', arguments: { fact: v.lastUserText.replace(/^remember that /, '') } }])));
+    llm.rule(
+      onUserText(/^remember that/, (v) =>
+        fakeToolCalls([{ name: 'remember', arguments: { fact: v.lastUserText.replace(/^remember that /, '') } }]),
+      ),
+    );
     // A short grace for a hello after an MQTT CONNECT: a device that sends none gets `alert` soon.
-    srv = await startVoiceApp(llm.url, { admin: { token: ADMIN }, mqtt: { enabled: true, host: '127.0.0.1', port: 0, udpPort: 0 }, push: { helloGraceMs: 300 } });
+    srv = await startVoiceApp(llm.url, {
+      admin: { token: ADMIN },
+      mqtt: { enabled: true, host: '127.0.0.1', port: 0, udpPort: 0 },
+      push: { helloGraceMs: 300 },
+    });
   });
   after(async () => {
     await closeAll(srv, llm);
   });
 
-  const say = async (deviceId: string, body: Record<string, unknown>): Promise<{ status: number; body: Record<string, unknown> }> => {
+  const say = async (
+    deviceId: string,
+    body: Record<string, unknown>,
+  ): Promise<{ status: number; body: Record<string, unknown> }> => {
     const r = await fetch(`${srv.httpUrl}/api/admin/devices/${encodeURIComponent(deviceId)}/say`, {
       method: 'POST',
       headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
@@ -61,10 +82,14 @@ describe('open mode: memory, history and say belong to the identity pair, not th
   };
 
   /** The model request of the turn that said `said`. */
-  const requestOf = (said: string): RecordedRequest | undefined => [...llm.requests].reverse().find((r) => lastUser(r) === said && r.body.messages.at(-1)?.role === 'user');
+  const requestOf = (said: string): RecordedRequest | undefined =>
+    [...llm.requests].reverse().find((r) => lastUser(r) === said && r.body.messages.at(-1)?.role === 'user');
 
   const stored = (deviceId: string, said: string): Promise<boolean> =>
-    waitFor(async () => (await srv.deps.memory?.store.history(deviceId, 200))?.some((t) => t.text === said) ?? false, { what: `"${said}" to be stored`, timeoutMs: 10_000 });
+    waitFor(async () => (await srv.deps.memory?.store.history(deviceId, 200))?.some((t) => t.text === said) ?? false, {
+      what: `"${said}" to be stored`,
+      timeoutMs: 10_000,
+    });
 
   async function wsTurn(dev: DeviceSim, said: string): Promise<RecordedRequest> {
     const from = dev.json.length;
@@ -89,12 +114,16 @@ describe('open mode: memory, history and say belong to the identity pair, not th
     return reqs;
   }
 
-  test('WebSocket: a stranger with a known MAC and another Client-Id gets none of the first device\'s facts or history; the first device still does', async () => {
+  test("WebSocket: a stranger with a known MAC and another Client-Id gets none of the first device's facts or history; the first device still does", async () => {
     const mac = 'a4:00:00:00:00:01';
     await wsSession(mac, FIRST, ['remember that my daughter is called Mia', 'what is for dinner']);
     const [stranger] = await wsSession(mac, STRANGER, ['what is my daughter called']);
     assert.ok(stranger);
-    assert.doesNotMatch(JSON.stringify(stranger.body.messages), /Mia|dinner/, 'nothing of the first device in the stranger\'s request');
+    assert.doesNotMatch(
+      JSON.stringify(stranger.body.messages),
+      /Mia|dinner/,
+      "nothing of the first device in the stranger's request",
+    );
     assert.deepEqual(earlierUsers(stranger), []);
     // The first device is unaffected, and finds nothing of the stranger's turn.
     const [first] = await wsSession(mac, FIRST, ['and her name again']);
@@ -103,13 +132,23 @@ describe('open mode: memory, history and say belong to the identity pair, not th
     assert.deepEqual(earlierUsers(first), ['remember that my daughter is called Mia', 'what is for dinner']);
   });
 
-  test('the operator moves the first pair\'s memory to a new Client-Id (a re-flashed device) through the admin API: the new pair finds it, the old one has nothing', async () => {
+  test("the operator moves the first pair's memory to a new Client-Id (a re-flashed device) through the admin API: the new pair finds it, the old one has nothing", async () => {
     const mac = 'a4:00:00:00:00:01';
     const api = (method: string, path: string, body?: unknown) =>
-      fetch(`${srv.httpUrl}/api/admin${path}`, { method, headers: { authorization: `Bearer ${ADMIN}`, ...(body ? { 'content-type': 'application/json' } : {}) }, ...(body ? { body: JSON.stringify(body) } : {}) });
-    const before = (await (await api('GET', `/devices/${mac}/memory`)).json()) as { currentClientId: string; clients: Array<{ clientId: string | null; facts: number }> };
+      fetch(`${srv.httpUrl}/api/admin${path}`, {
+        method,
+        headers: { authorization: `Bearer ${ADMIN}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+        ...(body ? { body: JSON.stringify(body) } : {}),
+      });
+    const before = (await (await api('GET', `/devices/${mac}/memory`)).json()) as {
+      currentClientId: string;
+      clients: Array<{ clientId: string | null; facts: number }>;
+    };
     assert.equal(before.currentClientId, FIRST, 'the first device was seen last');
-    assert.deepEqual(before.clients.map((c) => [c.clientId, c.facts]).sort(), [[STRANGER, 0], [FIRST, 1]]);
+    assert.deepEqual(before.clients.map((c) => [c.clientId, c.facts]).sort(), [
+      [STRANGER, 0],
+      [FIRST, 1],
+    ]);
     assert.equal((await api('POST', `/devices/${mac}/memory/move`, { from: FIRST, to: FIRST })).status, 400);
     assert.equal((await api('POST', `/devices/${mac}/memory/move`, { from: 'nobody-here', to: FIRST })).status, 404);
     const moved = await api('POST', `/devices/${mac}/memory/move`, { from: FIRST, to: 'client-after-reflash' });
@@ -128,9 +167,13 @@ describe('open mode: memory, history and say belong to the identity pair, not th
 
     // One pair's memory deleted; the others keep theirs. Both routes are in the OpenAPI document.
     assert.equal((await api('DELETE', `/devices/${mac}/memory/${STRANGER}`)).status, 200);
-    const after = (await (await api('GET', `/devices/${mac}/memory`)).json()) as { clients: Array<{ clientId: string | null }> };
+    const after = (await (await api('GET', `/devices/${mac}/memory`)).json()) as {
+      clients: Array<{ clientId: string | null }>;
+    };
     assert.deepEqual(after.clients.map((c) => c.clientId).sort(), ['client-after-reflash', FIRST].sort());
-    const doc = (await (await api('GET', '/openapi.json')).json()) as { paths: Record<string, Record<string, unknown>> };
+    const doc = (await (await api('GET', '/openapi.json')).json()) as {
+      paths: Record<string, Record<string, unknown>>;
+    };
     assert.ok(doc.paths['/api/admin/devices/{deviceId}/memory/move']?.post);
     assert.ok(doc.paths['/api/admin/devices/{deviceId}/memory/{clientId}']?.delete);
   });
@@ -153,13 +196,21 @@ describe('open mode: memory, history and say belong to the identity pair, not th
       await sleep(1500);
       assert.deepEqual(sentences(stranger.json), [], 'the stranger heard nothing');
       await back.hello();
-      await back.waitFor('the queued message', () => sentences(back.json).includes('You missed a call from the doctor.') || undefined, 20_000);
+      await back.waitFor(
+        'the queued message',
+        () => sentences(back.json).includes('You missed a call from the doctor.') || undefined,
+        20_000,
+      );
       await back.waitJson('tts', 'stop', 20_000);
 
       const from = stranger.json.length;
       const pinned = await say(mac, { text: 'The parcel has arrived.', clientId: FIRST });
       assert.deepEqual([pinned.status, pinned.body.status], [200, 'spoken']);
-      await back.waitFor('the pinned message', () => sentences(back.json).includes('The parcel has arrived.') || undefined, 20_000);
+      await back.waitFor(
+        'the pinned message',
+        () => sentences(back.json).includes('The parcel has arrived.') || undefined,
+        20_000,
+      );
       await sleep(500);
       assert.deepEqual(sentences(stranger.json.slice(from)), [], 'the stranger heard nothing');
     } finally {
@@ -189,7 +240,7 @@ describe('open mode: memory, history and say belong to the identity pair, not th
     return req;
   }
 
-  test('MQTT: a stranger with a known MAC and another Client-Id gets none of the first device\'s memory, and not its queued message', async () => {
+  test("MQTT: a stranger with a known MAC and another Client-Id gets none of the first device's memory, and not its queued message", async () => {
     const mac = 'a4:00:00:00:00:03';
     const first = await MqttUdpClient.connect(await ota(mac, FIRST));
     await first.hello();
@@ -198,7 +249,7 @@ describe('open mode: memory, history and say belong to the identity pair, not th
     first.publish({ type: 'goodbye', session_id: first.sessionId });
     await first.close();
     await stored(mac, 'what is for lunch');
-    await waitFor(() => srv.app.registry.size === 0, { what: 'the first device\'s session to end' });
+    await waitFor(() => srv.app.registry.size === 0, { what: "the first device's session to end" });
 
     // The first device was seen last: a message for the MAC waits for its pair.
     const queued = await say(mac, { text: 'The vet called back.' });
@@ -208,14 +259,24 @@ describe('open mode: memory, history and say belong to the identity pair, not th
     try {
       await stranger.hello();
       const req = await mqttTurn(stranger, 'what is my cat called');
-      assert.doesNotMatch(JSON.stringify(req.body.messages), /Tom|lunch|vet/, 'nothing of the first device in the stranger\'s request');
+      assert.doesNotMatch(
+        JSON.stringify(req.body.messages),
+        /Tom|lunch|vet/,
+        "nothing of the first device in the stranger's request",
+      );
       assert.deepEqual(earlierUsers(req), []);
       stranger.publish({ type: 'goodbye', session_id: stranger.sessionId });
-      await waitFor(() => srv.app.registry.size === 0, { what: 'the stranger\'s session to end' });
+      await waitFor(() => srv.app.registry.size === 0, { what: "the stranger's session to end" });
       // Past the hello grace, idle on the broker: still nothing for the stranger.
       await sleep(1000);
-      const told = stranger.json.filter((j) => j.msg.type === 'alert' || j.msg.type === 'notify' || JSON.stringify(j.msg).includes('vet'));
-      assert.deepEqual(told.map((j) => j.msg), [], 'the stranger was told nothing of the first device\'s message');
+      const told = stranger.json.filter(
+        (j) => j.msg.type === 'alert' || j.msg.type === 'notify' || JSON.stringify(j.msg).includes('vet'),
+      );
+      assert.deepEqual(
+        told.map((j) => j.msg),
+        [],
+        "the stranger was told nothing of the first device's message",
+      );
     } finally {
       await stranger.close();
     }

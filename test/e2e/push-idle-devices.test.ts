@@ -23,7 +23,14 @@ class FakeLinks implements IdleDeviceLinks {
 
   connect(deviceId: string, clientId: string): IdleDeviceLink & { sent: Array<Record<string, unknown>> } {
     const sent: Array<Record<string, unknown>> = [];
-    const link = { deviceId, clientId, inSession: false, sent, publish: (m: Record<string, unknown>) => (sent.push(m), true), audioReady: () => undefined };
+    const link = {
+      deviceId,
+      clientId,
+      inSession: false,
+      sent,
+      publish: (m: Record<string, unknown>) => (sent.push(m), true),
+      audioReady: () => undefined,
+    };
     this.links.set(deviceId, link);
     for (const l of this.#listeners) l(link);
     return link;
@@ -54,14 +61,26 @@ describe('say to idle MQTT devices', { timeout: 120_000 }, () => {
   }
 
   async function say(deviceId: string, text: string): Promise<{ status: number; body: Record<string, unknown> }> {
-    const r = await fetch(`${srv.httpUrl}/api/admin/devices/${deviceId}/say`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, body: JSON.stringify({ text }) });
+    const r = await fetch(`${srv.httpUrl}/api/admin/devices/${deviceId}/say`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ text }),
+    });
     return { status: r.status, body: (await r.json()) as Record<string, unknown> };
   }
 
   before(async () => {
     llm = await startFakeOpenAi();
     // Devices are told this base; the test fetches the path from the server itself.
-    srv = await startVoiceApp(llm.url, { admin: { token: ADMIN }, push: { publicHttpUrl: 'http://speaker-lan.example:8000', rate: { perSecond: 0.01, burst: 1 } } }, undefined, { idleLinks: links });
+    srv = await startVoiceApp(
+      llm.url,
+      {
+        admin: { token: ADMIN },
+        push: { publicHttpUrl: 'http://speaker-lan.example:8000', rate: { perSecond: 0.01, burst: 1 } },
+      },
+      undefined,
+      { idleLinks: links },
+    );
   });
   after(async () => {
     await closeAll(srv, llm);
@@ -97,11 +116,22 @@ describe('say to idle MQTT devices', { timeout: 120_000 }, () => {
     const link = links.connect('aa:00:00:00:00:02', 'c2');
     const r = await say('aa:00:00:00:00:02', 'Dinner is ready.');
     assert.equal(r.body.status, 'alerted');
-    assert.deepEqual(link.sent, [{ type: 'alert', status: 'Message', message: 'Dinner is ready.', emotion: 'neutral' }]);
+    assert.deepEqual(link.sent, [
+      { type: 'alert', status: 'Message', message: 'Dinner is ready.', emotion: 'neutral' },
+    ]);
     assert.equal((await say('aa:00:00:00:00:02', 'Again.')).status, 429);
-    const reminder = await srv.push.say({ deviceId: 'aa:00:00:00:00:02', text: 'Take the tea out.', source: 'reminder' });
+    const reminder = await srv.push.say({
+      deviceId: 'aa:00:00:00:00:02',
+      text: 'Take the tea out.',
+      source: 'reminder',
+    });
     assert.equal(reminder.status, 'alerted');
-    assert.deepEqual(link.sent.at(-1), { type: 'alert', status: 'Reminder', message: 'Take the tea out.', emotion: 'neutral' });
+    assert.deepEqual(link.sent.at(-1), {
+      type: 'alert',
+      status: 'Reminder',
+      message: 'Take the tea out.',
+      emotion: 'neutral',
+    });
   });
 
   test('a message queued while the device is away is delivered when it connects to the broker', async () => {

@@ -16,7 +16,11 @@ import { decodeDownlink } from '../helpers/speech.ts';
 
 const ADMIN = 'admin-token-for-the-push-tests';
 
-async function say(srv: VoiceApp, deviceId: string, body: Record<string, unknown>): Promise<{ status: number; body: Record<string, unknown> }> {
+async function say(
+  srv: VoiceApp,
+  deviceId: string,
+  body: Record<string, unknown>,
+): Promise<{ status: number; body: Record<string, unknown> }> {
   const r = await fetch(`${srv.httpUrl}/api/admin/devices/${encodeURIComponent(deviceId)}/say`, {
     method: 'POST',
     headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
@@ -27,15 +31,24 @@ async function say(srv: VoiceApp, deviceId: string, body: Record<string, unknown
 
 /** The `sentence_start` texts the device received from index `from` on. */
 function sentences(dev: DeviceSim, from = 0): string[] {
-  return dev.json.slice(from).filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start').map((j) => String(j.msg.text));
+  return dev.json
+    .slice(from)
+    .filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start')
+    .map((j) => String(j.msg.text));
 }
 
 /** Waits for a `tts stop` after the sentence `text` was announced. */
 async function heard(dev: DeviceSim, text: string, timeoutMs = 20_000): Promise<void> {
-  await dev.waitFor(`"${text}" spoken to the end`, () => {
-    const at = dev.json.findIndex((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start' && j.msg.text === text);
-    return at >= 0 && dev.json.slice(at).some((j) => j.msg.type === 'tts' && j.msg.state === 'stop');
-  }, timeoutMs);
+  await dev.waitFor(
+    `"${text}" spoken to the end`,
+    () => {
+      const at = dev.json.findIndex(
+        (j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start' && j.msg.text === text,
+      );
+      return at >= 0 && dev.json.slice(at).some((j) => j.msg.type === 'tts' && j.msg.state === 'stop');
+    },
+    timeoutMs,
+  );
 }
 
 describe('say: server-initiated speech on WebSocket devices', { timeout: 180_000 }, () => {
@@ -57,11 +70,16 @@ describe('say: server-initiated speech on WebSocket devices', { timeout: 180_000
       assert.equal(r.status, 200);
       assert.equal(r.body.status, 'spoken');
       await heard(dev, 'The washing machine has finished.');
-      const kinds = dev.timeline.map((t) => (t.kind === 'audio' ? 'audio' : `${String(t.msg.type)}:${String(t.msg.state ?? '')}`));
+      const kinds = dev.timeline.map((t) =>
+        t.kind === 'audio' ? 'audio' : `${String(t.msg.type)}:${String(t.msg.state ?? '')}`,
+      );
       const start = kinds.indexOf('tts:start');
       const stop = kinds.lastIndexOf('tts:stop');
       assert.ok(start >= 0 && stop > start, `tts start before tts stop: ${kinds.join(',')}`);
-      assert.ok(kinds.slice(start, stop).includes('audio') && !kinds.slice(0, start).includes('audio'), 'frames between tts start and tts stop');
+      assert.ok(
+        kinds.slice(start, stop).includes('audio') && !kinds.slice(0, start).includes('audio'),
+        'frames between tts start and tts stop',
+      );
       const d = await decodeDownlink(dev.audio.map((a) => a.payload));
       assert.equal(d.bad, 0);
       assert.ok(d.ms > 800, `about a second of speech at least, got ${d.ms} ms`);
@@ -93,7 +111,9 @@ describe('say: server-initiated speech on WebSocket devices', { timeout: 180_000
 
   test('the OpenAPI document describes the route and each status it answers with', async () => {
     const r = await fetch(`${srv.httpUrl}/api/admin/openapi.json`, { headers: { authorization: `Bearer ${ADMIN}` } });
-    const doc = (await r.json()) as { paths: Record<string, { post?: { responses: Record<string, unknown>; requestBody?: unknown } }> };
+    const doc = (await r.json()) as {
+      paths: Record<string, { post?: { responses: Record<string, unknown>; requestBody?: unknown } }>;
+    };
     const op = doc.paths['/api/admin/devices/{deviceId}/say']?.post;
     assert.ok(op?.requestBody, 'with its body');
     assert.deepEqual(Object.keys(op.responses).sort(), ['200', '202', '400', '401', '403', '404', '409', '429', '503']);
@@ -110,7 +130,11 @@ describe('say: server-initiated speech on WebSocket devices', { timeout: 180_000
       assert.equal(r.status, 200);
       assert.equal(r.body.status, 'after_turn');
       await heard(dev, 'Your tea is ready.');
-      assert.deepEqual(sentences(dev), ['It will be sunny all day.', 'Your tea is ready.'], 'the answer first, then the message');
+      assert.deepEqual(
+        sentences(dev),
+        ['It will be sunny all day.', 'Your tea is ready.'],
+        'the answer first, then the message',
+      );
 
       const from = dev.json.length;
       llm.script(fakeText('A very long answer that should never be heard.', { firstDelayMs: 3000 }));
@@ -136,7 +160,8 @@ describe('say: server-initiated speech on WebSocket devices', { timeout: 180_000
       dev.listen('detect', { text: 'Hold on.' });
       await dev.waitJson('stt');
       const outcomes: string[] = [];
-      for (let n = 1; n <= 10; n++) outcomes.push((await srv.push.say({ deviceId: mac, text: `Reminder ${n}.`, source: 'reminder' })).status);
+      for (let n = 1; n <= 10; n++)
+        outcomes.push((await srv.push.say({ deviceId: mac, text: `Reminder ${n}.`, source: 'reminder' })).status);
       assert.deepEqual(outcomes, Array(10).fill('after_turn'));
       await heard(dev, 'Reminder 10.', 40_000);
       assert.deepEqual(sentences(dev), ['Just a moment.', ...[3, 4, 5, 6, 7, 8, 9, 10].map((n) => `Reminder ${n}.`)]);

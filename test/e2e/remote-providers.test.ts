@@ -21,7 +21,14 @@ describe('remote (OpenAI-compatible) ASR and TTS', () => {
     audio = await startFakeOpenAiAudio({ transcript: 'turn on the kitchen light' });
     srv = await startVoiceApp(llm.url, {
       asr: { provider: 'openai', baseURL: audio.baseURL, apiKey: 'sk-asr', model: 'whisper-1', language: 'en' },
-      tts: { provider: 'openai', baseURL: audio.baseURL, apiKey: 'sk-tts', model: 'tts-1', voice: 'alloy', format: 'wav' },
+      tts: {
+        provider: 'openai',
+        baseURL: audio.baseURL,
+        apiKey: 'sk-tts',
+        model: 'tts-1',
+        voice: 'alloy',
+        format: 'wav',
+      },
     });
   });
   after(async () => {
@@ -33,7 +40,9 @@ describe('remote (OpenAI-compatible) ASR and TTS', () => {
     try {
       await dev.hello();
       dev.listen('start', { mode: 'auto' });
-      await sendPaced(dev, await utterancePackets(speak16k('turn on the kitchen light')), 60, () => dev.json.some((j) => j.msg.type === 'tts'));
+      await sendPaced(dev, await utterancePackets(speak16k('turn on the kitchen light')), 60, () =>
+        dev.json.some((j) => j.msg.type === 'tts'),
+      );
       const stt = await dev.waitJson('stt', undefined, 15_000);
       assert.equal(stt.text, 'turn on the kitchen light');
       await dev.waitJson('tts', 'stop', 15_000);
@@ -57,16 +66,24 @@ describe('remote (OpenAI-compatible) ASR and TTS', () => {
       audio.speechMode = 'error500';
       dev.listen('detect', { text: 'hello' });
       await dev.waitJson('tts', 'stop', 20_000);
-      const said = dev.json.filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start').map((j) => String(j.msg.text));
+      const said = dev.json
+        .filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start')
+        .map((j) => String(j.msg.text));
       assert.deepEqual(said, [srv.config.conversation.apologies.tts], 'the apology shown once');
-      assert.equal(srv.logs.find('apology could not be spoken with this TTS').length >= 1, true, 'the remote TTS was tried first');
+      assert.equal(
+        srv.logs.find('apology could not be spoken with this TTS').length >= 1,
+        true,
+        'the remote TTS was tried first',
+      );
       const decoded = await decodeDownlink(dev.audio.map((a) => a.payload));
       assert.ok(decoded.ms > 1000 && decoded.rms > 300, 'the apology is audible');
       audio.speechMode = 'ok';
       const from = dev.json.length;
       dev.listen('detect', { text: 'and now?' });
       await dev.waitJson('tts', 'stop', 20_000, from);
-      assert.ok(dev.json.slice(from).some((j) => j.msg.state === 'sentence_start' && /You said/.test(String(j.msg.text))));
+      assert.ok(
+        dev.json.slice(from).some((j) => j.msg.state === 'sentence_start' && /You said/.test(String(j.msg.text))),
+      );
     } finally {
       audio.speechMode = 'ok';
       dev.close();

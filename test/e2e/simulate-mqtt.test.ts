@@ -44,6 +44,9 @@ test('simulator over MQTT+UDP: 4 devices × 1 turn and 5 idle devices', { timeou
   assert.equal(idle.transport, 'mqtt');
   assert.equal(idle.connected, 5);
   assert.equal(idle.sessionsActive, 0, 'idle MQTT devices hold no session');
-  assert.ok(lines.some((l) => /^idle: 5\/5 devices connected \(OTA \+ MQTT broker, no audio session\)/.test(l)), 'the idle line says what an idle MQTT device holds');
+  assert.ok(
+    lines.some((l) => /^idle: 5\/5 devices connected \(OTA \+ MQTT broker, no audio session\)/.test(l)),
+    'the idle line says what an idle MQTT device holds',
+  );
   assert.deepEqual(result.serverErrors, [], 'the server logged no error');
 });

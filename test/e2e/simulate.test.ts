@@ -20,9 +20,12 @@ function isGone(pid: number): boolean {
   }
 }
 
-const finite = (v: unknown, what: string): void => assert.ok(typeof v === 'number' && Number.isFinite(v), `${what} is a number (got ${String(v)})`);
+const finite = (v: unknown, what: string): void =>
+  assert.ok(typeof v === 'number' && Number.isFinite(v), `${what} is a number (got ${String(v)})`);
 
-test('simulator: 2 devices × 1 turn and 5 idle devices against a self-started server', { timeout: 90_000 }, async () => {
+test('simulator: 2 devices × 1 turn and 5 idle devices against a self-started server', {
+  timeout: 90_000,
+}, async () => {
   const lines: string[] = [];
   const result = await runSimulation({
     devices: [2],
@@ -73,16 +76,26 @@ test('simulator: 2 devices × 1 turn and 5 idle devices against a self-started s
   assert.equal(s.serverStages?.first.turns, 2);
   assert.equal(s.serverStages?.later.turns, 0);
   finite(s.serverStages?.first.firstSentence.p95, 'first turns: first sentence p95');
-  assert.ok((s.serverStages?.first.firstSentence.p50 ?? NaN) <= (s.serverStages?.first.firstFrame.p50 ?? NaN), 'the first sentence is cut before its first frame leaves');
+  assert.ok(
+    (s.serverStages?.first.firstSentence.p50 ?? NaN) <= (s.serverStages?.first.firstFrame.p50 ?? NaN),
+    'the first sentence is cut before its first frame leaves',
+  );
   assert.equal(s.serverTurns?.length, 2, 'the server log lines are in the JSON');
   // The server's end-of-speech decisions, moved onto this process's clock: within the run.
-  for (const t of s.serverTurns ?? []) assert.ok(t.endedAt !== undefined && t.endedAt > 0 && t.endedAt < performance.now(), `endedAt ${t.endedAt} on this clock`);
+  for (const t of s.serverTurns ?? [])
+    assert.ok(
+      t.endedAt !== undefined && t.endedAt > 0 && t.endedAt < performance.now(),
+      `endedAt ${t.endedAt} on this clock`,
+    );
   // While both devices sent their utterance (the /proc sampler is Linux only).
   if (process.platform === 'linux') {
     const talk = s.talkingCpu;
     assert.ok(talk, 'a talking window was measured');
     const speechMs = s.turns.map((t) => (t.speechEndAt ?? NaN) - (t.speechStartAt ?? NaN));
-    assert.ok(talk.windowMs >= 200 && talk.windowMs <= Math.min(...speechMs) + 1, `talking window ${talk.windowMs} ms, within each device's speech (${speechMs.join(', ')} ms)`);
+    assert.ok(
+      talk.windowMs >= 200 && talk.windowMs <= Math.min(...speechMs) + 1,
+      `talking window ${talk.windowMs} ms, within each device's speech (${speechMs.join(', ')} ms)`,
+    );
     assert.ok(talk.server.total > 0 && talk.machineBusyPct > 0, 'the server worked while the devices talked');
     // The devices' speech is sent from this process; the fakes' process is sampled (idle or not).
     assert.ok(talk.rig.simulator > 0, `the simulator's own share is measured (${talk.rig.simulator} %)`);
@@ -110,28 +123,65 @@ test('simulator: 2 devices × 1 turn and 5 idle devices against a self-started s
 
   // The printed report: a row, the Markdown table, the idle lines.
   const printed = lines.join('\n').split('\n');
-  assert.ok(printed.some((l) => l.startsWith('| devices |')), 'Markdown table printed');
-  assert.ok(printed.some((l) => /^ {2}stages \(server.*first turns ASR \d+ \/ \d+/.test(l)), 'the stages line printed under the row');
-  assert.ok(printed.some((l) => /^\| 2 \| 2\/2 \|/.test(l)), 'the step row is in the table');
-  if (process.platform === 'linux') assert.ok(printed.some((l) => /^ {2}talking \(first turns\): \d+ ms while all 2 devices sent speech; all \d+ CPUs .*, the simulator \d+ %, the fakes \d+ %; waited for a CPU: the server's main thread \d+ ms, the simulator's \d+ ms; an idle thread's timer over 5 ms late \d+ of \d+ times$/.test(l)), 'the talking line printed');
+  assert.ok(
+    printed.some((l) => l.startsWith('| devices |')),
+    'Markdown table printed',
+  );
+  assert.ok(
+    printed.some((l) => /^ {2}stages \(server.*first turns ASR \d+ \/ \d+/.test(l)),
+    'the stages line printed under the row',
+  );
+  assert.ok(
+    printed.some((l) => /^\| 2 \| 2\/2 \|/.test(l)),
+    'the step row is in the table',
+  );
+  if (process.platform === 'linux')
+    assert.ok(
+      printed.some((l) =>
+        /^ {2}talking \(first turns\): \d+ ms while all 2 devices sent speech; all \d+ CPUs .*, the simulator \d+ %, the fakes \d+ %; waited for a CPU: the server's main thread \d+ ms, the simulator's \d+ ms; an idle thread's timer over 5 ms late \d+ of \d+ times$/.test(
+          l,
+        ),
+      ),
+      'the talking line printed',
+    );
   if (process.platform === 'linux') {
     const waits = s.talkingCpu?.cpuWaitMs;
     finite(waits?.serverMain ?? null, "the server main thread's CPU wait while devices talk");
     finite(waits?.simulator ?? null, "the simulator's CPU wait while devices talk");
     finite(s.talkingCpu?.stealPct ?? null, "the hypervisor's share while devices talk");
     finite(s.stealPct, "the hypervisor's share over the step");
-    assert.ok(printed.some((l) => /^ {2}sim: [\d.]+ CPU cores; machine load average [\d.]+ on \d+ CPUs; the hypervisor took [\d.]+ % of the CPUs' time; a nearly idle thread's timer fired over 5 ms late in [\d.]+ % of its ticks \(max \d+ ms\); step took/.test(l)), 'the sim line says what the hypervisor took and how a timer kept time');
+    assert.ok(
+      printed.some((l) =>
+        /^ {2}sim: [\d.]+ CPU cores; machine load average [\d.]+ on \d+ CPUs; the hypervisor took [\d.]+ % of the CPUs' time; a nearly idle thread's timer fired over 5 ms late in [\d.]+ % of its ticks \(max \d+ ms\); step took/.test(
+          l,
+        ),
+      ),
+      'the sim line says what the hypervisor took and how a timer kept time',
+    );
     // The probe's 20 ms timer ticked through the whole step: about one tick per 20 ms of it.
     const t = s.timerJitter;
-    assert.ok(t && t.ticks >= s.wallMs / 20 / 2 && t.ticks <= s.wallMs / 20 + 2, `probe ticks ${JSON.stringify(t)} over ${s.wallMs} ms`);
+    assert.ok(
+      t && t.ticks >= s.wallMs / 20 / 2 && t.ticks <= s.wallMs / 20 + 2,
+      `probe ticks ${JSON.stringify(t)} over ${s.wallMs} ms`,
+    );
     assert.ok(t.late <= t.ticks && t.maxLateMs >= 0, JSON.stringify(t));
   }
-  assert.ok(printed.some((l) => l.startsWith('idle: server RSS with 0 devices')), 'idle figures printed');
+  assert.ok(
+    printed.some((l) => l.startsWith('idle: server RSS with 0 devices')),
+    'idle figures printed',
+  );
 });
 
 test('simulator: a server that cannot start fails fast and leaves nothing running', { timeout: 30_000 }, async () => {
   await assert.rejects(
-    runSimulation({ devices: [1], turns: 1, warmup: false, serverConfig: { server: { port: 'not a port' } }, maxRunMs: 25_000, print: () => {} }),
+    runSimulation({
+      devices: [1],
+      turns: 1,
+      warmup: false,
+      serverConfig: { server: { port: 'not a port' } },
+      maxRunMs: 25_000,
+      print: () => {},
+    }),
     /did not become healthy|exited/,
   );
   assert.deepEqual(childProcesses(SIM_CHILDREN), [], 'no server or fakes process left');

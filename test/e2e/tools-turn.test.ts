@@ -6,7 +6,14 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DeviceSim } from '../fixtures/device-sim.ts';
-import { fakeText, fakeToolCalls, startFakeOpenAi, type FakeOpenAi, type FakeRequestView, type FakeRule } from '../fixtures/fake-openai.ts';
+import {
+  fakeText,
+  fakeToolCalls,
+  startFakeOpenAi,
+  type FakeOpenAi,
+  type FakeRequestView,
+  type FakeRule,
+} from '../fixtures/fake-openai.ts';
 import { fixtureEntry } from '../integration/mcp/mcp-test-helpers.ts';
 import { decodeDownlink } from '../helpers/speech.ts';
 import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
@@ -16,7 +23,11 @@ const GREETING_NOTE = 'The household cat is called Mochi and she likes tuna.';
 
 /** Everything the device was shown as spoken sentences since message index `from`. */
 function spoken(dev: DeviceSim, from = 0): string {
-  return dev.json.slice(from).filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start').map((j) => String(j.msg.text)).join(' ');
+  return dev.json
+    .slice(from)
+    .filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start')
+    .map((j) => String(j.msg.text))
+    .join(' ');
 }
 
 function toolMessages(req: FakeOpenAi['requests'][number] | undefined): string[] {
@@ -50,11 +61,20 @@ describe('tool turns', () => {
       url: srv.wsUrl,
       deviceId: id,
       mcpTools: [
-        { name: 'self.get_device_status', description: 'Device status as JSON', inputSchema: { type: 'object', properties: {} }, call: () => JSON.stringify({ audio_speaker: { volume } }) },
+        {
+          name: 'self.get_device_status',
+          description: 'Device status as JSON',
+          inputSchema: { type: 'object', properties: {} },
+          call: () => JSON.stringify({ audio_speaker: { volume } }),
+        },
         {
           name: 'self.audio_speaker.set_volume',
           description: 'Set the speaker volume',
-          inputSchema: { type: 'object', properties: { volume: { type: 'integer', minimum: 0, maximum: 100 } }, required: ['volume'] },
+          inputSchema: {
+            type: 'object',
+            properties: { volume: { type: 'integer', minimum: 0, maximum: 100 } },
+            required: ['volume'],
+          },
           call: (args) => {
             volume = Number(args.volume);
             return 'true';
@@ -75,7 +95,10 @@ describe('tool turns', () => {
       await dev.waitJson('tts', 'stop', 15_000);
       assert.equal(llm.requests.length, n + 2, 'think, act, observe: two model calls');
       const year = String(new Date().getFullYear());
-      assert.ok(toolMessages(llm.requests.at(-1)).some((t) => t.includes(year)), 'the second request carried the tool result');
+      assert.ok(
+        toolMessages(llm.requests.at(-1)).some((t) => t.includes(year)),
+        'the second request carried the tool result',
+      );
       assert.match(String(s.text), /The tool said/);
       assert.match(spoken(dev), new RegExp(year));
     } finally {
@@ -96,7 +119,10 @@ describe('tool turns', () => {
       const names = (first?.body.tools ?? []).map((t) => t.function.name);
       assert.ok(names.includes('voice__weather'), `tools offered: ${names.join(', ')}`);
       assert.ok(names.includes('get_current_datetime'));
-      const system = (first?.body.messages ?? []).filter((m) => m.role === 'system').map((m) => String(m.content)).join('\n');
+      const system = (first?.body.messages ?? [])
+        .filter((m) => m.role === 'system')
+        .map((m) => String(m.content))
+        .join('\n');
       assert.ok(system.includes(GREETING_NOTE), 'the resource text reached the model as context');
       assert.ok(toolMessages(llm.requests.at(-1)).some((t) => t.includes('21 degrees and sunny in Paris')));
       assert.match(String(s.text), /The tool said/);
@@ -111,14 +137,17 @@ describe('tool turns', () => {
     try {
       await dev.hello({ mcp: true });
       const n = llm.requests.length;
-      const uriIn = (text: string): string | undefined => /[a-z][a-z0-9+.-]*:\/\/[^\s"()<>\]]+/i.exec(text.slice(text.indexOf('"linked"')))?.[0];
+      const uriIn = (text: string): string | undefined =>
+        /[a-z][a-z0-9+.-]*:\/\/[^\s"()<>\]]+/i.exec(text.slice(text.indexOf('"linked"')))?.[0];
       llm.script(fakeToolCalls([{ name: 'fx__links', arguments: {} }]));
       // The second model call sees the links tool's result and must find the URI in it.
       const read: FakeRule = {
         when: (r: FakeRequestView) => r.toolResults.some((t) => t.content.includes('"linked"')),
         reply: (r: FakeRequestView) => {
           const uri = uriIn(r.toolResults.map((t) => t.content).join('\n'));
-          return uri ? fakeToolCalls([{ name: 'fx__resources_read', arguments: { uri } }]) : fakeText('I cannot see where that link points.');
+          return uri
+            ? fakeToolCalls([{ name: 'fx__resources_read', arguments: { uri } }])
+            : fakeText('I cannot see where that link points.');
         },
       };
       llm.rule(read);
@@ -129,8 +158,14 @@ describe('tool turns', () => {
         llm.reset();
       }
       const calls = llm.requests.slice(n).flatMap((q) => (q.body.messages ?? []).flatMap((m) => m.tool_calls ?? []));
-      assert.ok(calls.some((c) => c.function.name === 'fx__resources_read'), 'the model called resources_read');
-      assert.ok(toolMessages(llm.requests.at(-1)).some((t) => t.includes('linked secret')), 'the read returned the linked resource to the model');
+      assert.ok(
+        calls.some((c) => c.function.name === 'fx__resources_read'),
+        'the model called resources_read',
+      );
+      assert.ok(
+        toolMessages(llm.requests.at(-1)).some((t) => t.includes('linked secret')),
+        'the read returned the linked resource to the model',
+      );
       assert.match(spoken(dev), /linked secret/);
     } finally {
       dev.close();
@@ -144,12 +179,21 @@ describe('tool turns', () => {
       // initialize, then one tools/list per page (page size 1 → 2 pages, cursor = next tool name).
       await dev.waitFor('tools listed', () => dev.mcpRequests.filter((r) => r.method === 'tools/list').length === 2);
       const init = dev.mcpRequests.find((r) => r.method === 'initialize');
-      assert.deepEqual((init?.params as { capabilities?: Record<string, unknown> }).capabilities?.vision, { url: 'http://127.0.0.1:9/vision/explain', token: 'vision-token' });
+      assert.deepEqual((init?.params as { capabilities?: Record<string, unknown> }).capabilities?.vision, {
+        url: 'http://127.0.0.1:9/vision/explain',
+        token: 'vision-token',
+      });
       const lists = dev.mcpRequests.filter((r) => r.method === 'tools/list');
       assert.equal((lists[1]?.params as Record<string, unknown>).cursor, 'self.audio_speaker.set_volume');
-      assert.ok(dev.mcpRequests.every((r) => typeof r.id === 'number' || r.id === undefined), 'integer JSON-RPC ids');
+      assert.ok(
+        dev.mcpRequests.every((r) => typeof r.id === 'number' || r.id === undefined),
+        'integer JSON-RPC ids',
+      );
       const n = llm.requests.length;
-      llm.script(fakeToolCalls([{ name: 'self_audio_speaker_set_volume', arguments: { volume: 30 } }]), fakeText('Volume is now 30.'));
+      llm.script(
+        fakeToolCalls([{ name: 'self_audio_speaker_set_volume', arguments: { volume: 30 } }]),
+        fakeText('Volume is now 30.'),
+      );
       dev.listen('detect', { text: 'Set the volume to 30' });
       const s = await dev.waitJson('tts', 'sentence_start', 15_000);
       await dev.waitJson('tts', 'stop', 15_000);
@@ -173,7 +217,9 @@ describe('tool turns', () => {
       llm.script(fakeToolCalls([{ name: 'voice__say_hello_audio', arguments: {} }], { text: 'Here it is.' }));
       dev.listen('detect', { text: 'Play the hello recording' });
       await dev.waitJson('tts', 'stop', 20_000);
-      const sentences = dev.json.filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start').map((j) => String(j.msg.text));
+      const sentences = dev.json
+        .filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start')
+        .map((j) => String(j.msg.text));
       assert.deepEqual(sentences, ['Here it is.', '♪ audio']);
       assert.equal(llm.requests.length, n + 1, 'no model round after audio');
       const decoded = await decodeDownlink(dev.audio.map((a) => a.payload));
@@ -193,7 +239,9 @@ describe('tool turns', () => {
         llm.script(fakeToolCalls([{ name: 'voice__raw_tone', arguments: { format } }]));
         dev.listen('detect', { text: 'Play the tone' });
         await dev.waitJson('tts', 'stop', 20_000);
-        const sentences = dev.json.filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start').map((j) => String(j.msg.text));
+        const sentences = dev.json
+          .filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start')
+          .map((j) => String(j.msg.text));
         assert.deepEqual(sentences, ['♪ audio']);
         const decoded = await decodeDownlink(dev.audio.map((a) => a.payload));
         assert.equal(decoded.bad, 0);
@@ -214,7 +262,10 @@ describe('tool turns', () => {
       dev.listen('detect', { text: 'Take a picture' });
       await dev.waitJson('tts', 'stop', 15_000);
       const msgs = toolMessages(llm.requests.at(-1));
-      assert.ok(msgs.some((t) => /image/i.test(t) && t.length < 500), `the model got a short description: ${msgs.join(' | ')}`);
+      assert.ok(
+        msgs.some((t) => /image/i.test(t) && t.length < 500),
+        `the model got a short description: ${msgs.join(' | ')}`,
+      );
       assert.ok(!dev.json.some((j) => j.msg.type === 'tts' && /♪/.test(String(j.msg.text))));
     } finally {
       dev.close();

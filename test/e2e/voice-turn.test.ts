@@ -42,7 +42,9 @@ describe('voice turn end to end', () => {
       await dev.waitJson('tts', 'stop', 20_000);
       await sending;
       // Envelope order: stt → tts start → sentence_start → audio → tts stop, no audio outside it.
-      const tl = dev.timeline.map((e) => (e.kind === 'audio' ? 'audio' : `${String(e.msg.type)}${e.msg.state ? `:${String(e.msg.state)}` : ''}`));
+      const tl = dev.timeline.map((e) =>
+        e.kind === 'audio' ? 'audio' : `${String(e.msg.type)}${e.msg.state ? `:${String(e.msg.state)}` : ''}`,
+      );
       const iStart = tl.indexOf('tts:start');
       const iStop = tl.indexOf('tts:stop');
       assert.ok(tl.indexOf('stt') < iStart);
@@ -66,7 +68,10 @@ describe('voice turn end to end', () => {
       const t = srv.logs.find('turn timings').at(-1);
       assert.ok(t && typeof t.firstAudioMs === 'number' && typeof t.asrMs === 'number');
       // By stage: the first sentence is cut after the transcript and before the first frame leaves.
-      assert.ok(typeof t.firstSentenceMs === 'number' && t.firstSentenceMs >= t.asrMs && t.firstSentenceMs <= t.firstAudioMs, JSON.stringify(t));
+      assert.ok(
+        typeof t.firstSentenceMs === 'number' && t.firstSentenceMs >= t.asrMs && t.firstSentenceMs <= t.firstAudioMs,
+        JSON.stringify(t),
+      );
 
       // The next turn on the same connection.
       const before = dev.json.length;
@@ -117,12 +122,18 @@ describe('voice turn end to end', () => {
       dev.listen('start', { mode: 'manual' });
       await sendPaced(dev, packets.slice(0, packets.length - 15));
       dev.listen('stop');
-      const stt = await dev.waitFor('the second utterance recognised', () => dev.json.slice(from).find((j) => j.msg.type === 'stt')?.msg, 20_000);
+      const stt = await dev.waitFor(
+        'the second utterance recognised',
+        () => dev.json.slice(from).find((j) => j.msg.type === 'stt')?.msg,
+        20_000,
+      );
       assert.match(String(stt.text), /weather/i);
       const s = await dev.waitJson('tts', 'sentence_start', 20_000, from);
       assert.equal(s.text, 'The second answer.');
       await dev.waitJson('tts', 'stop', 20_000, from);
-      const said = dev.json.filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start').map((j) => String(j.msg.text));
+      const said = dev.json
+        .filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start')
+        .map((j) => String(j.msg.text));
       assert.deepEqual(said, ['The second answer.'], 'the superseded answer was never spoken');
     } finally {
       llm.reset();
@@ -201,8 +212,14 @@ describe('voice turn end to end', () => {
       dev.listen('stop');
       // Nothing is to happen: give the server the time an answer would take to begin.
       await sleep(1500);
-      assert.equal(dev.json.some((j) => j.msg.type === 'stt'), false);
-      assert.equal(dev.json.some((j) => j.msg.type === 'tts'), false);
+      assert.equal(
+        dev.json.some((j) => j.msg.type === 'stt'),
+        false,
+      );
+      assert.equal(
+        dev.json.some((j) => j.msg.type === 'tts'),
+        false,
+      );
     } finally {
       dev.close();
     }

@@ -54,7 +54,10 @@ describe('fault: the device vanishes, goes silent or stops reading', { timeout: 
       await dev.waitFor('speaking', () => dev.audio.length >= 5, 15_000);
       const request = fake().requests.at(-1);
       socketOf(dev).destroy();
-      await waitFor(() => server().logs.find('session ended').length > ended, { what: 'the session to end', timeoutMs: 5000 });
+      await waitFor(() => server().logs.find('session ended').length > ended, {
+        what: 'the session to end',
+        timeoutMs: 5000,
+      });
       assert.equal(server().logs.find('session ended').at(-1)?.code, null, 'ended by the socket, not by the server');
       await within(request?.finished ?? Promise.reject(new Error('no LLM request')), 5000, 'LLM stream cancelled');
       assert.equal(request?.closedEarly, true, 'the model stream was cancelled');
@@ -74,7 +77,10 @@ describe('fault: the device vanishes, goes silent or stops reading', { timeout: 
       const ended = server().logs.find('session ended').length;
       // The peer is gone: it neither sends nor reads (it would never answer the close frame).
       socketOf(dev).pause();
-      await waitFor(() => server().logs.find('session ended').length > ended, { what: 'the idle timeout', timeoutMs: IDLE_MS + 5000 });
+      await waitFor(() => server().logs.find('session ended').length > ended, {
+        what: 'the idle timeout',
+        timeoutMs: IDLE_MS + 5000,
+      });
       assert.equal(server().logs.find('session ended').at(-1)?.code, 4002);
       // The server's side of the socket must not wait for a closing handshake that never comes.
       const deadline = Date.now() + CLOSE_HANDSHAKE_GRACE_MS + 3000;

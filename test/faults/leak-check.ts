@@ -23,7 +23,8 @@ export { pidAlive };
  * Short-lived requests (a file read, a DNS lookup, a write in flight): present at one instant or
  * the next by chance, so they are not compared. Everything else is a handle something holds.
  */
-const TRANSIENT = /Req(Wrap|Callback|Promise)?$|^Immediate$|^WriteWrap$|^ShutdownWrap$|^TCPConnectWrap$|^FileHandleCloseReq$/;
+const TRANSIENT =
+  /Req(Wrap|Callback|Promise)?$|^Immediate$|^WriteWrap$|^ShutdownWrap$|^TCPConnectWrap$|^FileHandleCloseReq$/;
 
 /**
  * Programs that are not the server's: tsx's esbuild compile service, started on demand (depending
@@ -74,7 +75,9 @@ async function gauges(app: App): Promise<Holdings['gauge']> {
 export async function holdings(app: App): Promise<Holdings> {
   const gauge = await gauges(app);
   const procs = await listDescendants();
-  const connections = await new Promise<number>((resolve, reject) => app.fastify.server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
+  const connections = await new Promise<number>((resolve, reject) =>
+    app.fastify.server.getConnections((err, n) => (err ? reject(err) : resolve(n))),
+  );
   const handles = countBy(
     process.getActiveResourcesInfo().filter((t) => !TRANSIENT.test(t)),
     (t) => t,
@@ -107,7 +110,8 @@ function differences(before: Holdings, now: Holdings): string[] {
   cmp('handle', before.handles, now.handles, true);
   cmp('process', before.programs, now.programs);
   cmp('gauge xiaozhi_child_processes', before.gauge.children, now.gauge.children);
-  if (now.connections !== before.connections) out.push(`server connections: ${before.connections} → ${now.connections}`);
+  if (now.connections !== before.connections)
+    out.push(`server connections: ${before.connections} → ${now.connections}`);
   if (now.sessions !== 0) out.push(`sessions in the registry: ${now.sessions}`);
   if (now.gauge.sessions !== 0) out.push(`gauge xiaozhi_sessions_active: ${now.gauge.sessions}`);
   if (out.some((d) => d.startsWith('process'))) {
@@ -123,7 +127,6 @@ export interface NoLeakOptions {
   /** Processes that must be gone (e.g. the one the test killed, which a successor replaced). */
   deadPids?: readonly number[];
 }
-
 
 /**
  * Waits until what the process holds is back to `before` (sessions at 0), failing with the

@@ -16,7 +16,10 @@ import { within } from '../helpers/wait.ts';
 import { assertNoLeaks, holdings } from './leak-check.ts';
 
 function spoken(dev: DeviceSim, from = 0): string[] {
-  return dev.json.slice(from).filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start').map((j) => String(j.msg.text));
+  return dev.json
+    .slice(from)
+    .filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start')
+    .map((j) => String(j.msg.text));
 }
 
 describe('fault: the LLM rate-limits or breaks its stream', { timeout: 90_000 }, () => {
@@ -60,7 +63,12 @@ describe('fault: the LLM rate-limits or breaks its stream', { timeout: 90_000 },
     withDevices(async (dev) => {
       const requests = fake().requests.length;
       const t0 = Date.now();
-      const said = await turn(dev, 'hello', { kind: 'error', status: 429, message: 'slow down', headers: { 'retry-after': '1' } }, fakeText('After the wait.'));
+      const said = await turn(
+        dev,
+        'hello',
+        { kind: 'error', status: 429, message: 'slow down', headers: { 'retry-after': '1' } },
+        fakeText('After the wait.'),
+      );
       assert.deepEqual(said, ['After the wait.']);
       assert.equal(fake().requests.length, requests + 2, 'one retry');
       assert.ok(Date.now() - t0 >= 1000, 'the Retry-After second was waited');
@@ -73,7 +81,12 @@ describe('fault: the LLM rate-limits or breaks its stream', { timeout: 90_000 },
     withDevices(async (dev) => {
       const requests = fake().requests.length;
       const t0 = Date.now();
-      const said = await turn(dev, 'hello', { kind: 'error', status: 429, message: 'quota', headers: { 'retry-after': '3600' } });
+      const said = await turn(dev, 'hello', {
+        kind: 'error',
+        status: 429,
+        message: 'quota',
+        headers: { 'retry-after': '3600' },
+      });
       assert.deepEqual(said, [apology()]);
       assert.equal(fake().requests.length, requests + 1, 'no retry');
       assert.ok(Date.now() - t0 < 15_000);
@@ -82,17 +95,33 @@ describe('fault: the LLM rate-limits or breaks its stream', { timeout: 90_000 },
 
   test('malformed SSE (data that is not JSON): the LLM apology, the stream is closed', () =>
     withDevices(async (dev) => {
-      const said = await turn(dev, 'hello', { kind: 'raw', data: ['{"id":"x","choices":[{"delta":{"content":"Hel', 'lo"}}]}', '[DONE]'] });
+      const said = await turn(dev, 'hello', {
+        kind: 'raw',
+        data: ['{"id":"x","choices":[{"delta":{"content":"Hel', 'lo"}}]}', '[DONE]'],
+      });
       assert.deepEqual(said, [apology()]);
       const failed = server().logs.find('turn failed; apologising').at(-1);
       assert.equal(failed?.part, 'llm');
-      await within(fake().requests.at(-1)?.finished ?? Promise.reject(new Error('no request')), 5000, 'LLM exchange over');
+      await within(
+        fake().requests.at(-1)?.finished ?? Promise.reject(new Error('no request')),
+        5000,
+        'LLM exchange over',
+      );
     }));
 
   test('the stream is cut after the first sentence: that sentence, then the LLM apology, then tts stop', () =>
     withDevices(async (dev) => {
-      const said = await turn(dev, 'tell me two things', { kind: 'disconnect', text: 'The first thing is fine. The second' });
+      const said = await turn(dev, 'tell me two things', {
+        kind: 'disconnect',
+        text: 'The first thing is fine. The second',
+      });
       assert.deepEqual(said, ['The first thing is fine.', apology()]);
-      assert.equal(server().logs.find('llm request failed, retrying').filter((l) => l.code !== 'rate_limited').length, 0, 'not retried after text was spoken');
+      assert.equal(
+        server()
+          .logs.find('llm request failed, retrying')
+          .filter((l) => l.code !== 'rate_limited').length,
+        0,
+        'not retried after text was spoken',
+      );
     }));
 });

@@ -32,7 +32,11 @@ const SHORT_TOOL_TIMEOUT_MS = 1500;
 
 /** What the device was told it hears after message `from` (sentences joined: the cutter splits at colons). */
 function spoken(dev: DeviceSim, from = 0): string {
-  return dev.json.slice(from).filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start').map((j) => String(j.msg.text)).join(' ');
+  return dev.json
+    .slice(from)
+    .filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start')
+    .map((j) => String(j.msg.text))
+    .join(' ');
 }
 
 /** The voice server, the fake LLM and the external MCP server processes one suite runs against. */
@@ -62,18 +66,33 @@ class Bench {
     return p;
   }
   state(name: string): { state: string; pid?: number } | undefined {
-    return this.server().deps.mcp.status().find((s) => s.name === name);
+    return this.server()
+      .deps.mcp.status()
+      .find((s) => s.name === name);
   }
   device(): DeviceSim {
-    return new DeviceSim({ url: this.server().wsUrl, deviceId: `fa:00:00:00:${this.tag}:${String(++this.#n).padStart(2, '0')}` });
+    return new DeviceSim({
+      url: this.server().wsUrl,
+      deviceId: `fa:00:00:00:${this.tag}:${String(++this.#n).padStart(2, '0')}`,
+    });
   }
 
   /** Starts everything; `external` are HTTP MCP servers run as their own processes. */
-  async start(toolTimeoutMs: number, external: Record<string, 'streamable-http' | 'sse'>, stdio: boolean): Promise<void> {
+  async start(
+    toolTimeoutMs: number,
+    external: Record<string, 'streamable-http' | 'sse'>,
+    stdio: boolean,
+  ): Promise<void> {
     this.llm = await startFakeOpenAi({ keepAlive: false });
     // A failed call is explained in a few words: the default echo of the error text would take
     // seconds to play out in real time.
-    this.llm.rule(onToolResults((r) => (r.toolResults.some((t) => t.content.startsWith('Error')) ? fakeText('That tool failed.') : fakeText(`The tool said: ${r.toolResults.map((t) => t.content).join('; ')}.`))));
+    this.llm.rule(
+      onToolResults((r) =>
+        r.toolResults.some((t) => t.content.startsWith('Error'))
+          ? fakeText('That tool failed.')
+          : fakeText(`The tool said: ${r.toolResults.map((t) => t.content).join('; ')}.`),
+      ),
+    );
     const mcpServers: Record<string, unknown> = stdio ? { fx: fixtureEntry() } : {};
     for (const [name, transport] of Object.entries(external)) {
       const p = await startMcpHttpProcess({ transport });
@@ -82,11 +101,19 @@ class Bench {
     }
     this.srv = await startVoiceApp(this.llm.url, { llm: { toolTimeoutMs }, mcpServers });
     const names = Object.keys(mcpServers);
-    await waitFor(() => names.every((n) => this.state(n)?.state === 'ready'), { what: 'every MCP server ready', timeoutMs: 20_000 });
-    // Warm-up with a tool call on every server: its connection's first call is made here too.
-    await warmUp(this.srv, () => this.device(), async (dev) => {
-      for (const n of names) assert.equal((await this.toolTurn(dev, `${n}__echo`, { text: 'warm' })).said, 'The tool said: echo: warm.');
+    await waitFor(() => names.every((n) => this.state(n)?.state === 'ready'), {
+      what: 'every MCP server ready',
+      timeoutMs: 20_000,
     });
+    // Warm-up with a tool call on every server: its connection's first call is made here too.
+    await warmUp(
+      this.srv,
+      () => this.device(),
+      async (dev) => {
+        for (const n of names)
+          assert.equal((await this.toolTurn(dev, `${n}__echo`, { text: 'warm' })).said, 'The tool said: echo: warm.');
+      },
+    );
   }
 
   async close(): Promise<void> {
@@ -94,7 +121,11 @@ class Bench {
   }
 
   /** One typed turn that calls `tool`; resolves with what the device heard and what the model was told. */
-  async toolTurn(dev: DeviceSim, tool: string, args: Record<string, unknown> = {}): Promise<{ said: string; toolMessage: string }> {
+  async toolTurn(
+    dev: DeviceSim,
+    tool: string,
+    args: Record<string, unknown> = {},
+  ): Promise<{ said: string; toolMessage: string }> {
     const from = dev.json.length;
     const requests = this.fake().requests.length;
     this.fake().script(fakeToolCalls([{ name: tool, arguments: args }]));
@@ -111,7 +142,10 @@ class Bench {
     const calls = this.server().logs.find('tool call').length;
     this.fake().script(fakeToolCalls([{ name: tool, arguments: {} }]));
     dev.listen('detect', { text: `please use ${tool}` });
-    await waitFor(() => this.server().logs.find('tool call').length > calls, { what: `${tool} called`, timeoutMs: 10_000 });
+    await waitFor(() => this.server().logs.find('tool call').length > calls, {
+      what: `${tool} called`,
+      timeoutMs: 10_000,
+    });
     // The request is written right after the log line; give it a moment to reach the server.
     await new Promise((r) => setTimeout(r, 200));
     return from;
@@ -119,7 +153,11 @@ class Bench {
 
   /** What the model was told by the last tool result. */
   lastToolMessage(): string {
-    return String(this.fake().requests.at(-1)?.body.messages.find((m) => m.role === 'tool')?.content);
+    return String(
+      this.fake()
+        .requests.at(-1)
+        ?.body.messages.find((m) => m.role === 'tool')?.content,
+    );
   }
 }
 
@@ -143,7 +181,10 @@ describe('fault: MCP server killed mid-call', { timeout: 180_000 }, () => {
       assert.ok(Date.now() - killedAt < PROMPT_FAILURE_MS, 'failed at once, not by the tool timeout');
       assert.match(b.lastToolMessage(), /closed|disconnect|connection/i, 'the model is told the server went away');
       assert.match(spoken(dev, from), /^That tool failed\.$/);
-      await waitFor(() => b.state('fx')?.state === 'ready' && b.state('fx')?.pid !== oldPid, { what: 'fx reconnected', timeoutMs: 20_000 });
+      await waitFor(() => b.state('fx')?.state === 'ready' && b.state('fx')?.pid !== oldPid, {
+        what: 'fx reconnected',
+        timeoutMs: 20_000,
+      });
       // Another device, and the same server's tools again after the reconnect.
       assert.equal((await b.toolTurn(other, 'fx__echo', { text: 'back' })).said, 'The tool said: echo: back.');
       assert.equal(dev.closeCode, null, 'the session survives its tool server dying');
@@ -173,13 +214,25 @@ describe('fault: MCP server killed mid-call', { timeout: 180_000 }, () => {
         // pending; the link checks the server is still there and fails the call when it is not.
         await dev.waitJson('tts', 'stop', PROMPT_FAILURE_MS, from);
         const tookMs = Date.now() - killedAt;
-        assert.ok(tookMs < PROMPT_FAILURE_MS, `failed at once (${tookMs} ms), not by the ${LONG_TOOL_TIMEOUT_MS} ms tool timeout`);
+        assert.ok(
+          tookMs < PROMPT_FAILURE_MS,
+          `failed at once (${tookMs} ms), not by the ${LONG_TOOL_TIMEOUT_MS} ms tool timeout`,
+        );
         const told = b.lastToolMessage();
-        assert.match(told, new RegExp(`^Error: Tool hang failed: MCP server "${name}" disconnected during the call \\(server stopped answering`), 'the model is told the server went away');
+        assert.match(
+          told,
+          new RegExp(
+            `^Error: Tool hang failed: MCP server "${name}" disconnected during the call \\(server stopped answering`,
+          ),
+          'the model is told the server went away',
+        );
         assert.doesNotMatch(told, /timed out/);
         assert.match(spoken(dev, from), /^That tool failed\.$/);
         // The owner restarts it on the same address; the server reconnects by itself.
-        b.http.set(name, await startMcpHttpProcess({ port: old.port, transport: name === 'web' ? 'streamable-http' : 'sse' }));
+        b.http.set(
+          name,
+          await startMcpHttpProcess({ port: old.port, transport: name === 'web' ? 'streamable-http' : 'sse' }),
+        );
         await waitFor(() => b.state(name)?.state === 'ready', { what: `${name} reconnected`, timeoutMs: 20_000 });
         assert.equal((await b.toolTurn(other, `${name}__echo`, { text: 'back' })).said, 'The tool said: echo: back.');
       } finally {
@@ -230,7 +283,10 @@ describe('fault: MCP server hung mid-call', { timeout: 120_000 }, () => {
       assert.equal(b.state('web')?.state, 'ready');
       // The hung call's POST keeps its response stream open for as long as the server does: the
       // client must close it when it gives up (every answer of this server closes its connection).
-      await waitFor(() => loopbackConnectionsTo(web.port) === 0, { what: 'no connection left to the hung server', timeoutMs: 5000 });
+      await waitFor(() => loopbackConnectionsTo(web.port) === 0, {
+        what: 'no connection left to the hung server',
+        timeoutMs: 5000,
+      });
       assert.equal((await b.toolTurn(dev, 'web__echo', { text: 'still' })).said, 'The tool said: echo: still.');
     } finally {
       dev.close();

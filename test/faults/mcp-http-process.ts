@@ -29,10 +29,14 @@ export interface McpHttpProcessOptions {
 export async function startMcpHttpProcess(opts: McpHttpProcessOptions = {}): Promise<McpHttpProcess> {
   const startMs = opts.startMs ?? 15_000;
   const sse = opts.transport === 'sse';
-  const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE, sse ? '--sse' : '--http', '--port', String(opts.port ?? 0)], {
-    cwd: REPO_ROOT,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', FIXTURE, sse ? '--sse' : '--http', '--port', String(opts.port ?? 0)],
+    {
+      cwd: REPO_ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const kill = async (): Promise<void> => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
@@ -57,7 +61,13 @@ export async function startMcpHttpProcess(opts: McpHttpProcessOptions = {}): Pro
     });
     // Nothing more is read from stdout; it must not hold a handle of its own once ready.
     child.stdout?.destroy();
-    return { child, pid: child.pid as number, port: bound, url: `http://127.0.0.1:${bound}/${sse ? 'sse' : 'mcp'}`, kill };
+    return {
+      child,
+      pid: child.pid as number,
+      port: bound,
+      url: `http://127.0.0.1:${bound}/${sse ? 'sse' : 'mcp'}`,
+      kill,
+    };
   } catch (err) {
     await kill();
     throw err;

@@ -36,18 +36,27 @@ describe('fault: the media worker dies mid-sentence; ffmpeg is fed garbage', { t
     fake().script(fakeText(answer));
     dev.listen('detect', { text: 'hi' });
     await dev.waitJson('tts', 'stop', 20_000, from);
-    return dev.json.slice(from).filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start').map((j) => String(j.msg.text));
+    return dev.json
+      .slice(from)
+      .filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start')
+      .map((j) => String(j.msg.text));
   }
 
-  before(async () => {
-    // 64 KB of random bytes with an audio file's name: ffmpeg finds no stream it can decode.
-    writeFileSync(join(dir, 'Noise Song.mp3'), randomBytes(64 * 1024));
-    await rig.start({ audio: { workers: 1 }, tools: { music: { folder: dir } } }, {
-      onWorker: (w, label) => {
-        if (label.startsWith('media worker')) mediaWorkers.push(w);
-      },
-    });
-  }, { timeout: 60_000 });
+  before(
+    async () => {
+      // 64 KB of random bytes with an audio file's name: ffmpeg finds no stream it can decode.
+      writeFileSync(join(dir, 'Noise Song.mp3'), randomBytes(64 * 1024));
+      await rig.start(
+        { audio: { workers: 1 }, tools: { music: { folder: dir } } },
+        {
+          onWorker: (w, label) => {
+            if (label.startsWith('media worker')) mediaWorkers.push(w);
+          },
+        },
+      );
+    },
+    { timeout: 60_000 },
+  );
 
   after(async () => {
     try {
@@ -77,7 +86,10 @@ describe('fault: the media worker dies mid-sentence; ffmpeg is fed garbage', { t
       assert.equal(await within(dev.closed, 10_000, 'victim closed'), CloseCode.MediaLost);
       assert.equal(server().logs.find('media worker lost; ending the session').length, 1);
       await within(request?.finished ?? Promise.reject(new Error('no LLM request')), 5000, 'LLM exchange over');
-      await waitFor(() => pool.stats().workers === 1 && pool.stats().workerRestarts === restarts + 1, { what: 'the replacement worker', timeoutMs: 30_000 });
+      await waitFor(() => pool.stats().workers === 1 && pool.stats().workerRestarts === restarts + 1, {
+        what: 'the replacement worker',
+        timeoutMs: 30_000,
+      });
       fresh = device();
       await within(fresh.hello(), 20_000, 'hello after the crash');
       assert.deepEqual(await quickTurn(fresh, 'Back again.'), ['Back again.']);
@@ -98,8 +110,14 @@ describe('fault: the media worker dies mid-sentence; ffmpeg is fed garbage', { t
       fake().script(fakeToolCalls([{ name: 'play_music', arguments: { query: 'noise song' } }]));
       dev.listen('detect', { text: 'play the noise song' });
       await dev.waitJson('tts', 'stop', 20_000, from);
-      const said = dev.json.slice(from).filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start').map((j) => String(j.msg.text));
-      assert.ok(said.some((t) => /could not play/i.test(t)), `spoken: ${said.join(' | ')}`);
+      const said = dev.json
+        .slice(from)
+        .filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start')
+        .map((j) => String(j.msg.text));
+      assert.ok(
+        said.some((t) => /could not play/i.test(t)),
+        `spoken: ${said.join(' | ')}`,
+      );
       assert.deepEqual(childProcesses(/ffmpeg/), []);
       assert.deepEqual(await quickTurn(dev, 'Still fine.'), ['Still fine.']);
     } finally {

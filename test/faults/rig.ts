@@ -26,7 +26,11 @@ export interface WarmUpAnswer {
  * as the server (media engine session slots, the pacer clock, HTTP parsers, loaded models), so
  * the tests' leak baselines are taken with it present and no test pays for start-up.
  */
-export async function warmUp<T>(server: VoiceApp, device: () => DeviceSim, turns: (dev: DeviceSim) => Promise<T>): Promise<T> {
+export async function warmUp<T>(
+  server: VoiceApp,
+  device: () => DeviceSim,
+  turns: (dev: DeviceSim) => Promise<T>,
+): Promise<T> {
   const dev = device();
   let out: T;
   try {
@@ -61,7 +65,8 @@ export class FaultRig {
     return this.llm;
   };
 
-  readonly device = (): DeviceSim => new DeviceSim({ url: this.server().wsUrl, deviceId: `${this.#macPrefix}:${String(++this.#n).padStart(2, '0')}` });
+  readonly device = (): DeviceSim =>
+    new DeviceSim({ url: this.server().wsUrl, deviceId: `${this.#macPrefix}:${String(++this.#n).padStart(2, '0')}` });
 
   /**
    * Starts the fake LLM and the server (`overrides` as for `startVoiceApp`), then warms it up with
@@ -76,7 +81,10 @@ export class FaultRig {
       this.fake().script(fakeText('Ready.'));
       dev.listen('detect', { text: 'warm up' });
       await dev.waitJson('tts', 'stop', 30_000, from);
-      const said = dev.json.slice(from).filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start').map((j) => String(j.msg.text));
+      const said = dev.json
+        .slice(from)
+        .filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start')
+        .map((j) => String(j.msg.text));
       assert.deepEqual(said, ['Ready.'], 'the warm-up turn is answered');
       return { said, frames: dev.audio.length - audioFrom };
     });

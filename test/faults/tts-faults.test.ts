@@ -26,11 +26,31 @@ import { assertNoLeaks, holdings } from './leak-check.ts';
 
 /** A 2 s tone as mp3, encoded by ffmpeg (what a real TTS service would send). */
 function toneMp3(): Buffer {
-  const r = spawnSync('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-f', 's16le', '-ar', '24000', '-ac', '1', '-i', 'pipe:0', '-f', 'mp3', 'pipe:1'], {
-    input: tonePcm24k(2000),
-    maxBuffer: 1 << 20,
-  });
-  if (r.status !== 0 || r.stdout.length === 0) throw new Error(`ffmpeg could not make the mp3 fixture: ${r.stderr.toString()}`);
+  const r = spawnSync(
+    'ffmpeg',
+    [
+      '-hide_banner',
+      '-loglevel',
+      'error',
+      '-f',
+      's16le',
+      '-ar',
+      '24000',
+      '-ac',
+      '1',
+      '-i',
+      'pipe:0',
+      '-f',
+      'mp3',
+      'pipe:1',
+    ],
+    {
+      input: tonePcm24k(2000),
+      maxBuffer: 1 << 20,
+    },
+  );
+  if (r.status !== 0 || r.stdout.length === 0)
+    throw new Error(`ffmpeg could not make the mp3 fixture: ${r.stderr.toString()}`);
   return r.stdout;
 }
 
@@ -60,20 +80,39 @@ describe('fault: remote mp3 TTS answers garbage or is cut mid-answer', { timeout
     fake().script(fakeText(answer));
     dev.listen('detect', { text: 'hi' });
     await dev.waitJson('tts', 'stop', 30_000, from);
-    const said = dev.json.slice(from).filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start').map((j) => String(j.msg.text));
+    const said = dev.json
+      .slice(from)
+      .filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start')
+      .map((j) => String(j.msg.text));
     return { said, frames: dev.audio.length - audioFrom };
   }
 
-  before(async () => {
-    const mp3 = toneMp3();
-    // 16 KB of random bytes where an mp3 is expected: ffmpeg finds no frame it can decode.
-    // `cut` sends 100 bytes of the mp3 (less than one frame) and drops the connection.
-    tts = await startFakeOpenAiAudio({ keepAlive: false, cutAfterBytes: 100, speechAudio: (format) => (format !== 'mp3' ? Buffer.alloc(0) : garbage ? randomBytes(16 * 1024) : mp3) });
-    const heard = await rig.start({ tts: { provider: 'openai', baseURL: tts.baseURL, apiKey: 'sk-tts', model: 'tts-1', voice: 'alloy', format: 'mp3' } });
-    fullFrames = heard.frames;
-    // 2 s of 60 ms frames, give or take the encoder's padding.
-    assert.ok(fullFrames >= 30, `a whole answer is ${fullFrames} frames`);
-  }, { timeout: 60_000 });
+  before(
+    async () => {
+      const mp3 = toneMp3();
+      // 16 KB of random bytes where an mp3 is expected: ffmpeg finds no frame it can decode.
+      // `cut` sends 100 bytes of the mp3 (less than one frame) and drops the connection.
+      tts = await startFakeOpenAiAudio({
+        keepAlive: false,
+        cutAfterBytes: 100,
+        speechAudio: (format) => (format !== 'mp3' ? Buffer.alloc(0) : garbage ? randomBytes(16 * 1024) : mp3),
+      });
+      const heard = await rig.start({
+        tts: {
+          provider: 'openai',
+          baseURL: tts.baseURL,
+          apiKey: 'sk-tts',
+          model: 'tts-1',
+          voice: 'alloy',
+          format: 'mp3',
+        },
+      });
+      fullFrames = heard.frames;
+      // 2 s of 60 ms frames, give or take the encoder's padding.
+      assert.ok(fullFrames >= 30, `a whole answer is ${fullFrames} frames`);
+    },
+    { timeout: 60_000 },
+  );
 
   after(async () => {
     await closeAll(rig.srv, rig.llm, tts);
@@ -93,7 +132,11 @@ describe('fault: remote mp3 TTS answers garbage or is cut mid-answer', { timeout
       assert.ok(heard.frames > 0, 'the apology is heard, not only shown');
       // The answer, then the apology with the remote voice (garbage again), then the embedded one.
       assert.equal(speech().speeches.length - speeches, 2);
-      assert.equal(server().logs.find('ffmpeg could not decode input').length - undecodable, 2, 'each undecodable answer is logged');
+      assert.equal(
+        server().logs.find('ffmpeg could not decode input').length - undecodable,
+        2,
+        'each undecodable answer is logged',
+      );
       assert.equal(server().logs.find('apology could not be spoken with this TTS').length, 1);
       assert.deepEqual(childProcesses(/ffmpeg/), []);
       assert.deepEqual((await turn(dev, 'Back to normal.')).said, ['Back to normal.'], 'the session goes on');
@@ -120,7 +163,10 @@ describe('fault: remote mp3 TTS answers garbage or is cut mid-answer', { timeout
       // The answer and the apology's first attempt, both cut.
       const cuts = server().logs.find('openai tts failed').slice(failed);
       assert.equal(cuts.length, 2, 'each cut is logged');
-      assert.ok(cuts.every((l) => l.code === 'provider_failed' && /connection lost/.test(String(l.err))), JSON.stringify(cuts));
+      assert.ok(
+        cuts.every((l) => l.code === 'provider_failed' && /connection lost/.test(String(l.err))),
+        JSON.stringify(cuts),
+      );
       assert.deepEqual(childProcesses(/ffmpeg/), []);
       assert.deepEqual((await turn(dev, 'Back to normal.')).said, ['Back to normal.'], 'the session goes on');
       assert.equal(dev.closeCode, null);

@@ -38,7 +38,13 @@ export interface AdminCase {
 }
 
 /** A token a stranger guesses: printable, no whitespace (so the server reads it as a bearer token). */
-const guess = fc.string({ unit: fc.integer({ min: 0x21, max: 0x7e }).map((c) => String.fromCharCode(c)), minLength: 1, maxLength: 120 }).filter((t) => t !== PLACEHOLDERS.token);
+const guess = fc
+  .string({
+    unit: fc.integer({ min: 0x21, max: 0x7e }).map((c) => String.fromCharCode(c)),
+    minLength: 1,
+    maxLength: 120,
+  })
+  .filter((t) => t !== PLACEHOLDERS.token);
 
 const authorization: fc.Arbitrary<{ header?: string; credential: Credential }> = fc.oneof(
   { weight: 3, arbitrary: fc.constant({ credential: 'none' as const }) },
@@ -47,7 +53,13 @@ const authorization: fc.Arbitrary<{ header?: string; credential: Credential }> =
   {
     weight: 1,
     arbitrary: fc
-      .constantFrom('Basic dXNlcjpwYXNz', 'Bearer', 'Bearer a b', `Token ${PLACEHOLDERS.token}`, 'bearer\ttoo many words here')
+      .constantFrom(
+        'Basic dXNlcjpwYXNz',
+        'Bearer',
+        'Bearer a b',
+        `Token ${PLACEHOLDERS.token}`,
+        'bearer\ttoo many words here',
+      )
       .map((header) => ({ header, credential: 'malformed' as const })),
   },
 );
@@ -56,7 +68,15 @@ const cookie = fc.oneof(
   { weight: 4, arbitrary: fc.constant(undefined) },
   { weight: 2, arbitrary: fc.constant(`xiaozhi_admin=${PLACEHOLDERS.session}`) },
   { weight: 2, arbitrary: fc.constant(`xiaozhi_admin_client=${PLACEHOLDERS.known}`) },
-  { weight: 1, arbitrary: fc.constantFrom('xiaozhi_admin=forged', 'xiaozhi_admin_client=AAAAAAAAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', 'a=1; xiaozhi_admin=;', '=;;=') },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      'xiaozhi_admin=forged',
+      'xiaozhi_admin_client=AAAAAAAAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
+      'a=1; xiaozhi_admin=;',
+      '=;;=',
+    ),
+  },
   { weight: 1, arbitrary: fc.string({ maxLength: 200 }) },
 );
 
@@ -69,7 +89,15 @@ const origin = fc.oneof(
 /** Values for a path parameter: well formed, nearly, or anything (percent-encoded on the wire). */
 const paramValue = (name: string): fc.Arbitrary<string> =>
   fc.oneof(
-    { weight: 3, arbitrary: name === 'deviceId' ? validMac : name === 'name' ? fc.constantFrom('kitchen', 'default', 'agent-1') : fc.constantFrom('1', '42', '0') },
+    {
+      weight: 3,
+      arbitrary:
+        name === 'deviceId'
+          ? validMac
+          : name === 'name'
+            ? fc.constantFrom('kitchen', 'default', 'agent-1')
+            : fc.constantFrom('1', '42', '0'),
+    },
     { weight: 2, arbitrary: fc.string({ maxLength: 80 }) },
     { weight: 1, arbitrary: fc.constantFrom('..', '%00', '__proto__', 'a'.repeat(5000)) },
   );
@@ -77,7 +105,14 @@ const paramValue = (name: string): fc.Arbitrary<string> =>
 const knownRoute = fc.constantFrom(...ADMIN_ROUTES).chain((r) => {
   const names = [...r.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1] as string);
   return fc
-    .tuple(fc.constant(r), fc.tuple(...names.map(paramValue)), fc.oneof({ weight: 8, arbitrary: fc.constant(r.method) }, { weight: 1, arbitrary: fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD') }))
+    .tuple(
+      fc.constant(r),
+      fc.tuple(...names.map(paramValue)),
+      fc.oneof(
+        { weight: 8, arbitrary: fc.constant(r.method) },
+        { weight: 1, arbitrary: fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD') },
+      ),
+    )
     .map(([route, values, method]) => {
       let path = route.path;
       names.forEach((n, i) => (path = path.replace(`{${n}}`, encodeURIComponent(values[i] ?? ''))));
@@ -85,7 +120,9 @@ const knownRoute = fc.constantFrom(...ADMIN_ROUTES).chain((r) => {
     });
 });
 
-const sessionRoute = fc.constantFrom('GET', 'POST', 'HEAD').map((method) => ({ method, path: '/api/admin/session', routeId: method === 'POST' ? 'signIn' : 'whoAmI' }));
+const sessionRoute = fc
+  .constantFrom('GET', 'POST', 'HEAD')
+  .map((method) => ({ method, path: '/api/admin/session', routeId: method === 'POST' ? 'signIn' : 'whoAmI' }));
 
 const unknownRoute = fc
   .record({ method: fc.constantFrom('GET', 'POST', 'DELETE', 'PROPFIND'), rest: fc.string({ maxLength: 60 }) })
@@ -93,7 +130,18 @@ const unknownRoute = fc
 
 /** Bodies the routes take (so the handlers run), or anything. */
 const body = fc.oneof(
-  { weight: 3, arbitrary: fc.constantFrom(`{"token":"${PLACEHOLDERS.token}"}`, '{"code":"123456"}', '{"name":"fuzz-agent","settings":{"prompt":"hi"}}', '{"settings":{"language":"en"}}', '{"alias":"x"}', '{"text":"hello there"}', '{}') },
+  {
+    weight: 3,
+    arbitrary: fc.constantFrom(
+      `{"token":"${PLACEHOLDERS.token}"}`,
+      '{"code":"123456"}',
+      '{"name":"fuzz-agent","settings":{"prompt":"hi"}}',
+      '{"settings":{"language":"en"}}',
+      '{"alias":"x"}',
+      '{"text":"hello there"}',
+      '{}',
+    ),
+  },
   { weight: 2, arbitrary: guess.map((g) => JSON.stringify({ token: g })) },
   { weight: 3, arbitrary: hostileValue },
   { weight: 1, arbitrary: fc.uint8Array({ maxLength: 2000 }).map((b) => Buffer.from(b).toString('latin1')) },
@@ -101,12 +149,27 @@ const body = fc.oneof(
   { weight: 2, arbitrary: fc.constant('') },
 );
 
-const contentType = fc.oneof({ weight: 6, arbitrary: fc.constant('application/json') }, { weight: 1, arbitrary: fc.constantFrom(undefined, 'text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=utf-8') });
+const contentType = fc.oneof(
+  { weight: 6, arbitrary: fc.constant('application/json') },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      undefined,
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'application/json; charset=utf-8',
+    ),
+  },
+);
 
 export const adminCase: fc.Arbitrary<AdminCase> = fc
   .record({
     // The session routes (the sign-in and whoAmI, which both look at a token) more often than the rest.
-    route: fc.oneof({ weight: 9, arbitrary: knownRoute }, { weight: 2, arbitrary: sessionRoute }, { weight: 1, arbitrary: unknownRoute }),
+    route: fc.oneof(
+      { weight: 9, arbitrary: knownRoute },
+      { weight: 2, arbitrary: sessionRoute },
+      { weight: 1, arbitrary: unknownRoute },
+    ),
     auth: authorization,
     cookie,
     origin,
@@ -126,7 +189,13 @@ export const adminCase: fc.Arbitrary<AdminCase> = fc
     // Authorization header there is not looked at.
     let credential = auth.credential;
     if (route.routeId === 'signIn' && route.method === 'POST') {
-      credential = !hasBody ? 'none' : b === `{"token":"${PLACEHOLDERS.token}"}` ? 'right' : /^\{"token":"[!-~]+"\}$/.test(b) && !b.includes('\\') ? 'wrong' : 'none';
+      credential = !hasBody
+        ? 'none'
+        : b === `{"token":"${PLACEHOLDERS.token}"}`
+          ? 'right'
+          : /^\{"token":"[!-~]+"\}$/.test(b) && !b.includes('\\')
+            ? 'wrong'
+            : 'none';
     }
     // Strangers guess from their addresses; the operator's sends no wrong token.
     const from = fromOperator && credential !== 'wrong' && !/"token":/.test(b) ? OPERATOR : strangerAddress;

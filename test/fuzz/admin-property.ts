@@ -41,7 +41,13 @@ export interface AdminTarget {
   cookies: { session: string; known: string };
   /** Guesses the server showed it compared, per budget key, and when that key's first came. */
   guesses: Map<string, { compared: number; since: number }>;
-  stats: { cases: number; statuses: Map<number, number>; maxDataDirBytes: number; heapBefore?: number; heapGrowth?: number };
+  stats: {
+    cases: number;
+    statuses: Map<number, number>;
+    maxDataDirBytes: number;
+    heapBefore?: number;
+    heapGrowth?: number;
+  };
   health: HealthWatch;
   close(): Promise<void>;
 }
@@ -68,7 +74,11 @@ export async function startAdminTarget(): Promise<AdminTarget> {
   try {
     app = await startTestApp({
       createConversation: recordingConversation().factory,
-      config: { admin: { token: ADMIN_FUZZ_TOKEN }, server: { dataDir, auth: { mode: 'activation' } }, logging: { level: 'info' } },
+      config: {
+        admin: { token: ADMIN_FUZZ_TOKEN },
+        server: { dataDir, auth: { mode: 'activation' } },
+        logging: { level: 'info' },
+      },
       plugins: [healthRoutes({ ready: () => true })],
       logs,
     });
@@ -78,9 +88,16 @@ export async function startAdminTarget(): Promise<AdminTarget> {
     throw err;
   }
   // The operator signs in once: the session and known-client cookies the cases may carry.
-  const signIn = await fetch(`${app.httpUrl}/api/admin/session`, { method: 'POST', headers: { 'content-type': 'application/json', origin: app.httpUrl }, body: JSON.stringify({ token: ADMIN_FUZZ_TOKEN }) });
+  const signIn = await fetch(`${app.httpUrl}/api/admin/session`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', origin: app.httpUrl },
+    body: JSON.stringify({ token: ADMIN_FUZZ_TOKEN }),
+  });
   assert.equal(signIn.status, 200);
-  const cookies = { session: setCookie(signIn.headers.getSetCookie(), 'xiaozhi_admin'), known: setCookie(signIn.headers.getSetCookie(), 'xiaozhi_admin_client') };
+  const cookies = {
+    session: setCookie(signIn.headers.getSetCookie(), 'xiaozhi_admin'),
+    known: setCookie(signIn.headers.getSetCookie(), 'xiaozhi_admin_client'),
+  };
   const heapBefore = heapAfterGc();
   const target: AdminTarget = {
     app,
@@ -103,13 +120,23 @@ export async function startAdminTarget(): Promise<AdminTarget> {
 }
 
 function substitute(t: AdminTarget, value: string): string {
-  return value.replaceAll(PLACEHOLDERS.token, ADMIN_FUZZ_TOKEN).replaceAll(PLACEHOLDERS.session, t.cookies.session).replaceAll(PLACEHOLDERS.known, t.cookies.known).replaceAll('{own}', t.app.httpUrl);
+  return value
+    .replaceAll(PLACEHOLDERS.token, ADMIN_FUZZ_TOKEN)
+    .replaceAll(PLACEHOLDERS.session, t.cookies.session)
+    .replaceAll(PLACEHOLDERS.known, t.cookies.known)
+    .replaceAll('{own}', t.app.httpUrl);
 }
 
 /** The request's bytes: request line, Host, the case's headers, Content-Length, Connection: close. */
 export function adminRawRequest(t: AdminTarget, c: AdminCase): Buffer {
   const body = Buffer.from(substitute(t, c.body.toString('latin1')), 'latin1');
-  const lines = [`${c.method} ${c.path} HTTP/1.1`, `Host: 127.0.0.1:${t.app.port}`, ...c.headers.map(([k, v]) => `${k}: ${substitute(t, v)}`), `Content-Length: ${body.length}`, 'Connection: close'];
+  const lines = [
+    `${c.method} ${c.path} HTTP/1.1`,
+    `Host: 127.0.0.1:${t.app.port}`,
+    ...c.headers.map(([k, v]) => `${k}: ${substitute(t, v)}`),
+    `Content-Length: ${body.length}`,
+    'Connection: close',
+  ];
   return Buffer.concat([Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1'), body]);
 }
 
@@ -159,7 +186,10 @@ export async function runAdminCase(t: AdminTarget, c: AdminCase): Promise<void> 
     t.guesses.set(key, g);
     // The server's clock and this one differ by the round trips: a second of slack on the refill.
     const allowed = BURST + Math.floor(((now - g.since + 1000) / 60_000) * PER_MINUTE);
-    assert.ok(g.compared <= allowed, `${what}: ${g.compared} wrong tokens compared for ${key} within ${((now - g.since) / 1000).toFixed(1)} s (budget ${allowed})`);
+    assert.ok(
+      g.compared <= allowed,
+      `${what}: ${g.compared} wrong tokens compared for ${key} within ${((now - g.since) / 1000).toFixed(1)} s (budget ${allowed})`,
+    );
   }
 
   t.health.assertHealthy(what);
@@ -173,16 +203,25 @@ export async function assertAdminServerUp(t: AdminTarget, what: string): Promise
   await health.arrayBuffer();
   const bytes = dirBytes(t.dataDir);
   t.stats.maxDataDirBytes = Math.max(t.stats.maxDataDirBytes, bytes);
-  assert.ok(bytes <= DATA_DIR_LIMIT_BYTES, `${what}: the data directory holds ${bytes} bytes (limit ${DATA_DIR_LIMIT_BYTES})`);
+  assert.ok(
+    bytes <= DATA_DIR_LIMIT_BYTES,
+    `${what}: the data directory holds ${bytes} bytes (limit ${DATA_DIR_LIMIT_BYTES})`,
+  );
   const heap = heapAfterGc();
   if (heap !== undefined && t.stats.heapBefore !== undefined) {
     t.stats.heapGrowth = heap - t.stats.heapBefore;
-    assert.ok(t.stats.heapGrowth <= HEAP_GROWTH_LIMIT_BYTES, `${what}: the heap grew by ${t.stats.heapGrowth} bytes (limit ${HEAP_GROWTH_LIMIT_BYTES})`);
+    assert.ok(
+      t.stats.heapGrowth <= HEAP_GROWTH_LIMIT_BYTES,
+      `${what}: the heap grew by ${t.stats.heapGrowth} bytes (limit ${HEAP_GROWTH_LIMIT_BYTES})`,
+    );
   }
 }
 
 export function describeAdminStats(t: AdminTarget): string {
-  const statuses = [...t.stats.statuses].sort(([a], [b]) => a - b).map(([s, n]) => `${s}×${n}`).join(' ');
+  const statuses = [...t.stats.statuses]
+    .sort(([a], [b]) => a - b)
+    .map(([s, n]) => `${s}×${n}`)
+    .join(' ');
   const guesses = [...t.guesses].map(([k, g]) => `${k} ${g.compared}`).join(', ');
   const heap = t.stats.heapGrowth !== undefined ? `, heap growth ${(t.stats.heapGrowth / 2 ** 20).toFixed(1)} MB` : '';
   return `admin: cases ${t.stats.cases}, answers ${statuses || 'none'}, wrong tokens compared ${guesses || 'none'}, crashes ${t.health.crashes.length}, error lines ${t.logs.errorCount()}, data dir max ${(t.stats.maxDataDirBytes / 1024).toFixed(1)} KB${heap}`;

@@ -21,9 +21,18 @@ export interface AdminFuzzOptions {
 /** Returns the report line. Throws (after closing the server) on the first failing case. */
 export async function runAdminFuzz(opts: AdminFuzzOptions): Promise<string> {
   const t = await startAdminTarget();
-  const timer = opts.progress ? setInterval(() => opts.progress?.(describeAdminStats(t)), opts.progressMs ?? 10_000) : undefined;
+  const timer = opts.progress
+    ? setInterval(() => opts.progress?.(describeAdminStats(t)), opts.progressMs ?? 10_000)
+    : undefined;
   try {
-    await fc.assert(fc.asyncProperty(adminCase, (c) => runAdminCase(t, c)), { seed: opts.seed, numRuns: opts.runs, ...(opts.timeLimitMs ? { interruptAfterTimeLimit: opts.timeLimitMs } : {}) });
+    await fc.assert(
+      fc.asyncProperty(adminCase, (c) => runAdminCase(t, c)),
+      {
+        seed: opts.seed,
+        numRuns: opts.runs,
+        ...(opts.timeLimitMs ? { interruptAfterTimeLimit: opts.timeLimitMs } : {}),
+      },
+    );
     await assertAdminServerUp(t, 'after the run');
     const line = describeAdminStats(t);
     opts.progress?.(line);

@@ -10,6 +10,8 @@ import { runAdminFuzz } from './admin-run.ts';
 const SEED = 20_261_127;
 const RUNS = 400;
 
-test(`seed ${SEED}: ${RUNS} hostile admin API requests; declared answers only, every wrong token budgeted, the server up`, { timeout: 300_000 }, async () => {
+test(`seed ${SEED}: ${RUNS} hostile admin API requests; declared answers only, every wrong token budgeted, the server up`, {
+  timeout: 300_000,
+}, async () => {
   console.log(`admin fuzz: ${await runAdminFuzz({ seed: SEED, runs: RUNS })}`);
 });

@@ -73,12 +73,20 @@ export async function runConnection(fz: FuzzServer, script: ConnectionScript): P
     }
     if (expected.open) {
       await roundTrip(dev);
-      assert.equal(dev.closeCode, null, `closed with ${dev.closeCode} "${dev.closeReason}", but the connection should stay open`);
+      assert.equal(
+        dev.closeCode,
+        null,
+        `closed with ${dev.closeCode} "${dev.closeReason}", but the connection should stay open`,
+      );
       const hellos = dev.json.filter((j) => j.msg.type === 'hello').length;
       assert.equal(hellos, expected.helloDone ? 1 : 0, 'one server hello for the first valid hello, none otherwise');
     } else {
       const code = await within(dev.closed, STEP_MS, `the close with ${expected.code} after message ${expected.after}`);
-      assert.equal(code, expected.code, `closed with ${code} "${dev.closeReason}", expected ${expected.code} after message ${expected.after}`);
+      assert.equal(
+        code,
+        expected.code,
+        `closed with ${code} "${dev.closeReason}", expected ${expected.code} after message ${expected.after}`,
+      );
     }
     assertServerMessagesValid(dev);
   } finally {

@@ -36,7 +36,10 @@ export interface FuzzRunResult {
 export function describeStats(fz: FuzzServer, startedAt: number): string {
   const inputs = [...fz.stats.inputs].map(([k, n]) => `${k} ${n}`).join(', ');
   const sent = [...fz.stats.inputs.values()].reduce((a, b) => a + b, 0);
-  const codes = [...fz.stats.closeCodes].sort(([a], [b]) => a - b).map(([c, n]) => `${c}×${n}`).join(' ');
+  const codes = [...fz.stats.closeCodes]
+    .sort(([a], [b]) => a - b)
+    .map(([c, n]) => `${c}×${n}`)
+    .join(' ');
   return (
     `cases ${fz.stats.cases}, inputs ${sent} (${inputs}), crashes ${fz.crashes.length}, error lines ${fz.logs.errorCount()}, ` +
     `close codes ${codes || 'none'}, elapsed ${((Date.now() - startedAt) / 1000).toFixed(1)} s, ` +
@@ -47,7 +50,9 @@ export function describeStats(fz: FuzzServer, startedAt: number): string {
 export async function runFuzz(fz: FuzzServer, opts: FuzzRunOptions): Promise<FuzzRunResult> {
   const startedAt = Date.now();
   const honest = await HonestDevice.connect(fz.srv.wsUrl);
-  const timer = opts.progress ? setInterval(() => opts.progress?.(describeStats(fz, startedAt)), opts.progressMs ?? 10_000) : undefined;
+  const timer = opts.progress
+    ? setInterval(() => opts.progress?.(describeStats(fz, startedAt)), opts.progressMs ?? 10_000)
+    : undefined;
   try {
     // Paced to leave room in the session's turn budget for the spoken turn at the end.
     const perMinute = fz.srv.config.conversation.maxTurnsPerMinute;
@@ -56,15 +61,25 @@ export async function runFuzz(fz: FuzzServer, opts: FuzzRunOptions): Promise<Fuz
     const limit = (share: number) => (opts.timeLimitMs ? { interruptAfterTimeLimit: opts.timeLimitMs * share } : {});
     const mcpShare = opts.mcpRuns / (opts.mcpRuns + opts.connectionRuns);
     // MCP runs first and short: they are the slow ones (each probe call is a spoken turn).
-    if (opts.mcpRuns > 0) await fc.assert(fc.asyncProperty(mcpScript, (s) => runMcpExchange(fz, s)), { seed: opts.seed, numRuns: opts.mcpRuns, ...limit(Math.max(0.1, mcpShare)) });
-    await fc.assert(fc.asyncProperty(connectionScript, (s) => runConnection(fz, s)), { seed: opts.seed, numRuns: opts.connectionRuns, ...limit(1 - Math.max(0.1, mcpShare)) });
+    if (opts.mcpRuns > 0)
+      await fc.assert(
+        fc.asyncProperty(mcpScript, (s) => runMcpExchange(fz, s)),
+        { seed: opts.seed, numRuns: opts.mcpRuns, ...limit(Math.max(0.1, mcpShare)) },
+      );
+    await fc.assert(
+      fc.asyncProperty(connectionScript, (s) => runConnection(fz, s)),
+      { seed: opts.seed, numRuns: opts.connectionRuns, ...limit(1 - Math.max(0.1, mcpShare)) },
+    );
     await honest.stopTalking();
     assert.deepEqual(honest.failures, [], 'the honest device kept talking during the fuzzing');
     assert.ok(honest.turns > 0, 'the honest device completed typed turns during the fuzzing');
     assert.equal(honest.dev.closeCode, null, 'the honest session is still open');
     // Nothing of the fuzzed devices is left: sessions end and release their media state.
     await waitFor(() => fz.srv.app.registry.size === 1, { what: 'every fuzzed session to end', timeoutMs: 10_000 });
-    await waitFor(() => fz.srv.deps.media.stats().sessions <= 1, { what: 'the fuzzed sessions’ media state to be released', timeoutMs: 10_000 });
+    await waitFor(() => fz.srv.deps.media.stats().sessions <= 1, {
+      what: 'the fuzzed sessions’ media state to be released',
+      timeoutMs: 10_000,
+    });
     const recognised = await honest.voiceTurn();
     assert.match(recognised, /weather/i, 'the honest device’s speech was recognised after the fuzzing');
     fz.assertHealthy('after the fuzz run');

@@ -49,7 +49,10 @@ export async function startFuzzServer(overrides: Record<string, unknown> = {}): 
     // The probe tool is called when the session's model sees it; its result ends in a short answer.
     llm.rule({
       when: (r) => r.toolResults.length === 0 && r.lastUserText.includes(PROBE_TEXT),
-      reply: (r) => (r.toolNames.includes(PROBE_EXPOSED) ? fakeToolCalls([{ name: PROBE_EXPOSED, arguments: {} }]) : fakeText('No probe.')),
+      reply: (r) =>
+        r.toolNames.includes(PROBE_EXPOSED)
+          ? fakeToolCalls([{ name: PROBE_EXPOSED, arguments: {} }])
+          : fakeText('No probe.'),
     });
     llm.rule({ when: (r) => r.toolResults.length > 0, reply: fakeText('Done.') });
     // Info, not debug: a debug line per fuzzed message would be most of the CPU of a long run.

@@ -30,12 +30,16 @@ export function watchHealth(logs: LogWatch): HealthWatch {
       if (crashes.length > crashesSeen) {
         const err = crashes[crashesSeen];
         crashesSeen = crashes.length;
-        throw new Error(`${what}: uncaught exception or unhandled rejection: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+        throw new Error(
+          `${what}: uncaught exception or unhandled rejection: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
+        );
       }
       if (logs.errorCount() > errorsSeen) {
         const n = logs.errorCount() - errorsSeen;
         errorsSeen = logs.errorCount();
-        throw new Error(`${what}: the server logged ${n} error line(s): ${JSON.stringify(logs.errors().slice(-n)).slice(0, 2000)}`);
+        throw new Error(
+          `${what}: the server logged ${n} error line(s): ${JSON.stringify(logs.errors().slice(-n)).slice(0, 2000)}`,
+        );
       }
     },
     stop() {

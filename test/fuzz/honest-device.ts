@@ -48,7 +48,8 @@ export class HonestDevice {
         } catch (err) {
           this.failures.push(String(err).slice(0, 500));
         }
-        while (!this.#stopped && Date.now() - startedAt < minIntervalMs) await sleep(Math.min(100, minIntervalMs - (Date.now() - startedAt)));
+        while (!this.#stopped && Date.now() - startedAt < minIntervalMs)
+          await sleep(Math.min(100, minIntervalMs - (Date.now() - startedAt)));
       }
     })();
   }
@@ -64,7 +65,11 @@ export class HonestDevice {
     const from = this.dev.json.length;
     this.dev.listen('start', { mode: 'auto' });
     await sendPaced(this.dev, packets, 60, () => this.dev.json.slice(from).some((j) => j.msg.type === 'tts'));
-    const stt = await this.dev.waitFor('stt', () => this.dev.json.slice(from).find((j) => j.msg.type === 'stt')?.msg, 20_000);
+    const stt = await this.dev.waitFor(
+      'stt',
+      () => this.dev.json.slice(from).find((j) => j.msg.type === 'stt')?.msg,
+      20_000,
+    );
     await this.dev.waitJson('tts', 'stop', 20_000, from);
     return String(stt.text);
   }

@@ -72,7 +72,8 @@ export class HonestFirmware {
         } catch (err) {
           this.failures.push(String(err).slice(0, 500));
         }
-        while (!this.#stopped && Date.now() - startedAt < minIntervalMs) await sleep(Math.min(100, minIntervalMs - (Date.now() - startedAt)));
+        while (!this.#stopped && Date.now() - startedAt < minIntervalMs)
+          await sleep(Math.min(100, minIntervalMs - (Date.now() - startedAt)));
       }
     })();
   }
@@ -84,7 +85,11 @@ export class HonestFirmware {
 
   /** What the fuzz must not have changed: every downlink datagram passed the firmware's checks, in sequence. */
   assertUntouched(): void {
-    assert.deepEqual(this.fw.drops, { short: 0, type: 0, size: 0, old: 0 }, 'no datagram the firmware would drop reached the bystander');
+    assert.deepEqual(
+      this.fw.drops,
+      { short: 0, type: 0, size: 0, old: 0 },
+      'no datagram the firmware would drop reached the bystander',
+    );
     assert.equal(this.fw.sequenceGaps, 0, 'the bystander’s downlink sequence ran without gaps');
     assert.equal(this.fw.disconnects, 0, 'the bystander’s broker connection stayed up');
     assert.ok(this.fw.channelOpen, 'the bystander’s audio channel is still open');
@@ -96,7 +101,11 @@ export class HonestFirmware {
     const from = this.fw.json.length;
     this.fw.listenStart('auto');
     await this.fw.sendPaced(packets, () => this.fw.json.slice(from).some((j) => j.msg.type === 'tts'));
-    const stt = await this.fw.waitFor('stt', () => this.fw.json.slice(from).find((j) => j.msg.type === 'stt')?.msg, 20_000);
+    const stt = await this.fw.waitFor(
+      'stt',
+      () => this.fw.json.slice(from).find((j) => j.msg.type === 'stt')?.msg,
+      20_000,
+    );
     await this.fw.waitJson('tts', 'stop', 20_000, from);
     return String(stt.text);
   }

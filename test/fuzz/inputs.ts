@@ -58,7 +58,10 @@ export function expectedEnd(inputs: readonly FuzzInput[], maxMessageBytes: numbe
 /** One line per input for counterexamples: a 100 KB frame printed byte by byte would bury the failure. */
 export function describeInput(input: FuzzInput): string {
   if (input.kind === 'text') {
-    const t = input.text.length > 300 ? `${input.text.slice(0, 200)}…(${input.text.length} chars)…${input.text.slice(-60)}` : input.text;
+    const t =
+      input.text.length > 300
+        ? `${input.text.slice(0, 200)}…(${input.text.length} chars)…${input.text.slice(-60)}`
+        : input.text;
     return `text/${input.cls} ${JSON.stringify(t)}`;
   }
   const head = Buffer.from(input.bytes.subarray(0, 24)).toString('hex');

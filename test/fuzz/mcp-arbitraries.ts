@@ -10,7 +10,17 @@ import { hostileValue } from './json-arbitraries.ts';
 
 export type Decoy =
   | { kind: 'otherId'; delta: number; body: 'result' | 'error' }
-  | { kind: 'stringId' | 'fractionalId' | 'nullId' | 'noId' | 'withMethod' | 'noResult' | 'brokenJson' | 'payloadNotObject' };
+  | {
+      kind:
+        | 'stringId'
+        | 'fractionalId'
+        | 'nullId'
+        | 'noId'
+        | 'withMethod'
+        | 'noResult'
+        | 'brokenJson'
+        | 'payloadNotObject';
+    };
 
 /**
  * The settling reply: `result` or `error` (raw JSON text), and whether `jsonrpc` is present; or
@@ -29,15 +39,33 @@ export interface ReplyPlan {
 }
 
 const decoy: fc.Arbitrary<Decoy> = fc.oneof(
-  fc.record({ kind: fc.constant('otherId' as const), delta: fc.integer({ min: -3, max: 1000 }).filter((d) => d !== 0), body: fc.constantFrom('result' as const, 'error' as const) }),
-  fc.constantFrom<Decoy>({ kind: 'stringId' }, { kind: 'fractionalId' }, { kind: 'nullId' }, { kind: 'noId' }, { kind: 'withMethod' }, { kind: 'noResult' }, { kind: 'brokenJson' }, { kind: 'payloadNotObject' }),
+  fc.record({
+    kind: fc.constant('otherId' as const),
+    delta: fc.integer({ min: -3, max: 1000 }).filter((d) => d !== 0),
+    body: fc.constantFrom('result' as const, 'error' as const),
+  }),
+  fc.constantFrom<Decoy>(
+    { kind: 'stringId' },
+    { kind: 'fractionalId' },
+    { kind: 'nullId' },
+    { kind: 'noId' },
+    { kind: 'withMethod' },
+    { kind: 'noResult' },
+    { kind: 'brokenJson' },
+    { kind: 'payloadNotObject' },
+  ),
 );
 
 const decoys = fc.array(decoy, { maxLength: 3 });
 
 /** Errors as firmware sends them (sometimes without `code`), and as nobody should. */
 const errorValue: fc.Arbitrary<string> = fc.oneof(
-  fc.record({ code: fc.integer(), message: fc.string({ unit: 'grapheme', maxLength: 200 }) }, { requiredKeys: ['message'] }).map((e) => JSON.stringify(e)),
+  fc
+    .record(
+      { code: fc.integer(), message: fc.string({ unit: 'grapheme', maxLength: 200 }) },
+      { requiredKeys: ['message'] },
+    )
+    .map((e) => JSON.stringify(e)),
   hostileValue,
 );
 
@@ -50,18 +78,27 @@ function plan(result: fc.Arbitrary<string>, weightError = 1): fc.Arbitrary<Reply
       { weight: weightError, arbitrary: fc.record({ result, error: errorValue, jsonrpc: fc.boolean() }) },
       {
         weight: weightError,
-        arbitrary: fc.record({ brokenError: fc.string({ maxLength: 40 }).map((m) => `Unknown tool: "${m}"`), jsonrpc: fc.constant(true) }),
+        arbitrary: fc.record({
+          brokenError: fc.string({ maxLength: 40 }).map((m) => `Unknown tool: "${m}"`),
+          jsonrpc: fc.constant(true),
+        }),
       },
     ),
   });
 }
 
-const initializeResult = fc.oneof(fc.constant('{"protocolVersion":"2024-11-05","capabilities":{"tools":{}}}'), hostileValue);
+const initializeResult = fc.oneof(
+  fc.constant('{"protocolVersion":"2024-11-05","capabilities":{"tools":{}}}'),
+  hostileValue,
+);
 
 /** A schema nested `depth` levels (properties → x → properties → x …), as text. */
 const deepSchema = fc
   // ~36 bytes a level: up to 1,500 levels fit a 64 KiB message; 30,000 (a depth that once overflowed the stack) does not.
-  .oneof({ weight: 9, arbitrary: fc.integer({ min: 2, max: 1500 }) }, { weight: 1, arbitrary: fc.integer({ min: 1501, max: 30_000 }) })
+  .oneof(
+    { weight: 9, arbitrary: fc.integer({ min: 2, max: 1500 }) },
+    { weight: 1, arbitrary: fc.integer({ min: 1501, max: 30_000 }) },
+  )
   .map((depth) => '{"type":"object","properties":{"x":'.repeat(depth) + '{}' + '}}'.repeat(depth));
 
 const toolName = fc.oneof(
@@ -76,10 +113,17 @@ const tool: fc.Arbitrary<string> = fc.oneof(
     arbitrary: fc
       .record({
         name: toolName,
-        description: fc.oneof(fc.string({ maxLength: 80 }).map((s) => JSON.stringify(s)), fc.integer({ min: 1001, max: 5000 }).map((n) => JSON.stringify('d'.repeat(n))), hostileValue),
+        description: fc.oneof(
+          fc.string({ maxLength: 80 }).map((s) => JSON.stringify(s)),
+          fc.integer({ min: 1001, max: 5000 }).map((n) => JSON.stringify('d'.repeat(n))),
+          hostileValue,
+        ),
         inputSchema: fc.oneof(fc.constant('{"type":"object","properties":{}}'), deepSchema, hostileValue),
       })
-      .map(({ name, description, inputSchema }) => `{"name":${name},"description":${description},"inputSchema":${inputSchema}}`),
+      .map(
+        ({ name, description, inputSchema }) =>
+          `{"name":${name},"description":${description},"inputSchema":${inputSchema}}`,
+      ),
   },
   { weight: 1, arbitrary: hostileValue },
 );
@@ -89,10 +133,24 @@ const toolsList = fc
   .record({
     tools: fc.oneof(
       { weight: 6, arbitrary: fc.array(tool, { maxLength: 8 }).map((ts) => `[${ts.join(',')}]`) },
-      { weight: 1, arbitrary: fc.integer({ min: 300, max: 1400 }).map((n) => `[${Array.from({ length: n }, (_, i) => `{"name":"fz${i}","inputSchema":{"type":"object"}}`).join(',')}]`) },
+      {
+        weight: 1,
+        arbitrary: fc
+          .integer({ min: 300, max: 1400 })
+          .map(
+            (n) =>
+              `[${Array.from({ length: n }, (_, i) => `{"name":"fz${i}","inputSchema":{"type":"object"}}`).join(',')}]`,
+          ),
+      },
       { weight: 1, arbitrary: hostileValue },
     ),
-    nextCursor: fc.option(fc.oneof(fc.constantFrom('"fz1"', '"fz2"', '""', '5', 'null'), fc.string({ maxLength: 10 }).map((s) => JSON.stringify(s))), { nil: undefined }),
+    nextCursor: fc.option(
+      fc.oneof(
+        fc.constantFrom('"fz1"', '"fz2"', '""', '5', 'null'),
+        fc.string({ maxLength: 10 }).map((s) => JSON.stringify(s)),
+      ),
+      { nil: undefined },
+    ),
   })
   .map(({ tools, nextCursor }) => `{"tools":${tools}${nextCursor !== undefined ? `,"nextCursor":${nextCursor}` : ''}}`);
 
@@ -100,12 +158,16 @@ const listResult = fc.oneof({ weight: 6, arbitrary: toolsList }, { weight: 1, ar
 
 /** The content of a tools/call result: MCP content blocks, wrong shapes, huge text. */
 const callResult = fc.oneof(
-  fc.string({ unit: 'grapheme', maxLength: 200 }).map((text) => JSON.stringify({ content: [{ type: 'text', text }], isError: false })),
+  fc
+    .string({ unit: 'grapheme', maxLength: 200 })
+    .map((text) => JSON.stringify({ content: [{ type: 'text', text }], isError: false })),
   fc.constant(JSON.stringify({ content: [{ type: 'image', data: 'not base64!', mimeType: 'image/jpeg' }] })),
   fc.constant(JSON.stringify({ content: [{ type: 'audio', data: '////', mimeType: 'audio/ogg' }] })),
   fc.constant(JSON.stringify({ content: [{ type: 'resource_link', uri: 'file:///etc/passwd', name: 'x' }] })),
   fc.constant(JSON.stringify({ content: 'not an array', isError: 'yes' })),
-  fc.integer({ min: 1000, max: 20_000 }).map((n) => JSON.stringify({ content: Array.from({ length: n }, () => ({ type: 'text', text: 'x' })) })),
+  fc
+    .integer({ min: 1000, max: 20_000 })
+    .map((n) => JSON.stringify({ content: Array.from({ length: n }, () => ({ type: 'text', text: 'x' })) })),
   hostileValue,
 );
 
@@ -123,7 +185,11 @@ export interface McpScript {
   call: ReplyPlan;
 }
 
-const VALID_INIT = JSON.stringify({ protocolVersion: '2024-11-05', capabilities: { tools: {} }, serverInfo: { name: 'fuzz-board', version: '2.4.2' } });
+const VALID_INIT = JSON.stringify({
+  protocolVersion: '2024-11-05',
+  capabilities: { tools: {} },
+  serverInfo: { name: 'fuzz-board', version: '2.4.2' },
+});
 
 export const mcpScript: fc.Arbitrary<McpScript> = fc
   .record({
@@ -151,7 +217,9 @@ export function renderDecoy(d: Decoy, id: number): string {
   const wrap = (payload: string): string => `{"type":"mcp","payload":${payload}}`;
   switch (d.kind) {
     case 'otherId':
-      return wrap(`{"jsonrpc":"2.0","id":${id + d.delta},${d.body === 'result' ? '"result":{}' : '"error":{"message":"decoy"}'}}`);
+      return wrap(
+        `{"jsonrpc":"2.0","id":${id + d.delta},${d.body === 'result' ? '"result":{}' : '"error":{"message":"decoy"}'}}`,
+      );
     case 'stringId':
       return wrap(`{"jsonrpc":"2.0","id":"${id}","result":{}}`);
     case 'fractionalId':
@@ -173,8 +241,14 @@ export function renderDecoy(d: Decoy, id: number): string {
 }
 
 export function renderFinal(f: FinalReply, id: number): string {
-  if (f.brokenError !== undefined) return `{"session_id":"s","type":"mcp","payload":{"jsonrpc":"2.0","id":${id},"error":{"message":"${f.brokenError}"}}}`;
-  const parts = [...(f.jsonrpc ? ['"jsonrpc":"2.0"'] : []), `"id":${id}`, ...(f.result !== undefined ? [`"result":${f.result}`] : []), ...(f.error !== undefined ? [`"error":${f.error}`] : [])];
+  if (f.brokenError !== undefined)
+    return `{"session_id":"s","type":"mcp","payload":{"jsonrpc":"2.0","id":${id},"error":{"message":"${f.brokenError}"}}}`;
+  const parts = [
+    ...(f.jsonrpc ? ['"jsonrpc":"2.0"'] : []),
+    `"id":${id}`,
+    ...(f.result !== undefined ? [`"result":${f.result}`] : []),
+    ...(f.error !== undefined ? [`"error":${f.error}`] : []),
+  ];
   return `{"type":"mcp","payload":{${parts.join(',')}}}`;
 }
 

@@ -71,16 +71,37 @@ const badToken: fc.Arbitrary<string> = fc.oneof(
 );
 
 const tokenPlan: fc.Arbitrary<TokenPlan> = fc.oneof(
-  { weight: 4, arbitrary: fc.constantFrom<'query' | 'header'>('query', 'header').map((via): TokenPlan => ({ kind: 'valid', via })) },
-  { weight: 1, arbitrary: fc.record({ token: badToken, via: fc.constantFrom<'query' | 'header'>('query', 'header') }).map((r): TokenPlan => ({ kind: 'bad', ...r })) },
+  {
+    weight: 4,
+    arbitrary: fc.constantFrom<'query' | 'header'>('query', 'header').map((via): TokenPlan => ({ kind: 'valid', via })),
+  },
+  {
+    weight: 1,
+    arbitrary: fc
+      .record({ token: badToken, via: fc.constantFrom<'query' | 'header'>('query', 'header') })
+      .map((r): TokenPlan => ({ kind: 'bad', ...r })),
+  },
 );
 
 const listPlan: fc.Arbitrary<ListPlan> = fc.record({
-  pages: fc.oneof({ weight: 3, arbitrary: fc.integer({ min: 1, max: 3 }) }, { weight: 1, arbitrary: fc.integer({ min: 15, max: 60 }) }),
-  toolsPerPage: fc.oneof({ weight: 3, arbitrary: fc.integer({ min: 0, max: 8 }) }, { weight: 1, arbitrary: fc.integer({ min: 30, max: 140 }) }),
+  pages: fc.oneof(
+    { weight: 3, arbitrary: fc.integer({ min: 1, max: 3 }) },
+    { weight: 1, arbitrary: fc.integer({ min: 15, max: 60 }) },
+  ),
+  toolsPerPage: fc.oneof(
+    { weight: 3, arbitrary: fc.integer({ min: 0, max: 8 }) },
+    { weight: 1, arbitrary: fc.integer({ min: 30, max: 140 }) },
+  ),
   shape: fc.constantFrom<ToolShape>('small', 'small', 'fat', 'hostile'),
   cursor: fc.constantFrom<ListPlan['cursor']>('fresh', 'fresh', 'same', 'none'),
-  hostileNames: fc.array(fc.oneof(fc.string({ maxLength: 80 }), fc.constantFrom('__proto__', 'constructor', '', 'self.audio_speaker.set_volume', 'sentinel_echo'), fc.integer({ min: 100, max: 2000 }).map((n) => 'n'.repeat(n))), { minLength: 1, maxLength: 4 }),
+  hostileNames: fc.array(
+    fc.oneof(
+      fc.string({ maxLength: 80 }),
+      fc.constantFrom('__proto__', 'constructor', '', 'self.audio_speaker.set_volume', 'sentinel_echo'),
+      fc.integer({ min: 100, max: 2000 }).map((n) => 'n'.repeat(n)),
+    ),
+    { minLength: 1, maxLength: 4 },
+  ),
   hostileSchemas: fc.array(hostileValue, { minLength: 1, maxLength: 3 }),
 });
 
@@ -105,19 +126,42 @@ const frame: fc.Arbitrary<Frame> = fc.oneof(
       .map((text): Frame => ({ kind: 'text', text })),
   },
   { weight: 1, arbitrary: fc.integer({ min: 1, max: 5000 }).map((bytes): Frame => ({ kind: 'binary', bytes })) },
-  { weight: 1, arbitrary: fc.oneof(fc.integer({ min: 60_000, max: 70_000 }), fc.integer({ min: 100_000, max: 300_000 })).map((bytes): Frame => ({ kind: 'huge', bytes })) },
-  { weight: 2, arbitrary: fc.integer({ min: 1, max: 300 }).map((count): Frame => ({ kind: 'listChangedFlood', count })) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .oneof(fc.integer({ min: 60_000, max: 70_000 }), fc.integer({ min: 100_000, max: 300_000 }))
+      .map((bytes): Frame => ({ kind: 'huge', bytes })),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.integer({ min: 1, max: 300 }).map((count): Frame => ({ kind: 'listChangedFlood', count })),
+  },
   {
     weight: 2,
     arbitrary: fc
-      .record({ method: fc.constantFrom('ping', 'tools/list', 'tools/call', 'sampling/createMessage', 'roots/list', 'elicitation/create', 'initialize', 'x'.repeat(500)), id: fc.string({ maxLength: 10 }) })
+      .record({
+        method: fc.constantFrom(
+          'ping',
+          'tools/list',
+          'tools/call',
+          'sampling/createMessage',
+          'roots/list',
+          'elicitation/create',
+          'initialize',
+          'x'.repeat(500),
+        ),
+        id: fc.string({ maxLength: 10 }),
+      })
       .map((r): Frame => ({ kind: 'request', ...r })),
   },
 );
 
 export const bridgeCase: fc.Arbitrary<BridgeCase> = fc.record({
   token: tokenPlan,
-  name: fc.option(fc.oneof(fc.constant(SENTINEL_NAME), fc.stringMatching(/^[\w .:-]{1,20}$/), fc.string({ maxLength: 80 })), { nil: undefined }),
+  name: fc.option(
+    fc.oneof(fc.constant(SENTINEL_NAME), fc.stringMatching(/^[\w .:-]{1,20}$/), fc.string({ maxLength: 80 })),
+    { nil: undefined },
+  ),
   initialize: fc.oneof({ weight: 5, arbitrary: fc.constant<Answer>('valid') }, { weight: 1, arbitrary: answer }),
   list: fc.oneof({ weight: 3, arbitrary: fc.constant<Answer>('valid') }, { weight: 1, arbitrary: answer }),
   listPlan,
@@ -133,12 +177,19 @@ export function toolsText(plan: ListPlan, page: number): string {
     const name = `fz_${page}_${i}`;
     if (plan.shape === 'small') tools.push(`{"name":"${name}","inputSchema":{"type":"object"}}`);
     else if (plan.shape === 'fat') {
-      const props = Array.from({ length: 12 }, (_, p) => `"p${p}":{"type":"string","description":"${'parameter '.repeat(20)}"}`).join(',');
-      tools.push(`{"name":"${name}","description":"${'what it does '.repeat(70)}","inputSchema":{"type":"object","properties":{${props}}}}`);
+      const props = Array.from(
+        { length: 12 },
+        (_, p) => `"p${p}":{"type":"string","description":"${'parameter '.repeat(20)}"}`,
+      ).join(',');
+      tools.push(
+        `{"name":"${name}","description":"${'what it does '.repeat(70)}","inputSchema":{"type":"object","properties":{${props}}}}`,
+      );
     } else {
       const hostileName = plan.hostileNames[i % plan.hostileNames.length] ?? name;
       const schema = plan.hostileSchemas[i % plan.hostileSchemas.length] ?? '{}';
-      tools.push(`{"name":${JSON.stringify(i % 2 === 0 ? hostileName : name)},"description":${schema},"inputSchema":${schema}}`);
+      tools.push(
+        `{"name":${JSON.stringify(i % 2 === 0 ? hostileName : name)},"description":${schema},"inputSchema":${schema}}`,
+      );
     }
   }
   return `[${tools.join(',')}]`;

@@ -27,7 +27,14 @@ import { toolSpecBytes } from '../../mcp/tool-budget.ts';
 import { SAFE_TOOL_NAME } from '../../mcp/name-patterns.ts';
 import { createLogWatch, type LogWatch } from './log-watch.ts';
 import { watchHealth, type HealthWatch } from './health-watch.ts';
-import { bridgeCase, SENTINEL_NAME, toolsText, type Answer, type BridgeCase, type Frame } from './mcp-bridge-arbitraries.ts';
+import {
+  bridgeCase,
+  SENTINEL_NAME,
+  toolsText,
+  type Answer,
+  type BridgeCase,
+  type Frame,
+} from './mcp-bridge-arbitraries.ts';
 
 /** Close codes the endpoint uses, and 1006 (the socket dropped: a frame over server.maxMessageBytes, or ended by us). */
 const KNOWN_CLOSES = new Set([1000, 1001, 1006, 1008, 1009]);
@@ -46,7 +53,14 @@ interface Target {
   other: SdkBridge;
   address: string;
   health: HealthWatch;
-  stats: { cases: number; refused: Map<number, number>; closes: Map<number | 'open', number>; joined: number; calls: number; reasons: Map<string, number> };
+  stats: {
+    cases: number;
+    refused: Map<number, number>;
+    closes: Map<number | 'open', number>;
+    joined: number;
+    calls: number;
+    reasons: Map<string, number>;
+  };
 }
 
 function gcFunction(): () => void {
@@ -66,7 +80,8 @@ function count<K>(m: Map<K, number>, k: K): void {
   m.set(k, (m.get(k) ?? 0) + 1);
 }
 
-const text = (r: { content: Array<{ type: string; text?: string }> }): string => r.content.map((c) => c.text ?? '').join('');
+const text = (r: { content: Array<{ type: string; text?: string }> }): string =>
+  r.content.map((c) => c.text ?? '').join('');
 
 async function startTarget(): Promise<Target> {
   const logs = createLogWatch();
@@ -74,7 +89,15 @@ async function startTarget(): Promise<Target> {
   const t = await startTestApp({
     createConversation: recordingConversation().factory,
     logs,
-    config: { logging: { level: 'info' }, mcpEndpoint: { requestTimeoutMs: 300, callTimeoutMs: CALL_TIMEOUT_MS, pingIntervalMs: 0, maxConnectionsPerAddress: 64 } },
+    config: {
+      logging: { level: 'info' },
+      mcpEndpoint: {
+        requestTimeoutMs: 300,
+        callTimeoutMs: CALL_TIMEOUT_MS,
+        pingIntervalMs: 0,
+        maxConnectionsPerAddress: 64,
+      },
+    },
   }).catch((err: unknown) => {
     health.stop();
     throw err;
@@ -84,10 +107,17 @@ async function startTarget(): Promise<Target> {
     const { token } = await t.app.store.mcpTokens.issue('fuzz');
     const calm = await t.app.store.mcpTokens.issue('calm');
     const base = `ws://127.0.0.1:${t.port}/mcp/`;
-    const url = (tok: string, name?: string): string => `${base}?token=${encodeURIComponent(tok)}${name !== undefined ? `&bridge=${encodeURIComponent(name)}` : ''}`;
-    const same = await connectSdkBridge(url(token, SENTINEL_NAME), SENTINEL_NAME, [{ name: 'sentinel_echo', description: 'Echoes', args: ['x'], run: (a) => `same:${a.x}` }]);
-    const other = await connectSdkBridge(url(calm.token), 'calm', [{ name: 'calm_echo', description: 'Echoes', args: ['x'], run: (a) => `other:${a.x}` }]);
-    await waitFor(() => t.app.bridges.bridgesOf('fuzz').length === 1 && t.app.bridges.bridgesOf('calm').length === 1, { what: 'the well-behaved bridges' });
+    const url = (tok: string, name?: string): string =>
+      `${base}?token=${encodeURIComponent(tok)}${name !== undefined ? `&bridge=${encodeURIComponent(name)}` : ''}`;
+    const same = await connectSdkBridge(url(token, SENTINEL_NAME), SENTINEL_NAME, [
+      { name: 'sentinel_echo', description: 'Echoes', args: ['x'], run: (a) => `same:${a.x}` },
+    ]);
+    const other = await connectSdkBridge(url(calm.token), 'calm', [
+      { name: 'calm_echo', description: 'Echoes', args: ['x'], run: (a) => `other:${a.x}` },
+    ]);
+    await waitFor(() => t.app.bridges.bridgesOf('fuzz').length === 1 && t.app.bridges.bridgesOf('calm').length === 1, {
+      what: 'the well-behaved bridges',
+    });
     const address = t.app.bridges.bridgesOf('fuzz')[0]?.address ?? '';
     return {
       t,
@@ -140,11 +170,17 @@ function send(ws: WebSocket, f: Frame): void {
  * The upgrade's answer: 101 (open socket) or the refusal's status. `answer` listens from before
  * the socket opens: the endpoint's initialize can come in the same packet as the 101.
  */
-async function dial(target: Target, c: BridgeCase, answer: (ws: WebSocket, data: string) => void): Promise<{ ws: WebSocket; status: 101 } | { status: number }> {
+async function dial(
+  target: Target,
+  c: BridgeCase,
+  answer: (ws: WebSocket, data: string) => void,
+): Promise<{ ws: WebSocket; status: 101 } | { status: number }> {
   const token = c.token.kind === 'valid' ? target.token : c.token.token;
   // A header cannot carry every character; such a token goes in the query instead.
   const header = c.token.via === 'header' && /^[\x21-\x7e]*$/.test(token);
-  const url = header ? target.url('', c.name).replace('?token=&', '?').replace('?token=', '') : target.url(token, c.name);
+  const url = header
+    ? target.url('', c.name).replace('?token=&', '?').replace('?token=', '')
+    : target.url(token, c.name);
   const ws = new WebSocket(url, header ? { headers: { authorization: `Bearer ${token}` } } : {});
   ws.on('error', () => undefined);
   ws.on('message', (data, isBinary) => {
@@ -171,11 +207,21 @@ function answerRequest(ws: WebSocket, data: string, c: BridgeCase): void {
   }
   if (m.id === undefined || typeof m.method !== 'string') return;
   if (m.method === 'initialize') {
-    reply(ws, m.id, `{"protocolVersion":"2024-11-05","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":${JSON.stringify(c.name ?? 'fuzz')},"version":"1"}}`, c.initialize);
+    reply(
+      ws,
+      m.id,
+      `{"protocolVersion":"2024-11-05","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":${JSON.stringify(c.name ?? 'fuzz')},"version":"1"}}`,
+      c.initialize,
+    );
   } else if (m.method === 'tools/list') {
     const p = c.listPlan;
     const page = typeof m.params?.cursor === 'string' ? Number(m.params.cursor.slice(1)) || 0 : 0;
-    const next = p.cursor === 'none' || page + 1 >= p.pages ? '' : p.cursor === 'same' ? ',"nextCursor":"c1"' : `,"nextCursor":"c${page + 1}"`;
+    const next =
+      p.cursor === 'none' || page + 1 >= p.pages
+        ? ''
+        : p.cursor === 'same'
+          ? ',"nextCursor":"c1"'
+          : `,"nextCursor":"c${page + 1}"`;
     reply(ws, m.id, `{"tools":${toolsText(p, page)}${next}}`, c.list);
   } else if (m.method === 'tools/call') {
     reply(ws, m.id, '{"content":[{"type":"text","text":"fine"}]}', c.call);
@@ -190,14 +236,24 @@ async function runCase(target: Target, c: BridgeCase): Promise<void> {
   const opened = await dial(target, c, (ws, data) => answerRequest(ws, data, c));
   if (!('ws' in opened)) {
     count(stats.refused, opened.status);
-    assert.ok(c.token.kind === 'bad' && (opened.status === 401 || opened.status === 429), `upgrade answered ${opened.status} for a ${c.token.kind} token`);
+    assert.ok(
+      c.token.kind === 'bad' && (opened.status === 401 || opened.status === 429),
+      `upgrade answered ${opened.status} for a ${c.token.kind} token`,
+    );
     return;
   }
-  assert.equal(c.token.kind, 'valid', 'an upgrade with a token that is not the agent\'s was accepted');
+  assert.equal(c.token.kind, 'valid', "an upgrade with a token that is not the agent's was accepted");
   const ws = opened.ws;
   const closed = new Promise<number>((resolve) =>
     ws.on('close', (code, reason) => {
-      count(stats.reasons, `${code} ${reason.toString().replace(/[0-9]+/g, 'N').replace(/\s+/g, ' ').slice(0, 60)}`);
+      count(
+        stats.reasons,
+        `${code} ${reason
+          .toString()
+          .replace(/[0-9]+/g, 'N')
+          .replace(/\s+/g, ' ')
+          .slice(0, 60)}`,
+      );
       resolve(code);
     }),
   );
@@ -224,7 +280,10 @@ async function runCase(target: Target, c: BridgeCase): Promise<void> {
     assert.ok(bytes <= limits.maxToolBytes, `${bytes} bytes of bridge tools offered`);
     assert.ok(specs.length <= limits.maxToolsPerAgent, `${specs.length} bridge tools offered`);
     for (const s of specs) assert.match(s.name, SAFE_TOOL_NAME);
-    assert.ok(specs.some((s) => s.name === 'sentinel_echo'), 'the well-behaved bridge keeps its tool name');
+    assert.ok(
+      specs.some((s) => s.name === 'sentinel_echo'),
+      'the well-behaved bridge keeps its tool name',
+    );
     for (const s of specs.filter((x) => x.name !== 'sentinel_echo').slice(0, 3)) {
       const started = performance.now();
       const r = await source.callTool(s.name, {}, { signal: AbortSignal.timeout(10_000) });
@@ -243,16 +302,24 @@ async function runCase(target: Target, c: BridgeCase): Promise<void> {
     }
   }
   // Nothing of the hostile bridge is held once it is gone.
-  await waitFor(() => t.app.bridges.connections(target.address) === 2 && t.app.bridges.bridgesOf('fuzz').length === 1, { what: 'the hostile connection to be released', timeoutMs: 10_000 });
+  await waitFor(() => t.app.bridges.connections(target.address) === 2 && t.app.bridges.bridgesOf('fuzz').length === 1, {
+    what: 'the hostile connection to be released',
+    timeoutMs: 10_000,
+  });
   await assertOthersServe(target);
 }
 
 async function assertOthersServe(target: Target): Promise<void> {
   const { t } = target;
-  for (const b of [target.same, target.other]) assert.equal(b.ws.readyState, WebSocket.OPEN, 'a well-behaved bridge was disconnected');
-  const same = await t.app.bridges.toolSource(() => 'fuzz').callTool('sentinel_echo', { x: 'hi' }, { signal: AbortSignal.timeout(5000) });
+  for (const b of [target.same, target.other])
+    assert.equal(b.ws.readyState, WebSocket.OPEN, 'a well-behaved bridge was disconnected');
+  const same = await t.app.bridges
+    .toolSource(() => 'fuzz')
+    .callTool('sentinel_echo', { x: 'hi' }, { signal: AbortSignal.timeout(5000) });
   assert.equal(text(same), 'same:hi');
-  const other = await t.app.bridges.toolSource(() => 'calm').callTool('calm_echo', { x: 'hi' }, { signal: AbortSignal.timeout(5000) });
+  const other = await t.app.bridges
+    .toolSource(() => 'calm')
+    .callTool('calm_echo', { x: 'hi' }, { signal: AbortSignal.timeout(5000) });
   assert.equal(text(other), 'other:hi');
   target.health.assertHealthy('the well-behaved bridges checked');
 }
@@ -269,23 +336,48 @@ export async function runMcpBridgeFuzz(opts: { seed: number; runs: number; timeL
   const target = await startTarget();
   try {
     // Warm up (code loaded, caches filled) before the heap is measured.
-    await fc.assert(fc.asyncProperty(bridgeCase, (c) => runCase(target, c)), { seed: opts.seed + 1, numRuns: 5, endOnFailure: true });
+    await fc.assert(
+      fc.asyncProperty(bridgeCase, (c) => runCase(target, c)),
+      { seed: opts.seed + 1, numRuns: 5, endOnFailure: true },
+    );
     const before = heapAfterGc(gc);
-    await fc.assert(fc.asyncProperty(bridgeCase, (c) => runCase(target, c)), {
-      seed: opts.seed,
-      numRuns: opts.runs,
-      endOnFailure: true,
-      ...(opts.timeLimitMs ? { interruptAfterTimeLimit: opts.timeLimitMs } : {}),
-    });
+    await fc.assert(
+      fc.asyncProperty(bridgeCase, (c) => runCase(target, c)),
+      {
+        seed: opts.seed,
+        numRuns: opts.runs,
+        endOnFailure: true,
+        ...(opts.timeLimitMs ? { interruptAfterTimeLimit: opts.timeLimitMs } : {}),
+      },
+    );
     const after = heapAfterGc(gc);
-    assert.ok(after - before < HEAP_GROWTH_LIMIT_BYTES, `the heap after GC grew by ${after - before} bytes over the run`);
+    assert.ok(
+      after - before < HEAP_GROWTH_LIMIT_BYTES,
+      `the heap after GC grew by ${after - before} bytes over the run`,
+    );
     // The store holds the well-behaved bridges only (written within a second of the last change).
-    await waitFor(async () => (await target.t.app.store.mcpRelay.remote('fuzz', 'another-replica')).length === 1, { what: 'the store to hold the sentinel only', timeoutMs: 5000 });
+    await waitFor(async () => (await target.t.app.store.mcpRelay.remote('fuzz', 'another-replica')).length === 1, {
+      what: 'the store to hold the sentinel only',
+      timeoutMs: 5000,
+    });
     // A new bridge still connects and serves.
-    const late = await connectSdkBridge(target.url(target.token, 'late'), 'late', [{ name: 'late_echo', description: 'Echoes', run: () => 'late' }]);
+    const late = await connectSdkBridge(target.url(target.token, 'late'), 'late', [
+      { name: 'late_echo', description: 'Echoes', run: () => 'late' },
+    ]);
     try {
-      await waitFor(async () => (await target.t.app.bridges.toolSource(() => 'fuzz').listTools()).some((s) => s.name === 'late_echo'), { what: 'a new bridge after the run' });
-      assert.equal(text(await target.t.app.bridges.toolSource(() => 'fuzz').callTool('late_echo', {}, { signal: AbortSignal.timeout(5000) })), 'late');
+      await waitFor(
+        async () =>
+          (await target.t.app.bridges.toolSource(() => 'fuzz').listTools()).some((s) => s.name === 'late_echo'),
+        { what: 'a new bridge after the run' },
+      );
+      assert.equal(
+        text(
+          await target.t.app.bridges
+            .toolSource(() => 'fuzz')
+            .callTool('late_echo', {}, { signal: AbortSignal.timeout(5000) }),
+        ),
+        'late',
+      );
     } finally {
       await late.close();
     }

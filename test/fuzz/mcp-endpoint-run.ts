@@ -13,7 +13,12 @@ import { recordingConversation } from '../helpers/recording-conversation.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { hostileValue } from './json-arbitraries.ts';
 
-type Answer = { kind: 'valid' } | { kind: 'hostile-result'; value: string } | { kind: 'error' } | { kind: 'garbage'; text: string } | { kind: 'silent' };
+type Answer =
+  | { kind: 'valid' }
+  | { kind: 'hostile-result'; value: string }
+  | { kind: 'error' }
+  | { kind: 'garbage'; text: string }
+  | { kind: 'silent' };
 
 interface Plan {
   initialize: Answer;
@@ -31,13 +36,19 @@ const answer: fc.Arbitrary<Answer> = fc.oneof(
   { weight: 1, arbitrary: fc.constant<Answer>({ kind: 'silent' }) },
 );
 
-const plan: fc.Arbitrary<Plan> = fc.record({ initialize: answer, list: answer, call: answer, extra: fc.array(hostileValue, { maxLength: 3 }) });
+const plan: fc.Arbitrary<Plan> = fc.record({
+  initialize: answer,
+  list: answer,
+  call: answer,
+  extra: fc.array(hostileValue, { maxLength: 3 }),
+});
 
 /** Close codes the endpoint uses (and 1006: the socket dropped while the case ended). */
 const KNOWN_CLOSES = new Set([1000, 1001, 1005, 1006, 1008, 1009]);
 
 function validResult(method: string): unknown {
-  if (method === 'initialize') return { protocolVersion: '2024-11-05', capabilities: { tools: {} }, serverInfo: { name: 'fuzz', version: '1' } };
+  if (method === 'initialize')
+    return { protocolVersion: '2024-11-05', capabilities: { tools: {} }, serverInfo: { name: 'fuzz', version: '1' } };
   if (method === 'tools/list') return { tools: [{ name: 'fuzz_tool', inputSchema: { type: 'object' } }] };
   if (method === 'tools/call') return { content: [{ type: 'text', text: 'fine' }] };
   return {};
@@ -75,7 +86,14 @@ async function runCase(t: TestApp, url: string, p: Plan): Promise<void> {
       return;
     }
     if (m.id === undefined || typeof m.method !== 'string') return;
-    const a = m.method === 'initialize' ? p.initialize : m.method === 'tools/list' ? p.list : m.method === 'tools/call' ? p.call : ({ kind: 'valid' } as Answer);
+    const a =
+      m.method === 'initialize'
+        ? p.initialize
+        : m.method === 'tools/list'
+          ? p.list
+          : m.method === 'tools/call'
+            ? p.call
+            : ({ kind: 'valid' } as Answer);
     reply(ws, m.id, m.method, a);
   });
   await new Promise<void>((resolve, reject) => {
@@ -103,12 +121,24 @@ async function healthy(t: TestApp, url: string): Promise<void> {
   const ws = new WebSocket(`${url}&bridge=healthy`);
   ws.on('message', (data) => {
     const m = JSON.parse(String(data)) as { id?: unknown; method?: string };
-    if (m.id !== undefined && typeof m.method === 'string') ws.send(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: m.method === 'tools/list' ? { tools: [{ name: 'healthy_tool', inputSchema: { type: 'object' } }] } : validResult(m.method) }));
+    if (m.id !== undefined && typeof m.method === 'string')
+      ws.send(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: m.id,
+          result:
+            m.method === 'tools/list'
+              ? { tools: [{ name: 'healthy_tool', inputSchema: { type: 'object' } }] }
+              : validResult(m.method),
+        }),
+      );
   });
   const closed = new Promise<void>((r) => ws.on('close', () => r()));
   try {
     const source = t.app.bridges.toolSource(() => 'fuzz');
-    await waitFor(async () => (await source.listTools()).some((s) => s.name === 'healthy_tool'), { what: 'a healthy bridge after the hostile ones' });
+    await waitFor(async () => (await source.listTools()).some((s) => s.name === 'healthy_tool'), {
+      what: 'a healthy bridge after the hostile ones',
+    });
     const r = await source.callTool('healthy_tool', {}, { signal: AbortSignal.timeout(2000) });
     assert.equal(r.isError, false);
   } finally {
@@ -120,7 +150,9 @@ async function healthy(t: TestApp, url: string): Promise<void> {
 export async function runMcpEndpointFuzz(opts: { seed: number; runs: number }): Promise<string[]> {
   const t = await startTestApp({
     createConversation: recordingConversation().factory,
-    config: { mcpEndpoint: { requestTimeoutMs: 300, callTimeoutMs: 300, pingIntervalMs: 0, maxConnectionsPerAddress: 1000 } },
+    config: {
+      mcpEndpoint: { requestTimeoutMs: 300, callTimeoutMs: 300, pingIntervalMs: 0, maxConnectionsPerAddress: 1000 },
+    },
   });
   try {
     await t.app.store.agents.create('fuzz', {});

@@ -8,6 +8,8 @@ import { runMcpEndpointFuzz } from './mcp-endpoint-run.ts';
 const SEED = 20_261_127;
 const RUNS = 100;
 
-test(`seed ${SEED}: ${RUNS} hostile MCP bridges; known close codes, calls answer, the endpoint keeps serving`, { timeout: 300_000 }, async () => {
+test(`seed ${SEED}: ${RUNS} hostile MCP bridges; known close codes, calls answer, the endpoint keeps serving`, {
+  timeout: 300_000,
+}, async () => {
   for (const l of await runMcpEndpointFuzz({ seed: SEED, runs: RUNS })) console.log(`mcp endpoint fuzz: ${l}`);
 });

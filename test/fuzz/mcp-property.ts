@@ -13,7 +13,15 @@ import { CloseCode } from '../../protocol/close-codes.ts';
 import { within } from '../helpers/wait.ts';
 import { assertServerMessagesValid, hangUp, roundTrip, STEP_MS } from './connection-property.ts';
 import { PROBE_TEXT, type FuzzServer } from './fuzz-server.ts';
-import { PROBE_EXPOSED, PROBE_TOOL, renderDecoy, renderFinal, succeeds, type McpScript, type ReplyPlan } from './mcp-arbitraries.ts';
+import {
+  PROBE_EXPOSED,
+  PROBE_TOOL,
+  renderDecoy,
+  renderFinal,
+  succeeds,
+  type McpScript,
+  type ReplyPlan,
+} from './mcp-arbitraries.ts';
 
 /** The server's page cap (mcp/device-mcp.ts default). */
 const MAX_PAGES = 32;
@@ -99,7 +107,11 @@ export async function runMcpExchange(fz: FuzzServer, script: McpScript): Promise
     // Two round trips: the reply just sent is handled, and so is whatever it set off.
     await roundTrip(dev);
     await roundTrip(dev);
-    assert.equal(requests(dev).filter((r) => typeof r.id === 'number').length, asked, 'no request beyond the protocol (decoys settle nothing)');
+    assert.equal(
+      requests(dev).filter((r) => typeof r.id === 'number').length,
+      asked,
+      'no request beyond the protocol (decoys settle nothing)',
+    );
 
     const llmFrom = fz.llm.requests.length;
     dev.listen('detect', { text: marker });
@@ -108,8 +120,16 @@ export async function runMcpExchange(fz: FuzzServer, script: McpScript): Promise
     const tools = (mine()[0]?.body.tools ?? []).map((t) => t.function);
     const deviceTools = tools.filter((t) => t.name.startsWith('fz') || t.name === PROBE_EXPOSED);
     assert.ok(deviceTools.length <= DEVICE_TOOL_LIMITS.tools, `${deviceTools.length} device tools reached the model`);
-    for (const t of deviceTools) assert.ok(depth(t.parameters) <= DEVICE_TOOL_LIMITS.schemaDepth, `tool ${t.name.slice(0, 40)} schema depth ${depth(t.parameters)}`);
-    assert.equal(deviceTools.some((t) => t.name === PROBE_EXPOSED), script.probe, 'the probe is offered exactly when it was listed');
+    for (const t of deviceTools)
+      assert.ok(
+        depth(t.parameters) <= DEVICE_TOOL_LIMITS.schemaDepth,
+        `tool ${t.name.slice(0, 40)} schema depth ${depth(t.parameters)}`,
+      );
+    assert.equal(
+      deviceTools.some((t) => t.name === PROBE_EXPOSED),
+      script.probe,
+      'the probe is offered exactly when it was listed',
+    );
 
     if (script.probe) {
       const call = await nextRequest(dev, asked++, 'tools/call');
@@ -121,7 +141,9 @@ export async function runMcpExchange(fz: FuzzServer, script: McpScript): Promise
       // the turn, anything else goes back to the model, whose short answer is spoken; tts stop follows.
       await dev.waitJson('tts', 'stop', STEP_MS * 2, ttsFrom);
       if (!succeeds(script.call.final)) {
-        const outcome = mine().find((r) => r.body.messages.at(-1)?.role === 'tool')?.body.messages.at(-1);
+        const outcome = mine()
+          .find((r) => r.body.messages.at(-1)?.role === 'tool')
+          ?.body.messages.at(-1);
         assert.match(String(outcome?.content), /failed/, 'a device error is reported to the model as a failure');
       }
     }

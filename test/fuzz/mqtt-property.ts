@@ -20,7 +20,18 @@ import { sleep } from '../helpers/wait.ts';
 import { startFuzzServer, type FuzzServer } from './fuzz-server.ts';
 import { HonestFirmware } from './honest-firmware.ts';
 import type { AfterConnect, BrokerCase, ConnectAuth, Datagram, Ssrc } from './mqtt-arbitraries.ts';
-import { connect, disconnect, packet, pingreq, publish, publishParts, readPackets, subscribe, unsubscribe, type ConnectFields } from './mqtt-wire.ts';
+import {
+  connect,
+  disconnect,
+  packet,
+  pingreq,
+  publish,
+  publishParts,
+  readPackets,
+  subscribe,
+  unsubscribe,
+  type ConnectFields,
+} from './mqtt-wire.ts';
 import type { FuzzInput } from './inputs.ts';
 
 /** Bytes made up from a case's seed (SHA-256 in counter mode): the same case sends the same bytes. */
@@ -32,7 +43,11 @@ class SeededBytes {
   }
   take(n: number): Buffer {
     const out = Buffer.alloc(n);
-    for (let at = 0; at < n; at += 32) createHash('sha256').update(`${this.#seed}:${this.#counter++}`).digest().copy(out, at);
+    for (let at = 0; at < n; at += 32)
+      createHash('sha256')
+        .update(`${this.#seed}:${this.#counter++}`)
+        .digest()
+        .copy(out, at);
     return out;
   }
   u32(): number {
@@ -91,7 +106,12 @@ export function describeMqttStats(t: MqttTarget): string {
 /** A fresh device's broker credentials, from its own OTA request. */
 async function credentials(t: MqttTarget): Promise<{ clientId: string; username: string; password: string }> {
   const flash = emptyFlash();
-  const r = await checkVersion(t.otaUrl, { deviceId: t.fz.nextDeviceId(), clientId: randomUUID() }, FIRMWARE_2_4_2, flash);
+  const r = await checkVersion(
+    t.otaUrl,
+    { deviceId: t.fz.nextDeviceId(), clientId: randomUUID() },
+    FIRMWARE_2_4_2,
+    flash,
+  );
   assert.equal(r.status, 200);
   const s = (k: string): string => String(flash.mqtt.get(k) ?? '');
   return { clientId: s('client_id'), username: s('username'), password: s('password') };
@@ -121,7 +141,9 @@ async function talk(sock: net.Socket, parts: Buffer[], chunk: number, quietMs: n
 function openSocket(t: MqttTarget): Promise<{ sock: net.Socket; received: () => Buffer }> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    const sock = net.connect(t.broker.port, t.broker.host, () => resolve({ sock, received: () => Buffer.concat(chunks) }));
+    const sock = net.connect(t.broker.port, t.broker.host, () =>
+      resolve({ sock, received: () => Buffer.concat(chunks) }),
+    );
     sock.on('data', (d: Buffer) => chunks.push(d));
     sock.once('error', (err) => (sock.connecting ? reject(err) : undefined));
     sock.on('error', () => {});
@@ -131,9 +153,20 @@ function openSocket(t: MqttTarget): Promise<{ sock: net.Socket; received: () => 
 function afterBytes(a: AfterConnect, t: MqttTarget, connectBytes: Buffer, rnd: SeededBytes): Buffer {
   switch (a.t) {
     case 'publish': {
-      const topic = { own: t.topic, other: 'devices/p2p/other', wildcard: '#', sys: '$SYS/broker/clients', empty: '', long: 'x'.repeat(70_000) }[a.topic];
+      const topic = {
+        own: t.topic,
+        other: 'devices/p2p/other',
+        wildcard: '#',
+        sys: '$SYS/broker/clients',
+        empty: '',
+        long: 'x'.repeat(70_000),
+      }[a.topic];
       const payload =
-        a.payload === 'json' ? Buffer.from(JSON.stringify({ type: 'listen', state: 'detect', text: 'x'.repeat(a.bytes) })) : a.payload === 'random' ? rnd.take(a.bytes) : Buffer.alloc(70_000 + a.bytes * 1000, 0x7b);
+        a.payload === 'json'
+          ? Buffer.from(JSON.stringify({ type: 'listen', state: 'detect', text: 'x'.repeat(a.bytes) }))
+          : a.payload === 'random'
+            ? rnd.take(a.bytes)
+            : Buffer.alloc(70_000 + a.bytes * 1000, 0x7b);
       return publish(topic, payload, { qos: a.qos, retain: a.retain, messageId: 7 });
     }
     case 'subscribe':
@@ -153,14 +186,23 @@ function afterBytes(a: AfterConnect, t: MqttTarget, connectBytes: Buffer, rnd: S
   }
 }
 
-function connectFields(auth: ConnectAuth, creds: { clientId: string; username: string; password: string }, bystander: SimFirmware, rnd: SeededBytes): ConnectFields {
+function connectFields(
+  auth: ConnectAuth,
+  creds: { clientId: string; username: string; password: string },
+  bystander: SimFirmware,
+  rnd: SeededBytes,
+): ConnectFields {
   switch (auth) {
     case 'valid':
       return { clientId: creds.clientId, username: creds.username, password: creds.password };
     case 'wrong_password':
       return { clientId: creds.clientId, username: creds.username, password: `${creds.password}x` };
     case 'bystander_wrong_password':
-      return { clientId: String(bystander.flash.mqtt.get('client_id')), username: String(bystander.flash.mqtt.get('username')), password: rnd.take(16).toString('base64url') };
+      return {
+        clientId: String(bystander.flash.mqtt.get('client_id')),
+        username: String(bystander.flash.mqtt.get('username')),
+        password: rnd.take(16).toString('base64url'),
+      };
     case 'none':
       return { clientId: creds.clientId };
     case 'random':
@@ -176,7 +218,11 @@ export async function runBrokerCase(t: MqttTarget, c: BrokerCase): Promise<void>
   if (c.kind === 'many') {
     const socks = await Promise.all(Array.from({ length: c.connections }, () => openSocket(t).catch(() => null)));
     const creds = c.partial ? await credentials(t) : null;
-    for (const s of socks) if (s && creds) s.sock.write(connect({ clientId: creds.clientId, username: creds.username, password: creds.password }).subarray(0, 10));
+    for (const s of socks)
+      if (s && creds)
+        s.sock.write(
+          connect({ clientId: creds.clientId, username: creds.username, password: creds.password }).subarray(0, 10),
+        );
     await sleep(50);
     for (const s of socks) s?.sock.destroy();
   } else if (c.kind === 'garbage') {
@@ -200,20 +246,33 @@ export async function runBrokerCase(t: MqttTarget, c: BrokerCase): Promise<void>
     if (m?.field === 'lengthLie') bytes = packet(1, 0, bytes.subarray(2), m.claimed);
     const { sock, received } = await openSocket(t);
     await talk(sock, [bytes], c.chunk, 20);
-    await talk(sock, c.after.map((a) => afterBytes(a, t, bytes, rnd)), c.chunk, 40);
+    await talk(
+      sock,
+      c.after.map((a) => afterBytes(a, t, bytes, rnd)),
+      c.chunk,
+      40,
+    );
     sock.destroy();
     const packets = readPackets(received());
     const connack = packets[0]?.type === 2 ? packets[0] : undefined;
     const accepted = connack !== undefined && connack.body[1] === 0;
     if (accepted) t.connectsAccepted++;
     const plainValid = c.auth === 'valid' && (m === null || m.field === 'keepalive');
-    if (c.auth !== 'valid' || m?.field === 'clientId') assert.ok(!accepted, `${what}: CONNECT with bad credentials was accepted`);
-    if (plainValid && m === null) assert.ok(accepted, `${what}: a device's own credentials were refused (${connack ? `code ${connack.body[1]}` : 'no CONNACK'})`);
+    if (c.auth !== 'valid' || m?.field === 'clientId')
+      assert.ok(!accepted, `${what}: CONNECT with bad credentials was accepted`);
+    if (plainValid && m === null)
+      assert.ok(
+        accepted,
+        `${what}: a device's own credentials were refused (${connack ? `code ${connack.body[1]}` : 'no CONNACK'})`,
+      );
     // Whatever it subscribed to or published, nothing of the bystander's reaches this client.
     const bystanderSession = t.bystander.fw.sessionId;
     for (const p of packets.filter((x) => x.type === 3)) {
       const { payload } = publishParts(p);
-      assert.ok(!payload.toString('latin1').includes(bystanderSession), `${what}: a message of the bystander's session reached another client`);
+      assert.ok(
+        !payload.toString('latin1').includes(bystanderSession),
+        `${what}: a message of the bystander's session reached another client`,
+      );
     }
   }
   assertBystanderUp(t, what);
@@ -240,11 +299,22 @@ export async function runHelloCase(t: MqttTarget, c: { messages: FuzzInput[]; go
       const udp = msg.udp as Record<string, unknown> | undefined;
       assert.equal(msg.transport, 'udp', `${what}: server hello transport`);
       assert.equal(typeof msg.session_id, 'string', `${what}: server hello session_id`);
-      assert.ok(udp && HEX32.test(String(udp.key)) && HEX32.test(String(udp.nonce)), `${what}: server hello udp key/nonce: ${JSON.stringify(udp)}`);
+      assert.ok(
+        udp && HEX32.test(String(udp.key)) && HEX32.test(String(udp.nonce)),
+        `${what}: server hello udp key/nonce: ${JSON.stringify(udp)}`,
+      );
       const nonce = Buffer.from(String(udp.nonce), 'hex');
       assert.equal(nonce[0], 0x01, `${what}: nonce byte 0`);
-      assert.notEqual(String(udp.key).toLowerCase(), mine?.key.toString('hex'), `${what}: a fuzzed session got the bystander's key`);
-      assert.notEqual(nonce.readUInt32BE(4), mine?.nonce.readUInt32BE(4), `${what}: a fuzzed session got the bystander's ssrc`);
+      assert.notEqual(
+        String(udp.key).toLowerCase(),
+        mine?.key.toString('hex'),
+        `${what}: a fuzzed session got the bystander's key`,
+      );
+      assert.notEqual(
+        nonce.readUInt32BE(4),
+        mine?.nonce.readUInt32BE(4),
+        `${what}: a fuzzed session got the bystander's ssrc`,
+      );
     }
   } finally {
     fw.close();
@@ -272,7 +342,9 @@ function datagramBytes(t: MqttTarget, d: Datagram, rnd: SeededBytes): Buffer[] {
   if (d.k !== 'burst') return one ? [one] : [];
   const first = t.bystander.fw.uplinkSequence + (d.from === 'next' ? 1 : 1000);
   const ssrc = ssrcOf(t, 'bystander', rnd);
-  return Array.from({ length: d.count }, (_, i) => Buffer.concat([header(1, d.payload, ssrc, first + i), rnd.take(d.payload)]));
+  return Array.from({ length: d.count }, (_, i) =>
+    Buffer.concat([header(1, d.payload, ssrc, first + i), rnd.take(d.payload)]),
+  );
 }
 
 function datagramOf(t: MqttTarget, d: Datagram, rnd: SeededBytes): Buffer | null {
@@ -284,7 +356,10 @@ function datagramOf(t: MqttTarget, d: Datagram, rnd: SeededBytes): Buffer | null
     case 'short':
       return rnd.take(d.len);
     case 'huge':
-      return Buffer.concat([header(1, d.len - 16, ssrcOf(t, d.ssrc, rnd), t.bystander.fw.uplinkSequence + 1), rnd.take(d.len - 16)]);
+      return Buffer.concat([
+        header(1, d.len - 16, ssrcOf(t, d.ssrc, rnd), t.bystander.fw.uplinkSequence + 1),
+        rnd.take(d.len - 16),
+      ]);
     case 'forged': {
       const next = t.bystander.fw.uplinkSequence + 1;
       const sequence = { next, far: next + 1000, max: 0xffff_ffff, zero: 0 }[d.sequence];
@@ -296,12 +371,15 @@ function datagramOf(t: MqttTarget, d: Datagram, rnd: SeededBytes): Buffer | null
       const orig = sent[sent.length - 1 - (d.back % Math.max(1, sent.length))];
       if (!orig) return null;
       const copy = Buffer.from(orig);
-      const at = 16 + (d.flip ?? 0) % Math.max(1, copy.length - 16);
+      const at = 16 + ((d.flip ?? 0) % Math.max(1, copy.length - 16));
       if (d.flip !== null && at < copy.length) copy[at] = (copy[at] as number) ^ 0x01;
       return copy;
     }
     case 'bad_type':
-      return Buffer.concat([header(d.type, 60, ssrcOf(t, d.ssrc, rnd), t.bystander.fw.uplinkSequence + 1), rnd.take(60)]);
+      return Buffer.concat([
+        header(d.type, 60, ssrcOf(t, d.ssrc, rnd), t.bystander.fw.uplinkSequence + 1),
+        rnd.take(60),
+      ]);
   }
 }
 
@@ -330,6 +408,10 @@ export async function runUdpCase(t: MqttTarget, c: { seed: number; datagrams: Da
   } finally {
     sock.close();
   }
-  assert.equal(received, 0, `${what}: the fuzzing socket received ${received} datagram(s) (the bystander's downlink followed a forged datagram)`);
+  assert.equal(
+    received,
+    0,
+    `${what}: the fuzzing socket received ${received} datagram(s) (the bystander's downlink followed a forged datagram)`,
+  );
   assertBystanderUp(t, what);
 }

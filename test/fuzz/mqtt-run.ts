@@ -30,7 +30,12 @@ export interface MqttFuzzOptions {
 export async function runMqttFuzz(opts: MqttFuzzOptions): Promise<string[]> {
   const t = await startMqttTarget();
   const startedAt = Date.now();
-  const timer = opts.progress ? setInterval(() => opts.progress?.(`${describeStats(t.fz, startedAt)}; ${describeMqttStats(t)}`), opts.progressMs ?? 10_000) : undefined;
+  const timer = opts.progress
+    ? setInterval(
+        () => opts.progress?.(`${describeStats(t.fz, startedAt)}; ${describeMqttStats(t)}`),
+        opts.progressMs ?? 10_000,
+      )
+    : undefined;
   try {
     // The server learns where the device is from its first datagram: a moment of open microphone
     // before the typed turns, which also leaves datagrams to replay.
@@ -38,17 +43,32 @@ export async function runMqttFuzz(opts: MqttFuzzOptions): Promise<string[]> {
     const perMinute = t.fz.srv.config.conversation.maxTurnsPerMinute;
     t.bystander.startTalking(perMinute > 0 ? Math.ceil(60_000 / Math.max(1, perMinute - 1)) + 100 : 0);
     const total = opts.brokerRuns + opts.helloRuns + opts.udpRuns;
-    const limit = (runs: number) => (opts.timeLimitMs ? { interruptAfterTimeLimit: (opts.timeLimitMs * runs) / Math.max(1, total) } : {});
-    if (opts.brokerRuns > 0) await fc.assert(fc.asyncProperty(brokerCase, (c) => runBrokerCase(t, c)), { seed: opts.seed, numRuns: opts.brokerRuns, ...limit(opts.brokerRuns) });
-    if (opts.helloRuns > 0) await fc.assert(fc.asyncProperty(helloCase, (c) => runHelloCase(t, c)), { seed: opts.seed, numRuns: opts.helloRuns, ...limit(opts.helloRuns) });
-    if (opts.udpRuns > 0) await fc.assert(fc.asyncProperty(udpCase, (c) => runUdpCase(t, c)), { seed: opts.seed, numRuns: opts.udpRuns, ...limit(opts.udpRuns) });
+    const limit = (runs: number) =>
+      opts.timeLimitMs ? { interruptAfterTimeLimit: (opts.timeLimitMs * runs) / Math.max(1, total) } : {};
+    if (opts.brokerRuns > 0)
+      await fc.assert(
+        fc.asyncProperty(brokerCase, (c) => runBrokerCase(t, c)),
+        { seed: opts.seed, numRuns: opts.brokerRuns, ...limit(opts.brokerRuns) },
+      );
+    if (opts.helloRuns > 0)
+      await fc.assert(
+        fc.asyncProperty(helloCase, (c) => runHelloCase(t, c)),
+        { seed: opts.seed, numRuns: opts.helloRuns, ...limit(opts.helloRuns) },
+      );
+    if (opts.udpRuns > 0)
+      await fc.assert(
+        fc.asyncProperty(udpCase, (c) => runUdpCase(t, c)),
+        { seed: opts.seed, numRuns: opts.udpRuns, ...limit(opts.udpRuns) },
+      );
     await t.bystander.stopTalking();
     assert.deepEqual(t.bystander.failures, [], 'the bystander kept talking during the fuzzing');
     assert.ok(t.bystander.turns > 0, 'the bystander completed typed turns during the fuzzing');
     t.bystander.assertUntouched();
     // Its downlink still goes to it (a typed turn: the server sends before the device says anything).
     await t.bystander.textTurn().catch((err: unknown) => {
-      throw new Error(`after the fuzzing the bystander's answer no longer reaches it: a datagram from another address moved its session's downlink (${String(err)})`);
+      throw new Error(
+        `after the fuzzing the bystander's answer no longer reaches it: a datagram from another address moved its session's downlink (${String(err)})`,
+      );
     });
     // Nothing of the fuzzed devices is left: their sessions end when they power off.
     await waitFor(() => t.fz.srv.app.registry.size === 1, { what: 'every fuzzed session to end', timeoutMs: 10_000 });

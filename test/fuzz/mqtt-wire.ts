@@ -3,7 +3,16 @@
  * exactly what it means to: valid packets, each field wrong on purpose, lengths that lie.
  */
 
-export const PacketType = { CONNECT: 1, CONNACK: 2, PUBLISH: 3, PUBACK: 4, SUBSCRIBE: 8, UNSUBSCRIBE: 10, PINGREQ: 12, DISCONNECT: 14 } as const;
+export const PacketType = {
+  CONNECT: 1,
+  CONNACK: 2,
+  PUBLISH: 3,
+  PUBACK: 4,
+  SUBSCRIBE: 8,
+  UNSUBSCRIBE: 10,
+  PINGREQ: 12,
+  DISCONNECT: 14,
+} as const;
 
 /** The "remaining length" variable-byte integer (up to 268,435,455). */
 export function varint(n: number): Buffer {
@@ -46,7 +55,7 @@ export interface ConnectFields {
 export function connect(f: ConnectFields): Buffer {
   const flags =
     f.flags ??
-    ((f.username !== undefined ? 0x80 : 0) | (f.password !== undefined ? 0x40 : 0) | (f.will ? 0x04 : 0) | 0x02);
+    (f.username !== undefined ? 0x80 : 0) | (f.password !== undefined ? 0x40 : 0) | (f.will ? 0x04 : 0) | 0x02;
   const keep = Buffer.alloc(2);
   keep.writeUInt16BE((f.keepalive ?? 60) & 0xffff);
   const parts = [str(f.protocolName ?? 'MQTT'), Buffer.from([f.level ?? 4, flags & 0xff]), keep, str(f.clientId)];
@@ -56,7 +65,11 @@ export function connect(f: ConnectFields): Buffer {
   return packet(PacketType.CONNECT, 0, Buffer.concat(parts));
 }
 
-export function publish(topic: string | Uint8Array, payload: Uint8Array, opts: { qos?: number; retain?: boolean; dup?: boolean; messageId?: number } = {}): Buffer {
+export function publish(
+  topic: string | Uint8Array,
+  payload: Uint8Array,
+  opts: { qos?: number; retain?: boolean; dup?: boolean; messageId?: number } = {},
+): Buffer {
   const qos = opts.qos ?? 0;
   const flags = (opts.dup ? 8 : 0) | ((qos & 3) << 1) | (opts.retain ? 1 : 0);
   const id = Buffer.alloc(qos > 0 ? 2 : 0);
@@ -67,7 +80,11 @@ export function publish(topic: string | Uint8Array, payload: Uint8Array, opts: {
 export function subscribe(messageId: number, topics: string[], qos = 0): Buffer {
   const id = Buffer.alloc(2);
   id.writeUInt16BE(messageId & 0xffff);
-  return packet(PacketType.SUBSCRIBE, 2, Buffer.concat([id, ...topics.map((t) => Buffer.concat([str(t), Buffer.from([qos])]))]));
+  return packet(
+    PacketType.SUBSCRIBE,
+    2,
+    Buffer.concat([id, ...topics.map((t) => Buffer.concat([str(t), Buffer.from([qos])]))]),
+  );
 }
 
 export function unsubscribe(messageId: number, topics: string[]): Buffer {

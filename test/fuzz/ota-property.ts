@@ -76,7 +76,8 @@ export async function startOtaTarget(mode: OtaAuthMode): Promise<OtaTarget> {
   const dataDir = mkdtempSync(join(tmpdir(), `ota-fuzz-${mode}-`));
   const logs = createLogWatch();
   const health = watchHealth(logs);
-  const start = (): Promise<TestApp> => startTestApp({ createConversation: recordingConversation().factory, config: configFor(mode, dataDir), logs });
+  const start = (): Promise<TestApp> =>
+    startTestApp({ createConversation: recordingConversation().factory, config: configFor(mode, dataDir), logs });
   let app: TestApp;
   let emptyBytes = 0;
   try {
@@ -100,10 +101,24 @@ export async function startOtaTarget(mode: OtaAuthMode): Promise<OtaTarget> {
       await target.app.close();
       const stored = dirBytes(dataDir);
       target.stats.storedBytes = stored;
-      assert.ok(stored - emptyBytes <= STORED_LIMIT_BYTES, `${mode} mode: ${stored - emptyBytes} bytes stored in the data directory after the run beyond the empty database's ${emptyBytes} (limit ${STORED_LIMIT_BYTES})`);
+      assert.ok(
+        stored - emptyBytes <= STORED_LIMIT_BYTES,
+        `${mode} mode: ${stored - emptyBytes} bytes stored in the data directory after the run beyond the empty database's ${emptyBytes} (limit ${STORED_LIMIT_BYTES})`,
+      );
       target.app = await start();
-      const probe = await sendRaw(target.app.port, rawRequest(target.app.port, { path: '/xiaozhi/ota/', headers: [['Content-Type', 'application/json']], body: Buffer.from('{}'), label: 'probe' }));
-      assert.ok(probe.status === 200 || (mode === 'activation' && probe.status === 503), `after a restart on the fuzzed data directory OTA answered ${probe.status}`);
+      const probe = await sendRaw(
+        target.app.port,
+        rawRequest(target.app.port, {
+          path: '/xiaozhi/ota/',
+          headers: [['Content-Type', 'application/json']],
+          body: Buffer.from('{}'),
+          label: 'probe',
+        }),
+      );
+      assert.ok(
+        probe.status === 200 || (mode === 'activation' && probe.status === 503),
+        `after a restart on the fuzzed data directory OTA answered ${probe.status}`,
+      );
     },
     async close() {
       try {
@@ -119,7 +134,13 @@ export async function startOtaTarget(mode: OtaAuthMode): Promise<OtaTarget> {
 
 /** The request's bytes: a request line, the case's headers as given, Host, Content-Length, Connection: close. */
 export function rawRequest(port: number, c: OtaCase): Buffer {
-  const lines = [`POST ${c.path} HTTP/1.1`, `Host: 127.0.0.1:${port}`, ...c.headers.map(([k, v]) => `${k}: ${v}`), `Content-Length: ${c.body.length}`, 'Connection: close'];
+  const lines = [
+    `POST ${c.path} HTTP/1.1`,
+    `Host: 127.0.0.1:${port}`,
+    ...c.headers.map(([k, v]) => `${k}: ${v}`),
+    `Content-Length: ${c.body.length}`,
+    'Connection: close',
+  ];
   return Buffer.concat([Buffer.from(`${lines.join('\r\n')}\r\n\r\n`), c.body]);
 }
 
@@ -131,9 +152,17 @@ export function rawRequest(port: number, c: OtaCase): Buffer {
  * may answer (a 413, a 431) and close before it has read everything: a reset after the status
  * line is an answer, a reset or close before it is not.
  */
-export function sendRaw(port: number, bytes: Buffer, opts: { from?: string; halfClose?: boolean } = {}): Promise<OtaAnswer> {
+export function sendRaw(
+  port: number,
+  bytes: Buffer,
+  opts: { from?: string; halfClose?: boolean } = {},
+): Promise<OtaAnswer> {
   return new Promise((resolve, reject) => {
-    const socket = connect({ host: '127.0.0.1', port, ...(opts.from !== undefined ? { localAddress: opts.from } : {}) });
+    const socket = connect({
+      host: '127.0.0.1',
+      port,
+      ...(opts.from !== undefined ? { localAddress: opts.from } : {}),
+    });
     const chunks: Buffer[] = [];
     let settled = false;
     const finish = (err?: Error): void => {
@@ -148,7 +177,11 @@ export function sendRaw(port: number, bytes: Buffer, opts: { from?: string; half
         return;
       }
       const at = text.indexOf('\r\n\r\n');
-      resolve({ status: Number(status[1]), head: at >= 0 ? text.slice(0, at) : text, body: at >= 0 ? Buffer.from(text.slice(at + 4), 'latin1').toString('utf8') : '' });
+      resolve({
+        status: Number(status[1]),
+        head: at >= 0 ? text.slice(0, at) : text,
+        body: at >= 0 ? Buffer.from(text.slice(at + 4), 'latin1').toString('utf8') : '',
+      });
     };
     const timer = setTimeout(() => finish(new Error(`no answer within ${OTA_STEP_MS} ms`)), OTA_STEP_MS);
     socket.on('data', (d: Buffer) => chunks.push(d));
@@ -159,7 +192,6 @@ export function sendRaw(port: number, bytes: Buffer, opts: { from?: string; half
     else socket.end(bytes);
   });
 }
-
 
 /** Measures the data directory every this many cases (a directory walk costs more than a request). */
 const MEASURE_EVERY = 25;
@@ -189,10 +221,16 @@ export async function runOtaCase(t: OtaTarget, c: OtaCase): Promise<void> {
 export function assertDataBounded(t: OtaTarget, what: string): void {
   const bytes = dirBytes(t.dataDir);
   t.stats.maxDataDirBytes = Math.max(t.stats.maxDataDirBytes, bytes);
-  assert.ok(bytes <= DATA_DIR_LIMIT_BYTES, `${what}: the data directory holds ${bytes} bytes (limit ${DATA_DIR_LIMIT_BYTES})`);
+  assert.ok(
+    bytes <= DATA_DIR_LIMIT_BYTES,
+    `${what}: the data directory holds ${bytes} bytes (limit ${DATA_DIR_LIMIT_BYTES})`,
+  );
 }
 
 export function describeOtaStats(t: OtaTarget): string {
-  const statuses = [...t.stats.statuses].sort(([a], [b]) => a - b).map(([s, n]) => `${s}×${n}`).join(' ');
+  const statuses = [...t.stats.statuses]
+    .sort(([a], [b]) => a - b)
+    .map(([s, n]) => `${s}×${n}`)
+    .join(' ');
   return `${t.mode}: cases ${t.stats.cases}, answers ${statuses || 'none'}, crashes ${t.health.crashes.length}, error lines ${t.logs.errorCount()}, data dir max ${(t.stats.maxDataDirBytes / 1024).toFixed(1)} KB${t.stats.storedBytes !== undefined ? `, ${(t.stats.storedBytes / 1024).toFixed(1)} KB stored at the restart` : ''}`;
 }

@@ -6,7 +6,14 @@
  */
 import fc from 'fast-check';
 import { otaCase } from './ota-arbitraries.ts';
-import { assertDataBounded, describeOtaStats, runOtaCase, startOtaTarget, type OtaAuthMode, type OtaTarget } from './ota-property.ts';
+import {
+  assertDataBounded,
+  describeOtaStats,
+  runOtaCase,
+  startOtaTarget,
+  type OtaAuthMode,
+  type OtaTarget,
+} from './ota-property.ts';
 
 export const OTA_MODES: readonly OtaAuthMode[] = ['open', 'activation'];
 
@@ -26,11 +33,17 @@ export async function runOtaFuzz(opts: OtaFuzzOptions): Promise<string[]> {
   const lines: string[] = [];
   for (const mode of OTA_MODES) {
     const t: OtaTarget = await startOtaTarget(mode);
-    const timer = opts.progress ? setInterval(() => opts.progress?.(describeOtaStats(t)), opts.progressMs ?? 10_000) : undefined;
+    const timer = opts.progress
+      ? setInterval(() => opts.progress?.(describeOtaStats(t)), opts.progressMs ?? 10_000)
+      : undefined;
     try {
       await fc.assert(
         fc.asyncProperty(otaCase, (c) => runOtaCase(t, c)),
-        { seed: opts.seed, numRuns: opts.runsPerMode, ...(opts.timeLimitMsPerMode ? { interruptAfterTimeLimit: opts.timeLimitMsPerMode } : {}) },
+        {
+          seed: opts.seed,
+          numRuns: opts.runsPerMode,
+          ...(opts.timeLimitMsPerMode ? { interruptAfterTimeLimit: opts.timeLimitMsPerMode } : {}),
+        },
       );
       assertDataBounded(t, `${mode} mode, after the run`);
       await t.restart();

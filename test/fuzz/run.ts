@@ -40,7 +40,15 @@ const endpointRuns = Number(values['endpoint-runs']);
 const bridgeRuns = Number(values['bridge-runs']);
 const mqttRuns = Number(values['mqtt-runs']);
 const timeLimitMs = values['max-minutes'] !== undefined ? Number(values['max-minutes']) * 60_000 : undefined;
-if (!Number.isInteger(runs) || runs < 1 || !Number.isInteger(seed) || !Number.isInteger(otaRuns) || otaRuns < 0 || !Number.isInteger(adminRuns) || adminRuns < 0) {
+if (
+  !Number.isInteger(runs) ||
+  runs < 1 ||
+  !Number.isInteger(seed) ||
+  !Number.isInteger(otaRuns) ||
+  otaRuns < 0 ||
+  !Number.isInteger(adminRuns) ||
+  adminRuns < 0
+) {
   throw new Error('--runs, --seed, --ota-runs and --admin-runs take integers');
 }
 
@@ -58,7 +66,13 @@ let failed = false;
 if (otaRuns > 0) {
   // OTA first, on servers of its own: a tenth of the time limit, if one is given.
   try {
-    await runOtaFuzz({ seed, runsPerMode: otaRuns, progress: (l) => console.log(`  ota ${l}`), progressMs: 10_000, ...(timeLimitMs ? { timeLimitMsPerMode: timeLimitMs / 10 / OTA_MODES.length } : {}) });
+    await runOtaFuzz({
+      seed,
+      runsPerMode: otaRuns,
+      progress: (l) => console.log(`  ota ${l}`),
+      progressMs: 10_000,
+      ...(timeLimitMs ? { timeLimitMsPerMode: timeLimitMs / 10 / OTA_MODES.length } : {}),
+    });
     console.log('fuzz: OTA PASSED');
   } catch (err) {
     failed = true;
@@ -68,11 +82,19 @@ if (otaRuns > 0) {
 if (adminRuns > 0) {
   // On a server of its own: a twentieth of the time limit.
   try {
-    await runAdminFuzz({ seed, runs: adminRuns, progress: (l) => console.log(`  ${l}`), progressMs: 10_000, ...(timeLimitMs ? { timeLimitMs: timeLimitMs / 20 } : {}) });
+    await runAdminFuzz({
+      seed,
+      runs: adminRuns,
+      progress: (l) => console.log(`  ${l}`),
+      progressMs: 10_000,
+      ...(timeLimitMs ? { timeLimitMs: timeLimitMs / 20 } : {}),
+    });
     console.log('fuzz: admin API PASSED');
   } catch (err) {
     failed = true;
-    console.error(`fuzz: admin API FAILED (replay with --seed ${seed})\n${err instanceof Error ? err.message : String(err)}`);
+    console.error(
+      `fuzz: admin API FAILED (replay with --seed ${seed})\n${err instanceof Error ? err.message : String(err)}`,
+    );
   }
 }
 if (Number.isInteger(endpointRuns) && endpointRuns > 0) {
@@ -81,17 +103,26 @@ if (Number.isInteger(endpointRuns) && endpointRuns > 0) {
     console.log('fuzz: MCP endpoint PASSED');
   } catch (err) {
     failed = true;
-    console.error(`fuzz: MCP endpoint FAILED (replay with --seed ${seed})\n${err instanceof Error ? err.message : String(err)}`);
+    console.error(
+      `fuzz: MCP endpoint FAILED (replay with --seed ${seed})\n${err instanceof Error ? err.message : String(err)}`,
+    );
   }
 }
 if (Number.isInteger(bridgeRuns) && bridgeRuns > 0) {
   // A tenth of the time limit, if one is given.
   try {
-    for (const l of await runMcpBridgeFuzz({ seed, runs: bridgeRuns, ...(timeLimitMs ? { timeLimitMs: timeLimitMs / 10 } : {}) })) console.log(`  mcp bridge ${l}`);
+    for (const l of await runMcpBridgeFuzz({
+      seed,
+      runs: bridgeRuns,
+      ...(timeLimitMs ? { timeLimitMs: timeLimitMs / 10 } : {}),
+    }))
+      console.log(`  mcp bridge ${l}`);
     console.log('fuzz: MCP endpoint bridges PASSED');
   } catch (err) {
     failed = true;
-    console.error(`fuzz: MCP endpoint bridges FAILED (replay with --seed ${seed})\n${err instanceof Error ? err.message : String(err)}`);
+    console.error(
+      `fuzz: MCP endpoint bridges FAILED (replay with --seed ${seed})\n${err instanceof Error ? err.message : String(err)}`,
+    );
   }
 }
 if (Number.isInteger(mqttRuns) && mqttRuns > 0) {
@@ -110,7 +141,9 @@ if (Number.isInteger(mqttRuns) && mqttRuns > 0) {
     console.log('fuzz: MQTT+UDP PASSED');
   } catch (err) {
     failed = true;
-    console.error(`fuzz: MQTT+UDP FAILED (replay with --seed ${seed})\n${err instanceof Error ? err.message : String(err)}`);
+    console.error(
+      `fuzz: MQTT+UDP FAILED (replay with --seed ${seed})\n${err instanceof Error ? err.message : String(err)}`,
+    );
     if (err instanceof Error && err.cause) console.error(String(err.cause));
   }
 }
@@ -118,7 +151,14 @@ const fz = await startFuzzServer();
 const startedAt = Date.now();
 const heapBefore = heapAfterGc();
 try {
-  const r = await runFuzz(fz, { seed, connectionRuns: runs - mcpRuns, mcpRuns, progress: (l) => console.log(`  ${l}`), progressMs: 10_000, ...(timeLimitMs ? { timeLimitMs } : {}) });
+  const r = await runFuzz(fz, {
+    seed,
+    connectionRuns: runs - mcpRuns,
+    mcpRuns,
+    progress: (l) => console.log(`  ${l}`),
+    progressMs: 10_000,
+    ...(timeLimitMs ? { timeLimitMs } : {}),
+  });
   console.log(`fuzz: PASSED. Honest device: ${r.honestTurns} typed turns during the run, then heard "${r.recognised}"`);
 } catch (err) {
   failed = true;

@@ -11,7 +11,10 @@ import { binaryFrame } from './frame-arbitraries.ts';
 
 const listenStart = fc
   .constantFrom('auto', 'manual', 'realtime')
-  .map((mode): FuzzInput => shortPrint({ kind: 'text', text: JSON.stringify({ type: 'listen', state: 'start', mode }), cls: 'other' }));
+  .map(
+    (mode): FuzzInput =>
+      shortPrint({ kind: 'text', text: JSON.stringify({ type: 'listen', state: 'start', mode }), cls: 'other' }),
+  );
 
 const anyInput: fc.Arbitrary<FuzzInput> = fc.oneof(
   { weight: 20, arbitrary: textMessage },

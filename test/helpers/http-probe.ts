@@ -9,11 +9,21 @@ export interface Answer {
 
 export function postTo(port: number, path: string, headers: Record<string, string>, body = '{}'): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, method: 'POST', agent: false, headers: { 'Content-Length': Buffer.byteLength(body), ...headers } }, (res) => {
-      let data = '';
-      res.on('data', (c: Buffer) => (data += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: data }));
-    });
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: 'POST',
+        agent: false,
+        headers: { 'Content-Length': Buffer.byteLength(body), ...headers },
+      },
+      (res) => {
+        let data = '';
+        res.on('data', (c: Buffer) => (data += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: data }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -27,7 +37,13 @@ export function upgradeTo(port: number, headers: Record<string, string>, query =
       port,
       path: `/xiaozhi/v1/${query}`,
       agent: false,
-      headers: { Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Version': '13', 'Sec-WebSocket-Key': 'dGhlIHNhbXBsZSBub25jZQ==', ...headers },
+      headers: {
+        Connection: 'Upgrade',
+        Upgrade: 'websocket',
+        'Sec-WebSocket-Version': '13',
+        'Sec-WebSocket-Key': 'dGhlIHNhbXBsZSBub25jZQ==',
+        ...headers,
+      },
     });
     req.on('upgrade', (res, socket) => {
       socket.destroy();

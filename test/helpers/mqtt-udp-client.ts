@@ -11,7 +11,10 @@ import { waitFor } from './wait.ts';
 import type { MqttOtaSection } from '../../transport/mqtt/transport.ts';
 
 /** The fields of the OTA `mqtt` section a client uses: the server's own type, not a copy. */
-export type MqttSection = Pick<MqttOtaSection, 'endpoint' | 'client_id' | 'username' | 'password' | 'keepalive' | 'publish_topic'>;
+export type MqttSection = Pick<
+  MqttOtaSection,
+  'endpoint' | 'client_id' | 'username' | 'password' | 'keepalive' | 'publish_topic'
+>;
 
 export interface UdpBlock {
   server: string;
@@ -49,7 +52,11 @@ export class MqttUdpClient {
   }
 
   /** `options`: more options of the `mqtt` client (TLS: `protocol: 'mqtts'` and its `ca`). */
-  static async connect(section: MqttSection, override: Partial<Pick<MqttSection, 'client_id' | 'username' | 'password'>> = {}, options: IClientOptions = {}): Promise<MqttUdpClient> {
+  static async connect(
+    section: MqttSection,
+    override: Partial<Pick<MqttSection, 'client_id' | 'username' | 'password'>> = {},
+    options: IClientOptions = {},
+  ): Promise<MqttUdpClient> {
     const scheme = options.protocol ?? 'mqtt';
     // Without retries a connection closed before CONNACK rejects (with them it would wait for ever).
     const client = await connectAsync(
@@ -73,15 +80,29 @@ export class MqttUdpClient {
     this.mqtt.publish(this.section.publish_topic, JSON.stringify(message), { qos: 0 });
   }
 
-  async waitJson(type: string, pred: (m: Record<string, unknown>) => boolean = () => true, timeoutMs = 5000, from = 0): Promise<Record<string, unknown>> {
-    const found = await waitFor(() => this.json.slice(from).find((j) => j.msg.type === type && pred(j.msg))?.msg, { what: `a ${type} message`, timeoutMs });
+  async waitJson(
+    type: string,
+    pred: (m: Record<string, unknown>) => boolean = () => true,
+    timeoutMs = 5000,
+    from = 0,
+  ): Promise<Record<string, unknown>> {
+    const found = await waitFor(() => this.json.slice(from).find((j) => j.msg.type === type && pred(j.msg))?.msg, {
+      what: `a ${type} message`,
+      timeoutMs,
+    });
     return found as Record<string, unknown>;
   }
 
   /** Sends the firmware's hello and opens the UDP side from the server's answer. */
   async hello(timeoutMs = 10_000): Promise<Record<string, unknown>> {
     const from = this.json.length;
-    this.publish({ type: 'hello', version: 3, transport: 'udp', features: { mcp: true }, audio_params: { format: 'opus', sample_rate: 16000, channels: 1, frame_duration: 60 } });
+    this.publish({
+      type: 'hello',
+      version: 3,
+      transport: 'udp',
+      features: { mcp: true },
+      audio_params: { format: 'opus', sample_rate: 16000, channels: 1, frame_duration: 60 },
+    });
     const hello = await this.waitJson('hello', () => true, timeoutMs, from);
     const block = hello.udp as UdpBlock;
     this.block = block;
@@ -120,7 +141,11 @@ export class MqttUdpClient {
       return;
     }
     this.#remoteSequence = sequence;
-    this.audio.push({ payload: aesCtr(this.#key, data.subarray(0, UDP_HEADER_BYTES), data.subarray(UDP_HEADER_BYTES)), sequence, at: performance.now() });
+    this.audio.push({
+      payload: aesCtr(this.#key, data.subarray(0, UDP_HEADER_BYTES), data.subarray(UDP_HEADER_BYTES)),
+      sequence,
+      at: performance.now(),
+    });
   }
 
   /** The datagram the firmware would send for `opus` (the next sequence unless given). */

@@ -31,7 +31,10 @@ function listening(port: number): Promise<boolean> {
 
 /** Starts nginx with `httpConf` inside `http {}`; resolves once 127.0.0.1:`port` accepts connections. */
 export async function startNginx(httpConf: string, port: number): Promise<TestNginx> {
-  if (!existsSync(NGINX)) throw new Error(`nginx is not installed at ${NGINX}: run scripts/setup.sh --test (it installs Debian's nginx package)`);
+  if (!existsSync(NGINX))
+    throw new Error(
+      `nginx is not installed at ${NGINX}: run scripts/setup.sh --test (it installs Debian's nginx package)`,
+    );
   const dir = mkdtempSync(join(tmpdir(), 'nginx-test-'));
   mkdirSync(join(dir, 'temp'));
   const temp = (name: string): string => `${name}_temp_path ${join(dir, 'temp', name)};`;
@@ -54,7 +57,9 @@ export async function startNginx(httpConf: string, port: number): Promise<TestNg
     ].join('\n'),
   );
   // -e: the error log before the configuration is read (else /var/log/nginx/error.log).
-  const proc = spawn(NGINX, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', 'stderr'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = spawn(NGINX, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', 'stderr'], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let errors = '';
   proc.stderr.on('data', (b: Buffer) => (errors = (errors + b.toString()).slice(-20_000)));
   const exited = new Promise<void>((resolve) => proc.once('close', () => resolve()));

@@ -37,9 +37,16 @@ export interface TestPostgres {
 
 function binDir(): string {
   const root = '/usr/lib/postgresql';
-  const versions = existsSync(root) ? readdirSync(root).filter((v) => existsSync(join(root, v, 'bin', 'initdb')) && existsSync(join(root, v, 'bin', 'pg_ctl'))) : [];
+  const versions = existsSync(root)
+    ? readdirSync(root).filter(
+        (v) => existsSync(join(root, v, 'bin', 'initdb')) && existsSync(join(root, v, 'bin', 'pg_ctl')),
+      )
+    : [];
   const newest = versions.sort((a, b) => Number(b) - Number(a))[0];
-  if (!newest) throw new Error('PostgreSQL (initdb, pg_ctl) is not installed: run scripts/setup.sh --test (it installs Debian\'s postgresql package)');
+  if (!newest)
+    throw new Error(
+      "PostgreSQL (initdb, pg_ctl) is not installed: run scripts/setup.sh --test (it installs Debian's postgresql package)",
+    );
   return join(root, newest, 'bin');
 }
 
@@ -63,12 +70,25 @@ export async function startPostgres(): Promise<TestPostgres> {
     chownSync(dir, Number(stdout.trim()), Number(gid.trim()));
   }
   const pgRun = (cmd: string, args: string[]): Promise<{ stdout: string; stderr: string }> =>
-    asRoot ? run('runuser', ['-u', 'postgres', '--', join(bin, cmd), ...args], { cwd: dir }) : run(join(bin, cmd), args, { cwd: dir });
+    asRoot
+      ? run('runuser', ['-u', 'postgres', '--', join(bin, cmd), ...args], { cwd: dir })
+      : run(join(bin, cmd), args, { cwd: dir });
   const data = join(dir, 'data');
   const port = await freePort();
   await pgRun('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync', '--no-instructions']);
   const start = async (): Promise<void> => {
-    await pgRun('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-w', '-t', '60', '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`, 'start']);
+    await pgRun('pg_ctl', [
+      '-D',
+      data,
+      '-l',
+      join(dir, 'server.log'),
+      '-w',
+      '-t',
+      '60',
+      '-o',
+      `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`,
+      'start',
+    ]);
   };
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   const down = async (): Promise<void> => {

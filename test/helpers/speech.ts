@@ -48,7 +48,12 @@ export function speak16k(text: string, engine: 'flite' | 'espeak' = 'flite'): In
 }
 
 /** silence + speech + silence (16 kHz input), encoded as 60 ms Opus packets at `rate` (16 kHz like the firmware). */
-export async function utterancePackets(speech: Int16Array, leadMs = 400, tailMs = 1500, rate: 16000 | 24000 = 16000): Promise<Buffer[]> {
+export async function utterancePackets(
+  speech: Int16Array,
+  leadMs = 400,
+  tailMs = 1500,
+  rate: 16000 | 24000 = 16000,
+): Promise<Buffer[]> {
   const codec = await createOpusCodec({ sampleRate: rate });
   try {
     const at16 = concatInt16([new Int16Array(16 * leadMs), speech, new Int16Array(16 * tailMs)]);
@@ -67,7 +72,12 @@ export async function utterancePackets(speech: Int16Array, leadMs = 400, tailMs 
 }
 
 /** Sends packets at the device's real-time cadence (one per 60 ms). */
-export async function sendPaced(dev: DeviceSim, packets: readonly Buffer[], frameMs = 60, stop?: () => boolean): Promise<void> {
+export async function sendPaced(
+  dev: DeviceSim,
+  packets: readonly Buffer[],
+  frameMs = 60,
+  stop?: () => boolean,
+): Promise<void> {
   const start = performance.now();
   for (let i = 0; i < packets.length; i++) {
     if (stop?.()) return;
@@ -80,7 +90,10 @@ export async function sendPaced(dev: DeviceSim, packets: readonly Buffer[], fram
 }
 
 /** Decodes received downlink packets; returns PCM and its duration. */
-export async function decodeDownlink(packets: readonly Uint8Array[], sampleRate: 16000 | 24000 = 24000): Promise<{ pcm: Int16Array; ms: number; rms: number; bad: number }> {
+export async function decodeDownlink(
+  packets: readonly Uint8Array[],
+  sampleRate: 16000 | 24000 = 24000,
+): Promise<{ pcm: Int16Array; ms: number; rms: number; bad: number }> {
   const codec = await createOpusCodec({ sampleRate });
   try {
     const parts: Int16Array[] = [];
@@ -100,7 +113,10 @@ export async function decodeDownlink(packets: readonly Uint8Array[], sampleRate:
 /** Child processes of this test process whose command matches `re` (ffmpeg, espeak-ng, ...). */
 export function childProcesses(re: RegExp): string[] {
   const out = execFileSync('ps', ['-o', 'pid=,ppid=,args=', '-e'], { encoding: 'utf8' });
-  const rows = out.split('\n').map((l) => l.trim().split(/\s+/)).filter((r) => r.length >= 3);
+  const rows = out
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/))
+    .filter((r) => r.length >= 3);
   const byParent = new Map<string, string[][]>();
   for (const r of rows) byParent.set(r[1] as string, [...(byParent.get(r[1] as string) ?? []), r]);
   const found: string[] = [];

@@ -58,7 +58,16 @@ export function postgresTarget(): StoreTarget & { cluster(): TestPostgres } {
 export type StoreOptions = Partial<Omit<OpenStoreOptions, 'url' | 'dataDir'>>;
 
 export function open(db: { url: string; dataDir: string }, opts: StoreOptions = {}): Promise<Store> {
-  return openStore({ url: db.url, dataDir: db.dataDir, secret: '', codeTtlMs: 600_000, pendingPerSource: 3, replica: 'test', log: silentLogger, ...opts });
+  return openStore({
+    url: db.url,
+    dataDir: db.dataDir,
+    secret: '',
+    codeTtlMs: 600_000,
+    pendingPerSource: 3,
+    replica: 'test',
+    log: silentLogger,
+    ...opts,
+  });
 }
 
 /** A raw connection to the same database, to plant rows the store would never write. */

@@ -31,7 +31,12 @@ function merge(a: Record<string, unknown>, b: Record<string, unknown>): Record<s
   for (const [k, v] of Object.entries(b)) {
     const cur = out[k];
     out[k] =
-      typeof v === 'object' && v !== null && !Array.isArray(v) && typeof cur === 'object' && cur !== null && !Array.isArray(cur)
+      typeof v === 'object' &&
+      v !== null &&
+      !Array.isArray(v) &&
+      typeof cur === 'object' &&
+      cur !== null &&
+      !Array.isArray(cur)
         ? merge(cur as Record<string, unknown>, v as Record<string, unknown>)
         : v;
   }
@@ -42,7 +47,12 @@ function merge(a: Record<string, unknown>, b: Record<string, unknown>): Record<s
  * `logs`: where the server logs go (default: an in-memory sink that keeps every line); `assemble`:
  * options of `assembleServer` (e.g. `onWorker`, to reach the worker threads).
  */
-export async function startVoiceApp(llmUrl: string, overrides: Record<string, unknown> = {}, logs: LogSink = createLogSink(), assemble: AssembleOptions = {}): Promise<VoiceApp> {
+export async function startVoiceApp(
+  llmUrl: string,
+  overrides: Record<string, unknown> = {},
+  logs: LogSink = createLogSink(),
+  assemble: AssembleOptions = {},
+): Promise<VoiceApp> {
   // A test that names no data directory gets a private in-memory database, not ./data of the checkout.
   const named = 'store' in overrides || 'dataDir' in ((overrides.server as Record<string, unknown> | undefined) ?? {});
   const config = ConfigSchema.parse(
@@ -65,5 +75,15 @@ export async function startVoiceApp(llmUrl: string, overrides: Record<string, un
   // Wired exactly as server/main.ts wires it.
   const server = await assembleServer(config, log, assemble);
   const { httpUrl, wsUrl } = await listenOnLoopback(server.app);
-  return { app: server.app, deps: server.deps, push: server.push, config, logs, httpUrl, wsUrl, ...(server.mqtt ? { mqtt: server.mqtt } : {}), close: server.close };
+  return {
+    app: server.app,
+    deps: server.deps,
+    push: server.push,
+    config,
+    logs,
+    httpUrl,
+    wsUrl,
+    ...(server.mqtt ? { mqtt: server.mqtt } : {}),
+    close: server.close,
+  };
 }

@@ -53,7 +53,10 @@ const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 
 const isObject = (s: JsonSchema): boolean => s.type === 'object' && s.properties !== undefined;
 const isRecordOfObjects = (s: JsonSchema): boolean =>
-  s.type === 'object' && s.properties === undefined && typeof s.additionalProperties === 'object' && describeVariants(s.additionalProperties).length > 0;
+  s.type === 'object' &&
+  s.properties === undefined &&
+  typeof s.additionalProperties === 'object' &&
+  describeVariants(s.additionalProperties).length > 0;
 
 /** Object variants of a union (discriminated or not); [] when the schema is no union of objects. */
 function describeVariants(s: JsonSchema): JsonSchema[] {
@@ -120,9 +123,16 @@ export function configTables(): KeyTable[] {
       } else if (isRecordOfObjects(prop)) {
         const inner = describeVariants(prop.additionalProperties as JsonSchema);
         const at = `${key}.<name>`;
-        inner.forEach((v, i) => nested.push(() => walk(v, at, inner.length > 1 ? `${at} (${variantLabel(v, i)})` : at)));
+        inner.forEach((v, i) =>
+          nested.push(() => walk(v, at, inner.length > 1 ? `${at} (${variantLabel(v, i)})` : at)),
+        );
       } else {
-        rows.push({ key, type: typeOf(prop), default: prop.default === undefined ? '' : JSON.stringify(prop.default), required });
+        rows.push({
+          key,
+          type: typeOf(prop),
+          default: prop.default === undefined ? '' : JSON.stringify(prop.default),
+          required,
+        });
       }
     }
     if (rows.length > 0) tables.push({ title, rows });
@@ -179,7 +189,9 @@ export function renderTables(tables: readonly KeyTable[], descriptions: Readonly
     parts.push('| key | type | default | description |', '|---|---|---|---|');
     for (const r of t.rows) {
       const def = r.default === '' ? (r.required ? '**required**' : '—') : `\`${cell(r.default)}\``;
-      parts.push(`| \`${r.key}\` | ${cell(r.type)} | ${def} | ${cell(descriptions.get(tableId(t.title, r.key)) ?? '')} |`);
+      parts.push(
+        `| \`${r.key}\` | ${cell(r.type)} | ${def} | ${cell(descriptions.get(tableId(t.title, r.key)) ?? '')} |`,
+      );
     }
     parts.push('');
   }
@@ -192,7 +204,9 @@ export function regenerate(current: string): string {
   const start = current.indexOf(BEGIN);
   const end = current.indexOf(END);
   if (start < 0 || end < start) throw new Error(`${DOC_FILE} lacks the GENERATED markers`);
-  return current.slice(0, start) + renderTables(configTables(), parseDescriptions(current)) + current.slice(end + END.length);
+  return (
+    current.slice(0, start) + renderTables(configTables(), parseDescriptions(current)) + current.slice(end + END.length)
+  );
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {

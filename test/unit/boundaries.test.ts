@@ -12,7 +12,20 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const FOLDERS = ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store', 'features', 'transport', 'server', 'examples'] as const;
+const FOLDERS = [
+  'core',
+  'protocol',
+  'audio',
+  'mcp',
+  'llm',
+  'providers',
+  'voice',
+  'store',
+  'features',
+  'transport',
+  'server',
+  'examples',
+] as const;
 const ALLOWED: Record<(typeof FOLDERS)[number], readonly string[]> = {
   core: [],
   protocol: ['core'],
@@ -44,14 +57,21 @@ const ROOMS: Record<string, readonly string[]> = {
 };
 
 /** Every relative import of our source folders: the importing file, the specifier, the resolved path from the root, type-only or not. */
-function relativeImports(folders: readonly string[]): Array<{ file: string; spec: string; target: string; typeOnly: boolean }> {
+function relativeImports(
+  folders: readonly string[],
+): Array<{ file: string; spec: string; target: string; typeOnly: boolean }> {
   const out: Array<{ file: string; spec: string; target: string; typeOnly: boolean }> = [];
   for (const folder of folders) {
     for (const file of tsFiles(join(ROOT, folder))) {
       for (const m of readFileSync(file, 'utf8').matchAll(IMPORT_RE)) {
         const spec = m[3] ?? m[4] ?? m[5];
         if (!spec || !spec.startsWith('.')) continue;
-        out.push({ file: relative(ROOT, file), spec, target: relative(ROOT, resolve(dirname(file), spec)), typeOnly: m[2] !== undefined });
+        out.push({
+          file: relative(ROOT, file),
+          spec,
+          target: relative(ROOT, resolve(dirname(file), spec)),
+          typeOnly: m[2] !== undefined,
+        });
       }
     }
   }
@@ -75,7 +95,8 @@ function tsFiles(dir: string): string[] {
   return out;
 }
 
-const IMPORT_RE = /^\s*(import|export)\s+(type\s+)?[^'"]*?from\s+['"]([^'"]+)['"]|^\s*import\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/gm;
+const IMPORT_RE =
+  /^\s*(import|export)\s+(type\s+)?[^'"]*?from\s+['"]([^'"]+)['"]|^\s*import\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/gm;
 
 test('every source folder imports only what ARCHITECTURE.md allows', () => {
   const violations: string[] = [];
@@ -102,12 +123,16 @@ test('a feature room is reached only through its index.ts, and only by the rooms
     crossings++;
     if (!(room in ROOMS)) violations.push(`${file} imports ${spec}: features/${room}/ is not in the room table`);
     else if (rest.join('/') !== 'index.ts') violations.push(`${file} imports ${spec}: use features/${room}/index.ts`);
-    if (from !== undefined && !(ROOMS[from] ?? []).includes(room)) violations.push(`${file} imports ${spec}: features/${from}/ may use ${(ROOMS[from] ?? []).join(', ') || 'no other room'}`);
+    if (from !== undefined && !(ROOMS[from] ?? []).includes(room))
+      violations.push(
+        `${file} imports ${spec}: features/${from}/ may use ${(ROOMS[from] ?? []).join(', ') || 'no other room'}`,
+      );
   }
   const rooms = readdirSync(join(ROOT, 'features')).filter((n) => statSync(join(ROOT, 'features', n)).isDirectory());
   for (const room of rooms) {
     if (!(room in ROOMS)) violations.push(`features/${room}/ is not in the room table`);
-    else if (!tsFiles(join(ROOT, 'features', room)).some((f) => f.endsWith(`features/${room}/index.ts`))) violations.push(`features/${room}/ has no index.ts`);
+    else if (!tsFiles(join(ROOT, 'features', room)).some((f) => f.endsWith(`features/${room}/index.ts`)))
+      violations.push(`features/${room}/ has no index.ts`);
   }
   assert.ok(crossings > 10, 'the scan found imports into features/ to check');
   assert.deepEqual(violations, []);
@@ -127,7 +152,8 @@ test("a room's store code is named after it (store/<room>.ts, store/<room>-*.ts)
     checked++;
     const room = file.split('/')[1] ?? '';
     const owner = ownerOf(target);
-    if (owner !== undefined && owner !== room && !readsAll.has(room)) violations.push(`${file} imports ${spec}, features/${owner}/'s store code`);
+    if (owner !== undefined && owner !== room && !readsAll.has(room))
+      violations.push(`${file} imports ${spec}, features/${owner}/'s store code`);
   }
   const owned = tsFiles(join(ROOT, 'store')).filter((f) => ownerOf(relative(ROOT, f)) !== undefined);
   assert.ok(checked > 5 && owned.length > 5, 'the scan found store imports and room-named store files');
@@ -150,21 +176,39 @@ test('no import points back up to a file of a parent folder', () => {
 
 test('only server/config.ts reads process.env', () => {
   const offenders: string[] = [];
-  for (const folder of ['core', 'protocol', 'audio', 'mcp', 'llm', 'providers', 'voice', 'store', 'features', 'transport', 'server']) {
+  for (const folder of [
+    'core',
+    'protocol',
+    'audio',
+    'mcp',
+    'llm',
+    'providers',
+    'voice',
+    'store',
+    'features',
+    'transport',
+    'server',
+  ]) {
     for (const file of tsFiles(join(ROOT, folder))) {
       const rel = relative(ROOT, file);
       if (rel === 'server/config.ts') continue;
       // Writes onnxruntime's telemetry opt-out, the one variable that library reads; reads no configuration.
       if (rel === 'audio/vad/onnx-telemetry.ts') continue;
-      if (/process\.env/.test(readFileSync(file, 'utf8').replace(/\/\/.*$|\/\*[\s\S]*?\*\//gm, ''))) offenders.push(rel);
+      if (/process\.env/.test(readFileSync(file, 'utf8').replace(/\/\/.*$|\/\*[\s\S]*?\*\//gm, '')))
+        offenders.push(rel);
     }
   }
   assert.deepEqual(offenders, []);
 });
 
 test('voice/ does not import fastify or ws', () => {
-  const offenders = tsFiles(join(ROOT, 'voice')).filter((f) => /from\s+['"](fastify|ws|@fastify\/[^'"]+)['"]/.test(readFileSync(f, 'utf8')));
-  assert.deepEqual(offenders.map((f) => relative(ROOT, f)), []);
+  const offenders = tsFiles(join(ROOT, 'voice')).filter((f) =>
+    /from\s+['"](fastify|ws|@fastify\/[^'"]+)['"]/.test(readFileSync(f, 'utf8')),
+  );
+  assert.deepEqual(
+    offenders.map((f) => relative(ROOT, f)),
+    [],
+  );
 });
 
 /** transport/'s folder of what every transport shares: the contract and the session door. */
@@ -174,7 +218,10 @@ test('transport/: each transport is one folder that imports no other, only the s
   const dir = join(ROOT, 'transport');
   const folders = readdirSync(dir).filter((n) => statSync(join(dir, n)).isDirectory());
   const transports = folders.filter((n) => n !== SHARED_TRANSPORT);
-  assert.ok(folders.includes(SHARED_TRANSPORT) && transports.includes('ws') && transports.includes('mqtt'), `the folders found: ${folders.join(', ')}`);
+  assert.ok(
+    folders.includes(SHARED_TRANSPORT) && transports.includes('ws') && transports.includes('mqtt'),
+    `the folders found: ${folders.join(', ')}`,
+  );
   const loose = readdirSync(dir).filter((n) => !folders.includes(n));
   assert.deepEqual(loose, [], 'transport/ holds folders only: a transport each, and session-door/');
   const offenders: string[] = [];
@@ -187,7 +234,7 @@ test('transport/: each transport is one folder that imports no other, only the s
   assert.deepEqual(offenders, []);
 });
 
-test("a transport, and session-door/, is reached only through its index.ts from outside its folder", () => {
+test('a transport, and session-door/, is reached only through its index.ts from outside its folder', () => {
   const violations: string[] = [];
   let crossings = 0;
   for (const { file, spec, target } of relativeImports(FOLDERS)) {
@@ -202,7 +249,11 @@ test("a transport, and session-door/, is reached only through its index.ts from 
 
 test('transport/session-door/ is transport-agnostic: no fastify, ws, aedes or sockets', () => {
   const offenders = tsFiles(join(ROOT, 'transport', SHARED_TRANSPORT))
-    .filter((f) => /(from|import)\s+['"](fastify|ws|aedes|mqtt|@fastify\/[^'"]+|node:(net|dgram|tls|http))['"]/.test(readFileSync(f, 'utf8')))
+    .filter((f) =>
+      /(from|import)\s+['"](fastify|ws|aedes|mqtt|@fastify\/[^'"]+|node:(net|dgram|tls|http))['"]/.test(
+        readFileSync(f, 'utf8'),
+      ),
+    )
     .map((f) => relative(ROOT, f));
   assert.deepEqual(offenders, []);
 });

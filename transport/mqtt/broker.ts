@@ -10,7 +10,12 @@ import type { PerIpLimits } from '../../core/per-ip-limits.ts';
 import { pairKey } from '../../store/pair-key.ts';
 import type { SessionDoor } from '../session-door/index.ts';
 import type { ConnectionGate } from './connection-gate.ts';
-import { checkMqttCredentials, checkStoredMqttCredentials, MAX_MQTT_CLIENT_ID_CHARS, type MqttAuthPolicy } from './credentials.ts';
+import {
+  checkMqttCredentials,
+  checkStoredMqttCredentials,
+  MAX_MQTT_CLIENT_ID_CHARS,
+  type MqttAuthPolicy,
+} from './credentials.ts';
 import type { BrokerConnections, MqttLinks } from './link-table.ts';
 
 /** Longest wait for an accepted CONNECT (TLS handshake included) after the TCP connection opens. */
@@ -46,7 +51,10 @@ function authenticator(parts: BrokerParts): NonNullable<AedesOptions['authentica
     const conn = conns.get(client.conn);
     let decision = checkMqttCredentials(client.id ?? '', username, password, auth);
     const refuse = (code: number, reason: string, counted: 'per_ip' | 'unauthorized'): void => {
-      warn.warn({ clientId: String(client.id ?? '').slice(0, MAX_MQTT_CLIENT_ID_CHARS), remote: conn?.remote, reason }, 'MQTT connection refused');
+      warn.warn(
+        { clientId: String(client.id ?? '').slice(0, MAX_MQTT_CLIENT_ID_CHARS), remote: conn?.remote, reason },
+        'MQTT connection refused',
+      );
       parts.sessions.refused(counted);
       done(connackError(code, reason), false);
     };
@@ -55,7 +63,12 @@ function authenticator(parts: BrokerParts): NonNullable<AedesOptions['authentica
     // its neighbours'); anything else, failed CONNECTs and open mode's credentials (OTA hands
     // them to anyone), spends the address's shared budget, so no address can CONNECT at line rate.
     const credentialed = decision.ok && auth.mode !== 'open';
-    if (conn && !(credentialed && decision.ok ? perAddress.takeAuthenticatedUpgrade(conn.address, pairKey(decision.deviceId, decision.clientId)) : perAddress.takeUpgrade(conn.address))) {
+    if (
+      conn &&
+      !(credentialed && decision.ok
+        ? perAddress.takeAuthenticatedUpgrade(conn.address, pairKey(decision.deviceId, decision.clientId))
+        : perAddress.takeUpgrade(conn.address))
+    ) {
       return refuse(3, 'connect rate per address', 'per_ip');
     }
     if (!decision.ok && decision.stored && password) {
@@ -67,7 +80,9 @@ function authenticator(parts: BrokerParts): NonNullable<AedesOptions['authentica
     if (!decision.ok) return refuse(4, decision.reason, 'unauthorized');
     // Only now does the connection count against the address's limit (a device reconnecting
     // replaces its own connection, so it is let in at the limit too).
-    const admitted = conn ? gate.authenticate(conn.ticket, links.has(decision.deviceId, decision.clientId)) : 'authenticated';
+    const admitted = conn
+      ? gate.authenticate(conn.ticket, links.has(decision.deviceId, decision.clientId))
+      : 'authenticated';
     if (admitted === 'full') return refuse(3, 'connections per address', 'per_ip');
     // Closed while the database answered (the gate said why): nothing to refuse or log.
     if (admitted === 'gone') return done(connackError(3, 'connection closed'), false);
@@ -91,7 +106,8 @@ export async function createBroker(parts: BrokerParts): Promise<Aedes> {
     maxTopicLevels: 8,
     // The firmware sets no will; one would be published (and handled as the device's message) on
     // an abnormal close, after the link is gone.
-    preConnect: (_client, packet, done) => (packet.will ? done(new Error('will messages are not offered'), false) : done(null, true)),
+    preConnect: (_client, packet, done) =>
+      packet.will ? done(new Error('will messages are not offered'), false) : done(null, true),
     authenticate: authenticator(parts),
     // The firmware subscribes to nothing (the broker delivers to each client directly): every
     // subscription is answered as failed (0x80), so nothing a client sends reaches another.
@@ -100,7 +116,9 @@ export async function createBroker(parts: BrokerParts): Promise<Aedes> {
       if (!client) return done(new Error('no publishing without a client'));
       if (packet.topic !== settings.publishTopic) return done(new Error('publish topic not allowed'));
       if (packet.retain || packet.qos > 1) return done(new Error('retain and QoS 2 are not offered'));
-      links.linkOf(client)?.handleMessage(Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload));
+      links
+        .linkOf(client)
+        ?.handleMessage(Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload));
       // Handled here: nothing subscribes, so the broker's own delivery has no one to reach.
       done(null);
     },
@@ -110,7 +128,12 @@ export async function createBroker(parts: BrokerParts): Promise<Aedes> {
     if (!links.linkOf(client)) client.close();
   });
   broker.on('clientDisconnect', (client) => links.disconnected(client));
-  broker.on('clientError', (client, err) => log.debug({ clientId: String(client.id).slice(0, MAX_MQTT_CLIENT_ID_CHARS), err: err.message }, 'MQTT client error'));
+  broker.on('clientError', (client, err) =>
+    log.debug(
+      { clientId: String(client.id).slice(0, MAX_MQTT_CLIENT_ID_CHARS), err: err.message },
+      'MQTT client error',
+    ),
+  );
   broker.on('connectionError', (_client, err) => log.debug({ err: err.message }, 'MQTT connection error'));
   return broker;
 }

@@ -43,8 +43,17 @@ export function mqttPassword(secret: string, deviceId: string, clientId: string,
     .digest('base64url');
 }
 
-export function mqttCredentials(secret: string, deviceId: string, clientId: string, generation: number | null): MqttCredentials {
-  return { client_id: mqttClientId(deviceId, clientId), username: deviceId.toLowerCase(), password: mqttPassword(secret, deviceId, clientId, generation) };
+export function mqttCredentials(
+  secret: string,
+  deviceId: string,
+  clientId: string,
+  generation: number | null,
+): MqttCredentials {
+  return {
+    client_id: mqttClientId(deviceId, clientId),
+    username: deviceId.toLowerCase(),
+    password: mqttPassword(secret, deviceId, clientId, generation),
+  };
 }
 
 export interface MqttAuthPolicy {
@@ -66,39 +75,58 @@ export interface MqttAuthPolicy {
  * `reason` is for the log only: the device is told "bad username or password" whatever failed.
  * `stored`: the refusal came from the cache's view of the bindings, which the database may correct.
  */
-export type MqttAuthDecision = { ok: true; deviceId: string; clientId: string } | { ok: false; reason: string; stored?: true };
+export type MqttAuthDecision =
+  | { ok: true; deviceId: string; clientId: string }
+  | { ok: false; reason: string; stored?: true };
 
 /**
  * Checks a CONNECT's credentials. In `open` mode any well-formed pair with its password is let in;
  * in `activation` and `tokens` only a bound pair, with the password of its current binding.
  */
-export function checkMqttCredentials(clientId: string, username: string | undefined, password: Buffer | undefined, policy: MqttAuthPolicy): MqttAuthDecision {
+export function checkMqttCredentials(
+  clientId: string,
+  username: string | undefined,
+  password: Buffer | undefined,
+  policy: MqttAuthPolicy,
+): MqttAuthDecision {
   const pair = parseMqttClientId(clientId);
   if (!pair) return { ok: false, reason: 'client id is not a device pair' };
   if (username !== pair.deviceId) return { ok: false, reason: 'username does not match the client id' };
   if (!password) return { ok: false, reason: 'no password' };
-  if (policy.allowedDevices.length > 0 && !policy.allowedDevices.some((d) => d.toLowerCase() === pair.deviceId)) return { ok: false, reason: 'device not allowed' };
+  if (policy.allowedDevices.length > 0 && !policy.allowedDevices.some((d) => d.toLowerCase() === pair.deviceId))
+    return { ok: false, reason: 'device not allowed' };
   let generation: number | null = null;
   if (policy.mode !== 'open') {
     const bound = policy.binding(pair.deviceId, pair.clientId);
     if (!bound) return { ok: false, reason: 'not a bound device', stored: true };
     generation = bound.generation;
   }
-  if (!passwordMatches(policy.secret(), pair, generation, password)) return { ok: false, reason: 'wrong password', ...(generation !== null ? { stored: true as const } : {}) };
+  if (!passwordMatches(policy.secret(), pair, generation, password))
+    return { ok: false, reason: 'wrong password', ...(generation !== null ? { stored: true as const } : {}) };
   return { ok: true, ...pair };
 }
 
 /** `checkMqttCredentials` again with the binding read from the database (only where it said `stored`). */
-export async function checkStoredMqttCredentials(clientId: string, password: Buffer, policy: MqttAuthPolicy): Promise<MqttAuthDecision> {
+export async function checkStoredMqttCredentials(
+  clientId: string,
+  password: Buffer,
+  policy: MqttAuthPolicy,
+): Promise<MqttAuthDecision> {
   const pair = parseMqttClientId(clientId);
   if (!pair || !policy.storedBinding) return { ok: false, reason: 'not a bound device' };
   const bound = await policy.storedBinding(pair.deviceId, pair.clientId).catch(() => undefined);
   if (!bound) return { ok: false, reason: 'not a bound device' };
-  if (!passwordMatches(policy.secret(), pair, bound.generation, password)) return { ok: false, reason: 'wrong password' };
+  if (!passwordMatches(policy.secret(), pair, bound.generation, password))
+    return { ok: false, reason: 'wrong password' };
   return { ok: true, ...pair };
 }
 
-function passwordMatches(secret: string, pair: { deviceId: string; clientId: string }, generation: number | null, password: Buffer): boolean {
+function passwordMatches(
+  secret: string,
+  pair: { deviceId: string; clientId: string },
+  generation: number | null,
+  password: Buffer,
+): boolean {
   const want = Buffer.from(mqttPassword(secret, pair.deviceId, pair.clientId, generation));
   return want.length === password.length && timingSafeEqual(want, password);
 }

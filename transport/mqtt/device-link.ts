@@ -113,7 +113,17 @@ export class MqttDeviceLink implements IdleDeviceLink, JsonLink {
   publish(message: Record<string, unknown>, onWritten?: () => void): boolean {
     if (!this.connected) return false;
     // A write error closes the client; its disconnect ends the session.
-    this.client.publish({ topic: this.#ctx.downlinkTopic, payload: Buffer.from(JSON.stringify(message)), qos: 0, cmd: 'publish', retain: false, dup: false }, () => onWritten?.());
+    this.client.publish(
+      {
+        topic: this.#ctx.downlinkTopic,
+        payload: Buffer.from(JSON.stringify(message)),
+        qos: 0,
+        cmd: 'publish',
+        retain: false,
+        dup: false,
+      },
+      () => onWritten?.(),
+    );
     return true;
   }
 
@@ -176,7 +186,13 @@ export class MqttDeviceLink implements IdleDeviceLink, JsonLink {
         this.#session.handleAudio(opus, timestamp);
       },
     });
-    const channel = new MqttUdpChannel({ sessionId, link: this, audio: ctx.audio, session: audioSession, server: ctx.udpServerFor(this, this.#socket.localAddress) });
+    const channel = new MqttUdpChannel({
+      sessionId,
+      link: this,
+      audio: ctx.audio,
+      session: audioSession,
+      server: ctx.udpServerFor(this, this.#socket.localAddress),
+    });
     const session = ctx.openSession(this, sessionId, channel, log);
     if (!session) {
       ctx.audio.release(audioSession);

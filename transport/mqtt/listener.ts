@@ -15,7 +15,14 @@ import type { BrokerConnections } from './link-table.ts';
 import { limitConnection } from './packet-limit.ts';
 
 export interface ListenerParts {
-  settings: { host: string; port: number; tlsCert: string; tlsKey: string; maxConnections: number; maxPacketBytes: number };
+  settings: {
+    host: string;
+    port: number;
+    tlsCert: string;
+    tlsKey: string;
+    maxConnections: number;
+    maxPacketBytes: number;
+  };
   broker: Aedes;
   gate: ConnectionGate;
   keys: AddressKeys;
@@ -38,7 +45,9 @@ export interface DeviceListener {
 export async function listenForDevices(parts: ListenerParts): Promise<DeviceListener> {
   const { settings, broker, gate, keys, conns, warn } = parts;
   const tls = settings.tlsCert !== '' && settings.tlsKey !== '';
-  const secureContext = tls ? createSecureContext({ cert: readFileSync(settings.tlsCert), key: readFileSync(settings.tlsKey) }) : undefined;
+  const secureContext = tls
+    ? createSecureContext({ cert: readFileSync(settings.tlsCert), key: readFileSync(settings.tlsKey) })
+    : undefined;
   const sockets = new Set<Socket>();
 
   /** The broker reads `socket` (TCP, or TLS once its handshake is done). */
@@ -46,7 +55,9 @@ export async function listenForDevices(parts: ListenerParts): Promise<DeviceList
     // A device that lost power leaves a half-open connection: TCP keepalive finds it.
     socket.setKeepAlive(true, 60_000);
     socket.setNoDelay(true);
-    const stream = limitConnection(socket, settings.maxPacketBytes, () => warn.warn({ remote, limit: settings.maxPacketBytes }, 'MQTT connection closed: packet over the size limit'));
+    const stream = limitConnection(socket, settings.maxPacketBytes, () =>
+      warn.warn({ remote, limit: settings.maxPacketBytes }, 'MQTT connection closed: packet over the size limit'),
+    );
     conns.set(stream, { socket, address, remote, ticket });
     broker.handle(stream);
   };

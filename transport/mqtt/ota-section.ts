@@ -22,7 +22,16 @@ export interface MqttOtaOptions {
 export function mqttOtaProvider(opts: MqttOtaOptions): MqttOtaProvider | undefined {
   if (opts.gateway.endpoint) {
     const { endpoint, signatureKey } = opts.gateway;
-    return (req) => gatewayMqttSection({ endpoint, signatureKey, deviceId: req.deviceId, clientId: req.clientId, board: req.board, ip: req.ip, keepaliveS: opts.keepaliveS });
+    return (req) =>
+      gatewayMqttSection({
+        endpoint,
+        signatureKey,
+        deviceId: req.deviceId,
+        clientId: req.clientId,
+        board: req.board,
+        ip: req.ip,
+        keepaliveS: opts.keepaliveS,
+      });
   }
   const transport = opts.transport;
   if (!transport) return undefined;

@@ -35,7 +35,11 @@ export interface MqttTransportParts {
   onUdpDrop?: MqttTransportOptions['onUdpDrop'];
 }
 
-export async function mqttTransportFor(config: MqttConfig, log: Logger, parts: MqttTransportParts): Promise<MqttTransport | undefined> {
+export async function mqttTransportFor(
+  config: MqttConfig,
+  log: Logger,
+  parts: MqttTransportParts,
+): Promise<MqttTransport | undefined> {
   for (const warning of inertMqttSettings(config.mqtt)) log.warn({ key: 'mqtt' }, warning);
   if (!config.mqtt.enabled || config.mqtt.gateway.endpoint) return undefined;
   const mode = resolveAuthMode(config.server.auth);

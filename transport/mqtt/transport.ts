@@ -102,21 +102,45 @@ export interface MqttTransport extends DeviceTransport, IdleDeviceLinks {
 export async function startMqttTransport(opts: MqttTransportOptions): Promise<MqttTransport> {
   const { mqtt, log } = opts;
   const warn = createLogRateLimit({ perSecond: 1, burst: 3 }).wrap(log);
-  const audio = new UdpAudio({ host: mqtt.host, port: mqtt.udpPort, log, ...(opts.onUdpDrop ? { onDrop: opts.onUdpDrop } : {}) });
+  const audio = new UdpAudio({
+    host: mqtt.host,
+    port: mqtt.udpPort,
+    log,
+    ...(opts.onUdpDrop ? { onDrop: opts.onUdpDrop } : {}),
+  });
   const gate = connectionGate(opts, warn);
   const endpoints = new DeviceEndpoints(mqtt);
   const conns: BrokerConnections = new WeakMap();
   const links = new MqttLinks(conns, linkContext(opts, audio, endpoints), log);
-  const broker = await createBroker({ settings: mqtt, auth: opts.auth, conns, links, gate, perAddress: new PerIpLimits(opts.connectRate), sessions: opts.sessions, log, warn });
+  const broker = await createBroker({
+    settings: mqtt,
+    auth: opts.auth,
+    conns,
+    links,
+    gate,
+    perAddress: new PerIpLimits(opts.connectRate),
+    sessions: opts.sessions,
+    log,
+    warn,
+  });
   opts.devices?.onRevoked((gone) => links.revoke(gone));
   let closing = false;
-  const listener = await listenWithUdp(audio, () => listenForDevices({ settings: mqtt, broker, gate, keys: new AddressKeys(opts.address), conns, closing: () => closing, log, warn })).catch(
-    async (err: unknown) => {
-      await audio.close();
-      await closeBroker(broker);
-      throw err;
-    },
-  );
+  const listener = await listenWithUdp(audio, () =>
+    listenForDevices({
+      settings: mqtt,
+      broker,
+      gate,
+      keys: new AddressKeys(opts.address),
+      conns,
+      closing: () => closing,
+      log,
+      warn,
+    }),
+  ).catch(async (err: unknown) => {
+    await audio.close();
+    await closeBroker(broker);
+    throw err;
+  });
   const ports = { mqtt: listener.port, udp: audio.port };
   logListening(log, mqtt.host, ports, listener.tls);
   return {
@@ -167,7 +191,12 @@ function connectionGate(opts: MqttTransportOptions, warn: Logger): ConnectionGat
     connectTimeoutMs: opts.connectDeadlines?.normalMs ?? CONNECT_TIMEOUT_MS,
     pressuredConnectTimeoutMs: opts.connectDeadlines?.pressuredMs ?? PRESSURED_CONNECT_TIMEOUT_MS,
     onClose: (address, why) =>
-      warn.warn({ address, limit }, why === 'evicted' ? 'MQTT connection closed: too many connections without CONNECT from its address (the oldest goes)' : 'MQTT connection closed: no CONNECT in time'),
+      warn.warn(
+        { address, limit },
+        why === 'evicted'
+          ? 'MQTT connection closed: too many connections without CONNECT from its address (the oldest goes)'
+          : 'MQTT connection closed: no CONNECT in time',
+      ),
   });
 }
 

@@ -14,7 +14,14 @@ import { createSocket, type Socket } from 'node:dgram';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from '../../core/logger.ts';
 import { createLogRateLimit } from '../../core/log-rate-limit.ts';
-import { openUdpPacket, plausibleOpusFrame, sealUdpPacket, UDP_AUDIO_TYPE, UDP_HEADER_BYTES, UDP_KEY_BYTES } from '../../protocol/udp-packet.ts';
+import {
+  openUdpPacket,
+  plausibleOpusFrame,
+  sealUdpPacket,
+  UDP_AUDIO_TYPE,
+  UDP_HEADER_BYTES,
+  UDP_KEY_BYTES,
+} from '../../protocol/udp-packet.ts';
 
 /** Largest datagram read: a header and a 60 ms Opus frame at any bitrate the firmware uses, with room. */
 export const MAX_DATAGRAM_BYTES = UDP_HEADER_BYTES + 4000;
@@ -35,7 +42,15 @@ export const MOVE_CONFIRMATIONS = 5;
 export const MAX_CANDIDATES = 4;
 
 /** Why a datagram was dropped (the metric's label). */
-export type UdpDropReason = 'size' | 'short' | 'type' | 'length' | 'unknown_ssrc' | 'replay' | 'implausible' | 'unconfirmed';
+export type UdpDropReason =
+  | 'size'
+  | 'short'
+  | 'type'
+  | 'length'
+  | 'unknown_ssrc'
+  | 'replay'
+  | 'implausible'
+  | 'unconfirmed';
 
 export interface UdpAudioSessionOptions {
   /** The uplink frame duration the device announced in its hello. */
@@ -156,7 +171,11 @@ export class UdpAudio {
   release(s: UdpAudioSession): void {
     if (s.closed) return;
     s.closed = true;
-    if (s.unaddressed > 0) s.opts.log.warn({ frames: s.unaddressed }, 'downlink audio dropped: no datagram from the device told where to send it');
+    if (s.unaddressed > 0)
+      s.opts.log.warn(
+        { frames: s.unaddressed },
+        'downlink audio dropped: no datagram from the device told where to send it',
+      );
     if (this.#sessions.get(s.ssrc) === s) this.#sessions.delete(s.ssrc);
   }
 
@@ -173,7 +192,17 @@ export class UdpAudio {
       return false;
     }
     s.downSequence++;
-    const datagram = sealUdpPacket(s.key, { type: UDP_AUDIO_TYPE, flags: 0, ssrc: (s.ssrc ^ 0x80000000) >>> 0, timestamp: s.downSequence, sequence: s.downSequence }, opus);
+    const datagram = sealUdpPacket(
+      s.key,
+      {
+        type: UDP_AUDIO_TYPE,
+        flags: 0,
+        ssrc: (s.ssrc ^ 0x80000000) >>> 0,
+        timestamp: s.downSequence,
+        sequence: s.downSequence,
+      },
+      opus,
+    );
     this.#socket.send(datagram, s.address.port, s.address.host);
     return true;
   }
@@ -217,7 +246,8 @@ export class UdpAudio {
     if (!plausibleOpusFrame(opened.payload, s.opts.frameDurationMs)) return this.#reject(s, host, port, 'implausible');
     const current = s.address;
     if (current && current.host === host && current.port === port) {
-      if (sequence <= s.lastSequence || sequence - s.lastSequence > MAX_SEQUENCE_JUMP) return this.#reject(s, host, port, 'replay');
+      if (sequence <= s.lastSequence || sequence - s.lastSequence > MAX_SEQUENCE_JUMP)
+        return this.#reject(s, host, port, 'replay');
       // The device still sends from where it was: a chain ahead of it from elsewhere was not it.
       for (const [key, c] of s.candidates) if (c.forward) this.#forget(s, key);
       s.lastSequence = sequence;
@@ -266,7 +296,14 @@ export class UdpAudio {
       // Consecutive sequences only: a device numbers every frame it sends, a forger's passes come with gaps.
       this.#forget(s, key);
       if (s.candidates.size >= MAX_CANDIDATES) this.#forget(s, s.candidates.keys().next().value as string);
-      c = { host, port, firstSequence: sequence, lastSequence: sequence, forward: sequence > s.lastSequence, held: [{ opus, timestamp }] };
+      c = {
+        host,
+        port,
+        firstSequence: sequence,
+        lastSequence: sequence,
+        forward: sequence > s.lastSequence,
+        held: [{ opus, timestamp }],
+      };
       s.candidates.set(key, c);
     }
     if (c.held.length >= MOVE_CONFIRMATIONS) this.#confirm(s, key, c);
@@ -290,7 +327,11 @@ export class UdpAudio {
     s.contested = false;
     if (from && ++s.moves <= 3) {
       const fields = { from: `${from.host}:${from.port}`, to: `${c.host}:${c.port}`, moves: s.moves };
-      if (takenBack) s.opts.log.warn(fields, 'device audio address taken back from an address that sent forged datagrams: downlink follows');
+      if (takenBack)
+        s.opts.log.warn(
+          fields,
+          'device audio address taken back from an address that sent forged datagrams: downlink follows',
+        );
       else s.opts.log.info(fields, 'device audio address changed: downlink follows');
     }
     for (const f of c.held) s.opts.onAudio(f.opus, f.timestamp);

@@ -40,7 +40,12 @@ export class MqttUdpChannel implements DeviceChannel {
     this.#audio = opts.audio;
     this.#session = opts.session;
     this.#sessionId = opts.sessionId;
-    this.udp = { server: opts.server, port: opts.audio.port, key: opts.session.key.toString('hex'), nonce: opts.session.nonce.toString('hex') };
+    this.udp = {
+      server: opts.server,
+      port: opts.audio.port,
+      key: opts.session.key.toString('hex'),
+      nonce: opts.session.nonce.toString('hex'),
+    };
   }
 
   get isOpen(): boolean {

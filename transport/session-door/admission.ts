@@ -133,7 +133,8 @@ export class AdmissionControl implements AdmissionGate {
     this.#loopHot = this.#judge(this.#loopHot, delay, maxEventLoopDelayMs);
     const depth = this.mediaQueueDepth();
     this.#mediaHot = depth !== undefined && this.#judge(this.#mediaHot, depth, maxMediaQueue);
-    if (this.#loopHot) return { ok: false, signal: 'event_loop_delay', value: Math.round(delay), limit: maxEventLoopDelayMs };
+    if (this.#loopHot)
+      return { ok: false, signal: 'event_loop_delay', value: Math.round(delay), limit: maxEventLoopDelayMs };
     if (this.#mediaHot) return { ok: false, signal: 'media_queue', value: depth ?? 0, limit: maxMediaQueue };
     return { ok: true };
   }

@@ -12,7 +12,14 @@ import type { ConversationFactory } from '../../voice/session/conversation.ts';
 import type { SessionRegistry } from '../../voice/session/registry.ts';
 import { DeviceSession } from '../../voice/session/session.ts';
 import type { AdmissionGate } from './admission.ts';
-import type { DevicePair, RefusalReason, SessionDoor, SessionOpenedHook, SessionRefusal, SessionRequest } from './contract.ts';
+import type {
+  DevicePair,
+  RefusalReason,
+  SessionDoor,
+  SessionOpenedHook,
+  SessionRefusal,
+  SessionRequest,
+} from './contract.ts';
 
 /** What every session is created with, whatever carries it. */
 export interface SessionSettings {
@@ -91,7 +98,12 @@ export class DeviceSessions implements SessionDoor {
     const verdict = admission?.check();
     if (verdict && !verdict.ok) {
       this.refused('overloaded');
-      this.#refusalLog.wrap(log).warn({ signal: verdict.signal, value: verdict.value, limit: verdict.limit }, 'device refused: server overloaded');
+      this.#refusalLog
+        .wrap(log)
+        .warn(
+          { signal: verdict.signal, value: verdict.value, limit: verdict.limit },
+          'device refused: server overloaded',
+        );
       return { reason: 'overloaded', error: 'server overloaded', signal: verdict.signal };
     }
     return null;

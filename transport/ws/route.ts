@@ -56,7 +56,9 @@ async function answerRefusal(reply: FastifyReply, refusal: SessionRefusal, retry
     return;
   }
   reply.code(503).header('retry-after', String(retryAfterS));
-  await reply.send(refusal.reason === 'overloaded' ? { error: refusal.error, reason: refusal.signal } : { error: refusal.error });
+  await reply.send(
+    refusal.reason === 'overloaded' ? { error: refusal.error, reason: refusal.signal } : { error: refusal.error },
+  );
 }
 
 export async function deviceWsRoute(app: FastifyInstance, opts: WsRouteOptions): Promise<void> {
@@ -64,7 +66,8 @@ export async function deviceWsRoute(app: FastifyInstance, opts: WsRouteOptions):
   // A storm of refused devices (or an attacker) must not flood the log: one line per second per
   // kind of refusal, carrying how many were not logged since the last one.
   const refusals = createLogRateLimit({ perSecond: 1, burst: 1 });
-  const warnRefused = (log: FastifyRequest['log'], fields: Record<string, unknown>, msg: string): void => refusals.wrap(log).warn(fields, msg);
+  const warnRefused = (log: FastifyRequest['log'], fields: Record<string, unknown>, msg: string): void =>
+    refusals.wrap(log).warn(fields, msg);
   const perIp = new PerIpLimits(opts.upgradeRate);
 
   const tooMany = async (reply: FastifyReply, error: string): Promise<void> => {
@@ -91,15 +94,25 @@ export async function deviceWsRoute(app: FastifyInstance, opts: WsRouteOptions):
     const address = addressKey(request);
     let decision = authorize(identity, opts.auth);
     const credentialed = decision.ok && opts.auth.mode !== 'open';
-    const budget = credentialed ? perIp.takeAuthenticatedUpgrade(address, identityKey(identity) ?? '') : perIp.takeUpgrade(address);
+    const budget = credentialed
+      ? perIp.takeAuthenticatedUpgrade(address, identityKey(identity) ?? '')
+      : perIp.takeUpgrade(address);
     if (!budget) {
       warnRefused(request.log, { remote: clientAddress(request), credentialed }, 'device refused: upgrade rate per IP');
       return tooMany(reply, 'too many connection attempts');
     }
     // A device replacing its own session (it reconnected before we noticed the old connection
     // was dead) adds no session, here as at the server's budget; a wrong credential gains nothing.
-    if (opts.maxSessionsPerIp > 0 && perIp.sessions(address) >= opts.maxSessionsPerIp && !(decision.ok && sessions.replaces(identity))) {
-      warnRefused(request.log, { remote: clientAddress(request), limit: opts.maxSessionsPerIp }, 'device refused: sessions per IP');
+    if (
+      opts.maxSessionsPerIp > 0 &&
+      perIp.sessions(address) >= opts.maxSessionsPerIp &&
+      !(decision.ok && sessions.replaces(identity))
+    ) {
+      warnRefused(
+        request.log,
+        { remote: clientAddress(request), limit: opts.maxSessionsPerIp },
+        'device refused: sessions per IP',
+      );
       return tooMany(reply, 'too many sessions from this address');
     }
     // Asked only after the anonymous budget is spent: wrong tokens cannot make the database work
@@ -120,7 +133,11 @@ export async function deviceWsRoute(app: FastifyInstance, opts: WsRouteOptions):
   };
 
   /** The session of an accepted socket (and its logger), its per-address count, and the connection line. */
-  const openSession = (socket: WebSocket, request: FastifyRequest, identity: DeviceIdentity): { s: DeviceSession; log: FastifyRequest['log'] } => {
+  const openSession = (
+    socket: WebSocket,
+    request: FastifyRequest,
+    identity: DeviceIdentity,
+  ): { s: DeviceSession; log: FastifyRequest['log'] } => {
     const sessionId = randomUUID();
     const log = request.log.child({ sessionId, deviceId: identity.deviceId ?? undefined });
     // The channel frames audio for the version the hello negotiates, which is known only later.
@@ -132,12 +149,22 @@ export async function deviceWsRoute(app: FastifyInstance, opts: WsRouteOptions):
         holder.session?.close(CloseCode.SlowReader);
       },
     });
-    const s = sessions.open({ sessionId, pair: identity, headerProtocolVersion: identity.protocolVersion, channel, log, controlRate: opts.controlRate });
+    const s = sessions.open({
+      sessionId,
+      pair: identity,
+      headerProtocolVersion: identity.protocolVersion,
+      channel,
+      log,
+      controlRate: opts.controlRate,
+    });
     holder.session = s;
     const address = addressKey(request);
     perIp.opened(address);
     s.signal.addEventListener('abort', () => perIp.closed(address), { once: true });
-    log.info({ clientId: identity.clientId, protocolVersion: identity.protocolVersion, remote: clientAddress(request) }, 'device connected');
+    log.info(
+      { clientId: identity.clientId, protocolVersion: identity.protocolVersion, remote: clientAddress(request) },
+      'device connected',
+    );
     return { s, log };
   };
 

@@ -18,7 +18,14 @@ export type ListenerEvent =
    */
   | { type: 'pause'; pcm: () => Int16Array; sampleRate: number }
   | { type: 'resume' }
-  | { type: 'utterance'; pcm: Int16Array; sampleRate: number; reason: 'vad' | 'manual' | 'max_length'; hadSpeech: boolean; endedAt: number };
+  | {
+      type: 'utterance';
+      pcm: Int16Array;
+      sampleRate: number;
+      reason: 'vad' | 'manual' | 'max_length';
+      hadSpeech: boolean;
+      endedAt: number;
+    };
 
 export interface ListenerOptions {
   /** Decodes and runs the VAD, off this thread when media workers are on. */
@@ -135,7 +142,8 @@ export class Listener {
     // queue work and memory without bound: past the backlog limit its packets are dropped.
     if (this.#backlog >= MAX_BACKLOG) {
       this.droppedPackets++;
-      if (this.droppedPackets === 1) this.#o.log.warn({ backlog: this.#backlog }, 'uplink faster than real time; dropping packets');
+      if (this.droppedPackets === 1)
+        this.#o.log.warn({ backlog: this.#backlog }, 'uplink faster than real time; dropping packets');
       return;
     }
     this.#backlog++;
@@ -153,7 +161,10 @@ export class Listener {
         // closes: the first failure is logged, then every 100th, not one line per packet.
         this.failedPackets++;
         if (this.failedPackets === 1 || this.failedPackets % 100 === 0) {
-          this.#o.log.error({ err: err instanceof Error ? err.message : String(err), failedPackets: this.failedPackets }, 'uplink processing failed');
+          this.#o.log.error(
+            { err: err instanceof Error ? err.message : String(err), failedPackets: this.failedPackets },
+            'uplink processing failed',
+          );
         }
       })
       .finally(() => {
@@ -233,7 +244,14 @@ export class Listener {
     const hadSpeech = this.#hadSpeech;
     this.#active = false;
     this.#reset();
-    this.#o.onEvent({ type: 'utterance', pcm, sampleRate: this.#o.media.uplinkSampleRate, reason, hadSpeech, endedAt: this.#o.now?.() ?? performance.now() });
+    this.#o.onEvent({
+      type: 'utterance',
+      pcm,
+      sampleRate: this.#o.media.uplinkSampleRate,
+      reason,
+      hadSpeech,
+      endedAt: this.#o.now?.() ?? performance.now(),
+    });
   }
 
   #reset(): void {

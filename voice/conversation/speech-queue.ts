@@ -61,11 +61,15 @@ export class SpeechQueue {
     const worker = this.#synthLoop();
     const player = this.#playLoop();
     this.#done = Promise.all([worker, player]).then(() => undefined);
-    signal.addEventListener('abort', () => {
-      for (const w of this.#roomWaiters.splice(0)) w();
-      this.#toSynth.close();
-      this.#toPlay.close();
-    }, { once: true });
+    signal.addEventListener(
+      'abort',
+      () => {
+        for (const w of this.#roomWaiters.splice(0)) w();
+        this.#toSynth.close();
+        this.#toPlay.close();
+      },
+      { once: true },
+    );
   }
 
   /** Queues a sentence; a long text is cut into sentences (and over MAX_PUSH_CHARS, shortened). */

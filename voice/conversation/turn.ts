@@ -46,7 +46,8 @@ export interface TurnResult {
 }
 
 /** ASR output that carries no words (pocketsphinx and Whisper emit these for noise). */
-const NOISE_RE = /^[\s\p{P}\p{S}]*$|^\s*[[(<]?\s*(noise|silence|music|blank_audio|inaudible|laughter|unk|sil)\s*[\])>]?\s*$/iu;
+const NOISE_RE =
+  /^[\s\p{P}\p{S}]*$|^\s*[[(<]?\s*(noise|silence|music|blank_audio|inaudible|laughter|unk|sil)\s*[\])>]?\s*$/iu;
 
 export function isNoiseTranscript(text: string): boolean {
   return NOISE_RE.test(text.trim());
@@ -130,7 +131,11 @@ export class Turn {
     } else {
       this.#gate = new Promise<void>((resolve, reject) => {
         this.#openGate = resolve;
-        this.signal.addEventListener('abort', () => reject(new VoiceError(ErrorCode.Aborted, 'early start dropped', { cause: this.signal.reason })), { once: true });
+        this.signal.addEventListener(
+          'abort',
+          () => reject(new VoiceError(ErrorCode.Aborted, 'early start dropped', { cause: this.signal.reason })),
+          { once: true },
+        );
       });
       this.#gate.catch(() => {});
       // Its audio is not needed before the commit: the media worker serves other answers first.
@@ -189,7 +194,15 @@ export class Turn {
   async run(): Promise<TurnResult> {
     const { deps, log } = this.#env;
     const input = this.#input;
-    const timings: TurnTimings = { source: input.source, outcome: 'answered', totalMs: 0, lateFrames: 0, frameIntervals: 0, lateIntervals: 0, tools: [] };
+    const timings: TurnTimings = {
+      source: input.source,
+      outcome: 'answered',
+      totalMs: 0,
+      lateFrames: 0,
+      frameIntervals: 0,
+      lateIntervals: 0,
+      tools: [],
+    };
     let endSession = false;
     // A dropped early turn must leave the history as it found it.
     const restoreHistory = this.#early ? this.#env.history.checkpoint() : undefined;
@@ -198,22 +211,31 @@ export class Turn {
       if (input.source === 'voice') {
         const t0 = this.#clock.now();
         const pcm = input.pcm;
-        text = (await inPart('asr', () => deps.asr.transcribe(pcm, { signal: this.signal, sampleRate: input.sampleRate }))).trim();
+        text = (
+          await inPart('asr', () => deps.asr.transcribe(pcm, { signal: this.signal, sampleRate: input.sampleRate }))
+        ).trim();
         this.#transcriptAt = this.#clock.now();
         if (isNoiseTranscript(text)) {
           await this.#gate;
           timings.outcome = 'no_speech';
-          log.info({ asrTookMs: Math.round(this.#transcriptAt - t0), audioMs: Math.round((input.pcm.length / input.sampleRate) * 1000) }, 'no words recognised; no answer');
+          log.info(
+            {
+              asrTookMs: Math.round(this.#transcriptAt - t0),
+              audioMs: Math.round((input.pcm.length / input.sampleRate) * 1000),
+            },
+            'no words recognised; no answer',
+          );
           return { timings, endSession };
         }
       } else {
         text = input.text.trim();
       }
       if (this.aborted) throw this.signal.reason;
-      if (input.source !== 'notice') this.#visible(() => {
-        this.#env.channel.sendJson({ type: 'stt', text, session_id: this.#env.info.sessionId });
-        log.info({ source: input.source, pii: { text } }, 'user said');
-      });
+      if (input.source !== 'notice')
+        this.#visible(() => {
+          this.#env.channel.sendJson({ type: 'stt', text, session_id: this.#env.info.sessionId });
+          log.info({ source: input.source, pii: { text } }, 'user said');
+        });
 
       const out = this.#audioOut();
       if (input.source === 'wake_word') {
@@ -301,7 +323,8 @@ export class Turn {
   #synth(tts: Tts): Synthesize {
     const { media, info, log } = this.#env;
     if (tts.synthesis === 'media-worker') return (text, signal, urgent) => media.speak(text, signal, urgent, tts.voice);
-    return (text, signal) => media.encode(synthesizePcm(tts, text, { sampleRate: info.downlink.sampleRate, signal, log }), signal);
+    return (text, signal) =>
+      media.encode(synthesizePcm(tts, text, { sampleRate: info.downlink.sampleRate, signal, log }), signal);
   }
 
   async #speakPlain(out: AudioOut, text: string, tts: Tts): Promise<void> {
@@ -321,60 +344,72 @@ export class Turn {
       if (sentence.trim()) this.#firstSentenceAt ??= this.#clock.now();
       speech.push(sentence);
     };
-    const context = tools.context ? await tools.context(this.signal).catch((err: unknown) => {
-      log.warn({ err: toVoiceError(err).message }, 'resource context unavailable for this turn');
-      return [] as string[];
-    }) : [];
+    const context = tools.context
+      ? await tools.context(this.signal).catch((err: unknown) => {
+          log.warn({ err: toVoiceError(err).message }, 'resource context unavailable for this turn');
+          return [] as string[];
+        })
+      : [];
     let emotionSent = false;
-    const outcome = await inPart('llm', () => runReact({
-      llm: deps.llm,
-      tools: tools.tools,
-      history: context.length > 0 ? withContext(history, context) : history,
-      userText,
-      maxRounds: deps.config.llm.maxToolRounds,
-      signal: this.signal,
-      log,
-      toolTimeoutMs: deps.config.llm.toolTimeoutMs,
-      onText: (delta) => {
-        for (const s of cutter.push(delta)) say(s);
-      },
-      onEmotion: (emotion) => {
-        if (emotionSent) return;
-        emotionSent = true;
-        this.#visible(() => channel.sendJson({ type: 'llm', emotion, text: EmotionEmoji[emotion], session_id: info.sessionId }));
-      },
-      beforeAct: () => this.#gate,
-      onToolStart: (call) => log.info({ tool: call.name, pii: { args: call.arguments } }, 'tool call'),
-      onToolResult: (call, result, ms) => {
-        timings.tools.push({ name: call.name, ms: Math.round(ms), isError: result.isError });
-        log.info({ tool: call.name, ms: Math.round(ms), isError: result.isError }, 'tool result');
-      },
-      dispatch: tools.dispatcher
-        ? async (results) => {
-            const d = tools.dispatcher as NonNullable<SessionTools['dispatcher']>;
-            return d.dispatch(results, {
-              out,
-              signal: this.signal,
-              sampleRate: info.downlink.sampleRate,
-              flushSpeech: async () => {
-                for (const s of cutter.flush()) say(s);
-                await speech.idle();
-              },
-              speak: (text) => {
-                for (const s of cutter.flush()) say(s);
-                say(text);
-              },
-            });
-          }
-        : undefined,
-    }));
+    const outcome = await inPart('llm', () =>
+      runReact({
+        llm: deps.llm,
+        tools: tools.tools,
+        history: context.length > 0 ? withContext(history, context) : history,
+        userText,
+        maxRounds: deps.config.llm.maxToolRounds,
+        signal: this.signal,
+        log,
+        toolTimeoutMs: deps.config.llm.toolTimeoutMs,
+        onText: (delta) => {
+          for (const s of cutter.push(delta)) say(s);
+        },
+        onEmotion: (emotion) => {
+          if (emotionSent) return;
+          emotionSent = true;
+          this.#visible(() =>
+            channel.sendJson({ type: 'llm', emotion, text: EmotionEmoji[emotion], session_id: info.sessionId }),
+          );
+        },
+        beforeAct: () => this.#gate,
+        onToolStart: (call) => log.info({ tool: call.name, pii: { args: call.arguments } }, 'tool call'),
+        onToolResult: (call, result, ms) => {
+          timings.tools.push({ name: call.name, ms: Math.round(ms), isError: result.isError });
+          log.info({ tool: call.name, ms: Math.round(ms), isError: result.isError }, 'tool result');
+        },
+        dispatch: tools.dispatcher
+          ? async (results) => {
+              const d = tools.dispatcher as NonNullable<SessionTools['dispatcher']>;
+              return d.dispatch(results, {
+                out,
+                signal: this.signal,
+                sampleRate: info.downlink.sampleRate,
+                flushSpeech: async () => {
+                  for (const s of cutter.flush()) say(s);
+                  await speech.idle();
+                },
+                speak: (text) => {
+                  for (const s of cutter.flush()) say(s);
+                  say(text);
+                },
+              });
+            }
+          : undefined,
+      }),
+    );
     for (const s of cutter.flush()) say(s);
     await speech.end();
     if (outcome.firstTokenMs !== undefined) timings.llmFirstTokenMs = outcome.firstTokenMs;
-    if (outcome.reason !== 'aborted' && speech.errors.length > 0 && speech.spoken.length === 0 && out.framesSent === 0) {
+    if (
+      outcome.reason !== 'aborted' &&
+      speech.errors.length > 0 &&
+      speech.spoken.length === 0 &&
+      out.framesSent === 0
+    ) {
       throw new PartError('tts', speech.errors[0]);
     }
-    if (!this.dropped) log.info({ reason: outcome.reason, rounds: outcome.rounds, pii: { text: outcome.text } }, 'assistant answered');
+    if (!this.dropped)
+      log.info({ reason: outcome.reason, rounds: outcome.rounds, pii: { text: outcome.text } }, 'assistant answered');
     return outcome;
   }
 
@@ -423,7 +458,11 @@ function withContext(history: History, context: string[]): History {
     messages: () => {
       const msgs = history.messages();
       const at = msgs[0]?.role === 'system' ? 1 : 0;
-      return [...msgs.slice(0, at), ...context.map((c) => ({ role: 'system' as const, content: c })), ...msgs.slice(at)];
+      return [
+        ...msgs.slice(0, at),
+        ...context.map((c) => ({ role: 'system' as const, content: c })),
+        ...msgs.slice(at),
+      ];
     },
     addUser: (t) => history.addUser(t),
     append: (...m) => history.append(...m),

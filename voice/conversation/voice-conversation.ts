@@ -126,7 +126,11 @@ class VoiceConversation implements Conversation {
     if (this.#deviceMcp) {
       // Not awaited: the device answers when it can; its tools join the session when listed.
       this.#deviceMcp.initialize(ctx.signal).catch((err: unknown) => {
-        if (!this.#closed) ctx.log.warn({ err: toVoiceError(err).message }, 'device MCP initialize failed; continuing without device tools');
+        if (!this.#closed)
+          ctx.log.warn(
+            { err: toVoiceError(err).message },
+            'device MCP initialize failed; continuing without device tools',
+          );
       });
     }
   }
@@ -150,10 +154,16 @@ class VoiceConversation implements Conversation {
     try {
       // Uplink is always decoded at 16 kHz, whatever the device encoded at: an Opus decoder can
       // output any of its rates, and the VAD and the recognisers want 16 kHz.
-      if (info.uplink.sampleRate !== 16000) log.info({ sampleRate: info.uplink.sampleRate }, 'device uplink rate is not 16 kHz; decoding at 16 kHz');
+      if (info.uplink.sampleRate !== 16000)
+        log.info({ sampleRate: info.uplink.sampleRate }, 'device uplink rate is not 16 kHz; decoding at 16 kHz');
       const media = await this.#deps.media.open(
         {
-          vad: { threshold: cfg.vad.threshold, minSilenceMs: cfg.vad.minSilenceMs, minSpeechMs: cfg.vad.minSpeechMs, pauseMs: cfg.vad.earlyStartMs },
+          vad: {
+            threshold: cfg.vad.threshold,
+            minSilenceMs: cfg.vad.minSilenceMs,
+            minSpeechMs: cfg.vad.minSpeechMs,
+            pauseMs: cfg.vad.earlyStartMs,
+          },
           downlinkSampleRate: cfg.audio.outputSampleRate as OpusSampleRate,
           complexity: cfg.audio.opusComplexity,
         },
@@ -237,12 +247,19 @@ class VoiceConversation implements Conversation {
     if (!trimmed) return;
     if (!this.#media && !this.#closed) {
       // The media state opens on first use (or is still opening): answer once it is there.
-      this.#start().then(() => this.detect(trimmed), () => {});
+      this.#start().then(
+        () => this.detect(trimmed),
+        () => {},
+      );
       return;
     }
     const isWake = this.#wakeWords.has(normalizeWake(trimmed));
     // Over the turn budget the running turn goes on, unless the device is to be told.
-    const input = this.#budgeted(isWake ? { source: 'wake_word', text: trimmed, endedAt: this.#now() } : { source: 'text', text: trimmed, endedAt: this.#now() });
+    const input = this.#budgeted(
+      isWake
+        ? { source: 'wake_word', text: trimmed, endedAt: this.#now() }
+        : { source: 'text', text: trimmed, endedAt: this.#now() },
+    );
     if (!input) return;
     this.#dropEarly('wake word');
     this.#turn?.abort('wake word');
@@ -255,7 +272,8 @@ class VoiceConversation implements Conversation {
     const max = this.#deps.config.conversation.maxTextChars;
     if (text.length <= max) return text;
     const cut = Array.from(text).slice(0, max).join('');
-    if (cut.length < text.length) this.#ctx.log.info({ chars: text.length, maxTextChars: max }, 'typed text cut to conversation.maxTextChars');
+    if (cut.length < text.length)
+      this.#ctx.log.info({ chars: text.length, maxTextChars: max }, 'typed text cut to conversation.maxTextChars');
     return cut;
   }
 
@@ -269,7 +287,10 @@ class VoiceConversation implements Conversation {
     this.#deps.observer?.onTurnRefused?.();
     if (verdict === 'refuse') return undefined;
     const cfg = this.#deps.config.conversation;
-    this.#ctx.log.warn({ source: input.source, maxTurnsPerMinute: cfg.maxTurnsPerMinute }, 'turn budget spent; new turns refused');
+    this.#ctx.log.warn(
+      { source: input.source, maxTurnsPerMinute: cfg.maxTurnsPerMinute },
+      'turn budget spent; new turns refused',
+    );
     return { source: 'notice', text: cfg.tooManyTurns, endedAt: input.endedAt };
   }
 
@@ -331,7 +352,10 @@ class VoiceConversation implements Conversation {
     const over = this.#says.length - MAX_QUEUED_SAYS;
     if (over <= 0) return;
     this.#says.splice(keepFirst ? 1 : 0, over);
-    this.#ctx.log.warn({ max: MAX_QUEUED_SAYS, dropped: over }, 'too many server messages waiting for the turn: the oldest dropped');
+    this.#ctx.log.warn(
+      { max: MAX_QUEUED_SAYS, dropped: over },
+      'too many server messages waiting for the turn: the oldest dropped',
+    );
   }
 
   /**
@@ -468,7 +492,8 @@ class VoiceConversation implements Conversation {
     }
     // The pause was the end of speech: the early turn is this utterance's turn (its transcript
     // is of the same speech, without the last moments of silence).
-    const committed = early !== undefined && e.reason === 'vad' && this.#budget.allows() && this.#commitEarly(early, e.endedAt);
+    const committed =
+      early !== undefined && e.reason === 'vad' && this.#budget.allows() && this.#commitEarly(early, e.endedAt);
     if (committed) return;
     early?.abort('utterance cut otherwise');
     if (e.pcm.length === 0) {

@@ -58,7 +58,8 @@ async function* once(bytes: Uint8Array): AsyncIterable<Uint8Array> {
 const MAX_LABEL_CHARS = 80;
 
 function labelOf(link: ResourceLinkContent): string {
-  const raw = link.title ?? link.name ?? (link.description && !/^https?:/i.test(link.description) ? link.description : undefined);
+  const raw =
+    link.title ?? link.name ?? (link.description && !/^https?:/i.test(link.description) ? link.description : undefined);
   if (raw) return raw.length > MAX_LABEL_CHARS ? `${raw.slice(0, MAX_LABEL_CHARS - 1)}…` : raw;
   try {
     const u = new URL(link.description && /^https?:/i.test(link.description) ? link.description : link.uri);
@@ -69,19 +70,41 @@ function labelOf(link: ResourceLinkContent): string {
 }
 
 /** The media a result carries, in content order. */
-export function mediaOf(result: ToolResult, opts: Pick<ResultDispatcherOptions, 'pageSize' | 'pageTimeoutMs' | 'retryDelayMs' | 'maxTries' | 'log'>): MediaItem[] {
+export function mediaOf(
+  result: ToolResult,
+  opts: Pick<ResultDispatcherOptions, 'pageSize' | 'pageTimeoutMs' | 'retryDelayMs' | 'maxTries' | 'log'>,
+): MediaItem[] {
   if (result.isError) return [];
   const items: MediaItem[] = [];
   if (result.media) {
     const m = result.media;
-    items.push({ kind: 'local', label: m.label, ...(m.mimeType ? { mimeType: m.mimeType } : {}), open: (s) => m.open(s) });
+    items.push({
+      kind: 'local',
+      label: m.label,
+      ...(m.mimeType ? { mimeType: m.mimeType } : {}),
+      open: (s) => m.open(s),
+    });
   }
   for (const c of result.content) {
     if (c.type === 'audio') {
-      items.push({ kind: 'audio', label: 'audio', mimeType: c.mimeType, open: () => once(Buffer.from(c.data, 'base64')) });
-    } else if (c.type === 'resource' && c.resource.blob !== undefined && (c.resource.mimeType ?? '').startsWith('audio/')) {
+      items.push({
+        kind: 'audio',
+        label: 'audio',
+        mimeType: c.mimeType,
+        open: () => once(Buffer.from(c.data, 'base64')),
+      });
+    } else if (
+      c.type === 'resource' &&
+      c.resource.blob !== undefined &&
+      (c.resource.mimeType ?? '').startsWith('audio/')
+    ) {
       const blob = c.resource.blob;
-      items.push({ kind: 'embedded', label: c.resource.uri.split('/').pop() || 'audio', mimeType: c.resource.mimeType as string, open: () => once(Buffer.from(blob, 'base64')) });
+      items.push({
+        kind: 'embedded',
+        label: c.resource.uri.split('/').pop() || 'audio',
+        mimeType: c.resource.mimeType as string,
+        open: () => once(Buffer.from(blob, 'base64')),
+      });
     } else if (c.type === 'resource_link' && isAudioLink(c) && result.resources) {
       const source: ResourceSource = result.resources;
       const link = c;
@@ -115,13 +138,21 @@ export function createResultDispatcher(opts: ResultDispatcherOptions): TurnDispa
         const started = performance.now();
         try {
           // Raw PCM has no header for ffmpeg to probe: its MIME type says what it is.
-          const pcm = transcodeToPcm(item.open(ctx.signal), { sampleRate: ctx.sampleRate, signal: ctx.signal, log: opts.log, ...ffmpegInputFor(item.mimeType) });
+          const pcm = transcodeToPcm(item.open(ctx.signal), {
+            sampleRate: ctx.sampleRate,
+            signal: ctx.signal,
+            log: opts.log,
+            ...ffmpegInputFor(item.mimeType),
+          });
           await ctx.out.play(`♪ ${item.label}`, pcm, () => {
             const firstFrameMs = Math.round(performance.now() - started);
             opts.log.info({ kind: item.kind, label: item.label, firstFrameMs }, 'media started');
             opts.onMediaStart?.({ kind: item.kind, firstFrameMs });
           });
-          opts.log.info({ kind: item.kind, label: item.label, ms: Math.round(performance.now() - started) }, 'media played');
+          opts.log.info(
+            { kind: item.kind, label: item.label, ms: Math.round(performance.now() - started) },
+            'media played',
+          );
         } catch (err) {
           if (isAbortError(err) || ctx.signal.aborted) throw err;
           const e = toVoiceError(err);

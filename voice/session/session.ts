@@ -9,7 +9,13 @@ import { TokenBucket, type RateLimit } from '../../core/token-bucket.ts';
 import { truncateForLog } from '../../core/log-fields.ts';
 import { CloseCode, CloseReason } from '../../protocol/close-codes.ts';
 import { isProtocolVersion, unframeAudio, type ProtocolVersion } from '../../protocol/framing.ts';
-import { brokenMcpPayload, parseDeviceMessage, serverHello, type DeviceHello, type ListenMode } from '../../protocol/messages.ts';
+import {
+  brokenMcpPayload,
+  parseDeviceMessage,
+  serverHello,
+  type DeviceHello,
+  type ListenMode,
+} from '../../protocol/messages.ts';
 import type { DeviceChannel } from './channel.ts';
 import type { Conversation, ConversationFactory, SessionInfo, StateControl } from './conversation.ts';
 import { nextState, SessionState, type SessionEvent } from './state.ts';
@@ -51,7 +57,13 @@ export class DeviceSession {
   readonly deviceId: string | null;
   readonly clientId: string | null;
   readonly log: Logger;
-  readonly counters: SessionCounters = { textFrames: 0, audioFrames: 0, droppedAudioFrames: 0, badMessages: 0, ratedOut: 0 };
+  readonly counters: SessionCounters = {
+    textFrames: 0,
+    audioFrames: 0,
+    droppedAudioFrames: 0,
+    badMessages: 0,
+    ratedOut: 0,
+  };
   #opts: SessionOptions;
   #channel: DeviceChannel;
   #state: SessionState = SessionState.Idle;
@@ -111,7 +123,12 @@ export class DeviceSession {
     const parsed = parseDeviceMessage(text);
     if (!parsed.ok) {
       this.counters.badMessages++;
-      this.#warnRejected({ kind: parsed.kind, type: truncateForLog(parsed.type), error: truncateForLog(parsed.error), bytes: text.length });
+      this.#warnRejected({
+        kind: parsed.kind,
+        type: truncateForLog(parsed.type),
+        error: truncateForLog(parsed.error),
+        bytes: text.length,
+      });
       if (!this.#helloDone && parsed.type === 'hello') this.#end(CloseCode.BadHello);
       else if (parsed.kind === 'json') this.#forwardBrokenMcp(text);
       return;
@@ -120,7 +137,8 @@ export class DeviceSession {
     if (this.#controlBudget && !this.#controlBudget.take()) {
       // Every control message can make the server answer or work; one socket must not set the pace.
       this.counters.ratedOut++;
-      if (this.counters.ratedOut === 1) this.log.warn({ type: msg.type }, 'control messages over the rate limit: dropped');
+      if (this.counters.ratedOut === 1)
+        this.log.warn({ type: msg.type }, 'control messages over the rate limit: dropped');
       return;
     }
     if (msg.type === 'hello') {
@@ -174,14 +192,16 @@ export class DeviceSession {
     if (this.#ended) return;
     if (!this.#helloDone) {
       this.counters.droppedAudioFrames++;
-      if (this.counters.droppedAudioFrames === 1) this.log.warn({ bytes: data.byteLength }, 'binary frame before hello dropped');
+      if (this.counters.droppedAudioFrames === 1)
+        this.log.warn({ bytes: data.byteLength }, 'binary frame before hello dropped');
       return;
     }
     const res = unframeAudio(this.#version, data);
     if (!res.ok) {
       this.counters.droppedAudioFrames++;
       this.counters.badMessages++;
-      if (this.counters.droppedAudioFrames <= 5) this.log.warn({ reason: res.reason, version: this.#version }, 'bad audio frame dropped');
+      if (this.counters.droppedAudioFrames <= 5)
+        this.log.warn({ reason: res.reason, version: this.#version }, 'bad audio frame dropped');
       return;
     }
     this.handleAudio(res.frame.payload, res.frame.timestamp);
@@ -282,7 +302,10 @@ export class DeviceSession {
       deviceId: this.deviceId,
       clientId: this.#opts.clientId,
       protocolVersion: requested,
-      uplink: { sampleRate: hello.audio_params?.sample_rate ?? 16000, frameDurationMs: hello.audio_params?.frame_duration ?? 60 },
+      uplink: {
+        sampleRate: hello.audio_params?.sample_rate ?? 16000,
+        frameDurationMs: hello.audio_params?.frame_duration ?? 60,
+      },
       downlink: { sampleRate: this.#opts.outputSampleRate, frameDurationMs: this.#opts.frameDurationMs },
       features: { mcp: hello.features?.mcp === true, aec: hello.features?.aec === true },
     };
@@ -338,7 +361,9 @@ export class DeviceSession {
   }
 
   #sendHello(): void {
-    this.#channel.sendJson(serverHello(this.id, this.#opts.outputSampleRate, this.#opts.frameDurationMs, this.#channel.udp));
+    this.#channel.sendJson(
+      serverHello(this.id, this.#opts.outputSampleRate, this.#opts.frameDurationMs, this.#channel.udp),
+    );
   }
 
   #apply(event: SessionEvent): SessionState | null {
@@ -380,13 +405,19 @@ export class DeviceSession {
     this.#abort.abort();
     this.#greetedResolve(false);
     if (code !== null) {
-      if (code === CloseCode.HelloTimeout) this.log.warn({ helloTimeoutMs: this.#opts.helloTimeoutMs }, 'no hello in time');
+      if (code === CloseCode.HelloTimeout)
+        this.log.warn({ helloTimeoutMs: this.#opts.helloTimeoutMs }, 'no hello in time');
       this.#channel.close(code, reason ?? CloseReason[code]);
     }
     const conv = this.#conversation;
     const finish = (): void => {
       this.log.info(
-        { ...this.counters, ...(this.#warnings.suppressed() > 0 ? { suppressedWarnings: this.#warnings.suppressed() } : {}), ms: Date.now() - this.#startedAt, code },
+        {
+          ...this.counters,
+          ...(this.#warnings.suppressed() > 0 ? { suppressedWarnings: this.#warnings.suppressed() } : {}),
+          ms: Date.now() - this.#startedAt,
+          code,
+        },
         'session ended',
       );
       this.#opts.onEnded?.(this);

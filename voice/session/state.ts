@@ -4,7 +4,12 @@
  * first audio of the answer, which only the server sees.
  */
 
-export const SessionState = { Idle: 'idle', Listening: 'listening', Thinking: 'thinking', Speaking: 'speaking' } as const;
+export const SessionState = {
+  Idle: 'idle',
+  Listening: 'listening',
+  Thinking: 'thinking',
+  Speaking: 'speaking',
+} as const;
 export type SessionState = (typeof SessionState)[keyof typeof SessionState];
 
 export type SessionEvent =
@@ -23,9 +28,28 @@ export type SessionEvent =
  */
 const TABLE: Readonly<Record<SessionState, Partial<Record<SessionEvent, SessionState | 'by_mode'>>>> = {
   idle: { listen_start: 'listening', detect: 'thinking', tts_start: 'speaking' },
-  listening: { listen_start: 'listening', listen_stop: 'thinking', detect: 'thinking', speech_end: 'thinking', tts_start: 'speaking', abort: 'listening' },
-  thinking: { listen_start: 'listening', tts_start: 'speaking', abort: 'by_mode', turn_end_no_answer: 'by_mode', detect: 'thinking' },
-  speaking: { listen_start: 'listening', tts_stop: 'by_mode', abort: 'by_mode', detect: 'thinking', turn_end_no_answer: 'by_mode' },
+  listening: {
+    listen_start: 'listening',
+    listen_stop: 'thinking',
+    detect: 'thinking',
+    speech_end: 'thinking',
+    tts_start: 'speaking',
+    abort: 'listening',
+  },
+  thinking: {
+    listen_start: 'listening',
+    tts_start: 'speaking',
+    abort: 'by_mode',
+    turn_end_no_answer: 'by_mode',
+    detect: 'thinking',
+  },
+  speaking: {
+    listen_start: 'listening',
+    tts_stop: 'by_mode',
+    abort: 'by_mode',
+    detect: 'thinking',
+    turn_end_no_answer: 'by_mode',
+  },
 };
 
 /**

@@ -42,14 +42,22 @@ const OWNED = ['--devices', '--turns', '--stagger-ms', '--json', '--url', '--idl
 
 function int(flag: string, v: string | undefined, min: number): number {
   const n = Number(v);
-  if (v === undefined || !Number.isInteger(n) || n < min) throw new Error(`${flag} needs an integer >= ${min}, got ${JSON.stringify(v)}`);
+  if (v === undefined || !Number.isInteger(n) || n < min)
+    throw new Error(`${flag} needs an integer >= ${min}, got ${JSON.stringify(v)}`);
   return n;
 }
 
 /** Parses the command line; throws a readable message on anything it does not know. */
 export function parseCompareArgs(argv: readonly string[]): CompareOptions | 'help' {
   const refs: string[] = [];
-  const o: Omit<CompareOptions, 'refs'> = { devices: [100, 200, 300], turns: 2, staggerMs: 37, runs: 3, cooldownS: 10, simulatorArgs: [] };
+  const o: Omit<CompareOptions, 'refs'> = {
+    devices: [100, 200, 300],
+    turns: 2,
+    staggerMs: 37,
+    runs: 3,
+    cooldownS: 10,
+    simulatorArgs: [],
+  };
   for (let i = 0; i < argv.length; i++) {
     const raw = argv[i] as string;
     if (raw === '--') {

@@ -74,8 +74,10 @@ export function readSteps(json: string): StepFigures[] {
     throw new Error(`not simulator JSON: ${e instanceof Error ? e.message : String(e)}`);
   }
   const r = resultSchema.safeParse(parsed);
-  if (!r.success) throw new Error(`not simulator JSON: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
-  const v = (x: number | null | undefined): number | null => (x === null || x === undefined || !Number.isFinite(x) ? null : x);
+  if (!r.success)
+    throw new Error(`not simulator JSON: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  const v = (x: number | null | undefined): number | null =>
+    x === null || x === undefined || !Number.isFinite(x) ? null : x;
   return r.data.steps.map((s) => ({
     devices: s.devices,
     turnsDone: s.turnsDone,
@@ -90,7 +92,12 @@ export function readSteps(json: string): StepFigures[] {
     peakRssMb: v(s.serverPeakRssMb),
     stealPct: v(s.stealPct),
     loadAvg1: v(s.loadAvg1),
-    othersBurstPct: s.burstCpu ? Math.max(0, s.burstCpu.machineBusyPct - s.burstCpu.server.total - s.burstCpu.rig.simulator - (s.burstCpu.rig.fakes ?? 0)) : null,
+    othersBurstPct: s.burstCpu
+      ? Math.max(
+          0,
+          s.burstCpu.machineBusyPct - s.burstCpu.server.total - s.burstCpu.rig.simulator - (s.burstCpu.rig.fakes ?? 0),
+        )
+      : null,
   }));
 }
 
@@ -117,7 +124,7 @@ export const SUMMARY_COLUMNS = [
   'server CPU cores',
   'server peak RSS MB',
   'steal %',
-  'others\' CPU % in the burst',
+  "others' CPU % in the burst",
   'load 1 min',
 ] as const;
 
@@ -160,7 +167,22 @@ export function summaryTable(sides: readonly Side[], devices: readonly number[])
   return lines.join('\n');
 }
 
-const RUN_COLUMNS = ['commit', 'run', 'devices', 'turns done', '503 at upgrade', 'EoS→1st frame p50 / p95 ms', 'server-added p95 ms', 'late %', 'gap %', 'server CPU cores', 'server peak RSS MB', 'steal %', 'others\' CPU % in the burst', 'load 1 min'] as const;
+const RUN_COLUMNS = [
+  'commit',
+  'run',
+  'devices',
+  'turns done',
+  '503 at upgrade',
+  'EoS→1st frame p50 / p95 ms',
+  'server-added p95 ms',
+  'late %',
+  'gap %',
+  'server CPU cores',
+  'server peak RSS MB',
+  'steal %',
+  "others' CPU % in the burst",
+  'load 1 min',
+] as const;
 
 /** Every run's every step, in the order the runs of each commit ran; a failed run is one line with its reason. */
 export function runsTable(sides: readonly Side[]): string {

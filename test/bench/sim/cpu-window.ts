@@ -158,7 +158,13 @@ export function parseCpuLine(line: string): { busy: number; steal: number; total
 }
 
 /** CPU use between two times from a probe's samples; null when the samples do not cover them. */
-export function cpuWindowOf(samples: readonly Sample[], from: number, to: number, hasServer: boolean, hasFakes: boolean): CpuWindow | null {
+export function cpuWindowOf(
+  samples: readonly Sample[],
+  from: number,
+  to: number,
+  hasServer: boolean,
+  hasFakes: boolean,
+): CpuWindow | null {
   if (!(to > from)) return null;
   // The last sample at or before `from`, and the first at or after `to`.
   let a: Sample | undefined;
@@ -172,7 +178,13 @@ export function cpuWindowOf(samples: readonly Sample[], from: number, to: number
   const total = sb.total - sa.total;
   const pct = (g: Group): number => (100 * Math.max(0, sb.ticks[g] - sa.ticks[g])) / total;
   const share = (): ServerCpuShare => {
-    const [proc, main, providers, media, helpers] = [pct('process'), pct('main'), pct('providers'), pct('media'), pct('helpers')];
+    const [proc, main, providers, media, helpers] = [
+      pct('process'),
+      pct('main'),
+      pct('providers'),
+      pct('media'),
+      pct('helpers'),
+    ];
     // The process's and its threads' files are read a moment apart, so the named threads can
     // add up to a tick more than the process: the process then counts as their sum.
     const named = main + providers + media;
@@ -185,7 +197,15 @@ export function cpuWindowOf(samples: readonly Sample[], from: number, to: number
     return x === null || y === null ? null : Math.max(0, y - x) / 1e6;
   };
   const cpuWaitMs: CpuWait = { serverMain: waited('serverMain'), simulator: waited('simulator') };
-  return { ms: to - from, machineBusyPct: (100 * (sb.busy - sa.busy)) / total, stealPct: (100 * (sb.steal - sa.steal)) / total, server: hasServer ? share() : null, rig, cpuWaitMs, timer: timerJitter(samples, from, to) };
+  return {
+    ms: to - from,
+    machineBusyPct: (100 * (sb.busy - sa.busy)) / total,
+    stealPct: (100 * (sb.steal - sa.steal)) / total,
+    server: hasServer ? share() : null,
+    rig,
+    cpuWaitMs,
+    timer: timerJitter(samples, from, to),
+  };
 }
 
 /** The probe's timer ticks that fired between `from` and `to`. */
@@ -213,7 +233,12 @@ const START_TIMEOUT_MS = 20_000;
  * This process is always accounted, as the simulator. Null where /proc/stat is missing (not
  * Linux) or the thread does not start.
  */
-export async function startMachineProbe(opts: { everyMs: number; rssEveryMs?: number | null; server: ServerProcesses | null; fakesPid?: number | null }): Promise<MachineProbe | null> {
+export async function startMachineProbe(opts: {
+  everyMs: number;
+  rssEveryMs?: number | null;
+  server: ServerProcesses | null;
+  fakesPid?: number | null;
+}): Promise<MachineProbe | null> {
   if (!existsSync('/proc/stat')) return null;
   const setup: ProbeSetup = {
     everyMs: opts.everyMs,

@@ -20,24 +20,48 @@ type Frame = z.infer<typeof callFrame>;
 
 /** The parts a sample can be charged to, in the order they are tried on each frame. */
 export const PARTS: ReadonlyArray<{ part: string; test: (f: Frame) => boolean }> = [
-  { part: 'SQLite (better-sqlite3 and its kysely driver)', test: (f) => /node_modules\/better-sqlite3\/|node_modules\/kysely\/.*sqlite/i.test(f.url) },
+  {
+    part: 'SQLite (better-sqlite3 and its kysely driver)',
+    test: (f) => /node_modules\/better-sqlite3\/|node_modules\/kysely\/.*sqlite/i.test(f.url),
+  },
   { part: 'kysely (query building, compiling)', test: (f) => f.url.includes('node_modules/kysely/') },
   { part: 'change feed (polling)', test: (f) => /\/store\/(change-feed|sqlite-feed|postgres-feed)\.ts/.test(f.url) },
   { part: 'store (our code)', test: (f) => /\/store\/[^/]+\.ts/.test(f.url) },
   { part: 'redaction', test: (f) => /redact/i.test(f.url) || /redact/i.test(f.functionName) },
-  { part: 'logging (pino)', test: (f) => /node_modules\/(pino|sonic-boom|thread-stream|@pinojs)|\/server\/logger\.ts/.test(f.url) },
-  { part: 'turn assembly (agent, memory, tools)', test: (f) => /\/server\/(agents|memory)\/|\/voice\/conversation\/(turn-profile|session-memory)\.ts|\/llm\//.test(f.url) },
+  {
+    part: 'logging (pino)',
+    test: (f) => /node_modules\/(pino|sonic-boom|thread-stream|@pinojs)|\/server\/logger\.ts/.test(f.url),
+  },
+  {
+    part: 'turn assembly (agent, memory, tools)',
+    test: (f) =>
+      /\/server\/(agents|memory)\/|\/voice\/conversation\/(turn-profile|session-memory)\.ts|\/llm\//.test(f.url),
+  },
   { part: 'push and reminders', test: (f) => /\/server\/(push|reminders)\//.test(f.url) },
   { part: 'MCP', test: (f) => /\/mcp\/|\/server\/mcp-endpoint\/|node_modules\/@modelcontextprotocol\//.test(f.url) },
-  { part: 'HTTP, WebSocket, MQTT', test: (f) => /node_modules\/(ws|fastify|@fastify|find-my-way|light-my-request|aedes|mqtt-packet)\/|\/server\/(http|mqtt)\//.test(f.url) },
-  { part: 'media (Opus, VAD, TTS, resampling)', test: (f) => /\/(audio|providers)\/|node_modules\/(opusscript|@discordjs|onnxruntime|@jjhbw|@echogarden)/.test(f.url) },
+  {
+    part: 'HTTP, WebSocket, MQTT',
+    test: (f) =>
+      /node_modules\/(ws|fastify|@fastify|find-my-way|light-my-request|aedes|mqtt-packet)\/|\/server\/(http|mqtt)\//.test(
+        f.url,
+      ),
+  },
+  {
+    part: 'media (Opus, VAD, TTS, resampling)',
+    test: (f) =>
+      /\/(audio|providers)\/|node_modules\/(opusscript|@discordjs|onnxruntime|@jjhbw|@echogarden)/.test(f.url),
+  },
   { part: 'voice session and turn', test: (f) => /\/voice\//.test(f.url) },
   { part: 'metrics', test: (f) => /node_modules\/prom-client\/|\/server\/metrics/.test(f.url) },
   { part: 'server (other)', test: (f) => /\/(server|core|protocol)\//.test(f.url) },
   { part: 'tsx loader', test: (f) => /node_modules\/(tsx|esbuild)\//.test(f.url) },
 ];
 
-const SPECIAL: Record<string, string> = { '(idle)': 'idle', '(garbage collector)': 'garbage collector', '(program)': 'V8/native, unattributed (program)' };
+const SPECIAL: Record<string, string> = {
+  '(idle)': 'idle',
+  '(garbage collector)': 'garbage collector',
+  '(program)': 'V8/native, unattributed (program)',
+};
 
 export interface FunctionTime {
   name: string;
@@ -111,8 +135,16 @@ export function summarize(texts: readonly string[], window?: ProfileWindow): Pro
     if (!r.success) throw new Error(`not a .cpuprofile: ${r.error.issues[0]?.message ?? 'unknown'}`);
     const p = r.data;
     const t0 = p.startTime;
-    const inWindow = (atMs: number): boolean => !window || (atMs + (t0 - window.originUs) / 1000 >= window.fromMs && atMs + (t0 - window.originUs) / 1000 < window.toMs);
-    wallMs += window ? Math.max(0, Math.min(window.toMs, (p.endTime - window.originUs) / 1000) - Math.max(window.fromMs, (t0 - window.originUs) / 1000)) : (p.endTime - t0) / 1000;
+    const inWindow = (atMs: number): boolean =>
+      !window ||
+      (atMs + (t0 - window.originUs) / 1000 >= window.fromMs && atMs + (t0 - window.originUs) / 1000 < window.toMs);
+    wallMs += window
+      ? Math.max(
+          0,
+          Math.min(window.toMs, (p.endTime - window.originUs) / 1000) -
+            Math.max(window.fromMs, (t0 - window.originUs) / 1000),
+        )
+      : (p.endTime - t0) / 1000;
     const byId = new Map(p.nodes.map((n) => [n.id, n]));
     const parent = new Map<number, number>();
     for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
@@ -135,7 +167,12 @@ export function summarize(texts: readonly string[], window?: ProfileWindow): Pro
     let at = 0;
     let stall: { atMs: number; ms: number; parts: Map<string, number> } | null = null;
     const endStall = (): void => {
-      if (stall && stall.ms >= STALL_MIN_MS) stalls.push({ atMs: stall.atMs, ms: stall.ms, parts: [...stall.parts].map(([part, ms]) => ({ part, ms })).sort((a, b) => b.ms - a.ms) });
+      if (stall && stall.ms >= STALL_MIN_MS)
+        stalls.push({
+          atMs: stall.atMs,
+          ms: stall.ms,
+          parts: [...stall.parts].map(([part, ms]) => ({ part, ms })).sort((a, b) => b.ms - a.ms),
+        });
       stall = null;
     };
     p.samples.forEach((id, i) => {
@@ -188,11 +225,19 @@ export function summaryMarkdown(title: string, s: ProfileSummary, top = 20): str
     '',
     '| function (self time) | where | ms | % of busy |',
     '|---|---|---:|---:|',
-    ...s.functions.slice(0, top).map((f) => `| ${f.name.replaceAll('|', '/')} | ${f.where} | ${f.selfMs.toFixed(0)} | ${pct(f.selfMs)} |`),
+    ...s.functions
+      .slice(0, top)
+      .map((f) => `| ${f.name.replaceAll('|', '/')} | ${f.where} | ${f.selfMs.toFixed(0)} | ${pct(f.selfMs)} |`),
     '',
     `Longest stretches without an idle sample (at least ${STALL_MIN_MS} ms):`,
     '',
-    ...s.stalls.map((x) => `- ${x.ms.toFixed(0)} ms at ${(x.atMs / 1000).toFixed(2)} s: ${x.parts.slice(0, 4).map((q) => `${q.part} ${q.ms.toFixed(0)}`).join(', ')}`),
+    ...s.stalls.map(
+      (x) =>
+        `- ${x.ms.toFixed(0)} ms at ${(x.atMs / 1000).toFixed(2)} s: ${x.parts
+          .slice(0, 4)
+          .map((q) => `${q.part} ${q.ms.toFixed(0)}`)
+          .join(', ')}`,
+    ),
   ];
   return lines.join('\n');
 }

@@ -63,9 +63,13 @@ export async function prepareUtterance(text: string, leadMs = 300): Promise<Utte
     const speechPackets = Math.ceil(voiced.length / FRAME_SAMPLES_16K);
     const tailPackets = 30;
     const loopPackets = 10;
-    const pcm = concatInt16([voiced, new Int16Array((speechPackets + tailPackets + loopPackets) * FRAME_SAMPLES_16K - voiced.length)]);
+    const pcm = concatInt16([
+      voiced,
+      new Int16Array((speechPackets + tailPackets + loopPackets) * FRAME_SAMPLES_16K - voiced.length),
+    ]);
     const packets: Buffer[] = [];
-    for (let i = 0; i < pcm.length; i += FRAME_SAMPLES_16K) packets.push(Buffer.from(codec.encode(pcm.subarray(i, i + FRAME_SAMPLES_16K))));
+    for (let i = 0; i < pcm.length; i += FRAME_SAMPLES_16K)
+      packets.push(Buffer.from(codec.encode(pcm.subarray(i, i + FRAME_SAMPLES_16K))));
     return {
       speech: packets.slice(0, speechPackets),
       tail: packets.slice(speechPackets, speechPackets + tailPackets),
@@ -271,7 +275,8 @@ export abstract class FleetMember {
       rec.strayFrames = live.stray;
       rec.playback = playbackStats(live.frames, FRAME_MS);
       rec.done = live.ttsStopAt !== undefined && live.frames.length > 0;
-      if (live.frames.length > 0 && live.ttsStopAt !== undefined) rec.answerMs = live.ttsStopAt - (live.frames[0] as number);
+      if (live.frames.length > 0 && live.ttsStopAt !== undefined)
+        rec.answerMs = live.ttsStopAt - (live.frames[0] as number);
       return rec;
     };
     if (!this.connected) return finish('not connected');
@@ -302,7 +307,10 @@ export abstract class FleetMember {
       if (heard()) break;
       if (!this.connected) return finish('connection closed while waiting for stt');
       if (opts.signal.aborted) return finish('run stopped');
-      const s = rec.silencePackets < tail.length ? tail[rec.silencePackets] : silenceLoop[(rec.silencePackets - tail.length) % silenceLoop.length];
+      const s =
+        rec.silencePackets < tail.length
+          ? tail[rec.silencePackets]
+          : silenceLoop[(rec.silencePackets - tail.length) % silenceLoop.length];
       this.sendOpus(s as Buffer);
       rec.silencePackets++;
       k++;
@@ -312,17 +320,29 @@ export abstract class FleetMember {
 
     const stopped = (): boolean => live.ttsStopAt !== undefined;
     if (opts.bargeInAfterFrames !== null) {
-      const mid = await this.until(() => stopped() || live.frames.length >= (opts.bargeInAfterFrames as number), opts.answerTimeoutMs, opts.signal);
+      const mid = await this.until(
+        () => stopped() || live.frames.length >= (opts.bargeInAfterFrames as number),
+        opts.answerTimeoutMs,
+        opts.signal,
+      );
       if (mid && !stopped()) {
         rec.bargeIn = true;
         const abortAt = performance.now();
         this.sendAbort();
-        if (await this.until(stopped, opts.answerTimeoutMs, opts.signal)) rec.abortToStopMs = (live.ttsStopAt as number) - abortAt;
+        if (await this.until(stopped, opts.answerTimeoutMs, opts.signal))
+          rec.abortToStopMs = (live.ttsStopAt as number) - abortAt;
       }
     }
     const ok = await this.until(stopped, opts.answerTimeoutMs, opts.signal);
     if (live.frames.length > 0) rec.eosToFirstFrameMs = (live.frames[0] as number) - eosAt;
-    if (!ok) return finish(this.#lost ? 'connection closed during the answer' : opts.signal.aborted ? 'run stopped' : `no tts stop within ${opts.answerTimeoutMs} ms`);
+    if (!ok)
+      return finish(
+        this.#lost
+          ? 'connection closed during the answer'
+          : opts.signal.aborted
+            ? 'run stopped'
+            : `no tts stop within ${opts.answerTimeoutMs} ms`,
+      );
     if (live.frames.length === 0) return finish('tts stop without audio');
     return finish();
   }
@@ -375,14 +395,21 @@ export class FleetDevice extends FleetMember {
         if (!(err instanceof Refused)) throw err;
         this.refusals++;
         const wait = err.retryAfterMs * (1 + Math.random() * 0.25);
-        if (opts.signal.aborted || performance.now() + wait > retryUntil) throw new Error(`refused with HTTP ${err.status} (${this.refusals} tries)`);
+        if (opts.signal.aborted || performance.now() + wait > retryUntil)
+          throw new Error(`refused with HTTP ${err.status} (${this.refusals} tries)`);
         await sleep(wait);
       }
     }
   }
 
   /** One WebSocket attempt: upgrade, hello, server hello. */
-  async #open(wsUrl: string, token: string | undefined, version: ProtocolVersion, timeoutMs: number, signal: AbortSignal): Promise<void> {
+  async #open(
+    wsUrl: string,
+    token: string | undefined,
+    version: ProtocolVersion,
+    timeoutMs: number,
+    signal: AbortSignal,
+  ): Promise<void> {
     const deadline = performance.now() + timeoutMs;
     this.noteOpened();
     const dev = new DeviceSim({
@@ -400,7 +427,8 @@ export class FleetDevice extends FleetMember {
     let refused: Refused | null = null;
     dev.ws.on('unexpected-response', (req, res) => {
       const ra = Number(res.headers['retry-after']);
-      if (res.statusCode === 503) refused = new Refused(res.statusCode, Number.isFinite(ra) && ra > 0 ? ra * 1000 : 5000);
+      if (res.statusCode === 503)
+        refused = new Refused(res.statusCode, Number.isFinite(ra) && ra > 0 ? ra * 1000 : 5000);
       res.resume();
       req.destroy();
     });
@@ -416,7 +444,10 @@ export class FleetDevice extends FleetMember {
       await Promise.race([
         dev.opened,
         new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error('WebSocket connect timed out')), Math.max(1, deadline - performance.now()));
+          timer = setTimeout(
+            () => reject(new Error('WebSocket connect timed out')),
+            Math.max(1, deadline - performance.now()),
+          );
         }),
       ]);
     } catch (err) {
@@ -436,7 +467,9 @@ export class FleetDevice extends FleetMember {
     if (!ok) {
       const closed = this.lost;
       dev.drop();
-      throw new Error(closed ? `connection closed before the server hello (code ${dev.closeCode})` : 'no server hello in time');
+      throw new Error(
+        closed ? `connection closed before the server hello (code ${dev.closeCode})` : 'no server hello in time',
+      );
     }
   }
 

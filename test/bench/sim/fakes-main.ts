@@ -8,7 +8,10 @@
 import { startLeanFakes } from './lean-fakes.ts';
 
 const cfg = JSON.parse(process.argv[2] ?? '{}') as { transcript?: string; answer?: string };
-const fakes = await startLeanFakes({ transcript: cfg.transcript ?? 'what is the weather like today', answer: cfg.answer ?? 'It is sunny today. Enjoy your day!' });
+const fakes = await startLeanFakes({
+  transcript: cfg.transcript ?? 'what is the weather like today',
+  answer: cfg.answer ?? 'It is sunny today. Enjoy your day!',
+});
 
 let closing = false;
 const shutdown = (): void => {

@@ -36,7 +36,8 @@ function answerEvents(text: string): Buffer[] {
   const chunk = (delta: Record<string, unknown>, finish: string | null): string =>
     `data: ${JSON.stringify({ id: 'chatcmpl-sim', object: 'chat.completion.chunk', created, model: 'sim', system_fingerprint: null, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] })}\n\n`;
   const events = [chunk({ role: 'assistant', content: '' }, null)];
-  for (let i = 0; i < text.length; i += PIECE_CHARS) events.push(chunk({ content: text.slice(i, i + PIECE_CHARS) }, null));
+  for (let i = 0; i < text.length; i += PIECE_CHARS)
+    events.push(chunk({ content: text.slice(i, i + PIECE_CHARS) }, null));
   events.push(chunk({}, 'stop'), 'data: [DONE]\n\n');
   return events.map((e) => Buffer.from(e, 'utf8'));
 }

@@ -58,7 +58,8 @@ export class MqttFleetDevice extends FleetMember {
         if (fw.lastConnackCode !== SERVER_UNAVAILABLE) throw err;
         this.refusals++;
         const wait = RETRY_AFTER_MS * (1 + Math.random() * 0.25);
-        if (opts.signal.aborted || performance.now() + wait > retryUntil) throw new Error(`broker refused the connection (${this.refusals} tries)`);
+        if (opts.signal.aborted || performance.now() + wait > retryUntil)
+          throw new Error(`broker refused the connection (${this.refusals} tries)`);
         await sleep(wait);
       }
     }

@@ -132,7 +132,6 @@ Options
   --max-minutes N      stop the whole run after N minutes (default 30)
 `;
 
-
 function positiveInt(flag: string, v: string | undefined, min = 1): number {
   const n = Number(v);
   if (!Number.isInteger(n) || n < min) throw new Error(`${flag} needs an integer >= ${min}, got ${JSON.stringify(v)}`);
@@ -256,6 +255,7 @@ export function parseArgs(argv: readonly string[]): SimulationOptions | 'help' {
     if (inline !== undefined) throw new Error(`${flag} takes no value`);
   }
   if (!devicesGiven && o.idle === 0) o.devices = [1];
-  if (o.transport === 'mqtt' && !o.ota) throw new Error('--transport mqtt needs OTA (the broker credentials come from it): drop --no-ota');
+  if (o.transport === 'mqtt' && !o.ota)
+    throw new Error('--transport mqtt needs OTA (the broker credentials come from it): drop --no-ota');
   return o;
 }

@@ -7,7 +7,16 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { readdirSync } from 'node:fs';
 import { ProcFiles, procRss, statFieldsOf } from './proc.ts';
-import { GROUPS, parseCpuLine, type Group, type ProbeMessage, type ProbeSetup, type RssPeak, type Sample, type ServerProcesses } from './cpu-window.ts';
+import {
+  GROUPS,
+  parseCpuLine,
+  type Group,
+  type ProbeMessage,
+  type ProbeSetup,
+  type RssPeak,
+  type Sample,
+  type ServerProcesses,
+} from './cpu-window.ts';
 
 const setup = workerData as ProbeSetup;
 const files = new ProcFiles();
@@ -30,7 +39,15 @@ function readWaitNs(path: string | null): number | null {
 
 /** The stat files of each group, found once: a thread started later counts under `other`. */
 function groupFiles(server: ServerProcesses | null, fakesPid: number | null): Record<Group, string[]> {
-  const out: Record<Group, string[]> = { process: [], main: [], providers: [], media: [], helpers: [], simulator: [`/proc/${setup.simPid}/stat`], fakes: fakesPid ? [`/proc/${fakesPid}/stat`] : [] };
+  const out: Record<Group, string[]> = {
+    process: [],
+    main: [],
+    providers: [],
+    media: [],
+    helpers: [],
+    simulator: [`/proc/${setup.simPid}/stat`],
+    fakes: fakesPid ? [`/proc/${fakesPid}/stat`] : [],
+  };
   if (!server) return out;
   const { pid, children } = server;
   out.process.push(`/proc/${pid}/stat`);
@@ -62,9 +79,25 @@ const now = (): number => performance.timeOrigin + performance.now() - setup.ori
 function take(tickLateMs: number | null): void {
   const m = parseCpuLine(files.read('/proc/stat')?.split('\n', 1)[0] ?? '');
   if (!m) return;
-  const ticks: Record<Group, number> = { process: 0, main: 0, providers: 0, media: 0, helpers: 0, simulator: 0, fakes: 0 };
+  const ticks: Record<Group, number> = {
+    process: 0,
+    main: 0,
+    providers: 0,
+    media: 0,
+    helpers: 0,
+    simulator: 0,
+    fakes: 0,
+  };
   for (const g of GROUPS) for (const f of groups[g]) ticks[g] += readTicks(f);
-  samples.push({ at: now(), tickLateMs, busy: m.busy, steal: m.steal, total: m.total, ticks, waitNs: { serverMain: readWaitNs(serverMainWait), simulator: readWaitNs(simulatorWait) } });
+  samples.push({
+    at: now(),
+    tickLateMs,
+    busy: m.busy,
+    steal: m.steal,
+    total: m.total,
+    ticks,
+    waitNs: { serverMain: readWaitNs(serverMainWait), simulator: readWaitNs(simulatorWait) },
+  });
 }
 
 let rss: RssPeak | null = null;

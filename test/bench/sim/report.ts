@@ -111,7 +111,8 @@ export interface SimulationResult {
   wallMs: number;
 }
 
-const int = (v: number | null | undefined): string => (v === null || v === undefined || !Number.isFinite(v) ? 'n/a' : String(Math.round(v)));
+const int = (v: number | null | undefined): string =>
+  v === null || v === undefined || !Number.isFinite(v) ? 'n/a' : String(Math.round(v));
 const pair = (p: P50P95 | null): string => (p === null || p.n === 0 ? 'n/a' : `${int(p.p50)} / ${int(p.p95)}`);
 const pct = (v: number): string => (Number.isFinite(v) ? v.toFixed(1) : 'n/a');
 
@@ -154,7 +155,9 @@ export function stealWarning(step: number, stealPct: number | null): string | nu
 export function simLine(s: StepResult): string {
   const steal = s.stealPct === null ? '' : `; the hypervisor took ${pct(s.stealPct)} % of the CPUs' time`;
   const t = s.timerJitter;
-  const timer = t ? `; a nearly idle thread's timer fired over ${LATE_TICK_MS} ms late in ${pct((100 * t.late) / t.ticks)} % of its ticks (max ${int(t.maxLateMs)} ms)` : '';
+  const timer = t
+    ? `; a nearly idle thread's timer fired over ${LATE_TICK_MS} ms late in ${pct((100 * t.late) / t.ticks)} % of its ticks (max ${int(t.maxLateMs)} ms)`
+    : '';
   return `  sim: ${s.simCpuCores.toFixed(2)} CPU cores; machine load average ${s.loadAvg1.toFixed(1)} on ${s.cpus} CPUs${steal}${timer}; step took ${(s.wallMs / 1000).toFixed(1)} s`;
 }
 
@@ -164,22 +167,37 @@ function cpuLine(label: string, window: string, b: BurstCpu): string {
   const parts = `main ${int(v.main)}, providers ${int(v.providers)}, media ${int(v.media)}, other threads ${int(v.other)}, helpers ${int(v.helpers)}`;
   const rig = `the simulator ${int(b.rig.simulator)} %${b.rig.fakes === null ? '' : `, the fakes ${int(b.rig.fakes)} %`}`;
   const w = b.cpuWaitMs;
-  const waits = [w.serverMain === null ? null : `the server's main thread ${int(w.serverMain)} ms`, w.simulator === null ? null : `the simulator's ${int(w.simulator)} ms`].filter((x) => x !== null);
+  const waits = [
+    w.serverMain === null ? null : `the server's main thread ${int(w.serverMain)} ms`,
+    w.simulator === null ? null : `the simulator's ${int(w.simulator)} ms`,
+  ].filter((x) => x !== null);
   const waited = waits.length ? `; waited for a CPU: ${waits.join(', ')}` : '';
-  const timer = b.timer ? `; an idle thread's timer over ${LATE_TICK_MS} ms late ${b.timer.late} of ${b.timer.ticks} times` : '';
+  const timer = b.timer
+    ? `; an idle thread's timer over ${LATE_TICK_MS} ms late ${b.timer.late} of ${b.timer.ticks} times`
+    : '';
   return `  ${label}: ${window}; all ${b.cpus} CPUs ${int(b.machineBusyPct)} % busy${stolen(b.stealPct)}, the server ${int(v.total)} % (${parts}), ${rig}${waited}${timer}`;
 }
 
 /** The burst line: was the machine saturated while the devices waited for their answers? */
 export function burstLine(s: StepResult): string | null {
   const b = s.burstCpu;
-  return b && cpuLine('burst (first turns)', `${int(b.windowMs)} ms from the first turn's start to 95 % of first frames sent`, b);
+  return (
+    b &&
+    cpuLine('burst (first turns)', `${int(b.windowMs)} ms from the first turn's start to 95 % of first frames sent`, b)
+  );
 }
 
 /** The talking line: what the devices cost while all of them sent speech. */
 export function talkingLine(s: StepResult): string | null {
   const b = s.talkingCpu;
-  return b && cpuLine('talking (first turns)', `${int(b.windowMs)} ms while ${s.connected === 1 ? 'the device' : `all ${s.connected} devices`} sent speech`, b);
+  return (
+    b &&
+    cpuLine(
+      'talking (first turns)',
+      `${int(b.windowMs)} ms while ${s.connected === 1 ? 'the device' : `all ${s.connected} devices`} sent speech`,
+      b,
+    )
+  );
 }
 
 /** p50/p95 ms from the server's end-of-speech decision to: the transcript, the first sentence cut, the first frame sent. */
@@ -194,7 +212,8 @@ export interface TurnStages {
 export function stagesLine(s: StepResult): string | null {
   const st = s.serverStages;
   if (!st) return null;
-  const one = (t: TurnStages): string => `ASR ${pair(t.asr)} → 1st sentence ${pair(t.firstSentence)} → 1st frame ${pair(t.firstFrame)}`;
+  const one = (t: TurnStages): string =>
+    `ASR ${pair(t.asr)} → 1st sentence ${pair(t.firstSentence)} → 1st frame ${pair(t.firstFrame)}`;
   return `  stages (server, ms p50 / p95 from its end-of-speech decision): first turns ${one(st.first)}; later turns ${one(st.later)}`;
 }
 
@@ -216,8 +235,12 @@ export const COLUMNS = [
 ] as const;
 
 export function stepCells(s: StepResult): string[] {
-  const cpu = s.serverCpuCores === null ? 'n/a' : `${s.serverCpuCores.toFixed(2)}${s.serverChildCpuCores !== null ? ` (+${s.serverChildCpuCores.toFixed(2)})` : ''}`;
-  const loop = (a: number | null, b: number | null): string => (a === null || b === null ? 'n/a' : `${a.toFixed(1)} / ${b.toFixed(1)}`);
+  const cpu =
+    s.serverCpuCores === null
+      ? 'n/a'
+      : `${s.serverCpuCores.toFixed(2)}${s.serverChildCpuCores !== null ? ` (+${s.serverChildCpuCores.toFixed(2)})` : ''}`;
+  const loop = (a: number | null, b: number | null): string =>
+    a === null || b === null ? 'n/a' : `${a.toFixed(1)} / ${b.toFixed(1)}`;
   return [
     String(s.devices),
     `${s.turnsDone}/${s.turnsExpected}`,
@@ -258,10 +281,10 @@ export function legend(vadSilenceMs: number | null, startedServer: boolean): str
   return [
     `EoS→1st frame (device): last speech packet sent → first downlink audio frame; it includes the server's VAD silence window (vad.minSilenceMs = ${vadSilenceMs ?? 'unknown'} ms).`,
     startedServer
-      ? 'server-added: the server log\'s firstAudioMs (VAD end-of-speech decision → first frame sent); ASR and LLM first token from the same log lines (fake ASR/LLM on loopback). With an early start (vad.earlyStartMs) a turn began at the pause before that decision: what was ready by then counts as 0.'
+      ? "server-added: the server log's firstAudioMs (VAD end-of-speech decision → first frame sent); ASR and LLM first token from the same log lines (fake ASR/LLM on loopback). With an early start (vad.earlyStartMs) a turn began at the pause before that decision: what was ready by then counts as 0."
       : 'server-added, ASR, LLM: n/a (the server log is only read when the simulator starts the server).',
-    'late %: frame inter-arrival intervals over 65 ms at the device; sent late %: the same measure at the server\'s send (its pacer, /metrics xiaozhi_downlink_late_intervals_total): the difference arose on the way, mostly in this process\'s own scheduling on a shared machine; gap %: frames arriving after the device had played everything before them (playback modelled back to back, 60 ms a frame); underrun ms: total dry time.',
-    'server CPU: Δcpu/Δwall over the step\'s turns, in cores (in parentheses: its child processes, such as the espeak-ng helpers); loop p99/max: event-loop delay in ms beyond the 10 ms sampling tick (server: /metrics nodejs_eventloop_lag_*; sim: this process).',
+    "late %: frame inter-arrival intervals over 65 ms at the device; sent late %: the same measure at the server's send (its pacer, /metrics xiaozhi_downlink_late_intervals_total): the difference arose on the way, mostly in this process's own scheduling on a shared machine; gap %: frames arriving after the device had played everything before them (playback modelled back to back, 60 ms a frame); underrun ms: total dry time.",
+    "server CPU: Δcpu/Δwall over the step's turns, in cores (in parentheses: its child processes, such as the espeak-ng helpers); loop p99/max: event-loop delay in ms beyond the 10 ms sampling tick (server: /metrics nodejs_eventloop_lag_*; sim: this process).",
   ];
 }
 

@@ -207,7 +207,19 @@ function deepMerge(base: Record<string, unknown>, over: Record<string, unknown>)
 }
 
 /** Environment variables the server reads as overrides: never inherited, so nothing points away from loopback. */
-const SERVER_ENV_OVERRIDES = ['HOST', 'PORT', 'PUBLIC_WS_URL', 'OPENAI_BASE_URL', 'OPENAI_API_KEY', 'LLM_MODEL', 'LOG_LEVEL', 'XIAOZHI_CONFIG', 'XIAOZHI_DATA_DIR', 'DATABASE_URL', 'ADMIN_TOKEN'];
+const SERVER_ENV_OVERRIDES = [
+  'HOST',
+  'PORT',
+  'PUBLIC_WS_URL',
+  'OPENAI_BASE_URL',
+  'OPENAI_API_KEY',
+  'LLM_MODEL',
+  'LOG_LEVEL',
+  'XIAOZHI_CONFIG',
+  'XIAOZHI_DATA_DIR',
+  'DATABASE_URL',
+  'ADMIN_TOKEN',
+];
 
 export interface Fakes {
   proc: ChildProcess;
@@ -219,7 +231,9 @@ export interface Fakes {
 /** Starts sim/fakes-main.ts (fake LLM + fake ASR) in its own process; it exits when our pipe to it closes. */
 export async function startFakes(transcript: string, answer: string, timeoutMs: number): Promise<Fakes> {
   const script = fileURLToPath(new URL('./fakes-main.ts', import.meta.url));
-  const proc = spawn(process.execPath, ['--import', 'tsx', script, JSON.stringify({ transcript, answer })], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, ['--import', 'tsx', script, JSON.stringify({ transcript, answer })], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   if (proc.pid) guardChild(proc.pid);
   const exited = new Promise<void>((resolve) => {
     proc.once('exit', () => {
@@ -297,7 +311,16 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<SimSer
       // The database in the run's own folder (a device record and a live session per connection).
       // A large idle fleet takes minutes to connect: the 120 s idle close would end the first
       // sessions before the last device arrives (19,500 took 6 min on 2 busy cores).
-      server: { host: '127.0.0.1', port, dataDir: join(dir, 'data'), drainTimeoutMs: 1000, maxSessions: 0, maxSessionsPerIp: 0, idleTimeoutMs: 3_600_000, upgradeRate: { perSecond: 1_000_000, burst: 1_000_000 } },
+      server: {
+        host: '127.0.0.1',
+        port,
+        dataDir: join(dir, 'data'),
+        drainTimeoutMs: 1000,
+        maxSessions: 0,
+        maxSessionsPerIp: 0,
+        idleTimeoutMs: 3_600_000,
+        upgradeRate: { perSecond: 1_000_000, burst: 1_000_000 },
+      },
       asr: { provider: 'openai', baseURL: fakes.asr, apiKey: 'sk-sim', model: 'whisper-1', language: 'en' },
       tts: { provider: 'espeak', voice: 'en-us' },
       llm: { baseURL: fakes.llm, apiKey: 'sk-sim', model: 'sim', maxRetries: 0 },

@@ -39,7 +39,13 @@ export interface PlaybackStats {
  * is a gap, and the dry time is an underrun. The first frame of the turn is never a gap.
  */
 export function playbackStats(arrivals: readonly number[], frameMs = 60, lateMs = 65): PlaybackStats {
-  const out: PlaybackStats = { frames: arrivals.length, intervals: Math.max(0, arrivals.length - 1), lateIntervals: 0, gaps: 0, underrunMs: 0 };
+  const out: PlaybackStats = {
+    frames: arrivals.length,
+    intervals: Math.max(0, arrivals.length - 1),
+    lateIntervals: 0,
+    gaps: 0,
+    underrunMs: 0,
+  };
   let playEnd = -Infinity;
   let prev = NaN;
   arrivals.forEach((at, i) => {

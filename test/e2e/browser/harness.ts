@@ -56,7 +56,11 @@ export function launchChromium(wav: string): Promise<Browser> {
 }
 
 /** A context and page; `page.evaluate` callbacks compiled by tsx reference `__name`, so define it. */
-export async function openPage(browser: Browser, url: string, opts: BrowserContextOptions = {}): Promise<{ context: BrowserContext; page: Page; errors: string[] }> {
+export async function openPage(
+  browser: Browser,
+  url: string,
+  opts: BrowserContextOptions = {},
+): Promise<{ context: BrowserContext; page: Page; errors: string[] }> {
   const context = await browser.newContext(opts);
   await context.addInitScript('globalThis.__name = (f) => f;');
   // A Content-Security-Policy violation is an error of the page, like an uncaught exception.
@@ -86,10 +90,10 @@ export async function imageStats(browser: Browser, png: Buffer): Promise<ImageSt
   const context = await browser.newContext();
   try {
     await context.addInitScript('globalThis.__name = (f) => f;');
-  // A Content-Security-Policy violation is an error of the page, like an uncaught exception.
-  await context.addInitScript(
-    "document.addEventListener('securitypolicyviolation', (e) => console.error(`CSP violation: ${e.violatedDirective} ${e.blockedURI} at ${e.sourceFile}:${e.lineNumber}`));",
-  );
+    // A Content-Security-Policy violation is an error of the page, like an uncaught exception.
+    await context.addInitScript(
+      "document.addEventListener('securitypolicyviolation', (e) => console.error(`CSP violation: ${e.violatedDirective} ${e.blockedURI} at ${e.sourceFile}:${e.lineNumber}`));",
+    );
     const page = await context.newPage();
     return await page.evaluate(async (b64: string) => {
       const img = new Image();
@@ -113,7 +117,12 @@ export async function imageStats(browser: Browser, png: Buffer): Promise<ImageSt
         if (colours.size < 5000) colours.add(((d[i] ?? 0) << 16) | ((d[i + 1] ?? 0) << 8) | (d[i + 2] ?? 0));
       }
       const mean = sum / n;
-      return { width: c.width, height: c.height, lumaStdDev: Math.sqrt(Math.max(0, sum2 / n - mean * mean)), colours: colours.size };
+      return {
+        width: c.width,
+        height: c.height,
+        lumaStdDev: Math.sqrt(Math.max(0, sum2 / n - mean * mean)),
+        colours: colours.size,
+      };
     }, png.toString('base64'));
   } finally {
     await context.close();

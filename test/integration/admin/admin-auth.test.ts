@@ -132,7 +132,11 @@ describe('guesses and known clients', () => {
     assert.equal(new KnownClients('another-admin-token-0123456789').idOf(pair), undefined, 'a new token voids it');
     const value = pair.slice(KNOWN_CLIENT_COOKIE.length + 1);
     const other = known.issue(false).split('; ')[0]?.split('.')[1] ?? '';
-    assert.equal(known.idOf(`${KNOWN_CLIENT_COOKIE}=${value.split('.')[0]}.${other}`), undefined, 'another id with this MAC');
+    assert.equal(
+      known.idOf(`${KNOWN_CLIENT_COOKIE}=${value.split('.')[0]}.${other}`),
+      undefined,
+      'another id with this MAC',
+    );
     assert.equal(known.idOf(`${KNOWN_CLIENT_COOKIE}=x`), undefined);
     assert.equal(known.idOf(undefined), undefined);
   });
@@ -147,7 +151,10 @@ describe('admin.token in the configuration', () => {
     assert.equal(loaded.config.admin.token, token);
     assert.ok(loaded.overrides.includes('ADMIN_TOKEN'));
     assert.equal(loadConfig({ argv: [], env: {}, cwd }).config.admin.token, '', 'off by default');
-    assert.throws(() => loadConfig({ argv: [], env: { ADMIN_TOKEN: 'short' }, cwd }), (err: Error) => err instanceof ConfigError && /admin\.token: must be at least 16 characters/.test(err.message));
+    assert.throws(
+      () => loadConfig({ argv: [], env: { ADMIN_TOKEN: 'short' }, cwd }),
+      (err: Error) => err instanceof ConfigError && /admin\.token: must be at least 16 characters/.test(err.message),
+    );
     assert.ok(configSecrets(loaded.config).some((s) => s.path === 'admin.token' && s.value === token));
   });
 });

@@ -11,7 +11,16 @@ test('the view drops every API key and says which are set', () => {
     row({
       systemPrompt: 'You are a cook.',
       llm: { model: 'm', apiKey: 'sk-llm-secret-1' },
-      tts: { provider: 'openai', baseURL: 'http://tts.example/v1', apiKey: 'sk-tts-secret-2', model: 'tts-1', voice: 'nova', format: 'wav', pcmSampleRate: 24000, timeoutMs: 30000 },
+      tts: {
+        provider: 'openai',
+        baseURL: 'http://tts.example/v1',
+        apiKey: 'sk-tts-secret-2',
+        model: 'tts-1',
+        voice: 'nova',
+        format: 'wav',
+        pcmSampleRate: 24000,
+        timeoutMs: 30000,
+      },
     }),
   );
   assert.equal(JSON.stringify(v).includes('secret'), false);
@@ -19,22 +28,39 @@ test('the view drops every API key and says which are set', () => {
   assert.equal(v.apiKeySet, true);
   assert.equal(v.ttsApiKeySet, true);
   assert.equal(v.asrApiKeySet, false);
-  assert.equal(agentView(row({ llm: { apiKey: 'k-only-0001' } })).settings.llm, undefined, 'an llm block holding only the key disappears');
+  assert.equal(
+    agentView(row({ llm: { apiKey: 'k-only-0001' } })).settings.llm,
+    undefined,
+    'an llm block holding only the key disappears',
+  );
   assert.equal(agentView(row({})).apiKeySet, false);
   assert.deepEqual(apiKeysOf({ llm: { apiKey: 'a1' }, tts: { apiKey: '' }, asr: { apiKey: 'c3' } }), ['a1', 'c3']);
 });
 
 test('a patch replaces given keys, removes null ones, keeps the rest; llm merges key by key', () => {
   const current = { systemPrompt: 'old', greeting: 'hi', llm: { model: 'm1', apiKey: 'sk-1', temperature: 0.5 } };
-  const patch = AgentSettingsPatchSchema.parse({ systemPrompt: 'new', greeting: null, llm: { model: 'm2', temperature: null } });
+  const patch = AgentSettingsPatchSchema.parse({
+    systemPrompt: 'new',
+    greeting: null,
+    llm: { model: 'm2', temperature: null },
+  });
   assert.deepEqual(mergeSettings(current, patch), { systemPrompt: 'new', llm: { model: 'm2', apiKey: 'sk-1' } });
-  assert.deepEqual(mergeSettings(current, AgentSettingsPatchSchema.parse({ llm: null })), { systemPrompt: 'old', greeting: 'hi' });
-  assert.deepEqual(mergeSettings({ llm: { apiKey: 'sk-1' } }, AgentSettingsPatchSchema.parse({ llm: { apiKey: null } })), {});
+  assert.deepEqual(mergeSettings(current, AgentSettingsPatchSchema.parse({ llm: null })), {
+    systemPrompt: 'old',
+    greeting: 'hi',
+  });
+  assert.deepEqual(
+    mergeSettings({ llm: { apiKey: 'sk-1' } }, AgentSettingsPatchSchema.parse({ llm: { apiKey: null } })),
+    {},
+  );
 });
 
 test('a tts block given back without its key keeps the stored key for the same provider only', () => {
   const tts = { provider: 'openai', baseURL: 'http://tts.example/v1', apiKey: 'sk-tts', voice: 'nova' };
-  const same = mergeSettings({ tts }, AgentSettingsPatchSchema.parse({ tts: { provider: 'openai', baseURL: 'http://tts.example/v1', voice: 'alloy' } }));
+  const same = mergeSettings(
+    { tts },
+    AgentSettingsPatchSchema.parse({ tts: { provider: 'openai', baseURL: 'http://tts.example/v1', voice: 'alloy' } }),
+  );
   assert.equal((same.tts as Record<string, unknown>).apiKey, 'sk-tts');
   assert.equal((same.tts as Record<string, unknown>).voice, 'alloy');
   const other = mergeSettings({ tts }, AgentSettingsPatchSchema.parse({ tts: { provider: 'espeak', voice: 'en-gb' } }));

@@ -10,7 +10,13 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { silentLogger } from '../../../core/logger.ts';
 import { ErrorCode, VoiceError } from '../../../core/errors.ts';
-import { localHelperSource, nativeEspeakHelper, startNativeEspeak, type EspeakHelperSource, type NativeEspeakEngine } from '../../../audio/tts/espeak-native.ts';
+import {
+  localHelperSource,
+  nativeEspeakHelper,
+  startNativeEspeak,
+  type EspeakHelperSource,
+  type NativeEspeakEngine,
+} from '../../../audio/tts/espeak-native.ts';
 import { waitFor, within } from '../../helpers/wait.ts';
 import { Resampler } from '../../../audio/resample.ts';
 
@@ -49,7 +55,9 @@ function rms(pcm: Int16Array): number {
   return Math.sqrt(acc / Math.max(1, pcm.length));
 }
 
-describe('native espeak-ng engine', { skip: process.platform !== 'linux' && 'the helper uses Linux FIFOs and PR_SET_PDEATHSIG' }, () => {
+describe('native espeak-ng engine', {
+  skip: process.platform !== 'linux' && 'the helper uses Linux FIFOs and PR_SET_PDEATHSIG',
+}, () => {
   let engine: NativeEspeakEngine | undefined;
   const e = (): NativeEspeakEngine => {
     assert.ok(engine, 'engine started');
@@ -69,7 +77,11 @@ describe('native espeak-ng engine', { skip: process.platform !== 'linux' && 'the
 
   before(async () => {
     assert.ok(nativeEspeakHelper(), 'build/espeak-pcm is built (scripts/setup.sh runs scripts/build-espeak-helper.sh)');
-    engine = await within(startNativeEspeak({ helpers: recording(localHelperSource({ log: silentLogger })), log: silentLogger }), 10_000, 'helper start');
+    engine = await within(
+      startNativeEspeak({ helpers: recording(localHelperSource({ log: silentLogger })), log: silentLogger }),
+      10_000,
+      'helper start',
+    );
   });
   after(() => engine?.close());
 
@@ -111,10 +123,19 @@ describe('native espeak-ng engine', { skip: process.platform !== 'linux' && 'the
       assert.ok(snr > 60, `${rate} Hz: ${snr.toFixed(1)} dB from the JavaScript resampler`);
       const live = speak(e(), text, 'en-us', rate);
       const ratio = live.length / a.length;
-      assert.ok(Math.abs(ratio - rate / 22050) < 0.01, `${rate} Hz: a live synthesis has the resampled length (${ratio.toFixed(4)})`);
-      assert.ok(Math.abs(rms(live) / rms(a) - 1) < 0.1, `${rate} Hz: and the same level (${rms(live).toFixed(0)} vs ${rms(a).toFixed(0)})`);
+      assert.ok(
+        Math.abs(ratio - rate / 22050) < 0.01,
+        `${rate} Hz: a live synthesis has the resampled length (${ratio.toFixed(4)})`,
+      );
+      assert.ok(
+        Math.abs(rms(live) / rms(a) - 1) < 0.1,
+        `${rate} Hz: and the same level (${rms(live).toFixed(0)} vs ${rms(a).toFixed(0)})`,
+      );
     }
-    assert.throws(() => speak(e(), 'Hi.', 'en-us', 1_000_000), (err: unknown) => err instanceof VoiceError && err.code === ErrorCode.ConfigInvalid);
+    assert.throws(
+      () => speak(e(), 'Hi.', 'en-us', 1_000_000),
+      (err: unknown) => err instanceof VoiceError && err.code === ErrorCode.ConfigInvalid,
+    );
   });
 
   test('one helper serves every sentence: no process per sentence, nothing left on disk', () => {
@@ -123,18 +144,25 @@ describe('native espeak-ng engine', { skip: process.platform !== 'linux' && 'the
     for (let i = 0; i < 20; i++) assert.ok(speak(e(), `Sentence number ${i}.`).length > 0);
     assert.deepEqual(helperChildren(), before, 'the same single helper after 20 sentences');
     assert.ok(handedOut.length >= 1, 'the engine got its helper from the source');
-    assert.deepEqual(handedOut.filter((d) => existsSync(d)), [], 'the helper removed its FIFO directory once both ends were open');
+    assert.deepEqual(
+      handedOut.filter((d) => existsSync(d)),
+      [],
+      'the helper removed its FIFO directory once both ends were open',
+    );
   });
 
   test('an unknown voice is a configuration error, and the next sentence still speaks', () => {
     assert.throws(
       () => speak(e(), 'Hello.', 'no-such-voice'),
-      (err: unknown) => err instanceof VoiceError && err.code === ErrorCode.ConfigInvalid && /no-such-voice/.test(err.message),
+      (err: unknown) =>
+        err instanceof VoiceError && err.code === ErrorCode.ConfigInvalid && /no-such-voice/.test(err.message),
     );
     assert.ok(speak(e(), 'Hello again.').length > 0);
   });
 
-  test('a killed helper fails the sentence in flight with a clear error (no hang) and is replaced', { timeout: 20_000 }, async () => {
+  test('a killed helper fails the sentence in flight with a clear error (no hang) and is replaced', {
+    timeout: 20_000,
+  }, async () => {
     const [pid] = helperChildren();
     assert.ok(pid, 'a helper runs');
     process.kill(pid, 'SIGKILL');
@@ -143,19 +171,24 @@ describe('native espeak-ng engine', { skip: process.platform !== 'linux' && 'the
       () => speak(e(), 'Are you there?'),
       (err: unknown) => err instanceof VoiceError && err.code === ErrorCode.ProviderFailed,
     );
-    await waitFor(() => {
-      try {
-        return speak(e(), 'I am back.').length > 0;
-      } catch {
-        return false;
-      }
-    }, { what: 'a new helper speaks', timeoutMs: 10_000 });
+    await waitFor(
+      () => {
+        try {
+          return speak(e(), 'I am back.').length > 0;
+        } catch {
+          return false;
+        }
+      },
+      { what: 'a new helper speaks', timeoutMs: 10_000 },
+    );
     const now = helperChildren();
     assert.equal(now.length, 1);
     assert.notEqual(now[0], pid);
   });
 
-  test('when a new helper cannot be had, a later sentence asks again, at most once a second', { timeout: 20_000 }, async () => {
+  test('when a new helper cannot be had, a later sentence asks again, at most once a second', {
+    timeout: 20_000,
+  }, async () => {
     const local = localHelperSource({ log: silentLogger });
     let asked = 0;
     const flaky = {
@@ -177,15 +210,18 @@ describe('native espeak-ng engine', { skip: process.platform !== 'linux' && 'the
       assert.throws(() => other.synthesize('One.', { voice: 'en-us' }, () => {}), VoiceError);
       // The failed restart left the engine without a helper; sentences keep asking for one.
       const t0 = performance.now();
-      await waitFor(() => {
-        try {
-          let n = 0;
-          other.synthesize('Two.', { voice: 'en-us' }, (c) => (n += c.length));
-          return n > 0;
-        } catch {
-          return false;
-        }
-      }, { what: 'a helper again', timeoutMs: 10_000 });
+      await waitFor(
+        () => {
+          try {
+            let n = 0;
+            other.synthesize('Two.', { voice: 'en-us' }, (c) => (n += c.length));
+            return n > 0;
+          } catch {
+            return false;
+          }
+        },
+        { what: 'a helper again', timeoutMs: 10_000 },
+      );
       assert.equal(asked, 3, 'one start, one failed restart, one good one');
       assert.ok(performance.now() - t0 >= 900, 'the second restart waited about a second after the first');
     } finally {
@@ -198,6 +234,9 @@ describe('native espeak-ng engine', { skip: process.platform !== 'linux' && 'the
     assert.equal(pids.length, 1);
     await within(e().close(), 5000, 'close');
     assert.deepEqual(helperChildren(), [], 'the helper exited and was reaped (no zombie left)');
-    assert.throws(() => speak(e(), 'Hello?'), (err: unknown) => err instanceof VoiceError && /closed/.test(err.message));
+    assert.throws(
+      () => speak(e(), 'Hello?'),
+      (err: unknown) => err instanceof VoiceError && /closed/.test(err.message),
+    );
   });
 });

@@ -44,7 +44,10 @@ describe('espeak-ng (WASM) → PCM → Opus → decode', () => {
     assert.ok(trueMs > 3000, `espeak produced ${trueMs} ms`);
 
     const pcm = concatInt16(await collect(transcodeToPcm(encodeWav(espeakPcm, 22050), { sampleRate: 24000, signal })));
-    assert.ok(Math.abs((pcm.length * 1000) / 24000 - trueMs) / trueMs < 0.05, `ffmpeg PCM ${(pcm.length * 1000) / 24000} ms vs ${trueMs}`);
+    assert.ok(
+      Math.abs((pcm.length * 1000) / 24000 - trueMs) / trueMs < 0.05,
+      `ffmpeg PCM ${(pcm.length * 1000) / 24000} ms vs ${trueMs}`,
+    );
 
     const encoder = await createOpusCodec({ sampleRate: 24000, prefer: 'native' });
     const wasmDecoder = await createOpusCodec({ sampleRate: 24000, prefer: 'wasm' });
@@ -66,7 +69,9 @@ describe('espeak-ng (WASM) → PCM → Opus → decode', () => {
   test('the in-process path (resample, no ffmpeg) matches ffmpeg in length and level', async () => {
     const signal = new AbortController().signal;
     const chunks = await speak(SENTENCE);
-    const inproc = concatInt16(await collect(ttsToPcm(bytesOf(chunks), { container: 'pcm', sampleRate: 22050 }, { sampleRate: 16000, signal })));
+    const inproc = concatInt16(
+      await collect(ttsToPcm(bytesOf(chunks), { container: 'pcm', sampleRate: 22050 }, { sampleRate: 16000, signal })),
+    );
     const raw = concatInt16(chunks);
     const viaFfmpeg = concatInt16(await collect(transcodeToPcm(encodeWav(raw, 22050), { sampleRate: 16000, signal })));
     assert.ok(Math.abs(inproc.length - viaFfmpeg.length) < 16000 * 0.02, `${inproc.length} vs ${viaFfmpeg.length}`);
@@ -81,7 +86,8 @@ describe('espeak-ng (WASM) → PCM → Opus → decode', () => {
     assert.ok(pcm.length > 22050 * 0.8 && rms(pcm) > 300, `mandarin ${pcm.length} samples`);
     assert.throws(
       () => checkEspeakVoice(engine, 'no-such-voice'),
-      (e: unknown) => e instanceof VoiceError && e.code === 'config_invalid' && /no-such-voice.*does not exist/.test(e.message),
+      (e: unknown) =>
+        e instanceof VoiceError && e.code === 'config_invalid' && /no-such-voice.*does not exist/.test(e.message),
     );
   });
 });

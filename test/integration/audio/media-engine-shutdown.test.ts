@@ -11,15 +11,31 @@ import { createMediaEngine } from '../../../audio/media/engine.ts';
 import type { SessionMediaOptions } from '../../../audio/media/media.ts';
 import { within } from '../../helpers/wait.ts';
 
-const OPTS: SessionMediaOptions = { vad: { threshold: 0.5, minSilenceMs: 700, minSpeechMs: 250 }, downlinkSampleRate: 24000, complexity: 10 };
+const OPTS: SessionMediaOptions = {
+  vad: { threshold: 0.5, minSilenceMs: 700, minSpeechMs: 250 },
+  downlinkSampleRate: 24000,
+  complexity: 10,
+};
 const LONG =
   'This is a long answer that keeps the worker busy synthesising and encoding speech for a while, ' +
   'so that the engine is closed while the worker is deep inside that work rather than idle between requests.';
 
-test('closing the engine mid-synthesis ends the workers without aborting the process', { timeout: 120_000 }, async () => {
+test('closing the engine mid-synthesis ends the workers without aborting the process', {
+  timeout: 120_000,
+}, async () => {
   const busyAtClose: number[] = [];
   for (let round = 0; round < 6; round++) {
-    const engine = await within(createMediaEngine({ workers: 2, workerNice: 0, vadProvider: 'webrtc', espeak: { voice: 'en-us' }, log: silentLogger }), 60_000, 'engine start');
+    const engine = await within(
+      createMediaEngine({
+        workers: 2,
+        workerNice: 0,
+        vadProvider: 'webrtc',
+        espeak: { voice: 'en-us' },
+        log: silentLogger,
+      }),
+      60_000,
+      'engine start',
+    );
     const sessions = await Promise.all([engine.open(OPTS, silentLogger), engine.open(OPTS, silentLogger)]);
     let packets = 0;
     const runs = sessions.map(async (s) => {
@@ -37,5 +53,7 @@ test('closing the engine mid-synthesis ends the workers without aborting the pro
   }
   // Had a worker been killed inside the encoder, the process would have aborted before this line.
   assert.equal(busyAtClose.length, 6);
-  busyAtClose.forEach((n, round) => assert.ok(n >= 5 + round * 7, `round ${round}: closed while speech was being produced (${n} packets)`));
+  busyAtClose.forEach((n, round) =>
+    assert.ok(n >= 5 + round * 7, `round ${round}: closed while speech was being produced (${n} packets)`),
+  );
 });

@@ -12,7 +12,13 @@ import { AsyncQueue } from '../../../core/async-queue.ts';
 import { silentLogger } from '../../../core/logger.ts';
 import { VoiceError } from '../../../core/errors.ts';
 import { createMediaEngine } from '../../../audio/media/engine.ts';
-import type { EspeakEngineChoice, MediaEngine, SessionMedia, SessionMediaOptions, UplinkResult } from '../../../audio/media/media.ts';
+import type {
+  EspeakEngineChoice,
+  MediaEngine,
+  SessionMedia,
+  SessionMediaOptions,
+  UplinkResult,
+} from '../../../audio/media/media.ts';
 import { threadNames } from '../../helpers/threads.ts';
 import type { VadEvent } from '../../../audio/vad/vad.ts';
 import { resample } from '../../../audio/resample.ts';
@@ -22,14 +28,25 @@ import { trackWorkers } from '../../helpers/track-workers.ts';
 import { sleep, waitFor, within } from '../../helpers/wait.ts';
 import { untilWorkerIdle } from '../../helpers/worker-idle.ts';
 
-const OPTS: SessionMediaOptions = { vad: { threshold: 0.5, minSilenceMs: 700, minSpeechMs: 250 }, downlinkSampleRate: 24000, complexity: 5 };
+const OPTS: SessionMediaOptions = {
+  vad: { threshold: 0.5, minSilenceMs: 700, minSpeechMs: 250 },
+  downlinkSampleRate: 24000,
+  complexity: 5,
+};
 const FRAME_24K = 1440;
 /** Worker start-up (tsx in the worker, onnxruntime, espeak WASM) takes several seconds on a small box. */
 const SETUP_MS = 90_000;
 
 /** `native` unless asked: the helper is built by scripts/setup.sh, and a missing one must fail here. */
 function engine(workers: number, workerNice = 0, espeakEngine: EspeakEngineChoice = 'native'): Promise<MediaEngine> {
-  return createMediaEngine({ workers, workerNice, vadProvider: 'silero', espeak: { voice: 'en-us' }, espeakEngine, log: silentLogger });
+  return createMediaEngine({
+    workers,
+    workerNice,
+    vadProvider: 'silero',
+    espeak: { voice: 'en-us' },
+    espeakEngine,
+    log: silentLogger,
+  });
 }
 
 /** Niceness of every thread of this process, by task id (Linux `/proc/self/task/<tid>/stat`, field 19). */
@@ -43,7 +60,6 @@ function threadNiceness(): Map<number, number> {
   }
   return out;
 }
-
 
 /** Deterministic bytes (xorshift32), so a failure reproduces. */
 function prng(seed: number): () => number {
@@ -99,15 +115,20 @@ function assertSameUplink(a: readonly UplinkResult[], b: readonly UplinkResult[]
     assert.equal(x.corrupt, y.corrupt, `${label}: packet ${i} corrupt flag`);
     assert.deepEqual(x.events, y.events, `${label}: packet ${i} VAD events`);
     assert.equal(x.pcm.length, y.pcm.length, `${label}: packet ${i} PCM length`);
-    assert.ok(Buffer.from(x.pcm.buffer, x.pcm.byteOffset, x.pcm.byteLength).equals(Buffer.from(y.pcm.buffer, y.pcm.byteOffset, y.pcm.byteLength)), `${label}: packet ${i} PCM differs`);
+    assert.ok(
+      Buffer.from(x.pcm.buffer, x.pcm.byteOffset, x.pcm.byteLength).equals(
+        Buffer.from(y.pcm.buffer, y.pcm.byteOffset, y.pcm.byteLength),
+      ),
+      `${label}: packet ${i} PCM differs`,
+    );
   }
 }
 
 function assertSamePackets(a: readonly Buffer[], b: readonly Buffer[], label: string): void {
   assert.equal(a.length, b.length, `${label}: packet count`);
-  for (let i = 0; i < a.length; i++) assert.ok((a[i] as Buffer).equals(b[i] as Buffer), `${label}: packet ${i} differs`);
+  for (let i = 0; i < a.length; i++)
+    assert.ok((a[i] as Buffer).equals(b[i] as Buffer), `${label}: packet ${i} differs`);
 }
-
 
 /**
  * Waits until every thread is done with the engines' background work: the espeak warm-up runs one
@@ -125,7 +146,10 @@ async function untilThreadsIdle(workers: readonly Worker[], ms: number): Promise
     if (Date.now() > deadline) throw new Error(`worker threads still busy after ${ms} ms`);
     await sleep(200);
     const now = workers.map((w) => w.performance.eventLoopUtilization());
-    const busiest = Math.max(0, ...workers.map((w, i) => w.performance.eventLoopUtilization(now[i], last[i]).utilization));
+    const busiest = Math.max(
+      0,
+      ...workers.map((w, i) => w.performance.eventLoopUtilization(now[i], last[i]).utilization),
+    );
     quiet = busiest < 0.05 ? quiet + 1 : 0;
     last = now;
   }
@@ -137,20 +161,30 @@ let utteranceMs: number;
 
 let workerThreads: ReturnType<typeof trackWorkers>;
 
-before(async () => {
-  workerThreads = trackWorkers();
-  utterance = await utterancePackets(speak16k('what is the weather today'));
-  utteranceMs = utterance.length * 60;
-}, { timeout: 30_000 });
-after(async () => {
-  assert.equal(await workerThreads.restore(), 0, 'worker threads left running after every engine closed');
-}, { timeout: 30_000 });
+before(
+  async () => {
+    workerThreads = trackWorkers();
+    utterance = await utterancePackets(speak16k('what is the weather today'));
+    utteranceMs = utterance.length * 60;
+  },
+  { timeout: 30_000 },
+);
+after(
+  async () => {
+    assert.equal(await workerThreads.restore(), 0, 'worker threads left running after every engine closed');
+  },
+  { timeout: 30_000 },
+);
 
 /**
  * Once the threads are idle (the espeak warm-up done), one session of each engine speaks the same
  * sentence: the packets must be identical and decode to speech.
  */
-async function assertSameSpeech(engines: readonly MediaEngine[], open: (e: MediaEngine) => Promise<SessionMedia>, what: string): Promise<void> {
+async function assertSameSpeech(
+  engines: readonly MediaEngine[],
+  open: (e: MediaEngine) => Promise<SessionMedia>,
+  what: string,
+): Promise<void> {
   await untilThreadsIdle(
     workerThreads.tracked.filter((t) => !t.exited).map((t) => t.worker),
     30_000,
@@ -158,7 +192,9 @@ async function assertSameSpeech(engines: readonly MediaEngine[], open: (e: Media
   const outs: Buffer[][] = [];
   for (const e of engines) {
     const m = await open(e);
-    outs.push(await within(collect(m.speak('Hello there, how are you?', new AbortController().signal)), 30_000, 'speak'));
+    outs.push(
+      await within(collect(m.speak('Hello there, how are you?', new AbortController().signal)), 30_000, 'speak'),
+    );
   }
   const [ref, work] = outs as [Buffer[], Buffer[]];
   assertSamePackets(ref, work, what);
@@ -182,13 +218,19 @@ describe('media engine: workers give bit-identical results to the in-process eng
     return m;
   };
 
-  before(async () => {
-    [inProcess, worker] = await Promise.all([engine(0), engine(1)]);
-  }, { timeout: SETUP_MS });
-  after(async () => {
-    for (const m of opened) m.close();
-    await Promise.allSettled([inProcess?.close(), worker?.close()]);
-  }, { timeout: 30_000 });
+  before(
+    async () => {
+      [inProcess, worker] = await Promise.all([engine(0), engine(1)]);
+    },
+    { timeout: SETUP_MS },
+  );
+  after(
+    async () => {
+      for (const m of opened) m.close();
+      await Promise.allSettled([inProcess?.close(), worker?.close()]);
+    },
+    { timeout: 30_000 },
+  );
 
   test('engines report what they are', () => {
     const [a, b] = both();
@@ -196,14 +238,38 @@ describe('media engine: workers give bit-identical results to the in-process eng
     assert.equal(b.stats().workers, 1);
   });
 
-  test('uplink: decoded PCM, VAD events and corrupt flags match, with corrupt and DTX packets and a VAD reset mid-way', { timeout: 60_000 }, async () => {
+  test('uplink: decoded PCM, VAD events and corrupt flags match, with corrupt and DTX packets and a VAD reset mid-way', {
+    timeout: 60_000,
+  }, async () => {
     const next = prng(0x5eed);
-    const corrupt = [randomPacket(next, 57), randomPacket(next, 123), randomPacket(next, 9), Buffer.from([0x03, 0x00]), Buffer.alloc(0)];
+    const corrupt = [
+      randomPacket(next, 57),
+      randomPacket(next, 123),
+      randomPacket(next, 9),
+      Buffer.from([0x03, 0x00]),
+      Buffer.alloc(0),
+    ];
     const dtx = [Buffer.from([0xf8]), Buffer.from([0x78])];
     // Corrupt and DTX packets before the speech and in the tail, the speech itself intact. Eight
     // before it (480 ms, a whole number of Silero's 32 ms frames), so the model sees the speech
     // with the same frame alignment as without them.
-    const part1 = [corrupt[0], dtx[0], corrupt[1], ...utterance.slice(0, 2), corrupt[3], dtx[1], corrupt[4], ...utterance.slice(2, 4), corrupt[2], dtx[0], ...utterance.slice(4), dtx[1], corrupt[2], corrupt[0], dtx[0]] as Buffer[];
+    const part1 = [
+      corrupt[0],
+      dtx[0],
+      corrupt[1],
+      ...utterance.slice(0, 2),
+      corrupt[3],
+      dtx[1],
+      corrupt[4],
+      ...utterance.slice(2, 4),
+      corrupt[2],
+      dtx[0],
+      ...utterance.slice(4),
+      dtx[1],
+      corrupt[2],
+      corrupt[0],
+      dtx[0],
+    ] as Buffer[];
     /** Indices in part 1 of the packets put before the speech. */
     const insertedBefore = [0, 1, 2, 5, 6, 7, 10, 11];
     const part2 = utterance;
@@ -232,20 +298,35 @@ describe('media engine: workers give bit-identical results to the in-process eng
     const insertedMs = insertedBefore.reduce((ms, i) => ms + (ref.part1[i] as UplinkResult).pcm.length / 16, 0);
     assert.equal(insertedMs, 480);
     assert.ok(s2 < utteranceMs, `positions restarted at the reset (speech start ${s2} ms)`);
-    assert.ok(Math.abs(s1 - insertedMs - s2) <= 100, `speech start ${s1} ms before the reset (${insertedMs} ms of it inserted packets), ${s2} ms after it`);
-    assert.equal(ref.part1.filter((r) => r.corrupt).length, 7, `corrupt flags ${JSON.stringify(ref.part1.map((r) => r.corrupt))}`);
+    assert.ok(
+      Math.abs(s1 - insertedMs - s2) <= 100,
+      `speech start ${s1} ms before the reset (${insertedMs} ms of it inserted packets), ${s2} ms after it`,
+    );
+    assert.equal(
+      ref.part1.filter((r) => r.corrupt).length,
+      7,
+      `corrupt flags ${JSON.stringify(ref.part1.map((r) => r.corrupt))}`,
+    );
     for (const i of [1, 6, part1.length - 1]) {
       const r = ref.part1[i] as UplinkResult;
       assert.equal(r.pcm.length, 960);
-      assert.ok(r.pcm.every((s) => s === 0), 'a DTX packet decodes to silence');
+      assert.ok(
+        r.pcm.every((s) => s === 0),
+        'a DTX packet decodes to silence',
+      );
     }
-    assert.ok(ref.part2.some((r) => r.pcm.some((s) => Math.abs(s) > 1000)), 'speech decoded with energy');
+    assert.ok(
+      ref.part2.some((r) => r.pcm.some((s) => Math.abs(s) > 1000)),
+      'speech decoded with energy',
+    );
 
     assertSameUplink(ref.part1, work.part1, 'before reset');
     assertSameUplink(ref.part2, work.part2, 'after reset');
   });
 
-  test('encode: the same odd-sized PCM chunks give the same Opus packets, ceil(samples / 1440) of them, last frame padded', { timeout: 60_000 }, async () => {
+  test('encode: the same odd-sized PCM chunks give the same Opus packets, ceil(samples / 1440) of them, last frame padded', {
+    timeout: 60_000,
+  }, async () => {
     const pcm = resample(speak16k('the quick brown fox'), 16000, 24000);
     const sizes = [1, 1439, 1441, 7, 3001, 999, 2881, 333];
     const total = sizes.reduce((a, b) => a + b, 0);
@@ -294,24 +375,43 @@ describe('media engine: workers give bit-identical results to the in-process eng
     }
   });
 
-  test('speak: espeak straight to Opus gives the same packets on both, decodable speech', { timeout: 60_000 }, async () => {
+  test('speak: espeak straight to Opus gives the same packets on both, decodable speech', {
+    timeout: 60_000,
+  }, async () => {
     await assertSameSpeech(both(), open, 'speak');
   });
 
-  test('speak with a voice given per request: that voice, on both engines; an unknown voice fails with config_invalid', { timeout: 60_000 }, async () => {
+  test('speak with a voice given per request: that voice, on both engines; an unknown voice fails with config_invalid', {
+    timeout: 60_000,
+  }, async () => {
     const text = 'Hello there, how are you?';
     for (const e of both()) {
       const m = await open(e);
       const plain = await within(collect(m.speak(text, new AbortController().signal)), 30_000, 'speak');
-      const asDefault = await within(collect(m.speak(text, new AbortController().signal, false, { voice: 'en-us' })), 30_000, 'speak en-us');
-      const other = await within(collect(m.speak(text, new AbortController().signal, false, { voice: 'en-us+f3', pitch: 80 })), 30_000, 'speak en-us+f3');
+      const asDefault = await within(
+        collect(m.speak(text, new AbortController().signal, false, { voice: 'en-us' })),
+        30_000,
+        'speak en-us',
+      );
+      const other = await within(
+        collect(m.speak(text, new AbortController().signal, false, { voice: 'en-us+f3', pitch: 80 })),
+        30_000,
+        'speak en-us+f3',
+      );
       const plainAgain = await within(collect(m.speak(text, new AbortController().signal)), 30_000, 'speak again');
-      assert.equal(asDefault.length, plain.length, 'the thread\'s voice asked for by name speaks alike');
-      assert.notDeepEqual(other.map((p) => p.toString('hex')), plain.map((p) => p.toString('hex')), 'another voice sounds different');
-      assert.equal(plainAgain.length, plain.length, 'the next request without a voice is back to the thread\'s voice');
+      assert.equal(asDefault.length, plain.length, "the thread's voice asked for by name speaks alike");
+      assert.notDeepEqual(
+        other.map((p) => p.toString('hex')),
+        plain.map((p) => p.toString('hex')),
+        'another voice sounds different',
+      );
+      assert.equal(plainAgain.length, plain.length, "the next request without a voice is back to the thread's voice");
       const decoded = await decodeDownlink(other, 24000);
       assert.ok(decoded.ms > 500 && decoded.rms > 300, 'the other voice is speech');
-      await assert.rejects(collect(m.speak(text, new AbortController().signal, false, { voice: 'no-such-voice' })), (err: unknown) => err instanceof VoiceError && err.code === 'config_invalid');
+      await assert.rejects(
+        collect(m.speak(text, new AbortController().signal, false, { voice: 'no-such-voice' })),
+        (err: unknown) => err instanceof VoiceError && err.code === 'config_invalid',
+      );
     }
   });
 });
@@ -319,13 +419,19 @@ describe('media engine: workers give bit-identical results to the in-process eng
 describe('media engine: the WebAssembly espeak-ng (audio.espeakEngine: wasm) gives the same packets in a worker and in-process', () => {
   const engines: MediaEngine[] = [];
   const opened: SessionMedia[] = [];
-  before(async () => {
-    engines.push(...(await Promise.all([engine(0, 0, 'wasm'), engine(1, 0, 'wasm')])));
-  }, { timeout: SETUP_MS });
-  after(async () => {
-    for (const m of opened) m.close();
-    await Promise.allSettled(engines.map((e) => e.close()));
-  }, { timeout: 30_000 });
+  before(
+    async () => {
+      engines.push(...(await Promise.all([engine(0, 0, 'wasm'), engine(1, 0, 'wasm')])));
+    },
+    { timeout: SETUP_MS },
+  );
+  after(
+    async () => {
+      for (const m of opened) m.close();
+      await Promise.allSettled(engines.map((e) => e.close()));
+    },
+    { timeout: 30_000 },
+  );
 
   test('speak: same packets on both, decodable speech', { timeout: 60_000 }, async () => {
     assert.equal(engines.length, 2, 'engines started');
@@ -362,7 +468,10 @@ describe('media engine: worker pool', () => {
     await untilWorkerIdle(w);
     beforeDeath();
     await w.terminate();
-    await waitFor(() => running.get(`media worker ${i}`) !== w && p().stats().workers === 2, { what: `worker ${i} replaced`, timeoutMs: 60_000 });
+    await waitFor(() => running.get(`media worker ${i}`) !== w && p().stats().workers === 2, {
+      what: `worker ${i} replaced`,
+      timeoutMs: 60_000,
+    });
   };
   /** Tracks which of `sessions` were told their media is lost. */
   const watchLost = (sessions: readonly SessionMedia[]): Array<VoiceError | undefined> => {
@@ -385,44 +494,63 @@ describe('media engine: worker pool', () => {
 
   const NICE = 7;
   let nicenessBefore = new Map<number, number>();
-  before(async () => {
-    nicenessBefore = threadNiceness();
-    pool = await createMediaEngine({
-      workers: 2,
-      workerNice: NICE,
-      vadProvider: 'silero',
-      espeak: { voice: 'en-us' },
-      espeakEngine: 'native',
-      onWorker: (w, label) => running.set(label, w),
-      log: silentLogger,
-    });
-  }, { timeout: SETUP_MS });
-  after(async () => {
-    for (const m of opened) m.close();
-    await pool?.close();
-  }, { timeout: 30_000 });
+  before(
+    async () => {
+      nicenessBefore = threadNiceness();
+      pool = await createMediaEngine({
+        workers: 2,
+        workerNice: NICE,
+        vadProvider: 'silero',
+        espeak: { voice: 'en-us' },
+        espeakEngine: 'native',
+        onWorker: (w, label) => running.set(label, w),
+        log: silentLogger,
+      });
+    },
+    { timeout: SETUP_MS },
+  );
+  after(
+    async () => {
+      for (const m of opened) m.close();
+      await pool?.close();
+    },
+    { timeout: 30_000 },
+  );
 
-  test('each worker thread lowers its own priority (audio.workerNice); the main thread keeps its own', { skip: process.platform !== 'linux' && 'per-thread niceness is Linux-only' }, () => {
+  test('each worker thread lowers its own priority (audio.workerNice); the main thread keeps its own', {
+    skip: process.platform !== 'linux' && 'per-thread niceness is Linux-only',
+  }, () => {
     const now = threadNiceness();
     const started = [...now].filter(([tid]) => !nicenessBefore.has(tid));
     // Threads a worker starts after lowering itself inherit its niceness, so at least the two workers.
-    assert.ok(started.filter(([, nice]) => nice === NICE).length >= 2, `the two worker threads at nice ${NICE}: ${JSON.stringify(started)}`);
+    assert.ok(
+      started.filter(([, nice]) => nice === NICE).length >= 2,
+      `the two worker threads at nice ${NICE}: ${JSON.stringify(started)}`,
+    );
     assert.equal(now.get(process.pid), nicenessBefore.get(process.pid), 'main thread unchanged');
   });
 
-  test('each worker thread names itself xz-media-<index>, for top -H and /proc', { skip: process.platform !== 'linux' && 'thread names are read from Linux /proc' }, () => {
+  test('each worker thread names itself xz-media-<index>, for top -H and /proc', {
+    skip: process.platform !== 'linux' && 'thread names are read from Linux /proc',
+  }, () => {
     const names = threadNames();
     assert.equal(names.filter((n) => n === 'xz-media-0').length, 1, `one xz-media-0 among ${JSON.stringify(names)}`);
     assert.equal(names.filter((n) => n === 'xz-media-1').length, 1, 'one xz-media-1');
   });
 
-  test('sessions are spread: four sessions on two workers, two each, opened one by one or all at once', { timeout: 150_000 }, async () => {
+  test('sessions are spread: four sessions on two workers, two each, opened one by one or all at once', {
+    timeout: 150_000,
+  }, async () => {
     // Killing one worker ends exactly the sessions placed on it.
     const check = async (label: string, sessions: SessionMedia[]): Promise<void> => {
       assert.equal(p().stats().sessions, 4);
       const lost = watchLost(sessions);
       await crash(0);
-      assert.equal(lost.filter(Boolean).length, 2, `${label}: sessions lost with worker 0: ${JSON.stringify(lost.map(Boolean))}`);
+      assert.equal(
+        lost.filter(Boolean).length,
+        2,
+        `${label}: sessions lost with worker 0: ${JSON.stringify(lost.map(Boolean))}`,
+      );
       for (const m of sessions) m.close();
       assert.equal(p().stats().sessions, 0);
     };
@@ -431,9 +559,14 @@ describe('media engine: worker pool', () => {
     await check('at once', await Promise.all([open(), open(), open(), open()]));
   });
 
-  test('closing a session mid-answer leaves nothing pending: queued syntheses are dropped and answered', { timeout: 60_000 }, async () => {
+  test('closing a session mid-answer leaves nothing pending: queued syntheses are dropped and answered', {
+    timeout: 60_000,
+  }, async () => {
     const m = await open();
-    const long = Array.from({ length: 6 }, (_, i) => `Sentence number ${i + 1} of a rather long answer that nobody will hear.`).join(' ');
+    const long = Array.from(
+      { length: 6 },
+      (_, i) => `Sentence number ${i + 1} of a rather long answer that nobody will hear.`,
+    ).join(' ');
     const ac = new AbortController();
     // Several syntheses queued on one worker, their consumers still waiting.
     const readers = Array.from({ length: 6 }, () => collect(m.speak(long, ac.signal)).catch(() => []));
@@ -444,7 +577,9 @@ describe('media engine: worker pool', () => {
     await waitFor(() => p().stats().queueDepth === 0, { what: 'no request left pending', timeoutMs: 20_000 });
   });
 
-  test('a worker that dies fails its sessions only, their requests in flight with one error, and is replaced', { timeout: 150_000 }, async () => {
+  test('a worker that dies fails its sessions only, their requests in flight with one error, and is replaced', {
+    timeout: 150_000,
+  }, async () => {
     // Opened one after the other on an idle pool: one on each worker (see the test above).
     const sessions = [await open(), await open()];
     const lost = watchLost(sessions);
@@ -454,7 +589,16 @@ describe('media engine: worker pool', () => {
     // reaches native code only after espeak-ng has answered, so the thread dies in JavaScript).
     let inFlight: Array<Promise<unknown[]>> = [];
     await crash(0, () => {
-      inFlight = sessions.map((m) => Promise.all(['One.', 'Two.', 'Three.'].map((text) => collect(m.speak(text, new AbortController().signal)).then(() => 'ok' as const, (err: unknown) => err))));
+      inFlight = sessions.map((m) =>
+        Promise.all(
+          ['One.', 'Two.', 'Three.'].map((text) =>
+            collect(m.speak(text, new AbortController().signal)).then(
+              () => 'ok' as const,
+              (err: unknown) => err,
+            ),
+          ),
+        ),
+      );
     });
     const v = lost.findIndex(Boolean);
     assert.ok(v >= 0, 'the session on worker 0 was told');
@@ -469,9 +613,15 @@ describe('media engine: worker pool', () => {
       settled.every((r) => r === 'ok' || r === err),
       'every failed request failed with the one error the session was told',
     );
-    assert.deepEqual(new Set(await within(inFlight[1 - v] as Promise<unknown[]>, 20_000, "the survivor's syntheses")), new Set(['ok']));
+    assert.deepEqual(
+      new Set(await within(inFlight[1 - v] as Promise<unknown[]>, 20_000, "the survivor's syntheses")),
+      new Set(['ok']),
+    );
     await assert.rejects(within(victim.uplink(utterance[0] as Buffer), 5000, "the victim's next uplink"), VoiceError);
-    await assert.rejects(within(collect(victim.speak('Still there?', new AbortController().signal)), 5000, "the victim's next speak"), VoiceError);
+    await assert.rejects(
+      within(collect(victim.speak('Still there?', new AbortController().signal)), 5000, "the victim's next speak"),
+      VoiceError,
+    );
     assert.equal(p().stats().workerRestarts, restartsBefore + 1);
 
     // The survivor never noticed.
@@ -502,7 +652,10 @@ describe('media engine: worker pool', () => {
     // Every worker thread of every engine in this file has ended: the closed ones and the
     // killed ones.
     assert.ok(workerThreads.tracked.length >= 5, `${workerThreads.tracked.length} worker threads started`);
-    await waitFor(() => workerThreads.tracked.every((t) => t.exited), { what: 'every worker thread exited', timeoutMs: 5000 });
+    await waitFor(() => workerThreads.tracked.every((t) => t.exited), {
+      what: 'every worker thread exited',
+      timeoutMs: 5000,
+    });
     await assert.rejects(p().open(OPTS, silentLogger), VoiceError);
     await assert.rejects(within(m.uplink(utterance[0] as Buffer), 5000, 'uplink after close'), VoiceError);
     assert.ok(lost, 'open sessions are told their media is gone');
@@ -524,13 +677,19 @@ function takeInto(order: string[]): (who: string, it: AsyncIterable<Buffer>) => 
 describe('media engine: a worker serves syntheses by deadline, a few frames at a time', () => {
   let pool: MediaEngine | undefined;
   const opened: SessionMedia[] = [];
-  before(async () => {
-    pool = await engine(1);
-  }, { timeout: SETUP_MS });
-  after(async () => {
-    for (const m of opened) m.close();
-    await pool?.close();
-  }, { timeout: 30_000 });
+  before(
+    async () => {
+      pool = await engine(1);
+    },
+    { timeout: SETUP_MS },
+  );
+  after(
+    async () => {
+      for (const m of opened) m.close();
+      await pool?.close();
+    },
+    { timeout: 30_000 },
+  );
   /** Two sessions, both on the one worker. */
   const openTwo = async (): Promise<[SessionMedia, SessionMedia]> => {
     assert.ok(pool, 'pool started');
@@ -540,28 +699,40 @@ describe('media engine: a worker serves syntheses by deadline, a few frames at a
     return [a, b];
   };
 
-  test('a turn that starts while another session speaks a long sentence gets its first audio before that sentence ends', { timeout: 60_000 }, async () => {
+  test('a turn that starts while another session speaks a long sentence gets its first audio before that sentence ends', {
+    timeout: 60_000,
+  }, async () => {
     const [a, b] = await openTwo();
     // Both on the one worker. The old worker spoke a whole sentence in one go, so every packet
     // of A's arrived before the first of B's.
     const order: string[] = [];
     const take = takeInto(order);
-    const long = 'This is a long sentence that goes on and on about the weather, the wind, the clouds and the rain, for many seconds of speech.';
+    const long =
+      'This is a long sentence that goes on and on about the weather, the wind, the clouds and the rain, for many seconds of speech.';
     const signal = new AbortController().signal;
-    const [na, nb] = await within(Promise.all([take('a', a.speak(long, signal, true)), take('b', b.speak('Hello there.', signal, true))]), 30_000, 'speak both');
+    const [na, nb] = await within(
+      Promise.all([take('a', a.speak(long, signal, true)), take('b', b.speak('Hello there.', signal, true))]),
+      30_000,
+      'speak both',
+    );
     assert.ok(na > 60, `the long sentence is several seconds (${na} frames)`);
     assert.ok(nb > 5, `the short one is spoken (${nb} frames)`);
     const firstB = order.indexOf('b');
     const lastA = order.lastIndexOf('a');
     assert.ok(firstB < lastA, `B's first packet (#${firstB}) came before A's last (#${lastA})`);
     // A's first slice is the whole send-ahead (600 ms = 10 frames): its device is never left waiting.
-    assert.ok(order.slice(0, 10).every((w) => w === 'a'), `A's send-ahead came first: ${order.slice(0, 12).join('')}`);
+    assert.ok(
+      order.slice(0, 10).every((w) => w === 'a'),
+      `A's send-ahead came first: ${order.slice(0, 12).join('')}`,
+    );
     // B's first slice then goes ahead of A's next frames, which the pacer needs only 240 ms and
     // more after A's first (without the head start they went first, up to ~400 ms: 16+ frames).
     assert.ok(firstB <= 12, `B's first packet (#${firstB}) right after A's send-ahead: ${order.slice(0, 24).join('')}`);
   });
 
-  test('a held answer (an early start) yields after its first slice: another answer is made whole first', { timeout: 60_000 }, async () => {
+  test('a held answer (an early start) yields after its first slice: another answer is made whole first', {
+    timeout: 60_000,
+  }, async () => {
     const [a, b] = await openTwo();
     const order: string[] = [];
     const take = takeInto(order);

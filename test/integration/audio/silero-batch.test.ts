@@ -56,13 +56,18 @@ test('concurrent streams share model runs and each gets what it gets alone, bit 
     alone.push(probs);
   }
   assert.equal(batcher.runs - runs0, STREAMS * steps, 'a stream awaited step by step runs alone');
-  assert.ok(alone.some((p) => p.some((x) => x > 0.5)), 'the signals hold speech');
+  assert.ok(
+    alone.some((p) => p.some((x) => x > 0.5)),
+    'the signals hold speech',
+  );
 
   const together: number[][] = signals.map(() => []);
   const states = signals.map(() => new Float32Array(STEP_STATE));
   const runs1 = batcher.runs;
   for (let t = 0; t < steps; t++) {
-    const probs = await Promise.all(signals.map((pcm, k) => batcher.score(stepInput(pcm, t), states[k] as Float32Array)));
+    const probs = await Promise.all(
+      signals.map((pcm, k) => batcher.score(stepInput(pcm, t), states[k] as Float32Array)),
+    );
     probs.forEach((p, k) => together[k]?.push(p));
   }
   assert.equal(batcher.runs - runs1, steps, `${STREAMS} streams asking at once share one run per step`);
@@ -80,7 +85,10 @@ test('VAD streams pushed together find the same speech as each alone', async () 
   };
   const alone: VadEvent[][] = [];
   for (const pcm of signals) alone.push(await run(pcm));
-  assert.ok(alone.every((ev) => ev.length >= 2), JSON.stringify(alone));
+  assert.ok(
+    alone.every((ev) => ev.length >= 2),
+    JSON.stringify(alone),
+  );
 
   const runs0 = model.batcher.runs;
   const steps0 = model.batcher.steps;

@@ -15,7 +15,17 @@ const files: Record<string, Buffer> = {};
 before(() => {
   // 3 s 440 Hz tone at 44.1 kHz stereo → each container format ffmpeg must read.
   const wav = join(tmp.dir, 'tone.wav');
-  execFileSync('ffmpeg', ['-loglevel', 'error', '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=44100:duration=3', '-ac', '2', wav]);
+  execFileSync('ffmpeg', [
+    '-loglevel',
+    'error',
+    '-f',
+    'lavfi',
+    '-i',
+    'sine=frequency=440:sample_rate=44100:duration=3',
+    '-ac',
+    '2',
+    wav,
+  ]);
   for (const [ext, args] of [
     ['mp3', ['-codec:a', 'libmp3lame', '-b:a', '64k']],
     ['ogg', ['-codec:a', 'libopus', '-b:a', '32k']],
@@ -45,7 +55,8 @@ describe('ffmpeg transcoding', () => {
       let samples = 0;
       // m4a keeps its index at the end: it must be given as one buffer (ffmpeg seeks).
       const input = ext === 'm4a' ? buf : chunked(buf);
-      for await (const pcm of transcodeToPcm(input, { sampleRate: 16000, signal: new AbortController().signal })) samples += pcm.length;
+      for await (const pcm of transcodeToPcm(input, { sampleRate: 16000, signal: new AbortController().signal }))
+        samples += pcm.length;
       assert.ok(Math.abs(samples / 16000 - 3) < 0.08, `${ext}: ${samples / 16000} s`);
     });
   }
@@ -54,9 +65,13 @@ describe('ffmpeg transcoding', () => {
     const garbage = Buffer.from('this is definitely not audio '.repeat(200));
     await assert.rejects(
       async () => {
-        for await (const _ of transcodeToPcm(garbage, { sampleRate: 16000, signal: new AbortController().signal })) void _;
+        for await (const _ of transcodeToPcm(garbage, { sampleRate: 16000, signal: new AbortController().signal }))
+          void _;
       },
-      (e: unknown) => e instanceof VoiceError && e.code === 'bad_input' && /ffmpeg could not decode the input: .*Invalid data/i.test(e.message),
+      (e: unknown) =>
+        e instanceof VoiceError &&
+        e.code === 'bad_input' &&
+        /ffmpeg could not decode the input: .*Invalid data/i.test(e.message),
     );
     assert.deepEqual(await waitForNoAudioChildren(), []);
   });
@@ -67,7 +82,8 @@ describe('ffmpeg transcoding', () => {
       throw new Error('upstream died');
     }
     await assert.rejects(async () => {
-      for await (const _ of transcodeToPcm(broken(), { sampleRate: 16000, signal: new AbortController().signal })) void _;
+      for await (const _ of transcodeToPcm(broken(), { sampleRate: 16000, signal: new AbortController().signal }))
+        void _;
     }, /transcode input stream failed/);
     assert.deepEqual(await waitForNoAudioChildren(), []);
   });
@@ -76,7 +92,10 @@ describe('ffmpeg transcoding', () => {
     // 60 s of raw PCM = 5.8 MB; far more than the pipes buffer.
     const big = encodeWav(tone(60_000, 48000, 300), 48000);
     let readUpTo = 0;
-    const it = transcodeToPcm(chunked(big, 16384, (n) => (readUpTo = n)), { sampleRate: 48000, signal: new AbortController().signal })[Symbol.asyncIterator]();
+    const it = transcodeToPcm(
+      chunked(big, 16384, (n) => (readUpTo = n)),
+      { sampleRate: 48000, signal: new AbortController().signal },
+    )[Symbol.asyncIterator]();
     await it.next();
     await sleep(300); // consumer pauses
     const whilePaused = readUpTo;
@@ -112,7 +131,12 @@ describe('ffmpeg transcoding', () => {
   test('a missing ffmpeg binary is a ProviderUnavailable error', async () => {
     await assert.rejects(
       async () => {
-        for await (const _ of transcodeToPcm(Buffer.alloc(10), { sampleRate: 16000, signal: new AbortController().signal, ffmpegPath: 'ffmpeg-does-not-exist' })) void _;
+        for await (const _ of transcodeToPcm(Buffer.alloc(10), {
+          sampleRate: 16000,
+          signal: new AbortController().signal,
+          ffmpegPath: 'ffmpeg-does-not-exist',
+        }))
+          void _;
       },
       (e: unknown) => e instanceof VoiceError && e.code === 'provider_unavailable',
     );

@@ -62,7 +62,12 @@ for (const provider of ['silero', 'webrtc'] as VadProvider[]) {
     });
 
     test('silence and near-silence never trigger speech', async () => {
-      const quiet = concatInt16([silence(2000, RATE), noise(2000, RATE, 40), silence(1000, RATE), noise(1000, RATE, 150)]);
+      const quiet = concatInt16([
+        silence(2000, RATE),
+        noise(2000, RATE, 40),
+        silence(1000, RATE),
+        noise(1000, RATE, 150),
+      ]);
       assert.deepEqual(await runVad(model, quiet), []);
     });
 
@@ -75,14 +80,18 @@ for (const provider of ['silero', 'webrtc'] as VadProvider[]) {
       // ~0.25 s of the pause goes through the model (its state follows), the rest does not.
       const frameMs = (model.frameSamples * 1000) / RATE;
       assert.ok(stream.scored <= Math.ceil(250 / frameMs) + 1, `${stream.scored} frames of a 5 s pause scored`);
-      for (let at = 0; at < signal16k.length; at += 960) events.push(...(await stream.push(signal16k.subarray(at, at + 960))));
+      for (let at = 0; at < signal16k.length; at += 960)
+        events.push(...(await stream.push(signal16k.subarray(at, at + 960))));
       stream.close();
       assert.deepEqual(
         events.map((e) => e.type),
         ['speech_start', 'speech_end', 'speech_start', 'speech_end'],
       );
       const first = events[0];
-      assert.ok(first && Math.abs(first.atMs - 5000 - (truth[0]?.[0] ?? 0)) <= 200, `speech after the pause starts at ${first?.atMs} ms`);
+      assert.ok(
+        first && Math.abs(first.atMs - 5000 - (truth[0]?.[0] ?? 0)) <= 200,
+        `speech after the pause starts at ${first?.atMs} ms`,
+      );
     });
 
     test('one shared model serves interleaved streams independently', async () => {
@@ -92,7 +101,10 @@ for (const provider of ['silero', 'webrtc'] as VadProvider[]) {
       const evA: VadEvent[] = [];
       const evB: VadEvent[] = [];
       for (let at = 0; at < signal16k.length; at += 960) {
-        const [ra, rb] = await Promise.all([a.push(signal16k.subarray(at, at + 960)), b.push(quiet.length > at ? quiet.subarray(at, at + 960) : new Int16Array(960))]);
+        const [ra, rb] = await Promise.all([
+          a.push(signal16k.subarray(at, at + 960)),
+          b.push(quiet.length > at ? quiet.subarray(at, at + 960) : new Int16Array(960)),
+        ]);
         evA.push(...ra);
         evB.push(...rb);
       }

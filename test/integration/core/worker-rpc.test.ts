@@ -40,7 +40,10 @@ function rig(modes: FixtureData[], more: Partial<WorkerRpcOptions<FixtureMainApi
   const r: Rig = { workers: [], asked: [], lost: [], logs } as unknown as Rig;
   r.rpc = new WorkerRpc<FixtureApi, FixtureMainApi>({
     label: 'fixture worker',
-    start: () => startModuleWorker(import.meta.url, '../../fixtures/rpc-worker', { workerData: modes[Math.min(r.workers.length, modes.length - 1)] }),
+    start: () =>
+      startModuleWorker(import.meta.url, '../../fixtures/rpc-worker', {
+        workerData: modes[Math.min(r.workers.length, modes.length - 1)],
+      }),
     log: createLogger({ level: 'debug', logContent: false, destination: logs.stream }),
     lostCode: ErrorCode.ProviderFailed,
     handlers: {
@@ -67,7 +70,9 @@ async function rejection(p: Promise<unknown>): Promise<VoiceError> {
   assert.fail('expected a rejection');
 }
 
-test('calls made while the worker loads wait for it; answers, items, errors, moved buffers and calls back cross; logs come out of the main logger', { timeout: 30_000 }, async () => {
+test('calls made while the worker loads wait for it; answers, items, errors, moved buffers and calls back cross; logs come out of the main logger', {
+  timeout: 30_000,
+}, async () => {
   const { rpc, asked, logs } = rig([{ mode: 'ok', loadMs: 300 }]);
   const started = rpc.start();
   const early = rpc.request('echo', { text: 'early' });
@@ -79,7 +84,9 @@ test('calls made while the worker loads wait for it; answers, items, errors, mov
   for await (const i of rpc.stream('count', { n: 5 })) items.push(i);
   assert.deepEqual(items, [0, 1, 2, 3, 4]);
 
-  const err = await rejection(rpc.request('fail', { code: ErrorCode.RateLimited, message: 'slow down', retryable: true }));
+  const err = await rejection(
+    rpc.request('fail', { code: ErrorCode.RateLimited, message: 'slow down', retryable: true }),
+  );
   assert.deepEqual([err.code, err.message, err.retryable], [ErrorCode.RateLimited, 'slow down', true]);
 
   const data = new Uint8Array([1, 2, 3]);
@@ -97,7 +104,9 @@ test('calls made while the worker loads wait for it; answers, items, errors, mov
   assert.equal(rpc.pending, 0);
 });
 
-test('an abort rejects at once and cancels the call in the worker; so does a consumer that stops reading', { timeout: 30_000 }, async () => {
+test('an abort rejects at once and cancels the call in the worker; so does a consumer that stops reading', {
+  timeout: 30_000,
+}, async () => {
   const { rpc, asked } = rig([{ mode: 'ok' }]);
   await within(rpc.start(), 20_000, 'ready');
   const ac = new AbortController();
@@ -115,25 +124,39 @@ test('an abort rejects at once and cancels the call in the worker; so does a con
     assert.equal(i, n++);
     if (n === 3) break;
   }
-  await waitFor(() => asked.includes('endless cancelled'), { what: 'the worker saw the stream cancelled', timeoutMs: 10_000 });
+  await waitFor(() => asked.includes('endless cancelled'), {
+    what: 'the worker saw the stream cancelled',
+    timeoutMs: 10_000,
+  });
   assert.equal(rpc.pending, 0);
   assert.equal(getEventListeners(turn.signal, 'abort').length, 0, 'no listener left on the signal');
 });
 
-test('a worker that dies fails exactly its calls in flight with one error and is replaced at once', { timeout: 30_000 }, async () => {
+test('a worker that dies fails exactly its calls in flight with one error and is replaced at once', {
+  timeout: 30_000,
+}, async () => {
   const { rpc, workers, lost, logs } = rig([{ mode: 'ok' }]);
   await within(rpc.start(), 20_000, 'ready');
-  const inFlight = [rejection(rpc.request('wait', {})), rejection(rpc.request('wait', {})), rejection((async () => {
-    for await (const _ of rpc.stream('endless', {})) {
-      // reading until the worker dies
-    }
-  })())];
+  const inFlight = [
+    rejection(rpc.request('wait', {})),
+    rejection(rpc.request('wait', {})),
+    rejection(
+      (async () => {
+        for await (const _ of rpc.stream('endless', {})) {
+          // reading until the worker dies
+        }
+      })(),
+    ),
+  ];
   await waitFor(() => rpc.pending === 3, { what: 'the calls reached the worker', timeoutMs: 10_000 });
   await workers[0]?.terminate();
   const errors = await within(Promise.all(inFlight), 10_000, 'the calls fail');
   assert.equal(errors[0]?.code, ErrorCode.ProviderFailed);
   assert.match(errors[0]?.message ?? '', /fixture worker exited/);
-  assert.ok(errors.every((e) => e === errors[0]), 'one error for every call in flight');
+  assert.ok(
+    errors.every((e) => e === errors[0]),
+    'one error for every call in flight',
+  );
   assert.deepEqual(lost, [errors[0]]);
   assert.equal(rpc.restarts, 1);
   // Replaced at once: the next call waits for the new worker instead of failing.
@@ -142,9 +165,13 @@ test('a worker that dies fails exactly its calls in flight with one error and is
   assert.equal(logs.find('fixture worker failed').length, 0, 'a terminated worker is not an uncaught error');
 });
 
-test('a replacement that cannot load is retried after 1 s; calls meanwhile fail as retryable provider_unavailable', { timeout: 30_000 }, async () => {
+test('a replacement that cannot load is retried after 1 s; calls meanwhile fail as retryable provider_unavailable', {
+  timeout: 30_000,
+}, async () => {
   const exits: number[] = [];
-  const { rpc, workers, logs } = rig([{ mode: 'ok' }, { mode: 'loadFails' }, { mode: 'ok' }], { onExit: () => exits.push(exits.length) });
+  const { rpc, workers, logs } = rig([{ mode: 'ok' }, { mode: 'loadFails' }, { mode: 'ok' }], {
+    onExit: () => exits.push(exits.length),
+  });
   await within(rpc.start(), 20_000, 'ready');
   mock.timers.enable({ apis: ['setTimeout'] });
   try {
@@ -172,7 +199,9 @@ test('a replacement that cannot load is retried after 1 s; calls meanwhile fail 
   assert.equal(logs.find('fixture worker could not load')[0]?.err, 'no model here');
 });
 
-test('a first worker that cannot load: start rejects with its error and nothing is restarted', { timeout: 30_000 }, async () => {
+test('a first worker that cannot load: start rejects with its error and nothing is restarted', {
+  timeout: 30_000,
+}, async () => {
   const { rpc, workers, lost } = rig([{ mode: 'loadFails' }, { mode: 'ok' }]);
   mock.timers.enable({ apis: ['setTimeout'] });
   try {
@@ -187,7 +216,9 @@ test('a first worker that cannot load: start rejects with its error and nothing 
   assert.equal(rpc.restarts, 0);
 });
 
-test('close asks the worker to exit (its exit work runs first), fails the calls in flight and every later one', { timeout: 30_000 }, async () => {
+test('close asks the worker to exit (its exit work runs first), fails the calls in flight and every later one', {
+  timeout: 30_000,
+}, async () => {
   const { rpc, workers, asked } = rig([{ mode: 'ok' }]);
   await within(rpc.start(), 20_000, 'ready');
   const exitCode = new Promise<number>((resolve) => workers[0]?.once('exit', resolve));

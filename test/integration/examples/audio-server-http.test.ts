@@ -23,9 +23,13 @@ let tone: Buffer;
 
 /** Starts the example in HTTP mode on a free port and waits for its "listening" log line. */
 async function startExample(args: string[]): Promise<{ child: ChildProcess; url: string }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'examples/mcp-audio-server/main.ts', '--http', '--port', '0', ...args], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const proc = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'examples/mcp-audio-server/main.ts', '--http', '--port', '0', ...args],
+    {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   const url = await new Promise<string>((resolve, reject) => {
     let buf = '';
     const timer = setTimeout(() => reject(new Error(`no listening line: ${buf}`)), 20_000);
@@ -48,10 +52,17 @@ async function startExample(args: string[]): Promise<{ child: ChildProcess; url:
 
 function rawPost(url: string, headers: Record<string, string>): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers } }, (res) => {
-      res.resume();
-      resolve(res.statusCode ?? 0);
-    });
+    const req = request(
+      url,
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+      },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      },
+    );
     req.on('error', reject);
     req.end(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }));
   });
@@ -84,20 +95,30 @@ describe('example audio server over streamable HTTP', () => {
     assert.equal(link?.description, files.url('/tone.mp3'));
     const readsBefore = mcp.source.reads.length;
     const parts: Uint8Array[] = [];
-    for await (const c of readResourceStream(mcp.source, link as ResourceLinkContent, { signal: new AbortController().signal })) parts.push(c);
+    for await (const c of readResourceStream(mcp.source, link as ResourceLinkContent, {
+      signal: new AbortController().signal,
+    }))
+      parts.push(c);
     assert.ok(Buffer.concat(parts).equals(tone));
     assert.equal(mcp.source.reads.length - readsBefore, Math.floor(tone.length / (100 * 1024)) + 1);
   });
 
-  test("the mcp-go-style read (the base URI + arguments { url, start, end }) returns the exact bytes over HTTP too", async () => {
+  test('the mcp-go-style read (the base URI + arguments { url, start, end }) returns the exact bytes over HTTP too', async () => {
     const r = await mcp.client.callTool({ name: 'musicPlayer', arguments: { query: 'play some music' } });
     const link = (r.content as ResourceLinkContent[])[0] as ResourceLinkContent;
     const readsBefore = mcp.source.reads.length;
     const parts: Uint8Array[] = [];
-    for await (const c of readResourceStream(mcp.source, link, { style: 'arguments', signal: new AbortController().signal })) parts.push(c);
+    for await (const c of readResourceStream(mcp.source, link, {
+      style: 'arguments',
+      signal: new AbortController().signal,
+    }))
+      parts.push(c);
     assert.ok(Buffer.concat(parts).equals(tone));
     const reads = mcp.source.reads.slice(readsBefore);
-    assert.ok(reads.every((x) => x.uri === 'resource://read_from_http' && x.arguments !== undefined), 'every read was mcp-go-style');
+    assert.ok(
+      reads.every((x) => x.uri === 'resource://read_from_http' && x.arguments !== undefined),
+      'every read was mcp-go-style',
+    );
     assert.equal(reads.length, Math.floor(tone.length / (100 * 1024)) + 1);
   });
 

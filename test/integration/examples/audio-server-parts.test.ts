@@ -12,16 +12,27 @@ const noFile = (): string => {
 
 describe('example audio server parts', () => {
   test('flags win over env; bad flags are refused with a reason', () => {
-    const c = parseConfig(['--http', '--port', '0', '--urls', 'A | http://h/a.mp3'], { MCP_AUDIO_PORT: '9', MCP_AUDIO_ALLOW_HOSTS: 'h, *.cdn.test' }, noFile);
+    const c = parseConfig(
+      ['--http', '--port', '0', '--urls', 'A | http://h/a.mp3'],
+      { MCP_AUDIO_PORT: '9', MCP_AUDIO_ALLOW_HOSTS: 'h, *.cdn.test' },
+      noFile,
+    );
     assert.equal(c.transport, 'http');
     assert.equal(c.port, 0);
     assert.deepEqual(c.urls, ['A | http://h/a.mp3']);
     assert.deepEqual(c.allowHosts, ['h', '*.cdn.test']);
-    const fromFile = parseConfig(['--stdio', '--url-file', 'list.txt'], {}, () => '# tracks\nhttp://h/b.mp3\n\nB | http://h/c.mp3\n');
+    const fromFile = parseConfig(
+      ['--stdio', '--url-file', 'list.txt'],
+      {},
+      () => '# tracks\nhttp://h/b.mp3\n\nB | http://h/c.mp3\n',
+    );
     assert.deepEqual(fromFile.urls, ['http://h/b.mp3', 'B | http://h/c.mp3']);
     assert.throws(() => parseConfig(['--stdio'], {}, noFile), /no catalog/);
     assert.throws(() => parseConfig(['--stdio', '--http', '--urls', 'http://h/a'], {}, noFile), /choose one/);
-    assert.throws(() => parseConfig(['--urls', 'http://h/a', '--port', '70000'], {}, noFile), /port must be an integer/);
+    assert.throws(
+      () => parseConfig(['--urls', 'http://h/a', '--port', '70000'], {}, noFile),
+      /port must be an integer/,
+    );
     assert.throws(() => parseConfig(['--urls', 'http://h/a', '--bogus', '1'], {}, noFile), ConfigError);
   });
 
@@ -40,8 +51,16 @@ describe('example audio server parts', () => {
   });
 
   test('URL policy: exact hosts, host:port, wildcards, schemes, credentials', async () => {
-    const policy = { allowHosts: normalizeHosts(['Music.Test', '127.0.0.1:8080', '*.cdn.test', 'https://with-scheme.test/path']) };
-    for (const ok of ['http://music.test/a.mp3', 'https://music.test/a', 'http://127.0.0.1:8080/a', 'https://x.cdn.test/a', 'http://with-scheme.test/a']) {
+    const policy = {
+      allowHosts: normalizeHosts(['Music.Test', '127.0.0.1:8080', '*.cdn.test', 'https://with-scheme.test/path']),
+    };
+    for (const ok of [
+      'http://music.test/a.mp3',
+      'https://music.test/a',
+      'http://127.0.0.1:8080/a',
+      'https://x.cdn.test/a',
+      'http://with-scheme.test/a',
+    ]) {
       assert.equal((await checkUrl(ok, policy)).ok, true, ok);
     }
     const refused: Array<[string, RegExp]> = [

@@ -121,7 +121,10 @@ describe('example audio server over stdio', () => {
     const readsBefore = mcp.source.reads.length;
     let readsAtFirstChunk = -1;
     const parts: Uint8Array[] = [];
-    for await (const chunk of readResourceStream(mcp.source, l, { pageSize: PAGE, signal: new AbortController().signal })) {
+    for await (const chunk of readResourceStream(mcp.source, l, {
+      pageSize: PAGE,
+      signal: new AbortController().signal,
+    })) {
       if (readsAtFirstChunk < 0) readsAtFirstChunk = mcp.source.reads.length - readsBefore;
       parts.push(chunk);
     }
@@ -151,7 +154,9 @@ describe('example audio server over stdio', () => {
 
   test('416 and start past the end answer a [DONE] blob', async () => {
     const before = files.requests.length;
-    const contents = await mcp.source.readResource(readUri(files.url('/speech.mp3'), speech.length + 10, speech.length + 20));
+    const contents = await mcp.source.readResource(
+      readUri(files.url('/speech.mp3'), speech.length + 10, speech.length + 20),
+    );
     assert.equal(Buffer.from(contents[0]?.blob ?? '', 'base64').toString(), '[DONE]');
     assert.equal(files.requests[before]?.status, 416);
   });
@@ -162,7 +167,9 @@ describe('example audio server over stdio', () => {
       const url = files.url('/plain/tone.mp3');
       const before = files.requests.length;
       const l: ResourceLinkContent = { type: 'resource_link', uri: 'resource://read_from_http', description: url };
-      const got = await collect(readResourceStream(mcp.source, l, { pageSize: PAGE, signal: new AbortController().signal }));
+      const got = await collect(
+        readResourceStream(mcp.source, l, { pageSize: PAGE, signal: new AbortController().signal }),
+      );
       assert.ok(got.equals(tone));
       const upstream = files.requests.slice(before);
       assert.equal(upstream.length, 1, 'later pages come from the cached body');
@@ -186,31 +193,54 @@ describe('example audio server over stdio', () => {
       await assert.rejects(mcp.source.readResource(readUri(url, 0, 100)), (err: Error) => why.test(err.message), url);
     }
     const same = await mcp.source.readResource(readUri(files.url('/same-host.mp3'), 0, 100));
-    assert.ok(Buffer.from(same[0]?.blob ?? '', 'base64').equals(tone.subarray(0, 100)), 'a redirect on an allowed host is followed');
+    assert.ok(
+      Buffer.from(same[0]?.blob ?? '', 'base64').equals(tone.subarray(0, 100)),
+      'a redirect on an allowed host is followed',
+    );
   });
 
   test('bad page bounds are refused', async () => {
-    await assert.rejects(mcp.source.readResource(readUri(files.url('/tone.mp3'), 100, 100)), /must be greater than start/);
-    await assert.rejects(mcp.source.readResource(readUri(files.url('/tone.mp3'), 0, 10 * 1024 * 1024)), /larger than the \d+-byte limit/);
+    await assert.rejects(
+      mcp.source.readResource(readUri(files.url('/tone.mp3'), 100, 100)),
+      /must be greater than start/,
+    );
+    await assert.rejects(
+      mcp.source.readResource(readUri(files.url('/tone.mp3'), 0, 10 * 1024 * 1024)),
+      /larger than the \d+-byte limit/,
+    );
     await assert.rejects(mcp.source.readResource(readUri(files.url('/tone.mp3'), -5, 100)), /non-negative integer/);
   });
 
   test('a refused read through the stream ends with a clear VoiceError', async () => {
-    const l: ResourceLinkContent = { type: 'resource_link', uri: 'resource://read_from_http', description: 'http://evil.test/x.mp3' };
+    const l: ResourceLinkContent = {
+      type: 'resource_link',
+      uri: 'resource://read_from_http',
+      description: 'http://evil.test/x.mp3',
+    };
     await assert.rejects(
-      collect(readResourceStream(mcp.source, l, { retryDelayMs: 10, maxTries: 2, signal: new AbortController().signal })),
-      (err: unknown) => err instanceof VoiceError && err.code === ErrorCode.ToolFailed && /not a track of this server's catalog/.test(err.message),
+      collect(
+        readResourceStream(mcp.source, l, { retryDelayMs: 10, maxTries: 2, signal: new AbortController().signal }),
+      ),
+      (err: unknown) =>
+        err instanceof VoiceError &&
+        err.code === ErrorCode.ToolFailed &&
+        /not a track of this server's catalog/.test(err.message),
     );
   });
 
-  test("the mcp-go-style read (the base URI + arguments { url, start, end }) returns the exact bytes, as the template does", async () => {
+  test('the mcp-go-style read (the base URI + arguments { url, start, end }) returns the exact bytes, as the template does', async () => {
     const l = await link('remote tone');
     assert.equal(l.uri, 'resource://read_from_http');
     const readsBefore = mcp.source.reads.length;
-    const got = await collect(readResourceStream(mcp.source, l, { style: 'arguments', pageSize: PAGE, signal: new AbortController().signal }));
+    const got = await collect(
+      readResourceStream(mcp.source, l, { style: 'arguments', pageSize: PAGE, signal: new AbortController().signal }),
+    );
     assert.ok(got.equals(tone), `got ${got.length} of ${tone.length} bytes`);
     const reads = mcp.source.reads.slice(readsBefore);
-    assert.ok(reads.every((r) => r.uri === 'resource://read_from_http' && r.arguments !== undefined), 'every read was mcp-go-style');
+    assert.ok(
+      reads.every((r) => r.uri === 'resource://read_from_http' && r.arguments !== undefined),
+      'every read was mcp-go-style',
+    );
     assert.equal(reads.length, Math.floor(tone.length / PAGE) + 1);
   });
 

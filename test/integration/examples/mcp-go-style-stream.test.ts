@@ -84,7 +84,9 @@ describe('paged stream against an mcp-go-style server', () => {
   test('the streamed speech decodes to the same PCM length as the source (within 5 %)', async () => {
     const link = await musicLink('speech');
     const [streamed, direct] = await Promise.all([
-      decodedPcmBytes(readResourceStream(mcp.source, link, { pageSize: 32 * 1024, signal: new AbortController().signal })),
+      decodedPcmBytes(
+        readResourceStream(mcp.source, link, { pageSize: 32 * 1024, signal: new AbortController().signal }),
+      ),
       decodedPcmBytes(speech),
     ]);
     assert.ok(direct > 0);
@@ -99,7 +101,12 @@ describe('paged stream against an mcp-go-style server', () => {
       const at: number[] = [];
       const t0 = performance.now();
       const parts: Uint8Array[] = [];
-      for await (const c of readResourceStream(mcp.source, link, { pageTimeoutMs: 800, retryDelayMs: 1000, signal: new AbortController().signal, onPage: () => at.push(performance.now() - t0) })) {
+      for await (const c of readResourceStream(mcp.source, link, {
+        pageTimeoutMs: 800,
+        retryDelayMs: 1000,
+        signal: new AbortController().signal,
+        onPage: () => at.push(performance.now() - t0),
+      })) {
         parts.push(c);
       }
       assert.ok(Buffer.concat(parts).equals(tone));
@@ -120,11 +127,18 @@ describe('paged stream against an mcp-go-style server', () => {
       const readsBefore = mcp.source.reads.length;
       await assert.rejects(
         (async () => {
-          for await (const _c of readResourceStream(mcp.source, link, { retryDelayMs: 50, maxTries: 3, signal: new AbortController().signal })) {
+          for await (const _c of readResourceStream(mcp.source, link, {
+            retryDelayMs: 50,
+            maxTries: 3,
+            signal: new AbortController().signal,
+          })) {
             // consume
           }
         })(),
-        (err: unknown) => err instanceof VoiceError && err.code === ErrorCode.ToolFailed && /page 2 .* after 1 try: .*HTTP 500/.test(err.message),
+        (err: unknown) =>
+          err instanceof VoiceError &&
+          err.code === ErrorCode.ToolFailed &&
+          /page 2 .* after 1 try: .*HTTP 500/.test(err.message),
       );
       assert.equal(mcp.source.reads.length - readsBefore, 2 + 1);
     } finally {
@@ -150,7 +164,10 @@ describe('paged stream against an mcp-go-style server', () => {
       // That the abort alone settles an in-flight read is checked on mocked time in the
       // resource-stream unit test; here: the real server sees the reads stop.
       const atAbort = await stats();
-      assert.ok(atAbort.reads - readsBefore <= 3, `reads ${atAbort.reads - readsBefore}: two pages and at most one in flight`);
+      assert.ok(
+        atAbort.reads - readsBefore <= 3,
+        `reads ${atAbort.reads - readsBefore}: two pages and at most one in flight`,
+      );
       await sleep(400);
       const later = await stats();
       assert.equal(later.reads, atAbort.reads, 'no read after the abort');

@@ -35,14 +35,31 @@ export async function makeSpeechMp3(path: string): Promise<number> {
 
 /** A sine tone mp3 of `seconds` at `kbps`. */
 export async function makeToneMp3(path: string, seconds: number, kbps = 128): Promise<number> {
-  await run('ffmpeg', ['-loglevel', 'error', '-y', '-f', 'lavfi', '-i', `sine=frequency=440:duration=${seconds}`, '-ac', '1', '-b:a', `${kbps}k`, path]);
+  await run('ffmpeg', [
+    '-loglevel',
+    'error',
+    '-y',
+    '-f',
+    'lavfi',
+    '-i',
+    `sine=frequency=440:duration=${seconds}`,
+    '-ac',
+    '1',
+    '-b:a',
+    `${kbps}k`,
+    path,
+  ]);
   return (await stat(path)).size;
 }
 
 /** Decodes any container ffmpeg reads to 16 kHz mono s16le and returns the PCM byte count. */
 export function decodedPcmBytes(input: AsyncIterable<Uint8Array> | Buffer): Promise<number> {
   return new Promise((resolve, reject) => {
-    const ff = spawn('ffmpeg', ['-loglevel', 'error', '-i', 'pipe:0', '-f', 's16le', '-ac', '1', '-ar', '16000', 'pipe:1'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const ff = spawn(
+      'ffmpeg',
+      ['-loglevel', 'error', '-i', 'pipe:0', '-f', 's16le', '-ac', '1', '-ar', '16000', 'pipe:1'],
+      { stdio: ['pipe', 'pipe', 'pipe'] },
+    );
     let bytes = 0;
     let stderr = '';
     ff.stdout.on('data', (d: Buffer) => (bytes += d.length));

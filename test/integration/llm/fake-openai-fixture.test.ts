@@ -31,5 +31,8 @@ test('a reply streamed in 40 delayed chunks leaves no listener warning', async (
   } finally {
     process.off('warning', onWarning);
   }
-  assert.deepEqual(warnings.filter((w) => w.includes('MaxListenersExceeded')), []);
+  assert.deepEqual(
+    warnings.filter((w) => w.includes('MaxListenersExceeded')),
+    [],
+  );
 });

@@ -35,8 +35,13 @@ describe('ReAct loop with the fake OpenAI server and local tools', { timeout: 30
     history = createHistory({ systemPrompt: 'You are a helpful voice assistant.', historyTurns: 10 });
   });
 
-  const llm = () => createLlmClient({ baseURL: fake.url, apiKey: 'sk-test', model: 'fake-model', maxRetries: 1, timeoutMs: 5000 }, silentLogger);
-  const localTools = (...extra: LocalTool[]) => createLocalTools([dateTimeTool({ timeZone: 'Asia/Shanghai', now: () => NOW }), endConversationTool(), ...extra]);
+  const llm = () =>
+    createLlmClient(
+      { baseURL: fake.url, apiKey: 'sk-test', model: 'fake-model', maxRetries: 1, timeoutMs: 5000 },
+      silentLogger,
+    );
+  const localTools = (...extra: LocalTool[]) =>
+    createLocalTools([dateTimeTool({ timeZone: 'Asia/Shanghai', now: () => NOW }), endConversationTool(), ...extra]);
 
   /** Runs a turn, collecting what would be spoken. */
   async function turn(userText: string, o: Partial<ReactOptions> = {}) {
@@ -66,8 +71,14 @@ describe('ReAct loop with the fake OpenAI server and local tools', { timeout: 30
     assert.equal(spoken, 'Hello! I am your assistant. How can I help?');
     assert.ok(outcome.firstTokenMs !== undefined && outcome.firstTokenMs <= outcome.totalMs);
     const req = fake.requests.at(-1)?.body;
-    assert.deepEqual(req?.messages.map((m) => m.role), ['system', 'user']);
-    assert.deepEqual(req?.tools?.map((t) => t.function.name), ['get_current_datetime', 'end_conversation']);
+    assert.deepEqual(
+      req?.messages.map((m) => m.role),
+      ['system', 'user'],
+    );
+    assert.deepEqual(
+      req?.tools?.map((t) => t.function.name),
+      ['get_current_datetime', 'end_conversation'],
+    );
     assert.deepEqual(history.messages().slice(1), [
       { role: 'user', content: 'hi' },
       { role: 'assistant', content: 'Hello! I am your assistant. How can I help?' },
@@ -75,7 +86,9 @@ describe('ReAct loop with the fake OpenAI server and local tools', { timeout: 30
   });
 
   test('the model calls the date/time tool, gets its result and answers with it', async () => {
-    fake.script(fakeToolCalls([{ id: 'call_t', name: 'get_current_datetime', arguments: {} }], { text: 'Let me check.' }));
+    fake.script(
+      fakeToolCalls([{ id: 'call_t', name: 'get_current_datetime', arguments: {} }], { text: 'Let me check.' }),
+    );
     fake.rule(onToolResults((v) => fakeText(`Right now: ${v.toolResults[0]?.content ?? '?'}`)));
     const started: string[] = [];
     const finished: Array<{ name: string; ms: number; isError: boolean }> = [];
@@ -87,20 +100,33 @@ describe('ReAct loop with the fake OpenAI server and local tools', { timeout: 30
     assert.equal(outcome.rounds, 2);
     assert.deepEqual(started, ['get_current_datetime']);
     assert.equal(finished[0]?.isError, false);
-    assert.deepEqual(outcome.toolCalls.map((t) => t.name), ['get_current_datetime']);
+    assert.deepEqual(
+      outcome.toolCalls.map((t) => t.name),
+      ['get_current_datetime'],
+    );
     assert.equal(spoken, 'Let me check.\nRight now: It is Sunday, 2026-05-03, 14:05 (Asia/Shanghai).');
     const cutter = createSentenceCutter();
-    assert.deepEqual([...cutter.push(spoken), ...cutter.flush()], ['Let me check.', 'Right now: It is Sunday, 2026-05-03, 14:05 (Asia/Shanghai).']);
+    assert.deepEqual(
+      [...cutter.push(spoken), ...cutter.flush()],
+      ['Let me check.', 'Right now: It is Sunday, 2026-05-03, 14:05 (Asia/Shanghai).'],
+    );
     // The second request carried the assistant tool call and the tool result.
     const second = fake.requests.at(-1)?.body.messages ?? [];
     assert.deepEqual(second.slice(-2), [
-      { role: 'assistant', content: 'Let me check.', tool_calls: [{ id: 'call_t', type: 'function', function: { name: 'get_current_datetime', arguments: '{}' } }] },
+      {
+        role: 'assistant',
+        content: 'Let me check.',
+        tool_calls: [{ id: 'call_t', type: 'function', function: { name: 'get_current_datetime', arguments: '{}' } }],
+      },
       { role: 'tool', tool_call_id: 'call_t', content: 'It is Sunday, 2026-05-03, 14:05 (Asia/Shanghai).' },
     ]);
     // The next turn sees the whole exchange in history.
     fake.script(fakeText('You are welcome.'));
     await turn('thanks');
-    assert.deepEqual(fake.requests.at(-1)?.body.messages.map((m) => m.role), ['system', 'user', 'assistant', 'tool', 'assistant', 'user']);
+    assert.deepEqual(
+      fake.requests.at(-1)?.body.messages.map((m) => m.role),
+      ['system', 'user', 'assistant', 'tool', 'assistant', 'user'],
+    );
   });
 
   test('several tool calls in one round run in parallel', async () => {
@@ -126,42 +152,72 @@ describe('ReAct loop with the fake OpenAI server and local tools', { timeout: 30
       ),
     );
     const { outcome, spoken } = await turn('weather and news', { tools: localTools(slow('weather'), slow('news')) });
-    assert.deepEqual(events.slice(0, 2).sort(), ['start news', 'start weather'], 'both calls started before either ended');
+    assert.deepEqual(
+      events.slice(0, 2).sort(),
+      ['start news', 'start weather'],
+      'both calls started before either ended',
+    );
     assert.equal(spoken, 'The tool said: weather Paris ok; news Berlin ok.');
     assert.equal(outcome.toolCalls.length, 2);
   });
 
   test(`more than ${MAX_CALLS_PER_ROUND} calls in one round: the rest get an error result, not a run`, async () => {
     let runs = 0;
-    const counter: LocalTool = { name: 'count', description: 'c', inputSchema: { type: 'object' }, handler: async () => (runs++, textResult('counted')) };
+    const counter: LocalTool = {
+      name: 'count',
+      description: 'c',
+      inputSchema: { type: 'object' },
+      handler: async () => (runs++, textResult('counted')),
+    };
     const n = MAX_CALLS_PER_ROUND + 5;
     fake.script(fakeToolCalls(Array.from({ length: n }, (_, i) => ({ id: `c${i}`, name: 'count', arguments: {} }))));
     await turn('count a lot', { tools: localTools(counter) });
     assert.equal(runs, MAX_CALLS_PER_ROUND);
-    const toolMsgs = (fake.requests.at(-1)?.body.messages ?? []).filter((m) => m.role === 'tool').map((m) => String(m.content));
+    const toolMsgs = (fake.requests.at(-1)?.body.messages ?? [])
+      .filter((m) => m.role === 'tool')
+      .map((m) => String(m.content));
     assert.equal(toolMsgs.length, n, 'every call gets a result');
     assert.equal(toolMsgs.filter((t) => /at most/.test(t)).length, 5);
   });
 
   test('malformed tool arguments become an error result the model explains', async () => {
     let called = false;
-    const weather: LocalTool = { name: 'weather', description: 'w', inputSchema: { type: 'object' }, handler: async () => ((called = true), textResult('sunny')) };
+    const weather: LocalTool = {
+      name: 'weather',
+      description: 'w',
+      inputSchema: { type: 'object' },
+      handler: async () => ((called = true), textResult('sunny')),
+    };
     fake.script(fakeToolCalls([{ id: 'bad', name: 'weather', arguments: '{"city": "Par' }]));
-    fake.rule(onToolResults((v) => fakeText(/Invalid arguments/.test(v.toolResults[0]?.content ?? '') ? 'Sorry, I could not read the city.' : 'unexpected')));
+    fake.rule(
+      onToolResults((v) =>
+        fakeText(
+          /Invalid arguments/.test(v.toolResults[0]?.content ?? '')
+            ? 'Sorry, I could not read the city.'
+            : 'unexpected',
+        ),
+      ),
+    );
     const { outcome, spoken } = await turn('weather in Paris', { tools: localTools(weather) });
     assert.equal(called, false, 'the handler never ran');
     assert.equal(outcome.reason, 'answered');
     assert.equal(spoken, 'Sorry, I could not read the city.');
     const toolMsg = fake.requests.at(-1)?.body.messages.at(-1);
     assert.equal(toolMsg?.role, 'tool');
-    assert.match(String(toolMsg?.content), /^Error: Invalid arguments for tool "weather": arguments are not valid JSON/);
+    assert.match(
+      String(toolMsg?.content),
+      /^Error: Invalid arguments for tool "weather": arguments are not valid JSON/,
+    );
     assert.equal(outcome.toolCalls[0]?.isError, true);
   });
 
   test('an unknown tool becomes an error result', async () => {
     fake.script(fakeToolCalls([{ id: 'u', name: 'launch_rocket', arguments: {} }]));
     const { outcome, spoken } = await turn('launch');
-    assert.match(spoken, /^The tool said: Error: Unknown tool "launch_rocket"\. Available tools: get_current_datetime, end_conversation\./);
+    assert.match(
+      spoken,
+      /^The tool said: Error: Unknown tool "launch_rocket"\. Available tools: get_current_datetime, end_conversation\./,
+    );
     assert.equal(outcome.reason, 'answered');
   });
 
@@ -176,16 +232,27 @@ describe('ReAct loop with the fake OpenAI server and local tools', { timeout: 30
         return new Promise(() => {}); // never settles and ignores the signal
       },
     };
-    fake.script(fakeToolCalls([{ name: 'flaky', arguments: {} }, { name: 'stuck', arguments: {} }]));
+    fake.script(
+      fakeToolCalls([
+        { name: 'flaky', arguments: {} },
+        { name: 'stuck', arguments: {} },
+      ]),
+    );
     const t0 = performance.now();
-    const { spoken } = await turn('go', { tools: createCompositeToolSource([{ name: 'ext', source: throwing }], { log: silentLogger }), toolTimeoutMs: 200 });
+    const { spoken } = await turn('go', {
+      tools: createCompositeToolSource([{ name: 'ext', source: throwing }], { log: silentLogger }),
+      toolTimeoutMs: 200,
+    });
     assert.ok(performance.now() - t0 < 5000);
     assert.match(spoken, /Error: Tool "flaky" failed: connection reset/);
     assert.match(spoken, /Error: Tool "stuck" timed out\./);
   });
 
   test('after maxRounds the model is asked once more without tools', async () => {
-    fake.rule({ when: (v) => v.toolNames.length > 0, reply: fakeToolCalls([{ name: 'get_current_datetime', arguments: {} }]) });
+    fake.rule({
+      when: (v) => v.toolNames.length > 0,
+      reply: fakeToolCalls([{ name: 'get_current_datetime', arguments: {} }]),
+    });
     fake.rule({ when: () => true, reply: fakeText('I have checked enough times.') });
     const before = fake.requests.length;
     const { outcome, spoken } = await turn('loop forever', { maxRounds: 2 });
@@ -198,7 +265,9 @@ describe('ReAct loop with the fake OpenAI server and local tools', { timeout: 30
   });
 
   test('end_conversation speaks the goodbye, stops the loop and asks to end the session', async () => {
-    fake.script(fakeToolCalls([{ name: 'end_conversation', arguments: { farewell: 'Bye, talk soon!' } }], { text: 'Okay.' }));
+    fake.script(
+      fakeToolCalls([{ name: 'end_conversation', arguments: { farewell: 'Bye, talk soon!' } }], { text: 'Okay.' }),
+    );
     const before = fake.requests.length;
     const { outcome, spoken } = await turn('goodbye');
     assert.equal(outcome.reason, 'tool_ended');
@@ -212,7 +281,9 @@ describe('ReAct loop with the fake OpenAI server and local tools', { timeout: 30
   });
 
   test('with a dispatcher that defers to the flags, a final result is spoken once and enters the history the same way', async () => {
-    fake.script(fakeToolCalls([{ name: 'end_conversation', arguments: { farewell: 'Bye, talk soon!' } }], { text: 'Okay.' }));
+    fake.script(
+      fakeToolCalls([{ name: 'end_conversation', arguments: { farewell: 'Bye, talk soon!' } }], { text: 'Okay.' }),
+    );
     const { outcome, spoken } = await turn('goodbye', { dispatch: async (results) => decideByFlags(results) });
     assert.equal(outcome.stopReason, 'final');
     assert.equal(spoken, 'Okay.\nBye, talk soon!');
@@ -220,7 +291,12 @@ describe('ReAct loop with the fake OpenAI server and local tools', { timeout: 30
   });
 
   test('silenceLLM stops without speaking; a dispatch hook decides instead of the flags', async () => {
-    const mute: LocalTool = { name: 'mute', description: 'm', inputSchema: { type: 'object' }, handler: async () => textResult('muted', { silenceLLM: true }) };
+    const mute: LocalTool = {
+      name: 'mute',
+      description: 'm',
+      inputSchema: { type: 'object' },
+      handler: async () => textResult('muted', { silenceLLM: true }),
+    };
     fake.script(fakeToolCalls([{ name: 'mute', arguments: {} }]));
     const silent = await turn('be quiet', { tools: localTools(mute) });
     assert.equal(silent.outcome.stopReason, 'silence');
@@ -248,7 +324,9 @@ describe('ReAct loop with the fake OpenAI server and local tools', { timeout: 30
   test("the loop acts on a dispatcher's decision: an end's text is spoken and recorded, a played round's notes are recorded only", async () => {
     fake.script(fakeToolCalls([{ name: 'get_current_datetime', arguments: {} }], { text: 'One moment.' }));
     const before = fake.requests.length;
-    const ended = await turn('what time is it', { dispatch: async () => ({ next: 'end', reason: 'no_further_response', say: 'It is late.' }) });
+    const ended = await turn('what time is it', {
+      dispatch: async () => ({ next: 'end', reason: 'no_further_response', say: 'It is late.' }),
+    });
     assert.equal(ended.outcome.reason, 'tool_ended');
     assert.equal(ended.outcome.stopReason, 'no_further_response');
     assert.equal(fake.requests.length - before, 1, 'no further model round');
@@ -256,7 +334,9 @@ describe('ReAct loop with the fake OpenAI server and local tools', { timeout: 30
     assert.deepEqual(history.messages().at(-1), { role: 'assistant', content: 'It is late.' });
 
     fake.script(fakeToolCalls([{ name: 'get_current_datetime', arguments: {} }]));
-    const played = await turn('play a song', { dispatch: async () => ({ next: 'played', said: ['Could not play Song.'] }) });
+    const played = await turn('play a song', {
+      dispatch: async () => ({ next: 'played', said: ['Could not play Song.'] }),
+    });
     assert.equal(played.outcome.stopReason, 'played_audio');
     assert.equal(played.spoken, '', 'the dispatcher spoke the note while playing; the loop does not say it again');
     assert.deepEqual(history.messages().at(-1), { role: 'assistant', content: 'Could not play Song.' });
@@ -305,22 +385,33 @@ describe('ReAct loop with the fake OpenAI server and local tools', { timeout: 30
       inputSchema: { type: 'object' },
       handler: (_a, ctx) =>
         new Promise((resolve) => {
-          ctx.signal.addEventListener('abort', () => {
-            toolSawAbort = true;
-            resolve(textResult('stopped'));
-          }, { once: true });
+          ctx.signal.addEventListener(
+            'abort',
+            () => {
+              toolSawAbort = true;
+              resolve(textResult('stopped'));
+            },
+            { once: true },
+          );
         }),
     };
     fake.script(fakeToolCalls([{ name: 'wait', arguments: {} }]));
     const ctrl = new AbortController();
     const before = fake.requests.length;
-    const run = turn('wait', { tools: localTools(wait), signal: ctrl.signal, onToolStart: () => setTimeout(() => ctrl.abort(), 20) });
+    const run = turn('wait', {
+      tools: localTools(wait),
+      signal: ctrl.signal,
+      onToolStart: () => setTimeout(() => ctrl.abort(), 20),
+    });
     const { outcome } = await run;
     assert.equal(outcome.reason, 'aborted');
     assert.equal(toolSawAbort, true);
     assert.equal(fake.requests.length - before, 1, 'no further model call');
     // History stays valid: no tool call without its result.
-    assert.deepEqual(history.messages().map((m) => m.role), ['system', 'user']);
+    assert.deepEqual(
+      history.messages().map((m) => m.role),
+      ['system', 'user'],
+    );
   });
 
   test('a failing model throws a VoiceError and the next turn still works', async () => {

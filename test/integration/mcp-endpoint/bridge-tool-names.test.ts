@@ -24,7 +24,13 @@ after(async () => {
 
 test('tools alike after sanitizing or in their first 64 characters are all offered and each call reaches its own tool', async () => {
   const long = 'x'.repeat(70);
-  const tools = [tool('get.weather'), tool('get_weather'), tool(`${long}_a`), tool(`${long}_b`), tool('bare', { type: 'object' })];
+  const tools = [
+    tool('get.weather'),
+    tool('get_weather'),
+    tool(`${long}_a`),
+    tool(`${long}_b`),
+    tool('bare', { type: 'object' }),
+  ];
   const called: string[] = [];
   const accepted = new Promise<WebSocket>((r) => wss.once('connection', r));
   const client = await connectRawBridge(`ws://127.0.0.1:${(wss.address() as AddressInfo).port}/`, (m) => {
@@ -37,17 +43,35 @@ test('tools alike after sanitizing or in their first 64 characters are all offer
     return undefined;
   });
   const limits = { ...DEFAULT_MCP_ENDPOINT_LIMITS, pingIntervalMs: 0, requestTimeoutMs: 2000 };
-  const bridge = new Bridge({ ws: await accepted, agent: 'kitchen', id: 'b1', address: '127.0.0.1', limits, log: silentLogger, onToolsChanged: () => {} });
+  const bridge = new Bridge({
+    ws: await accepted,
+    agent: 'kitchen',
+    id: 'b1',
+    address: '127.0.0.1',
+    limits,
+    log: silentLogger,
+    onToolsChanged: () => {},
+  });
   try {
     await bridge.start();
     const names = bridge.tools.map((t) => t.name);
     assert.equal(names.length, 5, `offered: ${names.join(', ')}`);
     assert.equal(new Set(names).size, 5);
-    assert.ok(names.every((n) => /^[a-zA-Z0-9_-]{1,64}$/.test(n)), 'every name is one the model accepts');
-    assert.deepEqual(bridge.tools.find((t) => t.name === 'bare')?.inputSchema, { type: 'object', properties: {} }, 'as the model is sent it');
+    assert.ok(
+      names.every((n) => /^[a-zA-Z0-9_-]{1,64}$/.test(n)),
+      'every name is one the model accepts',
+    );
+    assert.deepEqual(
+      bridge.tools.find((t) => t.name === 'bare')?.inputSchema,
+      { type: 'object', properties: {} },
+      'as the model is sent it',
+    );
     const signal = new AbortController().signal;
     for (const name of names) assert.equal((await bridge.callTool(name, {}, { signal })).isError, false);
-    assert.deepEqual(called, tools.map((t) => t.name));
+    assert.deepEqual(
+      called,
+      tools.map((t) => t.name),
+    );
   } finally {
     await client.close();
   }

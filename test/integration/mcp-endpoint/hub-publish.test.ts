@@ -48,32 +48,59 @@ test('an idle hub writes no tool lists on its heartbeat; a change of tools is wr
   const hub = new BridgeHub(limits, silentLogger, { relay, heartbeatMs: 40, publishMinMs: 0 });
   const accepted = new Promise<WebSocket>((r) => wss.once('connection', r));
   let tools = [tool('lights')];
-  const client = await connectRawBridge(`ws://127.0.0.1:${(wss.address() as AddressInfo).port}/`, (m) => (m.method === 'initialize' ? initializeResult('home') : m.method === 'tools/list' ? { tools } : undefined));
+  const client = await connectRawBridge(`ws://127.0.0.1:${(wss.address() as AddressInfo).port}/`, (m) =>
+    m.method === 'initialize' ? initializeResult('home') : m.method === 'tools/list' ? { tools } : undefined,
+  );
   try {
-    const bridge = new Bridge({ ws: await accepted, agent: 'kitchen', id: 'b1', address: '127.0.0.1', limits, log: silentLogger, onToolsChanged: () => hub.toolsChanged('kitchen') });
+    const bridge = new Bridge({
+      ws: await accepted,
+      agent: 'kitchen',
+      id: 'b1',
+      address: '127.0.0.1',
+      limits,
+      log: silentLogger,
+      onToolsChanged: () => hub.toolsChanged('kitchen'),
+    });
     await bridge.start();
     assert.equal(await hub.join(bridge), true);
-    await waitFor(() => writes.some((w) => w.method === 'publish' && w.bridges === 1), { what: 'the bridge to be published' });
+    await waitFor(() => writes.some((w) => w.method === 'publish' && w.bridges === 1), {
+      what: 'the bridge to be published',
+    });
     const other = () => real.remote('kitchen', 'another-replica');
-    assert.deepEqual((await other()).map((b) => b.tools.length), [1]);
+    assert.deepEqual(
+      (await other()).map((b) => b.tools.length),
+      [1],
+    );
 
     // Idle for several heartbeats: nothing but heartbeats.
     const from = writes.length;
     await new Promise((r) => setTimeout(r, 400));
     const idle = writes.slice(from);
     assert.ok(idle.length >= 2, `${idle.length} heartbeats in 400 ms`);
-    assert.deepEqual(idle.filter((w) => w.method !== 'heartbeat'), [], 'no tool lists rewritten while idle');
+    assert.deepEqual(
+      idle.filter((w) => w.method !== 'heartbeat'),
+      [],
+      'no tool lists rewritten while idle',
+    );
 
     // list_changed with the same tools: nothing new to write.
     client.send({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
-    await waitFor(() => client.received.filter((m) => m.method === 'tools/list').length === 2, { what: 'the second listing' });
+    await waitFor(() => client.received.filter((m) => m.method === 'tools/list').length === 2, {
+      what: 'the second listing',
+    });
     await new Promise((r) => setTimeout(r, 200));
-    assert.deepEqual(writes.slice(from).filter((w) => w.method === 'publish'), [], 'the same list is not written again');
+    assert.deepEqual(
+      writes.slice(from).filter((w) => w.method === 'publish'),
+      [],
+      'the same list is not written again',
+    );
 
     // A different list: written once.
     tools = [tool('lights'), tool('heating')];
     client.send({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
-    await waitFor(async () => (await other()).some((b) => b.tools.length === 2), { what: 'the new list for the other replicas' });
+    await waitFor(async () => (await other()).some((b) => b.tools.length === 2), {
+      what: 'the new list for the other replicas',
+    });
     await new Promise((r) => setTimeout(r, 200));
     assert.equal(writes.slice(from).filter((w) => w.method === 'publish').length, 1);
   } finally {

@@ -5,7 +5,14 @@
  */
 import { WebSocket } from 'ws';
 
-export type RpcMessage = { jsonrpc?: string; id?: number | string; method?: string; params?: Record<string, unknown>; result?: unknown; error?: unknown };
+export type RpcMessage = {
+  jsonrpc?: string;
+  id?: number | string;
+  method?: string;
+  params?: Record<string, unknown>;
+  result?: unknown;
+  error?: unknown;
+};
 
 export interface RawBridge {
   ws: WebSocket;
@@ -18,17 +25,26 @@ export interface RawBridge {
 
 /** What the quirky bridges answer to `initialize`: always 2024-11-05. */
 export function initializeResult(name = 'raw-bridge'): Record<string, unknown> {
-  return { protocolVersion: '2024-11-05', capabilities: { tools: { listChanged: true } }, serverInfo: { name, version: '0.1.0' } };
+  return {
+    protocolVersion: '2024-11-05',
+    capabilities: { tools: { listChanged: true } },
+    serverInfo: { name, version: '0.1.0' },
+  };
 }
 
 export function tool(name: string, inputSchema: unknown = { type: 'object', properties: {} }): Record<string, unknown> {
   return { name, description: `the ${name} tool`, inputSchema };
 }
 
-export async function connectRawBridge(url: string, answer: (m: RpcMessage, b: RawBridge) => unknown): Promise<RawBridge> {
+export async function connectRawBridge(
+  url: string,
+  answer: (m: RpcMessage, b: RawBridge) => unknown,
+): Promise<RawBridge> {
   const ws = new WebSocket(url);
   const received: RpcMessage[] = [];
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+    ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() })),
+  );
   const bridge: RawBridge = {
     ws,
     received,

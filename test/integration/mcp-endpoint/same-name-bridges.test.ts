@@ -19,16 +19,26 @@ describe('MCP endpoint: bridges with one name', { timeout: 60_000 }, () => {
   const open: SdkBridge[] = [];
   const toolsOf = () => t.app.bridges.toolSource(() => 'kitchen');
   const names = async (): Promise<string[]> => (await toolsOf().listTools()).map((s) => s.name).sort();
-  const call = async (name: string): Promise<string> => (await toolsOf().callTool(name, {}, { signal: new AbortController().signal })).content.map((c) => ('text' in c ? c.text : '')).join('');
+  const call = async (name: string): Promise<string> =>
+    (await toolsOf().callTool(name, {}, { signal: new AbortController().signal })).content
+      .map((c) => ('text' in c ? c.text : ''))
+      .join('');
   async function bridge(name: string, tools: Array<[string, string]>): Promise<SdkBridge> {
-    const b = await connectSdkBridge(url, name, tools.map(([tool, answer]) => ({ name: tool, description: `the ${tool} tool`, run: () => answer })));
+    const b = await connectSdkBridge(
+      url,
+      name,
+      tools.map(([tool, answer]) => ({ name: tool, description: `the ${tool} tool`, run: () => answer })),
+    );
     open.push(b);
     return b;
   }
 
   before(async () => {
     // No periodic ping: only the check a namesake's arrival makes can find a dead connection.
-    t = await startTestApp({ createConversation: recordingConversation().factory, config: { mcpEndpoint: { pingIntervalMs: 0, requestTimeoutMs: 1000 } } });
+    t = await startTestApp({
+      createConversation: recordingConversation().factory,
+      config: { mcpEndpoint: { pingIntervalMs: 0, requestTimeoutMs: 1000 } },
+    });
     await t.app.store.agents.create('kitchen', {});
     const { token } = await t.app.store.mcpTokens.issue('kitchen');
     url = `ws://127.0.0.1:${t.port}/mcp/?token=${token}`;
@@ -66,12 +76,22 @@ describe('MCP endpoint: bridges with one name', { timeout: 60_000 }, () => {
     // The old bridge's process is gone but its connection looks alive: nothing it is sent is read.
     old.ws.pause();
     const restarted = await bridge('beta', [['weather', 'sunny (restarted)']]);
-    await waitFor(() => t.app.bridges.bridgesOf('kitchen').length === 2 && !t.app.bridges.bridgesOf('kitchen').some((b) => b.id === oldId), { what: 'the old connection to be replaced' });
+    await waitFor(
+      () =>
+        t.app.bridges.bridgesOf('kitchen').length === 2 &&
+        !t.app.bridges.bridgesOf('kitchen').some((b) => b.id === oldId),
+      { what: 'the old connection to be replaced' },
+    );
     assert.equal(await call('weather'), 'sunny (restarted)');
     assert.equal(await call('lights'), 'the other beta');
     assert.equal(other.ws.readyState, WebSocket.OPEN, 'the live namesake is untouched');
     assert.equal(restarted.ws.readyState, WebSocket.OPEN);
-    await waitFor(() => t.logs.find('mcp endpoint: bridge disconnected').some((l) => l.bridgeId === oldId), { what: 'the old connection to end' });
-    assert.match(String(t.logs.find('mcp endpoint: bridge disconnected').find((l) => l.bridgeId === oldId)?.reason), /replaced/);
+    await waitFor(() => t.logs.find('mcp endpoint: bridge disconnected').some((l) => l.bridgeId === oldId), {
+      what: 'the old connection to end',
+    });
+    assert.match(
+      String(t.logs.find('mcp endpoint: bridge disconnected').find((l) => l.bridgeId === oldId)?.reason),
+      /replaced/,
+    );
   });
 });

@@ -10,7 +10,9 @@ import type { AddressInfo, Socket } from 'node:net';
 import { WebSocket, WebSocketServer } from 'ws';
 import { WebSocketPeerTransport } from '../../../mcp/websocket-peer-transport.ts';
 
-test('a peer that does not read is closed once its queue passes maxBufferedBytes; the queue stays bounded', { timeout: 30_000 }, async () => {
+test('a peer that does not read is closed once its queue passes maxBufferedBytes; the queue stays bounded', {
+  timeout: 30_000,
+}, async () => {
   const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
   await new Promise<void>((r) => wss.once('listening', () => r()));
   const accepted = new Promise<WebSocket>((r) => wss.once('connection', (ws) => r(ws)));

@@ -18,11 +18,17 @@ const MAX_TOOLS = 12;
 
 /** A tool of about 1.6 KB: a long description and a schema with described properties. */
 function fatTool(name: string): Record<string, unknown> {
-  const properties = Object.fromEntries(Array.from({ length: 4 }, (_, i) => [`p${i}`, { type: 'string', description: `parameter ${i} `.repeat(10) }]));
-  return { name, description: `What ${name} does, at length. `.repeat(30), inputSchema: { type: 'object', properties } };
+  const properties = Object.fromEntries(
+    Array.from({ length: 4 }, (_, i) => [`p${i}`, { type: 'string', description: `parameter ${i} `.repeat(10) }]),
+  );
+  return {
+    name,
+    description: `What ${name} does, at length. `.repeat(30),
+    inputSchema: { type: 'object', properties },
+  };
 }
 
-describe('MCP endpoint: the agent\'s bridge tools within a budget', { timeout: 60_000 }, () => {
+describe("MCP endpoint: the agent's bridge tools within a budget", { timeout: 60_000 }, () => {
   let t: TestApp;
   const open: RawBridge[] = [];
   before(async () => {
@@ -42,7 +48,11 @@ describe('MCP endpoint: the agent\'s bridge tools within a budget', { timeout: 6
     for (let b = 0; b < 8; b++) {
       // Each bridge alone within the budget (about 6.2 KB), all eight far over it.
       const tools = Array.from({ length: 4 }, (_, i) => fatTool(`b${b}_t${i}`));
-      open.push(await connectRawBridge(`ws://127.0.0.1:${t.port}/mcp/?token=${token}&bridge=fat${b}`, (m) => (m.method === 'initialize' ? initializeResult(`fat${b}`) : m.method === 'tools/list' ? { tools } : undefined)));
+      open.push(
+        await connectRawBridge(`ws://127.0.0.1:${t.port}/mcp/?token=${token}&bridge=fat${b}`, (m) =>
+          m.method === 'initialize' ? initializeResult(`fat${b}`) : m.method === 'tools/list' ? { tools } : undefined,
+        ),
+      );
     }
     await waitFor(() => t.app.bridges.bridgesOf('kitchen').length === 8, { what: 'eight bridges' });
     const one = toolSpecBytes(fatTool('b0_t0') as unknown as ToolSpec);
@@ -53,8 +63,14 @@ describe('MCP endpoint: the agent\'s bridge tools within a budget', { timeout: 6
       const bytes = specs.reduce((n, s) => n + toolSpecBytes(s), 0);
       assert.ok(bytes <= MAX_BYTES, `${bytes} bytes offered`);
       assert.ok(specs.length > 0 && specs.length <= MAX_TOOLS, `${specs.length} tools offered`);
-      assert.ok(specs.every((s) => (s.description ?? '').length <= 200), 'descriptions are cut first');
-      assert.ok(specs.some((s) => s.name === 'b0_t0'), 'the first bridge\'s first tool stays');
+      assert.ok(
+        specs.every((s) => (s.description ?? '').length <= 200),
+        'descriptions are cut first',
+      );
+      assert.ok(
+        specs.some((s) => s.name === 'b0_t0'),
+        "the first bridge's first tool stays",
+      );
       const dropped = await source.callTool('b7_t3', {}, { signal: new AbortController().signal });
       assert.equal(dropped.isError, true);
       assert.match(dropped.content.map((c) => ('text' in c ? c.text : '')).join(''), /Unknown tool/);
@@ -70,16 +86,33 @@ describe('MCP endpoint: the agent\'s bridge tools within a budget', { timeout: 6
     const { token } = await t.app.store.mcpTokens.issue('office');
     // One page within maxMessageBytes (about 56 KB), seven times the budget.
     const tools = Array.from({ length: 36 }, (_, i) => fatTool(`big_${i}`));
-    open.push(await connectRawBridge(`ws://127.0.0.1:${t.port}/mcp/?token=${token}&bridge=big`, (m) => (m.method === 'initialize' ? initializeResult('big') : m.method === 'tools/list' ? { tools } : undefined)));
+    open.push(
+      await connectRawBridge(`ws://127.0.0.1:${t.port}/mcp/?token=${token}&bridge=big`, (m) =>
+        m.method === 'initialize' ? initializeResult('big') : m.method === 'tools/list' ? { tools } : undefined,
+      ),
+    );
     await waitFor(() => t.app.bridges.bridgesOf('office').length === 1, { what: 'the big bridge' });
     const held = t.app.bridges.bridgesOf('office')[0]?.tools ?? [];
-    assert.ok(held.length > 0 && held.reduce((n, x) => n + toolSpecBytes(x), 0) <= MAX_BYTES, `${held.length} tools held`);
-    await waitFor(async () => (await t.app.store.mcpRelay.remote('office', 'another-replica')).length === 1, { what: 'the bridge published' });
+    assert.ok(
+      held.length > 0 && held.reduce((n, x) => n + toolSpecBytes(x), 0) <= MAX_BYTES,
+      `${held.length} tools held`,
+    );
+    await waitFor(async () => (await t.app.store.mcpRelay.remote('office', 'another-replica')).length === 1, {
+      what: 'the bridge published',
+    });
     const [published] = await t.app.store.mcpRelay.remote('office', 'another-replica');
-    assert.ok(Buffer.byteLength(JSON.stringify(published?.tools)) <= MAX_BYTES + 100 * held.length, 'published within the budget');
-    assert.deepEqual((published?.tools as ToolSpec[]).map((x) => x.name), held.map((x) => x.name));
+    assert.ok(
+      Buffer.byteLength(JSON.stringify(published?.tools)) <= MAX_BYTES + 100 * held.length,
+      'published within the budget',
+    );
+    assert.deepEqual(
+      (published?.tools as ToolSpec[]).map((x) => x.name),
+      held.map((x) => x.name),
+    );
     await t.app.bridges.toolSource(() => 'office').listTools();
-    const warnings = t.logs.lines.filter((l) => l.level === 40 && l.bridge === 'big' && /over the budget/.test(String(l.msg)));
+    const warnings = t.logs.lines.filter(
+      (l) => l.level === 40 && l.bridge === 'big' && /over the budget/.test(String(l.msg)),
+    );
     assert.equal(warnings.length, 1);
   });
 });

@@ -7,11 +7,24 @@ import { recordingLogger } from './mcp-test-helpers.ts';
 
 test('a device with 300 tools, a 30,000-deep schema and a 20 KB schema: at most 64 flat tools, one warning', async () => {
   const log = recordingLogger();
-  const flat = Array.from({ length: 300 }, (_, i) => ({ name: `self.tool_${i}`, description: 'x'.repeat(5000), inputSchema: { type: 'object', properties: {} } }));
+  const flat = Array.from({ length: 300 }, (_, i) => ({
+    name: `self.tool_${i}`,
+    description: 'x'.repeat(5000),
+    inputSchema: { type: 'object', properties: {} },
+  }));
   // The deep schema travels as raw JSON text, as a device would send it (building it as an object
   // and stringifying it here would overflow this test's own stack).
   const deep = `{"name":"self.deep","description":"d","inputSchema":${'{"a":'.repeat(30_000)}1${'}'.repeat(30_000)}}`;
-  const huge = JSON.stringify({ name: 'self.huge', description: 'h', inputSchema: { type: 'object', properties: Object.fromEntries(Array.from({ length: 800 }, (_, i) => [`p${i}`, { type: 'string', description: 'y'.repeat(20) }])) } });
+  const huge = JSON.stringify({
+    name: 'self.huge',
+    description: 'h',
+    inputSchema: {
+      type: 'object',
+      properties: Object.fromEntries(
+        Array.from({ length: 800 }, (_, i) => [`p${i}`, { type: 'string', description: 'y'.repeat(20) }]),
+      ),
+    },
+  });
   const toolsText = `[${deep},${huge},${flat.map((t) => JSON.stringify(t)).join(',')}]`;
   const dm = createDeviceMcp({
     log,
@@ -21,7 +34,13 @@ test('a device with 300 tools, a 30,000-deep schema and a 20 KB schema: at most 
       const id = payload.id as number | undefined;
       if (id === undefined) return;
       const result =
-        payload.method === 'initialize' ? JSON.stringify({ protocolVersion: '2024-11-05', capabilities: { tools: {} }, serverInfo: { name: 'dev', version: '1' } }) : `{"tools":${toolsText}}`;
+        payload.method === 'initialize'
+          ? JSON.stringify({
+              protocolVersion: '2024-11-05',
+              capabilities: { tools: {} },
+              serverInfo: { name: 'dev', version: '1' },
+            })
+          : `{"tools":${toolsText}}`;
       setImmediate(() => dm.handleMessage(`{"jsonrpc":"2.0","id":${id},"result":${result}}`));
     },
   });
@@ -40,7 +59,11 @@ test('a device with 300 tools, a 30,000-deep schema and a 20 KB schema: at most 
 });
 
 test('a tool dropped for the size budget is not offered and not callable: no tools/call reaches the device', async () => {
-  const tools = Array.from({ length: 10 }, (_, i) => ({ name: `self.t${i}`, description: 'd', inputSchema: { type: 'object', properties: { p: { type: 'string', description: 'z'.repeat(900) } } } }));
+  const tools = Array.from({ length: 10 }, (_, i) => ({
+    name: `self.t${i}`,
+    description: 'd',
+    inputSchema: { type: 'object', properties: { p: { type: 'string', description: 'z'.repeat(900) } } },
+  }));
   const calls: string[] = [];
   const dm = createDeviceMcp({
     log: recordingLogger(),

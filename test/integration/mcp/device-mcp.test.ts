@@ -22,18 +22,38 @@ interface DeviceTool {
 /** The fake device's tool table: the stock ones plus enough board tools to need several pages. */
 function deviceTools(): DeviceTool[] {
   const tools: DeviceTool[] = [
-    { name: 'self.get_device_status', description: 'Device status as JSON.', inputSchema: { type: 'object', properties: {} } },
+    {
+      name: 'self.get_device_status',
+      description: 'Device status as JSON.',
+      inputSchema: { type: 'object', properties: {} },
+    },
     {
       name: 'self.audio_speaker.set_volume',
       description: 'Set the volume of the audio speaker.',
-      inputSchema: { type: 'object', properties: { volume: { type: 'integer', minimum: 0, maximum: 100 } }, required: ['volume'] },
+      inputSchema: {
+        type: 'object',
+        properties: { volume: { type: 'integer', minimum: 0, maximum: 100 } },
+        required: ['volume'],
+      },
     },
-    { name: 'self.camera.take_photo', description: 'Take a photo and explain it.', inputSchema: { type: 'object', properties: { question: { type: 'string' } }, required: ['question'] } },
-    { name: 'self.broken.reply', description: 'Fails with an unescaped message.', inputSchema: { type: 'object', properties: {} } },
+    {
+      name: 'self.camera.take_photo',
+      description: 'Take a photo and explain it.',
+      inputSchema: { type: 'object', properties: { question: { type: 'string' } }, required: ['question'] },
+    },
+    {
+      name: 'self.broken.reply',
+      description: 'Fails with an unescaped message.',
+      inputSchema: { type: 'object', properties: {} },
+    },
     { name: 'self.never.answers', description: 'Never replies.', inputSchema: { type: 'object', properties: {} } },
   ];
   for (let i = 0; i < 40; i++) {
-    tools.push({ name: `self.led_strip.effect_${i}`, description: `Board tool ${i}. ${'Lorem ipsum dolor sit amet. '.repeat(14)}`, inputSchema: { type: 'object', properties: {} } });
+    tools.push({
+      name: `self.led_strip.effect_${i}`,
+      description: `Board tool ${i}. ${'Lorem ipsum dolor sit amet. '.repeat(14)}`,
+      inputSchema: { type: 'object', properties: {} },
+    });
   }
   return tools;
 }
@@ -74,7 +94,15 @@ function startFakeDevice(url: string, received: Array<Record<string, unknown>>):
       reply({ jsonrpc: '2.0', id: 9999, result: {} });
       reply([1, 2, 3]);
       reply({ jsonrpc: '2.0', method: 'notifications/whatever' });
-      reply({ jsonrpc: '2.0', id, result: { protocolVersion: '2024-11-05', capabilities: { tools: {} }, serverInfo: { name: 'fake-board', version: '2.4.2' } } });
+      reply({
+        jsonrpc: '2.0',
+        id,
+        result: {
+          protocolVersion: '2024-11-05',
+          capabilities: { tools: {} },
+          serverInfo: { name: 'fake-board', version: '2.4.2' },
+        },
+      });
       return;
     }
     if (p.method === 'tools/list') {
@@ -89,7 +117,11 @@ function startFakeDevice(url: string, received: Array<Record<string, unknown>>):
     const args = (params.arguments ?? {}) as Record<string, unknown>;
     switch (name) {
       case 'self.get_device_status':
-        reply({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: '{"audio_speaker":{"volume":70}}' }], isError: false } });
+        reply({
+          jsonrpc: '2.0',
+          id,
+          result: { content: [{ type: 'text', text: '{"audio_speaker":{"volume":70}}' }], isError: false },
+        });
         return;
       case 'self.audio_speaker.set_volume': {
         const v = args.volume;
@@ -104,16 +136,34 @@ function startFakeDevice(url: string, received: Array<Record<string, unknown>>):
       }
       case 'self.camera.take_photo':
         // Slow like a real camera + vision round trip.
-        setTimeout(() => reply({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: `{"success":true,"response":"a cat (${String(args.question)})"}` }], isError: false } }), 300);
+        setTimeout(
+          () =>
+            reply({
+              jsonrpc: '2.0',
+              id,
+              result: {
+                content: [{ type: 'text', text: `{"success":true,"response":"a cat (${String(args.question)})"}` }],
+                isError: false,
+              },
+            }),
+          300,
+        );
         return;
       case 'self.broken.reply':
         // The firmware pastes the message unescaped: this frame is not valid JSON.
-        ws.send(`{"session_id":"s","type":"mcp","payload":{"jsonrpc":"2.0","id":${id},"error":{"message":"Failed: "quoted" thing"}}}`);
+        ws.send(
+          `{"session_id":"s","type":"mcp","payload":{"jsonrpc":"2.0","id":${id},"error":{"message":"Failed: "quoted" thing"}}}`,
+        );
         return;
       case 'self.never.answers':
         return;
       default:
-        ws.send(JSON.stringify({ type: 'mcp', payload: { jsonrpc: '2.0', id, error: { message: `Unknown tool: ${String(name)}` } } }));
+        ws.send(
+          JSON.stringify({
+            type: 'mcp',
+            payload: { jsonrpc: '2.0', id, error: { message: `Unknown tool: ${String(name)}` } },
+          }),
+        );
     }
   });
   return new Promise((resolve, reject) => {
@@ -168,12 +218,15 @@ describe('device MCP over a real WebSocket', () => {
     const init = received.find((p) => p.method === 'initialize');
     assert.ok(init);
     assert.equal(init.id, 1);
-    assert.deepEqual((init.params as { capabilities: unknown }).capabilities, { vision: { url: 'http://127.0.0.1:8003/mcp/vision/explain', token: 'tok' } });
+    assert.deepEqual((init.params as { capabilities: unknown }).capabilities, {
+      vision: { url: 'http://127.0.0.1:8003/mcp/vision/explain', token: 'tok' },
+    });
     const lists = received.filter((p) => p.method === 'tools/list');
     assert.ok(lists.length >= 3, `several pages (${lists.length})`);
     assert.deepEqual(lists[0]?.params, { cursor: '', withUserTools: false });
     assert.match(String((lists[1]?.params as { cursor: string }).cursor), /^self\.led_strip\.effect_\d+$/);
-    for (const p of received.filter((x) => x.method !== undefined && !String(x.method).startsWith('notifications'))) assert.equal(typeof p.id, 'number');
+    for (const p of received.filter((x) => x.method !== undefined && !String(x.method).startsWith('notifications')))
+      assert.equal(typeof p.id, 'number');
     assert.equal(dm.tools().length, 45);
   });
 
@@ -187,7 +240,9 @@ describe('device MCP over a real WebSocket', () => {
   });
 
   test('tools/call results flow back; a string-id duplicate is ignored', async () => {
-    const r = await dm.toolSource().callTool('self_audio_speaker_set_volume', { volume: 50 }, { signal: new AbortController().signal });
+    const r = await dm
+      .toolSource()
+      .callTool('self_audio_speaker_set_volume', { volume: 50 }, { signal: new AbortController().signal });
     assert.deepEqual(r, { content: [{ type: 'text', text: 'true' }], isError: false });
     const call = received.find((p) => p.method === 'tools/call');
     assert.deepEqual(call?.params, { name: 'self.audio_speaker.set_volume', arguments: { volume: 50 } });
@@ -197,7 +252,9 @@ describe('device MCP over a real WebSocket', () => {
   });
 
   test('slow tool (camera) answers within the timeout', async () => {
-    const r = await dm.toolSource().callTool('self_camera_take_photo', { question: 'what is this' }, { signal: new AbortController().signal });
+    const r = await dm
+      .toolSource()
+      .callTool('self_camera_take_photo', { question: 'what is this' }, { signal: new AbortController().signal });
     assert.equal(r.isError, false);
     assert.match(text(r), /a cat/);
   });
@@ -227,7 +284,8 @@ describe('device MCP over a real WebSocket', () => {
   });
 
   test('garbage payloads are ignored without throwing', () => {
-    for (const p of [null, 42, 'not json', '{"id":', { jsonrpc: '2.0' }, { id: 3.5, result: {} }, { id: 77 }]) dm.handleMessage(p);
+    for (const p of [null, 42, 'not json', '{"id":', { jsonrpc: '2.0' }, { id: 3.5, result: {} }, { id: 77 }])
+      dm.handleMessage(p);
     assert.ok(log.records.filter((x) => x.level === 'warn').length > 0);
   });
 });
@@ -242,7 +300,13 @@ describe('device MCP lifecycle', () => {
     dm.handleMessage({ jsonrpc: '2.0', id: sent[0]?.id, result: { protocolVersion: '2024-11-05' } });
     await new Promise((r) => setImmediate(r));
     const list = sent.find((p) => p.method === 'tools/list');
-    dm.handleMessage(JSON.stringify({ jsonrpc: '2.0', id: list?.id, result: { tools: [{ name: 'self.reboot', description: 'x', inputSchema: { type: 'object', properties: {} } }] } }));
+    dm.handleMessage(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: list?.id,
+        result: { tools: [{ name: 'self.reboot', description: 'x', inputSchema: { type: 'object', properties: {} } }] },
+      }),
+    );
     await init;
     assert.deepEqual(
       dm.tools().map((t) => t.name),
@@ -278,23 +342,39 @@ describe('device MCP lifecycle', () => {
         const id = p.id;
         if (id === undefined) return;
         const answer =
-          p.method === 'initialize' ? { result: { protocolVersion: '2024-11-05' } }
-          : p.method === 'tools/list' ? { result: { tools: pages++ === 0 ? [{ name: 'self.x', description: 'x', inputSchema: { type: 'object', properties: {} } }] : [], nextCursor: 'c'.repeat(50_000) } }
-          : { error: { message: long } };
+          p.method === 'initialize'
+            ? { result: { protocolVersion: '2024-11-05' } }
+            : p.method === 'tools/list'
+              ? {
+                  result: {
+                    tools:
+                      pages++ === 0
+                        ? [{ name: 'self.x', description: 'x', inputSchema: { type: 'object', properties: {} } }]
+                        : [],
+                    nextCursor: 'c'.repeat(50_000),
+                  },
+                }
+              : { error: { message: long } };
         setImmediate(() => dm.handleMessage({ jsonrpc: '2.0', id, ...answer }));
       },
     });
     await dm.initialize();
     const r = await dm.toolSource().callTool(dm.tools()[0]?.name ?? '', {}, { signal: new AbortController().signal });
     assert.equal(r.isError, true);
-    const lines = log.records.filter((l) => l.msg === 'device tool call failed' || l.msg === 'device mcp tools/list cursor repeated, stopping');
+    const lines = log.records.filter(
+      (l) => l.msg === 'device tool call failed' || l.msg === 'device mcp tools/list cursor repeated, stopping',
+    );
     assert.equal(lines.length, 2, JSON.stringify(log.records.map((l) => l.msg)));
-    for (const l of lines) assert.ok(JSON.stringify(l.obj).length < 400, `${l.msg}: ${JSON.stringify(l.obj).length} chars`);
+    for (const l of lines)
+      assert.ok(JSON.stringify(l.obj).length < 400, `${l.msg}: ${JSON.stringify(l.obj).length} chars`);
     dm.close();
   });
 
   test('salvageBrokenReply recovers id and message from unescaped error JSON', () => {
-    assert.deepEqual(salvageBrokenReply('{"jsonrpc":"2.0","id":7,"error":{"message":"Unknown tool: a"b"}}'), { id: 7, message: 'Unknown tool: a"b' });
+    assert.deepEqual(salvageBrokenReply('{"jsonrpc":"2.0","id":7,"error":{"message":"Unknown tool: a"b"}}'), {
+      id: 7,
+      message: 'Unknown tool: a"b',
+    });
     assert.equal(salvageBrokenReply('{"jsonrpc":"2.0","result":{}}'), undefined);
   });
 });

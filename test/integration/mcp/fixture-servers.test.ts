@@ -50,11 +50,16 @@ describe('fixture servers over stdio', () => {
     const byName = Object.fromEntries(m.status().map((s) => [s.name, s]));
     // Failed, or already in its next attempt (reconnects start ~100 ms after a failure here, and a
     // busy machine can read the state after that): never ready, and its error is kept.
-    assert.ok(byName.broken?.state === 'failed' || byName.broken?.state === 'connecting', `broken: ${byName.broken?.state}`);
+    assert.ok(
+      byName.broken?.state === 'failed' || byName.broken?.state === 'connecting',
+      `broken: ${byName.broken?.state}`,
+    );
     assert.match(byName.broken?.lastError ?? '', /ENOENT/);
     assert.equal(byName.off, undefined, 'disabled servers are not started');
     for (const n of ['paged', 'flaky', 'filtered', 'weird name!']) assert.equal(byName[n]?.state, 'ready', n);
-    assert.ok(log.records.some((r) => r.level === 'warn' && r.msg === 'mcp server state changed' && r.obj.error !== undefined));
+    assert.ok(
+      log.records.some((r) => r.level === 'warn' && r.msg === 'mcp server state changed' && r.obj.error !== undefined),
+    );
     assert.ok(changes.some((c) => c.server === 'broken' && c.state === 'failed'));
   });
 
@@ -117,7 +122,10 @@ describe('fixture servers over stdio', () => {
     assert.match(text(r), /disconnected|closed/i);
     const down = await m.sessionView().callTool('flaky__echo', { text: 'x' }, { signal: sig() });
     if (down.isError) assert.match(text(down), /not connected/);
-    await waitFor(() => m.status().find((s) => s.name === 'flaky')?.state === 'ready', { what: 'flaky to reconnect', timeoutMs: 8000 });
+    await waitFor(() => m.status().find((s) => s.name === 'flaky')?.state === 'ready', {
+      what: 'flaky to reconnect',
+      timeoutMs: 8000,
+    });
     const newPid = m.status().find((s) => s.name === 'flaky')?.pid;
     assert.notEqual(newPid, oldPid);
     if (newPid !== undefined) pids.push(newPid);
@@ -133,7 +141,10 @@ describe('fixture servers over stdio', () => {
     const before = (await ts.listTools()).filter((t) => t.name.startsWith('paged__')).length;
     const r = await ts.callTool('paged__grow', {}, { signal: sig() });
     assert.equal(text(r), 'added grown_1');
-    await waitFor(async () => (await ts.listTools()).some((t) => t.name === 'paged__grown_1'), { what: 'the new tool', timeoutMs: 5000 });
+    await waitFor(async () => (await ts.listTools()).some((t) => t.name === 'paged__grown_1'), {
+      what: 'the new tool',
+      timeoutMs: 5000,
+    });
     assert.equal((await ts.listTools()).filter((t) => t.name.startsWith('paged__')).length, before + 1);
     const called = await ts.callTool('paged__grown_1', {}, { signal: sig() });
     assert.equal(text(called), 'grown_1 ran');
@@ -165,13 +176,19 @@ describe('streamable HTTP → SSE fallback', () => {
     const [s] = m.status();
     assert.equal(s?.state, 'ready');
     assert.equal(s?.transport, 'sse');
-    assert.ok(log.records.some((r) => r.msg === 'mcp streamable http refused, falling back to sse' && r.obj.status === 404));
+    assert.ok(
+      log.records.some((r) => r.msg === 'mcp streamable http refused, falling back to sse' && r.obj.status === 404),
+    );
     const r = await m.sessionView().callTool('legacy__echo', { text: 'over sse' }, { signal: sig() });
     assert.equal(text(r), 'echo: over sse');
   });
 
   test('explicit streamable-http does not fall back', async () => {
-    const m2 = createMcpManager({ log, reconnect: { initialMs: 60_000, maxMs: 60_000 }, servers: servers({ strict: { url: srv.url, transport: 'streamable-http' } }) });
+    const m2 = createMcpManager({
+      log,
+      reconnect: { initialMs: 60_000, maxMs: 60_000 },
+      servers: servers({ strict: { url: srv.url, transport: 'streamable-http' } }),
+    });
     await m2.start();
     assert.equal(m2.status()[0]?.state, 'failed');
     await m2.close();

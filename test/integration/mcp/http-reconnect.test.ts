@@ -38,7 +38,11 @@ test('streamable HTTP server restart: error result, reconnect, calls work again'
   let http = await listen(0);
   const port = (http.address() as AddressInfo).port;
   const log = recordingLogger();
-  const m = createMcpManager({ log, reconnect: { initialMs: 100, maxMs: 300 }, servers: servers({ web: { url: `http://127.0.0.1:${port}/mcp`, timeoutMs: 3000 } }) });
+  const m = createMcpManager({
+    log,
+    reconnect: { initialMs: 100, maxMs: 300 },
+    servers: servers({ web: { url: `http://127.0.0.1:${port}/mcp`, timeoutMs: 3000 } }),
+  });
   t.after(async () => {
     await m.close();
     await stop(http);

@@ -19,7 +19,14 @@ describe('MCP: a malformed reply fails one call, not the connection', () => {
   before(async () => {
     m = createMcpManager({
       log,
-      servers: servers({ odd: { command: process.execPath, args: ['--import', 'tsx', MALFORMED], cwd: REPO_ROOT, resources: { tools: true } } }),
+      servers: servers({
+        odd: {
+          command: process.execPath,
+          args: ['--import', 'tsx', MALFORMED],
+          cwd: REPO_ROOT,
+          resources: { tools: true },
+        },
+      }),
     });
     await m.start();
   });
@@ -43,7 +50,8 @@ describe('MCP: a malformed reply fails one call, not the connection', () => {
     assert.ok(src);
     await assert.rejects(
       src.readResource('bad://page'),
-      (err: unknown) => err instanceof VoiceError && err.code === ErrorCode.ToolFailed && /malformed result/.test(err.message),
+      (err: unknown) =>
+        err instanceof VoiceError && err.code === ErrorCode.ToolFailed && /malformed result/.test(err.message),
     );
     const [page] = await src.readResource('good://page');
     assert.equal(page?.text, 'good page');

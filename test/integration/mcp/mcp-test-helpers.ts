@@ -10,7 +10,9 @@ import { parseMcpServersConfig } from '../../../mcp/server-config.ts';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 export const FIXTURE = fileURLToPath(new URL('../../fixtures/mcp-fixture-server.ts', import.meta.url));
-export const EVERYTHING = fileURLToPath(new URL('../../../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url));
+export const EVERYTHING = fileURLToPath(
+  new URL('../../../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url),
+);
 
 /** Parses a config block the way server/config.ts will (defaults applied). */
 export function servers(input: Record<string, unknown>): Record<string, McpServerConfig> {
@@ -34,7 +36,8 @@ export function recordingLogger(): Logger & { records: LogRecord[] } {
   const mk =
     (level: string) =>
     (a: object | string, b?: string): void => {
-      const rec = typeof a === 'string' ? { level, msg: a, obj: {} } : { level, msg: b ?? '', obj: a as Record<string, unknown> };
+      const rec =
+        typeof a === 'string' ? { level, msg: a, obj: {} } : { level, msg: b ?? '', obj: a as Record<string, unknown> };
       records.push(rec);
     };
   const log: Logger & { records: LogRecord[] } = {
@@ -75,10 +78,15 @@ async function freePort(): Promise<number> {
  * Starts server-everything in an HTTP mode on a free port (it has no host option and takes the
  * port from PORT; we pick a free one and retry if it got taken meanwhile).
  */
-export async function startEverythingHttp(mode: 'sse' | 'streamableHttp'): Promise<{ url: string; child: ChildProcess; close: () => Promise<void> }> {
+export async function startEverythingHttp(
+  mode: 'sse' | 'streamableHttp',
+): Promise<{ url: string; child: ChildProcess; close: () => Promise<void> }> {
   for (let attempt = 0; attempt < 3; attempt++) {
     const port = await freePort();
-    const child = spawn(process.execPath, [EVERYTHING, mode], { env: { PATH: process.env.PATH ?? '', PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [EVERYTHING, mode], {
+      env: { PATH: process.env.PATH ?? '', PORT: String(port) },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     const ok = await new Promise<boolean>((resolve) => {
       let buf = '';
       const timer = setTimeout(() => resolve(false), 10_000);
@@ -115,7 +123,11 @@ export async function startEverythingHttp(mode: 'sse' | 'streamableHttp'): Promi
  * A server's ResourceSource as production code gets it: attached to that server's tool results
  * (the dispatcher reads resource links through it). `tool` is any cheap tool of that server.
  */
-export async function resourcesOf(m: McpManager, tool: string, args: Record<string, unknown> = {}): Promise<ResourceSource> {
+export async function resourcesOf(
+  m: McpManager,
+  tool: string,
+  args: Record<string, unknown> = {},
+): Promise<ResourceSource> {
   const r = await m.sessionView().callTool(tool, args, { signal: new AbortController().signal });
   if (!r.resources) throw new Error(`${tool} returned no ResourceSource (isError ${r.isError})`);
   return r.resources;

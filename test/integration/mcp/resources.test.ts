@@ -19,7 +19,10 @@ describe('MCP resources (fixture server)', () => {
       log: recordingLogger(),
       servers: servers({
         fx: fixtureEntry([], { resources: { tools: true, context: ['fixture://notes/*'], budgetChars: 60 } }),
-        all: fixtureEntry([], { includeTools: ['echo'], resources: { context: 'all', budgetChars: 100, subscribe: false } }),
+        all: fixtureEntry([], {
+          includeTools: ['echo'],
+          resources: { context: 'all', budgetChars: 100, subscribe: false },
+        }),
         plain: fixtureEntry([], { includeTools: ['echo'] }),
       }),
     });
@@ -84,9 +87,21 @@ describe('MCP resources (fixture server)', () => {
     const a = m.sessionView();
     const b = m.sessionView();
     const s = sig();
-    assert.equal(text(await a.callTool('fx__resources_read', { uri: 'fixture://notes/readme' }, { signal: s })).startsWith('# Readme'), true);
-    assert.equal(text(await a.callTool('fx__resources_read', { uri: 'fixture://items/12' }, { signal: s })), 'Item 12 body');
-    const viaTemplate = await a.callTool('fx__resources_read', { uriTemplate: 'fixture://items/{id}', variables: { id: '5' } }, { signal: s });
+    assert.equal(
+      text(await a.callTool('fx__resources_read', { uri: 'fixture://notes/readme' }, { signal: s })).startsWith(
+        '# Readme',
+      ),
+      true,
+    );
+    assert.equal(
+      text(await a.callTool('fx__resources_read', { uri: 'fixture://items/12' }, { signal: s })),
+      'Item 12 body',
+    );
+    const viaTemplate = await a.callTool(
+      'fx__resources_read',
+      { uriTemplate: 'fixture://items/{id}', variables: { id: '5' } },
+      { signal: s },
+    );
     assert.equal(text(viaTemplate), 'Item 5 body');
     const unlisted = await a.callTool('fx__resources_read', { uri: 'fixture://secret/unlisted' }, { signal: s });
     assert.equal(unlisted.isError, true);
@@ -94,10 +109,17 @@ describe('MCP resources (fixture server)', () => {
     const traversal = await a.callTool('fx__resources_read', { uri: 'fixture://items/%2e%2e/secret' }, { signal: s });
     assert.equal(traversal.isError, true);
     assert.match(text(traversal), /"\.\." path segment/);
-    const badTemplate = await a.callTool('fx__resources_read', { uriTemplate: 'fixture://secret/{x}', variables: { x: 'unlisted' } }, { signal: s });
+    const badTemplate = await a.callTool(
+      'fx__resources_read',
+      { uriTemplate: 'fixture://secret/{x}', variables: { x: 'unlisted' } },
+      { signal: s },
+    );
     assert.equal(badTemplate.isError, true);
     // A link in session a's tool result opens that URI for session a only.
-    assert.equal((await b.callTool('fx__resources_read', { uri: 'fixture://secret/linked' }, { signal: s })).isError, true);
+    assert.equal(
+      (await b.callTool('fx__resources_read', { uri: 'fixture://secret/linked' }, { signal: s })).isError,
+      true,
+    );
     const links = await a.callTool('fx__links', {}, { signal: s });
     assert.equal(links.content.filter((c) => c.type === 'resource_link').length, 2);
     // The URI is taken from what the model is shown, not handed in by the test.
@@ -105,7 +127,10 @@ describe('MCP resources (fixture server)', () => {
     const linked = /"linked": (\S+)/.exec(shown)?.[1];
     assert.ok(linked, `the model sees the link's URI: ${shown}`);
     assert.equal(text(await a.callTool('fx__resources_read', { uri: linked }, { signal: s })), 'linked secret');
-    assert.equal((await b.callTool('fx__resources_read', { uri: 'fixture://secret/linked' }, { signal: s })).isError, true);
+    assert.equal(
+      (await b.callTool('fx__resources_read', { uri: 'fixture://secret/linked' }, { signal: s })).isError,
+      true,
+    );
   });
 
   test('cache: small text inline, large text and blobs as stubs; hits counted', async () => {
@@ -163,7 +188,9 @@ describe('MCP resources (fixture server)', () => {
     assert.ok(all.length >= 1);
     assert.ok(all.reduce((n, b) => n + b.text.length, 0) <= 100);
     assert.ok(!blocks.some((b) => b.server === 'plain'));
-    assert.ok(strings.some((s) => s.startsWith('Context from resource fixture://notes/readme (MCP server "fx"):\n# Readme')));
+    assert.ok(
+      strings.some((s) => s.startsWith('Context from resource fixture://notes/readme (MCP server "fx"):\n# Readme')),
+    );
   });
 });
 
@@ -187,7 +214,8 @@ describe('MCP resource cache: freshness and subscriptions (fixture server)', () 
   const read = (server: string, uri: string, more: Record<string, unknown> = {}): Promise<ToolResult> =>
     m.sessionView().callTool(`${server}__resources_read`, { uri, ...more }, { signal: sig() });
   /** What the server itself holds subscriptions for (not what we believe we sent). */
-  const subscriptions = async (server: string): Promise<string[]> => JSON.parse(text(await m.sessionView().callTool(`${server}__subscriptions`, {}, { signal: sig() }))) as string[];
+  const subscriptions = async (server: string): Promise<string[]> =>
+    JSON.parse(text(await m.sessionView().callTool(`${server}__subscriptions`, {}, { signal: sig() }))) as string[];
 
   test('a resource updated while it is first read is read again; the fresh version is what gets cached', async () => {
     const uri = 'fixture://racy/a';

@@ -4,7 +4,14 @@
 import { describe, test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { createMcpManager, type McpManager } from '../../../mcp/manager.ts';
-import { EVERYTHING, pidAlive, recordingLogger, resourcesOf, servers, startEverythingHttp } from './mcp-test-helpers.ts';
+import {
+  EVERYTHING,
+  pidAlive,
+  recordingLogger,
+  resourcesOf,
+  servers,
+  startEverythingHttp,
+} from './mcp-test-helpers.ts';
 import { waitFor } from '../../helpers/wait.ts';
 
 function signal(): AbortSignal {
@@ -35,7 +42,12 @@ describe('server-everything over stdio', () => {
     m = createMcpManager({
       log,
       servers: servers({
-        everything: { command: process.execPath, args: [EVERYTHING], env: { MCP_TEST_MARKER: 'passed-through' }, resources: { tools: true, subscribe: true } },
+        everything: {
+          command: process.execPath,
+          args: [EVERYTHING],
+          env: { MCP_TEST_MARKER: 'passed-through' },
+          resources: { tools: true, subscribe: true },
+        },
       }),
     });
     await m.start();
@@ -69,10 +81,18 @@ describe('server-everything over stdio', () => {
     assert.ok(image && image.type === 'image' && image.mimeType === 'image/png' && image.data.length > 100);
     const links = await ts.callTool('everything__get-resource-links', { count: 3 }, { signal: signal() });
     assert.equal(links.content.filter((c) => c.type === 'resource_link').length, 3);
-    const blob = await ts.callTool('everything__get-resource-reference', { resourceType: 'Blob', resourceId: 3 }, { signal: signal() });
+    const blob = await ts.callTool(
+      'everything__get-resource-reference',
+      { resourceType: 'Blob', resourceId: 3 },
+      { signal: signal() },
+    );
     const emb = blob.content.find((c) => c.type === 'resource');
     assert.ok(emb && emb.type === 'resource' && typeof emb.resource.blob === 'string');
-    const structured = await ts.callTool('everything__get-structured-content', { location: 'New York' }, { signal: signal() });
+    const structured = await ts.callTool(
+      'everything__get-structured-content',
+      { location: 'New York' },
+      { signal: signal() },
+    );
     assert.equal(structured.isError, false);
     assert.equal(typeof structured.structuredContent?.temperature, 'number');
   });
@@ -98,7 +118,9 @@ describe('server-everything over stdio', () => {
     assert.match(text?.text ?? '', /Resource 1/);
     const [blob] = await src.readResource('demo://resource/dynamic/blob/2');
     assert.match(Buffer.from(blob?.blob ?? '', 'base64').toString(), /Resource 2/);
-    await assert.rejects(src.readResource('demo://resource/does-not-exist'), (e: Error) => /not found|failed/i.test(e.message));
+    await assert.rejects(src.readResource('demo://resource/does-not-exist'), (e: Error) =>
+      /not found|failed/i.test(e.message),
+    );
   });
 
   test('subscribe + resources/updated invalidates the cache', async () => {
@@ -114,12 +136,17 @@ describe('server-everything over stdio', () => {
     assert.equal(m.stats().everything?.cacheMisses, before + 1);
     // The server sends resources/updated for subscribed URIs right after this toggle.
     await ts.callTool('everything__toggle-subscriber-updates', {}, { signal: signal() });
-    await waitFor(() => !m.cache.has('everything', uri), { what: 'the update notification to drop the entry', timeoutMs: 8000 });
+    await waitFor(() => !m.cache.has('everything', uri), {
+      what: 'the update notification to drop the entry',
+      timeoutMs: 8000,
+    });
     await ts.callTool('everything__toggle-subscriber-updates', {}, { signal: signal() });
   });
 
   test('resources_read refuses URIs the server never listed, linked or templated', async () => {
-    const r = await m.sessionView().callTool('everything__resources_read', { uri: 'file:///etc/passwd' }, { signal: signal() });
+    const r = await m
+      .sessionView()
+      .callTool('everything__resources_read', { uri: 'file:///etc/passwd' }, { signal: signal() });
     assert.equal(r.isError, true);
     assert.match(r.content[0]?.type === 'text' ? r.content[0].text : '', /Refused/);
   });
@@ -145,7 +172,10 @@ describe('server-everything over HTTP', () => {
   test('legacy SSE: explicit transport and auto fallback both work', async () => {
     const srv = await startEverythingHttp('sse');
     cleanups.push(srv.close);
-    const m = createMcpManager({ log, servers: servers({ sse: { url: srv.url, transport: 'sse' }, auto: { url: srv.url } }) });
+    const m = createMcpManager({
+      log,
+      servers: servers({ sse: { url: srv.url, transport: 'sse' }, auto: { url: srv.url } }),
+    });
     cleanups.push(() => m.close());
     await m.start();
     assert.deepEqual(
@@ -162,7 +192,10 @@ describe('server-everything over HTTP', () => {
 });
 
 test('no stdio child survives close()', async () => {
-  const m = createMcpManager({ log: recordingLogger(), servers: servers({ a: { command: process.execPath, args: [EVERYTHING] } }) });
+  const m = createMcpManager({
+    log: recordingLogger(),
+    servers: servers({ a: { command: process.execPath, args: [EVERYTHING] } }),
+  });
   await m.start();
   const pid = m.status()[0]?.pid;
   assert.ok(pid !== undefined && pidAlive(pid));

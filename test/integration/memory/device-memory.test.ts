@@ -30,7 +30,13 @@ class ScriptedLlm implements LlmClient {
 }
 
 const info = { deviceId: DEV, clientId: CLIENT } as unknown as SessionInfo;
-const settings = { historyTurns: 1, historyChars: 4000, retentionDays: 90, maxTurnsPerDevice: 1000, summaryRetryMs: 1000 };
+const settings = {
+  historyTurns: 1,
+  historyChars: 4000,
+  retentionDays: 90,
+  maxTurnsPerDevice: 1000,
+  summaryRetryMs: 1000,
+};
 
 describe('device memory on the server', () => {
   const target = sqliteTarget();
@@ -39,13 +45,26 @@ describe('device memory on the server', () => {
   test('the summary waits while the model fails, loses nothing, and folds only the turns past those given back', async () => {
     const store = await open(await target.fresh());
     const llm = new ScriptedLlm();
-    const memory = new DeviceMemory({ store: store.memory, settings, agentOf: () => ({ agent: 'home', llm }), log: silentLogger });
+    const memory = new DeviceMemory({
+      store: store.memory,
+      settings,
+      agentOf: () => ({ agent: 'home', llm }),
+      log: silentLogger,
+    });
     try {
       const s = memory.forSession(info);
       assert.ok(s);
       assert.deepEqual(await s.use('home', 'summary'), []);
-      s.record([{ role: 'user', content: 'my daughter is Mia' }, { role: 'assistant', content: 'Nice name.' }]);
-      s.record([{ role: 'user', content: 'what time is it' }, { role: 'assistant', content: '', toolCalls: [{ id: 'c1', name: 'get_current_datetime', arguments: '{}' }] }, { role: 'tool', toolCallId: 'c1', content: 'noon' }, { role: 'assistant', content: 'It is noon.' }]);
+      s.record([
+        { role: 'user', content: 'my daughter is Mia' },
+        { role: 'assistant', content: 'Nice name.' },
+      ]);
+      s.record([
+        { role: 'user', content: 'what time is it' },
+        { role: 'assistant', content: '', toolCalls: [{ id: 'c1', name: 'get_current_datetime', arguments: '{}' }] },
+        { role: 'tool', toolCallId: 'c1', content: 'noon' },
+        { role: 'assistant', content: 'It is noon.' },
+      ]);
       s.close();
       await memory.settle();
       assert.equal(llm.asked.length, 1, 'the model was asked once, after the session');
@@ -64,7 +83,11 @@ describe('device memory on the server', () => {
       const next = memory.forSession(info);
       assert.ok(next);
       const back = await next.use('home', 'summary');
-      assert.deepEqual(back, [{ role: 'user', content: 'what time is it' }, { role: 'assistant', content: '(tool used: get_current_datetime({}) → noon)' }, { role: 'assistant', content: 'It is noon.' }]);
+      assert.deepEqual(back, [
+        { role: 'user', content: 'what time is it' },
+        { role: 'assistant', content: '(tool used: get_current_datetime({}) → noon)' },
+        { role: 'assistant', content: 'It is noon.' },
+      ]);
       assert.match(next.block(), /"The user has a daughter, Mia\."/);
       assert.deepEqual(await next.use('other', 'summary'), [], 'another agent: nothing of this one');
       assert.equal(next.block(), '');
@@ -78,16 +101,27 @@ describe('device memory on the server', () => {
 
   test('a session opened right after the last one ended finds its turns (still queued for the database)', async () => {
     const store = await open(await target.fresh());
-    const memory = new DeviceMemory({ store: store.memory, settings: { ...settings, historyTurns: 5 }, agentOf: () => ({ agent: 'home', llm: new ScriptedLlm() }), log: silentLogger });
+    const memory = new DeviceMemory({
+      store: store.memory,
+      settings: { ...settings, historyTurns: 5 },
+      agentOf: () => ({ agent: 'home', llm: new ScriptedLlm() }),
+      log: silentLogger,
+    });
     try {
       const first = memory.forSession(info);
       assert.ok(first);
       await first.use('home', 'history');
-      first.record([{ role: 'user', content: 'my name is Ann' }, { role: 'assistant', content: 'Hello Ann.' }]);
+      first.record([
+        { role: 'user', content: 'my name is Ann' },
+        { role: 'assistant', content: 'Hello Ann.' },
+      ]);
       first.close();
       const next = memory.forSession(info);
       assert.ok(next);
-      assert.deepEqual(await next.use('home', 'history'), [{ role: 'user', content: 'my name is Ann' }, { role: 'assistant', content: 'Hello Ann.' }]);
+      assert.deepEqual(await next.use('home', 'history'), [
+        { role: 'user', content: 'my name is Ann' },
+        { role: 'assistant', content: 'Hello Ann.' },
+      ]);
     } finally {
       await memory.close();
       await store.close();
@@ -105,14 +139,27 @@ describe('device memory on the server', () => {
         return prop === 'addTurns' ? (rows: unknown[]) => (writes.push(rows.length), fn.call(t, rows)) : fn.bind(t);
       },
     });
-    const memory = new DeviceMemory({ store: counting, settings: { ...settings, historyTurns: 5 }, agentOf: () => ({ agent: 'home', llm: new ScriptedLlm() }), log: silentLogger });
+    const memory = new DeviceMemory({
+      store: counting,
+      settings: { ...settings, historyTurns: 5 },
+      agentOf: () => ({ agent: 'home', llm: new ScriptedLlm() }),
+      log: silentLogger,
+    });
     try {
       const talking = memory.forSession(info);
       assert.ok(talking);
       await talking.use('home', 'history');
-      talking.record([{ role: 'user', content: 'my name is Ann' }, { role: 'assistant', content: 'Hello Ann.' }]);
+      talking.record([
+        { role: 'user', content: 'my name is Ann' },
+        { role: 'assistant', content: 'Hello Ann.' },
+      ]);
       // 50 other devices say hello while Ann's turn waits for its batch.
-      const others = Array.from({ length: 50 }, (_, i) => memory.forSession({ deviceId: `a9:00:00:00:00:${String(i).padStart(2, '0')}`, clientId: `c-${i}` } as unknown as SessionInfo));
+      const others = Array.from({ length: 50 }, (_, i) =>
+        memory.forSession({
+          deviceId: `a9:00:00:00:00:${String(i).padStart(2, '0')}`,
+          clientId: `c-${i}`,
+        } as unknown as SessionInfo),
+      );
       await Promise.all(others.map((o) => o?.use('home', 'history')));
       assert.deepEqual(writes, [], 'no hello of another pair wrote the queued turn');
       talking.close();
@@ -125,9 +172,14 @@ describe('device memory on the server', () => {
     }
   });
 
-  test('a database that hangs on the read does not hold the turn: past readTimeoutMs it answers without memory, and a later turn gets it', { timeout: 20_000 }, async () => {
+  test('a database that hangs on the read does not hold the turn: past readTimeoutMs it answers without memory, and a later turn gets it', {
+    timeout: 20_000,
+  }, async () => {
     const store = await open(await target.fresh());
-    await store.memory.addTurns([{ ...PAIR, agent: 'home', role: 'user', text: 'my name is Ann' }, { ...PAIR, agent: 'home', role: 'assistant', text: 'Hello Ann.' }]);
+    await store.memory.addTurns([
+      { ...PAIR, agent: 'home', role: 'user', text: 'my name is Ann' },
+      { ...PAIR, agent: 'home', role: 'assistant', text: 'Hello Ann.' },
+    ]);
     // The real store, with its reads held until released (as a database stuck on a lock would).
     let release: () => void = () => undefined;
     const held = new Promise<void>((r) => (release = r));
@@ -136,10 +188,18 @@ describe('device memory on the server', () => {
         const v: unknown = Reflect.get(t, prop, receiver);
         if (typeof v !== 'function') return v;
         const fn = v as (...a: unknown[]) => unknown;
-        return ['recentTurns', 'facts', 'summary'].includes(String(prop)) ? async (...a: unknown[]) => (await held, fn.apply(t, a)) : fn.bind(t);
+        return ['recentTurns', 'facts', 'summary'].includes(String(prop))
+          ? async (...a: unknown[]) => (await held, fn.apply(t, a))
+          : fn.bind(t);
       },
     });
-    const memory = new DeviceMemory({ store: stuck, settings: { ...settings, historyTurns: 5 }, agentOf: () => ({ agent: 'home', llm: new ScriptedLlm() }), log: silentLogger, readTimeoutMs: 200 });
+    const memory = new DeviceMemory({
+      store: stuck,
+      settings: { ...settings, historyTurns: 5 },
+      agentOf: () => ({ agent: 'home', llm: new ScriptedLlm() }),
+      log: silentLogger,
+      readTimeoutMs: 200,
+    });
     try {
       const session = memory.forSession(info);
       assert.ok(session);
@@ -147,7 +207,14 @@ describe('device memory on the server', () => {
       await assert.rejects(session.use('home', 'history'), /device memory read timed out/);
       assert.ok(performance.now() - started < 5000, 'the turn was not held by the stuck read');
       release();
-      assert.deepEqual(await session.use('home', 'history'), [{ role: 'user', content: 'my name is Ann' }, { role: 'assistant', content: 'Hello Ann.' }], 'asked again, it gets the memory');
+      assert.deepEqual(
+        await session.use('home', 'history'),
+        [
+          { role: 'user', content: 'my name is Ann' },
+          { role: 'assistant', content: 'Hello Ann.' },
+        ],
+        'asked again, it gets the memory',
+      );
     } finally {
       release();
       await memory.close();
@@ -161,11 +228,21 @@ describe('device memory on the server', () => {
     await store.memory.addTurns([{ ...PAIR, agent: 'home', role: 'user', text: 'long ago' }]);
     now += 91 * 86_400_000;
     await store.memory.addTurns([{ ...PAIR, agent: 'home', role: 'user', text: 'today' }]);
-    const memory = new DeviceMemory({ store: store.memory, settings, agentOf: () => ({ agent: 'home', llm: new ScriptedLlm() }), log: silentLogger, pruneEveryMs: 50 });
+    const memory = new DeviceMemory({
+      store: store.memory,
+      settings,
+      agentOf: () => ({ agent: 'home', llm: new ScriptedLlm() }),
+      log: silentLogger,
+      pruneEveryMs: 50,
+    });
     try {
       const end = Date.now() + 10_000;
-      while ((await store.memory.history(DEV, 10)).length > 1 && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
-      assert.deepEqual((await store.memory.history(DEV, 10)).map((t) => t.text), ['today']);
+      while ((await store.memory.history(DEV, 10)).length > 1 && Date.now() < end)
+        await new Promise((r) => setTimeout(r, 50));
+      assert.deepEqual(
+        (await store.memory.history(DEV, 10)).map((t) => t.text),
+        ['today'],
+      );
     } finally {
       await memory.close();
       await store.close();
@@ -181,22 +258,37 @@ describe('device memory on the server', () => {
         calls++;
         if (calls === 1) {
           // Hangs until its signal is aborted, as a stalled connection does.
-          await new Promise((_, reject) => req.signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }));
+          await new Promise((_, reject) =>
+            req.signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }),
+          );
         }
         yield { type: 'text_delta', text: 'The user likes tea.' };
         yield { type: 'done', finishReason: 'stop' };
       },
     };
-    const memory = new DeviceMemory({ store: store.memory, settings: { ...settings, summaryRetryMs: 300 }, agentOf: () => ({ agent: 'home', llm }), log: silentLogger, summaryTimeoutMs: 300 });
+    const memory = new DeviceMemory({
+      store: store.memory,
+      settings: { ...settings, summaryRetryMs: 300 },
+      agentOf: () => ({ agent: 'home', llm }),
+      log: silentLogger,
+      summaryTimeoutMs: 300,
+    });
     try {
       const s = memory.forSession(info);
       assert.ok(s);
       await s.use('home', 'summary');
-      s.record([{ role: 'user', content: 'I like tea' }, { role: 'assistant', content: 'Noted.' }]);
-      s.record([{ role: 'user', content: 'and now?' }, { role: 'assistant', content: 'Now.' }]);
+      s.record([
+        { role: 'user', content: 'I like tea' },
+        { role: 'assistant', content: 'Noted.' },
+      ]);
+      s.record([
+        { role: 'user', content: 'and now?' },
+        { role: 'assistant', content: 'Now.' },
+      ]);
       s.close();
       const end = Date.now() + 10_000;
-      while ((await store.memory.summary(PAIR, 'home')) === undefined && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+      while ((await store.memory.summary(PAIR, 'home')) === undefined && Date.now() < end)
+        await new Promise((r) => setTimeout(r, 50));
       assert.equal((await store.memory.summary(PAIR, 'home'))?.text, 'The user likes tea.');
       assert.ok(calls >= 2, 'asked again after the first call was given up');
     } finally {
@@ -220,13 +312,21 @@ describe('device memory on the server', () => {
         };
       },
     });
-    const memory = new DeviceMemory({ store: counted, settings, agentOf: () => ({ agent: 'home', llm }), log: silentLogger });
+    const memory = new DeviceMemory({
+      store: counted,
+      settings,
+      agentOf: () => ({ agent: 'home', llm }),
+      log: silentLogger,
+    });
     try {
       const s = memory.forSession(info);
       assert.ok(s);
       await s.use('home', 'summary');
       await memory.close();
-      s.record([{ role: 'user', content: 'late words' }, { role: 'assistant', content: 'late answer' }]);
+      s.record([
+        { role: 'user', content: 'late words' },
+        { role: 'assistant', content: 'late answer' },
+      ]);
       s.close();
       await new Promise((r) => setTimeout(r, 600));
       assert.equal(writes, 0, 'nothing written after close');
@@ -238,12 +338,20 @@ describe('device memory on the server', () => {
 
   test('mode none stores nothing', async () => {
     const store = await open(await target.fresh());
-    const memory = new DeviceMemory({ store: store.memory, settings, agentOf: () => ({ agent: 'home', llm: new ScriptedLlm() }), log: silentLogger });
+    const memory = new DeviceMemory({
+      store: store.memory,
+      settings,
+      agentOf: () => ({ agent: 'home', llm: new ScriptedLlm() }),
+      log: silentLogger,
+    });
     try {
       const s = memory.forSession(info);
       assert.ok(s);
       await s.use('home', 'none');
-      s.record([{ role: 'user', content: 'hello' }, { role: 'assistant', content: 'hi' }]);
+      s.record([
+        { role: 'user', content: 'hello' },
+        { role: 'assistant', content: 'hi' },
+      ]);
       s.close();
       await memory.settle();
       assert.deepEqual(await store.memory.history(DEV, 10), []);
@@ -252,13 +360,26 @@ describe('device memory on the server', () => {
       await store.close();
     }
   });
-  test('memory is the pair\'s: a session with the same MAC and another Client-Id (or none) gets nothing; a change for one pair empties only its sessions', async () => {
+  test("memory is the pair's: a session with the same MAC and another Client-Id (or none) gets nothing; a change for one pair empties only its sessions", async () => {
     const store = await open(await target.fresh());
-    const memory = new DeviceMemory({ store: store.memory, settings: { ...settings, historyTurns: 5 }, agentOf: () => ({ agent: 'home', llm: new ScriptedLlm() }), log: silentLogger, onChange: (l) => store.onChange(l) });
+    const memory = new DeviceMemory({
+      store: store.memory,
+      settings: { ...settings, historyTurns: 5 },
+      agentOf: () => ({ agent: 'home', llm: new ScriptedLlm() }),
+      log: silentLogger,
+      onChange: (l) => store.onChange(l),
+    });
     try {
-      await store.memory.addTurns([{ ...PAIR, agent: 'home', role: 'user', text: 'my name is Ann' }, { ...PAIR, agent: 'home', role: 'assistant', text: 'Hello Ann.' }]);
+      await store.memory.addTurns([
+        { ...PAIR, agent: 'home', role: 'user', text: 'my name is Ann' },
+        { ...PAIR, agent: 'home', role: 'assistant', text: 'Hello Ann.' },
+      ]);
       await store.memory.remember(PAIR, 'home', 'Ann likes tea');
-      assert.equal(memory.forSession({ deviceId: DEV, clientId: null } as unknown as SessionInfo), undefined, 'no Client-Id: no pair to keep memory under');
+      assert.equal(
+        memory.forSession({ deviceId: DEV, clientId: null } as unknown as SessionInfo),
+        undefined,
+        'no Client-Id: no pair to keep memory under',
+      );
       const stranger = memory.forSession({ deviceId: DEV, clientId: 'someone-else' } as unknown as SessionInfo);
       const owner = memory.forSession(info);
       assert.ok(stranger && owner);

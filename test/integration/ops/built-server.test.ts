@@ -23,7 +23,9 @@ function run(command: string, args: readonly string[], cwd: string): Promise<voi
     child.stdout.on('data', (b: Buffer) => (out += b.toString('utf8')));
     child.stderr.on('data', (b: Buffer) => (out += b.toString('utf8')));
     child.once('error', fail);
-    child.once('exit', (code) => (code === 0 ? done() : fail(new Error(`${command} ${args.join(' ')} exited ${code}:\n${out.slice(-3000)}`))));
+    child.once('exit', (code) =>
+      code === 0 ? done() : fail(new Error(`${command} ${args.join(' ')} exited ${code}:\n${out.slice(-3000)}`)),
+    );
   });
 }
 
@@ -42,16 +44,33 @@ describe('the built server (npm run build, node dist/server/main.js)', () => {
   test('serves the device page at / and stops on SIGTERM', async () => {
     await run('npm', ['run', 'build', '--', '--outDir', outDir], ROOT);
     const port = await freePort();
-    const env: NodeJS.ProcessEnv = { ...process.env, HOST: '127.0.0.1', PORT: String(port), XIAOZHI_DATA_DIR: join(cwd, 'data') };
-    for (const k of ['XIAOZHI_CONFIG', 'PUBLIC_WS_URL', 'OPENAI_BASE_URL', 'OPENAI_API_KEY', 'LLM_MODEL', 'LOG_LEVEL']) delete env[k];
-    srv = await spawnServer({ command: process.execPath, args: [join(outDir, 'server', 'main.js')], cwd, env, port, readyTimeoutMs: 90_000 });
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      XIAOZHI_DATA_DIR: join(cwd, 'data'),
+    };
+    for (const k of ['XIAOZHI_CONFIG', 'PUBLIC_WS_URL', 'OPENAI_BASE_URL', 'OPENAI_API_KEY', 'LLM_MODEL', 'LOG_LEVEL'])
+      delete env[k];
+    srv = await spawnServer({
+      command: process.execPath,
+      args: [join(outDir, 'server', 'main.js')],
+      cwd,
+      env,
+      port,
+      readyTimeoutMs: 90_000,
+    });
 
     const page = await fetch(`${srv.httpUrl}/`);
     assert.equal(page.status, 200, 'GET / answers 200');
     assert.match(page.headers.get('content-type') ?? '', /^text\/html/);
-    assert.equal(await page.text(), readFileSync(join(ROOT, 'web', 'device', 'index.html'), 'utf8'), 'the page is web/device/index.html');
+    assert.equal(
+      await page.text(),
+      readFileSync(join(ROOT, 'web', 'device', 'index.html'), 'utf8'),
+      'the page is web/device/index.html',
+    );
     const script = await fetch(`${srv.httpUrl}/js/main.js`);
-    assert.equal(script.status, 200, 'the page\'s script is served too');
+    assert.equal(script.status, 200, "the page's script is served too");
     assert.match(script.headers.get('content-type') ?? '', /javascript/);
 
     srv.proc.kill('SIGTERM');

@@ -7,7 +7,14 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { ConfigSchema, ConfigShapeSchema } from '../../../server/config.ts';
-import { configTables, documentedKeys, DOC_FILE, parseDescriptions, regenerate, schemaKeys } from '../../tools/gen-config-docs.ts';
+import {
+  configTables,
+  documentedKeys,
+  DOC_FILE,
+  parseDescriptions,
+  regenerate,
+  schemaKeys,
+} from '../../tools/gen-config-docs.ts';
 
 describe('configuration reference (docs/configuration.md)', () => {
   const doc = readFileSync(DOC_FILE, 'utf8');
@@ -17,15 +24,23 @@ describe('configuration reference (docs/configuration.md)', () => {
     const inDocs = new Set(documentedKeys(doc));
     const missing = [...inSchema].filter((k) => !inDocs.has(k));
     const unknown = [...inDocs].filter((k) => !inSchema.has(k));
-    assert.deepEqual(missing, [], `keys missing from the docs (run npx tsx test/tools/gen-config-docs.ts): ${missing.join(', ')}`);
+    assert.deepEqual(
+      missing,
+      [],
+      `keys missing from the docs (run npx tsx test/tools/gen-config-docs.ts): ${missing.join(', ')}`,
+    );
     assert.deepEqual(unknown, [], `documented keys that the schema does not have: ${unknown.join(', ')}`);
     // The walk found the whole schema, not an empty subset that would make this test vacuous.
     const topLevel = new Set([...inSchema].map((k) => (k.split(' → ')[1] ?? '').split('.')[0]));
     assert.deepEqual([...topLevel].sort(), Object.keys(ConfigShapeSchema.shape).sort());
   });
 
-  test('types and defaults in the tables are the schema\'s (the generated block is current)', () => {
-    assert.equal(regenerate(doc), doc, 'docs/configuration.md is out of date: run npx tsx test/tools/gen-config-docs.ts');
+  test("types and defaults in the tables are the schema's (the generated block is current)", () => {
+    assert.equal(
+      regenerate(doc),
+      doc,
+      'docs/configuration.md is out of date: run npx tsx test/tools/gen-config-docs.ts',
+    );
   });
 
   test('every documented key has a description', () => {

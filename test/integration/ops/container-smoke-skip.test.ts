@@ -19,12 +19,20 @@ describe('container smoke: no base image', () => {
     writeFileSync(join(dir, name), `#!/bin/sh\n${body}\n`);
     chmodSync(join(dir, name), 0o755);
   };
-  stub('buildah', 'echo "Error: initializing source docker://node:24-bookworm-slim: pinging container registry: no route to host" >&2\nexit 125');
+  stub(
+    'buildah',
+    'echo "Error: initializing source docker://node:24-bookworm-slim: pinging container registry: no route to host" >&2\nexit 125',
+  );
   stub('id', 'if [ "$1" = -u ]; then echo 0; else exec /usr/bin/id "$@"; fi');
   stub('mount', 'exit 32');
 
   const run = (ci: string | undefined): { status: number | null; out: string } => {
-    const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${dir}:${process.env.PATH ?? ''}`, LOCAL_NODE_IMAGE: join(dir, 'no-such-tool'), XIAOZHI_BUILDAH_DRIVER: 'auto' };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      PATH: `${dir}:${process.env.PATH ?? ''}`,
+      LOCAL_NODE_IMAGE: join(dir, 'no-such-tool'),
+      XIAOZHI_BUILDAH_DRIVER: 'auto',
+    };
     delete env.CI;
     if (ci !== undefined) env.CI = ci;
     const r = spawnSync('bash', ['.ci/container-smoke.sh'], { env, encoding: 'utf8', timeout: 60_000 });

@@ -54,7 +54,10 @@ describe('npm run db -- migrate', () => {
     for (let i = 0; i < 2; i++) {
       const r = await runCmd('npm', ['run', '--silent', 'db', '--', 'migrate'], cleanEnv({ XIAOZHI_CONFIG: config }));
       assert.equal(r.code, 0, r.stderr);
-      assert.equal(r.stdout, `database sqlite:${join(dir, 'state', 'xiaozhi.db')} (sqlite) at schema version ${version}\n`);
+      assert.equal(
+        r.stdout,
+        `database sqlite:${join(dir, 'state', 'xiaozhi.db')} (sqlite) at schema version ${version}\n`,
+      );
     }
     assert.ok(existsSync(join(dir, 'state', 'xiaozhi.db')));
   });
@@ -62,22 +65,47 @@ describe('npm run db -- migrate', () => {
   test('on PostgreSQL named by DATABASE_URL', async () => {
     pg = await startPostgres();
     const url = await pg.database();
-    const r = await runCmd('npm', ['run', '--silent', 'db', '--', 'migrate'], cleanEnv({ XIAOZHI_CONFIG: config, DATABASE_URL: url }));
+    const r = await runCmd(
+      'npm',
+      ['run', '--silent', 'db', '--', 'migrate'],
+      cleanEnv({ XIAOZHI_CONFIG: config, DATABASE_URL: url }),
+    );
     assert.equal(r.code, 0, r.stderr);
     // The user name goes too: in a URL without a password it may be the credential itself.
-    assert.equal(r.stdout, `database ${url.replace(/\/\/[^@/]*@/, '//[Redacted]@')} (postgres) at schema version ${version}\n`);
+    assert.equal(
+      r.stdout,
+      `database ${url.replace(/\/\/[^@/]*@/, '//[Redacted]@')} (postgres) at schema version ${version}\n`,
+    );
   });
 
   test('an unreachable database: the command and the server fail with an error naming store.url, without the password', async () => {
     const url = 'postgres://app:hunter2@127.0.0.1:1/xiaozhi';
-    const db = await runCmd('npm', ['run', '--silent', 'db', '--', 'migrate'], cleanEnv({ XIAOZHI_CONFIG: config, DATABASE_URL: url }));
+    const db = await runCmd(
+      'npm',
+      ['run', '--silent', 'db', '--', 'migrate'],
+      cleanEnv({ XIAOZHI_CONFIG: config, DATABASE_URL: url }),
+    );
     assert.equal(db.code, 1);
-    assert.match(db.stderr, /^store\.url postgres:\/\/\[Redacted\]@127\.0\.0\.1:1\/xiaozhi: cannot reach the database/m);
-    const server = await runCmd(process.execPath, ['--import', 'tsx', 'server/main.ts', '--config', config], cleanEnv({ DATABASE_URL: url, PORT: '0' }));
+    assert.match(
+      db.stderr,
+      /^store\.url postgres:\/\/\[Redacted\]@127\.0\.0\.1:1\/xiaozhi: cannot reach the database/m,
+    );
+    const server = await runCmd(
+      process.execPath,
+      ['--import', 'tsx', 'server/main.ts', '--config', config],
+      cleanEnv({ DATABASE_URL: url, PORT: '0' }),
+    );
     assert.equal(server.code, 1, server.stderr);
-    assert.match(server.stderr, /xiaozhi-server failed to start: store\.url postgres:\/\/\[Redacted\]@127\.0\.0\.1:1\/xiaozhi: cannot reach the database/);
+    assert.match(
+      server.stderr,
+      /xiaozhi-server failed to start: store\.url postgres:\/\/\[Redacted\]@127\.0\.0\.1:1\/xiaozhi: cannot reach the database/,
+    );
     assert.equal(`${db.stderr}${server.stderr}${server.stdout}`.includes('hunter2'), false);
-    const bad = await runCmd('npm', ['run', '--silent', 'db', '--', 'frobnicate'], cleanEnv({ XIAOZHI_CONFIG: config }));
+    const bad = await runCmd(
+      'npm',
+      ['run', '--silent', 'db', '--', 'frobnicate'],
+      cleanEnv({ XIAOZHI_CONFIG: config }),
+    );
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /^usage: npm run db -- migrate/m);
   });

@@ -24,7 +24,10 @@ interface ComposeService {
   depends_on?: Record<string, { condition: string }>;
 }
 
-const compose = parse(readFileSync('docker/compose.yml', 'utf8')) as { services: Record<string, ComposeService>; volumes: Record<string, unknown> };
+const compose = parse(readFileSync('docker/compose.yml', 'utf8')) as {
+  services: Record<string, ComposeService>;
+  volumes: Record<string, unknown>;
+};
 const services = compose.services;
 
 describe('deployment files', () => {
@@ -53,28 +56,41 @@ describe('deployment files', () => {
     // The compose service runs compiled JS from the same image: its source must exist.
     const entry = services['mcp-audio']?.command?.[1] ?? '';
     assert.match(entry, /^dist\/examples\/.+\.js$/);
-    assert.ok(existsSync(entry.replace(/^dist\//, '').replace(/\.js$/, '.ts')), `${entry} is built from an existing source`);
+    assert.ok(
+      existsSync(entry.replace(/^dist\//, '').replace(/\.js$/, '.ts')),
+      `${entry} is built from an existing source`,
+    );
     assert.equal(services['mcp-audio']?.ports, undefined, 'the unauthenticated MCP server is not published');
     assert.ok('ollama' in compose.volumes, 'models persist in a named volume');
   });
 
   test('compose: `docker compose up` alone gives a talking stack (Ollama and its model in the default stack, the server waits for them)', () => {
     const server = services.server;
-    for (const name of ['ollama', 'ollama-pull']) assert.equal(services[name]?.profiles, undefined, `${name} is in the default stack`);
+    for (const name of ['ollama', 'ollama-pull'])
+      assert.equal(services[name]?.profiles, undefined, `${name} is in the default stack`);
     assert.equal(server?.depends_on?.ollama?.condition, 'service_healthy');
-    assert.equal(server?.depends_on?.['ollama-pull']?.condition, 'service_completed_successfully', 'no turn before the model is there');
+    assert.equal(
+      server?.depends_on?.['ollama-pull']?.condition,
+      'service_completed_successfully',
+      'no turn before the model is there',
+    );
     // Every dependency exists, and every service_healthy one has a health check to become healthy.
     for (const [name, svc] of Object.entries(services)) {
       for (const [dep, { condition }] of Object.entries(svc.depends_on ?? {})) {
         assert.ok(services[dep], `${name} depends on a defined service ${dep}`);
-        if (condition === 'service_healthy') assert.ok(services[dep]?.healthcheck?.test.length, `${dep} has a health check`);
+        if (condition === 'service_healthy')
+          assert.ok(services[dep]?.healthcheck?.test.length, `${dep} has a health check`);
       }
     }
     // The model pulled is the model the server asks for; a cloud LLM (OPENAI_BASE_URL in .env) skips the pull.
     const { config } = loadConfig({ argv: ['--config', 'docker/server.yaml'], env: {}, cwd: process.cwd() });
     const pull = services['ollama-pull'];
     const script = pull?.entrypoint?.join(' ') ?? '';
-    assert.ok(script.includes(`\${OLLAMA_MODEL:-${config.llm.model}}`) || pull?.environment?.OLLAMA_MODEL === `\${OLLAMA_MODEL:-${config.llm.model}}`, script);
+    assert.ok(
+      script.includes(`\${OLLAMA_MODEL:-${config.llm.model}}`) ||
+        pull?.environment?.OLLAMA_MODEL === `\${OLLAMA_MODEL:-${config.llm.model}}`,
+      script,
+    );
     assert.match(script, /OPENAI_BASE_URL/);
     assert.match(readFileSync('docker/.env.example', 'utf8'), /^# OPENAI_BASE_URL=/m);
   });
@@ -119,7 +135,7 @@ describe('deployment files', () => {
     assert.match(smoke, /FROM \$IMAGE[\s\S]*apt-get install -y/);
   });
 
-  test('one data directory: the image\'s /data (node\'s, a volume, XIAOZHI_DATA_DIR) is compose\'s named volume; devices on PATH', () => {
+  test("one data directory: the image's /data (node's, a volume, XIAOZHI_DATA_DIR) is compose's named volume; devices on PATH", () => {
     const dockerfile = readFileSync('Dockerfile', 'utf8');
     assert.match(dockerfile, /mkdir \/data && chown node:node \/data/, 'the user the server runs as owns /data');
     assert.match(dockerfile, /^VOLUME \/data$/m);
@@ -127,14 +143,21 @@ describe('deployment files', () => {
     assert.match(dockerfile, /exec node \/app\/dist\/scripts\/devices\.js/, 'the devices CLI runs the compiled script');
     const build = JSON.parse(readFileSync('tsconfig.build.json', 'utf8')) as { include: string[] };
     assert.ok(build.include.includes('scripts'), 'the build compiles scripts/devices.ts');
-    const { config } = loadConfig({ argv: ['--config', 'docker/server.yaml'], env: { XIAOZHI_DATA_DIR: '/data' }, cwd: process.cwd() });
+    const { config } = loadConfig({
+      argv: ['--config', 'docker/server.yaml'],
+      env: { XIAOZHI_DATA_DIR: '/data' },
+      cwd: process.cwd(),
+    });
     assert.equal(config.server.dataDir, '/data', 'docker/server.yaml leaves the data directory to the image');
     assert.ok((services.server?.volumes ?? []).includes('data:/data'), 'compose mounts the named volume at /data');
     assert.ok('data' in compose.volumes, 'compose declares the data volume');
   });
 
   test('compose.replicas.yml: two replicas of one image on one PostgreSQL, behind a proxy that passes WebSocket upgrades', () => {
-    const rep = parse(readFileSync('docker/compose.replicas.yml', 'utf8'), { merge: true }) as { services: Record<string, ComposeService & { image?: string }>; volumes: Record<string, unknown> };
+    const rep = parse(readFileSync('docker/compose.replicas.yml', 'utf8'), { merge: true }) as {
+      services: Record<string, ComposeService & { image?: string }>;
+      volumes: Record<string, unknown>;
+    };
     const a = rep.services['server-a'];
     const b = rep.services['server-b'];
     assert.ok(a && b, 'two server services');
@@ -148,7 +171,10 @@ describe('deployment files', () => {
       assert.equal(srv.ports, undefined, 'only the proxy is published');
       assert.ok(srv.volumes?.includes('./replicas/server.yaml:/app/config.yaml:ro'));
     }
-    assert.ok(rep.services.postgres?.volumes?.some((v) => v.startsWith('pgdata:')), 'the database on a volume');
+    assert.ok(
+      rep.services.postgres?.volumes?.some((v) => v.startsWith('pgdata:')),
+      'the database on a volume',
+    );
     assert.ok('pgdata' in rep.volumes);
     const nginx = readFileSync('docker/replicas/nginx.conf', 'utf8');
     assert.match(nginx, /server server-a:8000;[\s\S]*server server-b:8000;/);
@@ -156,7 +182,11 @@ describe('deployment files', () => {
     assert.match(nginx, /proxy_set_header Upgrade \$http_upgrade;/);
     assert.match(nginx, /proxy_set_header X-Forwarded-For/);
     // The replicas' configuration is valid, in activation mode, and believes the proxy's network.
-    const { config } = loadConfig({ argv: ['--config', 'docker/replicas/server.yaml'], env: { DATABASE_URL: 'postgres://x:y@postgres:5432/xiaozhi' }, cwd: process.cwd() });
+    const { config } = loadConfig({
+      argv: ['--config', 'docker/replicas/server.yaml'],
+      env: { DATABASE_URL: 'postgres://x:y@postgres:5432/xiaozhi' },
+      cwd: process.cwd(),
+    });
     assert.equal(config.server.auth.mode, 'activation');
     assert.ok(config.server.trustProxy.includes('172.16.0.0/12'));
     assert.equal(config.store.url, 'postgres://x:y@postgres:5432/xiaozhi', 'DATABASE_URL names the store');
@@ -164,10 +194,17 @@ describe('deployment files', () => {
 
   test('.dockerignore lets through every folder the build compiles, and no secrets', () => {
     const build = JSON.parse(readFileSync('tsconfig.build.json', 'utf8')) as { include: string[] };
-    const lines = readFileSync('.dockerignore', 'utf8').split('\n').map((l) => l.trim());
-    assert.equal(lines.find((l) => l && !l.startsWith('#')), '*', 'a whitelist: everything is excluded first');
+    const lines = readFileSync('.dockerignore', 'utf8')
+      .split('\n')
+      .map((l) => l.trim());
+    assert.equal(
+      lines.find((l) => l && !l.startsWith('#')),
+      '*',
+      'a whitelist: everything is excluded first',
+    );
     for (const dir of build.include) assert.ok(lines.includes(`!${dir}/`), `${dir}/ reaches the build`);
-    for (const f of ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json']) assert.ok(lines.includes(`!${f}`), f);
+    for (const f of ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json'])
+      assert.ok(lines.includes(`!${f}`), f);
     assert.ok(!lines.includes('!config.yaml') && !lines.includes('!.env'));
   });
 });

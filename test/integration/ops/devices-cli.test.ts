@@ -35,7 +35,11 @@ function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
 
 async function npmDevices(args: readonly string[], env: NodeJS.ProcessEnv): Promise<Run> {
   try {
-    const r = await exec('npm', ['run', '--silent', 'devices', '--', ...args], { cwd: process.cwd(), env, timeout: 60_000 });
+    const r = await exec('npm', ['run', '--silent', 'devices', '--', ...args], {
+      cwd: process.cwd(),
+      env,
+      timeout: 60_000,
+    });
     return { code: 0, stdout: r.stdout, stderr: r.stderr };
   } catch (err) {
     const e = err as { code?: number; stdout?: string; stderr?: string };
@@ -46,7 +50,9 @@ async function npmDevices(args: readonly string[], env: NodeJS.ProcessEnv): Prom
 /** The lines the documentation shows for the command (README and docs/), to keep this test honest. */
 function documentedForms(): string[] {
   const files = ['README.md', 'docs/configuration.md', 'docs/deployment.md', 'docs/security.md'];
-  return files.flatMap((f) => [...readFileSync(f, 'utf8').matchAll(/npm run devices -- (\w+)/g)].map((m) => m[1] as string));
+  return files.flatMap((f) =>
+    [...readFileSync(f, 'utf8').matchAll(/npm run devices -- (\w+)/g)].map((m) => m[1] as string),
+  );
 }
 
 describe('npm run devices, as documented', () => {
@@ -60,7 +66,16 @@ describe('npm run devices, as documented', () => {
     config = join(dir, 'config.yaml');
     writeFileSync(config, stringify({ server: { dataDir: join(dir, 'state'), auth: { mode: 'activation' } } }));
     // A device asked OTA: its code is pending in the store the configuration names.
-    const store = await openStore({ url: 'sqlite:xiaozhi.db', dataDir: join(dir, 'state'), secret: '', codeTtlMs: 600_000, pendingPerSource: 3, replica: 'test', log: silentLogger, watch: false });
+    const store = await openStore({
+      url: 'sqlite:xiaozhi.db',
+      dataDir: join(dir, 'state'),
+      secret: '',
+      codeTtlMs: 600_000,
+      pendingPerSource: 3,
+      replica: 'test',
+      log: silentLogger,
+      watch: false,
+    });
     code = (await store.registry.pendingCode(DEVICE.deviceId, DEVICE.clientId, '127.0.0.1'))?.code ?? '';
     await store.close();
     assert.match(code, /^\d{6}$/);
@@ -113,9 +128,17 @@ describe('npm run devices, as documented', () => {
  * Runs `npm run devices -- ARGS` and calls `onLine` with each stdout line as it is printed, so the
  * test can act the moment the command reports its change (before npm has even exited).
  */
-function npmDevicesLive(args: readonly string[], env: NodeJS.ProcessEnv, onLine: (line: string) => Promise<void> | void): Promise<Run> {
+function npmDevicesLive(
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  onLine: (line: string) => Promise<void> | void,
+): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn('npm', ['run', '--silent', 'devices', '--', ...args], { cwd: process.cwd(), env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('npm', ['run', '--silent', 'devices', '--', ...args], {
+      cwd: process.cwd(),
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     let pending = '';
@@ -145,7 +168,10 @@ describe('npm run devices against a running server', () => {
     dir = mkdtempSync(join(tmpdir(), 'devices-live-'));
     config = join(dir, 'config.yaml');
     writeFileSync(config, stringify({ server: { dataDir: join(dir, 'state'), auth: { mode: 'activation' } } }));
-    t = await startTestApp({ createConversation: recordingConversation().factory, config: { server: { dataDir: join(dir, 'state'), auth: { mode: 'activation' } } } });
+    t = await startTestApp({
+      createConversation: recordingConversation().factory,
+      config: { server: { dataDir: join(dir, 'state'), auth: { mode: 'activation' } } },
+    });
   });
   after(async () => {
     await t?.close();
@@ -153,12 +179,19 @@ describe('npm run devices against a running server', () => {
   });
 
   const ota = async (): Promise<{ activation?: { code: string }; websocket: { token?: string } }> => {
-    const res = await fetch(`${t.httpUrl}/xiaozhi/ota/`, { method: 'POST', headers: { 'content-type': 'application/json', 'device-id': DEVICE.deviceId, 'client-id': DEVICE.clientId }, body: '{}' });
+    const res = await fetch(`${t.httpUrl}/xiaozhi/ota/`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'device-id': DEVICE.deviceId, 'client-id': DEVICE.clientId },
+      body: '{}',
+    });
     assert.equal(res.status, 200);
     return (await res.json()) as { activation?: { code: string }; websocket: { token?: string } };
   };
   const activate = async (): Promise<number> => {
-    const res = await fetch(`${t.httpUrl}/xiaozhi/ota/activate`, { method: 'POST', headers: { 'device-id': DEVICE.deviceId, 'client-id': DEVICE.clientId } });
+    const res = await fetch(`${t.httpUrl}/xiaozhi/ota/activate`, {
+      method: 'POST',
+      headers: { 'device-id': DEVICE.deviceId, 'client-id': DEVICE.clientId },
+    });
     await res.arrayBuffer();
     return res.status;
   };
@@ -208,7 +241,10 @@ describe('npm run devices on a store that does not exist', () => {
     const dir = mkdtempSync(join(tmpdir(), 'devices-missing-'));
     try {
       const file = join(dir, 'typo', 'xiaozhi.db');
-      for (const args of [['bind', '123456', '--file', file], ['list', '--file', file]]) {
+      for (const args of [
+        ['bind', '123456', '--file', file],
+        ['list', '--file', file],
+      ]) {
         const r = await npmDevices(args, cleanEnv());
         assert.notEqual(r.code, 0, `${args.join(' ')}: ${r.stdout}`);
         assert.ok(r.stderr.includes(file), `${args.join(' ')}: the message names ${file}: ${r.stderr}`);
@@ -231,11 +267,23 @@ describe('npm run devices on a store that does not exist', () => {
   test('on a store that exists, it says which one it opened', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'devices-which-'));
     try {
-      const store = await openStore({ url: 'sqlite:xiaozhi.db', dataDir: dir, secret: '', codeTtlMs: 600_000, pendingPerSource: 3, replica: 'test', log: silentLogger, watch: false });
+      const store = await openStore({
+        url: 'sqlite:xiaozhi.db',
+        dataDir: dir,
+        secret: '',
+        codeTtlMs: 600_000,
+        pendingPerSource: 3,
+        replica: 'test',
+        log: silentLogger,
+        watch: false,
+      });
       await store.close();
       const r = await npmDevices(['bind', '123456', '--file', join(dir, 'xiaozhi.db')], cleanEnv());
       assert.equal(r.code, 1);
-      assert.match(r.stderr, new RegExp(`store sqlite:${join(dir, 'xiaozhi.db').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+      assert.match(
+        r.stderr,
+        new RegExp(`store sqlite:${join(dir, 'xiaozhi.db').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`),
+      );
       assert.match(r.stderr, /not bound: unknown or expired code/);
     } finally {
       rmSync(dir, { recursive: true, force: true });

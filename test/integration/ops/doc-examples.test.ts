@@ -32,7 +32,8 @@ export function selfPointingUrls(c: Config): string[] {
   const urls: Array<[string, string]> = [['llm.baseURL', c.llm.baseURL]];
   if (c.asr.provider === 'openai') urls.push(['asr.baseURL', c.asr.baseURL]);
   if (c.tts.provider === 'openai') urls.push(['tts.baseURL', c.tts.baseURL]);
-  for (const [name, s] of Object.entries(c.mcpServers)) if ('url' in s && typeof s.url === 'string') urls.push([`mcpServers.${name}.url`, s.url]);
+  for (const [name, s] of Object.entries(c.mcpServers))
+    if ('url' in s && typeof s.url === 'string') urls.push([`mcpServers.${name}.url`, s.url]);
   return urls
     .filter(([, u]) => {
       const url = new URL(u);
@@ -42,12 +43,23 @@ export function selfPointingUrls(c: Config): string[] {
     .map(([k, u]) => `${k}: ${u}`);
 }
 
-const files = ['README.md', ...readdirSync('docs').filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const files = [
+  'README.md',
+  ...readdirSync('docs')
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 const examples = files.flatMap(configBlocks);
-examples.push({ where: 'docker/server.yaml', data: parseYaml(readFileSync('docker/server.yaml', 'utf8')) as Record<string, unknown> });
+examples.push({
+  where: 'docker/server.yaml',
+  data: parseYaml(readFileSync('docker/server.yaml', 'utf8')) as Record<string, unknown>,
+});
 
 test('the README and docs hold configuration examples (the extraction finds them)', () => {
-  assert.ok(examples.some((e) => e.where.startsWith('README.md')), examples.map((e) => e.where).join(', '));
+  assert.ok(
+    examples.some((e) => e.where.startsWith('README.md')),
+    examples.map((e) => e.where).join(', '),
+  );
   assert.ok(examples.some((e) => e.where.startsWith('docs/configuration.md')));
 });
 
@@ -62,5 +74,10 @@ for (const ex of examples) {
 test('the self-pointing check catches the server port on loopback', () => {
   const c = ConfigSchema.parse({ asr: { provider: 'openai', baseURL: 'http://127.0.0.1:8000/v1' } });
   assert.deepEqual(selfPointingUrls(c), ['asr.baseURL: http://127.0.0.1:8000/v1']);
-  assert.deepEqual(selfPointingUrls(ConfigSchema.parse({ server: { port: 9000 }, asr: { provider: 'openai', baseURL: 'http://127.0.0.1:8000/v1' } })), []);
+  assert.deepEqual(
+    selfPointingUrls(
+      ConfigSchema.parse({ server: { port: 9000 }, asr: { provider: 'openai', baseURL: 'http://127.0.0.1:8000/v1' } }),
+    ),
+    [],
+  );
 });

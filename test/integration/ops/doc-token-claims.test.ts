@@ -9,9 +9,16 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { recordingConversation } from '../../helpers/recording-conversation.ts';
 import { startTestApp } from '../../helpers/test-app.ts';
 
-const FILES = ['README.md', 'docker/server.yaml', ...readdirSync('docs').filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const FILES = [
+  'README.md',
+  'docker/server.yaml',
+  ...readdirSync('docs')
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 /** Phrasings that claim OTA gives out a configured (static) token. */
-const CLAIM = /OTA hands out the first|hands out the first token|OTA (?:gives|hands) (?:out )?(?:the |a )?(?:static |configured )token/i;
+const CLAIM =
+  /OTA hands out the first|hands out the first token|OTA (?:gives|hands) (?:out )?(?:the |a )?(?:static |configured )token/i;
 
 test('no doc or shipped config claims OTA hands out a static token', () => {
   const found = FILES.flatMap((f) =>
@@ -24,9 +31,16 @@ test('no doc or shipped config claims OTA hands out a static token', () => {
 });
 
 test('the code: in tokens mode the OTA answer carries no token', async () => {
-  const t = await startTestApp({ createConversation: recordingConversation().factory, config: { server: { auth: { tokens: ['change-me'] } } } });
+  const t = await startTestApp({
+    createConversation: recordingConversation().factory,
+    config: { server: { auth: { tokens: ['change-me'] } } },
+  });
   try {
-    const res = await fetch(`${t.httpUrl}/xiaozhi/ota/`, { method: 'POST', headers: { 'content-type': 'application/json', 'device-id': 'aa:00:00:00:00:41' }, body: '{}' });
+    const res = await fetch(`${t.httpUrl}/xiaozhi/ota/`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'device-id': 'aa:00:00:00:00:41' },
+      body: '{}',
+    });
     const body = (await res.json()) as { websocket: Record<string, unknown> };
     assert.equal('token' in body.websocket, false);
   } finally {

@@ -37,7 +37,10 @@ test('never runs', () => {});
     // subtest reporting to this one.
     const env = { ...process.env };
     delete env.NODE_TEST_CONTEXT;
-    const child = spawn(process.execPath, ['--import', 'tsx', '--test', file], { stdio: ['ignore', 'pipe', 'pipe'], env });
+    const child = spawn(process.execPath, ['--import', 'tsx', '--test', file], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env,
+    });
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     const killer = setTimeout(() => child.kill('SIGKILL'), 60_000);

@@ -83,7 +83,11 @@ describe('health and metrics routes', () => {
   test('/readyz: degraded by a failed MCP server and an unreachable provider, checks cached', async () => {
     const res = await t.app.fastify.inject({ method: 'GET', url: '/readyz' });
     assert.equal(res.statusCode, 200, 'a dependency outage does not fail readiness');
-    const body = res.json<{ status: string; mcpServers: Array<{ name: string; state: string }>; checks: Array<{ name: string; ok: boolean; error?: string }> }>();
+    const body = res.json<{
+      status: string;
+      mcpServers: Array<{ name: string; state: string }>;
+      checks: Array<{ name: string; ok: boolean; error?: string }>;
+    }>();
     assert.equal(body.status, 'degraded');
     assert.deepEqual(
       body.mcpServers.map((s) => [s.name, s.state]),
@@ -120,7 +124,12 @@ describe('health and metrics routes', () => {
     assert.equal(metricValue(first.body, 'xiaozhi_mcp_server_state', 'server="broken",state="failed"'), 1);
     assert.equal(metricValue(first.body, 'xiaozhi_mcp_server_state', 'server="broken",state="ready"'), 0);
     assert.equal(metricValue(first.body, 'xiaozhi_mcp_state_changes_total', 'server="broken",state="failed"'), 1);
-    for (const name of ['xiaozhi_resource_cache_hits_total', 'xiaozhi_resource_cache_misses_total', 'xiaozhi_late_frames_total', 'nodejs_eventloop_lag_seconds']) {
+    for (const name of [
+      'xiaozhi_resource_cache_hits_total',
+      'xiaozhi_resource_cache_misses_total',
+      'xiaozhi_late_frames_total',
+      'nodejs_eventloop_lag_seconds',
+    ]) {
       assert.ok(first.body.includes(`# TYPE ${name} `), `${name} is exposed`);
     }
     const dev = new DeviceSim({ url: t.wsUrl, deviceId: 'e3:00:00:00:00:01' });
@@ -141,7 +150,15 @@ describe('health and metrics routes', () => {
       const text = (await other.render()).body;
       assert.equal(metricValue(text, 'xiaozhi_sessions_total'), 0);
       assert.equal(metricValue(text, 'xiaozhi_sessions_active'), 0);
-      other.observeTurn({ source: 'voice', outcome: 'failed', totalMs: 1200, lateFrames: 3, frameIntervals: 40, lateIntervals: 2, tools: [] });
+      other.observeTurn({
+        source: 'voice',
+        outcome: 'failed',
+        totalMs: 1200,
+        lateFrames: 3,
+        frameIntervals: 40,
+        lateIntervals: 2,
+        tools: [],
+      });
       const after = (await other.render()).body;
       assert.equal(metricValue(after, 'xiaozhi_turns_total', 'source="voice",outcome="failed"'), 1);
       assert.equal(metricValue(after, 'xiaozhi_late_frames_total'), 3);

@@ -28,7 +28,9 @@ describe('metrics after real turns', () => {
   before(async () => {
     llm = await startFakeOpenAi();
     srv = await startMeteredApp(llm.url, {
-      mcpServers: { fixture: { command: process.execPath, args: ['--import', 'tsx', 'test/fixtures/mcp-fixture-server.ts'] } },
+      mcpServers: {
+        fixture: { command: process.execPath, args: ['--import', 'tsx', 'test/fixtures/mcp-fixture-server.ts'] },
+      },
     });
     packets = await utterancePackets(speak16k('what is the weather today'));
   });
@@ -57,7 +59,11 @@ describe('metrics after real turns', () => {
 
   test('/readyz: ready with the MCP server connected and the LLM reachable; 503 while draining', async () => {
     const res = await fetch(`${srv.httpUrl}/readyz`);
-    const body = (await res.json()) as { status: string; mcpServers: Array<{ name: string; state: string }>; checks: Array<{ name: string; ok: boolean; target: string }> };
+    const body = (await res.json()) as {
+      status: string;
+      mcpServers: Array<{ name: string; state: string }>;
+      checks: Array<{ name: string; ok: boolean; target: string }>;
+    };
     assert.equal(res.status, 200);
     assert.equal(body.status, 'ready');
     assert.deepEqual(
@@ -86,7 +92,13 @@ describe('metrics after real turns', () => {
       assert.equal(num(m, 'xiaozhi_sessions_active'), 1);
       assert.equal(num(m, 'xiaozhi_sessions_total'), 1);
       assert.equal(num(m, 'xiaozhi_turns_total', 'source="voice",outcome="answered"'), 1);
-      for (const h of ['xiaozhi_asr_duration_seconds', 'xiaozhi_llm_first_token_seconds', 'xiaozhi_first_sentence_seconds', 'xiaozhi_first_audio_seconds', 'xiaozhi_turn_duration_seconds']) {
+      for (const h of [
+        'xiaozhi_asr_duration_seconds',
+        'xiaozhi_llm_first_token_seconds',
+        'xiaozhi_first_sentence_seconds',
+        'xiaozhi_first_audio_seconds',
+        'xiaozhi_turn_duration_seconds',
+      ]) {
         assert.equal(num(m, `${h}_count`), 1, `${h} observed once`);
         const sum = num(m, `${h}_sum`);
         // Generous sanity bounds only: positive, and well under the 30 s a turn may take.
@@ -97,7 +109,11 @@ describe('metrics after real turns', () => {
       assert.ok(num(m, 'xiaozhi_first_audio_seconds_sum') >= num(m, 'xiaozhi_llm_first_token_seconds_sum'));
       // The first sentence is ready after the transcript and before the first frame leaves.
       const firstSentence = num(m, 'xiaozhi_first_sentence_seconds_sum');
-      assert.ok(firstSentence >= num(m, 'xiaozhi_asr_duration_seconds_sum') && firstSentence <= num(m, 'xiaozhi_first_audio_seconds_sum'), `first sentence ${firstSentence}`);
+      assert.ok(
+        firstSentence >= num(m, 'xiaozhi_asr_duration_seconds_sum') &&
+          firstSentence <= num(m, 'xiaozhi_first_audio_seconds_sum'),
+        `first sentence ${firstSentence}`,
+      );
       // Registered and counted (a missing metric reads as NaN); one short answer on an idle
       // loopback cannot have more late frames than frames.
       const late = num(m, 'xiaozhi_late_frames_total');
@@ -111,7 +127,10 @@ describe('metrics after real turns', () => {
       await dev.closed;
     }
     // The session is gone from the gauge once the socket closed.
-    await waitFor(async () => num(await scrape(srv), 'xiaozhi_sessions_active') === 0, { what: 'xiaozhi_sessions_active to be 0', intervalMs: 50 });
+    await waitFor(async () => num(await scrape(srv), 'xiaozhi_sessions_active') === 0, {
+      what: 'xiaozhi_sessions_active to be 0',
+      intervalMs: 50,
+    });
   });
 
   test('a typed turn with an MCP tool call and a failing tool call: tool calls by server and outcome', async () => {

@@ -69,8 +69,17 @@ describe('the Node line', () => {
   test('`npm start` from a shell runs the server on the engines line (its /metrics say so)', async () => {
     const port = await freePort();
     const config = join(dir, 'config.yaml');
-    writeFileSync(config, stringify({ server: { host: '127.0.0.1', port, dataDir: join(dir, 'data') }, logging: { level: 'warn' } }));
-    server = await spawnServer({ command: 'npm', args: ['start'], env: shellEnv({ XIAOZHI_CONFIG: config }), port, readyTimeoutMs: 90_000 });
+    writeFileSync(
+      config,
+      stringify({ server: { host: '127.0.0.1', port, dataDir: join(dir, 'data') }, logging: { level: 'warn' } }),
+    );
+    server = await spawnServer({
+      command: 'npm',
+      args: ['start'],
+      env: shellEnv({ XIAOZHI_CONFIG: config }),
+      port,
+      readyTimeoutMs: 90_000,
+    });
     const metrics = await (await fetch(`${server.httpUrl}/metrics`)).text();
     const info = metrics.split('\n').find((l) => l.startsWith('nodejs_version_info{'));
     assert.ok(info, 'the default metrics name the Node version');

@@ -48,7 +48,12 @@ function groupMembers(pgid: number): Proc[] {
       const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
       // pid (comm) state ppid pgrp ...: comm may hold spaces, so split after its closing parenthesis.
       const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const p = { pid: Number(name), state: rest[0] ?? '', pgid: Number(rest[2]), cmd: readFileSync(`/proc/${name}/cmdline`, 'utf8').replaceAll('\0', ' ').trim() };
+      const p = {
+        pid: Number(name),
+        state: rest[0] ?? '',
+        pgid: Number(rest[2]),
+        cmd: readFileSync(`/proc/${name}/cmdline`, 'utf8').replaceAll('\0', ' ').trim(),
+      };
       if (p.pgid === pgid && p.state !== 'Z') out.push(p);
     } catch {
       // Gone while reading.
@@ -87,7 +92,17 @@ interface NpmRun {
 /** Env without the variables that would override the test's config file. */
 function cleanEnv(config: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, XIAOZHI_CONFIG: config };
-  for (const k of ['HOST', 'PORT', 'LOG_LEVEL', 'PUBLIC_WS_URL', 'DATABASE_URL', 'OPENAI_BASE_URL', 'OPENAI_API_KEY', 'LLM_MODEL']) delete env[k];
+  for (const k of [
+    'HOST',
+    'PORT',
+    'LOG_LEVEL',
+    'PUBLIC_WS_URL',
+    'DATABASE_URL',
+    'OPENAI_BASE_URL',
+    'OPENAI_API_KEY',
+    'LLM_MODEL',
+  ])
+    delete env[k];
   return env;
 }
 
@@ -96,18 +111,37 @@ function cleanEnv(config: string): NodeJS.ProcessEnv {
  * signalled and every process it starts found), with a config file and data directory in `dir`;
  * resolves once the server answers /healthz.
  */
-async function startNpm(dir: string, groups: number[], args: string[], settings: Record<string, unknown>, level = 'warn'): Promise<NpmRun> {
+async function startNpm(
+  dir: string,
+  groups: number[],
+  args: string[],
+  settings: Record<string, unknown>,
+  level = 'warn',
+): Promise<NpmRun> {
   const port = await freePort();
   const config = join(dir, `config-${port}.yaml`);
-  const server = { host: '127.0.0.1', port, drainTimeoutMs: 1000, dataDir: join(dir, `data-${port}`), ...((settings.server as object | undefined) ?? {}) };
+  const server = {
+    host: '127.0.0.1',
+    port,
+    drainTimeoutMs: 1000,
+    dataDir: join(dir, `data-${port}`),
+    ...((settings.server as object | undefined) ?? {}),
+  };
   writeFileSync(config, stringify({ ...settings, server, logging: { level } }));
-  const npm = spawn('npm', args, { cwd: process.cwd(), env: cleanEnv(config), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const npm = spawn('npm', args, {
+    cwd: process.cwd(),
+    env: cleanEnv(config),
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const pgid = npm.pid ?? -1;
   groups.push(pgid);
   let output = '';
   npm.stdout.on('data', (b: Buffer) => (output = (output + b.toString()).slice(-200_000)));
   npm.stderr.on('data', (b: Buffer) => (output = (output + b.toString()).slice(-200_000)));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => npm.once('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    npm.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   const url = `http://127.0.0.1:${port}`;
   await until(`npm ${args.join(' ')} to listen`, () => listening(url), 90_000).catch((err: Error) => {
     throw new Error(`${err.message}\n${output}`);
@@ -128,13 +162,14 @@ describe('signals to npm reach the server', () => {
   let llm: FakeOpenAi | undefined;
   after(async () => {
     // Whatever a failed case left behind.
-    for (const g of groups) for (const p of groupMembers(g)) {
-      try {
-        process.kill(p.pid, 'SIGKILL');
-      } catch {
-        // Already gone.
+    for (const g of groups)
+      for (const p of groupMembers(g)) {
+        try {
+          process.kill(p.pid, 'SIGKILL');
+        } catch {
+          // Already gone.
+        }
       }
-    }
     await llm?.close();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -148,14 +183,23 @@ describe('signals to npm reach the server', () => {
     test(`${label}, ${signal} to npm's PID: the port closes and no process of its tree remains`, async () => {
       const run = await startNpm(dir, groups, args, {});
       const before = groupMembers(run.pgid);
-      assert.ok(before.some((p) => p.cmd.includes('server/main.ts')), before.map((p) => p.cmd).join('\n'));
+      assert.ok(
+        before.some((p) => p.cmd.includes('server/main.ts')),
+        before.map((p) => p.cmd).join('\n'),
+      );
 
       process.kill(run.pgid, signal);
       // Generous bounds: the drain deadline is 1 s, the machine may be loaded.
       await until('the port to close', async () => !(await listening(run.url)), 20_000);
-      await until('no process of the tree to remain', () => groupMembers(run.pgid).length === 0, 20_000).catch((err: Error) => {
-        throw new Error(`${err.message}: ${groupMembers(run.pgid).map((p) => `${p.pid} ${p.cmd}`).join('; ')}`);
-      });
+      await until('no process of the tree to remain', () => groupMembers(run.pgid).length === 0, 20_000).catch(
+        (err: Error) => {
+          throw new Error(
+            `${err.message}: ${groupMembers(run.pgid)
+              .map((p) => `${p.pid} ${p.cmd}`)
+              .join('; ')}`,
+          );
+        },
+      );
       await run.exited;
     });
   }
@@ -167,7 +211,10 @@ describe('signals to npm reach the server', () => {
         dir,
         groups,
         ['start'],
-        { server: { drainTimeoutMs: 15_000 }, llm: { baseURL: llm.url, model: 'fake-model', maxRetries: 0, timeoutMs: 30_000 } },
+        {
+          server: { drainTimeoutMs: 15_000 },
+          llm: { baseURL: llm.url, model: 'fake-model', maxRetries: 0, timeoutMs: 30_000 },
+        },
         'info',
       );
       const dev = new DeviceSim({ url: run.wsUrl, deviceId: 'e4:00:00:00:00:60' });
@@ -180,13 +227,24 @@ describe('signals to npm reach the server', () => {
         await dev.waitJson('stt', undefined, 10_000);
         // Every process npm started, also those in groups of their own (the TTS helpers).
         const tree = await listDescendants({ pid: run.pgid });
-        assert.ok(tree.some((p) => p.name === 'espeak-pcm'), `the TTS helpers run: ${tree.map((p) => p.name).join(', ')}`);
+        assert.ok(
+          tree.some((p) => p.name === 'espeak-pcm'),
+          `the TTS helpers run: ${tree.map((p) => p.name).join(', ')}`,
+        );
         // The negative PID: every process of the group, as a terminal's Ctrl-C or systemd does.
         process.kill(-run.pgid, signal);
         const [code, exit] = await Promise.all([dev.closed, run.exited]);
-        await until('no process of the tree to remain', () => groupMembers(run.pgid).length === 0 && !tree.some((p) => alive(p.pid)), 20_000);
+        await until(
+          'no process of the tree to remain',
+          () => groupMembers(run.pgid).length === 0 && !tree.some((p) => alive(p.pid)),
+          20_000,
+        );
         const log = run.output().slice(-4000);
-        assert.equal(run.logLines('second signal: exiting now').length, 0, `the forwarded copy is not a second request:\n${log}`);
+        assert.equal(
+          run.logLines('second signal: exiting now').length,
+          0,
+          `the forwarded copy is not a second request:\n${log}`,
+        );
         assert.equal(run.logLines('shutting down').length, 1, log);
         assert.equal(run.logLines('stopped').length, 1, `the drain ran to its end:\n${log}`);
         assert.equal(run.logLines('turn timings').at(-1)?.outcome, 'answered', `the turn finished:\n${log}`);
@@ -204,7 +262,10 @@ describe('signals to npm reach the server', () => {
       dir,
       groups,
       ['start'],
-      { server: { drainTimeoutMs: 60_000 }, llm: { baseURL: llm.url, model: 'fake-model', maxRetries: 0, timeoutMs: 120_000 } },
+      {
+        server: { drainTimeoutMs: 60_000 },
+        llm: { baseURL: llm.url, model: 'fake-model', maxRetries: 0, timeoutMs: 120_000 },
+      },
       'info',
     );
     const dev = new DeviceSim({ url: run.wsUrl, deviceId: 'e4:00:00:00:00:61' });
@@ -225,7 +286,11 @@ describe('signals to npm reach the server', () => {
       assert.notEqual(exit, 'still running', run.output().slice(-4000));
       assert.equal(run.logLines('second signal: exiting now').length, 1, run.output().slice(-4000));
       assert.equal(run.logLines('stopped').length, 0);
-      assert.deepEqual(exit, { code: 1, signal: null }, 'a forced exit is not a clean one (npm passes on the server\'s code)');
+      assert.deepEqual(
+        exit,
+        { code: 1, signal: null },
+        "a forced exit is not a clean one (npm passes on the server's code)",
+      );
       await until('no process of the tree to remain', () => groupMembers(run.pgid).length === 0, 20_000);
     } finally {
       dev.close();

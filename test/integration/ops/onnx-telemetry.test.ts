@@ -19,8 +19,35 @@ import { freePort, nonJsonLines, spawnServer, type SpawnedServer } from './helpe
  * The variables onnxruntime reads to decide on telemetry itself (its opt-out, its unit-test flag
  * and the CI markers it stays quiet under), removed so that only the server can turn it off.
  */
-const ORT_QUIETING = ['ORT_DISABLE_TELEMETRY', 'ORT_TELEMETRY_DISABLED', 'ORT_RUNNING_UNIT_TESTS', 'CI', 'TF_BUILD', 'GITHUB_ACTIONS', 'GITLAB_CI', 'CIRCLECI', 'TRAVIS', 'JENKINS_URL', 'CODEBUILD_BUILD_ID', 'BUILDKITE', 'TEAMCITY_VERSION', 'APPVEYOR', 'BITBUCKET_BUILD_NUMBER', 'SYSTEM_TEAMFOUNDATIONCOLLECTIONURI'];
-const CONFIG_ENV = ['HOST', 'PORT', 'OPENAI_BASE_URL', 'OPENAI_API_KEY', 'LLM_MODEL', 'LOG_LEVEL', 'PUBLIC_WS_URL', 'XIAOZHI_CONFIG', 'XIAOZHI_DATA_DIR'];
+const ORT_QUIETING = [
+  'ORT_DISABLE_TELEMETRY',
+  'ORT_TELEMETRY_DISABLED',
+  'ORT_RUNNING_UNIT_TESTS',
+  'CI',
+  'TF_BUILD',
+  'GITHUB_ACTIONS',
+  'GITLAB_CI',
+  'CIRCLECI',
+  'TRAVIS',
+  'JENKINS_URL',
+  'CODEBUILD_BUILD_ID',
+  'BUILDKITE',
+  'TEAMCITY_VERSION',
+  'APPVEYOR',
+  'BITBUCKET_BUILD_NUMBER',
+  'SYSTEM_TEAMFOUNDATIONCOLLECTIONURI',
+];
+const CONFIG_ENV = [
+  'HOST',
+  'PORT',
+  'OPENAI_BASE_URL',
+  'OPENAI_API_KEY',
+  'LLM_MODEL',
+  'LOG_LEVEL',
+  'PUBLIC_WS_URL',
+  'XIAOZHI_CONFIG',
+  'XIAOZHI_DATA_DIR',
+];
 
 /** Every file under `dir`, relative to it. */
 function filesUnder(dir: string): string[] {
@@ -56,15 +83,31 @@ describe('onnxruntime telemetry is off and stdout is JSON lines only', () => {
       );
       const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, XDG_CACHE_HOME: join(home, '.cache') };
       for (const k of [...ORT_QUIETING, ...CONFIG_ENV]) delete env[k];
-      const srv = await spawnServer({ command: process.execPath, args: ['--import', 'tsx', 'server/main.ts', '--config', file], env, port, readyTimeoutMs: 90_000 });
+      const srv = await spawnServer({
+        command: process.execPath,
+        args: ['--import', 'tsx', 'server/main.ts', '--config', file],
+        env,
+        port,
+        readyTimeoutMs: 90_000,
+      });
       servers.push(srv);
-      assert.ok(srv.logLines('silero vad model loaded').length >= 1, `the server loaded the Silero model:\n${srv.output().slice(-3000)}`);
+      assert.ok(
+        srv.logLines('silero vad model loaded').length >= 1,
+        `the server loaded the Silero model:\n${srv.output().slice(-3000)}`,
+      );
 
       srv.proc.kill('SIGTERM');
       assert.deepEqual(await srv.exited, { code: 0, signal: null }, 'a clean stop');
 
-      assert.deepEqual(filesUnder(home), [], 'onnxruntime kept nothing (device id, event cache) in HOME or its cache directory');
-      const lines = srv.stdout().split('\n').filter((l) => l !== '');
+      assert.deepEqual(
+        filesUnder(home),
+        [],
+        'onnxruntime kept nothing (device id, event cache) in HOME or its cache directory',
+      );
+      const lines = srv
+        .stdout()
+        .split('\n')
+        .filter((l) => l !== '');
       assert.ok(lines.length >= 3, `the server logged to stdout (${lines.length} lines)`);
       assert.deepEqual(nonJsonLines(srv.stdout()), [], 'every stdout line is one JSON object');
       assert.doesNotMatch(srv.output(), /telemetry/i, 'nothing about telemetry on stdout or stderr');

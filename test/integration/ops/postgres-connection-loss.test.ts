@@ -36,7 +36,11 @@ interface OtaAnswer {
 }
 
 async function ota(srv: SpawnedServer, device: Record<string, string>): Promise<{ status: number; body?: OtaAnswer }> {
-  const res = await fetch(`${srv.httpUrl}/xiaozhi/ota/`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...device }, body: '{}' });
+  const res = await fetch(`${srv.httpUrl}/xiaozhi/ota/`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', ...device },
+    body: '{}',
+  });
   return res.status === 200 ? { status: 200, body: (await res.json()) as OtaAnswer } : { status: res.status };
 }
 
@@ -59,7 +63,13 @@ describe('PostgreSQL connections killed under a live server', () => {
         logging: { level: 'info' },
       }),
     );
-    srv = await spawnServer({ command: process.execPath, args: ['--import', 'tsx', 'server/main.ts', '--config', file], env: cleanEnv(), port, readyTimeoutMs: 60_000 });
+    srv = await spawnServer({
+      command: process.execPath,
+      args: ['--import', 'tsx', 'server/main.ts', '--config', file],
+      env: cleanEnv(),
+      port,
+      readyTimeoutMs: 60_000,
+    });
     // Another process on the same database, as the devices CLI or a second replica would be.
     other = await open({ url, dataDir: dir }, { watch: false });
   });
@@ -75,7 +85,10 @@ describe('PostgreSQL connections killed under a live server', () => {
     const code = (await ota(srv, DEVICE)).body?.activation?.code ?? '';
     assert.match(code, /^\d{6}$/);
     assert.equal((await other.registry.bind(code)).ok, true);
-    const token = await waitFor(async () => (await ota(srv, DEVICE)).body?.websocket.token, { what: 'the binding to reach the server', timeoutMs: 10_000 });
+    const token = await waitFor(async () => (await ota(srv, DEVICE)).body?.websocket.token, {
+      what: 'the binding to reach the server',
+      timeoutMs: 10_000,
+    });
     const dev = new DeviceSim({ url: srv.wsUrl, deviceId: DEVICE['Device-Id'], clientId: DEVICE['Client-Id'], token });
     const admin = new pg.Client({ connectionString: url });
     admin.on('error', () => undefined);
@@ -103,22 +116,40 @@ describe('PostgreSQL connections killed under a live server', () => {
       await waitFor(
         async () => {
           if (answered) throw new Error(`${answered}\nserver output:\n${srv.output().slice(-3000)}`);
-          return (await activity("select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and pid <> pg_backend_pid()")).rowCount;
+          return (
+            await activity(
+              "select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and pid <> pg_backend_pid()",
+            )
+          ).rowCount;
         },
         { what: 'a server transaction waiting on the lock', timeoutMs: 20_000 },
       ).catch(async (err: Error) => {
-        const backends = await activity('select state, wait_event_type, wait_event, left(query, 120) as query from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()');
-        throw new Error(`${err.message}\nbackends: ${JSON.stringify(backends.rows)}\nserver output:\n${srv.output().slice(-3000)}`);
+        const backends = await activity(
+          'select state, wait_event_type, wait_event, left(query, 120) as query from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()',
+        );
+        throw new Error(
+          `${err.message}\nbackends: ${JSON.stringify(backends.rows)}\nserver output:\n${srv.output().slice(-3000)}`,
+        );
       });
-      const killed = await activity('select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()');
-      assert.ok((killed.rowCount ?? 0) >= 2, `the server's connections (pool and feed) were terminated: ${killed.rowCount}`);
+      const killed = await activity(
+        'select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()',
+      );
+      assert.ok(
+        (killed.rowCount ?? 0) >= 2,
+        `the server's connections (pool and feed) were terminated: ${killed.rowCount}`,
+      );
       await admin.query('ROLLBACK');
       const interrupted = await blocked.catch((err: Error) => {
-        throw new Error(`the interrupted request got no answer (${err.message}); server output:\n${srv.output().slice(-3000)}`);
+        throw new Error(
+          `the interrupted request got no answer (${err.message}); server output:\n${srv.output().slice(-3000)}`,
+        );
       });
       assert.equal(interrupted.status, 503, 'the interrupted request is answered, not dropped');
 
-      await waitFor(() => srv.logLines('store: change feed reconnected').length > 0, { what: 'the change feed to reconnect', timeoutMs: 20_000 });
+      await waitFor(() => srv.logLines('store: change feed reconnected').length > 0, {
+        what: 'the change feed to reconnect',
+        timeoutMs: 20_000,
+      });
       assert.equal(srv.proc.exitCode, null, `the server is still running:\n${srv.output().slice(-3000)}`);
       assert.equal(srv.proc.signalCode, null);
       assert.ok(
@@ -128,10 +159,17 @@ describe('PostgreSQL connections killed under a live server', () => {
       assert.doesNotMatch(srv.output(), /uncaught|Connection terminated unexpectedly\n\s+at /i);
 
       // Requests still work: a new device gets a code (the pool reconnects) ...
-      assert.match((await ota(srv, { 'Device-Id': 'e4:00:00:00:00:53', 'Client-Id': 'after-the-loss' })).body?.activation?.code ?? '', /^\d{6}$/);
+      assert.match(
+        (await ota(srv, { 'Device-Id': 'e4:00:00:00:00:53', 'Client-Id': 'after-the-loss' })).body?.activation?.code ??
+          '',
+        /^\d{6}$/,
+      );
       // ... and a revoke by another process reaches the live session through the reconnected feed.
       assert.equal((await other.registry.revoke(DEVICE['Device-Id'])).length, 1);
-      const closed = await Promise.race([dev.closed, new Promise<string>((r) => setTimeout(() => r('still open'), 10_000))]);
+      const closed = await Promise.race([
+        dev.closed,
+        new Promise<string>((r) => setTimeout(() => r('still open'), 10_000)),
+      ]);
       assert.equal(closed, 4005, 'the revoke ended the session');
       assert.equal(srv.proc.exitCode, null);
     } finally {

@@ -20,7 +20,9 @@ const PASSWORD = 'p@ss/w:rd?#%41 x';
 
 /** The environment compose gives a replica, with `.env`'s POSTGRES_PASSWORD substituted the way compose does. */
 function composeEnvironment(pgPort: number): Record<string, string> {
-  const rep = parse(readFileSync('docker/compose.replicas.yml', 'utf8'), { merge: true }) as { services: Record<string, { environment?: Record<string, string> }> };
+  const rep = parse(readFileSync('docker/compose.replicas.yml', 'utf8'), { merge: true }) as {
+    services: Record<string, { environment?: Record<string, string> }>;
+  };
   const env = rep.services['server-a']?.environment ?? {};
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(env)) {
@@ -29,13 +31,30 @@ function composeEnvironment(pgPort: number): Record<string, string> {
       .replace(/\$\{POSTGRES_PASSWORD(:[?-][^}]*)?\}/g, () => PASSWORD)
       .replace('@postgres:5432/', `@127.0.0.1:${pgPort}/`);
   }
-  assert.ok(Object.values(out).some((v) => v.includes(`127.0.0.1:${pgPort}`)), `the compose file names the postgres service: ${JSON.stringify(env)}`);
+  assert.ok(
+    Object.values(out).some((v) => v.includes(`127.0.0.1:${pgPort}`)),
+    `the compose file names the postgres service: ${JSON.stringify(env)}`,
+  );
   return out;
 }
 
 function cleanEnv(): NodeJS.ProcessEnv {
   const env = { ...process.env };
-  for (const k of ['HOST', 'PORT', 'LOG_LEVEL', 'PUBLIC_WS_URL', 'XIAOZHI_CONFIG', 'DATABASE_URL', 'DATABASE_PASSWORD', 'PGPASSWORD', 'OPENAI_BASE_URL', 'OPENAI_API_KEY', 'LLM_MODEL', 'ADMIN_TOKEN']) delete env[k];
+  for (const k of [
+    'HOST',
+    'PORT',
+    'LOG_LEVEL',
+    'PUBLIC_WS_URL',
+    'XIAOZHI_CONFIG',
+    'DATABASE_URL',
+    'DATABASE_PASSWORD',
+    'PGPASSWORD',
+    'OPENAI_BASE_URL',
+    'OPENAI_API_KEY',
+    'LLM_MODEL',
+    'ADMIN_TOKEN',
+  ])
+    delete env[k];
   return env;
 }
 
@@ -55,8 +74,20 @@ describe('a POSTGRES_PASSWORD with @, / and : in the replicas stack', () => {
 
   test('the server and the devices CLI reach the database with it; it is never logged', async () => {
     const port = await freePort();
-    const env = { ...cleanEnv(), ...composeEnvironment(cluster.port), HOST: '127.0.0.1', PORT: String(port), XIAOZHI_DATA_DIR: join(dir, 'data') };
-    srv = await spawnServer({ command: process.execPath, args: ['--import', 'tsx', 'server/main.ts', '--config', 'docker/replicas/server.yaml'], env, port, readyTimeoutMs: 60_000 });
+    const env = {
+      ...cleanEnv(),
+      ...composeEnvironment(cluster.port),
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      XIAOZHI_DATA_DIR: join(dir, 'data'),
+    };
+    srv = await spawnServer({
+      command: process.execPath,
+      args: ['--import', 'tsx', 'server/main.ts', '--config', 'docker/replicas/server.yaml'],
+      env,
+      port,
+      readyTimeoutMs: 60_000,
+    });
     // Activation mode: a new device gets a code, which the server keeps in the database.
     const res = await fetch(`${srv.httpUrl}/xiaozhi/ota/`, {
       method: 'POST',
@@ -66,12 +97,19 @@ describe('a POSTGRES_PASSWORD with @, / and : in the replicas stack', () => {
     assert.equal(res.status, 200);
     assert.match(((await res.json()) as { activation?: { code: string } }).activation?.code ?? '', /^\d{6}$/);
 
-    const cli = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/devices.ts', 'list', '--config', 'docker/replicas/server.yaml'], { env, encoding: 'utf8', timeout: 60_000 });
+    const cli = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', 'scripts/devices.ts', 'list', '--config', 'docker/replicas/server.yaml'],
+      { env, encoding: 'utf8', timeout: 60_000 },
+    );
     assert.equal(cli.status, 0, `${cli.stdout}${cli.stderr}`);
     assert.match(cli.stdout, /e4:00:00:00:00:81/, 'the CLI lists the pending device from the same database');
 
     for (const out of [srv.output(), cli.stdout, cli.stderr]) {
-      assert.ok(!out.includes(PASSWORD) && !out.includes(encodeURIComponent(PASSWORD)), 'the password is not in the output');
+      assert.ok(
+        !out.includes(PASSWORD) && !out.includes(encodeURIComponent(PASSWORD)),
+        'the password is not in the output',
+      );
     }
   });
 });

@@ -15,7 +15,9 @@ import { createLogSink } from '../../helpers/log-sink.ts';
 async function refusing(status: number): Promise<{ url: string; server: Server }> {
   const server = createServer((_req, res) => {
     res.writeHead(status, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ error: { message: 'Incorrect API key provided: sk-wrong', type: 'invalid_request_error' } }));
+    res.end(
+      JSON.stringify({ error: { message: 'Incorrect API key provided: sk-wrong', type: 'invalid_request_error' } }),
+    );
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}/v1`, server };
@@ -40,7 +42,10 @@ describe('provider doctor', () => {
       const log = createLogger({ level: 'info', logContent: false, destination: logs.stream });
       const doctor = createProviderDoctor(ConfigSchema.parse({ llm: { baseURL: r.url, apiKey: 'sk-wrong' } }));
       const found = await doctor.reportAtStartup(log);
-      assert.deepEqual(found.map((p) => [p.component, p.problem]), [['llm', 'key_refused']]);
+      assert.deepEqual(
+        found.map((p) => [p.component, p.problem]),
+        [['llm', 'key_refused']],
+      );
       const line = logs.lines.find((l) => l.problem === 'key_refused');
       assert.match(String(line?.msg), /llm\.apiKey \(env OPENAI_API_KEY\)/);
       assert.ok(!logs.text().includes('sk-wrong'), 'the key is not logged');
@@ -53,17 +58,24 @@ describe('provider doctor', () => {
     const baseURL = 'http://user:s3cret@127.0.0.1:1/v1?api-key=k3y&key=k3y2&token=t0k';
     const doctor = createProviderDoctor(ConfigSchema.parse({ llm: { baseURL } }), { timeoutMs: 2_000 });
     const found = await doctor.reportAtStartup(log);
-    assert.deepEqual(found.map((p) => [p.component, p.problem]), [['llm', 'unreachable']]);
+    assert.deepEqual(
+      found.map((p) => [p.component, p.problem]),
+      [['llm', 'unreachable']],
+    );
     const text = logs.text();
     assert.match(text, /No LLM answers/);
     assert.match(text, /127\.0\.0\.1:1/, 'the host is still named');
-    for (const secret of ['s3cret', 'k3y', 't0k']) assert.ok(!text.includes(secret), `${secret} is not logged: ${text}`);
+    for (const secret of ['s3cret', 'k3y', 't0k'])
+      assert.ok(!text.includes(secret), `${secret} is not logged: ${text}`);
   });
 
   test('LLM without the configured model: model_missing naming llm.model and LLM_MODEL', async () => {
     const doctor = createProviderDoctor(ConfigSchema.parse({ llm: { baseURL: llm.url, model: 'qwen2.5:3b' } }));
     const found = await doctor.problems();
-    assert.deepEqual(found.map((p) => [p.component, p.problem]), [['llm', 'model_missing']]);
+    assert.deepEqual(
+      found.map((p) => [p.component, p.problem]),
+      [['llm', 'model_missing']],
+    );
     assert.match(found[0]?.fix ?? '', /llm\.model \(env LLM_MODEL\)/);
   });
 
@@ -74,11 +86,17 @@ describe('provider doctor', () => {
 
   test('unreachable OpenAI-compatible ASR: named with asr.baseURL and the embedded alternative', async () => {
     const doctor = createProviderDoctor(
-      ConfigSchema.parse({ llm: { baseURL: llm.url, model: 'fake-model' }, asr: { provider: 'openai', baseURL: 'http://127.0.0.1:9/v1' } }),
+      ConfigSchema.parse({
+        llm: { baseURL: llm.url, model: 'fake-model' },
+        asr: { provider: 'openai', baseURL: 'http://127.0.0.1:9/v1' },
+      }),
       { timeoutMs: 2000 },
     );
     const found = await doctor.problems();
-    assert.deepEqual(found.map((p) => [p.component, p.problem]), [['asr', 'unreachable']]);
+    assert.deepEqual(
+      found.map((p) => [p.component, p.problem]),
+      [['asr', 'unreachable']],
+    );
     assert.match(found[0]?.fix ?? '', /asr\.baseURL.*pocketsphinx/);
   });
 });

@@ -21,8 +21,14 @@ after(async () => {
 test('xiaozhi_connections_refused_total counts capacity and unauthorized refusals', async () => {
   const a = new DeviceSim({ url: srv.wsUrl, deviceId: 'cd:00:00:00:00:01', token: 't1' });
   await a.hello();
-  await assert.rejects(new DeviceSim({ url: srv.wsUrl, deviceId: 'cd:00:00:00:00:02', token: 't1' }).opened, /HTTP 503/);
-  await assert.rejects(new DeviceSim({ url: srv.wsUrl, deviceId: 'cd:00:00:00:00:03', token: 'wrong' }).opened, /HTTP 401/);
+  await assert.rejects(
+    new DeviceSim({ url: srv.wsUrl, deviceId: 'cd:00:00:00:00:02', token: 't1' }).opened,
+    /HTTP 503/,
+  );
+  await assert.rejects(
+    new DeviceSim({ url: srv.wsUrl, deviceId: 'cd:00:00:00:00:03', token: 'wrong' }).opened,
+    /HTTP 401/,
+  );
   const text = await (await fetch(`${srv.httpUrl}/metrics`)).text();
   assert.match(text, /xiaozhi_connections_refused_total\{reason="capacity"\} 1/);
   assert.match(text, /xiaozhi_connections_refused_total\{reason="unauthorized"\} 1/);
@@ -30,7 +36,10 @@ test('xiaozhi_connections_refused_total counts capacity and unauthorized refusal
 });
 
 test('MQTT refusals are counted by the same metric: a hello at capacity, a CONNECT with a wrong password', async () => {
-  const s = await startMeteredApp(llm.url, { server: { maxSessions: 1 }, mqtt: { enabled: true, host: '127.0.0.1', port: 0, udpPort: 0 } });
+  const s = await startMeteredApp(llm.url, {
+    server: { maxSessions: 1 },
+    mqtt: { enabled: true, host: '127.0.0.1', port: 0, udpPort: 0 },
+  });
   const clients: MqttUdpClient[] = [];
   const sectionFor = async (deviceId: string): Promise<MqttSection> => {
     const res = await fetch(`${s.httpUrl}/xiaozhi/ota/`, {
@@ -51,7 +60,12 @@ test('MQTT refusals are counted by the same metric: a hello at capacity, a CONNE
     const b = await MqttUdpClient.connect(await sectionFor('cd:00:00:00:01:02'));
     clients.push(b);
     // The server's one session is taken: this hello is refused (not answered).
-    b.publish({ type: 'hello', version: 3, transport: 'udp', audio_params: { format: 'opus', sample_rate: 16000, channels: 1, frame_duration: 60 } });
+    b.publish({
+      type: 'hello',
+      version: 3,
+      transport: 'udp',
+      audio_params: { format: 'opus', sample_rate: 16000, channels: 1, frame_duration: 60 },
+    });
     assert.equal(await waitFor(() => refused('capacity'), { what: 'the capacity refusal counted' }), '1');
     await assert.rejects(MqttUdpClient.connect(await sectionFor('cd:00:00:00:01:03'), { password: 'wrong' }));
     assert.equal(await waitFor(() => refused('unauthorized'), { what: 'the refused CONNECT counted' }), '1');

@@ -28,7 +28,8 @@ function shippedNginxConf(replicaPorts: [number, number], listenPort: number): s
     .replaceAll('server server-a:8000;', `server 127.0.0.1:${replicaPorts[0]};`)
     .replaceAll('server server-b:8000;', `server 127.0.0.1:${replicaPorts[1]};`)
     .replace(/listen 8000;/, `listen 127.0.0.1:${listenPort};`);
-  for (const gone of ['server-a:8000', 'server-b:8000', 'listen 8000;']) assert.ok(!rewritten.includes(gone), `rewritten: ${gone}`);
+  for (const gone of ['server-a:8000', 'server-b:8000', 'listen 8000;'])
+    assert.ok(!rewritten.includes(gone), `rewritten: ${gone}`);
   return rewritten;
 }
 
@@ -43,7 +44,9 @@ describe('docker/replicas/nginx.conf in a real nginx, two replicas behind it', (
     pg = await startPostgres();
     const url = await pg.database();
     llm = await startFakeOpenAi();
-    const shipped = parse(readFileSync('docker/replicas/server.yaml', 'utf8')) as { server: Record<string, unknown> } & Record<string, unknown>;
+    const shipped = parse(readFileSync('docker/replicas/server.yaml', 'utf8')) as {
+      server: Record<string, unknown>;
+    } & Record<string, unknown>;
     const config = {
       ...shipped,
       // Here nginx reaches the replicas over loopback, not a compose network.
@@ -53,7 +56,10 @@ describe('docker/replicas/nginx.conf in a real nginx, two replicas behind it', (
     };
     [a, b] = await Promise.all([startVoiceApp(llm.url, config), startVoiceApp(llm.url, config)]);
     const port = await freePort();
-    nginx = await startNginx(shippedNginxConf([Number(new URL(a.httpUrl).port), Number(new URL(b.httpUrl).port)], port), port);
+    nginx = await startNginx(
+      shippedNginxConf([Number(new URL(a.httpUrl).port), Number(new URL(b.httpUrl).port)], port),
+      port,
+    );
     base = `http://127.0.0.1:${port}`;
   });
   after(async () => {
@@ -65,9 +71,13 @@ describe('docker/replicas/nginx.conf in a real nginx, two replicas behind it', (
   });
 
   const ota = (headers: Record<string, string>): Promise<Response> =>
-    fetch(`${base}/xiaozhi/ota/`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...DEVICE, ...headers }, body: '{}' });
+    fetch(`${base}/xiaozhi/ota/`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', ...DEVICE, ...headers },
+      body: '{}',
+    });
 
-  test('OTA hands devices the WebSocket URL with the proxy\'s port, and a device connects through it', async () => {
+  test("OTA hands devices the WebSocket URL with the proxy's port, and a device connects through it", async () => {
     const res = await ota({});
     assert.equal(res.status, 200);
     const first = (await res.json()) as { websocket: { url: string }; activation?: { code: string } };
@@ -76,7 +86,12 @@ describe('docker/replicas/nginx.conf in a real nginx, two replicas behind it', (
     assert.equal((await a.app.devices?.bind(code))?.ok, true);
     const bound = (await (await ota({})).json()) as { websocket: { url: string; token?: string } };
     assert.ok(bound.websocket.token, 'bound: a token');
-    const dev = new DeviceSim({ url: bound.websocket.url, deviceId: DEVICE['Device-Id'], clientId: DEVICE['Client-Id'], token: bound.websocket.token });
+    const dev = new DeviceSim({
+      url: bound.websocket.url,
+      deviceId: DEVICE['Device-Id'],
+      clientId: DEVICE['Client-Id'],
+      token: bound.websocket.token,
+    });
     try {
       await dev.hello();
       assert.equal(dev.closeCode, null);
@@ -85,7 +100,7 @@ describe('docker/replicas/nginx.conf in a real nginx, two replicas behind it', (
     }
   });
 
-  test('the page\'s OTA call (a browser request from the page\'s own origin) succeeds', async () => {
+  test("the page's OTA call (a browser request from the page's own origin) succeeds", async () => {
     // What the browser sends with the page's fetch: its own origin, host and port.
     const res = await ota({ Origin: base, 'Device-Id': 'e4:00:00:00:00:72', 'Client-Id': 'browser-page' });
     const text = await res.text();

@@ -23,7 +23,11 @@ describe('setup.sh on an old Node', () => {
   stub('node', 'if [ "$1" = --version ]; then echo v14.21.3; exit 0; fi\necho "node stub: $*" >&2; exit 99');
 
   test('npm 6 (Node 14): exit 1 before running npm, saying to install Node 24 and run setup again', () => {
-    const r = spawnSync('bash', ['scripts/setup.sh'], { env: { ...process.env, PATH: `${dir}:${process.env.PATH ?? ''}` }, encoding: 'utf8', timeout: 30_000 });
+    const r = spawnSync('bash', ['scripts/setup.sh'], {
+      env: { ...process.env, PATH: `${dir}:${process.env.PATH ?? ''}` },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
     const out = `${r.stdout}${r.stderr}`;
     assert.equal(r.status, 1, out);
     assert.match(r.stderr, /npm 6\.14\.18 \(Node v14\.21\.3\) is too old/, out);

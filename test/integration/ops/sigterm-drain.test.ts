@@ -20,7 +20,17 @@ import { sleep } from '../../helpers/wait.ts';
 /** Env without the variables that would override the test's config file. */
 function cleanEnv(): NodeJS.ProcessEnv {
   const env = { ...process.env };
-  for (const k of ['HOST', 'PORT', 'OPENAI_BASE_URL', 'OPENAI_API_KEY', 'LLM_MODEL', 'LOG_LEVEL', 'PUBLIC_WS_URL', 'XIAOZHI_CONFIG']) delete env[k];
+  for (const k of [
+    'HOST',
+    'PORT',
+    'OPENAI_BASE_URL',
+    'OPENAI_API_KEY',
+    'LLM_MODEL',
+    'LOG_LEVEL',
+    'PUBLIC_WS_URL',
+    'XIAOZHI_CONFIG',
+  ])
+    delete env[k];
   return env;
 }
 
@@ -87,8 +97,13 @@ describe('SIGTERM drain in a spawned server process', () => {
       late.close();
 
       const [code, exit] = await Promise.all([dev.closed, srv.exited]);
-      const tl = dev.timeline.map((e) => (e.kind === 'audio' ? 'audio' : `${String(e.msg.type)}:${String(e.msg.state ?? '')}`));
-      assert.ok(tl.includes('tts:stop'), `the turn finished before the close: ${tl.filter((x) => x !== 'audio').join(' ')}`);
+      const tl = dev.timeline.map((e) =>
+        e.kind === 'audio' ? 'audio' : `${String(e.msg.type)}:${String(e.msg.state ?? '')}`,
+      );
+      assert.ok(
+        tl.includes('tts:stop'),
+        `the turn finished before the close: ${tl.filter((x) => x !== 'audio').join(' ')}`,
+      );
       assert.ok(dev.audio.length > 10, 'the answer was spoken');
       assert.equal(code, 1001, 'going-away close');
       assert.deepEqual(exit, { code: 0, signal: null });
@@ -118,7 +133,11 @@ describe('SIGTERM drain in a spawned server process', () => {
       srv.proc.kill('SIGINT');
       const [code, exit] = await Promise.all([dev.closed, srv.exited]);
       assert.equal(srv.logLines('second signal: exiting now').length, 0, srv.output().slice(-3000));
-      assert.equal(srv.logLines('signal repeated at once (npm forwards its copy): still draining; signal again to exit now').length, 1);
+      assert.equal(
+        srv.logLines('signal repeated at once (npm forwards its copy): still draining; signal again to exit now')
+          .length,
+        1,
+      );
       assert.equal(srv.logLines('turn timings').at(-1)?.outcome, 'answered');
       assert.equal(code, 1001);
       assert.deepEqual(exit, { code: 0, signal: null });
@@ -135,7 +154,12 @@ describe('SIGTERM drain in a spawned server process', () => {
     try {
       await dev.hello();
       // A long answer streamed slowly: it cannot finish within 500 ms.
-      llm.script(fakeText('This answer is far too long to finish before the deadline. '.repeat(6), { firstDelayMs: 200, delayMs: 60 }));
+      llm.script(
+        fakeText('This answer is far too long to finish before the deadline. '.repeat(6), {
+          firstDelayMs: 200,
+          delayMs: 60,
+        }),
+      );
       dev.listen('detect', { text: 'Talk for a long time.' });
       await dev.waitJson('stt', undefined, 10_000);
       const signalledAt = performance.now();

@@ -55,7 +55,13 @@ describe('provider thread', { timeout: 60_000 }, () => {
     const log = createLogger({ level: 'debug', logContent: false, destination: logs.stream });
     thread = await startProviderThread(
       {
-        llm: OpenAiLlmSchema.parse({ baseURL: llm.url, apiKey: 'sk-thread-test', model: 'fake-model', timeoutMs: 30_000, maxRetries: 1 }),
+        llm: OpenAiLlmSchema.parse({
+          baseURL: llm.url,
+          apiKey: 'sk-thread-test',
+          model: 'fake-model',
+          timeoutMs: 30_000,
+          maxRetries: 1,
+        }),
         asr: AsrSchema.parse({ provider: 'openai', baseURL: audio.baseURL, apiKey: 'sk-asr', model: 'whisper-1' }),
         maxClients: 2,
       },
@@ -69,21 +75,36 @@ describe('provider thread', { timeout: 60_000 }, () => {
     await audio?.close();
   });
 
-  test('the thread names itself xz-providers, for top -H and /proc', { skip: process.platform !== 'linux' && 'thread names are read from Linux /proc' }, () => {
+  test('the thread names itself xz-providers, for top -H and /proc', {
+    skip: process.platform !== 'linux' && 'thread names are read from Linux /proc',
+  }, () => {
     assert.equal(threadNames().filter((n) => n === 'xz-providers').length, 1, JSON.stringify(threadNames()));
   });
 
   test('a streamed answer with tool calls gives the same events as the in-process client', async () => {
-    const replies = [fakeToolCalls([{ id: 'call_1', name: 'get_time', arguments: { zone: 'UTC' } }], { text: 'Let me check.' }), fakeText('It is noon.')];
-    const inProcess = createLlmClient({ baseURL: llm.url, apiKey: 'sk-thread-test', model: 'fake-model' }, silentLogger);
+    const replies = [
+      fakeToolCalls([{ id: 'call_1', name: 'get_time', arguments: { zone: 'UTC' } }], { text: 'Let me check.' }),
+      fakeText('It is noon.'),
+    ];
+    const inProcess = createLlmClient(
+      { baseURL: llm.url, apiKey: 'sk-thread-test', model: 'fake-model' },
+      silentLogger,
+    );
     llm.script(...replies);
-    const direct = [...(await collect(inProcess.stream({ messages: user, tools, signal: new AbortController().signal }))),
-      ...(await collect(inProcess.stream({ messages: user, tools, signal: new AbortController().signal })))];
+    const direct = [
+      ...(await collect(inProcess.stream({ messages: user, tools, signal: new AbortController().signal }))),
+      ...(await collect(inProcess.stream({ messages: user, tools, signal: new AbortController().signal }))),
+    ];
     llm.script(...replies);
-    const viaThread = [...(await collect(thread.llm.stream({ messages: user, tools, signal: new AbortController().signal }))),
-      ...(await collect(thread.llm.stream({ messages: user, tools, signal: new AbortController().signal })))];
+    const viaThread = [
+      ...(await collect(thread.llm.stream({ messages: user, tools, signal: new AbortController().signal }))),
+      ...(await collect(thread.llm.stream({ messages: user, tools, signal: new AbortController().signal }))),
+    ];
     assert.deepEqual(viaThread, direct);
-    assert.ok(viaThread.some((e) => e.type === 'tool_calls'), 'the tool call crossed the thread');
+    assert.ok(
+      viaThread.some((e) => e.type === 'tool_calls'),
+      'the tool call crossed the thread',
+    );
     // The request really left from the provider thread with the configured key and the tools.
     const last = llm.requests.at(-1);
     assert.equal(last?.headers.authorization, 'Bearer sk-thread-test');
@@ -92,10 +113,16 @@ describe('provider thread', { timeout: 60_000 }, () => {
 
   test('provider errors keep their code, and the thread logs through the main logger', async () => {
     llm.script(fakeError(401, 'bad key'));
-    assert.equal(await codeOf(collect(thread.llm.stream({ messages: user, tools: [], signal: new AbortController().signal }))), ErrorCode.ProviderRejected);
+    assert.equal(
+      await codeOf(collect(thread.llm.stream({ messages: user, tools: [], signal: new AbortController().signal }))),
+      ErrorCode.ProviderRejected,
+    );
     // 429 is retried once inside the thread (maxRetries 1), then reported as rate limited.
     llm.script(fakeError(429, 'slow down'), fakeError(429, 'slow down'));
-    assert.equal(await codeOf(collect(thread.llm.stream({ messages: user, tools: [], signal: new AbortController().signal }))), ErrorCode.RateLimited);
+    assert.equal(
+      await codeOf(collect(thread.llm.stream({ messages: user, tools: [], signal: new AbortController().signal }))),
+      ErrorCode.RateLimited,
+    );
     const failed = logs.find('llm request failed');
     assert.ok(failed.length >= 2, 'the final failures were logged');
     assert.equal(failed[0]?.part, 'llm');
@@ -145,15 +172,31 @@ describe('provider thread', { timeout: 60_000 }, () => {
     assert.equal(sent?.file.subarray(0, 4).toString(), 'RIFF');
     audio.transcriptionMode = 'error500';
     try {
-      assert.equal(await codeOf(thread.asr.transcribe(pcm, { signal: new AbortController().signal, sampleRate: 16000 })), ErrorCode.ProviderFailed);
+      assert.equal(
+        await codeOf(thread.asr.transcribe(pcm, { signal: new AbortController().signal, sampleRate: 16000 })),
+        ErrorCode.ProviderFailed,
+      );
     } finally {
       audio.transcriptionMode = 'ok';
     }
   });
 
-  test('clients per distinct options: an agent\'s model, key and temperature are its own; equal options share one; the least recently used is dropped past the bound', async () => {
-    const options = (model: string, temperature: number) => OpenAiLlmSchema.parse({ baseURL: llm.url, apiKey: `sk-${model}-key`, model, temperature, maxRetries: 0 });
-    assert.equal(thread.llmFor(OpenAiLlmSchema.parse({ baseURL: llm.url, apiKey: 'sk-thread-test', model: 'fake-model', timeoutMs: 30_000, maxRetries: 1 })), thread.llm, 'the configured options are the configured client');
+  test("clients per distinct options: an agent's model, key and temperature are its own; equal options share one; the least recently used is dropped past the bound", async () => {
+    const options = (model: string, temperature: number) =>
+      OpenAiLlmSchema.parse({ baseURL: llm.url, apiKey: `sk-${model}-key`, model, temperature, maxRetries: 0 });
+    assert.equal(
+      thread.llmFor(
+        OpenAiLlmSchema.parse({
+          baseURL: llm.url,
+          apiKey: 'sk-thread-test',
+          model: 'fake-model',
+          timeoutMs: 30_000,
+          maxRetries: 1,
+        }),
+      ),
+      thread.llm,
+      'the configured options are the configured client',
+    );
     const start = await thread.clients();
     const ask = async (o: ReturnType<typeof options>): Promise<void> => {
       await collect(thread.llmFor(o).stream({ messages: user, tools: [], signal: new AbortController().signal }));
@@ -180,7 +223,17 @@ describe('provider thread', { timeout: 60_000 }, () => {
     await ask(options('model-a', 0.2));
     assert.equal((await thread.clients()).llm.created - start.llm.created, 4, 'model-a was dropped and made again');
     // An agent's own ASR.
-    const text = await thread.asrFor(AsrSchema.parse({ provider: 'openai', baseURL: audio.baseURL, apiKey: 'sk-asr-agent', model: 'agent-whisper', language: 'zh' })).transcribe(new Int16Array(1600), { signal: new AbortController().signal, sampleRate: 16000 });
+    const text = await thread
+      .asrFor(
+        AsrSchema.parse({
+          provider: 'openai',
+          baseURL: audio.baseURL,
+          apiKey: 'sk-asr-agent',
+          model: 'agent-whisper',
+          language: 'zh',
+        }),
+      )
+      .transcribe(new Int16Array(1600), { signal: new AbortController().signal, sampleRate: 16000 });
     assert.equal(text, 'what time is it');
     const sent = audio.transcriptions.at(-1);
     assert.equal(sent?.model, 'agent-whisper');
@@ -192,7 +245,8 @@ describe('provider thread', { timeout: 60_000 }, () => {
     llm.script({ kind: 'stall', text: 'Half' });
     const seen: LlmEvent[] = [];
     const run = (async () => {
-      for await (const ev of thread.llm.stream({ messages: user, tools: [], signal: new AbortController().signal })) seen.push(ev);
+      for await (const ev of thread.llm.stream({ messages: user, tools: [], signal: new AbortController().signal }))
+        seen.push(ev);
     })();
     await waitFor(() => seen.length > 0, { what: 'the first delta', timeoutMs: 5000 });
     // An ASR request in flight too: both fail with the thread's one error.
@@ -200,10 +254,12 @@ describe('provider thread', { timeout: 60_000 }, () => {
     const uploads = audio.transcriptions.length;
     const asr = thread.asr;
     assert.ok(asr);
-    const transcribing = asr.transcribe(new Int16Array(1600), { signal: new AbortController().signal, sampleRate: 16000 }).then(
-      () => assert.fail('the transcription should fail'),
-      (err: unknown) => err,
-    );
+    const transcribing = asr
+      .transcribe(new Int16Array(1600), { signal: new AbortController().signal, sampleRate: 16000 })
+      .then(
+        () => assert.fail('the transcription should fail'),
+        (err: unknown) => err,
+      );
     await waitFor(() => audio.transcriptions.length > uploads, { what: 'the upload arrived', timeoutMs: 5000 });
     const restartsBefore = thread.restarts;
     const started = workers.length;
@@ -217,8 +273,16 @@ describe('provider thread', { timeout: 60_000 }, () => {
     assert.equal(workers.length, started + 1);
     llm.script(fakeText('Back again.'));
     // The new thread may still be loading: the request waits for it rather than failing.
-    const events = await collect(thread.llm.stream({ messages: user, tools: [], signal: new AbortController().signal }));
-    assert.equal(events.filter((e) => e.type === 'text_delta').map((e) => (e.type === 'text_delta' ? e.text : '')).join(''), 'Back again.');
+    const events = await collect(
+      thread.llm.stream({ messages: user, tools: [], signal: new AbortController().signal }),
+    );
+    assert.equal(
+      events
+        .filter((e) => e.type === 'text_delta')
+        .map((e) => (e.type === 'text_delta' ? e.text : ''))
+        .join(''),
+      'Back again.',
+    );
     assert.ok(logs.find('provider thread exited; starting a new one').length >= 1);
   });
 });

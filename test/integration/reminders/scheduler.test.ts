@@ -18,7 +18,13 @@ const B = 'a0:00:00:00:00:02';
 const T0 = Date.parse('2026-11-27T17:00:00Z');
 const MIN = 60_000;
 
-function scheduler(store: Store, push: RecordingPush, clock: { now: number }, logs: LogSink = createLogSink(), extra: Partial<ReminderSchedulerOptions> = {}): ReminderScheduler {
+function scheduler(
+  store: Store,
+  push: RecordingPush,
+  clock: { now: number },
+  logs: LogSink = createLogSink(),
+  extra: Partial<ReminderSchedulerOptions> = {},
+): ReminderScheduler {
   return new ReminderScheduler({
     store: store.reminders,
     push,
@@ -45,20 +51,29 @@ describe('reminder scheduler', () => {
     const clock = { now: T0 };
     const s = scheduler(store, push, clock);
     try {
-      await store.reminders.add({ deviceId: A, clientId: 'client-a', agent: 'home', text: 'take the tea out', dueMs: T0 + 10 * MIN }, 10);
+      await store.reminders.add(
+        { deviceId: A, clientId: 'client-a', agent: 'home', text: 'take the tea out', dueMs: T0 + 10 * MIN },
+        10,
+      );
       assert.equal(await s.tick(), 0);
       clock.now = T0 + 10 * MIN - 1;
       assert.equal(await s.tick(), 0);
       assert.deepEqual(push.said, []);
       clock.now = T0 + 10 * MIN;
       assert.equal(await s.tick(), 1);
-      assert.deepEqual(push.said, [{ deviceId: A, clientId: 'client-a', text: 'Reminder: take the tea out', source: 'reminder' }]);
+      assert.deepEqual(push.said, [
+        { deviceId: A, clientId: 'client-a', text: 'Reminder: take the tea out', source: 'reminder' },
+      ]);
       clock.now += MIN;
       assert.equal(await s.tick(), 0);
       assert.equal(push.said.length, 1, 'fired once');
       assert.deepEqual(await store.reminders.list(A), [], 'a delivered reminder is gone');
       // More due at once than one batch: one poll goes through them all.
-      for (let i = 0; i < 45; i++) await store.reminders.add({ deviceId: i % 2 ? A : B, clientId: 'c', agent: null, text: `n${i}`, dueMs: clock.now - i }, 100);
+      for (let i = 0; i < 45; i++)
+        await store.reminders.add(
+          { deviceId: i % 2 ? A : B, clientId: 'c', agent: null, text: `n${i}`, dueMs: clock.now - i },
+          100,
+        );
       assert.equal(await s.tick(), 45);
       assert.equal(push.said.length, 46);
     } finally {
@@ -114,10 +129,15 @@ describe('reminder scheduler', () => {
     const db = await sqlite.fresh();
     const clock = { now: T0 };
     let store = await open(db);
-    await store.reminders.add({ deviceId: A, clientId: 'c', agent: null, text: 'after restart', dueMs: T0 + 5 * MIN }, 10);
+    await store.reminders.add(
+      { deviceId: A, clientId: 'c', agent: null, text: 'after restart', dueMs: T0 + 5 * MIN },
+      10,
+    );
     await store.reminders.add({ deviceId: B, clientId: 'c', agent: null, text: 'mid delivery', dueMs: T0 + MIN }, 10);
     // B is claimed, then the process stops before its delivery ends.
-    assert.ok(await store.reminders.claim((await store.reminders.list(B))[0]?.id ?? -1, store.replica, T0 + 5 * MIN - 30_000));
+    assert.ok(
+      await store.reminders.claim((await store.reminders.list(B))[0]?.id ?? -1, store.replica, T0 + 5 * MIN - 30_000),
+    );
     await store.close();
 
     store = await open(db);
@@ -126,11 +146,17 @@ describe('reminder scheduler', () => {
     try {
       clock.now = T0 + 5 * MIN;
       assert.equal(await s.tick(), 1);
-      assert.deepEqual(push.said.map((m) => m.text), ['Reminder: after restart']);
+      assert.deepEqual(
+        push.said.map((m) => m.text),
+        ['Reminder: after restart'],
+      );
       // The abandoned claim is given back once a minute old, then fired.
       clock.now = T0 + 5 * MIN + 30_001;
       assert.equal(await s.tick(), 1);
-      assert.deepEqual(push.said.map((m) => m.text), ['Reminder: after restart', 'Reminder: mid delivery']);
+      assert.deepEqual(
+        push.said.map((m) => m.text),
+        ['Reminder: after restart', 'Reminder: mid delivery'],
+      );
     } finally {
       await s.stop();
       await store.close();
@@ -147,7 +173,10 @@ describe('reminder scheduler', () => {
     try {
       const n = 40;
       for (let i = 0; i < n; i++) {
-        const r = await one.reminders.add({ deviceId: i % 2 ? A : B, clientId: 'c', agent: null, text: `r${i}`, dueMs: T0 + (i % 4) * 1000 }, 100);
+        const r = await one.reminders.add(
+          { deviceId: i % 2 ? A : B, clientId: 'c', agent: null, text: `r${i}`, dueMs: T0 + (i % 4) * 1000 },
+          100,
+        );
         assert.ok(r !== 'full' && r !== 'store_full');
       }
       for (let step = 0; step < 6; step++) {
@@ -158,7 +187,10 @@ describe('reminder scheduler', () => {
       const texts = [...pushes[0].said, ...pushes[1].said].map((m) => m.text).sort();
       assert.equal(texts.length, n);
       assert.equal(new Set(texts).size, n, 'no reminder was fired twice');
-      assert.ok(pushes[0].said.length > 0 && pushes[1].said.length > 0, `both replicas fired some (${pushes[0].said.length}/${pushes[1].said.length})`);
+      assert.ok(
+        pushes[0].said.length > 0 && pushes[1].said.length > 0,
+        `both replicas fired some (${pushes[0].said.length}/${pushes[1].said.length})`,
+      );
       assert.deepEqual([...(await one.reminders.list(A)), ...(await one.reminders.list(B))], []);
     } finally {
       await Promise.all(schedulers.map((s) => s.stop()));
@@ -181,7 +213,10 @@ describe('reminder scheduler', () => {
       assert.equal(timersAfter, timersBefore, 'no timer of the scheduler is left');
       await store.reminders.add({ deviceId: A, clientId: 'c', agent: null, text: 'after stop', dueMs: T0 }, 10);
       await new Promise((r) => setTimeout(r, 100));
-      assert.deepEqual(push.said.map((m) => m.text), ['Reminder: by itself']);
+      assert.deepEqual(
+        push.said.map((m) => m.text),
+        ['Reminder: by itself'],
+      );
     } finally {
       await s.stop();
       await store.close();

@@ -18,7 +18,12 @@ import { postTo, upgradeTo } from '../../helpers/http-probe.ts';
 const SLOW_REFILL = { perSecond: 0.05, burst: 10 };
 
 /** `count` upgrade attempts from this address, `parallel` at a time; the statuses answered. */
-async function flood(port: number, count: number, headers: (i: number) => Record<string, string>, parallel = 25): Promise<number[]> {
+async function flood(
+  port: number,
+  count: number,
+  headers: (i: number) => Record<string, string>,
+  parallel = 25,
+): Promise<number[]> {
   const statuses: number[] = [];
   for (let i = 0; i < count; i += parallel) {
     const batch = Array.from({ length: Math.min(parallel, count - i) }, (_, j) => upgradeTo(port, headers(i + j)));
@@ -33,12 +38,24 @@ describe('a device with a valid credential connects while its address is flooded
   test('tokens mode: a static token is not refused by the anonymous budget; a wrong one is', async () => {
     const t = await startTestApp({
       createConversation: recordingConversation().factory,
-      config: { server: { auth: { mode: 'tokens', tokens: ['real-device-token'] }, upgradeRate: SLOW_REFILL, maxSessionsPerIp: 64 } },
+      config: {
+        server: {
+          auth: { mode: 'tokens', tokens: ['real-device-token'] },
+          upgradeRate: SLOW_REFILL,
+          maxSessionsPerIp: 64,
+        },
+      },
     });
     try {
-      const stranger = (i: number): Record<string, string> => (i % 2 ? { 'Device-Id': `ee:00:00:00:${String(i % 100).padStart(2, '0')}:01` } : { Authorization: 'Bearer guessed' });
+      const stranger = (i: number): Record<string, string> =>
+        i % 2
+          ? { 'Device-Id': `ee:00:00:00:${String(i % 100).padStart(2, '0')}:01` }
+          : { Authorization: 'Bearer guessed' };
       const first = await flood(t.port, 300, stranger);
-      assert.ok(countOf(first, 429) >= 280, `the anonymous budget is spent: ${countOf(first, 429)} of 300 refused with 429`);
+      assert.ok(
+        countOf(first, 429) >= 280,
+        `the anonymous budget is spent: ${countOf(first, 429)} of 300 refused with 429`,
+      );
       // The real device connects in the middle of the flood.
       const during = flood(t.port, 100, stranger);
       const dev = new DeviceSim({ url: t.wsUrl, deviceId: 'cc:00:00:00:00:01', token: 'real-device-token' });
@@ -49,9 +66,16 @@ describe('a device with a valid credential connects while its address is flooded
         dev.close();
       }
       assert.ok(countOf(await during, 429) >= 95, 'strangers stay refused (a token refills every 20 s)');
-      assert.equal((await upgradeTo(t.port, { Authorization: 'Bearer wrong' })).status, 429, 'a wrong credential spends the anonymous budget');
+      assert.equal(
+        (await upgradeTo(t.port, { Authorization: 'Bearer wrong' })).status,
+        429,
+        'a wrong credential spends the anonymous budget',
+      );
       const refusals = t.logs.find('device refused: upgrade rate per IP');
-      assert.ok(refusals.length >= 1 && refusals.length < 50, `refusals are logged, rate-limited: ${refusals.length} lines`);
+      assert.ok(
+        refusals.length >= 1 && refusals.length < 50,
+        `refusals are logged, rate-limited: ${refusals.length} lines`,
+      );
     } finally {
       await t.close();
     }
@@ -60,15 +84,30 @@ describe('a device with a valid credential connects while its address is flooded
   test('the authenticated budget is its own, and bounded too: one device reconnecting in a loop is refused past it', async () => {
     const t = await startTestApp({
       createConversation: recordingConversation().factory,
-      config: { server: { auth: { mode: 'tokens', tokens: ['real-device-token'] }, upgradeRate: SLOW_REFILL, maxSessionsPerIp: 0 } },
+      config: {
+        server: {
+          auth: { mode: 'tokens', tokens: ['real-device-token'] },
+          upgradeRate: SLOW_REFILL,
+          maxSessionsPerIp: 0,
+        },
+      },
     });
     try {
-      const loop = await flood(t.port, 30, () => ({ 'Device-Id': 'cc:00:00:00:00:02', Authorization: 'Bearer real-device-token' }), 1);
+      const loop = await flood(
+        t.port,
+        30,
+        () => ({ 'Device-Id': 'cc:00:00:00:00:02', Authorization: 'Bearer real-device-token' }),
+        1,
+      );
       const accepted = countOf(loop, 101);
       assert.ok(accepted >= 10 && accepted <= 12, `the burst is accepted, then refused: ${loop.join(',')}`);
       assert.equal(countOf(loop, 429), 30 - accepted, loop.join(','));
       // Another device on the same address has a budget of its own, and so do strangers.
-      assert.equal((await upgradeTo(t.port, { 'Device-Id': 'cc:00:00:00:00:03', Authorization: 'Bearer real-device-token' })).status, 101);
+      assert.equal(
+        (await upgradeTo(t.port, { 'Device-Id': 'cc:00:00:00:00:03', Authorization: 'Bearer real-device-token' }))
+          .status,
+        101,
+      );
       assert.equal((await upgradeTo(t.port, { 'Device-Id': 'cc:00:00:00:00:04' })).status, 401);
     } finally {
       await t.close();
@@ -82,7 +121,9 @@ describe('a device with a valid credential connects while its address is flooded
       dir = mkdtempSync(join(tmpdir(), 'address-limits-'));
       t = await startTestApp({
         createConversation: recordingConversation().factory,
-        config: { server: { dataDir: dir, auth: { mode: 'activation' }, upgradeRate: SLOW_REFILL, maxSessionsPerIp: 64 } },
+        config: {
+          server: { dataDir: dir, auth: { mode: 'activation' }, upgradeRate: SLOW_REFILL, maxSessionsPerIp: 64 },
+        },
       });
     });
     after(async () => {
@@ -93,13 +134,30 @@ describe('a device with a valid credential connects while its address is flooded
     test('a bound device with its token connects after hundreds of anonymous attempts', async () => {
       const pair = { 'Device-Id': 'a0:b1:c2:d3:e4:42', 'Client-Id': '6f1c1d2e-1111-4222-8333-444455550042' };
       const firmware = { 'Content-Type': 'application/json', 'Activation-Version': '1' };
-      const code = (JSON.parse((await postTo(t.port, '/xiaozhi/ota/', { ...firmware, ...pair })).body) as { activation?: { code: string } }).activation?.code ?? '';
+      const code =
+        (
+          JSON.parse((await postTo(t.port, '/xiaozhi/ota/', { ...firmware, ...pair })).body) as {
+            activation?: { code: string };
+          }
+        ).activation?.code ?? '';
       assert.equal((await t.app.devices?.bind(code))?.ok, true);
-      const token = (JSON.parse((await postTo(t.port, '/xiaozhi/ota/', { ...firmware, ...pair })).body) as { websocket: { token?: string } }).websocket.token ?? '';
+      const token =
+        (
+          JSON.parse((await postTo(t.port, '/xiaozhi/ota/', { ...firmware, ...pair })).body) as {
+            websocket: { token?: string };
+          }
+        ).websocket.token ?? '';
       assert.ok(token.length >= 40);
 
-      const statuses = await flood(t.port, 300, (i) => ({ 'Device-Id': pair['Device-Id'], 'Client-Id': pair['Client-Id'], Authorization: `Bearer forged-${i}` }));
-      assert.ok(countOf(statuses, 429) >= 280, `forged tokens spend the anonymous budget: ${countOf(statuses, 429)} of 300`);
+      const statuses = await flood(t.port, 300, (i) => ({
+        'Device-Id': pair['Device-Id'],
+        'Client-Id': pair['Client-Id'],
+        Authorization: `Bearer forged-${i}`,
+      }));
+      assert.ok(
+        countOf(statuses, 429) >= 280,
+        `forged tokens spend the anonymous budget: ${countOf(statuses, 429)} of 300`,
+      );
       const dev = new DeviceSim({ url: t.wsUrl, deviceId: pair['Device-Id'], clientId: pair['Client-Id'], token });
       try {
         await dev.hello();
@@ -116,7 +174,14 @@ describe('the address counted: X-Forwarded-For from a trusted proxy, IPv6 by pre
   before(async () => {
     t = await startTestApp({
       createConversation: recordingConversation().factory,
-      config: { server: { trustProxy: ['127.0.0.1'], auth: { mode: 'tokens', tokens: ['tok'] }, upgradeRate: { perSecond: 0.01, burst: 2 }, maxSessionsPerIp: 0 } },
+      config: {
+        server: {
+          trustProxy: ['127.0.0.1'],
+          auth: { mode: 'tokens', tokens: ['tok'] },
+          upgradeRate: { perSecond: 0.01, burst: 2 },
+          maxSessionsPerIp: 0,
+        },
+      },
     });
   });
   after(() => t.close());
@@ -144,7 +209,14 @@ describe('X-Forwarded-For from a peer that is not a trusted proxy is ignored', (
   test('varying the header does not give a new budget', async () => {
     const t = await startTestApp({
       createConversation: recordingConversation().factory,
-      config: { server: { trustProxy: ['10.0.0.0/8'], auth: { mode: 'tokens', tokens: ['tok'] }, upgradeRate: { perSecond: 0.01, burst: 2 }, maxSessionsPerIp: 0 } },
+      config: {
+        server: {
+          trustProxy: ['10.0.0.0/8'],
+          auth: { mode: 'tokens', tokens: ['tok'] },
+          upgradeRate: { perSecond: 0.01, burst: 2 },
+          maxSessionsPerIp: 0,
+        },
+      },
     });
     try {
       const statuses = await flood(t.port, 6, (i) => ({ 'X-Forwarded-For': `198.51.100.${i + 1}` }), 1);
@@ -164,7 +236,11 @@ describe('sessions per address count by the same key', () => {
     const devs: DeviceSim[] = [];
     try {
       const device = (xff: string, n: number): DeviceSim => {
-        const d = new DeviceSim({ url: t.wsUrl, deviceId: `cc:00:00:00:01:0${n}`, extraHeaders: { 'X-Forwarded-For': xff } });
+        const d = new DeviceSim({
+          url: t.wsUrl,
+          deviceId: `cc:00:00:00:01:0${n}`,
+          extraHeaders: { 'X-Forwarded-For': xff },
+        });
         devs.push(d);
         return d;
       };
@@ -194,7 +270,11 @@ describe('sessions per address and the same-identity replace rule', () => {
     try {
       const first = device('cc:00:00:00:02:01');
       await first.hello();
-      await assert.rejects(device('cc:00:00:00:02:02').opened, /HTTP 429/, 'another device from the address is over the limit');
+      await assert.rejects(
+        device('cc:00:00:00:02:02').opened,
+        /HTTP 429/,
+        'another device from the address is over the limit',
+      );
       // The same pair reconnects before the server noticed its old connection was dead.
       const again = device('cc:00:00:00:02:01');
       await again.hello();

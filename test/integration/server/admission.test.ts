@@ -35,9 +35,17 @@ after(async () => {
 /** The production wiring with the fake LLM; closed again if listening fails. */
 async function start(server: Record<string, unknown>, opts: AssembleOptions = {}): Promise<Server> {
   assert.ok(llm, 'the fake LLM started');
-  const config = ConfigSchema.parse({ llm: { baseURL: llm.url, apiKey: '', model: 'fake-model', maxRetries: 0, timeoutMs: 5000 }, server, store: { url: 'sqlite::memory:' } });
+  const config = ConfigSchema.parse({
+    llm: { baseURL: llm.url, apiKey: '', model: 'fake-model', maxRetries: 0, timeoutMs: 5000 },
+    server,
+    store: { url: 'sqlite::memory:' },
+  });
   const logs = createLogSink();
-  const srv = await assembleServer(config, createLogger({ level: 'debug', logContent: false, destination: logs.stream }), opts);
+  const srv = await assembleServer(
+    config,
+    createLogger({ level: 'debug', logContent: false, destination: logs.stream }),
+    opts,
+  );
   try {
     return { srv, logs, ...(await listenOnLoopback(srv.app)) };
   } catch (err) {
@@ -46,12 +54,17 @@ async function start(server: Record<string, unknown>, opts: AssembleOptions = {}
   }
 }
 
-type Attempt = { status: 101; ws: WebSocket } | { status: number; retryAfter: string | undefined; body: Record<string, unknown> };
+type Attempt =
+  | { status: 101; ws: WebSocket }
+  | { status: number; retryAfter: string | undefined; body: Record<string, unknown> };
 
 /** One upgrade attempt with a plain `ws` client: the open socket, or the HTTP refusal it got. */
 function attempt(wsUrl: string, deviceId: string): Promise<Attempt> {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(wsUrl, { headers: { 'Device-Id': deviceId, 'Protocol-Version': '1' }, perMessageDeflate: false });
+    const ws = new WebSocket(wsUrl, {
+      headers: { 'Device-Id': deviceId, 'Protocol-Version': '1' },
+      perMessageDeflate: false,
+    });
     const timer = setTimeout(() => {
       ws.terminate();
       reject(new Error('upgrade attempt timed out'));
@@ -67,7 +80,11 @@ function attempt(wsUrl: string, deviceId: string): Promise<Attempt> {
       res.on('end', () => {
         clearTimeout(timer);
         const retryAfter = res.headers['retry-after'];
-        resolve({ status: res.statusCode ?? 0, retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, body: JSON.parse(text || '{}') as Record<string, unknown> });
+        resolve({
+          status: res.statusCode ?? 0,
+          retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
+          body: JSON.parse(text || '{}') as Record<string, unknown>,
+        });
       });
     });
     ws.once('error', (err) => {
@@ -83,7 +100,13 @@ function release(a: Attempt): void {
 }
 
 /** Retries `attempt` until `accept` holds; fails after `timeoutMs` with what it saw last. */
-async function attemptUntil(wsUrl: string, deviceId: string, accept: (a: Attempt) => boolean, what: string, timeoutMs = 20_000): Promise<Attempt> {
+async function attemptUntil(
+  wsUrl: string,
+  deviceId: string,
+  accept: (a: Attempt) => boolean,
+  what: string,
+  timeoutMs = 20_000,
+): Promise<Attempt> {
   const deadline = Date.now() + timeoutMs;
   let last: Attempt | undefined;
   for (;;) {
@@ -111,7 +134,11 @@ async function ota(httpUrl: string, deviceId: string): Promise<number> {
   const res = await fetch(`${httpUrl}/xiaozhi/ota/`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json', 'Device-Id': deviceId, 'Client-Id': 'admission-test' },
-    body: JSON.stringify({ application: { name: 'xiaozhi', version: '2.4.2' }, mac_address: deviceId, board: { type: 'bread-compact-wifi' } }),
+    body: JSON.stringify({
+      application: { name: 'xiaozhi', version: '2.4.2' },
+      mac_address: deviceId,
+      board: { type: 'bread-compact-wifi' },
+    }),
     signal: AbortSignal.timeout(20_000),
   });
   await res.arrayBuffer();
@@ -135,7 +162,10 @@ describe('admission control', () => {
     const s = await start({ maxSessions: 2, admission: { maxEventLoopDelayMs: 0, retryAfterS: 7 } });
     const devs: DeviceSim[] = [];
     try {
-      devs.push(new DeviceSim({ url: s.wsUrl, deviceId: 'ad:00:00:00:00:01' }), new DeviceSim({ url: s.wsUrl, deviceId: 'ad:00:00:00:00:02' }));
+      devs.push(
+        new DeviceSim({ url: s.wsUrl, deviceId: 'ad:00:00:00:00:01' }),
+        new DeviceSim({ url: s.wsUrl, deviceId: 'ad:00:00:00:00:02' }),
+      );
       await Promise.all(devs.map((d) => d.hello()));
       await Promise.all(devs.map((d, i) => talk(d, `hello from device ${i + 1}`)));
 
@@ -168,7 +198,9 @@ describe('admission control', () => {
     };
     try {
       // Admitted while the loop is idle.
-      release(await attemptUntil(s.wsUrl, 'ae:00:00:00:00:01', (a) => a.status === 101, 'admitted before the pressure'));
+      release(
+        await attemptUntil(s.wsUrl, 'ae:00:00:00:00:01', (a) => a.status === 101, 'admitted before the pressure'),
+      );
 
       // The server runs in this process: 400 ms busy loops, each followed by ~100 ms of free loop
       // (an interval's next run is due 500 ms after the previous one started), stall its loop.
@@ -178,7 +210,12 @@ describe('admission control', () => {
           /* busy */
         }
       }, 500);
-      const refused = await attemptUntil(s.wsUrl, 'ae:00:00:00:00:02', (a) => a.status !== 101, 'refused under event-loop pressure');
+      const refused = await attemptUntil(
+        s.wsUrl,
+        'ae:00:00:00:00:02',
+        (a) => a.status !== 101,
+        'refused under event-loop pressure',
+      );
       assert.equal(refused.status, 503);
       assert.ok(!('ws' in refused));
       assert.equal(refused.retryAfter, '5');
@@ -188,12 +225,23 @@ describe('admission control', () => {
       assert.equal(await ota(s.httpUrl, 'ae:00:00:00:00:02'), 200);
       assert.equal((await fetch(`${s.httpUrl}/healthz`)).status, 200);
       const m = await metricsText(s.httpUrl);
-      assert.ok((metric(m, 'xiaozhi_connections_refused_total', 'reason="overloaded"') ?? 0) >= 1, 'refusal counted as overloaded');
-      assert.ok((metric(m, 'xiaozhi_admission_event_loop_delay_seconds') ?? 0) > 0.1, 'the gauge shows the judged delay');
+      assert.ok(
+        (metric(m, 'xiaozhi_connections_refused_total', 'reason="overloaded"') ?? 0) >= 1,
+        'refusal counted as overloaded',
+      );
+      assert.ok(
+        (metric(m, 'xiaozhi_admission_event_loop_delay_seconds') ?? 0) > 0.1,
+        'the gauge shows the judged delay',
+      );
       stopPressure();
 
       // Back under the limit (hysteresis: under 80 % of it, one or two 1 s windows later): admitted.
-      const again = await attemptUntil(s.wsUrl, 'ae:00:00:00:00:02', (a) => a.status === 101, 'admitted after the pressure');
+      const again = await attemptUntil(
+        s.wsUrl,
+        'ae:00:00:00:00:02',
+        (a) => a.status === 101,
+        'admitted after the pressure',
+      );
       release(again);
       const warned = s.logs.find('device refused: server overloaded');
       assert.ok(warned.length >= 1, 'the refusal is logged');

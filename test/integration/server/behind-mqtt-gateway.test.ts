@@ -63,7 +63,9 @@ describe('a fleet behind the MQTT gateway', () => {
   test(`with the gateway in server.trustProxy, ${FLEET} devices connect through it although maxSessionsPerIp is ${PER_IP}`, async () => {
     const t = await startTestApp({
       createConversation: recordingConversation().factory,
-      config: { server: { trustProxy: ['127.0.0.1'], maxSessionsPerIp: PER_IP, upgradeRate: { perSecond: 5, burst: 20 } } },
+      config: {
+        server: { trustProxy: ['127.0.0.1'], maxSessionsPerIp: PER_IP, upgradeRate: { perSecond: 5, burst: 20 } },
+      },
     });
     let fleet: DeviceSim[] = [];
     try {
@@ -75,16 +77,32 @@ describe('a fleet behind the MQTT gateway', () => {
       // Each session is the device's own: its pair, and the address it reached the gateway from.
       const connected = t.logs.find('device connected');
       assert.equal(connected.length, FLEET);
-      assert.deepEqual(new Set(connected.map((l) => l.remote)), new Set(Array.from({ length: FLEET }, (_, n) => device(n).ip)));
+      assert.deepEqual(
+        new Set(connected.map((l) => l.remote)),
+        new Set(Array.from({ length: FLEET }, (_, n) => device(n).ip)),
+      );
       assert.equal(new Set(connected.map((l) => l.deviceId)).size, FLEET);
       // The limit still holds per device address: a fifth session forwarded for one device is refused.
       const outcomes: string[] = [];
       for (let i = 0; i < PER_IP; i++) {
-        const s = new DeviceSim({ url: t.wsUrl, protocolVersion: 2, extraHeaders: { ...gatewayHeaders(0), 'client-id': `another-app-${i}` } });
+        const s = new DeviceSim({
+          url: t.wsUrl,
+          protocolVersion: 2,
+          extraHeaders: { ...gatewayHeaders(0), 'client-id': `another-app-${i}` },
+        });
         fleet.push(s);
-        outcomes.push(await s.opened.then(() => 'open', (err: Error) => err.message));
+        outcomes.push(
+          await s.opened.then(
+            () => 'open',
+            (err: Error) => err.message,
+          ),
+        );
       }
-      assert.deepEqual(outcomes, [...Array<string>(PER_IP - 1).fill('open'), 'HTTP 429'], 'device 0 already holds one of its budget');
+      assert.deepEqual(
+        outcomes,
+        [...Array<string>(PER_IP - 1).fill('open'), 'HTTP 429'],
+        'device 0 already holds one of its budget',
+      );
     } finally {
       for (const s of fleet) s.close();
       await t.close();
@@ -102,7 +120,10 @@ describe('a fleet behind the MQTT gateway', () => {
       fleet = sessions;
       assert.equal(sessions.length, PER_IP);
       assert.equal(refused.length, FLEET - PER_IP);
-      assert.ok(refused.every((r) => r === 'HTTP 429'), refused.join(','));
+      assert.ok(
+        refused.every((r) => r === 'HTTP 429'),
+        refused.join(','),
+      );
       assert.ok(t.logs.find('device connected').every((l) => l.remote === '127.0.0.1'));
     } finally {
       for (const s of fleet) s.close();
@@ -110,10 +131,12 @@ describe('a fleet behind the MQTT gateway', () => {
     }
   });
 
-  test('the upgrade rate is per forwarded device address: one device reconnecting in a loop does not spend the others\' budget', async () => {
+  test("the upgrade rate is per forwarded device address: one device reconnecting in a loop does not spend the others' budget", async () => {
     const t = await startTestApp({
       createConversation: recordingConversation().factory,
-      config: { server: { trustProxy: ['127.0.0.1'], maxSessionsPerIp: 0, upgradeRate: { perSecond: 0.05, burst: 3 } } },
+      config: {
+        server: { trustProxy: ['127.0.0.1'], maxSessionsPerIp: 0, upgradeRate: { perSecond: 0.05, burst: 3 } },
+      },
     });
     try {
       const loop: number[] = [];

@@ -28,7 +28,10 @@ describe('device MCP reply that is not JSON', () => {
       // Byte for byte what the firmware builds by concatenation.
       dev.sendRaw(`{"session_id":"${dev.sessionId}","type":"mcp","payload":${payload}}`);
       const session = rec.sessions.at(-1);
-      await waitFor(() => session?.calls.some((c) => c.name === 'mcp') === true, { what: 'the mcp call', timeoutMs: 5000 });
+      await waitFor(() => session?.calls.some((c) => c.name === 'mcp') === true, {
+        what: 'the mcp call',
+        timeoutMs: 5000,
+      });
       const got = session?.calls.find((c) => c.name === 'mcp')?.arg;
       assert.equal(got, payload);
       assert.deepEqual(salvageBrokenReply(String(got)), { id: 3, message: 'Unknown tool: a"b' });
@@ -47,8 +50,14 @@ describe('device MCP reply that is not JSON', () => {
       // Too long to be a firmware error reply: the salvage regex is quadratic in it, so it is not tried.
       dev.sendRaw(`{"type":"mcp","payload":{"id":1,${'"error":{"message":"'.repeat(3000)}x}}`);
       dev.abort();
-      await waitFor(() => session?.calls.some((c) => c.name === 'abort') === true, { what: 'the abort', timeoutMs: 5000 });
-      assert.deepEqual(session?.calls.filter((c) => c.name === 'mcp' || c.name === 'detect'), []);
+      await waitFor(() => session?.calls.some((c) => c.name === 'abort') === true, {
+        what: 'the abort',
+        timeoutMs: 5000,
+      });
+      assert.deepEqual(
+        session?.calls.filter((c) => c.name === 'mcp' || c.name === 'detect'),
+        [],
+      );
     } finally {
       dev.close();
     }

@@ -44,7 +44,10 @@ describe('bounded per connection', () => {
         dev.sendRaw('{"type":"iot"}');
       }, 100);
       try {
-        assert.equal(await Promise.race([dev.closed, new Promise((r) => setTimeout(() => r('still open'), 8000))]), 4002);
+        assert.equal(
+          await Promise.race([dev.closed, new Promise((r) => setTimeout(() => r('still open'), 8000))]),
+          4002,
+        );
       } finally {
         clearInterval(timer);
       }
@@ -74,7 +77,9 @@ describe('slow reader', () => {
     t = await startTestApp({
       createConversation: rec.factory,
       // A generous control rate so the flood reaches the output limit.
-      config: { server: { maxOutputBufferBytes: 64 * 1024, controlMessages: { perSecond: 1_000_000, burst: 1_000_000 } } },
+      config: {
+        server: { maxOutputBufferBytes: 64 * 1024, controlMessages: { perSecond: 1_000_000, burst: 1_000_000 } },
+      },
     });
   });
   after(() => t.close());
@@ -90,22 +95,33 @@ describe('slow reader', () => {
         dev.sendRaw('{"type":"abort"}');
         if (i % 5000 === 0) await new Promise((r) => setImmediate(r));
       }
-      await waitFor(() => t.logs.find('output buffer over limit: closing').length === 1, { what: 'the slow reader to be closed', timeoutMs: 20_000 });
+      await waitFor(() => t.logs.find('output buffer over limit: closing').length === 1, {
+        what: 'the slow reader to be closed',
+        timeoutMs: 20_000,
+      });
       const line = t.logs.find('output buffer over limit: closing')[0]!;
-      assert.ok((line.bufferedBytes as number) < 1024 * 1024, `buffer stayed near the 64 KiB limit, saw ${String(line.bufferedBytes)}`);
-      await waitFor(() => t.logs.find('session ended').some((l) => l.code === 4007), { what: 'the session to end', timeoutMs: 40_000 });
+      assert.ok(
+        (line.bufferedBytes as number) < 1024 * 1024,
+        `buffer stayed near the 64 KiB limit, saw ${String(line.bufferedBytes)}`,
+      );
+      await waitFor(() => t.logs.find('session ended').some((l) => l.code === 4007), {
+        what: 'the session to end',
+        timeoutMs: 40_000,
+      });
     } finally {
       dev.ws.terminate();
     }
   });
-
 });
 
 describe('control-message rate limit', () => {
   let t: TestApp;
   const rec = recordingConversation();
   before(async () => {
-    t = await startTestApp({ createConversation: rec.factory, config: { server: { controlMessages: { perSecond: 10, burst: 20 } } } });
+    t = await startTestApp({
+      createConversation: rec.factory,
+      config: { server: { controlMessages: { perSecond: 10, burst: 20 } } },
+    });
   });
   after(() => t.close());
 

@@ -20,13 +20,24 @@ describe('DNS rebinding', () => {
   before(async () => {
     t = await startTestApp({
       createConversation: recordingConversation().factory,
-      config: { server: { publicHosts: ['voice.example.org'], publicWsUrl: 'wss://ws.example.net/xiaozhi/v1/', allowedOrigins: ['https://console.example.org'] } },
+      config: {
+        server: {
+          publicHosts: ['voice.example.org'],
+          publicWsUrl: 'wss://ws.example.net/xiaozhi/v1/',
+          allowedOrigins: ['https://console.example.org'],
+        },
+      },
     });
   });
   after(() => t.close());
 
   test('a rebinding-shaped OTA request is refused with 403 and no CORS grant', async () => {
-    const res = await postTo(t.port, '/xiaozhi/ota/', { ...FIRMWARE, ...EVIL, 'Device-Id': 'aa:bb:cc:00:00:01', 'Client-Id': 'c1' });
+    const res = await postTo(t.port, '/xiaozhi/ota/', {
+      ...FIRMWARE,
+      ...EVIL,
+      'Device-Id': 'aa:bb:cc:00:00:01',
+      'Client-Id': 'c1',
+    });
     assert.equal(res.status, 403);
     assert.equal(res.headers['access-control-allow-origin'], undefined);
     assert.equal(res.body.includes('websocket'), false);
@@ -37,16 +48,24 @@ describe('DNS rebinding', () => {
   });
 
   test('a forwarded host the page sets itself does not help it', async () => {
-    const res = await postTo(t.port, '/xiaozhi/ota/', { ...FIRMWARE, Origin: 'http://evil.example:8000', 'X-Forwarded-Host': 'evil.example:8000' });
+    const res = await postTo(t.port, '/xiaozhi/ota/', {
+      ...FIRMWARE,
+      Origin: 'http://evil.example:8000',
+      'X-Forwarded-Host': 'evil.example:8000',
+    });
     assert.equal(res.status, 403);
-    assert.equal((await upgradeTo(t.port, { Origin: 'http://evil.example:8000', 'X-Forwarded-Host': 'evil.example:8000' })).status, 403);
+    assert.equal(
+      (await upgradeTo(t.port, { Origin: 'http://evil.example:8000', 'X-Forwarded-Host': 'evil.example:8000' })).status,
+      403,
+    );
   });
 
   test('the refusal is logged, rate-limited, naming server.publicHosts', async () => {
     await sleep(1100); // the one-line-per-second budget, spent by the tests above, refills
-    const before = t.logs.find('browser request refused: Host is not one of this server\'s names').length;
-    for (let i = 0; i < 20; i++) await postTo(t.port, '/xiaozhi/ota/', { ...FIRMWARE, Origin: 'http://evil2.example', Host: 'evil2.example' });
-    const lines = t.logs.find('browser request refused: Host is not one of this server\'s names').slice(before);
+    const before = t.logs.find("browser request refused: Host is not one of this server's names").length;
+    for (let i = 0; i < 20; i++)
+      await postTo(t.port, '/xiaozhi/ota/', { ...FIRMWARE, Origin: 'http://evil2.example', Host: 'evil2.example' });
+    const lines = t.logs.find("browser request refused: Host is not one of this server's names").slice(before);
     assert.ok(lines.length >= 1 && lines.length <= 3, `${lines.length} lines for 20 refusals`);
     assert.equal(lines[0]?.host, 'evil2.example');
     assert.match(String(lines[0]?.fix), /server\.publicHosts/);
@@ -58,7 +77,10 @@ describe('DNS rebinding', () => {
       assert.equal(res.status, 200, host);
       assert.equal(res.headers['access-control-allow-origin'], `http://${host}`);
     }
-    assert.equal((await upgradeTo(t.port, { Origin: `http://127.0.0.1:${t.port}` }, '?device-id=aa:bb:cc:00:00:05')).status, 101);
+    assert.equal(
+      (await upgradeTo(t.port, { Origin: `http://127.0.0.1:${t.port}` }, '?device-id=aa:bb:cc:00:00:05')).status,
+      101,
+    );
   });
 
   test('names in server.publicHosts and the host of server.publicWsUrl are the server own', async () => {
@@ -66,13 +88,25 @@ describe('DNS rebinding', () => {
       const res = await postTo(t.port, '/xiaozhi/ota/', { ...FIRMWARE, Host: host, Origin: `https://${host}` });
       assert.equal(res.status, 200, host);
     }
-    assert.equal((await upgradeTo(t.port, { Host: 'voice.example.org', Origin: 'https://voice.example.org' })).status, 101);
+    assert.equal(
+      (await upgradeTo(t.port, { Host: 'voice.example.org', Origin: 'https://voice.example.org' })).status,
+      101,
+    );
   });
 
   test('a listed origin calling through one of the server names still works', async () => {
     const res = await postTo(t.port, '/xiaozhi/ota/', { ...FIRMWARE, Origin: 'https://console.example.org' });
     assert.equal(res.status, 200);
-    assert.equal((await postTo(t.port, '/xiaozhi/ota/', { ...FIRMWARE, Origin: 'https://console.example.org', Host: 'evil.example' })).status, 403);
+    assert.equal(
+      (
+        await postTo(t.port, '/xiaozhi/ota/', {
+          ...FIRMWARE,
+          Origin: 'https://console.example.org',
+          Host: 'evil.example',
+        })
+      ).status,
+      403,
+    );
   });
 
   test('the machine own interface addresses are its names', async (ctx) => {
@@ -84,13 +118,19 @@ describe('DNS rebinding', () => {
       return;
     }
     const host = `${own.address}:${t.port}`;
-    assert.equal((await postTo(t.port, '/xiaozhi/ota/', { ...FIRMWARE, Host: host, Origin: `http://${host}` })).status, 200);
+    assert.equal(
+      (await postTo(t.port, '/xiaozhi/ota/', { ...FIRMWARE, Host: host, Origin: `http://${host}` })).status,
+      200,
+    );
   });
 
   test('devices send no Origin and are not affected, whatever name they used', async () => {
     const res = await postTo(t.port, '/xiaozhi/ota/', { ...FIRMWARE, Host: 'speaker-server.lan:8000' });
     assert.equal(res.status, 200);
-    assert.equal((await upgradeTo(t.port, { Host: 'speaker-server.lan:8000' }, '?device-id=aa:bb:cc:00:00:07')).status, 101);
+    assert.equal(
+      (await upgradeTo(t.port, { Host: 'speaker-server.lan:8000' }, '?device-id=aa:bb:cc:00:00:07')).status,
+      101,
+    );
   });
 });
 
@@ -99,7 +139,10 @@ const ORIGIN_REFUSED = "browser request refused: Origin is not this server's pag
 describe('refusals by Origin', () => {
   let t: TestApp;
   before(async () => {
-    t = await startTestApp({ createConversation: recordingConversation().factory, config: { admin: { token: 'admin-token-for-origin-tests-0123' } } });
+    t = await startTestApp({
+      createConversation: recordingConversation().factory,
+      config: { admin: { token: 'admin-token-for-origin-tests-0123' } },
+    });
   });
   after(() => t.close());
   const own = (): string => `127.0.0.1:${t.port}`;
@@ -124,7 +167,11 @@ describe('refusals by Origin', () => {
   test('the server own page behind a proxy that dropped the port from Host: the fix names the proxy setting', async () => {
     await sleep(1100); // each refusal kind logs one line a second
     const before = t.logs.find(ORIGIN_REFUSED).length;
-    const res = await postTo(t.port, '/xiaozhi/ota/', { ...FIRMWARE, Origin: 'http://localhost:8080', Host: 'localhost' });
+    const res = await postTo(t.port, '/xiaozhi/ota/', {
+      ...FIRMWARE,
+      Origin: 'http://localhost:8080',
+      Host: 'localhost',
+    });
     assert.equal(res.status, 403);
     const fix = (JSON.parse(res.body) as { fix?: string }).fix ?? '';
     assert.match(fix, /\$http_host/, fix);
@@ -135,7 +182,9 @@ describe('refusals by Origin', () => {
     await sleep(1100);
     const before = t.logs.find(ORIGIN_REFUSED).length;
     assert.equal((await upgradeTo(t.port, { Origin: 'https://voice-ui.example', Host: own() })).status, 403);
-    const admin = await fetch(`${t.httpUrl}/api/admin/session`, { headers: { origin: 'https://console-elsewhere.example' } });
+    const admin = await fetch(`${t.httpUrl}/api/admin/session`, {
+      headers: { origin: 'https://console-elsewhere.example' },
+    });
     assert.equal(admin.status, 403);
     const fix = ((await admin.json()) as { fix?: string }).fix ?? '';
     assert.doesNotMatch(fix, /add .* to server\.allowedOrigins/, 'allowedOrigins does not open the admin API');
@@ -147,13 +196,21 @@ describe('refusals by Origin', () => {
   test('rate-limited: 30 refusals in a burst log a few lines, the next one counts the rest', async () => {
     await sleep(1100);
     const before = t.logs.find(ORIGIN_REFUSED).length;
-    for (let i = 0; i < 30; i++) assert.equal((await postTo(t.port, '/xiaozhi/ota/', { ...FIRMWARE, Origin: `https://page-${i}.example`, Host: own() })).status, 403);
+    for (let i = 0; i < 30; i++)
+      assert.equal(
+        (await postTo(t.port, '/xiaozhi/ota/', { ...FIRMWARE, Origin: `https://page-${i}.example`, Host: own() }))
+          .status,
+        403,
+      );
     const burst = t.logs.find(ORIGIN_REFUSED).slice(before);
     assert.ok(burst.length >= 1 && burst.length <= 3, `${burst.length} lines for 30 refusals`);
     await sleep(1100);
     await postTo(t.port, '/xiaozhi/ota/', { ...FIRMWARE, Origin: 'https://one-more.example', Host: own() });
     const next = t.logs.find(ORIGIN_REFUSED).slice(before + burst.length);
     assert.equal(next.length, 1);
-    assert.ok(Number(next[0]?.suppressed) >= 27, `the next line counts the refusals left out: ${String(next[0]?.suppressed)}`);
+    assert.ok(
+      Number(next[0]?.suppressed) >= 27,
+      `the next line counts the refusals left out: ${String(next[0]?.suppressed)}`,
+    );
   });
 });

@@ -51,16 +51,32 @@ const cases: Case[] = [
   { name: 'listen with a bogus mode', send: (d) => d.sendRaw('{"type":"listen","state":"start","mode":"turbo"}') },
   { name: 'listen with a bogus state', send: (d) => d.sendRaw('{"type":"listen","state":"explode"}') },
   { name: 'detect with numeric text', send: (d) => d.sendRaw('{"type":"listen","state":"detect","text":123}') },
-  { name: 'detect with a 50 KB text', send: (d) => d.sendRaw(JSON.stringify({ type: 'listen', state: 'detect', text: 'a'.repeat(50_000) })) },
+  {
+    name: 'detect with a 50 KB text',
+    send: (d) => d.sendRaw(JSON.stringify({ type: 'listen', state: 'detect', text: 'a'.repeat(50_000) })),
+  },
   { name: 'session_id of the wrong type', send: (d) => d.sendRaw('{"type":"abort","session_id":{"x":1}}') },
   { name: 'mcp without payload', send: (d) => d.sendRaw('{"type":"mcp"}') },
   { name: 'mcp with a string payload', send: (d) => d.sendRaw('{"type":"mcp","payload":"x"}') },
   { name: 'mcp with an array payload', send: (d) => d.sendRaw('{"type":"mcp","payload":[1]}') },
   { name: 'abort with an object reason', send: (d) => d.sendRaw('{"type":"abort","reason":{"a":1}}') },
   { name: 'deeply nested JSON (30k levels)', send: (d) => d.sendRaw(deepJson(30_000)) },
-  { name: 'prototype pollution attempt', send: (d) => d.sendRaw('{"type":"listen","state":"start","mode":"auto","__proto__":{"polluted":true},"constructor":{"prototype":{"polluted":true}}}') },
-  { name: 'second hello on the same socket', send: (d) => d.sendRaw(JSON.stringify({ type: 'hello', version: 1, transport: 'websocket' })) },
-  { name: 'listen before hello is ignored', beforeHello: true, send: (d) => d.sendRaw('{"type":"listen","state":"start","mode":"auto"}') },
+  {
+    name: 'prototype pollution attempt',
+    send: (d) =>
+      d.sendRaw(
+        '{"type":"listen","state":"start","mode":"auto","__proto__":{"polluted":true},"constructor":{"prototype":{"polluted":true}}}',
+      ),
+  },
+  {
+    name: 'second hello on the same socket',
+    send: (d) => d.sendRaw(JSON.stringify({ type: 'hello', version: 1, transport: 'websocket' })),
+  },
+  {
+    name: 'listen before hello is ignored',
+    beforeHello: true,
+    send: (d) => d.sendRaw('{"type":"listen","state":"start","mode":"auto"}'),
+  },
   { name: 'binary before hello is dropped', beforeHello: true, send: (d) => d.sendRaw(Buffer.alloc(40, 1), true) },
   { name: 'empty binary frame (v1)', send: (d) => d.sendRaw(Buffer.alloc(0), true) },
   { name: 'v2 truncated header', version: 2, send: (d) => d.sendRaw(Buffer.alloc(10, 0xff), true) },
@@ -70,11 +86,30 @@ const cases: Case[] = [
   { name: 'v3 truncated header', version: 3, send: (d) => d.sendRaw(Buffer.from([0, 0]), true) },
   { name: 'v3 size field larger than the frame', version: 3, send: (d) => d.sendRaw(v3Header(500, 3), true) },
   { name: 'v3 size field smaller than the frame', version: 3, send: (d) => d.sendRaw(v3Header(1, 30), true) },
-  { name: 'a flood of 2000 bad messages', send: (d) => { for (let i = 0; i < 2000; i++) d.sendRaw(`{bad ${i}`); } },
-  { name: 'hello with an unsupported protocol version', beforeHello: true, send: (d) => d.sendRaw('{"type":"hello","version":9,"transport":"websocket"}'), closes: 4004 },
-  { name: 'hello with a non-numeric version', beforeHello: true, send: (d) => d.sendRaw('{"type":"hello","version":"abc"}'), closes: 4004 },
+  {
+    name: 'a flood of 2000 bad messages',
+    send: (d) => {
+      for (let i = 0; i < 2000; i++) d.sendRaw(`{bad ${i}`);
+    },
+  },
+  {
+    name: 'hello with an unsupported protocol version',
+    beforeHello: true,
+    send: (d) => d.sendRaw('{"type":"hello","version":9,"transport":"websocket"}'),
+    closes: 4004,
+  },
+  {
+    name: 'hello with a non-numeric version',
+    beforeHello: true,
+    send: (d) => d.sendRaw('{"type":"hello","version":"abc"}'),
+    closes: 4004,
+  },
   { name: 'oversize frame (70 KB binary)', send: (d) => d.sendRaw(Buffer.alloc(70_000), true), closes: 1009 },
-  { name: 'invalid UTF-8 in a text frame', send: (d) => d.ws.send(Buffer.from([0x7b, 0xff, 0xfe, 0x7d]), { binary: false }), closes: 1007 },
+  {
+    name: 'invalid UTF-8 in a text frame',
+    send: (d) => d.ws.send(Buffer.from([0x7b, 0xff, 0xfe, 0x7d]), { binary: false }),
+    closes: 1007,
+  },
   { name: 'goodbye closes normally', send: (d) => d.sendRaw('{"type":"goodbye"}'), closes: 1000 },
 ];
 

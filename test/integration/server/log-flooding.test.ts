@@ -38,7 +38,9 @@ describe('log flooding', () => {
       // the warnings that were not written.
       const ended = t.logs.find('session ended').at(-1);
       assert.equal(ended?.badMessages, 5000);
-      const suppressed = rejected.reduce((n, l) => n + ((l.suppressed as number | undefined) ?? 0), 0) + ((ended?.suppressedWarnings as number | undefined) ?? 0);
+      const suppressed =
+        rejected.reduce((n, l) => n + ((l.suppressed as number | undefined) ?? 0), 0) +
+        ((ended?.suppressedWarnings as number | undefined) ?? 0);
       assert.equal(suppressed + rejected.length, 5000);
     } finally {
       dev.close();
@@ -47,10 +49,17 @@ describe('log flooding', () => {
 
   test('an OTA board.type of 100 KB is logged cut to a short prefix', async () => {
     const type = 'x'.repeat(100_000);
-    const res = await fetch(`${t.httpUrl}/xiaozhi/ota/`, { method: 'POST', headers: { 'content-type': 'application/json', 'device-id': 'bb:00:00:00:00:02' }, body: JSON.stringify({ board: { type } }) });
+    const res = await fetch(`${t.httpUrl}/xiaozhi/ota/`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'device-id': 'bb:00:00:00:00:02' },
+      body: JSON.stringify({ board: { type } }),
+    });
     assert.equal(res.status, 200);
     const line = t.logs.find('OTA check').at(-1)!;
-    assert.ok(typeof line.board === 'string' && line.board.length <= 200, `board logged with ${String(line.board).length} chars`);
+    assert.ok(
+      typeof line.board === 'string' && line.board.length <= 200,
+      `board logged with ${String(line.board).length} chars`,
+    );
   });
 });
 
@@ -59,7 +68,10 @@ describe('log flooding: refused activations', () => {
   let dir: string;
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'log-flooding-'));
-    t = await startTestApp({ createConversation: recordingConversation().factory, config: { server: { dataDir: dir, auth: { mode: 'activation' } } } });
+    t = await startTestApp({
+      createConversation: recordingConversation().factory,
+      config: { server: { dataDir: dir, auth: { mode: 'activation' } } },
+    });
   });
   after(async () => {
     await t.close();
@@ -71,11 +83,17 @@ describe('log flooding: refused activations', () => {
     const before = t.logs.text().length;
     for (let i = 0; i < 20; i++) {
       // Not a MAC: refused at the edge (400), and the refusal names the value cut short.
-      const res = await fetch(`${t.httpUrl}/xiaozhi/ota/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ mac_address: `${i}${long}` }) });
+      const res = await fetch(`${t.httpUrl}/xiaozhi/ota/`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ mac_address: `${i}${long}` }),
+      });
       assert.equal(res.status, 400);
       await res.arrayBuffer();
     }
-    await waitFor(() => t.logs.lines.filter((l) => String(l.msg).startsWith('OTA: identity refused')).length >= 20, { what: 'the refusals to be logged' });
+    await waitFor(() => t.logs.lines.filter((l) => String(l.msg).startsWith('OTA: identity refused')).length >= 20, {
+      what: 'the refusals to be logged',
+    });
     const grown = t.logs.text().length - before;
     assert.ok(grown < 20 * 2000, `the log grew by ${grown} bytes for 20 requests`);
   });
@@ -98,21 +116,34 @@ describe('log flooding: any repeated warning of a session is bounded', () => {
     try {
       await dev.hello({ mcp: true });
       // Within the control-message budget (burst 100): every one reaches the device MCP handler.
-      for (let i = 0; i < 99; i++) dev.sendJson({ session_id: dev.sessionId, type: 'mcp', payload: { jsonrpc: '2.0', id: `no-${i}`, result: {} } });
+      for (let i = 0; i < 99; i++)
+        dev.sendJson({
+          session_id: dev.sessionId,
+          type: 'mcp',
+          payload: { jsonrpc: '2.0', id: `no-${i}`, result: {} },
+        });
       dev.close();
       await dev.closed;
-      await waitFor(() => app.logs.lines.some((l) => l.msg === 'session ended' && l.deviceId === 'bb:00:00:00:00:03'), { what: 'the session to end' });
+      await waitFor(() => app.logs.lines.some((l) => l.msg === 'session ended' && l.deviceId === 'bb:00:00:00:00:03'), {
+        what: 'the session to end',
+      });
       const warned = app.logs.find('device mcp reply without an integer id ignored');
       assert.ok(warned.length >= 1 && warned.length <= 10, `${warned.length} lines`);
-      const ended = app.logs.lines.filter((l) => l.msg === 'session ended' && l.deviceId === 'bb:00:00:00:00:03').at(-1);
-      const suppressed = warned.reduce((n, l) => n + ((l.suppressed as number | undefined) ?? 0), 0) + ((ended?.suppressedWarnings as number | undefined) ?? 0);
+      const ended = app.logs.lines
+        .filter((l) => l.msg === 'session ended' && l.deviceId === 'bb:00:00:00:00:03')
+        .at(-1);
+      const suppressed =
+        warned.reduce((n, l) => n + ((l.suppressed as number | undefined) ?? 0), 0) +
+        ((ended?.suppressedWarnings as number | undefined) ?? 0);
       assert.equal(suppressed + warned.length, 99, 'every payload is either logged or counted');
     } finally {
       dev.close();
     }
   });
 
-  test('2000 corrupt Opus packets give a few warn lines in the session, with the count of the rest', { timeout: 60_000 }, async () => {
+  test('2000 corrupt Opus packets give a few warn lines in the session, with the count of the rest', {
+    timeout: 60_000,
+  }, async () => {
     const deviceId = 'bb:00:00:00:00:04';
     const dev = new DeviceSim({ url: app.wsUrl, deviceId });
     try {
@@ -130,16 +161,26 @@ describe('log flooding: any repeated warning of a session is bounded', () => {
       await new Promise((r) => setTimeout(r, 300));
       dev.close();
       await dev.closed;
-      await waitFor(() => app.logs.lines.some((l) => l.msg === 'session ended' && l.deviceId === deviceId), { what: 'the session to end' });
+      await waitFor(() => app.logs.lines.some((l) => l.msg === 'session ended' && l.deviceId === deviceId), {
+        what: 'the session to end',
+      });
       const seconds = (Date.now() - started) / 1000;
       const dropped = app.logs.find('opus packet dropped');
       const decoded = Math.max(0, ...dropped.map((l) => (l.corruptFrames as number | undefined) ?? 0));
       assert.ok(decoded >= 1000, `only ${decoded} corrupt packets reached the decoder`);
       // The lines are the session's: its bindings, and its limit (a burst of 5, then one a second).
-      assert.ok(dropped.every((l) => l.deviceId === deviceId && l.level === 40), JSON.stringify(dropped[0]));
-      assert.ok(dropped.length >= 1 && dropped.length <= 5 + Math.ceil(seconds), `${dropped.length} lines in ${seconds} s`);
+      assert.ok(
+        dropped.every((l) => l.deviceId === deviceId && l.level === 40),
+        JSON.stringify(dropped[0]),
+      );
+      assert.ok(
+        dropped.length >= 1 && dropped.length <= 5 + Math.ceil(seconds),
+        `${dropped.length} lines in ${seconds} s`,
+      );
       const ended = app.logs.lines.filter((l) => l.msg === 'session ended' && l.deviceId === deviceId).at(-1);
-      const suppressed = dropped.reduce((n, l) => n + ((l.suppressed as number | undefined) ?? 0), 0) + ((ended?.suppressedWarnings as number | undefined) ?? 0);
+      const suppressed =
+        dropped.reduce((n, l) => n + ((l.suppressed as number | undefined) ?? 0), 0) +
+        ((ended?.suppressedWarnings as number | undefined) ?? 0);
       assert.ok(suppressed > 0, 'the lines not written are counted');
     } finally {
       dev.close();

@@ -30,15 +30,26 @@ interface Rig {
   close(): Promise<void>;
 }
 
-async function startRig(overrides: { auth?: Record<string, unknown>; mqtt?: Record<string, unknown>; dataDir?: string }): Promise<Rig> {
+async function startRig(overrides: {
+  auth?: Record<string, unknown>;
+  mqtt?: Record<string, unknown>;
+  dataDir?: string;
+}): Promise<Rig> {
   const config = ConfigSchema.parse({
     store: { url: overrides.dataDir ? 'sqlite:xiaozhi.db' : 'sqlite::memory:' },
-    server: { ...LOOPBACK_CLIENTS, ...(overrides.auth ? { auth: overrides.auth } : {}), ...(overrides.dataDir ? { dataDir: overrides.dataDir } : {}) },
+    server: {
+      ...LOOPBACK_CLIENTS,
+      ...(overrides.auth ? { auth: overrides.auth } : {}),
+      ...(overrides.dataDir ? { dataDir: overrides.dataDir } : {}),
+    },
     mqtt: { enabled: true, host: '127.0.0.1', port: 0, udpPort: 0, ...overrides.mqtt },
   });
   const log = createLogger({ level: 'debug', logContent: false, destination: createLogSink().stream });
   const store = await openConfiguredStore(config, log);
-  const sessions = deviceSessionsFor(config, { createConversation: recordingConversation().factory, onOpened: [recordSessions(store, config, log)] });
+  const sessions = deviceSessionsFor(config, {
+    createConversation: recordingConversation().factory,
+    onOpened: [recordSessions(store, config, log)],
+  });
   const mqtt = await mqttTransportFor(config, log, { devices: store.registry, sessions });
   const app = await buildApp({ config, log, sessions, store, ...(mqtt ? { mqtt, transports: [mqtt] } : {}) });
   const { httpUrl } = await listenOnLoopback(app);
@@ -55,7 +66,12 @@ async function startRig(overrides: { auth?: Record<string, unknown>; mqtt?: Reco
   };
 }
 
-async function ota(rig: Rig, deviceId: string, clientId: string, headers: Record<string, string> = {}): Promise<{ mqtt?: MqttSection; websocket: { token?: string }; activation?: { code: string } }> {
+async function ota(
+  rig: Rig,
+  deviceId: string,
+  clientId: string,
+  headers: Record<string, string> = {},
+): Promise<{ mqtt?: MqttSection; websocket: { token?: string }; activation?: { code: string } }> {
   const res = await fetch(`${rig.httpUrl}/xiaozhi/ota/`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'device-id': deviceId, 'client-id': clientId, ...headers },
@@ -71,11 +87,20 @@ describe('OTA mqtt section', () => {
     try {
       const body = await ota(rig, 'b0:00:00:00:00:01', 'ota-open-1');
       assert.ok(body.mqtt);
-      assert.deepEqual(Object.keys(body.mqtt).sort(), ['client_id', 'endpoint', 'keepalive', 'password', 'publish_topic', 'username']);
+      assert.deepEqual(Object.keys(body.mqtt).sort(), [
+        'client_id',
+        'endpoint',
+        'keepalive',
+        'password',
+        'publish_topic',
+        'username',
+      ]);
       assert.equal(body.mqtt.endpoint, `127.0.0.1:${rig.mqtt?.ports.mqtt}`);
       assert.ok(body.websocket, 'websocket is still offered');
       // A device that did not identify itself gets no credentials.
-      const anonymous = (await (await fetch(`${rig.httpUrl}/xiaozhi/ota/`, { method: 'POST', body: '{}' })).json()) as { mqtt?: unknown };
+      const anonymous = (await (await fetch(`${rig.httpUrl}/xiaozhi/ota/`, { method: 'POST', body: '{}' })).json()) as {
+        mqtt?: unknown;
+      };
       assert.equal(anonymous.mqtt, undefined);
       const dev = await MqttUdpClient.connect(body.mqtt);
       await dev.hello();
@@ -142,7 +167,16 @@ describe('OTA mqtt section', () => {
     const rig = await startRig({ auth: { mode: 'activation' }, dataDir: dir });
     // The owner's command: its own connection to the same database, which this server's cache
     // hears of only at its next change-feed poll.
-    const other = await openStore({ url: 'sqlite:xiaozhi.db', dataDir: dir, secret: '', codeTtlMs: 600_000, pendingPerSource: 3, replica: 'cli', log: silentLogger, watch: false });
+    const other = await openStore({
+      url: 'sqlite:xiaozhi.db',
+      dataDir: dir,
+      secret: '',
+      codeTtlMs: 600_000,
+      pendingPerSource: 3,
+      replica: 'cli',
+      log: silentLogger,
+      watch: false,
+    });
     try {
       const first = await ota(rig, 'b0:00:00:00:00:05', 'ota-act-5');
       assert.ok(first.activation?.code && first.mqtt);

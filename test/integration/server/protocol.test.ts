@@ -10,13 +10,27 @@ import { startTestApp, type TestApp } from '../../helpers/test-app.ts';
 import { request } from 'node:http';
 import { sleep } from '../../helpers/wait.ts';
 
-function rawPost(port: number, path: string, body: string, headers: Record<string, string>): Promise<{ status: number; body: string }> {
+function rawPost(
+  port: number,
+  path: string,
+  body: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, method: 'POST', headers: { ...headers, 'Content-Length': Buffer.byteLength(body) } }, (res) => {
-      let data = '';
-      res.on('data', (c: Buffer) => (data += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: data }));
-    });
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: 'POST',
+        headers: { ...headers, 'Content-Length': Buffer.byteLength(body) },
+      },
+      (res) => {
+        let data = '';
+        res.on('data', (c: Buffer) => (data += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: data }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -25,7 +39,10 @@ function rawPost(port: number, path: string, body: string, headers: Record<strin
 describe('OTA endpoint', () => {
   let t: TestApp;
   before(async () => {
-    t = await startTestApp({ createConversation: recordingConversation().factory, config: { server: { auth: { tokens: ['tok-1'] } } } });
+    t = await startTestApp({
+      createConversation: recordingConversation().factory,
+      config: { server: { auth: { tokens: ['tok-1'] } } },
+    });
   });
   after(() => t.close());
 
@@ -38,10 +55,24 @@ describe('OTA endpoint', () => {
     uuid: '6f1c1d2e-1111-4222-8333-444455556666',
     chip_model_name: 'esp32s3',
     chip_info: { model: 9, cores: 2, revision: 2, features: 18 },
-    application: { name: 'xiaozhi', version: '2.4.2', compile_time: 'Aug  8 2026T08:33:45Z', idf_version: 'v5.5.2', elf_sha256: 'ab'.repeat(32) },
+    application: {
+      name: 'xiaozhi',
+      version: '2.4.2',
+      compile_time: 'Aug  8 2026T08:33:45Z',
+      idf_version: 'v5.5.2',
+      elf_sha256: 'ab'.repeat(32),
+    },
     partition_table: [{ label: 'nvs', type: 1, subtype: 2, address: 36864, size: 16384 }],
     ota: { label: 'ota_0' },
-    board: { type: 'bread-compact-wifi', name: 'bread-compact-wifi', ssid: 'MyWiFi', rssi: -50, channel: 1, ip: '192.168.1.10', mac: 'aa:bb:cc:dd:ee:ff' },
+    board: {
+      type: 'bread-compact-wifi',
+      name: 'bread-compact-wifi',
+      ssid: 'MyWiFi',
+      rssi: -50,
+      channel: 1,
+      ip: '192.168.1.10',
+      mac: 'aa:bb:cc:dd:ee:ff',
+    },
     something_new: { nested: [1, 2, 3] },
   };
 
@@ -103,7 +134,11 @@ describe('OTA endpoint', () => {
     const res = await fetch(`${t.httpUrl}/xiaozhi/ota/`);
     assert.equal(res.status, 200);
     assert.match(await res.text(), /OTA endpoint is working/);
-    const act = await fetch(`${t.httpUrl}/xiaozhi/ota/activate`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
+    const act = await fetch(`${t.httpUrl}/xiaozhi/ota/activate`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: '{}',
+    });
     assert.equal(act.status, 200);
   });
 
@@ -111,13 +146,21 @@ describe('OTA endpoint', () => {
     const own = `http://127.0.0.1:${t.port}`;
     const res = await fetch(`${t.httpUrl}/xiaozhi/ota/`, {
       method: 'OPTIONS',
-      headers: { Origin: own, 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'device-id,client-id,content-type' },
+      headers: {
+        Origin: own,
+        'Access-Control-Request-Method': 'POST',
+        'Access-Control-Request-Headers': 'device-id,client-id,content-type',
+      },
     });
     assert.equal(res.status, 204);
     assert.equal(res.headers.get('access-control-allow-origin'), own);
     assert.match(res.headers.get('access-control-allow-headers') ?? '', /Device-Id/);
     assert.match(res.headers.get('access-control-allow-headers') ?? '', /Client-Id/);
-    const post = await fetch(`${t.httpUrl}/xiaozhi/ota/`, { method: 'POST', headers: { Origin: 'https://x.example', 'Content-Type': 'application/json' }, body: '{}' });
+    const post = await fetch(`${t.httpUrl}/xiaozhi/ota/`, {
+      method: 'POST',
+      headers: { Origin: 'https://x.example', 'Content-Type': 'application/json' },
+      body: '{}',
+    });
     assert.equal(post.status, 403);
     assert.equal(post.headers.get('access-control-allow-origin'), null);
   });
@@ -127,10 +170,21 @@ describe('OTA with public URL and firmware configured', () => {
   test('hands out the configured URL, framing version and firmware', async () => {
     const t = await startTestApp({
       createConversation: recordingConversation().factory,
-      config: { server: { publicWsUrl: 'wss://voice.example.com/xiaozhi/v1/', protocolVersion: 3, firmware: { version: '2.5.0', url: 'https://fw.example.com/x.bin' }, timezoneOffsetMinutes: 480 } },
+      config: {
+        server: {
+          publicWsUrl: 'wss://voice.example.com/xiaozhi/v1/',
+          protocolVersion: 3,
+          firmware: { version: '2.5.0', url: 'https://fw.example.com/x.bin' },
+          timezoneOffsetMinutes: 480,
+        },
+      },
     });
     try {
-      const res = await fetch(`${t.httpUrl}/xiaozhi/ota/`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
+      const res = await fetch(`${t.httpUrl}/xiaozhi/ota/`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: '{}',
+      });
       const body = (await res.json()) as Record<string, Record<string, unknown>>;
       assert.equal(body.websocket?.url, 'wss://voice.example.com/xiaozhi/v1/');
       assert.equal(body.websocket?.version, 3);
@@ -153,7 +207,12 @@ describe('hello exchange', () => {
 
   for (const version of [1, 2, 3] as const) {
     test(`protocol v${version}: hello round trip, then audio frames reach the conversation unframed`, async () => {
-      const dev = new DeviceSim({ url: t.wsUrl, deviceId: `aa:00:00:00:00:0${version}`, clientId: 'c', protocolVersion: version });
+      const dev = new DeviceSim({
+        url: t.wsUrl,
+        deviceId: `aa:00:00:00:00:0${version}`,
+        clientId: 'c',
+        protocolVersion: version,
+      });
       try {
         const hello = await dev.hello({ mcp: true });
         assert.equal(hello.transport, 'websocket');
@@ -162,9 +221,14 @@ describe('hello exchange', () => {
         dev.listen('start', { mode: 'auto' });
         dev.sendOpus(new Uint8Array(37).fill(7), 1234);
         dev.sendOpus(new Uint8Array(120).fill(1));
-        const session = await dev.waitFor('session recorded', () => rec.sessions.find((s) => s.ctx.info.sessionId === dev.sessionId));
+        const session = await dev.waitFor('session recorded', () =>
+          rec.sessions.find((s) => s.ctx.info.sessionId === dev.sessionId),
+        );
         await dev.waitFor('two audio frames', () => session.calls.filter((c) => c.name === 'audio').length === 2);
-        assert.deepEqual(session.calls.filter((c) => c.name === 'audio').map((c) => c.arg), [37, 120]);
+        assert.deepEqual(
+          session.calls.filter((c) => c.name === 'audio').map((c) => c.arg),
+          [37, 120],
+        );
         assert.equal(session.ctx.info.protocolVersion, version);
         assert.equal(session.ctx.info.features.mcp, true);
         assert.equal(session.ctx.state.current, 'listening');
@@ -182,7 +246,9 @@ describe('hello exchange', () => {
     const dev = new DeviceSim({ url: t.wsUrl });
     try {
       await dev.opened;
-      dev.sendRaw('{"type":"hello","version": "1","transport":"websocket","audio_params":{"format":"opus", "sample_rate":16000, "channels":1, "frame_duration":60}}');
+      dev.sendRaw(
+        '{"type":"hello","version": "1","transport":"websocket","audio_params":{"format":"opus", "sample_rate":16000, "channels":1, "frame_duration":60}}',
+      );
       const hello = await dev.waitJson('hello');
       assert.equal(hello.transport, 'websocket');
     } finally {
@@ -198,7 +264,11 @@ describe('hello exchange', () => {
       dev.listen('start', { mode: 'manual' });
       dev.listen('stop');
       dev.listen('detect', { text: '你好小智' });
-      dev.sendJson({ session_id: dev.sessionId, type: 'mcp', payload: { jsonrpc: '2.0', id: 1, result: { tools: [] } } });
+      dev.sendJson({
+        session_id: dev.sessionId,
+        type: 'mcp',
+        payload: { jsonrpc: '2.0', id: 1, result: { tools: [] } },
+      });
       dev.abort('wake_word_detected');
       await dev.waitFor('calls', () => s.calls.length >= 5);
       assert.deepEqual(
@@ -221,7 +291,11 @@ describe('auth', () => {
   before(async () => {
     t = await startTestApp({
       createConversation: recordingConversation().factory,
-      config: { server: { auth: { tokens: ['secret-1', 'secret-2'], allowedDevices: ['AA:BB:CC:00:00:01', 'aa:bb:cc:00:00:02'] } } },
+      config: {
+        server: {
+          auth: { tokens: ['secret-1', 'secret-2'], allowedDevices: ['AA:BB:CC:00:00:01', 'aa:bb:cc:00:00:02'] },
+        },
+      },
     });
   });
   after(() => t.close());
@@ -263,7 +337,10 @@ describe('auth', () => {
 
 describe('timeouts and replacement', () => {
   test('no hello within helloTimeoutMs closes with 4001', async () => {
-    const t = await startTestApp({ createConversation: recordingConversation().factory, config: { server: { helloTimeoutMs: 300 } } });
+    const t = await startTestApp({
+      createConversation: recordingConversation().factory,
+      config: { server: { helloTimeoutMs: 300 } },
+    });
     try {
       const dev = new DeviceSim({ url: t.wsUrl });
       await dev.opened;
@@ -276,7 +353,10 @@ describe('timeouts and replacement', () => {
   });
 
   test('no data within idleTimeoutMs closes with 4002; data keeps it open', async () => {
-    const t = await startTestApp({ createConversation: recordingConversation().factory, config: { server: { idleTimeoutMs: 600 } } });
+    const t = await startTestApp({
+      createConversation: recordingConversation().factory,
+      config: { server: { idleTimeoutMs: 600 } },
+    });
     try {
       const dev = new DeviceSim({ url: t.wsUrl });
       await dev.hello();
@@ -321,7 +401,10 @@ describe('timeouts and replacement', () => {
   });
 
   test('server.maxSessions: one more device is refused with 503; a device replacing its own session still fits', async () => {
-    const t = await startTestApp({ createConversation: recordingConversation().factory, config: { server: { maxSessions: 2 } } });
+    const t = await startTestApp({
+      createConversation: recordingConversation().factory,
+      config: { server: { maxSessions: 2 } },
+    });
     try {
       const a = new DeviceSim({ url: t.wsUrl, deviceId: 'ab:00:00:00:00:01' });
       const b = new DeviceSim({ url: t.wsUrl, deviceId: 'ab:00:00:00:00:02' });

@@ -16,7 +16,14 @@ describe('bounded per server', () => {
   before(async () => {
     t = await startTestApp({
       createConversation: recordingConversation().factory,
-      config: { server: { httpRequestTimeoutMs: 1500, httpHeadersTimeoutMs: 1000, maxSessionsPerIp: 3, upgradeRate: { perSecond: 1, burst: 8 } } },
+      config: {
+        server: {
+          httpRequestTimeoutMs: 1500,
+          httpHeadersTimeoutMs: 1000,
+          maxSessionsPerIp: 3,
+          upgradeRate: { perSecond: 1, burst: 8 },
+        },
+      },
     });
   });
   after(() => t.close());
@@ -26,10 +33,15 @@ describe('bounded per server', () => {
     let received = '';
     sock.on('data', (d: Buffer) => (received += d.toString()));
     const closed = new Promise<void>((r) => sock.on('close', () => r()));
-    sock.write('POST /xiaozhi/ota/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{');
+    sock.write(
+      'POST /xiaozhi/ota/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{',
+    );
     const drip = setInterval(() => sock.writable && sock.write(' '), 500);
     const started = Date.now();
-    const outcome = await Promise.race([closed.then(() => 'closed'), new Promise((r) => setTimeout(() => r('still open'), 20_000))]);
+    const outcome = await Promise.race([
+      closed.then(() => 'closed'),
+      new Promise((r) => setTimeout(() => r('still open'), 20_000)),
+    ]);
     clearInterval(drip);
     sock.destroy();
     assert.equal(outcome, 'closed');
@@ -60,7 +72,11 @@ describe('bounded per server', () => {
     await sleep(2000);
     const results = await Promise.all(
       Array.from({ length: 30 }, async (_, i) => {
-        const d = new DeviceSim({ url: t.wsUrl, deviceId: `dd:00:00:00:00:${String(i).padStart(2, '0')}`, token: 'wrong' });
+        const d = new DeviceSim({
+          url: t.wsUrl,
+          deviceId: `dd:00:00:00:00:${String(i).padStart(2, '0')}`,
+          token: 'wrong',
+        });
         try {
           await d.opened;
           return 'open';

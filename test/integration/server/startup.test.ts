@@ -10,7 +10,10 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-function start(configText: string, mode = 0o600): Promise<{ code: number | null; stderr: string; stdout: string; file: string }> {
+function start(
+  configText: string,
+  mode = 0o600,
+): Promise<{ code: number | null; stderr: string; stdout: string; file: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'startup-'));
   const file = join(dir, 'config.yaml');
   writeFileSync(file, configText);
@@ -18,7 +21,10 @@ function start(configText: string, mode = 0o600): Promise<{ code: number | null;
   return new Promise((resolve) => {
     // Its own data directory (the database), not ./data of the checkout.
     const env = { ...process.env, XIAOZHI_DATA_DIR: join(dir, 'data') };
-    const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts', '--config', file], { stdio: ['ignore', 'pipe', 'pipe'], env });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts', '--config', file], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env,
+    });
     let stderr = '';
     let stdout = '';
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
@@ -45,9 +51,14 @@ test('a provider refusing its settings (unknown espeak voice) exits with code 2 
   assert.match(r.stderr, /no-such-voice-xx/);
 });
 
-test('a config file with a secret readable by others (0644) is warned about at start, naming the file and chmod 600', { skip: process.platform === 'win32' ? 'no POSIX modes' : false }, async () => {
+test('a config file with a secret readable by others (0644) is warned about at start, naming the file and chmod 600', {
+  skip: process.platform === 'win32' ? 'no POSIX modes' : false,
+}, async () => {
   // The unknown voice stops the process right after the configuration is loaded and logged.
-  const r = await start('server: { port: 0 }\nllm: { apiKey: sk-file-secret-0123 }\ntts: { provider: espeak, voice: no-such-voice-xx }\n', 0o644);
+  const r = await start(
+    'server: { port: 0 }\nllm: { apiKey: sk-file-secret-0123 }\ntts: { provider: espeak, voice: no-such-voice-xx }\n',
+    0o644,
+  );
   assert.equal(r.code, 2, r.stderr);
   const line = r.stdout.split('\n').find((l) => l.includes('chmod 600'));
   assert.ok(line, r.stdout);

@@ -11,7 +11,9 @@ import { startTestApp, type TestApp } from '../../helpers/test-app.ts';
 import { PUBLIC_DIR } from '../../../server/web-route.ts';
 
 function filesUnder(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? filesUnder(join(dir, e.name)) : [join(dir, e.name)]));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? filesUnder(join(dir, e.name)) : [join(dir, e.name)],
+  );
 }
 
 const REQUEST_LINES = new Set(['incoming request', 'request completed']);
@@ -23,7 +25,11 @@ before(async () => {
 after(() => t.close());
 
 test('a page load: static files are logged at debug, none at info', async () => {
-  const paths = ['/', ...filesUnder(PUBLIC_DIR).map((f) => `/${relative(PUBLIC_DIR, f)}`), '/vendor/opusscript/opusscript_native_wasm.js'];
+  const paths = [
+    '/',
+    ...filesUnder(PUBLIC_DIR).map((f) => `/${relative(PUBLIC_DIR, f)}`),
+    '/vendor/opusscript/opusscript_native_wasm.js',
+  ];
   const from = t.logs.lines.length;
   for (const p of paths) {
     const res = await fetch(`${t.httpUrl}${p}`);
@@ -33,14 +39,28 @@ test('a page load: static files are logged at debug, none at info', async () => 
   const lines = t.logs.lines.slice(from).filter((l) => REQUEST_LINES.has(String(l.msg)));
   const info = lines.filter((l) => Number(l.level) >= 30);
   assert.deepEqual(info, [], 'no info line for a static file');
-  const urls = lines.filter((l) => l.msg === 'incoming request').map((l) => (l.req as { url?: string } | undefined)?.url);
+  const urls = lines
+    .filter((l) => l.msg === 'incoming request')
+    .map((l) => (l.req as { url?: string } | undefined)?.url);
   assert.deepEqual(urls, paths, 'each is still there at debug');
   assert.equal(lines.filter((l) => l.msg === 'request completed').length, paths.length);
 });
 
 test('OTA requests stay at info', async () => {
   const from = t.logs.lines.length;
-  await (await fetch(`${t.httpUrl}/xiaozhi/ota/`, { method: 'POST', headers: { 'content-type': 'application/json', 'device-id': 'aa:00:00:00:00:31' }, body: '{}' })).arrayBuffer();
+  await (
+    await fetch(`${t.httpUrl}/xiaozhi/ota/`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'device-id': 'aa:00:00:00:00:31' },
+      body: '{}',
+    })
+  ).arrayBuffer();
   const lines = t.logs.lines.slice(from).filter((l) => REQUEST_LINES.has(String(l.msg)));
-  assert.deepEqual(lines.map((l) => [l.msg, l.level]), [['incoming request', 30], ['request completed', 30]]);
+  assert.deepEqual(
+    lines.map((l) => [l.msg, l.level]),
+    [
+      ['incoming request', 30],
+      ['request completed', 30],
+    ],
+  );
 });

@@ -20,8 +20,16 @@ describe('client WebSocket protocol errors', () => {
   after(() => t.close());
 
   const cases = [
-    { name: 'a binary frame over maxMessageBytes', code: CloseCode.TooBig, send: (d: DeviceSim) => d.sendRaw(Buffer.alloc(70_000), true) },
-    { name: 'a text frame that is not UTF-8', code: CloseCode.InvalidPayload, send: (d: DeviceSim) => d.ws.send(Buffer.from([0x7b, 0xff, 0x7d]), { binary: false }) },
+    {
+      name: 'a binary frame over maxMessageBytes',
+      code: CloseCode.TooBig,
+      send: (d: DeviceSim) => d.sendRaw(Buffer.alloc(70_000), true),
+    },
+    {
+      name: 'a text frame that is not UTF-8',
+      code: CloseCode.InvalidPayload,
+      send: (d: DeviceSim) => d.ws.send(Buffer.from([0x7b, 0xff, 0x7d]), { binary: false }),
+    },
   ];
   for (const c of cases) {
     test(`${c.name}: closed with ${c.code}, one warn line without a stack, no error line`, async () => {
@@ -33,13 +41,18 @@ describe('client WebSocket protocol errors', () => {
       // The session's end is logged after the socket closed: every line of this connection is in.
       await within(
         (async () => {
-          while (!t.logs.lines.slice(from).some((l) => l.msg === 'session ended')) await new Promise((r) => setTimeout(r, 20));
+          while (!t.logs.lines.slice(from).some((l) => l.msg === 'session ended'))
+            await new Promise((r) => setTimeout(r, 20));
         })(),
         5000,
         'the session end',
       );
       const lines = t.logs.lines.slice(from);
-      assert.deepEqual(lines.filter((l) => Number(l.level) >= 50), [], 'no error-level line');
+      assert.deepEqual(
+        lines.filter((l) => Number(l.level) >= 50),
+        [],
+        'no error-level line',
+      );
       const warns = lines.filter((l) => l.msg === 'websocket error');
       assert.equal(warns.length, 1);
       assert.equal(JSON.stringify(warns).includes('"stack"'), false, 'no stack for a client error');

@@ -24,7 +24,7 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
   describe(`change feed on ${target.name}`, () => {
     after(() => target.close());
 
-    test('a memory change of one pair reaches the other process with its Client-Id (only that pair\'s sessions re-read), one of every pair without', async () => {
+    test("a memory change of one pair reaches the other process with its Client-Id (only that pair's sessions re-read), one of every pair without", async () => {
       const db = await target.fresh();
       const a = await open(db, { replica: 'a' });
       const b = await open(db, { replica: 'b' });
@@ -62,17 +62,26 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
         assert.ok(code);
         assert.ok((await a.registry.bind(code.code)).ok);
         let t0 = performance.now();
-        await waitFor(() => b.registry.isBound(...PAIR), { what: 'the binding on the other store', timeoutMs: WITHIN_MS });
+        await waitFor(() => b.registry.isBound(...PAIR), {
+          what: 'the binding on the other store',
+          timeoutMs: WITHIN_MS,
+        });
         const bindMs = performance.now() - t0;
         assert.equal(boundOnB.length, 1);
         assert.equal(b.registry.binding(...PAIR)?.generation, code.generation);
 
         await a.agents.create('teacher', { systemPrompt: 'one' });
         await a.devices.update(PAIR[0], { agent: 'teacher' });
-        await waitFor(() => b.cache.agentNameOf(PAIR[0]) === 'teacher' && b.cache.agent('teacher'), { what: 'the agent and the device on the other store', timeoutMs: WITHIN_MS });
+        await waitFor(() => b.cache.agentNameOf(PAIR[0]) === 'teacher' && b.cache.agent('teacher'), {
+          what: 'the agent and the device on the other store',
+          timeoutMs: WITHIN_MS,
+        });
         t0 = performance.now();
         await a.agents.update('teacher', { systemPrompt: 'two' });
-        await waitFor(() => b.cache.agent('teacher')?.settings.systemPrompt === 'two', { what: 'the agent update on the other store', timeoutMs: WITHIN_MS });
+        await waitFor(() => b.cache.agent('teacher')?.settings.systemPrompt === 'two', {
+          what: 'the agent update on the other store',
+          timeoutMs: WITHIN_MS,
+        });
         const agentMs = performance.now() - t0;
 
         t0 = performance.now();
@@ -82,10 +91,19 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
         assert.equal(b.registry.isBound(...PAIR), false);
         // Writes by b reach a too.
         await b.agents.delete('teacher');
-        await waitFor(() => a.cache.agent('teacher') === undefined && a.cache.agentNameOf(PAIR[0]) === null, { what: 'the delete on the first store', timeoutMs: WITHIN_MS });
+        await waitFor(() => a.cache.agent('teacher') === undefined && a.cache.agentNameOf(PAIR[0]) === null, {
+          what: 'the delete on the first store',
+          timeoutMs: WITHIN_MS,
+        });
         const agentChangesOnA = changesOnA.filter((c) => c.kind === 'agent' && c.name === 'teacher');
-        assert.equal(agentChangesOnA.length, 3, `create, update (each told once), delete: ${JSON.stringify(agentChangesOnA)}`);
-        process.stderr.write(`# ${target.name}: bind ${bindMs.toFixed(0)} ms, agent ${agentMs.toFixed(0)} ms, revoke ${revokeMs.toFixed(0)} ms\n`);
+        assert.equal(
+          agentChangesOnA.length,
+          3,
+          `create, update (each told once), delete: ${JSON.stringify(agentChangesOnA)}`,
+        );
+        process.stderr.write(
+          `# ${target.name}: bind ${bindMs.toFixed(0)} ms, agent ${agentMs.toFixed(0)} ms, revoke ${revokeMs.toFixed(0)} ms\n`,
+        );
       } finally {
         await a.close();
         await b.close();
@@ -99,14 +117,36 @@ describe('an unreachable or lost database', () => {
   after(() => pg.close());
 
   test('unreachable at start: a StoreError naming store.url (password hidden)', async () => {
-    const err = await openStore({ url: 'postgres://app:hunter2@127.0.0.1:1/xiaozhi', dataDir: '/nonexistent', secret: '', codeTtlMs: 1000, pendingPerSource: 3, replica: 'x', log: silentLogger }).then(
+    const err = await openStore({
+      url: 'postgres://app:hunter2@127.0.0.1:1/xiaozhi',
+      dataDir: '/nonexistent',
+      secret: '',
+      codeTtlMs: 1000,
+      pendingPerSource: 3,
+      replica: 'x',
+      log: silentLogger,
+    }).then(
       () => assert.fail('opened'),
       (e: unknown) => e,
     );
     assert.ok(err instanceof StoreError);
-    assert.match(err.message, /^store\.url postgres:\/\/\[Redacted\]@127\.0\.0\.1:1\/xiaozhi: cannot reach the database/);
+    assert.match(
+      err.message,
+      /^store\.url postgres:\/\/\[Redacted\]@127\.0\.0\.1:1\/xiaozhi: cannot reach the database/,
+    );
     assert.equal(err.message.includes('hunter2'), false);
-    await assert.rejects(openStore({ url: 'mysql://x', dataDir: '/tmp', secret: '', codeTtlMs: 1000, pendingPerSource: 3, replica: 'x', log: silentLogger }), /store\.url mysql:\/\/x is not understood/);
+    await assert.rejects(
+      openStore({
+        url: 'mysql://x',
+        dataDir: '/tmp',
+        secret: '',
+        codeTtlMs: 1000,
+        pendingPerSource: 3,
+        replica: 'x',
+        log: silentLogger,
+      }),
+      /store\.url mysql:\/\/x is not understood/,
+    );
   });
 
   test('PostgreSQL restarted while running: cached bindings keep answering, the lost feed is logged at error, the pool and the feed come back', async () => {
@@ -123,11 +163,23 @@ describe('an unreachable or lost database', () => {
       await cluster.restart();
       // The cache still answers the hot path.
       assert.ok(a.registry.isBound(...PAIR));
-      await waitFor(() => sink.lines.some((l) => l.level === 50 && /change feed connection lost/.test(String(l.msg))), { what: 'the lost feed logged at error', timeoutMs: 10_000 });
-      await waitFor(() => sink.lines.some((l) => /change feed reconnected/.test(String(l.msg))), { what: 'the feed to reconnect', timeoutMs: 15_000 });
+      await waitFor(() => sink.lines.some((l) => l.level === 50 && /change feed connection lost/.test(String(l.msg))), {
+        what: 'the lost feed logged at error',
+        timeoutMs: 10_000,
+      });
+      await waitFor(() => sink.lines.some((l) => /change feed reconnected/.test(String(l.msg))), {
+        what: 'the feed to reconnect',
+        timeoutMs: 15_000,
+      });
       // The pool gives new connections: writes work again, and reach the other store.
-      await waitFor(async () => (await b.agents.create('after-restart', {}).catch(() => undefined)) !== undefined, { what: 'a write after the restart', timeoutMs: 10_000 });
-      await waitFor(() => a.cache.agent('after-restart'), { what: 'the change to reach a through its new listening connection', timeoutMs: WITHIN_MS });
+      await waitFor(async () => (await b.agents.create('after-restart', {}).catch(() => undefined)) !== undefined, {
+        what: 'a write after the restart',
+        timeoutMs: 10_000,
+      });
+      await waitFor(() => a.cache.agent('after-restart'), {
+        what: 'the change to reach a through its new listening connection',
+        timeoutMs: WITHIN_MS,
+      });
     } finally {
       await a.close();
       await b.close();

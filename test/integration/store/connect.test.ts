@@ -30,7 +30,10 @@ test('a file that is not a SQLite database: StoreError, and its handle is closed
   try {
     const file = join(dir, 'xiaozhi.db');
     writeFileSync(file, 'this is not a database, but it is long enough to have a header of sorts. '.repeat(20));
-    await assert.rejects(connect('sqlite:xiaozhi.db', dir, silentLogger), (err: unknown) => err instanceof StoreError && err.message.includes(file));
+    await assert.rejects(
+      connect('sqlite:xiaozhi.db', dir, silentLogger),
+      (err: unknown) => err instanceof StoreError && err.message.includes(file),
+    );
     assert.equal(openDescriptorsOn(file), 0);
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -38,7 +41,10 @@ test('a file that is not a SQLite database: StoreError, and its handle is closed
 });
 
 test('an unreachable PostgreSQL URL: the message names it, never its password', async () => {
-  for (const url of ['postgres://app:hunter2@127.0.0.1:1/xiaozhi', 'postgres://127.0.0.1:1/xiaozhi?user=app&password=hunter2']) {
+  for (const url of [
+    'postgres://app:hunter2@127.0.0.1:1/xiaozhi',
+    'postgres://127.0.0.1:1/xiaozhi?user=app&password=hunter2',
+  ]) {
     assert.doesNotMatch(redactUrl(url), /hunter2/);
     await assert.rejects(connect(url, tmpdir(), silentLogger), (err: unknown) => {
       assert.ok(err instanceof StoreError);

@@ -15,7 +15,10 @@ import { waitFor } from '../../helpers/wait.ts';
 const statements: string[] = [];
 const probe = new BetterSqlite3(':memory:');
 // Statements are prepared once and run many times (store/statement-cache.ts): runs are counted.
-const statementProto = Object.getPrototypeOf(probe.prepare('select 1')) as Record<'run' | 'all' | 'get', (...a: unknown[]) => unknown>;
+const statementProto = Object.getPrototypeOf(probe.prepare('select 1')) as Record<
+  'run' | 'all' | 'get',
+  (...a: unknown[]) => unknown
+>;
 probe.close();
 const sqliteRuns = { run: statementProto.run, all: statementProto.all, get: statementProto.get };
 const pgQuery = pg.Client.prototype.query;
@@ -25,7 +28,8 @@ function hotPathStatements(): string[] {
 }
 const transactions = (): number => statements.filter((s) => /^\s*begin/i.test(s)).length;
 
-const mac = (i: number): string => `a0:00:00:00:${String(Math.floor(i / 100)).padStart(2, '0')}:${String(i % 100).padStart(2, '0')}`;
+const mac = (i: number): string =>
+  `a0:00:00:00:${String(Math.floor(i / 100)).padStart(2, '0')}:${String(i % 100).padStart(2, '0')}`;
 
 before(() => {
   for (const name of ['run', 'all', 'get'] as const) {
@@ -37,7 +41,13 @@ before(() => {
   }
   pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
     const q = args[0];
-    statements.push(typeof q === 'string' ? q : typeof (q as { text?: unknown })?.text === 'string' ? (q as { text: string }).text : '');
+    statements.push(
+      typeof q === 'string'
+        ? q
+        : typeof (q as { text?: unknown })?.text === 'string'
+          ? (q as { text: string }).text
+          : '',
+    );
     return (pgQuery as (...a: unknown[]) => unknown).apply(this, args);
   } as typeof pgQuery;
 });
@@ -59,7 +69,16 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
         const done: Array<Promise<void>> = [];
         for (let i = 0; i < 200; i++) {
           done.push(store.devices.seen({ deviceId: mac(i), clientId: `c-${i}` }));
-          done.push(store.sessions.add({ sessionId: `s-${i}`, deviceId: mac(i), clientId: `c-${i}`, agent: null, replica: store.replica, since }));
+          done.push(
+            store.sessions.add({
+              sessionId: `s-${i}`,
+              deviceId: mac(i),
+              clientId: `c-${i}`,
+              agent: null,
+              replica: store.replica,
+              since,
+            }),
+          );
         }
         // Well inside the tick: the event loop turned many times, the database was not touched.
         await new Promise((r) => setTimeout(r, 100));
@@ -90,7 +109,9 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
         const done: Array<Promise<void>> = [];
         for (let i = 0; i < 50; i++) {
           now += 1000;
-          done.push(store.devices.seen({ deviceId: mac(1), clientId: 'c-1', ...(i === 10 ? { firmware: '2.0.0' } : {}) }));
+          done.push(
+            store.devices.seen({ deviceId: mac(1), clientId: 'c-1', ...(i === 10 ? { firmware: '2.0.0' } : {}) }),
+          );
         }
         await Promise.all(done);
         assert.equal(hotPathStatements().length, 1, `one update, got ${hotPathStatements().join(' | ')}`);
@@ -110,13 +131,38 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
       try {
         const since = new Date().toISOString();
         void store.devices.seen({ deviceId: mac(7), clientId: 'c-7' });
-        void store.sessions.add({ sessionId: 'gone', deviceId: mac(7), clientId: 'c-7', agent: null, replica: store.replica, since });
+        void store.sessions.add({
+          sessionId: 'gone',
+          deviceId: mac(7),
+          clientId: 'c-7',
+          agent: null,
+          replica: store.replica,
+          since,
+        });
         void store.sessions.remove('gone');
-        void store.sessions.add({ sessionId: 'kept', deviceId: mac(7), clientId: 'c-7', agent: null, replica: store.replica, since });
+        void store.sessions.add({
+          sessionId: 'kept',
+          deviceId: mac(7),
+          clientId: 'c-7',
+          agent: null,
+          replica: store.replica,
+          since,
+        });
         // Nobody awaits, flushes or lists: the batch's timer stores them.
-        await waitFor(async () => (await c.db.selectFrom('devices').select('last_seen').where('device_id', '=', mac(7)).executeTakeFirst()) !== undefined, { what: 'the queued record to be stored', timeoutMs: 10_000 });
+        await waitFor(
+          async () =>
+            (await c.db
+              .selectFrom('devices')
+              .select('last_seen')
+              .where('device_id', '=', mac(7))
+              .executeTakeFirst()) !== undefined,
+          { what: 'the queued record to be stored', timeoutMs: 10_000 },
+        );
         const sessions = await c.db.selectFrom('live_sessions').select('session_id').execute();
-        assert.deepEqual(sessions.map((s) => s.session_id), ['kept']);
+        assert.deepEqual(
+          sessions.map((s) => s.session_id),
+          ['kept'],
+        );
       } finally {
         await c.db.destroy();
         await store.close();
@@ -127,11 +173,22 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
       const db = await target.fresh();
       const store = await open(db, { writeFlushMs: 3_600_000 });
       void store.devices.seen({ deviceId: mac(9), clientId: 'c-9', firmware: '1.2.3' });
-      void store.sessions.add({ sessionId: 's-9', deviceId: mac(9), clientId: 'c-9', agent: null, replica: store.replica, since: new Date().toISOString() });
+      void store.sessions.add({
+        sessionId: 's-9',
+        deviceId: mac(9),
+        clientId: 'c-9',
+        agent: null,
+        replica: store.replica,
+        since: new Date().toISOString(),
+      });
       await store.close();
       const c = await raw(db);
       try {
-        const row = await c.db.selectFrom('devices').select(['firmware', 'last_seen']).where('device_id', '=', mac(9)).executeTakeFirst();
+        const row = await c.db
+          .selectFrom('devices')
+          .select(['firmware', 'last_seen'])
+          .where('device_id', '=', mac(9))
+          .executeTakeFirst();
         assert.equal(row?.firmware, '1.2.3');
         assert.ok(row?.last_seen);
       } finally {

@@ -31,7 +31,20 @@ function toolNames(r: RecordedRequest | undefined): string[] {
 /** Env without the variables that would override the test's config file. */
 function cleanEnv(): NodeJS.ProcessEnv {
   const env = { ...process.env };
-  for (const k of ['HOST', 'PORT', 'OPENAI_BASE_URL', 'OPENAI_API_KEY', 'LLM_MODEL', 'LOG_LEVEL', 'PUBLIC_WS_URL', 'XIAOZHI_CONFIG', 'XIAOZHI_DATA_DIR', 'DATABASE_URL', 'ADMIN_TOKEN']) delete env[k];
+  for (const k of [
+    'HOST',
+    'PORT',
+    'OPENAI_BASE_URL',
+    'OPENAI_API_KEY',
+    'LLM_MODEL',
+    'LOG_LEVEL',
+    'PUBLIC_WS_URL',
+    'XIAOZHI_CONFIG',
+    'XIAOZHI_DATA_DIR',
+    'DATABASE_URL',
+    'ADMIN_TOKEN',
+  ])
+    delete env[k];
   return env;
 }
 
@@ -51,11 +64,20 @@ describe('MCP endpoint across two server processes on one PostgreSQL', { timeout
         store: { url },
         admin: { token: ADMIN },
         llm: { baseURL: llm.url, model: 'fake-model', maxRetries: 0 },
-        agents: [{ name: 'kitchen', devices: [KITCHEN] }, { name: 'study', devices: [STUDY] }],
+        agents: [
+          { name: 'kitchen', devices: [KITCHEN] },
+          { name: 'study', devices: [STUDY] },
+        ],
         logging: { level: 'info' },
       }),
     );
-    const srv = await spawnServer({ command: process.execPath, args: ['--import', 'tsx', 'server/main.ts', '--config', file], env: cleanEnv(), port, readyTimeoutMs: 90_000 });
+    const srv = await spawnServer({
+      command: process.execPath,
+      args: ['--import', 'tsx', 'server/main.ts', '--config', file],
+      env: cleanEnv(),
+      port,
+      readyTimeoutMs: 90_000,
+    });
     procs.push(srv);
     return srv;
   }
@@ -78,19 +100,29 @@ describe('MCP endpoint across two server processes on one PostgreSQL', { timeout
     const a = await start(url, 'a');
     const b = await start(url, 'b');
     const admin = { authorization: `Bearer ${ADMIN}` };
-    const issued = await fetch(`${b.httpUrl}/api/admin/agents/kitchen/mcp-endpoint`, { method: 'POST', headers: admin });
+    const issued = await fetch(`${b.httpUrl}/api/admin/agents/kitchen/mcp-endpoint`, {
+      method: 'POST',
+      headers: admin,
+    });
     assert.equal(issued.status, 201);
     const { token } = (await issued.json()) as { token: string };
     // Issued through B, used on A.
     const bridge = await connectSdkBridge(`${a.httpUrl.replace('http', 'ws')}/mcp/?token=${token}`, 'calculator', [
-      { name: 'calculator', description: 'Evaluates an arithmetic expression', args: ['python_expression'], run: (x) => `The result is ${x.python_expression === '6*7' ? 42 : '?'}` },
+      {
+        name: 'calculator',
+        description: 'Evaluates an arithmetic expression',
+        args: ['python_expression'],
+        run: (x) => `The result is ${x.python_expression === '6*7' ? 42 : '?'}`,
+      },
     ]);
     const devices: DeviceSim[] = [];
     try {
       // B's admin API sees the bridge connected to A.
       await waitFor(
         async () => {
-          const st = (await (await fetch(`${b.httpUrl}/api/admin/agents/kitchen/mcp-endpoint`, { headers: admin })).json()) as { bridges?: Array<{ tools: string[] }> };
+          const st = (await (
+            await fetch(`${b.httpUrl}/api/admin/agents/kitchen/mcp-endpoint`, { headers: admin })
+          ).json()) as { bridges?: Array<{ tools: string[] }> };
           return st.bridges?.some((x) => x.tools.includes('calculator')) ?? false;
         },
         { what: 'B to list the bridge connected to A', timeoutMs: 15_000 },
@@ -104,9 +136,17 @@ describe('MCP endpoint across two server processes on one PostgreSQL', { timeout
       kitchen.listen('detect', { text: 'What is six times seven?' });
       await kitchen.waitJson('tts', 'stop', 30_000);
       const asked = llm.requests.slice(n);
-      assert.ok(toolNames(asked[0]).includes('calculator'), `the kitchen device on B is offered the bridge's tool: ${toolNames(asked[0]).join(', ')}`);
-      const results = asked.flatMap((q) => q.body.messages.filter((m) => m.role === 'tool').map((m) => String(m.content)));
-      assert.ok(results.some((t) => t.includes('The result is 42')), `the call ran on A and its result reached B: ${results.join(' | ')}`);
+      assert.ok(
+        toolNames(asked[0]).includes('calculator'),
+        `the kitchen device on B is offered the bridge's tool: ${toolNames(asked[0]).join(', ')}`,
+      );
+      const results = asked.flatMap((q) =>
+        q.body.messages.filter((m) => m.role === 'tool').map((m) => String(m.content)),
+      );
+      assert.ok(
+        results.some((t) => t.includes('The result is 42')),
+        `the call ran on A and its result reached B: ${results.join(' | ')}`,
+      );
 
       const study = new DeviceSim({ url: b.wsUrl, deviceId: STUDY });
       devices.push(study);
@@ -116,7 +156,10 @@ describe('MCP endpoint across two server processes on one PostgreSQL', { timeout
       await study.waitJson('tts', 'stop', 30_000);
       const studyAsked = llm.requests.slice(n);
       assert.ok(studyAsked.length > 0);
-      assert.ok(!studyAsked.some((q) => toolNames(q).includes('calculator')), 'a device of another agent is not offered the tool');
+      assert.ok(
+        !studyAsked.some((q) => toolNames(q).includes('calculator')),
+        'a device of another agent is not offered the tool',
+      );
     } finally {
       for (const d of devices) d.close();
       await bridge.close();

@@ -11,18 +11,55 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
   describe(`mcp relay on ${target.name}`, () => {
     after(() => target.close());
 
-    test('publish, read the others\', stale ones ignored; a call is claimed once and answered', async () => {
+    test("publish, read the others', stale ones ignored; a call is claimed once and answered", async () => {
       let now = 1_000_000;
       const store = await open(await target.fresh(), { now: () => now });
       try {
         const relay = store.mcpRelay;
-        await relay.publish('A', [{ id: 'b1', agent: 'kitchen', name: 'calc', address: '10.0.0.1', connectedAt: '2026-01-01T00:00:00.000Z', tools: [{ name: 'add', inputSchema: { type: 'object' } }] }]);
-        await relay.publish('B', [{ id: 'b2', agent: 'kitchen', name: 'lights', address: '10.0.0.2', connectedAt: '2026-01-01T00:00:00.000Z', tools: [] }]);
-        assert.deepEqual((await relay.remote('kitchen', 'B')).map((r) => [r.id, r.owner, r.name, r.address, r.connectedAt, r.tools.length]), [['b1', 'A', 'calc', '10.0.0.1', '2026-01-01T00:00:00.000Z', 1]]);
+        await relay.publish('A', [
+          {
+            id: 'b1',
+            agent: 'kitchen',
+            name: 'calc',
+            address: '10.0.0.1',
+            connectedAt: '2026-01-01T00:00:00.000Z',
+            tools: [{ name: 'add', inputSchema: { type: 'object' } }],
+          },
+        ]);
+        await relay.publish('B', [
+          {
+            id: 'b2',
+            agent: 'kitchen',
+            name: 'lights',
+            address: '10.0.0.2',
+            connectedAt: '2026-01-01T00:00:00.000Z',
+            tools: [],
+          },
+        ]);
+        assert.deepEqual(
+          (await relay.remote('kitchen', 'B')).map((r) => [
+            r.id,
+            r.owner,
+            r.name,
+            r.address,
+            r.connectedAt,
+            r.tools.length,
+          ]),
+          [['b1', 'A', 'calc', '10.0.0.1', '2026-01-01T00:00:00.000Z', 1]],
+        );
         assert.deepEqual(await relay.remote('office', 'B'), []);
         await relay.publish('A', []);
         assert.deepEqual(await relay.remote('kitchen', 'B'), [], 'a new publish replaces the old one');
-        await relay.publish('A', [{ id: 'b1', agent: 'kitchen', name: 'calc', address: '10.0.0.1', connectedAt: '2026-01-01T00:00:00.000Z', tools: [] }]);
+        await relay.publish('A', [
+          {
+            id: 'b1',
+            agent: 'kitchen',
+            name: 'calc',
+            address: '10.0.0.1',
+            connectedAt: '2026-01-01T00:00:00.000Z',
+            tools: [],
+          },
+        ]);
         now += BRIDGE_STALE_MS + 1;
         assert.deepEqual(await relay.remote('kitchen', 'B'), [], 'a process silent too long is ignored');
 
@@ -43,16 +80,29 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
       }
     });
 
-    test('a heartbeat keeps an owner\'s bridges fresh without rewriting their tools', async () => {
+    test("a heartbeat keeps an owner's bridges fresh without rewriting their tools", async () => {
       let now = 1_000_000;
       const store = await open(await target.fresh(), { now: () => now });
       try {
         const relay = store.mcpRelay;
-        await relay.publish('A', [{ id: 'b1', agent: 'kitchen', name: 'calc', address: '10.0.0.1', connectedAt: '2026-01-01T00:00:00.000Z', tools: [{ name: 'add', inputSchema: { type: 'object' } }] }]);
+        await relay.publish('A', [
+          {
+            id: 'b1',
+            agent: 'kitchen',
+            name: 'calc',
+            address: '10.0.0.1',
+            connectedAt: '2026-01-01T00:00:00.000Z',
+            tools: [{ name: 'add', inputSchema: { type: 'object' } }],
+          },
+        ]);
         now += BRIDGE_STALE_MS - 1000;
         await relay.heartbeat('A');
         now += BRIDGE_STALE_MS - 1000;
-        assert.deepEqual((await relay.remote('kitchen', 'B')).map((r) => [r.id, r.tools.length]), [['b1', 1]], 'fresh by its heartbeat, tools as published');
+        assert.deepEqual(
+          (await relay.remote('kitchen', 'B')).map((r) => [r.id, r.tools.length]),
+          [['b1', 1]],
+          'fresh by its heartbeat, tools as published',
+        );
         now += BRIDGE_STALE_MS + 1;
         assert.deepEqual(await relay.remote('kitchen', 'B'), [], 'stale once the heartbeats stop');
       } finally {
@@ -65,7 +115,10 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
       try {
         const relay = store.mcpRelay;
         const huge = 'x'.repeat(MAX_RELAYED_BYTES + 1);
-        await assert.rejects(relay.enqueue('A', { id: 'c2', bridgeId: 'b1', tool: 'echo', args: { text: huge } }), /over the limit/);
+        await assert.rejects(
+          relay.enqueue('A', { id: 'c2', bridgeId: 'b1', tool: 'echo', args: { text: huge } }),
+          /over the limit/,
+        );
         await relay.enqueue('A', { id: 'c3', bridgeId: 'b1', tool: 'echo', args: { text: 'hi' } });
         await relay.finish('c3', { content: [{ type: 'text', text: huge }], isError: false });
         const taken = (await relay.take('c3')) as { content: Array<{ text: string }>; isError: boolean };

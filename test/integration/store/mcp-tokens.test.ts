@@ -23,7 +23,10 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
         assert.equal(await store.mcpTokens.verify(''), undefined);
         assert.equal(await store.mcpTokens.verify('x'.repeat(5000)), undefined);
         const rows = await conn.db.selectFrom('mcp_tokens').selectAll().execute();
-        assert.deepEqual(rows.map((r) => [r.agent, r.token_hash]), [['kitchen', hashMcpToken(token)]]);
+        assert.deepEqual(
+          rows.map((r) => [r.agent, r.token_hash]),
+          [['kitchen', hashMcpToken(token)]],
+        );
         assert.ok(!JSON.stringify(rows).includes(token), 'the token itself is never stored');
 
         const other = await store.mcpTokens.issue('office');

@@ -17,16 +17,30 @@ import { waitFor } from '../../helpers/wait.ts';
 
 const ADMIN = 'admin-token-for-the-push-replicas';
 
-async function say(srv: VoiceApp, deviceId: string, text: string): Promise<{ status: number; body: Record<string, unknown> }> {
-  const r = await fetch(`${srv.httpUrl}/api/admin/devices/${deviceId}/say`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, body: JSON.stringify({ text }) });
+async function say(
+  srv: VoiceApp,
+  deviceId: string,
+  text: string,
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const r = await fetch(`${srv.httpUrl}/api/admin/devices/${deviceId}/say`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ text }),
+  });
   return { status: r.status, body: (await r.json()) as Record<string, unknown> };
 }
 
 async function heard(dev: DeviceSim, text: string): Promise<void> {
-  await dev.waitFor(`"${text}" spoken to the end`, () => {
-    const at = dev.json.findIndex((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start' && j.msg.text === text);
-    return at >= 0 && dev.json.slice(at).some((j) => j.msg.type === 'tts' && j.msg.state === 'stop');
-  }, 20_000);
+  await dev.waitFor(
+    `"${text}" spoken to the end`,
+    () => {
+      const at = dev.json.findIndex(
+        (j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start' && j.msg.text === text,
+      );
+      return at >= 0 && dev.json.slice(at).some((j) => j.msg.type === 'tts' && j.msg.state === 'stop');
+    },
+    20_000,
+  );
 }
 
 describe('say across two replicas on one PostgreSQL', { timeout: 120_000 }, () => {
@@ -46,7 +60,10 @@ describe('say across two replicas on one PostgreSQL', { timeout: 120_000 }, () =
     storeA = await open({ url, dataDir: '/tmp' }, { replica: 'replica-a' });
     storeB = await open({ url, dataDir: '/tmp' }, { replica: 'replica-b' });
     const config = { store: { url }, admin: { token: ADMIN } };
-    [a, b] = await Promise.all([startVoiceApp(llm.url, config, undefined, { store: storeA }), startVoiceApp(llm.url, config, undefined, { store: storeB })]);
+    [a, b] = await Promise.all([
+      startVoiceApp(llm.url, config, undefined, { store: storeA }),
+      startVoiceApp(llm.url, config, undefined, { store: storeB }),
+    ]);
   });
   after(async () => {
     await a?.close();
@@ -62,7 +79,10 @@ describe('say across two replicas on one PostgreSQL', { timeout: 120_000 }, () =
     try {
       await dev.hello();
       // B records the device as it connects (off the session's path): A knows it from then on.
-      await waitFor(async () => (await storeA.devices.get('ac:00:00:00:00:01')) !== undefined, { what: 'the device record', timeoutMs: 5000 });
+      await waitFor(async () => (await storeA.devices.get('ac:00:00:00:00:01')) !== undefined, {
+        what: 'the device record',
+        timeoutMs: 5000,
+      });
       const r = await say(a, 'ac:00:00:00:00:01', 'Hello from the other replica.');
       assert.equal(r.status, 200);
       assert.deepEqual(r.body, { status: 'spoken', replica: 'replica-b' });
@@ -80,7 +100,21 @@ describe('say across two replicas on one PostgreSQL', { timeout: 120_000 }, () =
       await dev.hello();
       const db = await raw({ url: dbUrl, dataDir: '/tmp' });
       try {
-        await db.db.insertInto('push_messages').values({ id: 'silent-1', device_id: mac, client_id: 'c3', text: 'Found without a notification.', interrupt: 0, source: 'admin', state: 'pending', claimed_by: null, created_ms: Date.now(), expires_ms: Date.now() + 60_000 }).execute();
+        await db.db
+          .insertInto('push_messages')
+          .values({
+            id: 'silent-1',
+            device_id: mac,
+            client_id: 'c3',
+            text: 'Found without a notification.',
+            interrupt: 0,
+            source: 'admin',
+            state: 'pending',
+            claimed_by: null,
+            created_ms: Date.now(),
+            expires_ms: Date.now() + 60_000,
+          })
+          .execute();
       } finally {
         await db.db.destroy();
       }

@@ -10,13 +10,14 @@ import { deviceToken, verifyBinding } from '../../../features/identity/device-to
 import { open, postgresTarget, sqliteTarget } from '../../helpers/store-targets.ts';
 
 /** A distinct well-formed MAC for each number. */
-const mac = (prefix: string, i: number): string => `${prefix}:00:00:00:${(i >> 8).toString(16).padStart(2, '0')}:${(i & 255).toString(16).padStart(2, '0')}`;
+const mac = (prefix: string, i: number): string =>
+  `${prefix}:00:00:00:${(i >> 8).toString(16).padStart(2, '0')}:${(i & 255).toString(16).padStart(2, '0')}`;
 
 for (const target of [sqliteTarget(), postgresTarget()]) {
   describe(`device registry on ${target.name}`, () => {
     after(() => target.close());
 
-    test('a pair keeps its code until bound; bound, it has a binding with the code\'s generation; the secret is kept', async () => {
+    test("a pair keeps its code until bound; bound, it has a binding with the code's generation; the secret is kept", async () => {
       const db = await target.fresh();
       const store = await open(db);
       try {
@@ -32,7 +33,10 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
         assert.ok(bound.ok);
         assert.equal(bound.device.generation, first.generation);
         assert.ok(reg.isBound('A0:B1:C2:D3:E4:F5', 'CLIENT-1'), 'the cache knows at once');
-        assert.deepEqual((await reg.list()).bound.map((d) => d.id), [bound.device.id]);
+        assert.deepEqual(
+          (await reg.list()).bound.map((d) => d.id),
+          [bound.device.id],
+        );
         assert.equal((await reg.list()).pending.length, 0);
         assert.deepEqual(await reg.bind(first.code), { ok: false, reason: 'unknown or expired code' });
         const secret = reg.secret();
@@ -62,7 +66,8 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
           assert.ok(bound.ok);
           const token = deviceToken(reg.secret(), ...pair, bound.device.generation);
           assert.ok(verifyBinding(reg, ...pair, token));
-          for (const old of tokens) assert.equal(verifyBinding(reg, ...pair, old), false, 'an earlier binding\'s token opens nothing');
+          for (const old of tokens)
+            assert.equal(verifyBinding(reg, ...pair, old), false, "an earlier binding's token opens nothing");
           tokens.push(token);
           assert.equal((await reg.revoke(pair[0])).length, 1);
           assert.equal(verifyBinding(reg, ...pair, token), false);
@@ -80,7 +85,11 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
       const store = await open(await target.fresh(), { pendingPerSource: 3 });
       try {
         const reg = store.registry;
-        for (let i = 0; i < 100; i++) assert.ok(await reg.pendingCode(mac('02', i), `stranger-${i}`, '203.0.113.9'), `stranger ${i} gets a code (replacing its own oldest)`);
+        for (let i = 0; i < 100; i++)
+          assert.ok(
+            await reg.pendingCode(mac('02', i), `stranger-${i}`, '203.0.113.9'),
+            `stranger ${i} gets a code (replacing its own oldest)`,
+          );
         const { pending } = await reg.list();
         assert.equal(pending.length, 3, 'the flooding address holds its budget only');
         assert.deepEqual(pending.map((p) => p.clientId).sort(), ['stranger-97', 'stranger-98', 'stranger-99']);
@@ -95,7 +104,7 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
       }
     });
 
-    test('full: a new address still gets a code; the oldest code of the busiest address makes room, not a lone device\'s', async () => {
+    test("full: a new address still gets a code; the oldest code of the busiest address makes room, not a lone device's", async () => {
       let now = 1_000_000;
       const store = await open(await target.fresh(), { pendingPerSource: 3, codeTtlMs: 600_000, now: () => now });
       try {
@@ -106,7 +115,10 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
         for (let a = 0; a < 33; a++) {
           for (let k = 0; k < 3; k++) {
             now += 10;
-            assert.ok(await reg.pendingCode(mac('02', a * 3 + k), `busy-${a}-${k}`, `10.0.${a}.1`), `address ${a} code ${k}`);
+            assert.ok(
+              await reg.pendingCode(mac('02', a * 3 + k), `busy-${a}-${k}`, `10.0.${a}.1`),
+              `address ${a} code ${k}`,
+            );
           }
         }
         assert.equal((await reg.list()).pending.length, MAX_PENDING);
@@ -118,7 +130,10 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
         }
         const { pending } = await reg.list();
         assert.equal(pending.length, MAX_PENDING, 'still bounded');
-        assert.ok(pending.some((p) => p.code === lone.code), 'the lone device keeps its code while others hold more');
+        assert.ok(
+          pending.some((p) => p.code === lone.code),
+          'the lone device keeps its code while others hold more',
+        );
         const perAddress = new Map<string, number>();
         for (const p of pending.filter((x) => x.clientId.startsWith('busy-'))) {
           const a = p.clientId.split('-')[1] as string;
@@ -126,7 +141,11 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
         }
         // 40 codes taken from the 33 busy addresses, evenly: each lost its oldest, 7 lost their second.
         assert.deepEqual([...perAddress.values()].sort(), [...Array(26).fill(2), ...Array(7).fill(1)].sort());
-        assert.equal(pending.filter((x) => x.clientId.startsWith('busy-') && x.clientId.endsWith('-0')).length, 0, 'each busy address lost its oldest first');
+        assert.equal(
+          pending.filter((x) => x.clientId.startsWith('busy-') && x.clientId.endsWith('-0')).length,
+          0,
+          'each busy address lost its oldest first',
+        );
         assert.ok((await reg.bind(lone.code)).ok);
       } finally {
         await store.close();
@@ -167,7 +186,11 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
         const pressed = await reg.pendingCode('03:00:00:00:00:01', 'pressed', '10.9.9.9');
         assert.equal(pressed?.expiresAt, now + ttl / 5, 'issued under pressure: a fifth');
         const calmNow = (await reg.list()).pending.find((p) => p.clientId === 'calm');
-        assert.equal(calmNow?.expiresAt, 1_000_000 + ttl / 5, 'the codes already pending are cut to a fifth of their lifetime too');
+        assert.equal(
+          calmNow?.expiresAt,
+          1_000_000 + ttl / 5,
+          'the codes already pending are cut to a fifth of their lifetime too',
+        );
         now = 1_000_000 + ttl / 5 + 1;
         assert.deepEqual(await reg.bind(calm?.code ?? ''), { ok: false, reason: 'unknown or expired code' });
         const again = await reg.pendingCode('0a:00:00:00:00:01', 'calm', '10.1.1.1');

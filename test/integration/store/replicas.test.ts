@@ -36,7 +36,11 @@ describe('two replicas on one PostgreSQL', () => {
   });
 
   const ota = async (srv: VoiceApp): Promise<{ websocket: { token?: string }; activation?: { code: string } }> => {
-    const res = await fetch(`${srv.httpUrl}/xiaozhi/ota/`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...DEVICE }, body: '{}' });
+    const res = await fetch(`${srv.httpUrl}/xiaozhi/ota/`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', ...DEVICE },
+      body: '{}',
+    });
     assert.equal(res.status, 200);
     return (await res.json()) as { websocket: { token?: string }; activation?: { code: string } };
   };
@@ -47,7 +51,10 @@ describe('two replicas on one PostgreSQL', () => {
     assert.match(code, /^\d{6}$/);
     assert.equal((await ota(b)).activation?.code, code, 'the other replica knows the pending code');
     assert.equal((await a.app.devices?.bind(code))?.ok, true);
-    await waitFor(() => b.app.devices?.isBound(DEVICE['Device-Id'], DEVICE['Client-Id']), { what: 'the binding on the other replica', timeoutMs: WITHIN_MS });
+    await waitFor(() => b.app.devices?.isBound(DEVICE['Device-Id'], DEVICE['Client-Id']), {
+      what: 'the binding on the other replica',
+      timeoutMs: WITHIN_MS,
+    });
     const token = (await ota(b)).websocket.token ?? '';
     assert.equal(token, first.websocket.token, 'one secret: the same token from either replica');
 
@@ -57,9 +64,14 @@ describe('two replicas on one PostgreSQL', () => {
       assert.equal(dev.closeCode, null);
       const t0 = performance.now();
       assert.equal((await a.app.devices?.revoke(DEVICE['Device-Id']))?.length, 1);
-      const closed = await Promise.race([dev.closed, new Promise<string>((r) => setTimeout(() => r('still open'), WITHIN_MS))]);
-      assert.equal(closed, 4005, 'the other replica ended the revoked device\'s session');
-      process.stderr.write(`# revoke reached the other replica's session in ${(performance.now() - t0).toFixed(0)} ms\n`);
+      const closed = await Promise.race([
+        dev.closed,
+        new Promise<string>((r) => setTimeout(() => r('still open'), WITHIN_MS)),
+      ]);
+      assert.equal(closed, 4005, "the other replica ended the revoked device's session");
+      process.stderr.write(
+        `# revoke reached the other replica's session in ${(performance.now() - t0).toFixed(0)} ms\n`,
+      );
     } finally {
       dev.close();
     }
@@ -68,24 +80,40 @@ describe('two replicas on one PostgreSQL', () => {
     again.close();
   });
 
-  test('an agent created and changed on one reaches the other\'s cache within 2 s; device records are shared', async () => {
+  test("an agent created and changed on one reaches the other's cache within 2 s; device records are shared", async () => {
     assert.ok(await a.app.store.agents.create('teacher', { systemPrompt: 'Teach.' }));
-    await waitFor(() => b.app.store.cache.agent('teacher'), { what: 'the agent on the other replica', timeoutMs: WITHIN_MS });
+    await waitFor(() => b.app.store.cache.agent('teacher'), {
+      what: 'the agent on the other replica',
+      timeoutMs: WITHIN_MS,
+    });
     await b.app.store.agents.update('teacher', { systemPrompt: 'Teach kindly.' });
-    await waitFor(() => a.app.store.cache.agent('teacher')?.settings.systemPrompt === 'Teach kindly.', { what: 'the update on the first replica', timeoutMs: WITHIN_MS });
+    await waitFor(() => a.app.store.cache.agent('teacher')?.settings.systemPrompt === 'Teach kindly.', {
+      what: 'the update on the first replica',
+      timeoutMs: WITHIN_MS,
+    });
     // The device asked both replicas' OTA: one record, with the agent set through either.
     await a.app.store.devices.update(DEVICE['Device-Id'], { agent: 'teacher' });
-    await waitFor(() => b.app.store.cache.agentNameOf(DEVICE['Device-Id']) === 'teacher', { what: 'the device\'s agent on the other replica', timeoutMs: WITHIN_MS });
+    await waitFor(() => b.app.store.cache.agentNameOf(DEVICE['Device-Id']) === 'teacher', {
+      what: "the device's agent on the other replica",
+      timeoutMs: WITHIN_MS,
+    });
     assert.equal((await b.app.store.devices.list()).length, 1);
   });
 
   test('the database away: a bound device still gets its token and connects (from the cache), a new device gets 503 with a logged error; back, codes again', async () => {
     const bound = { 'Device-Id': 'e4:00:00:00:00:32', 'Client-Id': '0b9a3c1e-7d55-4e0f-9a51-2c4f1e9b7d32' };
     const post = (srv: VoiceApp, headers: Record<string, string>): Promise<Response> =>
-      fetch(`${srv.httpUrl}/xiaozhi/ota/`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body: '{}' });
+      fetch(`${srv.httpUrl}/xiaozhi/ota/`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', ...headers },
+        body: '{}',
+      });
     const code = ((await (await post(a, bound)).json()) as { activation?: { code: string } }).activation?.code ?? '';
     assert.equal((await a.app.devices?.bind(code))?.ok, true);
-    await waitFor(() => b.app.devices?.isBound(bound['Device-Id'], bound['Client-Id']), { what: 'the binding on b', timeoutMs: WITHIN_MS });
+    await waitFor(() => b.app.devices?.isBound(bound['Device-Id'], bound['Client-Id']), {
+      what: 'the binding on b',
+      timeoutMs: WITHIN_MS,
+    });
 
     await pg.down();
     try {
@@ -101,10 +129,16 @@ describe('two replicas on one PostgreSQL', () => {
       }
       const stranger = await post(b, { 'Device-Id': 'e4:00:00:00:00:33', 'Client-Id': 'new-while-down' });
       assert.equal(stranger.status, 503, 'no code without the database');
-      assert.ok(b.logs.lines.some((l) => l.level === 50 && /store could not issue a code/.test(String(l.msg))), 'logged at error');
+      assert.ok(
+        b.logs.lines.some((l) => l.level === 50 && /store could not issue a code/.test(String(l.msg))),
+        'logged at error',
+      );
     } finally {
       await pg.up();
     }
-    await waitFor(async () => (await post(b, { 'Device-Id': 'e4:00:00:00:00:33', 'Client-Id': 'new-while-down' })).status === 200, { what: 'codes again once the database is back', timeoutMs: 15_000 });
+    await waitFor(
+      async () => (await post(b, { 'Device-Id': 'e4:00:00:00:00:33', 'Client-Id': 'new-while-down' })).status === 200,
+      { what: 'codes again once the database is back', timeoutMs: 15_000 },
+    );
   });
 });

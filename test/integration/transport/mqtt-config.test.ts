@@ -22,7 +22,10 @@ import { MqttUdpClient } from '../../helpers/mqtt-udp-client.ts';
 import { waitFor } from '../../helpers/wait.ts';
 
 /** Starts what the configuration asks for; `use` runs with it, then everything is closed. */
-async function withTransport(config: Config, use: (mqtt: MqttTransport | undefined, logs: LogSink) => Promise<void>): Promise<void> {
+async function withTransport(
+  config: Config,
+  use: (mqtt: MqttTransport | undefined, logs: LogSink) => Promise<void>,
+): Promise<void> {
   const logs = createLogSink();
   const log = createLogger({ level: 'debug', logContent: false, destination: logs.stream });
   const store = await openConfiguredStore(config, log);
@@ -60,17 +63,28 @@ describe('MQTT transport from the configuration', () => {
     try {
       // 127.0.0.2 is loopback on Linux too: a broker bound there is not reachable on 127.0.0.1.
       const loaded = loadConfig({ argv: [], cwd, env: { HOST: '127.0.0.2' } });
-      const cfg = ConfigSchema.parse({ ...loaded.config, store: { url: 'sqlite::memory:' }, mqtt: { ...loaded.config.mqtt, enabled: true, port: 0, udpPort: 0 } });
+      const cfg = ConfigSchema.parse({
+        ...loaded.config,
+        store: { url: 'sqlite::memory:' },
+        mqtt: { ...loaded.config.mqtt, enabled: true, port: 0, udpPort: 0 },
+      });
       await withTransport(cfg, async (mqtt) => {
         assert.ok(mqtt);
         assert.equal(await accepts('127.0.0.2', mqtt.ports.mqtt), true);
-        assert.equal(await accepts('127.0.0.1', mqtt.ports.mqtt), false, 'HOST=127.0.0.2 keeps the broker off other addresses');
+        assert.equal(
+          await accepts('127.0.0.1', mqtt.ports.mqtt),
+          false,
+          'HOST=127.0.0.2 keeps the broker off other addresses',
+        );
       });
-      await withTransport(config({ enabled: true, host: '127.0.0.1', port: 0, udpPort: 0 }, { host: '127.0.0.2' }), async (mqtt) => {
-        assert.ok(mqtt);
-        assert.equal(await accepts('127.0.0.1', mqtt.ports.mqtt), true);
-        assert.equal(await accepts('127.0.0.2', mqtt.ports.mqtt), false);
-      });
+      await withTransport(
+        config({ enabled: true, host: '127.0.0.1', port: 0, udpPort: 0 }, { host: '127.0.0.2' }),
+        async (mqtt) => {
+          assert.ok(mqtt);
+          assert.equal(await accepts('127.0.0.1', mqtt.ports.mqtt), true);
+          assert.equal(await accepts('127.0.0.2', mqtt.ports.mqtt), false);
+        },
+      );
     } finally {
       rmSync(cwd, { recursive: true, force: true });
     }
@@ -90,7 +104,12 @@ describe('MQTT transport from the configuration', () => {
   test('MQTT session log lines carry the transport key once', async () => {
     await withTransport(config({ enabled: true, host: '127.0.0.1', port: 0, udpPort: 0 }), async (mqtt, logs) => {
       assert.ok(mqtt);
-      const section = mqtt.otaSection({ deviceId: 'c0:00:00:00:00:01', clientId: 'config-1', generation: null, host: '127.0.0.1' });
+      const section = mqtt.otaSection({
+        deviceId: 'c0:00:00:00:00:01',
+        clientId: 'config-1',
+        generation: null,
+        host: '127.0.0.1',
+      });
       const dev = await MqttUdpClient.connect(section);
       try {
         await dev.hello();
@@ -98,33 +117,58 @@ describe('MQTT transport from the configuration', () => {
       } finally {
         await dev.close();
       }
-      const raw = logs.text().split('\n').filter((l) => l.includes('config-1'));
+      const raw = logs
+        .text()
+        .split('\n')
+        .filter((l) => l.includes('config-1'));
       assert.ok(raw.length > 0);
       for (const l of raw) assert.equal(l.split('"transport":').length - 1, 1, l);
     });
   });
 
   test('the gateway without mqtt.enabled (as docs/deployment.md shows it) is used, with no warning', async () => {
-    await withTransport(config({ enabled: false, gateway: { endpoint: 'gw.example.org:1883', signatureKey: 'Key-of-the-gateway' } }), async (mqtt, logs) => {
-      assert.equal(mqtt, undefined, 'the gateway is the broker: the embedded one does not run');
-      assert.deepEqual(warnings(logs), []);
-    });
+    await withTransport(
+      config({ enabled: false, gateway: { endpoint: 'gw.example.org:1883', signatureKey: 'Key-of-the-gateway' } }),
+      async (mqtt, logs) => {
+        assert.equal(mqtt, undefined, 'the gateway is the broker: the embedded one does not run');
+        assert.deepEqual(warnings(logs), []);
+      },
+    );
   });
 
   test('settings that do nothing are named at start', async () => {
     await withTransport(config({ gateway: { signatureKey: 'Key-of-the-gateway' } }), async (_mqtt, logs) => {
-      assert.ok(warnings(logs).some((w) => /mqtt\.gateway\.signatureKey/.test(w) && /mqtt\.gateway\.endpoint/.test(w)), logs.text());
+      assert.ok(
+        warnings(logs).some((w) => /mqtt\.gateway\.signatureKey/.test(w) && /mqtt\.gateway\.endpoint/.test(w)),
+        logs.text(),
+      );
     });
     await withTransport(config({ gateway: { endpoint: 'gw.example.org' } }), async (_mqtt, logs) => {
-      assert.ok(warnings(logs).some((w) => /mqtt\.gateway\.signatureKey/.test(w)), logs.text());
+      assert.ok(
+        warnings(logs).some((w) => /mqtt\.gateway\.signatureKey/.test(w)),
+        logs.text(),
+      );
     });
-    await withTransport(config({ enabled: true, port: 8883, gateway: { endpoint: 'gw.example.org', signatureKey: 'Key-of-the-gateway' } }), async (mqtt, logs) => {
-      assert.equal(mqtt, undefined);
-      assert.ok(warnings(logs).some((w) => /mqtt\.enabled/.test(w) && /mqtt\.port/.test(w) && /gateway/.test(w)), logs.text());
-    });
+    await withTransport(
+      config({
+        enabled: true,
+        port: 8883,
+        gateway: { endpoint: 'gw.example.org', signatureKey: 'Key-of-the-gateway' },
+      }),
+      async (mqtt, logs) => {
+        assert.equal(mqtt, undefined);
+        assert.ok(
+          warnings(logs).some((w) => /mqtt\.enabled/.test(w) && /mqtt\.port/.test(w) && /gateway/.test(w)),
+          logs.text(),
+        );
+      },
+    );
     await withTransport(config({ port: 8883, udpPort: 9000 }), async (mqtt, logs) => {
       assert.equal(mqtt, undefined);
-      assert.ok(warnings(logs).some((w) => /mqtt\.port/.test(w) && /mqtt\.udpPort/.test(w) && /mqtt\.enabled/.test(w)), logs.text());
+      assert.ok(
+        warnings(logs).some((w) => /mqtt\.port/.test(w) && /mqtt\.udpPort/.test(w) && /mqtt\.enabled/.test(w)),
+        logs.text(),
+      );
     });
     // Defaults alone say nothing.
     await withTransport(config({}), async (_mqtt, logs) => {

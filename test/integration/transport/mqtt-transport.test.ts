@@ -61,7 +61,12 @@ async function startRig(store: Store, mode: AuthMode, opts: RigOptions = {}): Pr
   const sessions = new DeviceSessions({
     registry,
     createConversation: rec.factory,
-    session: { helloTimeoutMs: 10_000, idleTimeoutMs: opts.idleTimeoutMs ?? 60_000, outputSampleRate: 24000, frameDurationMs: 60 },
+    session: {
+      helloTimeoutMs: 10_000,
+      idleTimeoutMs: opts.idleTimeoutMs ?? 60_000,
+      outputSampleRate: 24000,
+      frameDurationMs: 60,
+    },
     maxSessions: opts.maxSessions ?? 0,
     onOpened: [(s) => opened.push(s.sessionId)],
   });
@@ -117,7 +122,15 @@ describe('MQTT+UDP transport', () => {
   let open: Rig;
   let frames: Buffer[];
   before(async () => {
-    store = await openStore({ url: 'sqlite::memory:', dataDir: '/tmp', secret: '', codeTtlMs: 600_000, pendingPerSource: 3, replica: 'test', log: silentLogger });
+    store = await openStore({
+      url: 'sqlite::memory:',
+      dataDir: '/tmp',
+      secret: '',
+      codeTtlMs: 600_000,
+      pendingPerSource: 3,
+      replica: 'test',
+      log: silentLogger,
+    });
     open = await startRig(store, 'open');
     const codec = await createOpusCodec({ sampleRate: 16000 });
     frames = [];
@@ -133,7 +146,8 @@ describe('MQTT+UDP transport', () => {
     await store.close();
   });
 
-  const audioCalls = (rig: Rig, i: number): number => rig.rec.sessions[i]?.calls.filter((c) => c.name === 'audio').length ?? 0;
+  const audioCalls = (rig: Rig, i: number): number =>
+    rig.rec.sessions[i]?.calls.filter((c) => c.name === 'audio').length ?? 0;
 
   test('OTA credentials connect; the hello opens a session answered with the udp block; audio flows both ways', async () => {
     const section = open.section('a0:00:00:00:00:01', 'client-1');
@@ -206,7 +220,9 @@ describe('MQTT+UDP transport', () => {
       assert.equal(open.registry.size, 1);
       // The new session confirms the device's address afresh (its first frames are held until then).
       for (const f of frames.slice(0, MOVE_CONFIRMATIONS)) dev.sendOpus(f);
-      await waitFor(() => audioCalls(open, open.rec.sessions.length - 1) === MOVE_CONFIRMATIONS, { what: 'uplink in the new session' });
+      await waitFor(() => audioCalls(open, open.rec.sessions.length - 1) === MOVE_CONFIRMATIONS, {
+        what: 'uplink in the new session',
+      });
     } finally {
       await dev.close();
     }
@@ -233,7 +249,10 @@ describe('MQTT+UDP transport', () => {
       dev.sendRaw(dev.datagram(frames[2]!, { sequence: 1_000_000 })); // implausible jump
       await waitFor(() => open.drops.length - dropsBefore >= 7, { what: 'seven drops' });
       const reasons = open.drops.slice(dropsBefore).sort();
-      assert.deepEqual(reasons.filter((r) => r !== 'implausible'), ['length', 'replay', 'replay', 'short', 'size', 'unknown_ssrc'].sort());
+      assert.deepEqual(
+        reasons.filter((r) => r !== 'implausible'),
+        ['length', 'replay', 'replay', 'short', 'size', 'unknown_ssrc'].sort(),
+      );
       assert.equal(audioCalls(open, rec), 5);
       // The session goes on: the next good frame is accepted.
       dev.sendRaw(good);
@@ -245,7 +264,8 @@ describe('MQTT+UDP transport', () => {
       await new Promise<void>((resolve) => other.bind(0, '127.0.0.1', () => resolve()));
       let otherGot = 0;
       other.on('message', () => otherGot++);
-      const fromOther = (sequence: number): void => void other.send(dev.datagram(frames[3]!, { sequence }), dev.block!.port, '127.0.0.1');
+      const fromOther = (sequence: number): void =>
+        void other.send(dev.datagram(frames[3]!, { sequence }), dev.block!.port, '127.0.0.1');
       try {
         for (let seq = 7; seq <= 10; seq++) fromOther(seq);
         dev.sendRaw(dev.datagram(frames[3]!, { sequence: 11 }));
@@ -265,7 +285,9 @@ describe('MQTT+UDP transport', () => {
       // old one has gone quiet: the downlink moves there after a few of them, and none is lost.
       await dev.rebind();
       for (let seq = 17; seq < 17 + MOVE_CONFIRMATIONS; seq++) dev.sendRaw(dev.datagram(frames[3]!, { sequence: seq }));
-      await waitFor(() => audioCalls(open, rec) === 8 + MOVE_CONFIRMATIONS, { what: 'the frames that confirm the new address' });
+      await waitFor(() => audioCalls(open, rec) === 8 + MOVE_CONFIRMATIONS, {
+        what: 'the frames that confirm the new address',
+      });
       open.rec.sessions[rec]!.ctx.channel.sendAudio(frames[4]!);
       await waitFor(() => dev.audio.length === 1, { what: 'downlink at the new address' });
       assert.deepEqual(dev.audio[0]?.payload, frames[4]);
@@ -276,7 +298,11 @@ describe('MQTT+UDP transport', () => {
   });
 
   /** A second UDP socket on loopback: another address as the server sees it. */
-  async function otherSocket(): Promise<{ send(d: Buffer, port: number): void; received: () => number; close(): void }> {
+  async function otherSocket(): Promise<{
+    send(d: Buffer, port: number): void;
+    received: () => number;
+    close(): void;
+  }> {
     const sock = createSocket('udp4');
     await new Promise<void>((resolve) => sock.bind(0, '127.0.0.1', () => resolve()));
     let got = 0;
@@ -284,7 +310,7 @@ describe('MQTT+UDP transport', () => {
     return { send: (d, port) => void sock.send(d, port, '127.0.0.1'), received: () => got, close: () => sock.close() };
   }
 
-  test('before the device\'s first datagram, one forged datagram from elsewhere does not take the session', async () => {
+  test("before the device's first datagram, one forged datagram from elsewhere does not take the session", async () => {
     const dev = await MqttUdpClient.connect(open.section('a0:00:00:00:00:10', 'client-16'));
     const forger = await otherSocket();
     try {
@@ -308,24 +334,28 @@ describe('MQTT+UDP transport', () => {
     }
   });
 
-  test('a forger whose datagrams took the session loses it back to the device\'s own stream', async () => {
+  test("a forger whose datagrams took the session loses it back to the device's own stream", async () => {
     const dev = await MqttUdpClient.connect(open.section('a0:00:00:00:00:11', 'client-17'));
     const forger = await otherSocket();
     try {
       await dev.hello();
       const rec = open.rec.sessions.length - 1;
       // The rare forger that passes the check on consecutive sequences, before the device speaks.
-      for (let seq = 9000; seq < 9000 + MOVE_CONFIRMATIONS; seq++) forger.send(dev.datagram(frames[0]!, { sequence: seq }), dev.block!.port);
+      for (let seq = 9000; seq < 9000 + MOVE_CONFIRMATIONS; seq++)
+        forger.send(dev.datagram(frames[0]!, { sequence: seq }), dev.block!.port);
       await waitFor(() => audioCalls(open, rec) === MOVE_CONFIRMATIONS, { what: "the forger's confirmed chain" });
       // The device's own frames keep arriving from its address, numbered from 1.
       for (const f of [...frames, ...frames]) dev.sendOpus(f);
-      await waitFor(() => audioCalls(open, rec) === MOVE_CONFIRMATIONS + 20, { what: "every frame of the device's stream" });
+      await waitFor(() => audioCalls(open, rec) === MOVE_CONFIRMATIONS + 20, {
+        what: "every frame of the device's stream",
+      });
       const channel = open.rec.sessions[rec]!.ctx.channel;
       channel.sendAudio(frames[7]!);
       await waitFor(() => dev.audio.length === 1, { what: 'downlink back at the device' });
       // Replaying the forger's chain does not take it again.
       const forgerGot = forger.received();
-      for (let seq = 9000; seq < 9000 + MOVE_CONFIRMATIONS; seq++) forger.send(dev.datagram(frames[0]!, { sequence: seq }), dev.block!.port);
+      for (let seq = 9000; seq < 9000 + MOVE_CONFIRMATIONS; seq++)
+        forger.send(dev.datagram(frames[0]!, { sequence: seq }), dev.block!.port);
       dev.sendOpus(frames[1]!);
       await waitFor(() => audioCalls(open, rec) === MOVE_CONFIRMATIONS + 21, { what: "the device's next frame" });
       channel.sendAudio(frames[8]!);
@@ -337,13 +367,14 @@ describe('MQTT+UDP transport', () => {
     }
   });
 
-  test('a forger that took the session on the device\'s own first sequences, and pushes ahead, loses it too', async () => {
+  test("a forger that took the session on the device's own first sequences, and pushes ahead, loses it too", async () => {
     const dev = await MqttUdpClient.connect(open.section('a0:00:00:00:00:12', 'client-18'));
     const forger = await otherSocket();
     try {
       await dev.hello();
       const rec = open.rec.sessions.length - 1;
-      for (let seq = 1; seq <= MOVE_CONFIRMATIONS; seq++) forger.send(dev.datagram(frames[0]!, { sequence: seq }), dev.block!.port);
+      for (let seq = 1; seq <= MOVE_CONFIRMATIONS; seq++)
+        forger.send(dev.datagram(frames[0]!, { sequence: seq }), dev.block!.port);
       await waitFor(() => audioCalls(open, rec) === MOVE_CONFIRMATIONS, { what: "the forger's confirmed chain" });
       // It keeps spraying: most of its datagrams fail, one in twenty passes far ahead.
       forger.send(dev.datagram(frames[0]!, { sequence: 20, key: wrongKey(dev, frames[0]!, 20) }), dev.block!.port);
@@ -362,10 +393,22 @@ describe('MQTT+UDP transport', () => {
   test('wrong credentials are refused: password, another pair, a username that does not match', async () => {
     const section = open.section('a0:00:00:00:00:03', 'client-3');
     const other = open.section('a0:00:00:00:00:04', 'client-4');
-    await assert.rejects(MqttUdpClient.connect(section, { password: 'x'.repeat(43) }), /Bad username or password|Not authorized/i);
-    await assert.rejects(MqttUdpClient.connect(section, { password: other.password }), /Bad username or password|Not authorized/i);
-    await assert.rejects(MqttUdpClient.connect(section, { username: 'a0:00:00:00:00:04' }), /Bad username or password|Not authorized/i);
-    await assert.rejects(MqttUdpClient.connect(section, { client_id: 'someone-else' }), /Bad username or password|Not authorized/i);
+    await assert.rejects(
+      MqttUdpClient.connect(section, { password: 'x'.repeat(43) }),
+      /Bad username or password|Not authorized/i,
+    );
+    await assert.rejects(
+      MqttUdpClient.connect(section, { password: other.password }),
+      /Bad username or password|Not authorized/i,
+    );
+    await assert.rejects(
+      MqttUdpClient.connect(section, { username: 'a0:00:00:00:00:04' }),
+      /Bad username or password|Not authorized/i,
+    );
+    await assert.rejects(
+      MqttUdpClient.connect(section, { client_id: 'someone-else' }),
+      /Bad username or password|Not authorized/i,
+    );
     assert.equal(open.transport.find('a0:00:00:00:00:03'), undefined);
     // The right ones still work.
     const dev = await MqttUdpClient.connect(section);
@@ -405,13 +448,23 @@ describe('MQTT+UDP transport', () => {
     // finishing the connection on its side.
     const devices = await Promise.all(
       Array.from({ length: 12 }, async (_, i) => {
-        const dev = await MqttUdpClient.connect(open.section(`a0:00:00:00:01:${String(i).padStart(2, '0')}`, `together-${i}`));
-        dev.publish({ type: 'hello', version: 3, transport: 'udp', audio_params: { format: 'opus', sample_rate: 16000, channels: 1, frame_duration: 60 } });
+        const dev = await MqttUdpClient.connect(
+          open.section(`a0:00:00:00:01:${String(i).padStart(2, '0')}`, `together-${i}`),
+        );
+        dev.publish({
+          type: 'hello',
+          version: 3,
+          transport: 'udp',
+          audio_params: { format: 'opus', sample_rate: 16000, channels: 1, frame_duration: 60 },
+        });
         return dev;
       }),
     );
     try {
-      await waitFor(() => devices.every((d) => d.json.some((j) => j.msg.type === 'hello')), { what: 'every hello answered', timeoutMs: 5000 });
+      await waitFor(() => devices.every((d) => d.json.some((j) => j.msg.type === 'hello')), {
+        what: 'every hello answered',
+        timeoutMs: 5000,
+      });
     } finally {
       await Promise.all(devices.map((d) => d.close()));
     }
@@ -428,7 +481,9 @@ describe('MQTT+UDP transport', () => {
     try {
       await firstClosed;
       await second.hello();
-      const link = (await waitFor(() => open.transport.find('a0:00:00:00:00:0b', 'client-11'), { what: 'the new link' }))!;
+      const link = (await waitFor(() => open.transport.find('a0:00:00:00:00:0b', 'client-11'), {
+        what: 'the new link',
+      }))!;
       assert.notEqual(link, firstLink);
       assert.ok(link.inSession);
       assert.equal(firstLink?.inSession, false);
@@ -442,9 +497,16 @@ describe('MQTT+UDP transport', () => {
   test('hellos are answered up to their rate: each one starts a session', async () => {
     const dev = await MqttUdpClient.connect(open.section('a0:00:00:00:00:0a', 'client-10'));
     try {
-      const hello = { type: 'hello', version: 3, transport: 'udp', audio_params: { format: 'opus', sample_rate: 16000, channels: 1, frame_duration: 60 } };
+      const hello = {
+        type: 'hello',
+        version: 3,
+        transport: 'udp',
+        audio_params: { format: 'opus', sample_rate: 16000, channels: 1, frame_duration: 60 },
+      };
       for (let i = 0; i < 8; i++) dev.publish(hello);
-      await waitFor(() => dev.json.filter((j) => j.msg.type === 'hello').length === 5, { what: 'five hellos answered' });
+      await waitFor(() => dev.json.filter((j) => j.msg.type === 'hello').length === 5, {
+        what: 'five hellos answered',
+      });
       await sleep(300);
       assert.equal(dev.json.filter((j) => j.msg.type === 'hello').length, 5);
       // Each new hello ended the one before without a goodbye (the device has forgotten that id).
@@ -455,24 +517,36 @@ describe('MQTT+UDP transport', () => {
     }
   });
 
-  test('the session door decides for MQTT too: at server.maxSessions another pair\'s hello is not answered; draining refuses every hello', async () => {
+  test("the session door decides for MQTT too: at server.maxSessions another pair's hello is not answered; draining refuses every hello", async () => {
     const logs = createLogSink();
-    const rig = await startRig(store, 'open', { maxSessions: 1, log: createLogger({ level: 'debug', logContent: false, destination: logs.stream }) });
-    const hello = { type: 'hello', version: 3, transport: 'udp', audio_params: { format: 'opus', sample_rate: 16000, channels: 1, frame_duration: 60 } };
+    const rig = await startRig(store, 'open', {
+      maxSessions: 1,
+      log: createLogger({ level: 'debug', logContent: false, destination: logs.stream }),
+    });
+    const hello = {
+      type: 'hello',
+      version: 3,
+      transport: 'udp',
+      audio_params: { format: 'opus', sample_rate: 16000, channels: 1, frame_duration: 60 },
+    };
     const answered = (dev: MqttUdpClient): number => dev.json.filter((j) => j.msg.type === 'hello').length;
     const a = await MqttUdpClient.connect(rig.section('a0:00:00:00:00:21', 'client-21'));
     const b = await MqttUdpClient.connect(rig.section('a0:00:00:00:00:22', 'client-22'));
     try {
       await a.hello();
       b.publish(hello);
-      await waitFor(() => logs.find('device refused: server at capacity').length === 1, { what: 'the capacity refusal' });
+      await waitFor(() => logs.find('device refused: server at capacity').length === 1, {
+        what: 'the capacity refusal',
+      });
       assert.equal(answered(b), 0);
       assert.equal(rig.registry.size, 1);
       assert.equal(rig.transport.find('a0:00:00:00:00:22')?.inSession, false);
       // Draining: a new hello ends the device's session (as always) and opens none.
       rig.sessions.stopAccepting();
       a.publish(hello);
-      await waitFor(() => logs.find('device refused: server is shutting down').length === 1, { what: 'the draining refusal' });
+      await waitFor(() => logs.find('device refused: server is shutting down').length === 1, {
+        what: 'the draining refusal',
+      });
       await waitFor(() => rig.registry.size === 0, { what: 'the old session to end' });
       assert.equal(answered(a), 1);
     } finally {
@@ -527,7 +601,10 @@ describe('MQTT+UDP transport', () => {
       await devices[1]!.close();
       await waitFor(() => rig.transport.find('a0:00:00:00:00:0d') === undefined, { what: 'the device to leave' });
       devices.push(await MqttUdpClient.connect(rig.section('a0:00:00:00:00:0e', 'client-14')));
-      assert.ok(idle.every((s) => !s.destroyed), 'two pending connections are under the pending limit');
+      assert.ok(
+        idle.every((s) => !s.destroyed),
+        'two pending connections are under the pending limit',
+      );
     } finally {
       for (const s of idle) s.destroy();
       await Promise.all(devices.map((d) => d.close()));
@@ -537,7 +614,10 @@ describe('MQTT+UDP transport', () => {
 
   test('70 connections that never send CONNECT from one address: a bound device there still connects, and they are closed early', async () => {
     // Deadlines far apart, so only the one under pressure can close the strangers within the wait.
-    const rig = await startRig(store, 'activation', { perAddress: 64, connectDeadlines: { normalMs: 120_000, pressuredMs: 1_000 } });
+    const rig = await startRig(store, 'activation', {
+      perAddress: 64,
+      connectDeadlines: { normalMs: 120_000, pressuredMs: 1_000 },
+    });
     const strangers: ReturnType<typeof tcpConnect>[] = [];
     let closed = 0;
     try {
@@ -552,7 +632,14 @@ describe('MQTT+UDP transport', () => {
         s.once('close', () => closed++);
         strangers.push(s);
       }
-      await Promise.all(strangers.map((s) => new Promise<void>((resolve) => (s.readyState === 'open' ? resolve() : s.once('connect', () => resolve()).once('close', () => resolve())))));
+      await Promise.all(
+        strangers.map(
+          (s) =>
+            new Promise<void>((resolve) =>
+              s.readyState === 'open' ? resolve() : s.once('connect', () => resolve()).once('close', () => resolve()),
+            ),
+        ),
+      );
       // Past the address's pending limit the oldest are closed as newer ones arrive.
       await waitFor(() => closed >= 70 - 16, { what: 'the oldest pending connections to be closed' });
       const dev = await MqttUdpClient.connect(rig.section('a0:00:00:00:00:0f', 'client-15', bound.device.generation));
@@ -591,7 +678,13 @@ describe('MQTT+UDP transport', () => {
       connectDeadlines: { normalMs: 150, pressuredMs: 150 },
     });
     try {
-      await assert.rejects(MqttUdpClient.connect(rig.section('a0:00:00:00:00:1e', 'client-30', bound.device.generation), {}, { connectTimeout: 3000, reconnectPeriod: 0 }));
+      await assert.rejects(
+        MqttUdpClient.connect(
+          rig.section('a0:00:00:00:00:1e', 'client-30', bound.device.generation),
+          {},
+          { connectTimeout: 3000, reconnectPeriod: 0 },
+        ),
+      );
       await waitFor(() => asked === 1, { what: 'the database to be asked' });
       await sleep(900);
       assert.equal(sink.find('MQTT connection closed: no CONNECT in time').length, 1, 'the deadline closed it');
@@ -606,7 +699,27 @@ describe('MQTT+UDP transport', () => {
     const dir = mkdtempSync(join(tmpdir(), 'mqtt-tls-'));
     const cert = join(dir, 'cert.pem');
     const key = join(dir, 'key.pem');
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost'], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+        '-days',
+        '1',
+        '-subj',
+        '/CN=localhost',
+      ],
+      { stdio: 'ignore' },
+    );
     const rig = await startRig(store, 'open', { tls: { cert, key }, maxPendingPerAddress: 2 });
     try {
       // A connection that never finishes its handshake is pending too: past the address's
@@ -618,7 +731,11 @@ describe('MQTT+UDP transport', () => {
       const section = rig.section('a0:00:00:00:00:09', 'client-9');
       // Plain MQTT to a TLS port gets nowhere.
       await assert.rejects(MqttUdpClient.connect(section, {}, { connectTimeout: 1000 }));
-      const dev = await MqttUdpClient.connect(section, {}, { protocol: 'mqtts', ca: readFileSync(cert), rejectUnauthorized: false });
+      const dev = await MqttUdpClient.connect(
+        section,
+        {},
+        { protocol: 'mqtts', ca: readFileSync(cert), rejectUnauthorized: false },
+      );
       const hello = await dev.hello();
       assert.equal(hello.transport, 'udp');
       await dev.close();
@@ -628,15 +745,28 @@ describe('MQTT+UDP transport', () => {
     }
   });
 
-  test('a CONNECT carrying a will is refused (it would be published as the device\'s message after the link is gone)', async () => {
+  test("a CONNECT carrying a will is refused (it would be published as the device's message after the link is gone)", async () => {
     const section = open.section('a0:00:00:00:00:0a', 'client-10');
-    await assert.rejects(MqttUdpClient.connect(section, {}, { will: { topic: 'device-server', payload: Buffer.from('{"type":"hello","version":3,"transport":"udp"}'), qos: 0, retain: false } }));
+    await assert.rejects(
+      MqttUdpClient.connect(
+        section,
+        {},
+        {
+          will: {
+            topic: 'device-server',
+            payload: Buffer.from('{"type":"hello","version":3,"transport":"udp"}'),
+            qos: 0,
+            retain: false,
+          },
+        },
+      ),
+    );
     assert.equal(open.transport.find('a0:00:00:00:00:0a'), undefined);
     const dev = await MqttUdpClient.connect(section);
     await dev.close();
   });
 
-  test('failed CONNECTs spend the address\'s budget, as failed WebSocket upgrades do; a bound device keeps its own', async () => {
+  test("failed CONNECTs spend the address's budget, as failed WebSocket upgrades do; a bound device keeps its own", async () => {
     const rig = await startRig(store, 'activation', { connectRate: { perSecond: 0.001, burst: 3 } });
     try {
       const code = await store.registry.pendingCode('a0:00:00:00:00:0b', 'client-11', '127.0.0.1');
@@ -645,7 +775,8 @@ describe('MQTT+UDP transport', () => {
       assert.ok(bound.ok);
       await waitFor(() => store.registry.isBound('a0:00:00:00:00:0b', 'client-11'), { what: 'the binding' });
       const stranger = rig.section('a0:00:00:00:00:0c', 'client-12', 1);
-      for (let i = 0; i < 3; i++) await assert.rejects(MqttUdpClient.connect(stranger), /Bad username or password|Not authorized/i);
+      for (let i = 0; i < 3; i++)
+        await assert.rejects(MqttUdpClient.connect(stranger), /Bad username or password|Not authorized/i);
       // The address's budget is spent: the next attempt is refused before its credentials are looked at.
       await assert.rejects(MqttUdpClient.connect(stranger), /Server unavailable/i);
       const dev = await MqttUdpClient.connect(rig.section('a0:00:00:00:00:0b', 'client-11', bound.device.generation));

@@ -18,9 +18,22 @@ test('a lost media worker fails the uplink with a few log lines, not one per pac
   const logs = createLogSink();
   const log = createLogger({ level: 'info', logContent: false, destination: logs.stream });
   const workers: Worker[] = [];
-  const pool = await within(createMediaEngine({ workers: 1, vadProvider: 'webrtc', espeak: { voice: 'en-us' }, onWorker: (w) => workers.push(w), log }), 60_000, 'pool start');
+  const pool = await within(
+    createMediaEngine({
+      workers: 1,
+      vadProvider: 'webrtc',
+      espeak: { voice: 'en-us' },
+      onWorker: (w) => workers.push(w),
+      log,
+    }),
+    60_000,
+    'pool start',
+  );
   try {
-    const media = await pool.open({ vad: { threshold: 0.5, minSilenceMs: 500 }, downlinkSampleRate: 24000, complexity: 5 }, log);
+    const media = await pool.open(
+      { vad: { threshold: 0.5, minSilenceMs: 500 }, downlinkSampleRate: 24000, complexity: 5 },
+      log,
+    );
     let lost = false;
     media.onLost(() => (lost = true));
     const listener = new Listener({ media, log, preRollMs: 300, maxUtteranceMs: 20_000, onEvent: () => {} });
@@ -39,10 +52,16 @@ test('a lost media worker fails the uplink with a few log lines, not one per pac
       listener.push(packet);
       await new Promise((r) => setImmediate(r));
     }
-    await waitFor(() => listener.failedPackets + listener.droppedPackets >= 250, { what: 'every packet settled', timeoutMs: 20_000 });
+    await waitFor(() => listener.failedPackets + listener.droppedPackets >= 250, {
+      what: 'every packet settled',
+      timeoutMs: 20_000,
+    });
     const lines = logs.find('uplink processing failed');
     assert.ok(listener.failedPackets >= 200, `${listener.failedPackets} packets failed`);
-    assert.ok(lines.length >= 1 && lines.length <= 4, `${lines.length} log lines for ${listener.failedPackets} failed packets`);
+    assert.ok(
+      lines.length >= 1 && lines.length <= 4,
+      `${lines.length} log lines for ${listener.failedPackets} failed packets`,
+    );
     listener.close();
     media.close();
   } finally {

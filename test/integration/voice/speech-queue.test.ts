@@ -13,8 +13,16 @@ import type { SessionMedia } from '../../../audio/media/media.ts';
 import { within } from '../../helpers/wait.ts';
 
 test('synthesis runs at most a couple of sentences ahead of playback, and everything plays in order', async () => {
-  const engine = await createMediaEngine({ workers: 1, vadProvider: 'webrtc', espeak: { voice: 'en-us', speed: 450 }, log: silentLogger });
-  const media = await engine.open({ vad: { threshold: 0.5, minSilenceMs: 700 }, downlinkSampleRate: 24000, complexity: 5 }, silentLogger);
+  const engine = await createMediaEngine({
+    workers: 1,
+    vadProvider: 'webrtc',
+    espeak: { voice: 'en-us', speed: 450 },
+    log: silentLogger,
+  });
+  const media = await engine.open(
+    { vad: { threshold: 0.5, minSilenceMs: 700 }, downlinkSampleRate: 24000, complexity: 5 },
+    silentLogger,
+  );
   const sent: string[] = [];
   let frames = 0;
   const channel: DeviceChannel = {
@@ -29,7 +37,17 @@ test('synthesis runs at most a couple of sentences ahead of playback, and everyt
     bufferedBytes: 0,
   };
   const ac = new AbortController();
-  const out = new AudioOut({ channel, sessionId: 's', media, frameMs: 60, preBufferFrames: 3, sendAheadMs: 0, stopMarginMs: 0, signal: ac.signal, log: silentLogger });
+  const out = new AudioOut({
+    channel,
+    sessionId: 's',
+    media,
+    frameMs: 60,
+    preBufferFrames: 3,
+    sendAheadMs: 0,
+    stopMarginMs: 0,
+    signal: ac.signal,
+    log: silentLogger,
+  });
   let started = 0;
   let taken = 0;
   let maxAhead = 0;
@@ -66,13 +84,29 @@ test('synthesis runs at most a couple of sentences ahead of playback, and everyt
 });
 
 test('a very long text (an MCP title, say) is spoken in sentence-sized pieces, at most MAX_PUSH_CHARS of it, with a warning', async () => {
-  const channel: DeviceChannel = { sendJson: () => {}, sendAudio: () => {}, close: () => {}, isOpen: true, bufferedBytes: 0 };
+  const channel: DeviceChannel = {
+    sendJson: () => {},
+    sendAudio: () => {},
+    close: () => {},
+    isOpen: true,
+    bufferedBytes: 0,
+  };
   const ac = new AbortController();
   const warnings: unknown[] = [];
   const log = { ...silentLogger, warn: (obj: unknown) => void warnings.push(obj), child: () => log };
   // No audio: only what the queue hands to synthesis matters here.
   const media = { speak: async function* () {}, encode: async function* () {} } as unknown as SessionMedia;
-  const out = new AudioOut({ channel, sessionId: 's', media, frameMs: 60, preBufferFrames: 3, sendAheadMs: 0, stopMarginMs: 0, signal: ac.signal, log: silentLogger });
+  const out = new AudioOut({
+    channel,
+    sessionId: 's',
+    media,
+    frameMs: 60,
+    preBufferFrames: 3,
+    sendAheadMs: 0,
+    stopMarginMs: 0,
+    signal: ac.signal,
+    log: silentLogger,
+  });
   const synthesized: string[] = [];
   const q = new SpeechQueue(
     out,

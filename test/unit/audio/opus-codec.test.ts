@@ -10,7 +10,11 @@ function voiceLike(samples: number, rate: number, offset = 0): Int16Array {
   const out = new Int16Array(samples);
   for (let i = 0; i < samples; i++) {
     const t = (i + offset) / rate;
-    out[i] = Math.round(6000 * Math.sin(2 * Math.PI * 220 * t) + 3000 * Math.sin(2 * Math.PI * 660 * t) + 1500 * Math.sin(2 * Math.PI * 1320 * t));
+    out[i] = Math.round(
+      6000 * Math.sin(2 * Math.PI * 220 * t) +
+        3000 * Math.sin(2 * Math.PI * 660 * t) +
+        1500 * Math.sin(2 * Math.PI * 1320 * t),
+    );
   }
   return out;
 }
@@ -46,7 +50,9 @@ describe('opus codec', () => {
     }
   }
 
-  test('packets interoperate between native and wasm in both directions', { skip: backends.length < 2 ? 'native opus not built' : false }, async () => {
+  test('packets interoperate between native and wasm in both directions', {
+    skip: backends.length < 2 ? 'native opus not built' : false,
+  }, async () => {
     for (const [a, b] of [
       ['native', 'wasm'],
       ['wasm', 'native'],
@@ -86,7 +92,10 @@ describe('opus codec', () => {
 
   test('encode rejects a wrong frame size; bad options are config errors', async () => {
     const codec = await createOpusCodec({ sampleRate: 16000 });
-    assert.throws(() => codec.encode(new Int16Array(100)), (e: unknown) => e instanceof VoiceError && e.code === 'bad_input');
+    assert.throws(
+      () => codec.encode(new Int16Array(100)),
+      (e: unknown) => e instanceof VoiceError && e.code === 'bad_input',
+    );
     codec.close();
     await assert.rejects(createOpusCodec({ sampleRate: 44100 as never }), /unsupported sample rate/);
     await assert.rejects(createOpusCodec({ sampleRate: 16000, complexity: 11 }), /complexity/);
@@ -108,7 +117,11 @@ describe('opus codec', () => {
     for await (const p of encodeChunks(chunks(), new AbortController().signal, encode)) packets.push(p);
     assert.equal(packets.length, 6);
     const decoded = packets.map((p) => codec.decode(p)?.length);
-    assert.deepEqual(decoded, Array(6).fill(codec.frameSamples), 'every packet, the padded last one too, is a whole frame');
+    assert.deepEqual(
+      decoded,
+      Array(6).fill(codec.frameSamples),
+      'every packet, the padded last one too, is a whole frame',
+    );
     const ac = new AbortController();
     ac.abort();
     await assert.rejects(async () => {

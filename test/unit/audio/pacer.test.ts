@@ -34,14 +34,23 @@ describe('pacer', () => {
     const ac = new AbortController();
     const sentAt: number[] = [];
     const t0 = clock.now();
-    const pacer = createPacer({ frameMs: 60, preBufferFrames: 3, send: () => sentAt.push(clock.now() - t0), signal: ac.signal, clock });
+    const pacer = createPacer({
+      frameMs: 60,
+      preBufferFrames: 3,
+      send: () => sentAt.push(clock.now() - t0),
+      signal: ac.signal,
+      clock,
+    });
     const result = await clock.run(pacer.play(frames(84)), 'play'); // 5.04 s of audio
     ac.abort();
     assert.deepEqual(result, { framesSent: 84, stopped: false });
     assert.deepEqual(sentAt.slice(0, 3), [0, 0, 0], 'the pre-buffer goes at once');
     // Then one frame per 60 ms, each as soon as it fits the 180 ms lead: the last of 84 at
     // (84 - 3) × 60 ms, less the 2 ms a frame may go early.
-    assert.deepEqual(sentAt, sentAt.map((_, i) => planned(i, 180, 180, 60)));
+    assert.deepEqual(
+      sentAt,
+      sentAt.map((_, i) => planned(i, 180, 180, 60)),
+    );
     assert.equal(sentAt.at(-1), 81 * 60 - EARLY_MS);
     sentAt.forEach((t, i) => assert.ok((i + 1) * 60 - t <= 180 + EARLY_MS, `frame ${i}: lead ${(i + 1) * 60 - t} ms`));
     assert.equal(pacer.stats.maxLateMs, 0, 'no frame left after it was due');
@@ -54,14 +63,28 @@ describe('pacer', () => {
     const ac = new AbortController();
     const sentAt: number[] = [];
     const t0 = clock.now();
-    const pacer = createPacer({ frameMs: 60, preBufferFrames: 3, leadMs: 600, send: () => sentAt.push(clock.now() - t0), signal: ac.signal, clock });
+    const pacer = createPacer({
+      frameMs: 60,
+      preBufferFrames: 3,
+      leadMs: 600,
+      send: () => sentAt.push(clock.now() - t0),
+      signal: ac.signal,
+      clock,
+    });
     await clock.run(pacer.play(frames(30)), 'play'); // all available at once: only the pacer decides when they leave
     ac.abort();
     assert.deepEqual(sentAt.slice(0, 4), [0, 0, 0, 30 - EARLY_MS], 'the 4th frame waits for the ramp, half a frame');
     // The media workers encode against rampSendTime: it must be the schedule the pacer keeps.
-    assert.deepEqual(sentAt, sentAt.map((_, i) => planned(i, 180, 600, 60)));
+    assert.deepEqual(
+      sentAt,
+      sentAt.map((_, i) => planned(i, 180, 600, 60)),
+    );
     // The schedule itself never leaves a gap over a frame (the device's late measure) ...
-    for (let i = 1; i < 30; i++) assert.ok(rampSendTime(i, 180, 600, 60) - rampSendTime(i - 1, 180, 600, 60) <= 60, `schedule gap before frame ${i}`);
+    for (let i = 1; i < 30; i++)
+      assert.ok(
+        rampSendTime(i, 180, 600, 60) - rampSendTime(i - 1, 180, 600, 60) <= 60,
+        `schedule gap before frame ${i}`,
+      );
     // ... and reaches the full lead, which the pacer never exceeds.
     assert.equal(rampSendTime(29, 180, 600, 60), 30 * 60 - 600);
     const leads = sentAt.map((t, i) => (i + 1) * 60 - t);
@@ -140,7 +163,10 @@ describe('pacer', () => {
     assert.equal(a.framesSent + b.framesSent, 20);
     assert.deepEqual(got, [...Array(10).keys(), ...Array(10).keys()]);
     // One stream of 20 frames × 20 ms with 2 pre-buffered, not two streams with a second pre-buffer burst.
-    assert.deepEqual(sentAt, sentAt.map((_, i) => planned(i, 40, 40, 20)));
+    assert.deepEqual(
+      sentAt,
+      sentAt.map((_, i) => planned(i, 40, 40, 20)),
+    );
   });
 
   test('one play call holds nothing per frame already sent (a long sentence does not grow the heap)', async () => {
@@ -199,7 +225,13 @@ describe('pacer', () => {
 
   test('a throwing send stops the pacer with an error', async () => {
     const ac = new AbortController();
-    const pacer = createPacer({ frameMs: 20, send: () => { throw new Error('socket closed'); }, signal: ac.signal });
+    const pacer = createPacer({
+      frameMs: 20,
+      send: () => {
+        throw new Error('socket closed');
+      },
+      signal: ac.signal,
+    });
     await assert.rejects(pacer.play(frames(5)), /send failed/);
     ac.abort();
   });

@@ -1,6 +1,16 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { ByteAligner, PcmFramer, bytesToInt16, concatInt16, dbfs, durationMs, int16ToBuffer, rms, samplesForMs } from '../../../audio/pcm.ts';
+import {
+  ByteAligner,
+  PcmFramer,
+  bytesToInt16,
+  concatInt16,
+  dbfs,
+  durationMs,
+  int16ToBuffer,
+  rms,
+  samplesForMs,
+} from '../../../audio/pcm.ts';
 
 describe('pcm helpers', () => {
   test('bytesToInt16 is a view when aligned and a copy when not', () => {
@@ -37,7 +47,13 @@ describe('pcm helpers', () => {
   test('PcmFramer cuts exact frames and pads the last one with silence', () => {
     const f = new PcmFramer(4);
     const frames = [...f.push(Int16Array.from([1, 2, 3])), ...f.push(Int16Array.from([4, 5, 6, 7, 8, 9, 10]))];
-    assert.deepEqual(frames.map((x) => [...x]), [[1, 2, 3, 4], [5, 6, 7, 8]]);
+    assert.deepEqual(
+      frames.map((x) => [...x]),
+      [
+        [1, 2, 3, 4],
+        [5, 6, 7, 8],
+      ],
+    );
     assert.equal(f.buffered, 2);
     assert.deepEqual([...(f.flush() ?? [])], [9, 10, 0, 0]);
     assert.equal(f.flush(), null);

@@ -14,7 +14,7 @@ function freqOf(pcm: Int16Array, rate: number): number {
   const a = Math.floor(pcm.length * 0.1);
   const b = Math.floor(pcm.length * 0.9);
   let crossings = 0;
-  for (let i = a + 1; i < b; i++) if (((pcm[i - 1] as number) < 0) !== ((pcm[i] as number) < 0)) crossings++;
+  for (let i = a + 1; i < b; i++) if ((pcm[i - 1] as number) < 0 !== (pcm[i] as number) < 0) crossings++;
   return (crossings / 2) * (rate / (b - a));
 }
 

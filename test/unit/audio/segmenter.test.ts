@@ -27,11 +27,19 @@ describe('vad segmenter', () => {
 
   test('pauses shorter than minSilenceMs do not split speech; mid-band frames do not end it', () => {
     const ev = run([...rep(0.9, 10), ...rep(0.1, 5), ...rep(0.9, 10), ...rep(0.4, 20), ...rep(0.9, 3), ...rep(0, 12)]);
-    assert.deepEqual(ev.map((e) => e.type), ['speech_start', 'speech_end']);
+    assert.deepEqual(
+      ev.map((e) => e.type),
+      ['speech_start', 'speech_end'],
+    );
   });
 
   test('padding moves boundaries outwards', () => {
-    const ev = run([...rep(0, 10), ...rep(0.9, 20), ...rep(0, 15)], 32, { threshold: 0.5, minSilenceMs: 300, minSpeechMs: 96, speechPadMs: 100 } as never);
+    const ev = run([...rep(0, 10), ...rep(0.9, 20), ...rep(0, 15)], 32, {
+      threshold: 0.5,
+      minSilenceMs: 300,
+      minSpeechMs: 96,
+      speechPadMs: 100,
+    } as never);
     assert.deepEqual(ev, [
       { type: 'speech_start', atMs: 220 },
       { type: 'speech_end', atMs: 1060 },
@@ -50,14 +58,23 @@ describe('vad segmenter', () => {
       { type: 'speech_end', atMs: 640 },
     ]);
     // A silence shorter than pauseMs says nothing; mid-band frames neither pause nor resume.
-    assert.deepEqual(run([...rep(0.9, 10), ...rep(0.05, 3), ...rep(0.9, 5), ...rep(0.4, 10), ...rep(0.9, 2)], 32, opts as never).map((e) => e.type), ['speech_start']);
+    assert.deepEqual(
+      run([...rep(0.9, 10), ...rep(0.05, 3), ...rep(0.9, 5), ...rep(0.4, 10), ...rep(0.9, 2)], 32, opts as never).map(
+        (e) => e.type,
+      ),
+      ['speech_start'],
+    );
   });
 
   test('pauseMs at or above minSilenceMs, or 0: no pause events', () => {
     const probs = [...rep(0.9, 10), ...rep(0.05, 15)];
     for (const pauseMs of [0, 300, 500]) {
       const ev = run(probs, 32, { threshold: 0.5, minSilenceMs: 300, minSpeechMs: 96, pauseMs } as never);
-      assert.deepEqual(ev.map((e) => e.type), ['speech_start', 'speech_end'], `pauseMs ${pauseMs}`);
+      assert.deepEqual(
+        ev.map((e) => e.type),
+        ['speech_start', 'speech_end'],
+        `pauseMs ${pauseMs}`,
+      );
     }
   });
 });

@@ -23,13 +23,19 @@ describe('wav', () => {
   });
 
   test('a true data length stops at trailing chunks', () => {
-    const file = Buffer.concat([encodeWav(Int16Array.from([7, 8]), 8000), Buffer.from('LIST\x04\x00\x00\x00abcd', 'latin1')]);
+    const file = Buffer.concat([
+      encodeWav(Int16Array.from([7, 8]), 8000),
+      Buffer.from('LIST\x04\x00\x00\x00abcd', 'latin1'),
+    ]);
     const p = new WavStreamParser();
     assert.deepEqual([...p.push(file)], [7, 8]);
   });
 
   test('non-WAV and non-16-bit input is a BadInput error', () => {
-    assert.throws(() => new WavStreamParser().push(Buffer.from('ID3\x03garbage-not-a-wav')), (e: unknown) => e instanceof VoiceError && e.code === 'bad_input');
+    assert.throws(
+      () => new WavStreamParser().push(Buffer.from('ID3\x03garbage-not-a-wav')),
+      (e: unknown) => e instanceof VoiceError && e.code === 'bad_input',
+    );
     const f = encodeWav(Int16Array.from([1]), 8000);
     f.writeUInt16LE(8, 34);
     assert.throws(() => new WavStreamParser().push(f), /16-bit/);

@@ -10,7 +10,11 @@ import { shortUrl, summarize } from '../../bench/sim/cpuprofile.ts';
 import { threadOf } from '../../bench/cpuprofile-summary.ts';
 
 const REPO = 'file:///work/x';
-const node = (id: number, functionName: string, url: string, children: number[] = []): Record<string, unknown> => ({ id, callFrame: { functionName, url, lineNumber: 9, columnNumber: 0 }, children });
+const node = (id: number, functionName: string, url: string, children: number[] = []): Record<string, unknown> => ({
+  id,
+  callFrame: { functionName, url, lineNumber: 9, columnNumber: 0 },
+  children,
+});
 
 /** A tiny profile: root → idle; root → store write → kysely driver → native run; root → store → pino → native stringify; root → GC. */
 function profile(samples: number[], deltaUs = 1000): string {

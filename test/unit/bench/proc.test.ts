@@ -25,7 +25,8 @@ test('proc files: a kept-open file is read afresh each time', { skip: linux }, (
     const cpu0 = process.cpuUsage();
     const until = performance.now() + 30_000;
     let x = 0;
-    while (cpuMs(process.cpuUsage(cpu0)) < 200 && performance.now() < until) for (let i = 0; i < 10_000; i++) x += Math.sqrt(x + 1);
+    while (cpuMs(process.cpuUsage(cpu0)) < 200 && performance.now() < until)
+      for (let i = 0; i < 10_000; i++) x += Math.sqrt(x + 1);
     assert.ok(x > 0);
     // 200 ms of CPU is 20 ticks at 100 Hz; a re-read of stale content would show none.
     assert.ok(ticks() - before >= 5, `utime+stime grew: ${before} → ${ticks()}`);

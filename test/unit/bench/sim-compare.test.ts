@@ -63,7 +63,9 @@ function step(devices: number, f: Partial<Record<string, unknown>> = {}): Record
 }
 
 test('compare report: a run JSON is read step by step; null (NaN) and fields an older simulator lacks are n/a, not 0', () => {
-  const json = JSON.stringify({ steps: [step(100), step(200, { latePct: null, stealPct: undefined, serverFirstAudioMs: null, burstCpu: null })] });
+  const json = JSON.stringify({
+    steps: [step(100), step(200, { latePct: null, stealPct: undefined, serverFirstAudioMs: null, burstCpu: null })],
+  });
   const s = readSteps(json);
   assert.equal(s.length, 2);
   assert.equal(s[0]?.othersBurstPct, 39, 'a 99 % busy machine of which the server, simulator and fakes used 60 %');
@@ -90,14 +92,25 @@ test('compare report: one row per fleet size and commit, cells spanning the runs
     label: 'before 6505278',
     runs: [
       { ok: true, steps: readSteps(JSON.stringify({ steps: [step(200, { latePct: 4.5 })] })) },
-      { ok: true, steps: readSteps(JSON.stringify({ steps: [step(200, { latePct: 4.1, eosToFirstFrameMs: { p50: 720, p95: 881, n: 400 } })] })) },
+      {
+        ok: true,
+        steps: readSteps(
+          JSON.stringify({ steps: [step(200, { latePct: 4.1, eosToFirstFrameMs: { p50: 720, p95: 881, n: 400 } })] }),
+        ),
+      },
     ],
   };
   const main: Side = {
     label: 'main b27fa19',
     runs: [
-      { ok: true, steps: readSteps(JSON.stringify({ steps: [step(200, { turnsDone: 246, connectRefusals: 57, gapPct: 0.41 })] })) },
-      { ok: true, steps: readSteps(JSON.stringify({ steps: [step(200, { turnsDone: 352, connectRefusals: 12, gapPct: 0.03 })] })) },
+      {
+        ok: true,
+        steps: readSteps(JSON.stringify({ steps: [step(200, { turnsDone: 246, connectRefusals: 57, gapPct: 0.41 })] })),
+      },
+      {
+        ok: true,
+        steps: readSteps(JSON.stringify({ steps: [step(200, { turnsDone: 352, connectRefusals: 12, gapPct: 0.03 })] })),
+      },
       { ok: false, error: 'simulator exited with code 1' },
     ],
   };
@@ -114,7 +127,7 @@ test('compare report: one row per fleet size and commit, cells spanning the runs
   assert.equal(m[4], '246–352/400');
   assert.equal(m[5], '12–57');
   assert.equal(m[10], '0.03–0.41', 'gap % with two decimals');
-  assert.equal(m[14], '39', 'others\' CPU share in the burst');
+  assert.equal(m[14], '39', "others' CPU share in the burst");
   assert.ok(!table.includes('NaN'), table);
 
   const detail = runsTable([before, main]);

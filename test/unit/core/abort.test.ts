@@ -47,11 +47,15 @@ describe('runScoped', () => {
   test('10,000 calls on one long-lived signal leave no listener on it, even when the work leaks listeners on its own signal', async () => {
     const turn = new AbortController();
     for (let i = 0; i < 10_000; i++) {
-      await runScoped(turn.signal, async (s) => {
-        // What the MCP SDK does per request: a listener it never removes.
-        s.addEventListener('abort', () => {});
-        return i;
-      }, { timeoutMs: 60_000 });
+      await runScoped(
+        turn.signal,
+        async (s) => {
+          // What the MCP SDK does per request: a listener it never removes.
+          s.addEventListener('abort', () => {});
+          return i;
+        },
+        { timeoutMs: 60_000 },
+      );
     }
     assert.equal(listeners(turn.signal), 0);
   });
@@ -65,12 +69,21 @@ describe('runScoped', () => {
   });
 
   test("a timeout rejects with Timeout; the work's own result and error pass through", async () => {
-    await assert.rejects(runScoped(undefined, () => new Promise<never>(() => {}), { timeoutMs: 20, what: 'page 3' }), (err: unknown) => isCode(ErrorCode.Timeout)(err) && /page 3 timed out/.test((err as Error).message));
+    await assert.rejects(
+      runScoped(undefined, () => new Promise<never>(() => {}), { timeoutMs: 20, what: 'page 3' }),
+      (err: unknown) => isCode(ErrorCode.Timeout)(err) && /page 3 timed out/.test((err as Error).message),
+    );
     assert.equal(await runScoped(undefined, async () => 42), 42);
-    await assert.rejects(runScoped(undefined, async () => {
-      throw new Error('own failure');
-    }), /own failure/);
-    await assert.rejects(runScoped(AbortSignal.abort(), async () => 1), isCode(ErrorCode.Aborted));
+    await assert.rejects(
+      runScoped(undefined, async () => {
+        throw new Error('own failure');
+      }),
+      /own failure/,
+    );
+    await assert.rejects(
+      runScoped(AbortSignal.abort(), async () => 1),
+      isCode(ErrorCode.Aborted),
+    );
   });
 });
 

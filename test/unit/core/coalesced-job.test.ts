@@ -108,7 +108,11 @@ test('holdFor holds runs off until its work ends, then runs what was requested m
 test('a run that fails does not stop later ones', async () => {
   const clock = new ManualClock(0);
   let runs = 0;
-  const job = new CoalescedJob({ clock, minIntervalMs: 0, run: () => (++runs === 1 ? Promise.reject(new Error('store down')) : Promise.resolve()) });
+  const job = new CoalescedJob({
+    clock,
+    minIntervalMs: 0,
+    run: () => (++runs === 1 ? Promise.reject(new Error('store down')) : Promise.resolve()),
+  });
   job.request();
   job.request();
   await clock.advance(0);

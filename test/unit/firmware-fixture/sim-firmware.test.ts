@@ -52,11 +52,20 @@ async function startPeer(helloAnswer: (peer: Peer) => Record<string, unknown> | 
     req.on('end', () => {
       peer.otaRequests.push({ headers: req.headers, body: JSON.parse(body) as Record<string, unknown> });
       res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify({
-        server_time: { timestamp: Date.now(), timezone_offset: 0 },
-        websocket: { url: 'ws://127.0.0.1:1/xiaozhi/v1/', version: 3 },
-        mqtt: { endpoint: `127.0.0.1:${mqttPort}`, client_id: 'GID@@@aa_bb', username: 'u', password: 'secret', keepalive: 30, publish_topic: 'device-server' },
-      }));
+      res.end(
+        JSON.stringify({
+          server_time: { timestamp: Date.now(), timezone_offset: 0 },
+          websocket: { url: 'ws://127.0.0.1:1/xiaozhi/v1/', version: 3 },
+          mqtt: {
+            endpoint: `127.0.0.1:${mqttPort}`,
+            client_id: 'GID@@@aa_bb',
+            username: 'u',
+            password: 'secret',
+            keepalive: 30,
+            publish_topic: 'device-server',
+          },
+        }),
+      );
     });
   });
   await new Promise<void>((r) => httpServer.listen(0, '127.0.0.1', r));
@@ -73,7 +82,17 @@ async function startPeer(helloAnswer: (peer: Peer) => Record<string, unknown> | 
     udp,
     deviceAddr: null,
     send(msg) {
-      peer.client?.publish({ cmd: 'publish', topic: 'devices/p2p/x', payload: Buffer.from(JSON.stringify(msg)), qos: 0, retain: false, dup: false }, () => {});
+      peer.client?.publish(
+        {
+          cmd: 'publish',
+          topic: 'devices/p2p/x',
+          payload: Buffer.from(JSON.stringify(msg)),
+          qos: 0,
+          retain: false,
+          dup: false,
+        },
+        () => {},
+      );
     },
     downlink(payload, sequence) {
       const header = Buffer.from(peer.nonce);
@@ -102,7 +121,12 @@ async function startPeer(helloAnswer: (peer: Peer) => Record<string, unknown> | 
   udp.on('message', (data, rinfo) => {
     peer.deviceAddr = { address: rinfo.address, port: rinfo.port };
     const header = data.subarray(0, 16);
-    peer.uplink.push({ from: `${rinfo.address}:${rinfo.port}`, sequence: data.readUInt32BE(12), header: Buffer.from(header), payload: ctr(peer.key, header, data.subarray(16)) });
+    peer.uplink.push({
+      from: `${rinfo.address}:${rinfo.port}`,
+      sequence: data.readUInt32BE(12),
+      header: Buffer.from(header),
+      payload: ctr(peer.key, header, data.subarray(16)),
+    });
   });
   return peer;
 }
@@ -121,7 +145,12 @@ describe('simulated firmware against a hand-made peer', () => {
         transport: 'udp',
         session_id: 's-1',
         audio_params: { format: 'opus', sample_rate: 24000, channels: 1, frame_duration: 60 },
-        udp: { server: '127.0.0.1', port: (p.udp.address() as AddressInfo).port, key: p.key.toString('hex'), nonce: p.nonce.toString('hex') },
+        udp: {
+          server: '127.0.0.1',
+          port: (p.udp.address() as AddressInfo).port,
+          key: p.key.toString('hex'),
+          nonce: p.nonce.toString('hex'),
+        },
       };
     });
   });
@@ -148,16 +177,32 @@ describe('simulated firmware against a hand-made peer', () => {
       assert.equal(fw.sessionId, 's-1');
       assert.deepEqual(peer.published.at(-1), {
         topic: 'device-server',
-        msg: { type: 'hello', version: 3, transport: 'udp', features: { mcp: true, glyph_push: false }, audio_params: { format: 'opus', sample_rate: 16000, channels: 1, frame_duration: 60 } },
+        msg: {
+          type: 'hello',
+          version: 3,
+          transport: 'udp',
+          features: { mcp: true, glyph_push: false },
+          audio_params: { format: 'opus', sample_rate: 16000, channels: 1, frame_duration: 60 },
+        },
       });
 
       // Uplink: sequences 1.., header from the nonce, payload decrypts.
       const frames = [randomBytes(40), randomBytes(41), randomBytes(42)];
       for (const f of frames) assert.ok(fw.sendAudio(f));
       await fw.waitFor('uplink', () => peer.uplink.length >= 3 || undefined, 2000);
-      assert.deepEqual(peer.uplink.map((u) => u.sequence), [1, 2, 3]);
-      assert.deepEqual(peer.uplink.map((u) => u.payload), frames);
-      for (const u of peer.uplink) assert.deepEqual([u.header.subarray(0, 2), u.header.subarray(4, 8)], [peer.nonce.subarray(0, 2), peer.nonce.subarray(4, 8)]);
+      assert.deepEqual(
+        peer.uplink.map((u) => u.sequence),
+        [1, 2, 3],
+      );
+      assert.deepEqual(
+        peer.uplink.map((u) => u.payload),
+        frames,
+      );
+      for (const u of peer.uplink)
+        assert.deepEqual(
+          [u.header.subarray(0, 2), u.header.subarray(4, 8)],
+          [peer.nonce.subarray(0, 2), peer.nonce.subarray(4, 8)],
+        );
 
       // Downlink while speaking: played; a replay, a short one, a bad type and a bad size are dropped.
       fw.listenStart('auto');
@@ -176,7 +221,13 @@ describe('simulated firmware against a hand-made peer', () => {
       send(peer.downlink(payload, 2));
       await fw.waitFor('datagrams', () => fw.datagrams >= 6 || undefined, 2000);
       assert.deepEqual(fw.drops, { short: 1, type: 1, size: 1, old: 1 });
-      assert.deepEqual(fw.audio.map((a) => [a.header.sequence, a.played]), [[1, true], [2, true]]);
+      assert.deepEqual(
+        fw.audio.map((a) => [a.header.sequence, a.played]),
+        [
+          [1, true],
+          [2, true],
+        ],
+      );
       assert.deepEqual(fw.audio[0]?.payload, payload);
       peer.send({ type: 'tts', state: 'stop', session_id: 's-1' });
       await fw.waitJson('tts', 'stop', 2000);
@@ -185,7 +236,10 @@ describe('simulated firmware against a hand-made peer', () => {
       // The device's goodbye closes its UDP side; the MQTT connection stays.
       fw.closeAudioChannel();
       await fw.waitFor('goodbye', () => peer.published.find((p) => p.msg.type === 'goodbye'), 2000);
-      assert.deepEqual(peer.published.find((p) => p.msg.type === 'goodbye')?.msg, { session_id: 's-1', type: 'goodbye' });
+      assert.deepEqual(peer.published.find((p) => p.msg.type === 'goodbye')?.msg, {
+        session_id: 's-1',
+        type: 'goodbye',
+      });
       assert.equal(fw.sendAudio(randomBytes(10)), false);
       assert.ok(fw.mqttConnected);
 
@@ -205,12 +259,19 @@ describe('simulated firmware against a hand-made peer', () => {
       await fw.waitFor('channel closed', () => !fw.channelOpen || undefined, 2000);
       assert.deepEqual(fw.channelCloses, ['device_goodbye', 'server_goodbye']);
       await new Promise((r) => setTimeout(r, 100));
-      assert.equal(peer.published.filter((p) => p.msg.type === 'goodbye').length, goodbyes, 'no goodbye in answer to the server');
+      assert.equal(
+        peer.published.filter((p) => p.msg.type === 'goodbye').length,
+        goodbyes,
+        'no goodbye in answer to the server',
+      );
 
       // MCP over the same topic, from the device's own server.
       peer.send({ session_id: 's-1', type: 'mcp', payload: { jsonrpc: '2.0', id: 1, method: 'tools/list' } });
       const reply = await fw.waitFor('mcp reply', () => peer.published.find((p) => p.msg.type === 'mcp')?.msg, 2000);
-      assert.deepEqual(((reply.payload as { result: { tools: Array<{ name: string }> } }).result.tools).map((t) => t.name), ['self.get_device_status', 'self.audio_speaker.set_volume']);
+      assert.deepEqual(
+        (reply.payload as { result: { tools: Array<{ name: string }> } }).result.tools.map((t) => t.name),
+        ['self.get_device_status', 'self.audio_speaker.set_volume'],
+      );
       assert.equal(peer.subscriptions, 0, 'the firmware subscribes to nothing');
       assert.ok(peer.published.every((p) => p.topic === 'device-server'));
     } finally {

@@ -6,7 +6,14 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createCipheriv, randomBytes } from 'node:crypto';
-import { aesCtr, decodeHex, DownlinkReceiver, HEADER_BYTES, readHeader, sealUplink } from '../../fixtures/firmware/udp-audio.ts';
+import {
+  aesCtr,
+  decodeHex,
+  DownlinkReceiver,
+  HEADER_BYTES,
+  readHeader,
+  sealUplink,
+} from '../../fixtures/firmware/udp-audio.ts';
 import { brokerAddress } from '../../fixtures/firmware/ota.ts';
 
 const hex = (s: string): Buffer => Buffer.from(s.replace(/\s+/g, ''), 'hex');
@@ -57,7 +64,14 @@ describe('firmware fixture: AES-128-CTR', () => {
     assert.equal(d.length, HEADER_BYTES + 123);
     assert.deepEqual(d.subarray(0, 2), nonce.subarray(0, 2));
     assert.deepEqual(d.subarray(4, 8), nonce.subarray(4, 8));
-    assert.deepEqual(readHeader(d), { type: 1, flags: 0, payloadLen: 123, ssrc: nonce.readUInt32BE(4), timestamp: 0xdeadbeef, sequence: 7 });
+    assert.deepEqual(readHeader(d), {
+      type: 1,
+      flags: 0,
+      payloadLen: 123,
+      ssrc: nonce.readUInt32BE(4),
+      timestamp: 0xdeadbeef,
+      sequence: 7,
+    });
     assert.deepEqual(opensslCtr(key, d.subarray(0, 16), d.subarray(16)), payload);
     assert.throws(() => sealUplink(key, nonce.subarray(0, 15), payload, 0, 1));
   });

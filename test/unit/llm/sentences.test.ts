@@ -51,20 +51,34 @@ describe('sentence cutter', () => {
       '你要带伞吗？',
     ]);
     const c = createSentenceCutter();
-    assert.deepEqual(c.push('好的，我来帮你查一下。'), ['好的，我来帮你查一下。'], 'a full-width stop needs no lookahead');
+    assert.deepEqual(
+      c.push('好的，我来帮你查一下。'),
+      ['好的，我来帮你查一下。'],
+      'a full-width stop needs no lookahead',
+    );
   });
 
   test('mixed Chinese and English', () => {
-    assert.deepEqual(cutAll('Hello 小智。This is a test.你好世界！OK then'), ['Hello 小智。', 'This is a test.', '你好世界！', 'OK then']);
+    assert.deepEqual(cutAll('Hello 小智。This is a test.你好世界！OK then'), [
+      'Hello 小智。',
+      'This is a test.',
+      '你好世界！',
+      'OK then',
+    ]);
   });
 
   test('numbers, abbreviations and initials do not end a sentence', () => {
-    assert.deepEqual(cutAll('Pi is about 3.14159 today. Use e.g. a ruler, i.e. a tool. Mr. Smith met J. K. Rowling at 10:30, sharp. It costs 1,000 dollars.'), [
-      'Pi is about 3.14159 today.',
-      'Use e.g. a ruler, i.e. a tool.',
-      'Mr. Smith met J. K. Rowling at 10:30, sharp.',
-      'It costs 1,000 dollars.',
-    ]);
+    assert.deepEqual(
+      cutAll(
+        'Pi is about 3.14159 today. Use e.g. a ruler, i.e. a tool. Mr. Smith met J. K. Rowling at 10:30, sharp. It costs 1,000 dollars.',
+      ),
+      [
+        'Pi is about 3.14159 today.',
+        'Use e.g. a ruler, i.e. a tool.',
+        'Mr. Smith met J. K. Rowling at 10:30, sharp.',
+        'It costs 1,000 dollars.',
+      ],
+    );
   });
 
   test('too-short pieces merge with the next one', () => {
@@ -76,12 +90,22 @@ describe('sentence cutter', () => {
   });
 
   test('markdown is stripped and links are never split', () => {
-    const md = '## Weather today\n- **Sunny**, 25 degrees\n- Wind: see [the forecast. Really](http://example.com/a.b?x=1)\n\n`code` stays as words.';
-    assert.deepEqual(cutAll(md), ['Weather today', 'Sunny, 25 degrees', 'Wind: see the forecast. Really', 'code stays as words.']);
+    const md =
+      '## Weather today\n- **Sunny**, 25 degrees\n- Wind: see [the forecast. Really](http://example.com/a.b?x=1)\n\n`code` stays as words.';
+    assert.deepEqual(cutAll(md), [
+      'Weather today',
+      'Sunny, 25 degrees',
+      'Wind: see the forecast. Really',
+      'code stays as words.',
+    ]);
   });
 
   test('emoji are removed; an emoji-only piece disappears', () => {
-    assert.deepEqual(cutAll('Great news 🎉! The build passed ✅.\n😀😀\nDone for today.'), ['Great news!', 'The build passed.', 'Done for today.']);
+    assert.deepEqual(cutAll('Great news 🎉! The build passed ✅.\n😀😀\nDone for today.'), [
+      'Great news!',
+      'The build passed.',
+      'Done for today.',
+    ]);
   });
 
   test('a long run without punctuation is cut at a space before maxChars', () => {

@@ -44,7 +44,11 @@ describe('emotion cues', () => {
     assert.deepEqual(runExtractor(['[1] is a citation']), { text: '[1] is a citation', emotions: [] });
     assert.deepEqual(runExtractor(['Hello 😀 there']), { text: 'Hello 😀 there', emotions: [] });
     assert.deepEqual(runExtractor(['[unfinished']), { text: '[unfinished', emotions: [] });
-    assert.deepEqual(runExtractor(['🦄 unicorn']), { text: 'unicorn', emotions: [] }, 'unknown emoji stripped, no emotion');
+    assert.deepEqual(
+      runExtractor(['🦄 unicorn']),
+      { text: 'unicorn', emotions: [] },
+      'unknown emoji stripped, no emotion',
+    );
   });
 });
 
@@ -97,11 +101,23 @@ describe('tool results for the model', () => {
       text,
       'Now playing.\n[audio content (audio/mpeg, about 3 KB)]\n[image (image/png)]\n[resource link "song": file:///song.mp3 (audio/mpeg)]\nembedded words\n[binary resource x://b (application/octet-stream)]',
     );
-    assert.equal(toolResultText({ isError: true, content: [{ type: 'text', text: 'no such city' }] }), 'Error: no such city');
+    assert.equal(
+      toolResultText({ isError: true, content: [{ type: 'text', text: 'no such city' }] }),
+      'Error: no such city',
+    );
     assert.equal(toolResultText({ isError: false, content: [], structuredContent: { t: 1 } }), '{"t":1}');
     assert.equal(toolResultText({ isError: false, content: [] }), '(no output)');
     const long = toolResultText({ isError: false, content: [{ type: 'text', text: 'x'.repeat(100) }] }, 10);
     assert.match(long, /^x{10}\n\[truncated: 90 more characters\]$/);
-    assert.equal(spokenResultText({ isError: false, content: [{ type: 'text', text: ' Bye! ' }, { type: 'image', data: '', mimeType: 'image/png' }] }), 'Bye!');
+    assert.equal(
+      spokenResultText({
+        isError: false,
+        content: [
+          { type: 'text', text: ' Bye! ' },
+          { type: 'image', data: '', mimeType: 'image/png' },
+        ],
+      }),
+      'Bye!',
+    );
   });
 });

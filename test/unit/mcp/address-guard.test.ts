@@ -12,7 +12,11 @@ import { isPublicAddress, resolveChecked } from '../../../mcp/local-tools/addres
 /** Each refused form, named by what it is. 6to4 and Teredo are refused whole, whatever IPv4 they carry. */
 const DETOURS: Record<string, string[]> = {
   'site-local fec0::/10': ['fec0::1', 'feff:ffff::1'],
-  '6to4 2002::/16 (here carrying 169.254.169.254, 127.0.0.1 and 8.8.8.8)': ['2002:a9fe:a9fe::1', '2002:7f00:1::', '2002:808:808::1'],
+  '6to4 2002::/16 (here carrying 169.254.169.254, 127.0.0.1 and 8.8.8.8)': [
+    '2002:a9fe:a9fe::1',
+    '2002:7f00:1::',
+    '2002:808:808::1',
+  ],
   'local-use NAT64 64:ff9b:1::/48': ['64:ff9b:1::a9fe:a9fe', '64:ff9b:1::169.254.169.254', '64:ff9b:1:ffff::1'],
   'Teredo 2001::/32': ['2001:0:4136:e378:8000:63bf:3fff:fdd2', '2001::1', '2001:0:ffff::1'],
   '6to4 relay anycast 192.88.99.0/24': ['192.88.99.1', '192.88.99.255'],
@@ -21,9 +25,19 @@ const DETOURS: Record<string, string[]> = {
 };
 
 /** Public neighbours of those ranges, which must stay reachable. */
-const PUBLIC_NEIGHBOURS = ['2001:4860:4860::8888', '2001:1::1', '2003::1', '2001:db9::1', '192.88.98.1', '192.88.100.1', '::ffff:192.88.100.1'];
+const PUBLIC_NEIGHBOURS = [
+  '2001:4860:4860::8888',
+  '2001:1::1',
+  '2003::1',
+  '2001:db9::1',
+  '192.88.98.1',
+  '192.88.100.1',
+  '::ffff:192.88.100.1',
+];
 
-const resolvesTo = (ip: string) => async (): Promise<LookupAddress[]> => [{ address: ip, family: ip.includes(':') ? 6 : 4 }];
+const resolvesTo = (ip: string) => async (): Promise<LookupAddress[]> => [
+  { address: ip, family: ip.includes(':') ? 6 : 4 },
+];
 
 describe('address guard: ranges that detour to a private network', () => {
   for (const [form, ips] of Object.entries(DETOURS)) {

@@ -3,13 +3,22 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readAnnouncedTools, type AnnouncedToolLimits } from '../../../mcp/announced-tool.ts';
 
-const limits: AnnouncedToolLimits = { nameChars: 20, descriptionChars: 5, schema: { maxDepth: 3, maxNodes: 50 }, maxTools: 3 };
+const limits: AnnouncedToolLimits = {
+  nameChars: 20,
+  descriptionChars: 5,
+  schema: { maxDepth: 3, maxNodes: 50 },
+  maxTools: 3,
+};
 
 test('a listing: non-tools skipped, a repeated name kept once, bounds leave tools out with why, the rest past maxTools counted', () => {
   const raw = [
     'not a tool',
     { name: '' },
-    { name: 'a.b', description: 'long description', inputSchema: { type: 'object', properties: { x: { type: 'string' } } } },
+    {
+      name: 'a.b',
+      description: 'long description',
+      inputSchema: { type: 'object', properties: { x: { type: 'string' } } },
+    },
     { name: 'a.b', description: 'second listing of a name' },
     { name: 'n'.repeat(21) },
     { name: 'deep', inputSchema: { a: { b: { c: { d: 1 } } } } },

@@ -36,12 +36,22 @@ describe('composite tool source', () => {
     const local = createLocalTools([echo('get_time', 'local'), echo('play', 'local')]);
     const remote = createLocalTools([echo('play', 'remote'), echo('weather', 'remote')]);
     const { log, warns } = recordingLogger();
-    const c = createCompositeToolSource([{ name: 'local', source: local }, { name: 'music.server', source: remote }], { log });
+    const c = createCompositeToolSource(
+      [
+        { name: 'local', source: local },
+        { name: 'music.server', source: remote },
+      ],
+      { log },
+    );
     const names = (await c.listTools()).map((t) => t.name);
     assert.deepEqual(names, ['get_time', 'play', 'music_server__play', 'weather']);
     assert.ok(warns.some((w) => w.msg === 'tool name collision; renamed'));
     assert.equal(firstText(await c.callTool('play', { a: 1 }, opts())), 'local:play:{"a":1}');
-    assert.equal(firstText(await c.callTool('music_server__play', {}, opts())), 'remote:play:{}', 'routed to the original name');
+    assert.equal(
+      firstText(await c.callTool('music_server__play', {}, opts())),
+      'remote:play:{}',
+      'routed to the original name',
+    );
     assert.equal(firstText(await c.callTool('weather', {}, opts())), 'remote:weather:{}');
     const unknown = await c.callTool('nothing', {}, opts());
     assert.equal(unknown.isError, true);
@@ -50,10 +60,26 @@ describe('composite tool source', () => {
   test('a source that keeps its names (the device) keeps them however late it is listed; the earlier clashing source is renamed', async () => {
     const bridge = createLocalTools([echo('self_audio_speaker_set_volume', 'bridge'), echo('weather', 'bridge')]);
     const device = createLocalTools([echo('self_audio_speaker_set_volume', 'device')]);
-    const c = createCompositeToolSource([{ name: 'bridge', source: bridge }, { name: 'device', source: device, keepsNames: true }], { log: silentLogger });
-    assert.deepEqual((await c.listTools()).map((t) => t.name), ['bridge__self_audio_speaker_set_volume', 'weather', 'self_audio_speaker_set_volume'], 'listed in source order');
-    assert.equal(firstText(await c.callTool('self_audio_speaker_set_volume', { volume: 30 }, opts())), 'device:self_audio_speaker_set_volume:{"volume":30}');
-    assert.equal(firstText(await c.callTool('bridge__self_audio_speaker_set_volume', {}, opts())), 'bridge:self_audio_speaker_set_volume:{}');
+    const c = createCompositeToolSource(
+      [
+        { name: 'bridge', source: bridge },
+        { name: 'device', source: device, keepsNames: true },
+      ],
+      { log: silentLogger },
+    );
+    assert.deepEqual(
+      (await c.listTools()).map((t) => t.name),
+      ['bridge__self_audio_speaker_set_volume', 'weather', 'self_audio_speaker_set_volume'],
+      'listed in source order',
+    );
+    assert.equal(
+      firstText(await c.callTool('self_audio_speaker_set_volume', { volume: 30 }, opts())),
+      'device:self_audio_speaker_set_volume:{"volume":30}',
+    );
+    assert.equal(
+      firstText(await c.callTool('bridge__self_audio_speaker_set_volume', {}, opts())),
+      'bridge:self_audio_speaker_set_volume:{}',
+    );
   });
 
   test('a failing or hanging source is logged and skipped in listTools', async (t) => {
@@ -65,7 +91,8 @@ describe('composite tool source', () => {
       callTool: async () => textResult('never'),
     };
     const hanging: ToolSource = {
-      listTools: (signal) => new Promise((_, reject) => signal?.addEventListener('abort', () => reject(signal.reason), { once: true })),
+      listTools: (signal) =>
+        new Promise((_, reject) => signal?.addEventListener('abort', () => reject(signal.reason), { once: true })),
       callTool: async () => textResult('never'),
     };
     const { log, warns } = recordingLogger();
@@ -77,9 +104,14 @@ describe('composite tool source', () => {
       ],
       { log, listTimeoutMs: 100 },
     );
-    assert.deepEqual((await runMocked(timers, c.listTools(), 'listTools')).map((tool) => tool.name), ['ok']);
+    assert.deepEqual(
+      (await runMocked(timers, c.listTools(), 'listTools')).map((tool) => tool.name),
+      ['ok'],
+    );
     assert.equal(Date.now(), 100, 'the hanging source was given up on after listTimeoutMs');
-    const skipped = warns.filter((w) => w.msg === 'tool source failed to list tools; skipped').map((w) => (w.obj as { source: string }).source);
+    const skipped = warns
+      .filter((w) => w.msg === 'tool source failed to list tools; skipped')
+      .map((w) => (w.obj as { source: string }).source);
     assert.deepEqual(skipped.sort(), ['bad', 'slow']);
   });
 
@@ -98,13 +130,21 @@ describe('composite tool source', () => {
   });
 
   test('sources can be added and removed', async () => {
-    const c = createCompositeToolSource([{ name: 'a', source: createLocalTools([echo('one', 'a')]) }], { log: silentLogger });
+    const c = createCompositeToolSource([{ name: 'a', source: createLocalTools([echo('one', 'a')]) }], {
+      log: silentLogger,
+    });
     c.add({ name: 'device', source: createLocalTools([echo('self_light', 'device')]) });
-    assert.deepEqual((await c.listTools()).map((t) => t.name), ['one', 'self_light']);
+    assert.deepEqual(
+      (await c.listTools()).map((t) => t.name),
+      ['one', 'self_light'],
+    );
     c.remove('device');
     const r = await c.callTool('self_light', {}, opts());
     assert.equal(r.isError, true, 'a removed source is no longer called');
-    assert.deepEqual((await c.listTools()).map((t) => t.name), ['one']);
+    assert.deepEqual(
+      (await c.listTools()).map((t) => t.name),
+      ['one'],
+    );
   });
 
   test('sources whose names are alike once made safe get distinct prefixes: no tool is lost to the collision', async () => {
@@ -116,7 +156,10 @@ describe('composite tool source', () => {
       ],
       { log: silentLogger },
     );
-    assert.deepEqual((await c.listTools()).map((t) => t.name), ['play', 'music_box__play', 'music_box_2__play']);
+    assert.deepEqual(
+      (await c.listTools()).map((t) => t.name),
+      ['play', 'music_box__play', 'music_box_2__play'],
+    );
     assert.equal(firstText(await c.callTool('music_box_2__play', {}, opts())), 'underscore:play:{}');
   });
 });

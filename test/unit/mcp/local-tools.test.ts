@@ -26,7 +26,9 @@ const volume: LocalTool = {
 describe('local tools', () => {
   test('lists specs and calls handlers with valid arguments', async () => {
     const src = createLocalTools([volume]);
-    assert.deepEqual(await src.listTools(), [{ name: 'set_volume', description: 'Set the speaker volume', inputSchema: volume.inputSchema }]);
+    assert.deepEqual(await src.listTools(), [
+      { name: 'set_volume', description: 'Set the speaker volume', inputSchema: volume.inputSchema },
+    ]);
     const r = await src.callTool('set_volume', { volume: 40 }, opts());
     assert.equal(r.isError, false);
     assert.equal(firstText(r), 'volume 40');
@@ -50,13 +52,24 @@ describe('local tools', () => {
   });
 
   test('unknown tool, throwing handler and aborted call are error results', async () => {
-    const boom: LocalTool = { name: 'boom', description: 'fails', inputSchema: { type: 'object' }, handler: async () => { throw new Error('kaput'); } };
+    const boom: LocalTool = {
+      name: 'boom',
+      description: 'fails',
+      inputSchema: { type: 'object' },
+      handler: async () => {
+        throw new Error('kaput');
+      },
+    };
     const slow: LocalTool = {
       name: 'slow',
       description: 'waits for abort',
       inputSchema: { type: 'object' },
       handler: (_args, ctx) =>
-        new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(new VoiceError(ErrorCode.Aborted, 'aborted')), { once: true })),
+        new Promise((_, reject) =>
+          ctx.signal.addEventListener('abort', () => reject(new VoiceError(ErrorCode.Aborted, 'aborted')), {
+            once: true,
+          }),
+        ),
     };
     const src = createLocalTools([boom, slow]);
     const unknown = await src.callTool('nope', {}, opts());
@@ -76,14 +89,25 @@ describe('local tools', () => {
   });
 
   test('date/time tool uses the configured zone and clock', async () => {
-    const src = createLocalTools([dateTimeTool({ timeZone: 'Asia/Shanghai', now: () => new Date('2026-05-03T06:05:09Z') })]);
+    const src = createLocalTools([
+      dateTimeTool({ timeZone: 'Asia/Shanghai', now: () => new Date('2026-05-03T06:05:09Z') }),
+    ]);
     const [spec] = await src.listTools();
     assert.equal(spec?.name, 'get_current_datetime');
     const r = await src.callTool('get_current_datetime', {}, opts());
     assert.equal(firstText(r), 'It is Sunday, 2026-05-03, 14:05 (Asia/Shanghai).');
-    assert.deepEqual(r.structuredContent, { date: '2026-05-03', time: '14:05', seconds: 9, weekday: 'Sunday', timeZone: 'Asia/Shanghai' });
+    assert.deepEqual(r.structuredContent, {
+      date: '2026-05-03',
+      time: '14:05',
+      seconds: 9,
+      weekday: 'Sunday',
+      timeZone: 'Asia/Shanghai',
+    });
     assert.equal(r.action, undefined, 'a query result does not stop the loop');
-    assert.throws(() => dateTimeTool({ timeZone: 'Mars/Olympus' }), (e: unknown) => e instanceof VoiceError && e.code === ErrorCode.ConfigInvalid);
+    assert.throws(
+      () => dateTimeTool({ timeZone: 'Mars/Olympus' }),
+      (e: unknown) => e instanceof VoiceError && e.code === ErrorCode.ConfigInvalid,
+    );
   });
 
   test('end conversation says goodbye with the final / no further response / end session flags', async () => {

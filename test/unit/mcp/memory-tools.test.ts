@@ -23,7 +23,8 @@ function target(keeps = true): MemoryToolTarget & { facts: string[] } {
   };
 }
 
-const text = (r: { content: Array<{ type: string; text?: string }> }): string => r.content.map((c) => c.text ?? '').join('');
+const text = (r: { content: Array<{ type: string; text?: string }> }): string =>
+  r.content.map((c) => c.text ?? '').join('');
 
 describe('memory tools', () => {
   test('remember, list, forget by words and everything, each on its own target', async () => {

@@ -1,6 +1,12 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { SAFE_TOOL_NAME, ToolNameMap, globToRegExp, passesFilter, sanitizeToolName } from '../../../mcp/name-patterns.ts';
+import {
+  SAFE_TOOL_NAME,
+  ToolNameMap,
+  globToRegExp,
+  passesFilter,
+  sanitizeToolName,
+} from '../../../mcp/name-patterns.ts';
 
 describe('tool names', () => {
   test('sanitizes to the OpenAI function-name alphabet', () => {

@@ -30,7 +30,17 @@ describe('tool result normalization', () => {
   });
 
   test('unknown and malformed blocks become short notes, never throws', () => {
-    const r = normalizeToolResult({ content: [{ type: 'video', url: 'x' }, { type: 'text', text: 'ok' }, 7, null, { type: 'image' }, { type: 'resource_link' }], isError: true });
+    const r = normalizeToolResult({
+      content: [
+        { type: 'video', url: 'x' },
+        { type: 'text', text: 'ok' },
+        7,
+        null,
+        { type: 'image' },
+        { type: 'resource_link' },
+      ],
+      isError: true,
+    });
     assert.equal(r.isError, true);
     assert.equal(r.content.length, 6);
     assert.match(r.content[0]?.type === 'text' ? r.content[0].text : '', /unsupported content block type "video"/);
@@ -44,12 +54,17 @@ describe('tool result normalization', () => {
     const r = normalizeToolResult({ content: [], structuredContent: { tempC: 21 } });
     assert.deepEqual(r.structuredContent, { tempC: 21 });
     assert.deepEqual(r.content, [{ type: 'text', text: '{"tempC":21}' }]);
-    const withText = normalizeToolResult({ content: [{ type: 'text', text: 'warm' }], structuredContent: { tempC: 21 } });
+    const withText = normalizeToolResult({
+      content: [{ type: 'text', text: 'warm' }],
+      structuredContent: { tempC: 21 },
+    });
     assert.equal(withText.content.length, 1);
   });
 
   test("the firmware's nested image shape is unpacked", () => {
-    const r = normalizeToolResult({ content: [{ type: 'image', image: JSON.stringify({ type: 'image', mimeType: 'image/jpeg', data: '/9j/' }) }] });
+    const r = normalizeToolResult({
+      content: [{ type: 'image', image: JSON.stringify({ type: 'image', mimeType: 'image/jpeg', data: '/9j/' }) }],
+    });
     assert.deepEqual(r.content, [{ type: 'image', data: '/9j/', mimeType: 'image/jpeg' }]);
   });
 });
@@ -59,7 +74,10 @@ describe('resource rendering and URI checks', () => {
     assert.equal(renderContentsForModel([{ uri: 'a://1', text: 'short' }]), 'short');
     const big = renderContentsForModel([{ uri: 'a://2', mimeType: 'text/plain', text: 'y'.repeat(50) }], 10, 5);
     assert.equal(big, '[resource a://2 (text/plain, 50 chars) is too large to include in full; beginning: yyyyy…]');
-    assert.equal(renderContentsForModel([{ uri: 'a://3', mimeType: 'image/png', blob: 'AAAAAAAA' }]), '[binary resource a://3 (image/png, about 6 bytes) not shown]');
+    assert.equal(
+      renderContentsForModel([{ uri: 'a://3', mimeType: 'image/png', blob: 'AAAAAAAA' }]),
+      '[binary resource a://3 (image/png, about 6 bytes) not shown]',
+    );
     assert.equal(renderContentsForModel([]), '(empty resource)');
   });
 

@@ -5,7 +5,12 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { humanDelay, reminderTools, type ReminderEntry, type ReminderToolTarget } from '../../../mcp/local-tools/reminder-tools.ts';
+import {
+  humanDelay,
+  reminderTools,
+  type ReminderEntry,
+  type ReminderToolTarget,
+} from '../../../mcp/local-tools/reminder-tools.ts';
 import { namedZone } from '../../../mcp/local-tools/local-time.ts';
 import { createLocalTools } from '../../../mcp/local-tools.ts';
 
@@ -38,7 +43,8 @@ function target(clock: { now: number }, max = 3): ReminderToolTarget & { rows: R
   return t;
 }
 
-const text = (r: { content: Array<{ type: string; text?: string }> }): string => r.content.map((c) => c.text ?? '').join('');
+const text = (r: { content: Array<{ type: string; text?: string }> }): string =>
+  r.content.map((c) => c.text ?? '').join('');
 const signal = new AbortController().signal;
 
 describe('reminder tools', () => {
@@ -62,9 +68,23 @@ describe('reminder tools', () => {
     const tools = createLocalTools(reminderTools(mine));
     const set = await tools.callTool('set_reminder', { when: 'PT10M', text: ' take the tea out ' }, { signal });
     assert.equal(set.isError, false);
-    assert.equal(text(set), 'Reminder 1 set for Friday 2026-11-27 18:10 (Europe/Berlin), in 10 minutes: "take the tea out". Tell the user when it will ring.');
-    assert.deepEqual(set.structuredContent, { id: '1', dueLocal: 'Friday 2026-11-27 18:10', timeZone: 'Europe/Berlin', dueUtc: '2026-11-27T17:10:00.000Z', text: 'take the tea out' });
-    assert.equal(text(await tools.callTool('set_reminder', { when: '2026-11-28T07:00', text: 'call Mum' }, { signal })).startsWith('Reminder 2 set for Saturday 2026-11-28 07:00 (Europe/Berlin), in 13 hours'), true);
+    assert.equal(
+      text(set),
+      'Reminder 1 set for Friday 2026-11-27 18:10 (Europe/Berlin), in 10 minutes: "take the tea out". Tell the user when it will ring.',
+    );
+    assert.deepEqual(set.structuredContent, {
+      id: '1',
+      dueLocal: 'Friday 2026-11-27 18:10',
+      timeZone: 'Europe/Berlin',
+      dueUtc: '2026-11-27T17:10:00.000Z',
+      text: 'take the tea out',
+    });
+    assert.equal(
+      text(await tools.callTool('set_reminder', { when: '2026-11-28T07:00', text: 'call Mum' }, { signal })).startsWith(
+        'Reminder 2 set for Saturday 2026-11-28 07:00 (Europe/Berlin), in 13 hours',
+      ),
+      true,
+    );
     assert.deepEqual(other.rows, []);
     assert.equal(
       text(await tools.callTool('list_reminders', {}, { signal })),
@@ -88,10 +108,16 @@ describe('reminder tools', () => {
     assert.match(text(bad), /"in ten minutes" is not understood: give a duration from now like PT10M/);
     const past = await tools.callTool('set_reminder', { when: '2026-11-27T09:00', text: 'tea' }, { signal });
     assert.match(text(past), /has already passed: it is now Friday 2026-11-27 18:00 \(Europe\/Berlin\)/);
-    assert.match(text(await tools.callTool('set_reminder', { when: 'P31D', text: 'tea' }, { signal })), /at most 30 days ahead/);
+    assert.match(
+      text(await tools.callTool('set_reminder', { when: 'P31D', text: 'tea' }, { signal })),
+      /at most 30 days ahead/,
+    );
     assert.match(text(await tools.callTool('set_reminder', { when: 'PT1M', text: '  ' }, { signal })), /text is empty/);
     assert.match(text(await tools.callTool('set_reminder', { when: 'PT1M' }, { signal })), /text is required/);
-    assert.match(text(await tools.callTool('set_reminder', { when: 'PT1M', text: 'x'.repeat(201) }, { signal })), /at most 200 characters/);
+    assert.match(
+      text(await tools.callTool('set_reminder', { when: 'PT1M', text: 'x'.repeat(201) }, { signal })),
+      /at most 200 characters/,
+    );
     assert.deepEqual(mine.rows, [], 'nothing was stored by a refused call');
     await tools.callTool('set_reminder', { when: 'PT1M', text: 'a' }, { signal });
     await tools.callTool('set_reminder', { when: 'PT2M', text: 'b' }, { signal });
@@ -99,7 +125,10 @@ describe('reminder tools', () => {
     assert.equal(full.isError, true);
     assert.match(text(full), /already has 2 reminders, the most it may hold: cancel one first/);
     mine.serverFull = true;
-    assert.match(text(await tools.callTool('set_reminder', { when: 'PT3M', text: 'c' }, { signal })), /The server holds as many reminders as it may/);
+    assert.match(
+      text(await tools.callTool('set_reminder', { when: 'PT3M', text: 'c' }, { signal })),
+      /The server holds as many reminders as it may/,
+    );
   });
 
   test('delays read as people say them', () => {

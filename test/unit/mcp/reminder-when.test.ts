@@ -72,8 +72,14 @@ describe('reminder times', () => {
     assert.equal(due('2026-03-29T12:00', sat), '2026-03-29T10:00:00.000Z');
     // Also in a zone west of UTC (New York changed on 8 March 2026).
     const ny = namedZone('America/New_York');
-    assert.equal(new Date(instantOf(ny, { year: 2026, month: 3, day: 8, hour: 12, minute: 0, second: 0 })).toISOString(), '2026-03-08T16:00:00.000Z');
-    assert.equal(new Date(instantOf(ny, { year: 2026, month: 3, day: 7, hour: 12, minute: 0, second: 0 })).toISOString(), '2026-03-07T17:00:00.000Z');
+    assert.equal(
+      new Date(instantOf(ny, { year: 2026, month: 3, day: 8, hour: 12, minute: 0, second: 0 })).toISOString(),
+      '2026-03-08T16:00:00.000Z',
+    );
+    assert.equal(
+      new Date(instantOf(ny, { year: 2026, month: 3, day: 7, hour: 12, minute: 0, second: 0 })).toISOString(),
+      '2026-03-07T17:00:00.000Z',
+    );
   });
 
   test('a time of day is today, or tomorrow once it has passed', () => {
@@ -95,7 +101,10 @@ describe('reminder times', () => {
     assert.match(refused('2026-11-27T24:00', ctx), /not a valid date-time/);
     assert.match(refused('25:00', ctx), /not a valid time of day/);
     assert.match(refused('2026-11-27T18:30+15:00', ctx), /not a valid UTC offset/);
-    assert.equal(refused('2026-11-27T17:30', ctx), 'Friday 2026-11-27 17:30 has already passed: it is now Friday 2026-11-27 18:00 (Europe/Berlin)');
+    assert.equal(
+      refused('2026-11-27T17:30', ctx),
+      'Friday 2026-11-27 17:30 has already passed: it is now Friday 2026-11-27 18:00 (Europe/Berlin)',
+    );
     assert.match(refused('P367D', ctx), /at most 366 days ahead/);
     assert.match(refused('2028-01-01T10:00', { ...ctx, maxDaysAhead: 30 }), /at most 30 days ahead/);
   });

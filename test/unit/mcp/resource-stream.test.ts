@@ -12,7 +12,13 @@ import { waitFor, within } from '../../helpers/wait.ts';
 import { PAGED_TEMPLATE, startPagedServer } from '../../fixtures/mcp-paged-server.ts';
 
 const URL_A = 'http://music.test/a.mp3';
-const LINK: ResourceLinkContent = { type: 'resource_link', uri: 'resource://read_from_http', name: 'a', description: URL_A, mimeType: 'audio/mpeg' };
+const LINK: ResourceLinkContent = {
+  type: 'resource_link',
+  uri: 'resource://read_from_http',
+  name: 'a',
+  description: URL_A,
+  mimeType: 'audio/mpeg',
+};
 const PAGE = 4096;
 
 const servers: PagedServer[] = [];
@@ -43,7 +49,12 @@ describe('readResourceStream: page styles', () => {
     const s = await serve({ style: 'mcp-go', files: { [URL_A]: data } });
     const pages: number[] = [];
     const got = await collect(
-      readResourceStream(s.source, LINK, { pageSize: PAGE, style: 'arguments', signal: new AbortController().signal, onPage: (p) => pages.push(p.bytes) }),
+      readResourceStream(s.source, LINK, {
+        pageSize: PAGE,
+        style: 'arguments',
+        signal: new AbortController().signal,
+        onPage: (p) => pages.push(p.bytes),
+      }),
     );
     assert.ok(got.equals(data));
     assert.equal(s.source.reads.length, 6);
@@ -54,7 +65,9 @@ describe('readResourceStream: page styles', () => {
   test('a length that is a multiple of the page size ends on the [DONE] page, which is not yielded', async () => {
     const data = randomBytes(PAGE * 3);
     const s = await serve({ style: 'mcp-go', files: { [URL_A]: data } });
-    const got = await collect(readResourceStream(s.source, LINK, { pageSize: PAGE, style: 'arguments', signal: new AbortController().signal }));
+    const got = await collect(
+      readResourceStream(s.source, LINK, { pageSize: PAGE, style: 'arguments', signal: new AbortController().signal }),
+    );
     assert.ok(got.equals(data));
     assert.equal(s.source.reads.length, expectedReads(data.length, PAGE));
   });
@@ -63,18 +76,28 @@ describe('readResourceStream: page styles', () => {
     const data = randomBytes(PAGE * 2 + 7);
     const s = await serve({ style: 'template', files: { [URL_A]: data } });
     const got = await collect(
-      readResourceStream(s.source, LINK, { pageSize: PAGE, style: 'template', templates: [{ uriTemplate: PAGED_TEMPLATE }], signal: new AbortController().signal }),
+      readResourceStream(s.source, LINK, {
+        pageSize: PAGE,
+        style: 'template',
+        templates: [{ uriTemplate: PAGED_TEMPLATE }],
+        signal: new AbortController().signal,
+      }),
     );
     assert.ok(got.equals(data));
     assert.equal(s.source.reads.length, 3);
     for (const r of s.source.reads) assert.equal(r.arguments, undefined);
-    assert.equal(s.source.reads[1]?.uri, `resource://read_from_http?url=${encodeURIComponent(URL_A)}&start=${PAGE}&end=${2 * PAGE}`);
+    assert.equal(
+      s.source.reads[1]?.uri,
+      `resource://read_from_http?url=${encodeURIComponent(URL_A)}&start=${PAGE}&end=${2 * PAGE}`,
+    );
   });
 
   test('auto style lists the templates itself and picks the paged one', async () => {
     const data = randomBytes(PAGE + 1);
     const s = await serve({ style: 'template', files: { [URL_A]: data } });
-    const got = await collect(readResourceStream(s.source, LINK, { pageSize: PAGE, signal: new AbortController().signal }));
+    const got = await collect(
+      readResourceStream(s.source, LINK, { pageSize: PAGE, signal: new AbortController().signal }),
+    );
     assert.ok(got.equals(data));
     assert.ok(s.source.reads.every((r) => r.uri.startsWith('resource://read_from_http?url=')));
   });
@@ -82,7 +105,9 @@ describe('readResourceStream: page styles', () => {
   test('auto style falls back to arguments when the server has no templates (mcp-go)', async () => {
     const data = randomBytes(PAGE + 1);
     const s = await serve({ style: 'mcp-go', files: { [URL_A]: data } });
-    const got = await collect(readResourceStream(s.source, LINK, { pageSize: PAGE, style: 'auto', signal: new AbortController().signal }));
+    const got = await collect(
+      readResourceStream(s.source, LINK, { pageSize: PAGE, style: 'auto', signal: new AbortController().signal }),
+    );
     assert.ok(got.equals(data));
     assert.deepEqual(s.source.reads[0]?.arguments, { url: URL_A, start: 0, end: PAGE });
   });
@@ -90,8 +115,15 @@ describe('readResourceStream: page styles', () => {
   test('template style with no fitting template fails with a clear BadInput error', async () => {
     const s = await serve({ style: 'template', files: {} });
     await assert.rejects(
-      collect(readResourceStream(s.source, LINK, { style: 'template', templates: [{ uriTemplate: 'x://a/{id}' }], signal: new AbortController().signal })),
-      (err: unknown) => err instanceof VoiceError && err.code === ErrorCode.BadInput && /no resource template/.test(err.message),
+      collect(
+        readResourceStream(s.source, LINK, {
+          style: 'template',
+          templates: [{ uriTemplate: 'x://a/{id}' }],
+          signal: new AbortController().signal,
+        }),
+      ),
+      (err: unknown) =>
+        err instanceof VoiceError && err.code === ErrorCode.BadInput && /no resource template/.test(err.message),
     );
     assert.equal(s.source.reads.length, 0);
   });
@@ -100,19 +132,32 @@ describe('readResourceStream: page styles', () => {
     const data = randomBytes(DEFAULT_PAGE_SIZE + 10);
     const s = await serve({ style: 'template', files: { [URL_A]: data } });
     const pages: number[] = [];
-    const got = await collect(readResourceStream(s.source, LINK, { signal: new AbortController().signal, onPage: (p) => pages.push(p.bytes) }));
+    const got = await collect(
+      readResourceStream(s.source, LINK, { signal: new AbortController().signal, onPage: (p) => pages.push(p.bytes) }),
+    );
     assert.ok(got.equals(data));
     assert.deepEqual(pages, [DEFAULT_PAGE_SIZE, 10]);
   });
 
   test('text entries are not audio: a first page of text fails the stream with that text, nothing is yielded', async () => {
-    const s = await serve({ style: 'template', asText: true, files: { [URL_A]: Buffer.from('file not found on the NAS '.repeat(3)) } });
+    const s = await serve({
+      style: 'template',
+      asText: true,
+      files: { [URL_A]: Buffer.from('file not found on the NAS '.repeat(3)) },
+    });
     const chunks: number[] = [];
     await assert.rejects(
       (async () => {
-        for await (const c of readResourceStream(s.source, LINK, { pageSize: PAGE, signal: new AbortController().signal })) chunks.push(c.length);
+        for await (const c of readResourceStream(s.source, LINK, {
+          pageSize: PAGE,
+          signal: new AbortController().signal,
+        }))
+          chunks.push(c.length);
       })(),
-      (err: unknown) => err instanceof VoiceError && err.code === ErrorCode.ToolFailed && /answered text, not audio: file not found on the NAS/.test(err.message),
+      (err: unknown) =>
+        err instanceof VoiceError &&
+        err.code === ErrorCode.ToolFailed &&
+        /answered text, not audio: file not found on the NAS/.test(err.message),
     );
     assert.deepEqual(chunks, []);
     assert.equal(s.source.reads.length, 1);
@@ -121,7 +166,9 @@ describe('readResourceStream: page styles', () => {
   test('a server that ignores start/end (whole resource to every read) is played once, then the stream ends', async () => {
     const data = randomBytes(PAGE * 3 + 77);
     const s = await serve({ style: 'template', ignoreRange: true, files: { [URL_A]: data } });
-    const got = await collect(readResourceStream(s.source, LINK, { pageSize: PAGE, signal: new AbortController().signal }));
+    const got = await collect(
+      readResourceStream(s.source, LINK, { pageSize: PAGE, signal: new AbortController().signal }),
+    );
     assert.ok(got.equals(data), `got ${got.length} bytes, the resource has ${data.length}`);
     assert.equal(s.source.reads.length, 1);
   });
@@ -129,7 +176,9 @@ describe('readResourceStream: page styles', () => {
   test('an empty result (contents: []) ends the stream', async () => {
     const data = randomBytes(PAGE * 2);
     const s = await serve({ style: 'template', emptyAtEnd: true, files: { [URL_A]: data } });
-    const got = await collect(readResourceStream(s.source, LINK, { pageSize: PAGE, signal: new AbortController().signal }));
+    const got = await collect(
+      readResourceStream(s.source, LINK, { pageSize: PAGE, signal: new AbortController().signal }),
+    );
     assert.ok(got.equals(data));
     assert.equal(s.source.reads.length, 3);
   });
@@ -137,11 +186,19 @@ describe('readResourceStream: page styles', () => {
   test('a link whose URI already carries ?url= is paged through the template with that url', async () => {
     const data = randomBytes(PAGE + 9);
     const s = await serve({ style: 'template', files: { [URL_A]: data } });
-    const link: ResourceLinkContent = { type: 'resource_link', uri: `resource://read_from_http?url=${encodeURIComponent(URL_A)}` };
+    const link: ResourceLinkContent = {
+      type: 'resource_link',
+      uri: `resource://read_from_http?url=${encodeURIComponent(URL_A)}`,
+    };
     const templates = [{ uriTemplate: 'other://paged{?url,start,end}' }, { uriTemplate: PAGED_TEMPLATE }];
-    const got = await collect(readResourceStream(s.source, link, { pageSize: PAGE, templates, signal: new AbortController().signal }));
+    const got = await collect(
+      readResourceStream(s.source, link, { pageSize: PAGE, templates, signal: new AbortController().signal }),
+    );
     assert.ok(got.equals(data));
-    assert.ok(s.source.reads.every((r) => r.uri.startsWith('resource://read_from_http?url=')), 'the template matching the link is preferred');
+    assert.ok(
+      s.source.reads.every((r) => r.uri.startsWith('resource://read_from_http?url=')),
+      'the template matching the link is preferred',
+    );
   });
 });
 
@@ -149,7 +206,11 @@ describe('readResourceStream: backpressure, retries, abort', () => {
   test('pull-based: no page is read before the consumer asks for it', async () => {
     const data = randomBytes(PAGE * 4);
     const s = await serve({ style: 'mcp-go', files: { [URL_A]: data } });
-    const it = readResourceStream(s.source, LINK, { pageSize: PAGE, style: 'arguments', signal: new AbortController().signal })[Symbol.asyncIterator]();
+    const it = readResourceStream(s.source, LINK, {
+      pageSize: PAGE,
+      style: 'arguments',
+      signal: new AbortController().signal,
+    })[Symbol.asyncIterator]();
     const first = await it.next();
     assert.equal(first.done, false);
     await new Promise((r) => setTimeout(r, 50));
@@ -162,7 +223,11 @@ describe('readResourceStream: backpressure, retries, abort', () => {
 
   test('a page that times out once is retried after retryDelayMs and the stream completes', async (t) => {
     const data = randomBytes(PAGE * 3 + 5);
-    const s = await serve({ style: 'template', files: { [URL_A]: data }, faults: [{ start: PAGE, times: 1, kind: 'hang' }] });
+    const s = await serve({
+      style: 'template',
+      files: { [URL_A]: data },
+      faults: [{ start: PAGE, times: 1, kind: 'hang' }],
+    });
     const timers = mockTime(t);
     const times: number[] = [];
     const got = await runMocked(
@@ -187,35 +252,65 @@ describe('readResourceStream: backpressure, retries, abort', () => {
 
   test('a JSON-RPC error fails the stream at once, without retries', async () => {
     const data = randomBytes(PAGE * 3);
-    const s = await serve({ style: 'mcp-go', files: { [URL_A]: data }, faults: [{ start: 2 * PAGE, times: Infinity, kind: 'error' }] });
+    const s = await serve({
+      style: 'mcp-go',
+      files: { [URL_A]: data },
+      faults: [{ start: 2 * PAGE, times: Infinity, kind: 'error' }],
+    });
     const chunks: number[] = [];
     await assert.rejects(
       (async () => {
-        for await (const c of readResourceStream(s.source, LINK, { pageSize: PAGE, retryDelayMs: 1000, maxTries: 3, signal: new AbortController().signal }))
+        for await (const c of readResourceStream(s.source, LINK, {
+          pageSize: PAGE,
+          retryDelayMs: 1000,
+          maxTries: 3,
+          signal: new AbortController().signal,
+        }))
           chunks.push(c.length);
       })(),
       (err: unknown) =>
-        err instanceof VoiceError && err.code === ErrorCode.ToolFailed && /page 2 \(byte 8192\) after 1 try/.test(err.message) && /injected page failure/.test(err.message),
+        err instanceof VoiceError &&
+        err.code === ErrorCode.ToolFailed &&
+        /page 2 \(byte 8192\) after 1 try/.test(err.message) &&
+        /injected page failure/.test(err.message),
     );
     assert.deepEqual(chunks, [PAGE, PAGE]);
     assert.equal(s.source.reads.length, 2 + 1, 'the failing page was read once');
   });
 
   test('a page that always times out gives a Timeout VoiceError', async () => {
-    const s = await serve({ style: 'template', files: { [URL_A]: randomBytes(10) }, faults: [{ start: 0, times: Infinity, kind: 'hang' }] });
+    const s = await serve({
+      style: 'template',
+      files: { [URL_A]: randomBytes(10) },
+      faults: [{ start: 0, times: Infinity, kind: 'hang' }],
+    });
     await assert.rejects(
-      collect(readResourceStream(s.source, LINK, { pageTimeoutMs: 100, retryDelayMs: 10, maxTries: 2, signal: new AbortController().signal })),
-      (err: unknown) => err instanceof VoiceError && err.code === ErrorCode.Timeout && /timed out after 100 ms/.test(err.message),
+      collect(
+        readResourceStream(s.source, LINK, {
+          pageTimeoutMs: 100,
+          retryDelayMs: 10,
+          maxTries: 2,
+          signal: new AbortController().signal,
+        }),
+      ),
+      (err: unknown) =>
+        err instanceof VoiceError && err.code === ErrorCode.Timeout && /timed out after 100 ms/.test(err.message),
     );
     assert.equal(s.source.reads.length, 2);
   });
 
   test('abort during a hanging read rejects at once, cancels the read and reads nothing more', async (t) => {
     const data = randomBytes(PAGE * 4);
-    const s = await serve({ style: 'mcp-go', files: { [URL_A]: data }, faults: [{ start: PAGE, times: Infinity, kind: 'hang' }] });
+    const s = await serve({
+      style: 'mcp-go',
+      files: { [URL_A]: data },
+      faults: [{ start: PAGE, times: Infinity, kind: 'hang' }],
+    });
     const timers = mockTime(t);
     const ac = new AbortController();
-    const it = readResourceStream(s.source, LINK, { pageSize: PAGE, style: 'arguments', signal: ac.signal })[Symbol.asyncIterator]();
+    const it = readResourceStream(s.source, LINK, { pageSize: PAGE, style: 'arguments', signal: ac.signal })[
+      Symbol.asyncIterator
+    ]();
     await it.next();
     const pending = it.next();
     await waitFor(() => s.source.reads.length === 2, { what: 'the second read' });
@@ -233,10 +328,21 @@ describe('readResourceStream: backpressure, retries, abort', () => {
   });
 
   test('abort during the retry pause stops without another read', async (t) => {
-    const s = await serve({ style: 'mcp-go', files: { [URL_A]: randomBytes(10) }, faults: [{ start: 0, times: Infinity, kind: 'hang' }] });
+    const s = await serve({
+      style: 'mcp-go',
+      files: { [URL_A]: randomBytes(10) },
+      faults: [{ start: 0, times: Infinity, kind: 'hang' }],
+    });
     const timers = mockTime(t);
     const ac = new AbortController();
-    const p = collect(readResourceStream(s.source, LINK, { style: 'arguments', pageTimeoutMs: 100, retryDelayMs: 10_000, signal: ac.signal }));
+    const p = collect(
+      readResourceStream(s.source, LINK, {
+        style: 'arguments',
+        pageTimeoutMs: 100,
+        retryDelayMs: 10_000,
+        signal: ac.signal,
+      }),
+    );
     // The read times out after 100 ms; the stream then waits 10 s before retrying.
     await advanceMocked(timers, 400);
     ac.abort();
@@ -246,7 +352,10 @@ describe('readResourceStream: backpressure, retries, abort', () => {
 
   test('an already aborted signal reads nothing', async () => {
     const s = await serve({ style: 'mcp-go', files: { [URL_A]: randomBytes(10) } });
-    await assert.rejects(collect(readResourceStream(s.source, LINK, { signal: AbortSignal.abort() })), (err: unknown) => err instanceof VoiceError && err.code === ErrorCode.Aborted);
+    await assert.rejects(
+      collect(readResourceStream(s.source, LINK, { signal: AbortSignal.abort() })),
+      (err: unknown) => err instanceof VoiceError && err.code === ErrorCode.Aborted,
+    );
     assert.equal(s.source.reads.length, 0);
   });
 });

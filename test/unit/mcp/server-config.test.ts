@@ -20,17 +20,35 @@ describe('mcpServers config', () => {
 
   test('resources block defaults', () => {
     const c = McpServerConfigSchema.parse({ command: 'x', resources: {} });
-    assert.deepEqual(c.resources, { context: 'none', budgetChars: 4000, tools: false, subscribe: true, cacheTtlMs: 60000 });
+    assert.deepEqual(c.resources, {
+      context: 'none',
+      budgetChars: 4000,
+      tools: false,
+      subscribe: true,
+      cacheTtlMs: 60000,
+    });
     const p = McpServerConfigSchema.parse({ command: 'x', resources: { context: ['docs://*'], budgetChars: 10 } });
     assert.deepEqual(p.resources?.context, ['docs://*']);
   });
 
   test('validation errors name the key', () => {
-    assert.throws(() => parseMcpServersConfig({ weather: { command: 'x', timeoutMs: -5 } }), /mcpServers\.weather\.timeoutMs/);
+    assert.throws(
+      () => parseMcpServersConfig({ weather: { command: 'x', timeoutMs: -5 } }),
+      /mcpServers\.weather\.timeoutMs/,
+    );
     assert.throws(() => parseMcpServersConfig({ weather: { command: 'x', bogus: 1 } }), /mcpServers\.weather.*bogus/);
     assert.throws(() => parseMcpServersConfig({ weather: { url: 'ftp://x' } }), /mcpServers\.weather\.url/);
-    assert.throws(() => parseMcpServersConfig({ weather: { url: 'http://x', transport: 'carrier-pigeon' } }), /mcpServers\.weather\.transport/);
-    assert.throws(() => parseMcpServersConfig({ weather: {} }), /mcpServers\.weather: an MCP server needs either "command"/);
-    assert.throws(() => parseMcpServersConfig({ w: { command: 'x', resources: { context: 'some' } } }), /mcpServers\.w\.resources\.context/);
+    assert.throws(
+      () => parseMcpServersConfig({ weather: { url: 'http://x', transport: 'carrier-pigeon' } }),
+      /mcpServers\.weather\.transport/,
+    );
+    assert.throws(
+      () => parseMcpServersConfig({ weather: {} }),
+      /mcpServers\.weather: an MCP server needs either "command"/,
+    );
+    assert.throws(
+      () => parseMcpServersConfig({ w: { command: 'x', resources: { context: 'some' } } }),
+      /mcpServers\.w\.resources\.context/,
+    );
   });
 });

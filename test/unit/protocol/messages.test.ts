@@ -46,7 +46,12 @@ describe('device messages', () => {
     const h = serverHello('abc-123', 24000, 60);
     assert.equal(h.transport, 'websocket');
     assert.ok(ServerMessageSchema.safeParse(h).success);
-    assert.ok(ServerMessageSchema.safeParse({ type: 'tts', session_id: 'x', state: 'sentence_start', text: 'hi' }).success);
-    assert.equal(ServerMessageSchema.safeParse({ type: 'tts', session_id: 'x', state: 'sentence_start' }).success, false);
+    assert.ok(
+      ServerMessageSchema.safeParse({ type: 'tts', session_id: 'x', state: 'sentence_start', text: 'hi' }).success,
+    );
+    assert.equal(
+      ServerMessageSchema.safeParse({ type: 'tts', session_id: 'x', state: 'sentence_start' }).success,
+      false,
+    );
   });
 });

@@ -26,7 +26,14 @@ describe('UDP audio packet', () => {
   });
 
   test('header layout: type, flags, u16 length, ssrc, timestamp, sequence, big-endian', () => {
-    const h = { type: 1, flags: 0x22, payloadLength: 0x0102, ssrc: 0xa1b2c3d4, timestamp: 0x01020304, sequence: 0xfffffffe };
+    const h = {
+      type: 1,
+      flags: 0x22,
+      payloadLength: 0x0102,
+      ssrc: 0xa1b2c3d4,
+      timestamp: 0x01020304,
+      sequence: 0xfffffffe,
+    };
     const b = encodeUdpHeader(h);
     assert.equal(b.toString('hex'), '01220102a1b2c3d401020304fffffffe');
     assert.deepEqual(decodeUdpHeader(b), h);
@@ -49,7 +56,10 @@ describe('UDP audio packet', () => {
     assert.equal(r.header.sequence, 1);
     assert.equal(r.header.timestamp, 960);
     // The same bytes as our own sealing with that header.
-    assert.deepEqual(sealUdpPacket(key, { type: 1, flags: 0, ssrc: 0xdeadbeef, timestamp: 960, sequence: 1 }, opus), datagram);
+    assert.deepEqual(
+      sealUdpPacket(key, { type: 1, flags: 0, ssrc: 0xdeadbeef, timestamp: 960, sequence: 1 }, opus),
+      datagram,
+    );
   });
 
   test('shape checks: short, wrong type, length not matching the datagram', () => {
@@ -64,7 +74,10 @@ describe('UDP audio packet', () => {
     assert.deepEqual(parseUdpDatagram(Buffer.concat([good, Buffer.from([0])])), { ok: false, reason: 'length' });
     assert.deepEqual(parseUdpDatagram(good.subarray(0, good.length - 1)), { ok: false, reason: 'length' });
     // An empty payload is a well-formed datagram.
-    assert.ok(parseUdpDatagram(sealUdpPacket(key, { type: 1, flags: 0, ssrc: 5, timestamp: 0, sequence: 2 }, Buffer.alloc(0))).ok);
+    assert.ok(
+      parseUdpDatagram(sealUdpPacket(key, { type: 1, flags: 0, ssrc: 5, timestamp: 0, sequence: 2 }, Buffer.alloc(0)))
+        .ok,
+    );
   });
 
   test('a datagram opened with the wrong key is not a plausible frame', async () => {

@@ -102,11 +102,13 @@ describe('ip-address', () => {
     assert.ok(!inRange(ip('2001:db9::77'), parseRange('2001:db8::/32')!));
     assert.ok(inRange(ip('192.0.2.1'), parseRange('192.0.2.1')!));
     assert.ok(!inRange(ip('192.0.2.1'), parseRange('::/0')!), 'families do not mix');
-    for (const bad of ['10.0.0.0/33', '2001:db8::/129', 'example.org', '10.0.0.0/x', '']) assert.equal(parseRange(bad), null, bad);
+    for (const bad of ['10.0.0.0/33', '2001:db8::/129', 'example.org', '10.0.0.0/x', ''])
+      assert.equal(parseRange(bad), null, bad);
   });
 
   test('loopback: 127.0.0.0/8, mapped, ::1', () => {
-    for (const s of ['127.0.0.1', '127.5.6.7', '::ffff:127.0.0.1', '::1', '[::1]']) assert.ok(isLoopback(parseIp(s)!), s);
+    for (const s of ['127.0.0.1', '127.5.6.7', '::ffff:127.0.0.1', '::1', '[::1]'])
+      assert.ok(isLoopback(parseIp(s)!), s);
     for (const s of ['128.0.0.1', '::2', '10.0.0.1']) assert.ok(!isLoopback(parseIp(s)!), s);
   });
 

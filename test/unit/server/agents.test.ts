@@ -26,18 +26,39 @@ function configError(raw: Record<string, unknown>): string {
 
 describe('agents in the configuration', () => {
   test('agents and defaultAgent are accepted; devices default to none', () => {
-    const c = ConfigSchema.parse({ agents: [{ name: 'kitchen', systemPrompt: 'Cook.' }, { name: 'study', devices: ['aa:bb:cc:dd:ee:ff'] }], defaultAgent: 'study' });
-    assert.deepEqual(c.agents.map((a) => [a.name, a.devices]), [['kitchen', []], ['study', ['aa:bb:cc:dd:ee:ff']]]);
+    const c = ConfigSchema.parse({
+      agents: [
+        { name: 'kitchen', systemPrompt: 'Cook.' },
+        { name: 'study', devices: ['aa:bb:cc:dd:ee:ff'] },
+      ],
+      defaultAgent: 'study',
+    });
+    assert.deepEqual(
+      c.agents.map((a) => [a.name, a.devices]),
+      [
+        ['kitchen', []],
+        ['study', ['aa:bb:cc:dd:ee:ff']],
+      ],
+    );
     assert.equal(c.defaultAgent, 'study');
     assert.deepEqual(ConfigSchema.parse({}).agents, []);
   });
 
   test('a name declared twice, a defaultAgent not declared, an MCP server not configured: errors naming the key', () => {
-    assert.match(configError({ agents: [{ name: 'a' }, { name: 'a' }] }), /agents\.1\.name: agent 'a' is declared twice/);
-    assert.match(configError({ agents: [{ name: 'a' }], defaultAgent: 'b' }), /defaultAgent: 'b' is not one of the agents/);
+    assert.match(
+      configError({ agents: [{ name: 'a' }, { name: 'a' }] }),
+      /agents\.1\.name: agent 'a' is declared twice/,
+    );
+    assert.match(
+      configError({ agents: [{ name: 'a' }], defaultAgent: 'b' }),
+      /defaultAgent: 'b' is not one of the agents/,
+    );
     assert.match(configError({ defaultAgent: 'b' }), /defaultAgent: 'b' is not one of the agents/);
     assert.match(
-      configError({ mcpServers: { weather: { command: 'node', args: ['w.js'] } }, agents: [{ name: 'a', tools: { mcpServers: ['weather', 'calendar'] } }] }),
+      configError({
+        mcpServers: { weather: { command: 'node', args: ['w.js'] } },
+        agents: [{ name: 'a', tools: { mcpServers: ['weather', 'calendar'] } }],
+      }),
       /agents\.0\.tools\.mcpServers\.1: agent 'a' names MCP server 'calendar', which is not in mcpServers/,
     );
     assert.match(configError({ agents: [{ name: 'bad name' }] }), /agents\.0\.name/);
@@ -64,11 +85,15 @@ describe('an agent over the configuration', () => {
   });
 
   test('set keys win, the LLM block field by field', () => {
-    const r = resolveAgent(config, { systemPrompt: 'Agent prompt.', llm: { model: 'agent-model', temperature: 0.1 }, tools: { local: ['get_current_datetime'] } });
+    const r = resolveAgent(config, {
+      systemPrompt: 'Agent prompt.',
+      llm: { model: 'agent-model', temperature: 0.1 },
+      tools: { local: ['get_current_datetime'] },
+    });
     assert.equal(r.systemPrompt, 'Agent prompt.');
     assert.equal(r.llm.model, 'agent-model');
     assert.equal(r.llm.temperature, 0.1);
-    assert.equal(r.llm.apiKey, 'sk-base', 'the key it left unset is the configuration\'s');
+    assert.equal(r.llm.apiKey, 'sk-base', "the key it left unset is the configuration's");
     assert.equal(r.llm.baseURL, 'http://127.0.0.1:9/v1');
     assert.deepEqual(r.tools, { local: ['get_current_datetime'] });
   });
@@ -85,7 +110,9 @@ describe('an agent over the configuration', () => {
     assert.equal(own.greeting, '喂');
     assert.equal(own.tts.provider === 'espeak' && own.tts.voice, 'yue', 'a voice it wrote stays');
     // Declared in the configuration, its settings went through the schema (which fills in the English voice).
-    const declared = ConfigSchema.parse({ agents: [{ name: 'zh', language: 'zh', tts: { provider: 'espeak', speed: 150 } }] }).agents[0];
+    const declared = ConfigSchema.parse({
+      agents: [{ name: 'zh', language: 'zh', tts: { provider: 'espeak', speed: 150 } }],
+    }).agents[0];
     assert.ok(declared);
     const { name: _name, devices: _devices, ...settings } = declared;
     const fromConfig = resolveAgent(config, settings);
@@ -126,7 +153,10 @@ function remoteTts(voice: string, closed: string[]): Tts {
 }
 
 describe('agent profiles', () => {
-  const base = { asr: { name: 'base', transcribe: async () => '', close: async () => {} } satisfies Asr, tts: { name: 'espeak', synthesis: 'media-worker', voice: { voice: 'en-us' }, close: async () => {} } satisfies Tts };
+  const base = {
+    asr: { name: 'base', transcribe: async () => '', close: async () => {} } satisfies Asr,
+    tts: { name: 'espeak', synthesis: 'media-worker', voice: { voice: 'en-us' }, close: async () => {} } satisfies Tts,
+  };
   const tts = (voice: string) => ({ provider: 'openai', baseURL: 'http://127.0.0.1:9/v1', voice });
 
   function setup(raw: Record<string, unknown>, log = silentLogger) {
@@ -166,19 +196,32 @@ describe('agent profiles', () => {
     await profiles.ready();
     const [p1, p2, p3] = ['d1', 'd2', 'd3'].map((d) => profiles.profileFor(d).profile);
     assert.equal(p1?.agent, 'a');
-    assert.equal(p1, p2, 'shared by the agent\'s devices');
+    assert.equal(p1, p2, "shared by the agent's devices");
     assert.equal(p3?.agent, 'a', 'the first agent is the default');
     assert.equal(profiles.builds('a'), 1);
-    assert.deepEqual(made.filter((m) => m === 'llm:model-a'), ['llm:model-a'], 'one LLM client asked for');
+    assert.deepEqual(
+      made.filter((m) => m === 'llm:model-a'),
+      ['llm:model-a'],
+      'one LLM client asked for',
+    );
     assert.ok(secrets.includes('sk-agent-a-key'));
-    assert.equal(setup({ agents: [{ name: 'a' }, { name: 'b' }], defaultAgent: 'b' }).profiles.profileFor('dx').profile.agent, 'b');
+    assert.equal(
+      setup({ agents: [{ name: 'a' }, { name: 'b' }], defaultAgent: 'b' }).profiles.profileFor('dx').profile.agent,
+      'b',
+    );
   });
 
   test('a changed agent is built again; the old remote voice is closed once no turn holds it', async () => {
-    const { profiles, lookup, closed } = setup({ agents: [{ name: 'a', systemPrompt: 'One.', tts: tts('alloy'), devices: ['d1'] }] });
+    const { profiles, lookup, closed } = setup({
+      agents: [{ name: 'a', systemPrompt: 'One.', tts: tts('alloy'), devices: ['d1'] }],
+    });
     await profiles.ready();
     const held = profiles.profileFor('d1');
-    assert.equal(held.profile.tts.synthesis === 'stream' && held.profile.tts.name, 'openai', 'the agent\'s remote voice');
+    assert.equal(
+      held.profile.tts.synthesis === 'stream' && held.profile.tts.name,
+      'openai',
+      "the agent's remote voice",
+    );
     lookup.setAgent('a', { systemPrompt: 'Two.', tts: tts('echo') });
     await profiles.ready();
     const next = profiles.profileFor('d1');
@@ -198,7 +241,7 @@ describe('agent profiles', () => {
     await profiles.close();
   });
 
-  test('a voice that could not be made, then made for another agent: retiring the first agent leaves the other\'s voice open', async () => {
+  test("a voice that could not be made, then made for another agent: retiring the first agent leaves the other's voice open", async () => {
     const config: Config = ConfigSchema.parse({ agents: [{ name: 'a', tts: tts('alloy'), devices: ['d1'] }] });
     const lookup = configAgentLookup(config);
     const closed: string[] = [];
@@ -216,7 +259,7 @@ describe('agent profiles', () => {
     });
     await profiles.ready();
     const heldA = profiles.profileFor('d1');
-    assert.equal(heldA.profile.tts, base.tts, 'the configured voice speaks while the agent\'s could not be made');
+    assert.equal(heldA.profile.tts, base.tts, "the configured voice speaks while the agent's could not be made");
     lookup.setAgent('b', { tts: tts('alloy') });
     await profiles.ready();
     lookup.setDeviceAgent('d2', 'b');
@@ -225,27 +268,36 @@ describe('agent profiles', () => {
     lookup.setAgent('a', { tts: tts('echo') });
     heldA.release();
     await profiles.ready();
-    assert.deepEqual(closed, [], 'b\'s voice is not closed by a\'s old profile');
+    assert.deepEqual(closed, [], "b's voice is not closed by a's old profile");
     heldB.release();
     await profiles.close();
   });
 
   test('an agent speaking Chinese over the English-only embedded recogniser is warned about once, naming the agent', () => {
     const logs = createLogSink();
-    const { profiles } = setup({ agents: [{ name: 'zh-room', language: 'zh', devices: ['d1'] }, { name: 'en-room' }] }, createLogger({ level: 'warn', logContent: false, destination: logs.stream }));
+    const { profiles } = setup(
+      { agents: [{ name: 'zh-room', language: 'zh', devices: ['d1'] }, { name: 'en-room' }] },
+      createLogger({ level: 'warn', logContent: false, destination: logs.stream }),
+    );
     profiles.profileFor('d1');
     profiles.profileFor('d1');
-    const warned = logs.lines.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('language is zh but asr.provider is pocketsphinx'));
+    const warned = logs.lines.filter(
+      (l) => typeof l.msg === 'string' && l.msg.startsWith('language is zh but asr.provider is pocketsphinx'),
+    );
     assert.equal(warned.length, 1);
     assert.equal(warned[0]?.agent, 'zh-room');
   });
 
-  test('an agent\'s OpenAI ASR is its own provider-thread client; pocketsphinx stays the server\'s one process', () => {
+  test("an agent's OpenAI ASR is its own provider-thread client; pocketsphinx stays the server's one process", () => {
     const logs = createLogSink();
     const { profiles, made } = setup(
       {
         agents: [
-          { name: 'remote', asr: { provider: 'openai', baseURL: 'http://127.0.0.1:9/v1', model: 'agent-whisper' }, devices: ['d1'] },
+          {
+            name: 'remote',
+            asr: { provider: 'openai', baseURL: 'http://127.0.0.1:9/v1', model: 'agent-whisper' },
+            devices: ['d1'],
+          },
           { name: 'grammar', asr: { provider: 'pocketsphinx', grammar: 'commands.gram' }, devices: ['d2'] },
         ],
       },
@@ -253,15 +305,32 @@ describe('agent profiles', () => {
     );
     const remote = profiles.profileFor('d1').profile;
     assert.notEqual(remote.asr, base.asr);
-    assert.deepEqual(made.filter((m) => m.startsWith('asr:')), ['asr:openai']);
+    assert.deepEqual(
+      made.filter((m) => m.startsWith('asr:')),
+      ['asr:openai'],
+    );
     assert.equal(profiles.profileFor('d2').profile.asr, base.asr);
-    assert.equal(logs.find('this ASR runs as one process for the whole server: the agent uses the configured ASR')[0]?.agent, 'grammar');
+    assert.equal(
+      logs.find('this ASR runs as one process for the whole server: the agent uses the configured ASR')[0]?.agent,
+      'grammar',
+    );
   });
 
   test('a device whose agent is gone uses the default agent', () => {
     const { profiles } = setup({ agents: [{ name: 'a' }, { name: 'b' }], defaultAgent: 'b' });
-    const lookup = { agentNameOf: () => 'deleted', agent: (n: string) => (n === 'b' ? { name: 'b', settings: {}, createdAt: '', updatedAt: '' } : undefined), agents: () => [], onChange: () => () => {} };
-    const stale = new AgentProfiles({ config: ConfigSchema.parse({ agents: [{ name: 'a' }, { name: 'b' }], defaultAgent: 'b' }), lookup, log: silentLogger, base, clients: fakeClients().clients });
+    const lookup = {
+      agentNameOf: () => 'deleted',
+      agent: (n: string) => (n === 'b' ? { name: 'b', settings: {}, createdAt: '', updatedAt: '' } : undefined),
+      agents: () => [],
+      onChange: () => () => {},
+    };
+    const stale = new AgentProfiles({
+      config: ConfigSchema.parse({ agents: [{ name: 'a' }, { name: 'b' }], defaultAgent: 'b' }),
+      lookup,
+      log: silentLogger,
+      base,
+      clients: fakeClients().clients,
+    });
     assert.equal(stale.profileFor('d1').profile.agent, 'b');
     assert.equal(profiles.profileFor('unknown-device').profile.agent, 'b');
   });

@@ -25,7 +25,9 @@ function tmpFile(text: string): { dir: string; file: string } {
 }
 
 describe('config', () => {
-  test('a config file holding a secret that others can read gives a warning naming the file and chmod 600', { skip: process.platform === 'win32' ? 'no POSIX modes' : false }, () => {
+  test('a config file holding a secret that others can read gives a warning naming the file and chmod 600', {
+    skip: process.platform === 'win32' ? 'no POSIX modes' : false,
+  }, () => {
     const open = tmpFile('llm: { apiKey: sk-in-a-file-0123 }');
     chmodSync(open.file, 0o644);
     const warned = loadConfig({ argv: ['--config', open.file], env: {}, cwd: open.dir }).warnings;
@@ -35,13 +37,25 @@ describe('config', () => {
     assert.match(warned[0] ?? '', /llm\.apiKey/);
     assert.ok(!warned[0]?.includes('sk-in-a-file-0123'), 'the value is not repeated');
     chmodSync(open.file, 0o640);
-    assert.equal(loadConfig({ argv: ['--config', open.file], env: {}, cwd: open.dir }).warnings.length, 1, 'group-readable counts too');
+    assert.equal(
+      loadConfig({ argv: ['--config', open.file], env: {}, cwd: open.dir }).warnings.length,
+      1,
+      'group-readable counts too',
+    );
     chmodSync(open.file, 0o600);
     assert.deepEqual(loadConfig({ argv: ['--config', open.file], env: {}, cwd: open.dir }).warnings, []);
     const plain = tmpFile('llm: { model: m, apiKey: "" }\nserver: { port: 1 }');
     chmodSync(plain.file, 0o644);
-    assert.deepEqual(loadConfig({ argv: ['--config', plain.file], env: {}, cwd: plain.dir }).warnings, [], 'no secret in the file: no warning');
-    const fromEnv = loadConfig({ argv: ['--config', plain.file], env: { OPENAI_API_KEY: 'sk-from-env-0123' }, cwd: plain.dir });
+    assert.deepEqual(
+      loadConfig({ argv: ['--config', plain.file], env: {}, cwd: plain.dir }).warnings,
+      [],
+      'no secret in the file: no warning',
+    );
+    const fromEnv = loadConfig({
+      argv: ['--config', plain.file],
+      env: { OPENAI_API_KEY: 'sk-from-env-0123' },
+      cwd: plain.dir,
+    });
     assert.deepEqual(fromEnv.warnings, [], 'a secret from the environment is not in the file');
   });
 
@@ -52,12 +66,22 @@ describe('config', () => {
     assert.equal(config.server.port, 8000);
     assert.equal(config.server.host, '0.0.0.0');
     assert.equal(config.server.protocolVersion, 1);
-    assert.deepEqual(config.server.auth, { tokens: [], allowedDevices: [], secret: '', codeTtlS: 600, pendingPerAddress: 3, bindCommand: 'npm run devices -- bind {code}' });
+    assert.deepEqual(config.server.auth, {
+      tokens: [],
+      allowedDevices: [],
+      secret: '',
+      codeTtlS: 600,
+      pendingPerAddress: 3,
+      bindCommand: 'npm run devices -- bind {code}',
+    });
     assert.equal(config.server.dataDir, 'data');
     assert.equal(config.server.helloTimeoutMs, 10000);
     assert.equal(config.server.idleTimeoutMs, 120000);
     assert.equal(config.audio.outputSampleRate, 24000);
-    assert.deepEqual({ p: config.vad.provider, t: config.vad.threshold, s: config.vad.minSilenceMs }, { p: 'silero', t: 0.5, s: 700 });
+    assert.deepEqual(
+      { p: config.vad.provider, t: config.vad.threshold, s: config.vad.minSilenceMs },
+      { p: 'silero', t: 0.5, s: 700 },
+    );
     assert.equal(config.asr.provider, 'pocketsphinx');
     assert.equal(config.tts.provider, 'espeak');
     assert.equal(config.llm.baseURL, 'http://127.0.0.1:11434/v1');
@@ -69,7 +93,10 @@ describe('config', () => {
     const a = tmpFile('server: { port: 9001 }');
     const b = tmpFile('server: { port: 9002 }');
     writeFileSync(join(a.dir, 'config.yaml'), 'server: { port: 9003 }');
-    assert.equal(loadConfig({ argv: ['--config', b.file], env: { XIAOZHI_CONFIG: a.file }, cwd: a.dir }).config.server.port, 9002);
+    assert.equal(
+      loadConfig({ argv: ['--config', b.file], env: { XIAOZHI_CONFIG: a.file }, cwd: a.dir }).config.server.port,
+      9002,
+    );
     assert.equal(loadConfig({ argv: [`--config=${b.file}`], env: {}, cwd: a.dir }).config.server.port, 9002);
     assert.equal(loadConfig({ argv: [], env: { XIAOZHI_CONFIG: a.file }, cwd: b.dir }).config.server.port, 9001);
     assert.equal(loadConfig({ argv: [], env: {}, cwd: a.dir }).config.server.port, 9003);
@@ -91,18 +118,32 @@ describe('config', () => {
 
   test('one data directory: server.dataDir, XIAOZHI_DATA_DIR over the file, the SQLite database inside it', () => {
     const a = tmpFile('server: { dataDir: /from-file }');
-    assert.equal(storeLocation(loadConfig({ argv: ['--config', a.file], env: {}, cwd: a.dir }).config), 'sqlite:/from-file/xiaozhi.db');
-    const { config, overrides } = loadConfig({ argv: ['--config', a.file], env: { XIAOZHI_DATA_DIR: '/data' }, cwd: a.dir });
+    assert.equal(
+      storeLocation(loadConfig({ argv: ['--config', a.file], env: {}, cwd: a.dir }).config),
+      'sqlite:/from-file/xiaozhi.db',
+    );
+    const { config, overrides } = loadConfig({
+      argv: ['--config', a.file],
+      env: { XIAOZHI_DATA_DIR: '/data' },
+      cwd: a.dir,
+    });
     assert.equal(config.server.dataDir, '/data');
     assert.deepEqual(overrides, ['XIAOZHI_DATA_DIR']);
     assert.equal(storeLocation(config), 'sqlite:/data/xiaozhi.db');
-    assert.equal(storeLocation(loadConfig({ argv: [], env: {}, cwd: tmpDir() }).config), `sqlite:${resolve('data', 'xiaozhi.db')}`);
+    assert.equal(
+      storeLocation(loadConfig({ argv: [], env: {}, cwd: tmpDir() }).config),
+      `sqlite:${resolve('data', 'xiaozhi.db')}`,
+    );
   });
 
   test('store.url: sqlite:PATH by default; DATABASE_URL overrides it; the password never appears in its location', () => {
     const a = tmpFile('store: { url: "sqlite:other.db" }');
     assert.equal(loadConfig({ argv: ['--config', a.file], env: {}, cwd: a.dir }).config.store.url, 'sqlite:other.db');
-    const { config, overrides } = loadConfig({ argv: ['--config', a.file], env: { DATABASE_URL: 'postgres://app:hunter2@db:5432/xiaozhi' }, cwd: a.dir });
+    const { config, overrides } = loadConfig({
+      argv: ['--config', a.file],
+      env: { DATABASE_URL: 'postgres://app:hunter2@db:5432/xiaozhi' },
+      cwd: a.dir,
+    });
     assert.equal(config.store.url, 'postgres://app:hunter2@db:5432/xiaozhi');
     assert.deepEqual(overrides, ['DATABASE_URL']);
     assert.equal(storeLocation(config), 'postgres://[Redacted]@db:5432/xiaozhi');
@@ -123,18 +164,24 @@ describe('config', () => {
     ];
     for (const [text, re] of cases) {
       const f = tmpFile(text);
-      assert.throws(() => loadConfig({ argv: ['--config', f.file], env: {}, cwd: f.dir }), (err: unknown) => {
-        assert.ok(err instanceof ConfigError, String(err));
-        assert.match(err.message, re, text);
-        return true;
-      });
+      assert.throws(
+        () => loadConfig({ argv: ['--config', f.file], env: {}, cwd: f.dir }),
+        (err: unknown) => {
+          assert.ok(err instanceof ConfigError, String(err));
+          assert.match(err.message, re, text);
+          return true;
+        },
+      );
     }
   });
 
   test('broken YAML and a missing file are ConfigErrors', () => {
     const f = tmpFile('server: { port: 1\n  host: [');
     assert.throws(() => loadConfig({ argv: ['--config', f.file], env: {}, cwd: f.dir }), /not valid YAML/);
-    assert.throws(() => loadConfig({ argv: ['--config', join(f.dir, 'missing.yaml')], env: {}, cwd: f.dir }), /cannot read config file/);
+    assert.throws(
+      () => loadConfig({ argv: ['--config', join(f.dir, 'missing.yaml')], env: {}, cwd: f.dir }),
+      /cannot read config file/,
+    );
     const list = tmpFile('- a\n- b');
     assert.throws(() => loadConfig({ argv: ['--config', list.file], env: {}, cwd: list.dir }), /mapping/);
   });

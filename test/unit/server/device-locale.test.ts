@@ -17,12 +17,23 @@ const OTHER = 'aa:bb:cc:dd:ee:02';
 function locale(raw: Record<string, unknown>): { locale: DeviceLocale; lookup: ReturnType<typeof configAgentLookup> } {
   const config = ConfigSchema.parse(raw);
   const lookup = configAgentLookup(config);
-  return { locale: new DeviceLocale({ config, agents: lookup, defaultAgent: () => config.agents[0]?.name ?? '(configuration)', log: silentLogger }), lookup };
+  return {
+    locale: new DeviceLocale({
+      config,
+      agents: lookup,
+      defaultAgent: () => config.agents[0]?.name ?? '(configuration)',
+      log: silentLogger,
+    }),
+    lookup,
+  };
 }
 
 describe('device locale', () => {
-  test('the agent\'s zone, else tools.timeZone, else the configured offset, else the server\'s zone', () => {
-    const agents = [{ name: 'home', timeZone: 'Asia/Shanghai' }, { name: 'away', devices: [OTHER] }];
+  test("the agent's zone, else tools.timeZone, else the configured offset, else the server's zone", () => {
+    const agents = [
+      { name: 'home', timeZone: 'Asia/Shanghai' },
+      { name: 'away', devices: [OTHER] },
+    ];
     assert.equal(locale({ agents, tools: { timeZone: 'Europe/Berlin' } }).locale.zone(DEV).name, 'Asia/Shanghai');
     assert.equal(locale({ agents, tools: { timeZone: 'Europe/Berlin' } }).locale.zone(OTHER).name, 'Europe/Berlin');
     const offset = locale({ agents, server: { timezoneOffsetMinutes: 330 } }).locale.zone(OTHER);
@@ -31,8 +42,10 @@ describe('device locale', () => {
     assert.equal(locale({ agents }).locale.zone(OTHER).name, Intl.DateTimeFormat().resolvedOptions().timeZone);
   });
 
-  test('a device moved to another agent, or an agent edited, follows at once; the words are in the agent\'s language', () => {
-    const { locale: l, lookup } = locale({ agents: [{ name: 'home' }, { name: 'zh', language: 'zh', timeZone: 'Asia/Shanghai' }] });
+  test("a device moved to another agent, or an agent edited, follows at once; the words are in the agent's language", () => {
+    const { locale: l, lookup } = locale({
+      agents: [{ name: 'home' }, { name: 'zh', language: 'zh', timeZone: 'Asia/Shanghai' }],
+    });
     assert.equal(l.reminderText(DEV, 'take the tea out'), 'Reminder: take the tea out');
     lookup.setDeviceAgent(DEV, 'zh');
     assert.equal(l.reminderText(DEV, '喝茶'), '提醒：喝茶');
@@ -42,10 +55,13 @@ describe('device locale', () => {
     assert.equal(l.reminderText(DEV, '$& {text}'), '提醒：$& {text}', 'the text is put in as it is');
   });
 
-  test('an agent\'s timeZone must be an IANA zone; it sets the prompt\'s zone', () => {
+  test("an agent's timeZone must be an IANA zone; it sets the prompt's zone", () => {
     const r = ConfigSchema.safeParse({ agents: [{ name: 'home', timeZone: 'Mars/Olympus' }] });
     assert.equal(r.success, false);
-    assert.match(r.success ? '' : describeIssues(r.error), /agents\.0\.timeZone.*must be an IANA time zone such as Europe\/Berlin/);
+    assert.match(
+      r.success ? '' : describeIssues(r.error),
+      /agents\.0\.timeZone.*must be an IANA time zone such as Europe\/Berlin/,
+    );
     const config = ConfigSchema.parse({ tools: { timeZone: 'Europe/Berlin' } });
     assert.equal(resolveAgent(config, { timeZone: 'Asia/Tokyo' }).timeZone, 'Asia/Tokyo');
     assert.equal(resolveAgent(config, {}).timeZone, 'Europe/Berlin');

@@ -39,10 +39,21 @@ test('English stays the default; an unknown language is rejected with the key na
 test('language zh with the embedded ASR is warned about, naming asr.provider; an OpenAI-compatible ASR or English is not', () => {
   const zh = ConfigSchema.parse({ language: 'zh' });
   const w = languageWarnings(zh);
-  assert.deepEqual(w.map((x) => x.key), ['asr.provider']);
+  assert.deepEqual(
+    w.map((x) => x.key),
+    ['asr.provider'],
+  );
   assert.match(w[0]?.message ?? '', /pocketsphinx/);
-  assert.deepEqual(languageWarnings(ConfigSchema.parse({ language: 'zh', asr: { provider: 'openai', baseURL: 'http://asr.example/v1' } })), []);
+  assert.deepEqual(
+    languageWarnings(
+      ConfigSchema.parse({ language: 'zh', asr: { provider: 'openai', baseURL: 'http://asr.example/v1' } }),
+    ),
+    [],
+  );
   assert.deepEqual(languageWarnings(ConfigSchema.parse({})), []);
   // A model of the operator's own (a Mandarin acoustic model) is taken at its word.
-  assert.deepEqual(languageWarnings(ConfigSchema.parse({ language: 'zh', asr: { provider: 'pocketsphinx', hmm: '/models/zh-cn' } })), []);
+  assert.deepEqual(
+    languageWarnings(ConfigSchema.parse({ language: 'zh', asr: { provider: 'pocketsphinx', hmm: '/models/zh-cn' } })),
+    [],
+  );
 });

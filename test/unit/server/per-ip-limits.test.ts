@@ -8,8 +8,14 @@ const takes = (n: number, f: () => boolean): boolean[] => Array.from({ length: n
 
 test('an address spent by anonymous upgrades still admits its credentialed devices, each on its own budget', () => {
   const l = new PerIpLimits(RATE);
-  assert.deepEqual(takes(3, () => l.takeUpgrade('198.51.100.1')), [true, true, false]);
-  assert.deepEqual(takes(3, () => l.takeAuthenticatedUpgrade('198.51.100.1', 'dev-a')), [true, true, false]);
+  assert.deepEqual(
+    takes(3, () => l.takeUpgrade('198.51.100.1')),
+    [true, true, false],
+  );
+  assert.deepEqual(
+    takes(3, () => l.takeAuthenticatedUpgrade('198.51.100.1', 'dev-a')),
+    [true, true, false],
+  );
   assert.equal(l.takeAuthenticatedUpgrade('198.51.100.1', 'dev-b'), true);
   assert.equal(l.takeUpgrade('198.51.100.2'), true, 'another address has its own anonymous budget');
   assert.equal(l.takeUpgrade('198.51.100.1'), false, 'credentialed upgrades gave the anonymous budget nothing back');
@@ -17,7 +23,10 @@ test('an address spent by anonymous upgrades still admits its credentialed devic
 
 test('the credentialed map is bounded: the least recently used are forgotten first', () => {
   const l = new PerIpLimits(RATE, 10);
-  assert.deepEqual(takes(3, () => l.takeAuthenticatedUpgrade('a', 'kept')), [true, true, false]);
+  assert.deepEqual(
+    takes(3, () => l.takeAuthenticatedUpgrade('a', 'kept')),
+    [true, true, false],
+  );
   for (let i = 0; i < 8; i++) l.takeAuthenticatedUpgrade('a', `other-${i}`);
   assert.equal(l.takeAuthenticatedUpgrade('a', 'kept'), false, 'recently used: still spent');
   for (let i = 8; i < 30; i++) l.takeAuthenticatedUpgrade('a', `other-${i}`);

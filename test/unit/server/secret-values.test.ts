@@ -26,7 +26,7 @@ describe('secret values', () => {
     assert.equal(out.match(/\[Redacted\]/g)?.length, 3);
   });
 
-  test('ignores values too short to be secrets and keeps a bounded number of issued ones, never evicting the configuration\'s', () => {
+  test("ignores values too short to be secrets and keeps a bounded number of issued ones, never evicting the configuration's", () => {
     const s = new SecretValues({ maxValues: 3 });
     s.add('');
     s.add('abc');
@@ -35,7 +35,10 @@ describe('secret values', () => {
     s.add(TOKEN);
     for (let i = 0; i < 10; i++) s.add(`issued-token-${i}`, { issued: true });
     assert.equal(s.size, 5);
-    assert.equal(s.redact(`${KEY} ${TOKEN} issued-token-0 issued-token-9`), '[Redacted] [Redacted] issued-token-0 [Redacted]');
+    assert.equal(
+      s.redact(`${KEY} ${TOKEN} issued-token-0 issued-token-9`),
+      '[Redacted] [Redacted] issued-token-0 [Redacted]',
+    );
   });
 
   test('word-shaped values (issued tokens) are found inside longer runs, beside other secrets, in every written form', () => {
@@ -47,7 +50,10 @@ describe('secret values', () => {
     assert.equal(s.redact(`{"password":"${tok}"}`), '{"password":"[Redacted]"}');
     assert.equal(s.redact(`/x?p=${encodeURIComponent(tok)}&q=1`), '/x?p=[Redacted]&q=1');
     assert.equal(s.redact(`pre${tok}post`), 'pre[Redacted]post');
-    assert.equal(s.redact(`${tok}${tok} and short-secret and ${TOKEN}`), '[Redacted][Redacted] and [Redacted] and [Redacted]');
+    assert.equal(
+      s.redact(`${tok}${tok} and short-secret and ${TOKEN}`),
+      '[Redacted][Redacted] and [Redacted] and [Redacted]',
+    );
     assert.equal(s.redact('nothing secret here'), 'nothing secret here');
   });
 
@@ -101,13 +107,22 @@ describe('the logger redacts every line by value', () => {
   });
 
   test('redactUrl removes userinfo and credential query values, keeping host, path and other parameters', () => {
-    assert.equal(redactUrl('http://user:s3cret@127.0.0.1:1/v1?api-key=k3y&model=m'), 'http://[Redacted]@127.0.0.1:1/v1?api-key=[Redacted]&model=m');
-    assert.equal(redactUrl('https://ghp_abc@host/x?key=1&access_token=2&password=3'), 'https://[Redacted]@host/x?key=[Redacted]&access_token=[Redacted]&password=[Redacted]');
+    assert.equal(
+      redactUrl('http://user:s3cret@127.0.0.1:1/v1?api-key=k3y&model=m'),
+      'http://[Redacted]@127.0.0.1:1/v1?api-key=[Redacted]&model=m',
+    );
+    assert.equal(
+      redactUrl('https://ghp_abc@host/x?key=1&access_token=2&password=3'),
+      'https://[Redacted]@host/x?key=[Redacted]&access_token=[Redacted]&password=[Redacted]',
+    );
     assert.equal(redactUrl('http://127.0.0.1:11434/v1'), 'http://127.0.0.1:11434/v1');
   });
 
   test('URLs inside free text and inside any finished log line lose their credentials', () => {
-    assert.equal(redactUrlsInText('failed: http://u:pw@h/p?token=t0k retrying'), 'failed: http://[Redacted]@h/p?token=[Redacted] retrying');
+    assert.equal(
+      redactUrlsInText('failed: http://u:pw@h/p?token=t0k retrying'),
+      'failed: http://[Redacted]@h/p?token=[Redacted] retrying',
+    );
     const { sink, log } = setup();
     log.error({ err: 'cannot fetch http://user:s3cret@10.0.0.1/v1?api-key=k3y' }, 'mcp https://a:b3@c/d failed');
     assert.ok(!/s3cret|k3y|b3@/.test(sink.text()), sink.text());
@@ -116,7 +131,10 @@ describe('the logger redacts every line by value', () => {
 
   test('credentials inside configured URLs are registered as secret values', () => {
     const secrets = new SecretValues();
-    registerConfigSecrets(secrets, ConfigSchema.parse({ llm: { baseURL: 'http://user:longpass99@h/v1?api-key=longkey123' } }));
+    registerConfigSecrets(
+      secrets,
+      ConfigSchema.parse({ llm: { baseURL: 'http://user:longpass99@h/v1?api-key=longkey123' } }),
+    );
     assert.equal(secrets.redact('echo longpass99 longkey123'), 'echo [Redacted] [Redacted]');
   });
 });
@@ -126,7 +144,10 @@ describe('over a real WebSocket', () => {
     const { startTestApp } = await import('../../helpers/test-app.ts');
     const { recordingConversation } = await import('../../helpers/recording-conversation.ts');
     const { DeviceSim } = await import('../../fixtures/device-sim.ts');
-    const t = await startTestApp({ createConversation: recordingConversation().factory, config: { server: { auth: { tokens: [TOKEN] } } } });
+    const t = await startTestApp({
+      createConversation: recordingConversation().factory,
+      config: { server: { auth: { tokens: [TOKEN] } } },
+    });
     try {
       const guess = 'stranger-guess-987654';
       for (const tok of [TOKEN, guess]) {
@@ -138,7 +159,8 @@ describe('over a real WebSocket', () => {
       }
       const text = t.logs.text();
       assert.ok(text.includes('%61uthorization'), 'the URL was logged');
-      for (const tok of [TOKEN, encodeURIComponent(TOKEN), 'stranger-guess-987654']) assert.ok(!text.includes(tok), `${tok} in the log`);
+      for (const tok of [TOKEN, encodeURIComponent(TOKEN), 'stranger-guess-987654'])
+        assert.ok(!text.includes(tok), `${tok} in the log`);
     } finally {
       await t.close();
     }

@@ -10,7 +10,11 @@ import { withPassword } from '../../../store/connect.ts';
 test('DATABASE_PASSWORD sets store.password, taken as it is', () => {
   const dir = mkdtempSync(join(tmpdir(), 'store-password-'));
   try {
-    const { config, overrides } = loadConfig({ argv: [], env: { DATABASE_URL: 'postgres://app@db:5432/x', DATABASE_PASSWORD: 'a@b/c:d%e f' }, cwd: dir });
+    const { config, overrides } = loadConfig({
+      argv: [],
+      env: { DATABASE_URL: 'postgres://app@db:5432/x', DATABASE_PASSWORD: 'a@b/c:d%e f' },
+      cwd: dir,
+    });
     assert.equal(config.store.password, 'a@b/c:d%e f');
     assert.deepEqual(overrides.sort(), ['DATABASE_PASSWORD', 'DATABASE_URL']);
   } finally {

@@ -33,7 +33,9 @@ async function promisesPerQuery(db: Kysely<T>, n: number): Promise<number> {
   });
   hook.enable();
   try {
-    await Promise.all(Array.from({ length: n }, (_, i) => db.selectFrom('t').selectAll().where('id', '=', i).execute()));
+    await Promise.all(
+      Array.from({ length: n }, (_, i) => db.selectFrom('t').selectAll().where('id', '=', i).execute()),
+    );
   } finally {
     hook.disable();
   }
@@ -52,7 +54,7 @@ test('n queries queued at once cost each the same as a few: the connection is ha
   }
 });
 
-test('a transaction\'s statements are not interleaved with queries queued meanwhile', async () => {
+test("a transaction's statements are not interleaved with queries queued meanwhile", async () => {
   const { db } = await memoryDb();
   try {
     const seen: string[] = [];
@@ -91,7 +93,11 @@ test('each query shape is prepared once; the kept statements are bounded', async
   assert.equal(prepared.filter((s) => s.startsWith('select * from t where id')).length, 1);
   for (let i = 0; i < 6; i++) cache.prepare(`select ${i} from t`).all([]);
   cache.prepare('select * from t where id = ?').all([1]);
-  assert.equal(prepared.filter((s) => s.startsWith('select * from t where id')).length, 2, 'dropped past the bound, prepared again');
+  assert.equal(
+    prepared.filter((s) => s.startsWith('select * from t where id')).length,
+    2,
+    'dropped past the bound, prepared again',
+  );
   cache.close();
   assert.equal(handle.open, false);
 });

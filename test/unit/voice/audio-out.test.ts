@@ -26,11 +26,28 @@ const noMedia: SessionMedia = {
   close: unused,
 };
 
-function rig(stopMarginMs: number): { out: AudioOut; sent: Sent[]; clock: ManualClock; ac: AbortController; t0: number } {
+function rig(stopMarginMs: number): {
+  out: AudioOut;
+  sent: Sent[];
+  clock: ManualClock;
+  ac: AbortController;
+  t0: number;
+} {
   const clock = new ManualClock();
   const { channel, sent, t0 } = timedChannel(clock);
   const ac = new AbortController();
-  const out = new AudioOut({ channel, sessionId: 's', media: noMedia, frameMs: 60, preBufferFrames: 3, sendAheadMs: 600, stopMarginMs, signal: ac.signal, log: silentLogger, clock });
+  const out = new AudioOut({
+    channel,
+    sessionId: 's',
+    media: noMedia,
+    frameMs: 60,
+    preBufferFrames: 3,
+    sendAheadMs: 600,
+    stopMarginMs,
+    signal: ac.signal,
+    log: silentLogger,
+    clock,
+  });
   return { out, sent, clock, ac, t0 };
 }
 
@@ -43,12 +60,18 @@ test('tts stop goes out when the device has played the last frame, plus the marg
   await clock.run(out.playPackets('Hello.', packets(20)), 'play');
   await clock.run(out.finish(), 'finish');
   ac.abort();
-  assert.deepEqual(sent.slice(0, 2), [{ what: 'tts start', at: 0 }, { what: 'tts sentence_start', at: 0 }]);
+  assert.deepEqual(sent.slice(0, 2), [
+    { what: 'tts start', at: 0 },
+    { what: 'tts sentence_start', at: 0 },
+  ]);
   const frames = sent.filter((s) => s.what === 'frame');
   assert.equal(frames.length, 20);
   // 20 frames of 60 ms from an empty device queue: played out at 1200 ms; the margin makes 1500.
   assert.deepEqual(sent.at(-1), { what: 'tts stop', at: 20 * 60 + 300 });
-  assert.ok((frames.at(-1) as Sent).at < 20 * 60 - 600, 'the last frame went out a full send-ahead before its play-out');
+  assert.ok(
+    (frames.at(-1) as Sent).at < 20 * 60 - 600,
+    'the last frame went out a full send-ahead before its play-out',
+  );
 });
 
 test('an abort while waiting for play-out sends tts stop at once', async () => {

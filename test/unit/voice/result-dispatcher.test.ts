@@ -27,7 +27,13 @@ function result(r: Partial<ToolResult>): ToolResult {
 
 describe('mediaOf', () => {
   test('a link title of any size becomes a label of at most 80 characters', () => {
-    const [item] = mediaOf(result({ resources: NO_SOURCE, content: [{ type: 'resource_link', uri: 'x://t.mp3', name: 't', title: 'long '.repeat(20_000) }] }), OPTS);
+    const [item] = mediaOf(
+      result({
+        resources: NO_SOURCE,
+        content: [{ type: 'resource_link', uri: 'x://t.mp3', name: 't', title: 'long '.repeat(20_000) }],
+      }),
+      OPTS,
+    );
     assert.ok(item, 'the link is media');
     assert.equal(item.label.length, 80);
     assert.ok(item.label.endsWith('…'));
@@ -59,18 +65,35 @@ describe('mediaOf', () => {
   });
 
   test('links are audio by MIME type, else by an audio extension in the uri, description or name', () => {
-    const link = (l: Record<string, string>): ToolResult => result({ resources: NO_SOURCE, content: [{ type: 'resource_link', uri: 'x://a', ...l }] });
+    const link = (l: Record<string, string>): ToolResult =>
+      result({ resources: NO_SOURCE, content: [{ type: 'resource_link', uri: 'x://a', ...l }] });
     assert.equal(mediaOf(link({ mimeType: 'audio/ogg' }), OPTS).length, 1);
-    assert.equal(mediaOf(link({ mimeType: 'text/plain', name: 'song.mp3' }), OPTS).length, 0, 'a MIME type wins over the name');
+    assert.equal(
+      mediaOf(link({ mimeType: 'text/plain', name: 'song.mp3' }), OPTS).length,
+      0,
+      'a MIME type wins over the name',
+    );
     assert.equal(mediaOf(link({ uri: 'x://b/song.flac' }), OPTS).length, 1);
     assert.equal(mediaOf(link({ description: 'http://h/a.opus?x=1' }), OPTS).length, 1);
     assert.equal(mediaOf(link({ name: 'notes.txt' }), OPTS).length, 0);
   });
 
   test('nothing plays from an error result, from embedded text, or from a link without a source to read it', () => {
-    assert.deepEqual(mediaOf(result({ isError: true, content: [{ type: 'audio', data: b64, mimeType: 'audio/wav' }] }), OPTS), []);
-    assert.deepEqual(mediaOf(result({ content: [{ type: 'resource', resource: { uri: 'x://t', mimeType: 'audio/wav', text: 'words' } }] }), OPTS), []);
-    assert.deepEqual(mediaOf(result({ content: [{ type: 'resource_link', uri: 'x://a.mp3', mimeType: 'audio/mpeg' }] }), OPTS), []);
+    assert.deepEqual(
+      mediaOf(result({ isError: true, content: [{ type: 'audio', data: b64, mimeType: 'audio/wav' }] }), OPTS),
+      [],
+    );
+    assert.deepEqual(
+      mediaOf(
+        result({ content: [{ type: 'resource', resource: { uri: 'x://t', mimeType: 'audio/wav', text: 'words' } }] }),
+        OPTS,
+      ),
+      [],
+    );
+    assert.deepEqual(
+      mediaOf(result({ content: [{ type: 'resource_link', uri: 'x://a.mp3', mimeType: 'audio/mpeg' }] }), OPTS),
+      [],
+    );
   });
 });
 
@@ -108,7 +131,10 @@ describe('the round decision the dispatcher returns, for each kind of result', (
     return { ctx, events, samples };
   }
   const d = createResultDispatcher({ ...OPTS, pageSize: 4096, playbackError: (l) => `Could not play ${l}.` });
-  const call = (r: ToolResult, name = 't'): ToolCallResult => ({ call: { id: name, name, arguments: '{}' }, result: r });
+  const call = (r: ToolResult, name = 't'): ToolCallResult => ({
+    call: { id: name, name, arguments: '{}' },
+    result: r,
+  });
   const text = (t: string): ToolResult['content'][number] => ({ type: 'text', text: t });
 
   test('text, images, non-audio links and errors go back to the model, and nothing plays or is said', async () => {
@@ -116,7 +142,12 @@ describe('the round decision the dispatcher returns, for each kind of result', (
     const results = [
       call(result({ content: [text('21 degrees')] })),
       call(result({ content: [{ type: 'image', data: b64, mimeType: 'image/png' }] })),
-      call(result({ resources: NO_SOURCE, content: [{ type: 'resource_link', uri: 'x://notes.txt', mimeType: 'text/plain' }] })),
+      call(
+        result({
+          resources: NO_SOURCE,
+          content: [{ type: 'resource_link', uri: 'x://notes.txt', mimeType: 'text/plain' }],
+        }),
+      ),
       call(result({ isError: true, content: [{ type: 'audio', data: b64, mimeType: 'audio/wav' }] })),
     ];
     assert.deepEqual(await d.dispatch(results, ctx), { next: 'observe' });
@@ -125,20 +156,51 @@ describe('the round decision the dispatcher returns, for each kind of result', (
 
   test("final and noFurtherResponse end the turn with the flagged results' text to say; silenceLLM ends it with nothing; nothing is said here", async () => {
     const { ctx, events } = context();
-    assert.deepEqual(await d.dispatch([call(result({ action: { final: true }, content: [text('Bye.')] })), call(result({ content: [text('not flagged')] }))], ctx), {
+    assert.deepEqual(
+      await d.dispatch(
+        [
+          call(result({ action: { final: true }, content: [text('Bye.')] })),
+          call(result({ content: [text('not flagged')] })),
+        ],
+        ctx,
+      ),
+      {
+        next: 'end',
+        reason: 'final',
+        say: 'Bye.',
+      },
+    );
+    assert.deepEqual(
+      await d.dispatch([call(result({ action: { noFurtherResponse: true }, content: [text('Done.')] }))], ctx),
+      { next: 'end', reason: 'no_further_response', say: 'Done.' },
+    );
+    assert.deepEqual(await d.dispatch([call(result({ action: { noFurtherResponse: true } }))], ctx), {
       next: 'end',
-      reason: 'final',
-      say: 'Bye.',
-    });
-    assert.deepEqual(await d.dispatch([call(result({ action: { noFurtherResponse: true }, content: [text('Done.')] }))], ctx), { next: 'end', reason: 'no_further_response', say: 'Done.' });
-    assert.deepEqual(await d.dispatch([call(result({ action: { noFurtherResponse: true } }))], ctx), { next: 'end', reason: 'no_further_response', say: '' });
-    assert.deepEqual(await d.dispatch([call(result({ action: { final: true }, content: [text('Bye.')] })), call(result({ action: { silenceLLM: true }, content: [text('hush')] }))], ctx), {
-      next: 'end',
-      reason: 'silence',
+      reason: 'no_further_response',
       say: '',
     });
     assert.deepEqual(
-      await d.dispatch([call(result({ action: { noFurtherResponse: true }, content: [text('One.')] })), call(result({ action: { final: true }, content: [text('Two.')] }))], ctx),
+      await d.dispatch(
+        [
+          call(result({ action: { final: true }, content: [text('Bye.')] })),
+          call(result({ action: { silenceLLM: true }, content: [text('hush')] })),
+        ],
+        ctx,
+      ),
+      {
+        next: 'end',
+        reason: 'silence',
+        say: '',
+      },
+    );
+    assert.deepEqual(
+      await d.dispatch(
+        [
+          call(result({ action: { noFurtherResponse: true }, content: [text('One.')] })),
+          call(result({ action: { final: true }, content: [text('Two.')] })),
+        ],
+        ctx,
+      ),
       { next: 'end', reason: 'final', say: 'One.\nTwo.' },
       'final wins over noFurtherResponse; both results are said',
     );
@@ -148,7 +210,17 @@ describe('the round decision the dispatcher returns, for each kind of result', (
   test('audio content is played after the words so far, and ends the turn (over a final flag, whose text is not said)', async () => {
     const { ctx, events, samples } = context();
     const wav = WAV.toString('base64');
-    const decision = await d.dispatch([call(result({ action: { final: true }, content: [text('Bye.'), { type: 'audio', data: wav, mimeType: 'audio/wav' }] }))], ctx);
+    const decision = await d.dispatch(
+      [
+        call(
+          result({
+            action: { final: true },
+            content: [text('Bye.'), { type: 'audio', data: wav, mimeType: 'audio/wav' }],
+          }),
+        ),
+      ],
+      ctx,
+    );
     assert.deepEqual(decision, { next: 'played', said: [] });
     assert.deepEqual(events, ['flush', 'play ♪ audio']);
     assert.ok(Math.abs((samples[0] ?? 0) - 9600) < 320, `600 ms at 16 kHz played: ${samples[0]} samples`);
@@ -158,8 +230,17 @@ describe('the round decision the dispatcher returns, for each kind of result', (
     const srv = await startPagedServer({ style: 'template', files: { [WAV_URL]: WAV } });
     servers.push(srv);
     const { ctx, events, samples } = context();
-    const link: ResourceLinkContent = { type: 'resource_link', uri: 'resource://read_from_http', name: 'Tone', description: WAV_URL, mimeType: 'audio/wav' };
-    assert.deepEqual(await d.dispatch([call(result({ resources: srv.source, content: [link] }))], ctx), { next: 'played', said: [] });
+    const link: ResourceLinkContent = {
+      type: 'resource_link',
+      uri: 'resource://read_from_http',
+      name: 'Tone',
+      description: WAV_URL,
+      mimeType: 'audio/wav',
+    };
+    assert.deepEqual(await d.dispatch([call(result({ resources: srv.source, content: [link] }))], ctx), {
+      next: 'played',
+      said: [],
+    });
     assert.deepEqual(events, ['flush', 'play ♪ Tone']);
     assert.equal(srv.served.length, Math.ceil(WAV.length / 4096), `${WAV.length} bytes in pages of 4096`);
     assert.ok(Math.abs((samples[0] ?? 0) - 9600) < 320, `600 ms at 16 kHz played: ${samples[0]} samples`);
@@ -169,7 +250,16 @@ describe('the round decision the dispatcher returns, for each kind of result', (
     const { ctx, events } = context();
     const junk = randomBytes(4096).toString('base64');
     const decision = await d.dispatch(
-      [call(result({ content: [{ type: 'resource', resource: { uri: 'x://clips/broken.wav', mimeType: 'audio/wav', blob: junk } }, { type: 'audio', data: WAV.toString('base64'), mimeType: 'audio/wav' }] }))],
+      [
+        call(
+          result({
+            content: [
+              { type: 'resource', resource: { uri: 'x://clips/broken.wav', mimeType: 'audio/wav', blob: junk } },
+              { type: 'audio', data: WAV.toString('base64'), mimeType: 'audio/wav' },
+            ],
+          }),
+        ),
+      ],
       ctx,
     );
     assert.deepEqual(decision, { next: 'played', said: ['Could not play broken.wav.'] });

@@ -36,7 +36,12 @@ test('a typed turn is timed on the injected clock: first sentence and frame at t
       yield { type: 'done', finishReason: 'stop' };
     },
   };
-  const tts: MediaWorkerTts = { name: 'espeak', synthesis: 'media-worker', voice: { voice: 'en-us' }, close: async () => {} };
+  const tts: MediaWorkerTts = {
+    name: 'espeak',
+    synthesis: 'media-worker',
+    voice: { voice: 'en-us' },
+    close: async () => {},
+  };
   const media: SessionMedia = {
     uplinkSampleRate: 16000,
     uplinkFrameSamples: 960,
@@ -50,14 +55,31 @@ test('a typed turn is timed on the injected clock: first sentence and frame at t
     onLost: () => {},
     close: async () => {},
   };
-  const deps: VoiceDeps = { config, log: silentLogger, media: { open: unused, stats: unused, close: unused } as unknown as VoiceDeps['media'], asr: { transcribe: unused, close: async () => {} } as unknown as VoiceDeps['asr'], tts, llm, toolsFor: unused, clock };
+  const deps: VoiceDeps = {
+    config,
+    log: silentLogger,
+    media: { open: unused, stats: unused, close: unused } as unknown as VoiceDeps['media'],
+    asr: { transcribe: unused, close: async () => {} } as unknown as VoiceDeps['asr'],
+    tts,
+    llm,
+    toolsFor: unused,
+    clock,
+  };
   const { channel, sent, t0 } = timedChannel(clock);
   const tools: ToolSource = { listTools: async () => [], callTool: unused };
   const state: StateControl = { current: 'listening', mode: 'auto', apply: () => null };
   const turn = new Turn(
     {
       deps,
-      info: { sessionId: 's1', deviceId: null, clientId: null, protocolVersion: 1, uplink: { sampleRate: 16000, frameDurationMs: 60 }, downlink: { sampleRate: 24000, frameDurationMs: 60 }, features: { mcp: false, aec: false } },
+      info: {
+        sessionId: 's1',
+        deviceId: null,
+        clientId: null,
+        protocolVersion: 1,
+        uplink: { sampleRate: 16000, frameDurationMs: 60 },
+        downlink: { sampleRate: 24000, frameDurationMs: 60 },
+        features: { mcp: false, aec: false },
+      },
       channel,
       log: silentLogger,
       media,
@@ -81,5 +103,8 @@ test('a typed turn is timed on the injected clock: first sentence and frame at t
   // The last thing the turn does is wait for the device's play-out before `tts stop`.
   assert.equal(timings.totalMs, stop.at);
   assert.equal(timings.totalMs, end);
-  assert.ok(timings.totalMs >= MODEL_DELAY_MS + FRAMES * 60, `the ${FRAMES} frames are played out before the turn ends: ${timings.totalMs} ms`);
+  assert.ok(
+    timings.totalMs >= MODEL_DELAY_MS + FRAMES * 60,
+    `the ${FRAMES} frames are played out before the turn ends: ${timings.totalMs} ms`,
+  );
 });

@@ -7,7 +7,16 @@ import { endpointPanel } from './mcp-endpoint.js';
 /** Text-like settings: `path` in the settings, its label, the input kind. */
 const FIELDS = [
   { path: ['systemPrompt'], label: 'Prompt (the role)', kind: 'textarea' },
-  { path: ['language'], label: 'Language', kind: 'select', options: [['', 'server default'], ['en', 'English'], ['zh', 'Chinese']] },
+  {
+    path: ['language'],
+    label: 'Language',
+    kind: 'select',
+    options: [
+      ['', 'server default'],
+      ['en', 'English'],
+      ['zh', 'Chinese'],
+    ],
+  },
   { path: ['greeting'], label: 'Greeting', kind: 'text' },
   { path: ['timeZone'], label: 'Time zone (e.g. Europe/Berlin)', kind: 'text' },
   { path: ['llm', 'model'], label: 'Model', kind: 'text' },
@@ -19,11 +28,27 @@ const get = (obj, path) => path.reduce((o, k) => (o && typeof o === 'object' ? o
 const fieldName = (path) => path.join('-');
 
 function input(field, value) {
-  const attrs = { name: fieldName(field.path), id: `f-${fieldName(field.path)}-${Math.random().toString(36).slice(2, 8)}` };
+  const attrs = {
+    name: fieldName(field.path),
+    id: `f-${fieldName(field.path)}-${Math.random().toString(36).slice(2, 8)}`,
+  };
   let el;
   if (field.kind === 'textarea') el = h('textarea', { ...attrs, rows: 5 }, value ?? '');
-  else if (field.kind === 'select') el = h('select', attrs, field.options.map(([v, label]) => h('option', { value: v, selected: (value ?? '') === v }, label)));
-  else el = h('input', { ...attrs, type: field.kind === 'number' ? 'number' : field.kind, step: field.kind === 'number' ? '0.1' : undefined, min: field.kind === 'number' ? 0 : undefined, max: field.kind === 'number' ? 2 : undefined, value: value ?? '' });
+  else if (field.kind === 'select')
+    el = h(
+      'select',
+      attrs,
+      field.options.map(([v, label]) => h('option', { value: v, selected: (value ?? '') === v }, label)),
+    );
+  else
+    el = h('input', {
+      ...attrs,
+      type: field.kind === 'number' ? 'number' : field.kind,
+      step: field.kind === 'number' ? '0.1' : undefined,
+      min: field.kind === 'number' ? 0 : undefined,
+      max: field.kind === 'number' ? 2 : undefined,
+      value: value ?? '',
+    });
   return h('label', { for: attrs.id, class: 'field' }, field.label, el);
 }
 
@@ -85,14 +110,38 @@ function voiceFields(tts, ttsKeySet) {
   const openai = h(
     'div',
     { class: 'openai-tts', hidden: provider !== 'openai' },
-    h('label', { class: 'field' }, 'Voice base URL', h('input', { name: 'tts-baseURL', type: 'url', value: tts?.baseURL ?? '' })),
-    h('label', { class: 'field' }, 'Voice model', h('input', { name: 'tts-model', type: 'text', value: tts?.model ?? '' })),
-    h('label', { class: 'field' }, 'Voice API key', h('input', { name: 'tts-apiKey', type: 'password', autocomplete: 'off', placeholder: ttsKeySet ? 'set: leave empty to keep' : 'not set' })),
+    h(
+      'label',
+      { class: 'field' },
+      'Voice base URL',
+      h('input', { name: 'tts-baseURL', type: 'url', value: tts?.baseURL ?? '' }),
+    ),
+    h(
+      'label',
+      { class: 'field' },
+      'Voice model',
+      h('input', { name: 'tts-model', type: 'text', value: tts?.model ?? '' }),
+    ),
+    h(
+      'label',
+      { class: 'field' },
+      'Voice API key',
+      h('input', {
+        name: 'tts-apiKey',
+        type: 'password',
+        autocomplete: 'off',
+        placeholder: ttsKeySet ? 'set: leave empty to keep' : 'not set',
+      }),
+    ),
   );
   const select = h(
     'select',
     { name: 'tts-provider' },
-    [['', 'server default'], ['espeak', 'embedded (espeak-ng)'], ['openai', 'OpenAI-compatible']].map(([v, label]) => h('option', { value: v, selected: provider === v }, label)),
+    [
+      ['', 'server default'],
+      ['espeak', 'embedded (espeak-ng)'],
+      ['openai', 'OpenAI-compatible'],
+    ].map(([v, label]) => h('option', { value: v, selected: provider === v }, label)),
   );
   select.addEventListener('change', () => {
     openai.hidden = select.value !== 'openai';
@@ -102,7 +151,17 @@ function voiceFields(tts, ttsKeySet) {
     { class: 'voice' },
     h('legend', {}, 'Voice'),
     h('label', { class: 'field' }, 'Speech provider', select),
-    h('label', { class: 'field' }, 'Voice name', h('input', { name: 'tts-voice', type: 'text', value: tts?.voice ?? '', placeholder: 'en-us, cmn-latn-pinyin, alloy…' })),
+    h(
+      'label',
+      { class: 'field' },
+      'Voice name',
+      h('input', {
+        name: 'tts-voice',
+        type: 'text',
+        value: tts?.voice ?? '',
+        placeholder: 'en-us, cmn-latn-pinyin, alloy…',
+      }),
+    ),
     openai,
   );
 }
@@ -113,15 +172,41 @@ function agentForm(agent, done) {
   const form = h(
     'form',
     { class: 'agent-form' },
-    agent ? null : h('label', { class: 'field' }, 'Name', h('input', { name: 'name', type: 'text', required: true, pattern: '[A-Za-z0-9][A-Za-z0-9_.\\-]*', maxlength: 64, placeholder: 'kitchen' })),
+    agent
+      ? null
+      : h(
+          'label',
+          { class: 'field' },
+          'Name',
+          h('input', {
+            name: 'name',
+            type: 'text',
+            required: true,
+            pattern: '[A-Za-z0-9][A-Za-z0-9_.\\-]*',
+            maxlength: 64,
+            placeholder: 'kitchen',
+          }),
+        ),
     FIELDS.map((f) => input(f, get(settings, f.path))),
     h(
       'label',
       { class: 'field' },
       'Model API key',
-      h('input', { name: 'llm-apiKey', type: 'password', autocomplete: 'off', placeholder: agent?.apiKeySet ? 'set: leave empty to keep' : 'not set' }),
+      h('input', {
+        name: 'llm-apiKey',
+        type: 'password',
+        autocomplete: 'off',
+        placeholder: agent?.apiKeySet ? 'set: leave empty to keep' : 'not set',
+      }),
     ),
-    agent?.apiKeySet ? h('label', { class: 'check' }, h('input', { type: 'checkbox', name: 'llm-apiKey-remove' }), ' remove the stored key') : null,
+    agent?.apiKeySet
+      ? h(
+          'label',
+          { class: 'check' },
+          h('input', { type: 'checkbox', name: 'llm-apiKey-remove' }),
+          ' remove the stored key',
+        )
+      : null,
     voiceFields(settings.tts, agent?.ttsApiKeySet),
     h('div', { class: 'row' }, h('button', { type: 'submit', class: 'btn primary' }, agent ? 'Save' : 'Create agent')),
   );
@@ -152,13 +237,19 @@ function agentForm(agent, done) {
 
 function summary(a) {
   const s = a.settings;
-  const bits = [s.language ?? 'default language', s.llm?.model ?? 'default model', s.tts?.voice ? `voice ${s.tts.voice}` : 'default voice', a.apiKeySet ? 'key set' : null].filter(Boolean);
+  const bits = [
+    s.language ?? 'default language',
+    s.llm?.model ?? 'default model',
+    s.tts?.voice ? `voice ${s.tts.voice}` : 'default voice',
+    a.apiKeySet ? 'key set' : null,
+  ].filter(Boolean);
   return h('p', { class: 'facts' }, bits.join(' · '));
 }
 
 export function renderAgents(root, agents, done) {
   const create = h('details', { class: 'card create' }, h('summary', {}, 'New agent'), agentForm(undefined, done));
-  fill(root,
+  fill(
+    root,
     h('h2', {}, 'Agents'),
     h('p', { class: 'muted' }, "What an agent leaves empty comes from the server's configuration (the default agent)."),
     create,

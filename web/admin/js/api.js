@@ -39,23 +39,27 @@ export const signIn = (token) => api('POST', '/session', { token });
 export const signOut = () => api('DELETE', '/session');
 export const whoAmI = () => api('GET', '/session');
 export const listDevices = () => api('GET', '/devices').then((r) => r.devices);
-export const bindDevice = (code, agent, alias) => api('POST', '/devices/bind', { code, ...(agent ? { agent } : {}), ...(alias ? { alias } : {}) });
+export const bindDevice = (code, agent, alias) =>
+  api('POST', '/devices/bind', { code, ...(agent ? { agent } : {}), ...(alias ? { alias } : {}) });
 export const updateDevice = (deviceId, patch) => api('PATCH', `/devices/${encodeURIComponent(deviceId)}`, patch);
 export const revokeDevice = (deviceId) => api('DELETE', `/devices/${encodeURIComponent(deviceId)}`);
 export const deviceHistory = (deviceId) => api('GET', `/devices/${encodeURIComponent(deviceId)}/history`);
 export const deviceMemory = (deviceId) => api('GET', `/devices/${encodeURIComponent(deviceId)}/memory`);
 export const deleteDeviceMemory = (deviceId) => api('DELETE', `/devices/${encodeURIComponent(deviceId)}/memory`);
 /** Gives one Client-Id's memory (null: the unassigned rows) to another Client-Id of the device. */
-export const moveDeviceMemory = (deviceId, from, to) => api('POST', `/devices/${encodeURIComponent(deviceId)}/memory/move`, { from, to });
+export const moveDeviceMemory = (deviceId, from, to) =>
+  api('POST', `/devices/${encodeURIComponent(deviceId)}/memory/move`, { from, to });
 export const deviceReminders = (deviceId) => api('GET', `/devices/${encodeURIComponent(deviceId)}/reminders`);
-export const cancelDeviceReminder = (deviceId, id) => api('DELETE', `/devices/${encodeURIComponent(deviceId)}/reminders/${id}`);
+export const cancelDeviceReminder = (deviceId, id) =>
+  api('DELETE', `/devices/${encodeURIComponent(deviceId)}/reminders/${id}`);
 /** Speaks a text on the device; resolves to the outcome, also when it was queued or refused. */
 export async function sayOnDevice(deviceId, text) {
   try {
     return await api('POST', `/devices/${encodeURIComponent(deviceId)}/say`, { text });
   } catch (err) {
     // Refusals (404 unknown, 409 offline, 429 rate) carry the outcome: only the status is known here.
-    if (err instanceof ApiError && [404, 409, 429].includes(err.status)) return { status: 'refused', reason: { 404: 'unknown_device', 409: 'offline', 429: 'rate_limited' }[err.status] };
+    if (err instanceof ApiError && [404, 409, 429].includes(err.status))
+      return { status: 'refused', reason: { 404: 'unknown_device', 409: 'offline', 429: 'rate_limited' }[err.status] };
     throw err;
   }
 }

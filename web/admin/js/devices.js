@@ -22,13 +22,24 @@ function facts(d) {
 /** The pending tab. `done(message)` refreshes the console after a change. */
 export function renderPending(root, devices, agents, done) {
   const pending = devices.filter((d) => d.state === 'pending');
-  fill(root,
+  fill(
+    root,
     h('h2', {}, 'Pending devices'),
     pending.length === 0
-      ? h('p', { class: 'empty' }, 'No device is waiting. A new device speaks a 6-digit code after it starts; it appears here.')
+      ? h(
+          'p',
+          { class: 'empty' },
+          'No device is waiting. A new device speaks a 6-digit code after it starts; it appears here.',
+        )
       : pending.map((d) => {
           const agent = agentSelect(agents, null, { 'aria-label': 'Agent', class: 'agent' });
-          const alias = h('input', { type: 'text', placeholder: 'Name (optional)', 'aria-label': 'Name', maxlength: 64, class: 'alias' });
+          const alias = h('input', {
+            type: 'text',
+            placeholder: 'Name (optional)',
+            'aria-label': 'Name',
+            maxlength: 64,
+            class: 'alias',
+          });
           const bind = h('button', { type: 'button', class: 'btn primary bind' }, 'Bind');
           bind.addEventListener('click', async () => {
             bind.disabled = true;
@@ -54,12 +65,20 @@ export function renderPending(root, devices, agents, done) {
 /** The devices tab: every bound (and seen) device. */
 export function renderDevices(root, devices, agents, done) {
   const shown = devices.filter((d) => d.state !== 'pending');
-  fill(root,
+  fill(
+    root,
     h('h2', {}, 'Devices'),
     shown.length === 0
       ? h('p', { class: 'empty' }, 'No devices yet.')
       : shown.map((d) => {
-          const alias = h('input', { type: 'text', value: d.alias ?? '', placeholder: 'Name', 'aria-label': 'Name', maxlength: 64, class: 'alias' });
+          const alias = h('input', {
+            type: 'text',
+            value: d.alias ?? '',
+            placeholder: 'Name',
+            'aria-label': 'Name',
+            maxlength: 64,
+            class: 'alias',
+          });
           const save = h('button', { type: 'button', class: 'btn rename' }, 'Rename');
           save.addEventListener('click', async () => {
             try {
@@ -80,16 +99,27 @@ export function renderDevices(root, devices, agents, done) {
           });
           const revoke =
             d.state === 'bound'
-              ? confirmButton('Revoke', 'Really revoke?', async () => {
-                  try {
-                    await revokeDevice(d.deviceId);
-                    done(`Revoked ${d.alias ?? d.deviceId}.`);
-                  } catch (err) {
-                    done(err.message, true);
-                  }
-                }, { class: 'btn danger revoke' })
+              ? confirmButton(
+                  'Revoke',
+                  'Really revoke?',
+                  async () => {
+                    try {
+                      await revokeDevice(d.deviceId);
+                      done(`Revoked ${d.alias ?? d.deviceId}.`);
+                    } catch (err) {
+                      done(err.message, true);
+                    }
+                  },
+                  { class: 'btn danger revoke' },
+                )
               : h('span', { class: 'muted' }, 'not bound');
-          const text = h('input', { type: 'text', placeholder: 'Something to say', 'aria-label': 'Text to say', maxlength: 500, class: 'say-text' });
+          const text = h('input', {
+            type: 'text',
+            placeholder: 'Something to say',
+            'aria-label': 'Text to say',
+            maxlength: 500,
+            class: 'say-text',
+          });
           const sayBtn = h('button', { type: 'button', class: 'btn say' }, 'Say');
           sayBtn.addEventListener('click', async () => {
             if (!text.value.trim()) return;
@@ -107,7 +137,10 @@ export function renderDevices(root, devices, agents, done) {
                 text.value = '';
                 done(told);
               } else {
-                done(`Not said: ${o.reason === 'offline' ? `${name} is offline` : o.reason === 'rate_limited' ? 'too many messages, try again later' : o.reason}.`, true);
+                done(
+                  `Not said: ${o.reason === 'offline' ? `${name} is offline` : o.reason === 'rate_limited' ? 'too many messages, try again later' : o.reason}.`,
+                  true,
+                );
               }
             } catch (err) {
               done(err.message, true);
@@ -119,7 +152,11 @@ export function renderDevices(root, devices, agents, done) {
             h(
               'h3',
               {},
-              h('span', { class: `dot ${d.online ? 'on' : 'off'}`, title: d.online ? 'online' : 'offline', 'aria-label': d.online ? 'online' : 'offline' }),
+              h('span', {
+                class: `dot ${d.online ? 'on' : 'off'}`,
+                title: d.online ? 'online' : 'offline',
+                'aria-label': d.online ? 'online' : 'offline',
+              }),
               d.alias ?? d.deviceId,
             ),
             facts(d),

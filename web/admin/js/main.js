@@ -38,7 +38,11 @@ async function refresh(force = false) {
   const tab = $(`tab-${current}`);
   if (!force && (editing(tab) || current === 'agents')) return;
   try {
-    const [devices, agents, sessions] = await Promise.all([listDevices(), listAgents(), current === 'online' ? listSessions() : Promise.resolve([])]);
+    const [devices, agents, sessions] = await Promise.all([
+      listDevices(),
+      listAgents(),
+      current === 'online' ? listSessions() : Promise.resolve([]),
+    ]);
     const pending = devices.filter((d) => d.state === 'pending').length;
     $('pending-count').textContent = pending ? String(pending) : '';
     // Redraw only when something changed, so a poll does not reset a half-made choice.
@@ -95,4 +99,7 @@ for (const t of TABS) document.querySelector(`[data-tab="${t}"]`).addEventListen
 onSignedOut(() => showSignIn('Signed out: sign in again.'));
 
 // A refusal (by origin: the message says what to set) is shown above the sign-in form.
-whoAmI().then((r) => (r.signedIn ? showConsole() : showSignIn()), (err) => showSignIn(err.status === 403 ? err.message : ''));
+whoAmI().then(
+  (r) => (r.signedIn ? showConsole() : showSignIn()),
+  (err) => showSignIn(err.status === 403 ? err.message : ''),
+);

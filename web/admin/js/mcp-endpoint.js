@@ -18,7 +18,13 @@ async function copy(text, button) {
 }
 
 function urlRow(url) {
-  const field = h('input', { type: 'text', readonly: true, value: url, class: 'endpoint-url', 'aria-label': 'MCP endpoint URL' });
+  const field = h('input', {
+    type: 'text',
+    readonly: true,
+    value: url,
+    class: 'endpoint-url',
+    'aria-label': 'MCP endpoint URL',
+  });
   const button = h('button', { type: 'button', class: 'btn copy' }, 'Copy');
   button.addEventListener('click', () => void copy(url, button));
   return h('div', { class: 'row endpoint' }, field, button);
@@ -44,15 +50,32 @@ function bridgeList(bridges) {
 /** The panel for agent `name`; loads its state when opened. `done(message, isError)` reports. */
 export function endpointPanel(name, done) {
   const body = h('div', { class: 'endpoint-body' }, h('p', { class: 'muted' }, 'Loading…'));
-  const panel = h('details', { class: 'mcp-endpoint', 'data-agent': name }, h('summary', {}, 'MCP endpoint (your own tools)'), body);
+  const panel = h(
+    'details',
+    { class: 'mcp-endpoint', 'data-agent': name },
+    h('summary', {}, 'MCP endpoint (your own tools)'),
+    body,
+  );
   let fresh;
 
   const render = (st) => {
     const created = fresh
       ? [h('p', {}, 'Paste this URL into your bridge (MCP_ENDPOINT). It is shown only now:'), urlRow(fresh)]
       : st.enabled
-        ? [h('p', { class: 'muted' }, `A token exists (made ${ago(st.tokenCreatedAt)}). Its URL was shown when it was made; rotate to get a new one. Endpoint: ${st.url}`)]
-        : [h('p', { class: 'muted' }, 'No endpoint yet: create one to connect your own MCP servers (mcp_pipe.py, xiaozhi-client).')];
+        ? [
+            h(
+              'p',
+              { class: 'muted' },
+              `A token exists (made ${ago(st.tokenCreatedAt)}). Its URL was shown when it was made; rotate to get a new one. Endpoint: ${st.url}`,
+            ),
+          ]
+        : [
+            h(
+              'p',
+              { class: 'muted' },
+              'No endpoint yet: create one to connect your own MCP servers (mcp_pipe.py, xiaozhi-client).',
+            ),
+          ];
     const issue = async () => {
       try {
         fresh = (await createMcpEndpoint(name)).url;
@@ -62,7 +85,9 @@ export function endpointPanel(name, done) {
       }
     };
     // Rotating disconnects the bridges on the old URL: asked twice.
-    const make = st.enabled ? confirmButton('Rotate URL', 'Really rotate? Bridges disconnect.', () => void issue()) : h('button', { type: 'button', class: 'btn primary', onclick: () => void issue() }, 'Create endpoint URL');
+    const make = st.enabled
+      ? confirmButton('Rotate URL', 'Really rotate? Bridges disconnect.', () => void issue())
+      : h('button', { type: 'button', class: 'btn primary', onclick: () => void issue() }, 'Create endpoint URL');
     fill(
       body,
       created,

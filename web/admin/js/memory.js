@@ -10,7 +10,8 @@ import { ago, confirmButton, fill, h, lazySection } from './dom.js';
 const opened = new Set();
 
 /** A pair's name on the card. */
-const pairName = (clientId) => (clientId === null ? 'unassigned (kept from before memory was per Client-Id)' : clientId);
+const pairName = (clientId) =>
+  clientId === null ? 'unassigned (kept from before memory was per Client-Id)' : clientId;
 
 /** The pairs holding memory, each but the current one with a move to the current pair. */
 function pairs(deviceId, memory, reload, done) {
@@ -25,17 +26,26 @@ function pairs(deviceId, memory, reload, done) {
           'li',
           { 'data-client': c.clientId ?? '' },
           h('span', { class: 'client-id' }, pairName(c.clientId)),
-          h('span', { class: 'muted' }, ` · ${c.turns} turns, ${c.facts} facts${c.lastAt ? ` · ${ago(c.lastAt)}` : ''}${c.clientId === current ? ' · current' : ''}`),
+          h(
+            'span',
+            { class: 'muted' },
+            ` · ${c.turns} turns, ${c.facts} facts${c.lastAt ? ` · ${ago(c.lastAt)}` : ''}${c.clientId === current ? ' · current' : ''}`,
+          ),
           current && c.clientId !== current
-            ? confirmButton('Move to current', 'Really move?', async () => {
-                try {
-                  await moveDeviceMemory(deviceId, c.clientId, current);
-                  done(`Moved the memory of ${pairName(c.clientId)} to ${current}.`);
-                  reload();
-                } catch (err) {
-                  done(err.message, true);
-                }
-              }, { class: 'btn move-memory' })
+            ? confirmButton(
+                'Move to current',
+                'Really move?',
+                async () => {
+                  try {
+                    await moveDeviceMemory(deviceId, c.clientId, current);
+                    done(`Moved the memory of ${pairName(c.clientId)} to ${current}.`);
+                    reload();
+                  } catch (err) {
+                    done(err.message, true);
+                  }
+                },
+                { class: 'btn move-memory' },
+              )
             : null,
         ),
       ),
@@ -51,22 +61,61 @@ async function load(body, deviceId, done) {
     const empty = history.turns.length === 0 && memory.facts.length === 0 && memory.summaries.length === 0;
     // Which pair a row belongs to is worth showing only when there is more than one.
     const of = (clientId) => (memory.clients.length > 1 ? ` · ${pairName(clientId)}` : '');
-    const remove = confirmButton('Delete memory', 'Really delete?', async () => {
-      try {
-        await deleteDeviceMemory(deviceId);
-        done(`Deleted the memory of ${deviceId}.`);
-        reload();
-      } catch (err) {
-        done(err.message, true);
-      }
-    }, { class: 'btn danger delete-memory' });
-    fill(body,
+    const remove = confirmButton(
+      'Delete memory',
+      'Really delete?',
+      async () => {
+        try {
+          await deleteDeviceMemory(deviceId);
+          done(`Deleted the memory of ${deviceId}.`);
+          reload();
+        } catch (err) {
+          done(err.message, true);
+        }
+      },
+      { class: 'btn danger delete-memory' },
+    );
+    fill(
+      body,
       empty ? h('p', { class: 'empty' }, 'Nothing remembered.') : null,
-      memory.clients.length > 1 || (memory.clients.length === 1 && memory.clients[0].clientId !== memory.currentClientId) ? pairs(deviceId, memory, reload, done) : null,
-      memory.facts.length > 0 ? [h('h4', {}, 'Facts'), h('ul', { class: 'facts-list' }, memory.facts.map((f) => h('li', {}, f.text, h('span', { class: 'muted' }, ` · ${f.agent}${of(f.clientId)}`))))] : null,
-      memory.summaries.map((s) => [h('h4', {}, `Summary (${s.agent}${of(s.clientId)})`), h('p', { class: 'summary' }, s.text)]),
+      memory.clients.length > 1 ||
+        (memory.clients.length === 1 && memory.clients[0].clientId !== memory.currentClientId)
+        ? pairs(deviceId, memory, reload, done)
+        : null,
+      memory.facts.length > 0
+        ? [
+            h('h4', {}, 'Facts'),
+            h(
+              'ul',
+              { class: 'facts-list' },
+              memory.facts.map((f) =>
+                h('li', {}, f.text, h('span', { class: 'muted' }, ` · ${f.agent}${of(f.clientId)}`)),
+              ),
+            ),
+          ]
+        : null,
+      memory.summaries.map((s) => [
+        h('h4', {}, `Summary (${s.agent}${of(s.clientId)})`),
+        h('p', { class: 'summary' }, s.text),
+      ]),
       history.turns.length > 0
-        ? [h('h4', {}, 'Recent turns'), h('ol', { class: 'turns' }, history.turns.slice(-30).map((t) => h('li', { 'data-role': t.role }, h('span', { class: 'muted' }, `${t.role} · ${t.agent}${of(t.clientId)} · ${ago(t.createdAt)}: `), t.text)))]
+        ? [
+            h('h4', {}, 'Recent turns'),
+            h(
+              'ol',
+              { class: 'turns' },
+              history.turns
+                .slice(-30)
+                .map((t) =>
+                  h(
+                    'li',
+                    { 'data-role': t.role },
+                    h('span', { class: 'muted' }, `${t.role} · ${t.agent}${of(t.clientId)} · ${ago(t.createdAt)}: `),
+                    t.text,
+                  ),
+                ),
+            ),
+          ]
         : null,
       empty ? null : h('div', { class: 'row' }, remove),
     );

@@ -3,7 +3,8 @@ import { ago, fill, h } from './dom.js';
 
 export function renderOnline(root, sessions, devices) {
   const alias = new Map(devices.map((d) => [d.deviceId, d.alias]));
-  fill(root,
+  fill(
+    root,
     h('h2', {}, 'Online now'),
     sessions.length === 0
       ? h('p', { class: 'empty' }, 'Nobody is connected.')
@@ -14,8 +15,17 @@ export function renderOnline(root, sessions, devices) {
             h(
               'li',
               { class: 'card session', 'data-device': s.deviceId ?? '' },
-              h('h3', {}, h('span', { class: 'dot on' }), (s.deviceId && alias.get(s.deviceId)) || s.deviceId || 'unknown device'),
-              h('p', { class: 'facts' }, `agent ${s.agent ?? 'default'} · replica ${s.replica} · since ${ago(s.since)}`),
+              h(
+                'h3',
+                {},
+                h('span', { class: 'dot on' }),
+                (s.deviceId && alias.get(s.deviceId)) || s.deviceId || 'unknown device',
+              ),
+              h(
+                'p',
+                { class: 'facts' },
+                `agent ${s.agent ?? 'default'} · replica ${s.replica} · since ${ago(s.since)}`,
+              ),
             ),
           ),
         ),

@@ -17,11 +17,16 @@ export function demoTools(page) {
       description:
         'Provides the real-time information of the device, including the current status of the audio speaker, screen, network, etc.\nUse this tool for: \n1. Answering questions about current condition (e.g. what is the current volume of the audio speaker?)\n2. As the first step to control the device (e.g. turn up / down the volume of the audio speaker, etc.)',
       properties: {},
-      run: () => ({ audio_speaker: { volume: page.getVolume() }, screen: { theme: page.getTheme() }, network: { type: 'websocket', signal: 'strong' } }),
+      run: () => ({
+        audio_speaker: { volume: page.getVolume() },
+        screen: { theme: page.getTheme() },
+        network: { type: 'websocket', signal: 'strong' },
+      }),
     },
     {
       name: 'self.audio_speaker.set_volume',
-      description: 'Set the volume of the audio speaker. If the current volume is unknown, you must call `self.get_device_status` tool first and then call this tool.',
+      description:
+        'Set the volume of the audio speaker. If the current volume is unknown, you must call `self.get_device_status` tool first and then call this tool.',
       properties: { volume: { type: 'integer', minimum: 0, maximum: 100 } },
       run: (args) => {
         page.setVolume(Number(args.volume));
@@ -40,7 +45,8 @@ export function demoTools(page) {
     },
     {
       name: 'self.screen.show_notice',
-      description: 'Show a short text notice on the screen of the device for a few seconds, e.g. a reminder or a number the user asked to see.',
+      description:
+        'Show a short text notice on the screen of the device for a few seconds, e.g. a reminder or a number the user asked to see.',
       properties: { text: { type: 'string' } },
       run: (args) => {
         page.showNotice(String(args.text));

@@ -68,7 +68,11 @@ export class DeviceMcpServer {
     switch (msg.method) {
       case 'initialize':
         this.stats.initialize++;
-        return this.#reply(id, { protocolVersion: '2024-11-05', capabilities: { tools: {} }, serverInfo: this.serverInfo });
+        return this.#reply(id, {
+          protocolVersion: '2024-11-05',
+          capabilities: { tools: {} },
+          serverInfo: this.serverInfo,
+        });
       case 'tools/list':
         return this.#list(id, params);
       case 'tools/call':
@@ -124,20 +128,28 @@ export class DeviceMcpServer {
     for (const [k, p] of Object.entries(tool.properties)) {
       const v = given[k];
       // As the firmware: a value of the wrong JSON type counts as missing.
-      const ok = p.type === 'integer' ? typeof v === 'number' : p.type === 'string' ? typeof v === 'string' : typeof v === 'boolean';
+      const ok =
+        p.type === 'integer'
+          ? typeof v === 'number'
+          : p.type === 'string'
+            ? typeof v === 'string'
+            : typeof v === 'boolean';
       if (ok) args[k] = p.type === 'integer' ? Math.trunc(/** @type {number} */ (v)) : v;
       else if (p.default !== undefined) args[k] = p.default;
       else return this.#error(id, `Missing valid argument: ${k}`);
       if (p.type === 'integer') {
         const n = /** @type {number} */ (args[k]);
-        if (p.minimum !== undefined && n < p.minimum) return this.#error(id, `Value is below minimum allowed: ${p.minimum}`);
-        if (p.maximum !== undefined && n > p.maximum) return this.#error(id, `Value exceeds maximum allowed: ${p.maximum}`);
+        if (p.minimum !== undefined && n < p.minimum)
+          return this.#error(id, `Value is below minimum allowed: ${p.minimum}`);
+        if (p.maximum !== undefined && n > p.maximum)
+          return this.#error(id, `Value exceeds maximum allowed: ${p.maximum}`);
       }
     }
     this.stats.calls++;
     try {
       const r = await tool.run(args);
-      const text = typeof r === 'string' ? r : typeof r === 'boolean' || typeof r === 'number' ? String(r) : JSON.stringify(r);
+      const text =
+        typeof r === 'string' ? r : typeof r === 'boolean' || typeof r === 'number' ? String(r) : JSON.stringify(r);
       this.onCall(tool.name, args, { ok: true, text });
       this.#reply(id, { content: [{ type: 'text', text }], isError: false });
     } catch (err) {

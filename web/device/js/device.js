@@ -123,7 +123,8 @@ export class Device {
     try {
       if (!this.codec) {
         const wc = this.codecPreference !== 'wasm' && (await webCodecsOpusSupported());
-        if (this.codecPreference === 'webcodecs' && !wc) throw new Error('WebCodecs Opus is not available in this browser');
+        if (this.codecPreference === 'webcodecs' && !wc)
+          throw new Error('WebCodecs Opus is not available in this browser');
         this.codec = wc ? 'webcodecs' : 'wasm';
       }
       let ota = await this.#ota();
@@ -149,7 +150,12 @@ export class Device {
       if (this.state !== 'connecting') throw new Error('activation cancelled');
       const res = await fetch(url, {
         method: 'POST',
-        headers: { 'Content-Type': 'application/json', 'Device-Id': this.identity.deviceId, 'Client-Id': this.identity.clientId, 'Activation-Version': '1' },
+        headers: {
+          'Content-Type': 'application/json',
+          'Device-Id': this.identity.deviceId,
+          'Client-Id': this.identity.clientId,
+          'Activation-Version': '1',
+        },
         body: '{}',
       });
       if (res.status === 200) return;
@@ -172,14 +178,21 @@ export class Device {
     try {
       res = await fetch(this.otaUrl, {
         method: 'POST',
-        headers: { 'Content-Type': 'application/json', 'Device-Id': this.identity.deviceId, 'Client-Id': this.identity.clientId, 'Activation-Version': '1' },
+        headers: {
+          'Content-Type': 'application/json',
+          'Device-Id': this.identity.deviceId,
+          'Client-Id': this.identity.clientId,
+          'Activation-Version': '1',
+        },
         body: JSON.stringify(body),
       });
     } catch (err) {
       // A server elsewhere that refuses this page's origin gives it no CORS grant: the browser
       // reports only a network error, so the likely cause is named here.
       const elsewhere = new URL(this.otaUrl, location.href).origin !== location.origin;
-      const hint = elsewhere ? ` (if that server runs, it may refuse pages from ${location.origin}: add "${location.origin}" to its server.allowedOrigins)` : '';
+      const hint = elsewhere
+        ? ` (if that server runs, it may refuse pages from ${location.origin}: add "${location.origin}" to its server.allowedOrigins)`
+        : '';
       throw new Error(`OTA ${this.otaUrl} unreachable: ${err instanceof Error ? err.message : String(err)}${hint}`);
     }
     if (res.status === 403) {
@@ -191,13 +204,18 @@ export class Device {
     const json = await res.json().catch(() => null);
     const ws = json?.websocket;
     if (!ws || typeof ws.url !== 'string' || !ws.url) {
-      throw new Error(json?.mqtt ? 'OTA offers only MQTT; this page speaks WebSocket' : 'OTA response has no websocket.url');
+      throw new Error(
+        json?.mqtt ? 'OTA offers only MQTT; this page speaks WebSocket' : 'OTA response has no websocket.url',
+      );
     }
     const v = Number(ws.version);
     this.protocolVersion = v === 2 || v === 3 ? v : 1;
     this.#emit('ota', json);
     const a = json?.activation;
-    const activation = a && typeof a.code === 'string' ? { code: a.code, message: typeof a.message === 'string' ? a.message : '' } : null;
+    const activation =
+      a && typeof a.code === 'string'
+        ? { code: a.code, message: typeof a.message === 'string' ? a.message : '' }
+        : null;
     return { url: ws.url, token: typeof ws.token === 'string' ? ws.token : '', activation };
   }
 
@@ -238,9 +256,13 @@ export class Device {
       ws.onclose = (e) => {
         clearTimeout(timer);
         if (this.ws !== ws) return;
-        if (!helloDone) reject(new Error(`WebSocket closed before hello (code ${e.code}${e.reason ? `: ${e.reason}` : ''})`));
+        if (!helloDone)
+          reject(new Error(`WebSocket closed before hello (code ${e.code}${e.reason ? `: ${e.reason}` : ''})`));
         else {
-          this.#log({ kind: e.code === 1000 ? 'system' : 'error', text: `Disconnected (code ${e.code}${e.reason ? `: ${e.reason}` : ''})` });
+          this.#log({
+            kind: e.code === 1000 ? 'system' : 'error',
+            text: `Disconnected (code ${e.code}${e.reason ? `: ${e.reason}` : ''})`,
+          });
           this.disconnect();
         }
       };
@@ -261,7 +283,12 @@ export class Device {
           clearTimeout(timer);
           this.sessionId = typeof msg.session_id === 'string' ? msg.session_id : '';
           const ap = msg.audio_params ?? {};
-          this.audioParams = { format: ap.format ?? 'opus', sample_rate: Number(ap.sample_rate) || 24000, channels: ap.channels ?? 1, frame_duration: Number(ap.frame_duration) || 60 };
+          this.audioParams = {
+            format: ap.format ?? 'opus',
+            sample_rate: Number(ap.sample_rate) || 24000,
+            channels: ap.channels ?? 1,
+            frame_duration: Number(ap.frame_duration) || 60,
+          };
           const codec = /** @type {'webcodecs'|'wasm'} */ (this.codec);
           this.player
             .configure(codec, this.audioParams.sample_rate, (err) => this.#log({ kind: 'error', text: err.message }))
@@ -451,7 +478,8 @@ export class Device {
         break;
       }
       case 'llm':
-        if (typeof msg.emotion === 'string') this.#log({ kind: 'emotion', text: `${msg.text ?? ''} ${msg.emotion}`.trim() });
+        if (typeof msg.emotion === 'string')
+          this.#log({ kind: 'emotion', text: `${msg.text ?? ''} ${msg.emotion}`.trim() });
         this.#emit('emotion', msg.emotion);
         break;
       case 'tts':

@@ -54,7 +54,12 @@ const device = new Device({
     getTheme: () => document.documentElement.dataset.theme ?? 'light',
     setTheme,
     showNotice,
-    systemInfo: () => ({ user_agent: navigator.userAgent, codec: device.codec, device_id: identity.deviceId, client_id: identity.clientId }),
+    systemInfo: () => ({
+      user_agent: navigator.userAgent,
+      codec: device.codec,
+      device_id: identity.deviceId,
+      client_id: identity.clientId,
+    }),
   }),
 });
 device.otaUrl = loadSetting('otaUrl', device.otaUrl);
@@ -65,9 +70,27 @@ device.mic.processing = params.get('processing') === '0' ? false : loadSetting('
 
 const chat = $('chat');
 const EMOJI = /** @type {Record<string, string>} */ ({
-  neutral: '😶', happy: '🙂', laughing: '😆', funny: '😂', sad: '😔', angry: '😠', crying: '😭', loving: '😍',
-  embarrassed: '😳', surprised: '😯', shocked: '😱', thinking: '🤔', winking: '😉', cool: '😎', relaxed: '😌',
-  delicious: '🤤', kissy: '😘', confident: '😏', sleepy: '😴', silly: '😜', confused: '🙄',
+  neutral: '😶',
+  happy: '🙂',
+  laughing: '😆',
+  funny: '😂',
+  sad: '😔',
+  angry: '😠',
+  crying: '😭',
+  loving: '😍',
+  embarrassed: '😳',
+  surprised: '😯',
+  shocked: '😱',
+  thinking: '🤔',
+  winking: '😉',
+  cool: '😎',
+  relaxed: '😌',
+  delicious: '🤤',
+  kissy: '😘',
+  confident: '😏',
+  sleepy: '😴',
+  silly: '😜',
+  confused: '🙄',
 });
 
 /** @param {import('./device.js').LogEntry} e */
@@ -90,7 +113,13 @@ function addEntry(e) {
   chat.scrollTop = chat.scrollHeight;
 }
 
-const STATE_LABEL = { offline: 'offline', connecting: 'connecting…', idle: 'connected', listening: 'listening', speaking: 'speaking' };
+const STATE_LABEL = {
+  offline: 'offline',
+  connecting: 'connecting…',
+  idle: 'connected',
+  listening: 'listening',
+  speaking: 'speaking',
+};
 
 function renderControls() {
   const s = device.state;
@@ -105,7 +134,14 @@ function renderControls() {
   /** @type {HTMLButtonElement} */ ($('abort')).disabled = !online || s !== 'speaking';
   const talking = device.mode === 'manual' ? device.sending : device.callActive;
   $('talk').classList.toggle('active', talking);
-  $('talk-label').textContent = device.mode === 'manual' ? (talking ? 'Release to send' : 'Hold to talk') : talking ? 'Stop talking' : 'Start talking';
+  $('talk-label').textContent =
+    device.mode === 'manual'
+      ? talking
+        ? 'Release to send'
+        : 'Hold to talk'
+      : talking
+        ? 'Stop talking'
+        : 'Start talking';
 }
 
 /** @param {import('./device.js').Turn} t */
@@ -156,7 +192,9 @@ device.subscribe((type, detail) => {
     case 'session': {
       const d = /** @type {any} */ (detail);
       $('session-id').textContent = d?.sessionId || '–';
-      $('audio-params').textContent = d ? `${d.audioParams.format} ${d.audioParams.sample_rate / 1000} kHz, ${d.audioParams.channels} ch, ${d.audioParams.frame_duration} ms` : '–';
+      $('audio-params').textContent = d
+        ? `${d.audioParams.format} ${d.audioParams.sample_rate / 1000} kHz, ${d.audioParams.channels} ch, ${d.audioParams.frame_duration} ms`
+        : '–';
       $('codec').textContent = d ? (d.codec === 'webcodecs' ? 'WebCodecs Opus' : 'Opus WASM (opusscript)') : '–';
       if (d) addEntry({ kind: 'system', text: `Connected · session ${d.sessionId.slice(0, 8)}…` });
       break;
@@ -246,7 +284,9 @@ for (const r of /** @type {NodeListOf<HTMLInputElement>} */ (document.querySelec
 const initialMode = params.get('mode');
 if (initialMode === 'manual' || initialMode === 'realtime' || initialMode === 'auto') {
   device.setMode(initialMode);
-  const r = /** @type {HTMLInputElement | null} */ (document.querySelector(`input[name="mode"][value="${initialMode}"]`));
+  const r = /** @type {HTMLInputElement | null} */ (
+    document.querySelector(`input[name="mode"][value="${initialMode}"]`)
+  );
   if (r) r.checked = true;
 }
 
@@ -289,7 +329,13 @@ Object.defineProperty(window, '__xiaozhi', {
       return player.volume;
     },
     get stats() {
-      return { ...player.stats, sent: device.stats.sent, droppedByDevice: device.stats.dropped, playing: player.playing, mcp: { ...device.mcp.stats } };
+      return {
+        ...player.stats,
+        sent: device.stats.sent,
+        droppedByDevice: device.stats.dropped,
+        playing: player.playing,
+        mcp: { ...device.mcp.stats },
+      };
     },
     get turns() {
       return device.turns.map((t) => ({ ...t }));

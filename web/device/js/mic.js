@@ -29,7 +29,12 @@ export class Mic {
       throw new Error('microphone unavailable: this page must be opened over https or on localhost');
     }
     const stream = await navigator.mediaDevices.getUserMedia({
-      audio: { channelCount: 1, echoCancellation: this.processing, noiseSuppression: this.processing, autoGainControl: this.processing },
+      audio: {
+        channelCount: 1,
+        echoCancellation: this.processing,
+        noiseSuppression: this.processing,
+        autoGainControl: this.processing,
+      },
     });
     let ctx;
     try {
@@ -41,7 +46,11 @@ export class Mic {
     try {
       await ctx.audioWorklet.addModule(new URL('./capture-worklet.js', import.meta.url));
       const src = ctx.createMediaStreamSource(stream);
-      const node = new AudioWorkletNode(ctx, 'xiaozhi-capture', { numberOfInputs: 1, numberOfOutputs: 1, channelCount: 1 });
+      const node = new AudioWorkletNode(ctx, 'xiaozhi-capture', {
+        numberOfInputs: 1,
+        numberOfOutputs: 1,
+        channelCount: 1,
+      });
       node.port.onmessage = (e) => {
         const frame = /** @type {Float32Array} */ (e.data);
         let sum = 0;

@@ -62,7 +62,14 @@ export async function createOpusEncoder(kind, onPacket, onError) {
       kind,
       encode(frame) {
         if (enc.state !== 'configured') return;
-        const data = new w.AudioData({ format: 'f32', sampleRate: UPLINK_RATE, numberOfFrames: frame.length, numberOfChannels: 1, timestamp: ts, data: frame });
+        const data = new w.AudioData({
+          format: 'f32',
+          sampleRate: UPLINK_RATE,
+          numberOfFrames: frame.length,
+          numberOfChannels: 1,
+          timestamp: ts,
+          data: frame,
+        });
         ts += (frame.length / UPLINK_RATE) * 1e6;
         enc.encode(data);
         data.close();
@@ -79,7 +86,8 @@ export async function createOpusEncoder(kind, onPacket, onError) {
     kind,
     encode(frame) {
       const pcm = new Int16Array(frame.length);
-      for (let i = 0; i < frame.length; i++) pcm[i] = Math.max(-32768, Math.min(32767, Math.round((frame[i] ?? 0) * 32767)));
+      for (let i = 0; i < frame.length; i++)
+        pcm[i] = Math.max(-32768, Math.min(32767, Math.round((frame[i] ?? 0) * 32767)));
       try {
         onPacket(enc.encode(pcm));
       } catch (err) {

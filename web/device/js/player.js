@@ -30,7 +30,16 @@ export class Player {
     this.pendingDecodes = 0;
     /** Called with the wall-clock time (performance.now() ms) the first frame of a run will sound. */
     this.onFirstSound = (/** @type {number} */ _at) => {};
-    this.stats = { received: 0, decoded: 0, scheduled: 0, played: 0, cancelled: 0, dropped: 0, underruns: 0, decodeErrors: 0 };
+    this.stats = {
+      received: 0,
+      decoded: 0,
+      scheduled: 0,
+      played: 0,
+      cancelled: 0,
+      dropped: 0,
+      underruns: 0,
+      decodeErrors: 0,
+    };
   }
 
   /** Creates the AudioContext; call from a user gesture so the browser lets it run. */

@@ -5,7 +5,11 @@
  * the config keys to set) and checks again every 15 s, so it goes away once the fix is in.
  */
 const POLL_MS = 15_000;
-const LABEL = /** @type {Record<string, string>} */ ({ llm: 'Language model (LLM)', asr: 'Speech recognition', tts: 'Speech synthesis' });
+const LABEL = /** @type {Record<string, string>} */ ({
+  llm: 'Language model (LLM)',
+  asr: 'Speech recognition',
+  tts: 'Speech synthesis',
+});
 
 /**
  * The fix as nodes: its `backticked` commands become <code> elements (as text, never as HTML).

@@ -89,7 +89,11 @@ export function freePort(): Promise<number> {
 /** Spawns the server and resolves once /healthz answers; rejects (after killing it) otherwise. */
 export async function spawnServer(opts: SpawnServerOptions): Promise<SpawnedServer> {
   const started = performance.now();
-  const proc = spawn(opts.command, [...opts.args], { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(opts.command, [...opts.args], {
+    cwd: opts.cwd,
+    env: opts.env ?? process.env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let stdout = '';
   const append = (b: Buffer): void => {
@@ -147,7 +151,9 @@ export async function spawnServer(opts: SpawnServerOptions): Promise<SpawnedServ
   }
   if (readyMs < 0) {
     await kill();
-    throw new Error(`server did not become healthy (${gone ? 'it exited' : 'timeout'}); output tail:\n${out.slice(-3000)}`);
+    throw new Error(
+      `server did not become healthy (${gone ? 'it exited' : 'timeout'}); output tail:\n${out.slice(-3000)}`,
+    );
   }
   return {
     proc,

@@ -12,7 +12,11 @@ export async function otaWebsocketUrl(httpUrl: string, deviceId: string): Promis
   const res = await fetch(`${httpUrl}/xiaozhi/ota/`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json', 'Device-Id': deviceId, 'Client-Id': 'ops-test' },
-    body: JSON.stringify({ application: { name: 'xiaozhi', version: '2.4.2' }, mac_address: deviceId, board: { type: 'bread-compact-wifi' } }),
+    body: JSON.stringify({
+      application: { name: 'xiaozhi', version: '2.4.2' },
+      mac_address: deviceId,
+      board: { type: 'bread-compact-wifi' },
+    }),
     signal: AbortSignal.timeout(5000),
   });
   assert.equal(res.status, 200, 'OTA answers 200');
@@ -31,7 +35,12 @@ export interface SpokenTurnResult {
 }
 
 /** Connects, says hello and asks one question; leaves the device connected. */
-export async function connectAndAsk(wsUrl: string, deviceId: string, packets: readonly Buffer[], opts: { waitForStop?: boolean } = {}): Promise<SpokenTurnResult> {
+export async function connectAndAsk(
+  wsUrl: string,
+  deviceId: string,
+  packets: readonly Buffer[],
+  opts: { waitForStop?: boolean } = {},
+): Promise<SpokenTurnResult> {
   const dev = new DeviceSim({ url: wsUrl, deviceId });
   try {
     await dev.hello();
@@ -40,7 +49,8 @@ export async function connectAndAsk(wsUrl: string, deviceId: string, packets: re
     const stt = await dev.waitJson('stt', undefined, 30_000);
     const sentence = await dev.waitJson('tts', 'sentence_start', 20_000);
     await sending;
-    if (opts.waitForStop === false) return { dev, recognised: String(stt.text), answer: String(sentence.text), audioMs: 0 };
+    if (opts.waitForStop === false)
+      return { dev, recognised: String(stt.text), answer: String(sentence.text), audioMs: 0 };
     await dev.waitJson('tts', 'stop', 30_000);
     const decoded = await decodeDownlink(dev.audio.map((a) => a.payload));
     assert.equal(decoded.bad, 0, 'every answer frame decodes');

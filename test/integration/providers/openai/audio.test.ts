@@ -17,7 +17,8 @@ import { startFakeOpenAiAudio, tonePcm24k, type FakeOpenAiAudio } from '../../..
 import { makeTempDir, tone, waitForNoAudioChildren } from '../../../fixtures/audio/make-audio.ts';
 
 /** An OpenAI-compatible TTS client; unset options take the schema's defaults. */
-const openAiTts = (o: Omit<z.input<typeof OpenAiTtsSchema>, 'provider'>): OpenAiTts => new OpenAiTts(OpenAiTtsSchema.parse({ provider: 'openai', ...o }), silentLogger);
+const openAiTts = (o: Omit<z.input<typeof OpenAiTtsSchema>, 'provider'>): OpenAiTts =>
+  new OpenAiTts(OpenAiTtsSchema.parse({ provider: 'openai', ...o }), silentLogger);
 
 const tmp = makeTempDir();
 let fake: FakeOpenAiAudio;
@@ -27,7 +28,23 @@ before(async () => {
   const raw = join(tmp.dir, 'tone.raw');
   const out = join(tmp.dir, 'tone.mp3');
   writeFileSync(raw, tonePcm24k(2000));
-  execFileSync('ffmpeg', ['-loglevel', 'error', '-f', 's16le', '-ar', '24000', '-ac', '1', '-i', raw, '-codec:a', 'libmp3lame', '-b:a', '48k', out]);
+  execFileSync('ffmpeg', [
+    '-loglevel',
+    'error',
+    '-f',
+    's16le',
+    '-ar',
+    '24000',
+    '-ac',
+    '1',
+    '-i',
+    raw,
+    '-codec:a',
+    'libmp3lame',
+    '-b:a',
+    '48k',
+    out,
+  ]);
   mp3 = readFileSync(out);
   fake = await startFakeOpenAiAudio({
     transcript: 'turn on the lights',
@@ -47,7 +64,10 @@ const never = (): AbortSignal => new AbortController().signal;
 describe('openai-compatible ASR', () => {
   test('uploads a 16-bit WAV as multipart with model and language; returns the text', async () => {
     fake.transcriptionMode = 'ok';
-    const asr = await createAsr({ provider: 'openai', baseURL: fake.baseURL, apiKey: 'sk-test', model: 'whisper-1', language: 'en' }, silentLogger);
+    const asr = await createAsr(
+      { provider: 'openai', baseURL: fake.baseURL, apiKey: 'sk-test', model: 'whisper-1', language: 'en' },
+      silentLogger,
+    );
     const pcm = tone(1000, 16000, 300);
     assert.equal(await asr.transcribe(pcm, { signal: never(), sampleRate: 16000 }), 'turn on the lights');
     const req = fake.transcriptions.at(-1);
@@ -67,19 +87,34 @@ describe('openai-compatible ASR', () => {
   test('a 500 answer is a retryable ProviderFailed error', async () => {
     fake.transcriptionMode = 'error500';
     const asr = await createAsr({ provider: 'openai', baseURL: fake.baseURL, apiKey: 'k', model: 'm' }, silentLogger);
-    await assert.rejects(asr.transcribe(tone(300, 16000, 300), { signal: never(), sampleRate: 16000 }), (e: unknown) => e instanceof VoiceError && e.code === 'provider_failed' && e.retryable);
+    await assert.rejects(
+      asr.transcribe(tone(300, 16000, 300), { signal: never(), sampleRate: 16000 }),
+      (e: unknown) => e instanceof VoiceError && e.code === 'provider_failed' && e.retryable,
+    );
   });
 
   test('a slow answer becomes a Timeout error after timeoutMs; a caller abort stays Aborted', async () => {
     fake.transcriptionMode = 'slow';
-    const asr = await createAsr({ provider: 'openai', baseURL: fake.baseURL, apiKey: 'k', model: 'm', timeoutMs: 300 }, silentLogger);
+    const asr = await createAsr(
+      { provider: 'openai', baseURL: fake.baseURL, apiKey: 'k', model: 'm', timeoutMs: 300 },
+      silentLogger,
+    );
     const t0 = performance.now();
-    await assert.rejects(asr.transcribe(tone(300, 16000, 300), { signal: never(), sampleRate: 16000 }), (e: unknown) => e instanceof VoiceError && e.code === 'timeout' && e.retryable);
+    await assert.rejects(
+      asr.transcribe(tone(300, 16000, 300), { signal: never(), sampleRate: 16000 }),
+      (e: unknown) => e instanceof VoiceError && e.code === 'timeout' && e.retryable,
+    );
     assert.ok(performance.now() - t0 < 2500);
     const ac = new AbortController();
     setTimeout(() => ac.abort(), 50);
-    const asr2 = await createAsr({ provider: 'openai', baseURL: fake.baseURL, apiKey: 'k', model: 'm', timeoutMs: 5000 }, silentLogger);
-    await assert.rejects(asr2.transcribe(tone(300, 16000, 300), { signal: ac.signal, sampleRate: 16000 }), (e: unknown) => e instanceof VoiceError && e.code === 'aborted');
+    const asr2 = await createAsr(
+      { provider: 'openai', baseURL: fake.baseURL, apiKey: 'k', model: 'm', timeoutMs: 5000 },
+      silentLogger,
+    );
+    await assert.rejects(
+      asr2.transcribe(tone(300, 16000, 300), { signal: ac.signal, sampleRate: 16000 }),
+      (e: unknown) => e instanceof VoiceError && e.code === 'aborted',
+    );
     fake.transcriptionMode = 'ok';
   });
 });
@@ -122,12 +157,22 @@ describe('openai-compatible TTS', () => {
   });
 
   test('500 and timeout answers become ProviderFailed and Timeout', async () => {
-    const tts = openAiTts({ baseURL: fake.baseURL, apiKey: 'k', model: 'tts-1', voice: 'alloy', format: 'pcm', timeoutMs: 300 });
+    const tts = openAiTts({
+      baseURL: fake.baseURL,
+      apiKey: 'k',
+      model: 'tts-1',
+      voice: 'alloy',
+      format: 'pcm',
+      timeoutMs: 300,
+    });
     const drain = async (): Promise<void> => {
       for await (const _ of tts.synthesize('x', { signal: never() })) void _;
     };
     fake.speechMode = 'error500';
-    await assert.rejects(drain(), (e: unknown) => e instanceof VoiceError && e.code === 'provider_failed' && e.retryable);
+    await assert.rejects(
+      drain(),
+      (e: unknown) => e instanceof VoiceError && e.code === 'provider_failed' && e.retryable,
+    );
     fake.speechMode = 'slow';
     const t0 = performance.now();
     await assert.rejects(drain(), (e: unknown) => e instanceof VoiceError && e.code === 'timeout');
@@ -140,9 +185,12 @@ describe('openai-compatible TTS', () => {
     const tts = openAiTts({ baseURL: fake.baseURL, apiKey: 'k', model: 'tts-1', voice: 'alloy', format: 'pcm' });
     const ac = new AbortController();
     let chunks = 0;
-    await assert.rejects(async () => {
-      for await (const _ of tts.synthesize('x', { signal: ac.signal })) if (++chunks === 2) ac.abort();
-    }, (e: unknown) => e instanceof VoiceError && e.code === 'aborted');
+    await assert.rejects(
+      async () => {
+        for await (const _ of tts.synthesize('x', { signal: ac.signal })) if (++chunks === 2) ac.abort();
+      },
+      (e: unknown) => e instanceof VoiceError && e.code === 'aborted',
+    );
     assert.equal(chunks, 2);
   });
 });

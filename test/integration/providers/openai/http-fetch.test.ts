@@ -41,14 +41,25 @@ before(async () => {
           return;
         case '/form': {
           // The platform's own multipart parser reads the body back.
-          const request = new Request('http://x/', { method: 'POST', body, headers: { 'content-type': req.headers['content-type'] ?? '' } });
-          void request.formData().then(async (form) => {
-            const out: Record<string, unknown> = {};
-            const entries: Array<[string, FormDataEntryValue]> = [];
-            form.forEach((v, k) => entries.push([k, v]));
-            for (const [k, v] of entries) out[k] = typeof v === 'string' ? v : { name: v.name, type: v.type, bytes: [...new Uint8Array(await v.arrayBuffer())] };
-            res.end(JSON.stringify(out));
-          }, (err: Error) => res.writeHead(400).end(err.message));
+          const request = new Request('http://x/', {
+            method: 'POST',
+            body,
+            headers: { 'content-type': req.headers['content-type'] ?? '' },
+          });
+          void request.formData().then(
+            async (form) => {
+              const out: Record<string, unknown> = {};
+              const entries: Array<[string, FormDataEntryValue]> = [];
+              form.forEach((v, k) => entries.push([k, v]));
+              for (const [k, v] of entries)
+                out[k] =
+                  typeof v === 'string'
+                    ? v
+                    : { name: v.name, type: v.type, bytes: [...new Uint8Array(await v.arrayBuffer())] };
+              res.end(JSON.stringify(out));
+            },
+            (err: Error) => res.writeHead(400).end(err.message),
+          );
           return;
         }
         case '/chat/completions': {
@@ -70,7 +81,9 @@ before(async () => {
         case '/done-hang/chat/completions':
           // The end marker, then neither the body's end nor anything else.
           res.writeHead(200, { 'content-type': 'text/event-stream' });
-          res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'Hi' } }] })}\n\ndata: [DONE]\n\n`);
+          res.write(
+            `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'Hi' } }] })}\n\ndata: [DONE]\n\n`,
+          );
           return;
         case '/cut':
           res.writeHead(200, { 'content-type': 'audio/mpeg', 'content-length': '1000' });
@@ -93,14 +106,18 @@ after(() => {
   server.close();
 });
 
-const post = (path: string, init: RequestInit = {}): Promise<Response> => httpFetch(`${url}${path}`, { method: 'POST', body: '{}', ...init });
+const post = (path: string, init: RequestInit = {}): Promise<Response> =>
+  httpFetch(`${url}${path}`, { method: 'POST', body: '{}', ...init });
 
 async function untilClosed(count: number): Promise<void> {
   for (let i = 0; i < 200 && closedResponses < count; i++) await new Promise((r) => setTimeout(r, 10));
 }
 
 test('a POST sends its headers and body as given, asks for no compression, and sequential requests reuse one connection', async () => {
-  const res = await post('/echo', { headers: { authorization: 'Bearer sk-1', 'x-extra': 'yes', 'content-type': 'application/json' }, body: '{"a":1}' });
+  const res = await post('/echo', {
+    headers: { authorization: 'Bearer sk-1', 'x-extra': 'yes', 'content-type': 'application/json' },
+    body: '{"a":1}',
+  });
   assert.deepEqual(await res.json(), { ok: true, bytes: 7 });
   const s = seen.at(-1) as Seen;
   assert.equal(s.headers.authorization, 'Bearer sk-1');
@@ -133,7 +150,9 @@ test('a refused connection rejects as undici does (TypeError "fetch failed" with
   const port = (probe.address() as AddressInfo).port;
   probe.close();
   await once(probe, 'close');
-  const err = await httpFetch(`http://127.0.0.1:${port}/v1/echo`, { method: 'POST', body: '{}' }).catch((e: unknown) => e);
+  const err = await httpFetch(`http://127.0.0.1:${port}/v1/echo`, { method: 'POST', body: '{}' }).catch(
+    (e: unknown) => e,
+  );
   assert.ok(err instanceof TypeError && err.message === 'fetch failed', String(err));
   assert.match(String((err.cause as Error).message), /ECONNREFUSED/);
 });
@@ -185,12 +204,14 @@ test('a buffered answer over 1 MiB is refused', async () => {
 
 test('the SDK reads a stream to its [DONE] and the connection is reused; a line that never ends is cut at 1 MiB', async () => {
   const sdk = createOpenAiClient({ baseURL: url, apiKey: '' });
-  const chunk = (text: string): string => `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: text } }] })}\n\n`;
+  const chunk = (text: string): string =>
+    `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: text } }] })}\n\n`;
   for (let i = 0; i < 2; i++) {
     // [DONE] and the end of the body arrive apart, as from a real server.
     ssePieces = [chunk('Hi'), chunk(' there'), 'data: [DONE]\n\n'];
     let text = '';
-    for await (const c of await sdk.chat.completions.create({ model: 'm', messages: [], stream: true })) text += c.choices[0]?.delta.content ?? '';
+    for await (const c of await sdk.chat.completions.create({ model: 'm', messages: [], stream: true }))
+      text += c.choices[0]?.delta.content ?? '';
     assert.equal(text, 'Hi there');
   }
   const [a, b] = seen.slice(-2) as [Seen, Seen];
@@ -208,14 +229,18 @@ test('a body that does not end after [DONE]: the stream still ends at the marker
   const sdk = createOpenAiClient({ baseURL: `${url}/done-hang`, apiKey: '' });
   const before = closedResponses;
   let text = '';
-  for await (const c of await sdk.chat.completions.create({ model: 'm', messages: [], stream: true })) text += c.choices[0]?.delta.content ?? '';
+  for await (const c of await sdk.chat.completions.create({ model: 'm', messages: [], stream: true }))
+    text += c.choices[0]?.delta.content ?? '';
   assert.equal(text, 'Hi');
   await untilClosed(before + 1);
   assert.equal(closedResponses, before + 1, 'the connection waiting for the end was closed');
 });
 
 /** A server of its own whose requests `closeFrom`..`closeUntil` are answered by closing the connection. */
-async function closingServer(closeFrom: number, closeUntil: number): Promise<{ url: string; ports: number[]; close(): void }> {
+async function closingServer(
+  closeFrom: number,
+  closeUntil: number,
+): Promise<{ url: string; ports: number[]; close(): void }> {
   const ports: number[] = [];
   const srv = http.createServer((req, res) => {
     req.resume();

@@ -70,7 +70,11 @@ describe('llm client against the fake OpenAI server', { timeout: 30_000 }, () =>
       ),
     );
     const tools = [
-      { name: 'get_weather', description: 'weather', inputSchema: { type: 'object', properties: { city: { type: 'string' } } } },
+      {
+        name: 'get_weather',
+        description: 'weather',
+        inputSchema: { type: 'object', properties: { city: { type: 'string' } } },
+      },
       { name: 'get_current_datetime', inputSchema: {} },
     ];
     const events = await collect(client().stream({ messages: user, tools, signal: new AbortController().signal }));
@@ -81,13 +85,23 @@ describe('llm client against the fake OpenAI server', { timeout: 30_000 }, () =>
       { id: 'call_b', name: 'get_current_datetime', arguments: '{}' },
       { id: 'call_c', name: 'set_volume', arguments: '{"volume":35}' },
     ]);
-    assert.equal(events.filter((e) => e.type === 'text_delta').map((e) => (e.type === 'text_delta' ? e.text : '')).join(''), 'Checking.');
+    assert.equal(
+      events
+        .filter((e) => e.type === 'text_delta')
+        .map((e) => (e.type === 'text_delta' ? e.text : ''))
+        .join(''),
+      'Checking.',
+    );
     const done = events.at(-1);
     assert.ok(done?.type === 'done' && done.finishReason === 'tool_calls');
     const sent = fake.requests.at(-1)?.body.tools;
     assert.equal(sent?.length, 2);
     assert.equal(sent?.[0]?.function.name, 'get_weather');
-    assert.deepEqual(sent?.[1]?.function.parameters, { type: 'object', properties: {} }, 'schema without type gets type object');
+    assert.deepEqual(
+      sent?.[1]?.function.parameters,
+      { type: 'object', properties: {} },
+      'schema without type gets type object',
+    );
   });
 
   test('sends assistant tool_calls and tool messages in the OpenAI shape', async () => {
@@ -105,7 +119,11 @@ describe('llm client against the fake OpenAI server', { timeout: 30_000 }, () =>
       }),
     );
     const msgs = fake.requests.at(-1)?.body.messages;
-    assert.deepEqual(msgs?.[2], { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'now', arguments: '{}' } }] });
+    assert.deepEqual(msgs?.[2], {
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: 'c1', type: 'function', function: { name: 'now', arguments: '{}' } }],
+    });
     assert.deepEqual(msgs?.[3], { role: 'tool', tool_call_id: 'c1', content: '12:00' });
   });
 
@@ -123,15 +141,26 @@ describe('llm client against the fake OpenAI server', { timeout: 30_000 }, () =>
   test('a 500 is retried and the retry succeeds', async () => {
     const before = fake.requests.length;
     fake.script(fakeError(500, 'boom'), fakeText('recovered'));
-    const events = await collect(client({ maxRetries: 2 }).stream({ messages: user, tools: [], signal: new AbortController().signal }));
-    assert.equal(events.filter((e) => e.type === 'text_delta').map((e) => (e.type === 'text_delta' ? e.text : '')).join(''), 'recovered');
+    const events = await collect(
+      client({ maxRetries: 2 }).stream({ messages: user, tools: [], signal: new AbortController().signal }),
+    );
+    assert.equal(
+      events
+        .filter((e) => e.type === 'text_delta')
+        .map((e) => (e.type === 'text_delta' ? e.text : ''))
+        .join(''),
+      'recovered',
+    );
     assert.equal(fake.requests.length - before, 2);
   });
 
   test('500s beyond maxRetries give a retryable provider_failed', async () => {
     const before = fake.requests.length;
     fake.script(fakeError(503, 'down'), fakeError(502, 'down'));
-    const err = await rejectsWith(collect(client({ maxRetries: 1 }).stream({ messages: user, tools: [], signal: new AbortController().signal })), ErrorCode.ProviderFailed);
+    const err = await rejectsWith(
+      collect(client({ maxRetries: 1 }).stream({ messages: user, tools: [], signal: new AbortController().signal })),
+      ErrorCode.ProviderFailed,
+    );
     assert.equal(err.retryable, true);
     assert.match(err.message, /down/);
     assert.equal(fake.requests.length - before, 2);
@@ -141,7 +170,10 @@ describe('llm client against the fake OpenAI server', { timeout: 30_000 }, () =>
     for (const status of [401, 403]) {
       const before = fake.requests.length;
       fake.script(fakeError(status, 'bad key'), fakeText('should not be reached'));
-      const err = await rejectsWith(collect(client({ maxRetries: 3 }).stream({ messages: user, tools: [], signal: new AbortController().signal })), ErrorCode.ProviderRejected);
+      const err = await rejectsWith(
+        collect(client({ maxRetries: 3 }).stream({ messages: user, tools: [], signal: new AbortController().signal })),
+        ErrorCode.ProviderRejected,
+      );
       assert.equal(err.retryable, false);
       assert.equal(fake.requests.length - before, 1);
       fake.reset();
@@ -150,19 +182,36 @@ describe('llm client against the fake OpenAI server', { timeout: 30_000 }, () =>
 
   test('429 is rate_limited; a short Retry-After is honoured', async () => {
     const before = fake.requests.length;
-    fake.script({ kind: 'error', status: 429, message: 'slow down', headers: { 'retry-after-ms': '50' } }, fakeText('fine'));
-    const events = await collect(client({ maxRetries: 1 }).stream({ messages: user, tools: [], signal: new AbortController().signal }));
+    fake.script(
+      { kind: 'error', status: 429, message: 'slow down', headers: { 'retry-after-ms': '50' } },
+      fakeText('fine'),
+    );
+    const events = await collect(
+      client({ maxRetries: 1 }).stream({ messages: user, tools: [], signal: new AbortController().signal }),
+    );
     assert.ok(events.some((e) => e.type === 'text_delta'));
     assert.equal(fake.requests.length - before, 2);
     fake.script(fakeError(429, 'slow down'));
-    const err = await rejectsWith(collect(client({ maxRetries: 0 }).stream({ messages: user, tools: [], signal: new AbortController().signal })), ErrorCode.RateLimited);
+    const err = await rejectsWith(
+      collect(client({ maxRetries: 0 }).stream({ messages: user, tools: [], signal: new AbortController().signal })),
+      ErrorCode.RateLimited,
+    );
     assert.equal(err.retryable, true);
   });
 
   test('a hanging server gives a Timeout within bounds', async () => {
     fake.script({ kind: 'hang' });
     const t0 = performance.now();
-    const err = await rejectsWith(collect(client({ timeoutMs: 300, maxRetries: 0 }).stream({ messages: user, tools: [], signal: new AbortController().signal })), ErrorCode.Timeout);
+    const err = await rejectsWith(
+      collect(
+        client({ timeoutMs: 300, maxRetries: 0 }).stream({
+          messages: user,
+          tools: [],
+          signal: new AbortController().signal,
+        }),
+      ),
+      ErrorCode.Timeout,
+    );
     const ms = performance.now() - t0;
     assert.ok(ms >= 250 && ms < 5000, `timed out after ${ms} ms`);
     assert.equal(err.retryable, true);
@@ -175,7 +224,11 @@ describe('llm client against the fake OpenAI server', { timeout: 30_000 }, () =>
     fake.script({ kind: 'stall', text: 'partial answer' });
     const got: string[] = [];
     const run = async () => {
-      for await (const e of client({ timeoutMs: 300, maxRetries: 2 }).stream({ messages: user, tools: [], signal: new AbortController().signal })) {
+      for await (const e of client({ timeoutMs: 300, maxRetries: 2 }).stream({
+        messages: user,
+        tools: [],
+        signal: new AbortController().signal,
+      })) {
         if (e.type === 'text_delta') got.push(e.text);
       }
     };
@@ -187,7 +240,11 @@ describe('llm client against the fake OpenAI server', { timeout: 30_000 }, () =>
   test('a consumer slower than the idle limit does not time the stream out', async () => {
     fake.script(fakeText('one two three four'));
     const got: string[] = [];
-    for await (const e of client({ timeoutMs: 150, maxRetries: 0 }).stream({ messages: user, tools: [], signal: new AbortController().signal })) {
+    for await (const e of client({ timeoutMs: 150, maxRetries: 0 }).stream({
+      messages: user,
+      tools: [],
+      signal: new AbortController().signal,
+    })) {
       if (e.type !== 'text_delta') continue;
       // Longer than the limit, twice: the limit is the provider's silence, not ours.
       if (got.length < 2) await new Promise((r) => setTimeout(r, 400));
@@ -223,23 +280,33 @@ describe('llm client against the fake OpenAI server', { timeout: 30_000 }, () =>
     setTimeout(() => ctrl.abort(), 50);
     await rejectsWith(collect(client().stream({ messages: user, tools: [], signal: ctrl.signal })), ErrorCode.Aborted);
     const before = fake.requests.length;
-    await rejectsWith(collect(client().stream({ messages: user, tools: [], signal: AbortSignal.abort() })), ErrorCode.Aborted);
+    await rejectsWith(
+      collect(client().stream({ messages: user, tools: [], signal: AbortSignal.abort() })),
+      ErrorCode.Aborted,
+    );
     assert.equal(fake.requests.length, before, 'no request for an aborted signal');
   });
 
   test('an error event inside the stream is provider_failed', async () => {
     fake.script({ kind: 'stream_error', message: 'model overloaded' });
-    const err = await rejectsWith(collect(client({ maxRetries: 0 }).stream({ messages: user, tools: [], signal: new AbortController().signal })), ErrorCode.ProviderFailed);
+    const err = await rejectsWith(
+      collect(client({ maxRetries: 0 }).stream({ messages: user, tools: [], signal: new AbortController().signal })),
+      ErrorCode.ProviderFailed,
+    );
     assert.match(err.message, /overloaded/);
   });
 
   test('a chunk of another shape fails the request once, naming the field; it is not retried', async () => {
     const before = fake.requests.length;
-    fake.script({ kind: 'raw', data: ['{"choices":[{"delta":{"content":"Hi"}}]}', '{"choices":[{"delta":{"content":42}}]}', '[DONE]'] });
+    fake.script({
+      kind: 'raw',
+      data: ['{"choices":[{"delta":{"content":"Hi"}}]}', '{"choices":[{"delta":{"content":42}}]}', '[DONE]'],
+    });
     const got: LlmEvent[] = [];
     const err = await rejectsWith(
       (async () => {
-        for await (const ev of client().stream({ messages: user, tools: [], signal: new AbortController().signal })) got.push(ev);
+        for await (const ev of client().stream({ messages: user, tools: [], signal: new AbortController().signal }))
+          got.push(ev);
       })(),
       ErrorCode.ProviderFailed,
     );
@@ -252,11 +319,22 @@ describe('llm client against the fake OpenAI server', { timeout: 30_000 }, () =>
   test('a stream error event is retried before any text; data that is not JSON is not', async () => {
     const before = fake.requests.length;
     fake.script({ kind: 'stream_error', message: 'overloaded' }, fakeText('Fine now.'));
-    const events = await collect(client({ maxRetries: 1 }).stream({ messages: user, tools: [], signal: new AbortController().signal }));
-    assert.equal(events.filter((e) => e.type === 'text_delta').map((e) => (e as { text: string }).text).join(''), 'Fine now.');
+    const events = await collect(
+      client({ maxRetries: 1 }).stream({ messages: user, tools: [], signal: new AbortController().signal }),
+    );
+    assert.equal(
+      events
+        .filter((e) => e.type === 'text_delta')
+        .map((e) => (e as { text: string }).text)
+        .join(''),
+      'Fine now.',
+    );
     assert.equal(fake.requests.length, before + 2);
     fake.script({ kind: 'raw', data: ['{"choices":[{"delta":{"content":"Hel', '[DONE]'] });
-    await rejectsWith(collect(client({ maxRetries: 1 }).stream({ messages: user, tools: [], signal: new AbortController().signal })), ErrorCode.ProviderFailed);
+    await rejectsWith(
+      collect(client({ maxRetries: 1 }).stream({ messages: user, tools: [], signal: new AbortController().signal })),
+      ErrorCode.ProviderFailed,
+    );
     assert.equal(fake.requests.length, before + 3, 'no retry of an unreadable stream');
   });
 
@@ -266,8 +344,14 @@ describe('llm client against the fake OpenAI server', { timeout: 30_000 }, () =>
     await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
     const { port } = srv.address() as AddressInfo;
     await new Promise<void>((r) => srv.close(() => r()));
-    const c = createLlmClient({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'k', model: 'm', maxRetries: 1 }, silentLogger);
-    const err = await rejectsWith(collect(c.stream({ messages: user, tools: [], signal: new AbortController().signal })), ErrorCode.ProviderUnavailable);
+    const c = createLlmClient(
+      { baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'k', model: 'm', maxRetries: 1 },
+      silentLogger,
+    );
+    const err = await rejectsWith(
+      collect(c.stream({ messages: user, tools: [], signal: new AbortController().signal })),
+      ErrorCode.ProviderUnavailable,
+    );
     assert.equal(err.retryable, true);
   });
 });

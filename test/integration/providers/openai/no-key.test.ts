@@ -9,7 +9,8 @@ import { OpenAiTts } from '../../../../providers/openai/tts.ts';
 import { startFakeOpenAiAudio, type FakeOpenAiAudio } from '../../../fixtures/fake-openai-audio.ts';
 
 /** An OpenAI-compatible TTS client; unset options take the schema's defaults. */
-const openAiTts = (o: Omit<z.input<typeof OpenAiTtsSchema>, 'provider'>): OpenAiTts => new OpenAiTts(OpenAiTtsSchema.parse({ provider: 'openai', ...o }), silentLogger);
+const openAiTts = (o: Omit<z.input<typeof OpenAiTtsSchema>, 'provider'>): OpenAiTts =>
+  new OpenAiTts(OpenAiTtsSchema.parse({ provider: 'openai', ...o }), silentLogger);
 
 let fake: FakeOpenAiAudio;
 before(async () => {
@@ -18,7 +19,10 @@ before(async () => {
 after(() => fake.close());
 
 test('an empty apiKey works and sends no Authorization header', async () => {
-  const asr = await createAsr({ provider: 'openai', baseURL: fake.baseURL, apiKey: '', model: 'whisper-1' }, silentLogger);
+  const asr = await createAsr(
+    { provider: 'openai', baseURL: fake.baseURL, apiKey: '', model: 'whisper-1' },
+    silentLogger,
+  );
   const text = await asr.transcribe(new Int16Array(16000), { signal: new AbortController().signal, sampleRate: 16000 });
   assert.equal(text, 'no key needed');
   assert.equal(fake.transcriptions.at(-1)?.authorization, undefined);

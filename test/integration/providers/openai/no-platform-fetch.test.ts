@@ -15,7 +15,8 @@ import { fakeText, startFakeOpenAi, type FakeOpenAi } from '../../../fixtures/fa
 import { startFakeOpenAiAudio, type FakeOpenAiAudio } from '../../../fixtures/fake-openai-audio.ts';
 
 /** An OpenAI-compatible TTS client; unset options take the schema's defaults. */
-const openAiTts = (o: Omit<z.input<typeof OpenAiTtsSchema>, 'provider'>): OpenAiTts => new OpenAiTts(OpenAiTtsSchema.parse({ provider: 'openai', ...o }), silentLogger);
+const openAiTts = (o: Omit<z.input<typeof OpenAiTtsSchema>, 'provider'>): OpenAiTts =>
+  new OpenAiTts(OpenAiTtsSchema.parse({ provider: 'openai', ...o }), silentLogger);
 
 const platformFetch = globalThis.fetch;
 let platformCalls = 0;
@@ -41,10 +42,14 @@ test('LLM stream, transcription and speech make no platform fetch call', async (
   llmFake.script(fakeText('One. Two. Three.', { chunkSize: 2 }));
   const llm = createLlmClient({ baseURL: llmFake.url, apiKey: 'sk-test', model: 'fake-model' }, silentLogger);
   let text = '';
-  for await (const ev of llm.stream({ messages: [{ role: 'user', content: 'hi' }], tools: [], signal })) if (ev.type === 'text_delta') text += ev.text;
+  for await (const ev of llm.stream({ messages: [{ role: 'user', content: 'hi' }], tools: [], signal }))
+    if (ev.type === 'text_delta') text += ev.text;
   assert.equal(text, 'One. Two. Three.');
 
-  const asr = await createAsr({ provider: 'openai', baseURL: audioFake.baseURL, apiKey: 'k', model: 'whisper-1' }, silentLogger);
+  const asr = await createAsr(
+    { provider: 'openai', baseURL: audioFake.baseURL, apiKey: 'k', model: 'whisper-1' },
+    silentLogger,
+  );
   assert.equal(await asr.transcribe(new Int16Array(16000), { signal, sampleRate: 16000 }), 'through node http');
   const tts = openAiTts({ baseURL: audioFake.baseURL, apiKey: 'k', model: 'tts-1', voice: 'alloy', format: 'pcm' });
   let bytes = 0;

@@ -4,7 +4,12 @@ import type { Asr } from '../../../../audio/asr/asr.ts';
 import { createAsr } from '../../../../providers/index.ts';
 import { resample } from '../../../../audio/resample.ts';
 import { silentLogger } from '../../../../core/logger.ts';
-import { descendantProcesses, flitePcm, makeTempDir, waitForNoAudioChildren } from '../../../fixtures/audio/make-audio.ts';
+import {
+  descendantProcesses,
+  flitePcm,
+  makeTempDir,
+  waitForNoAudioChildren,
+} from '../../../fixtures/audio/make-audio.ts';
 import { sleep } from '../../../helpers/wait.ts';
 
 const PHRASES = ['what is the weather today', 'turn the volume up to fifty percent', 'play some music'];
@@ -20,7 +25,8 @@ public <cmd> = <weather> | <volume> | <music>;
 const tmp = makeTempDir();
 const audio = new Map<string, Int16Array>();
 before(() => {
-  for (const p of [...PHRASES, 'stop music', 'turn the volume down to twenty percent']) audio.set(p, flitePcm(p, tmp.dir));
+  for (const p of [...PHRASES, 'stop music', 'turn the volume down to twenty percent'])
+    audio.set(p, flitePcm(p, tmp.dir));
 });
 after(() => tmp.cleanup());
 
@@ -37,7 +43,8 @@ describe('pocketsphinx (long-lived process)', () => {
   });
 
   test('transcribes three flite phrases with the open language model, one process for all', async () => {
-    for (const p of PHRASES) assert.equal(await asr.transcribe(audio.get(p) as Int16Array, { signal: never(), sampleRate: 16000 }), p);
+    for (const p of PHRASES)
+      assert.equal(await asr.transcribe(audio.get(p) as Int16Array, { signal: never(), sampleRate: 16000 }), p);
     const psx = descendantProcesses().filter((d) => d.comm.startsWith('pocketsphinx'));
     assert.equal(psx.length, 1, 'exactly one recogniser process');
   });
@@ -57,7 +64,10 @@ describe('pocketsphinx (long-lived process)', () => {
     const p = asr.transcribe(audio.get(PHRASES[1] as string) as Int16Array, { signal: ac.signal, sampleRate: 16000 });
     setTimeout(() => ac.abort(), 20);
     await assert.rejects(p, /aborted/);
-    assert.equal(await asr.transcribe(audio.get(PHRASES[2] as string) as Int16Array, { signal: never(), sampleRate: 16000 }), PHRASES[2]);
+    assert.equal(
+      await asr.transcribe(audio.get(PHRASES[2] as string) as Int16Array, { signal: never(), sampleRate: 16000 }),
+      PHRASES[2],
+    );
   });
 
   test('the recogniser is restarted if it dies', async () => {
@@ -65,7 +75,10 @@ describe('pocketsphinx (long-lived process)', () => {
     assert.ok(victim);
     process.kill(victim.pid, 'SIGKILL');
     await sleep(200);
-    assert.equal(await asr.transcribe(audio.get(PHRASES[0] as string) as Int16Array, { signal: never(), sampleRate: 16000 }), PHRASES[0]);
+    assert.equal(
+      await asr.transcribe(audio.get(PHRASES[0] as string) as Int16Array, { signal: never(), sampleRate: 16000 }),
+      PHRASES[0],
+    );
   });
 });
 
@@ -87,8 +100,14 @@ describe('pocketsphinx with a JSGF command grammar', () => {
 });
 
 test('a grammar that does not parse fails clearly instead of hanging', async () => {
-  const asr = await createAsr({ provider: 'pocketsphinx', grammar: '#JSGF V1.0;\ngrammar broken;\npublic <x> = ( ;\n', timeoutMs: 5000 }, silentLogger);
-  await assert.rejects(asr.transcribe(audio.get('stop music') as Int16Array, { signal: never(), sampleRate: 16000 }), /pocketsphinx exited/);
+  const asr = await createAsr(
+    { provider: 'pocketsphinx', grammar: '#JSGF V1.0;\ngrammar broken;\npublic <x> = ( ;\n', timeoutMs: 5000 },
+    silentLogger,
+  );
+  await assert.rejects(
+    asr.transcribe(audio.get('stop music') as Int16Array, { signal: never(), sampleRate: 16000 }),
+    /pocketsphinx exited/,
+  );
   await asr.close();
   assert.deepEqual(await waitForNoAudioChildren(), []);
 });

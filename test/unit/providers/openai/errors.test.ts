@@ -31,7 +31,10 @@ test('every client maps a status the same way: 408 and 5xx retryable, 401/403 an
 });
 
 test('connection, cut, oversize, stream and unreadable answers; a timeout reason wins over the abort it caused', () => {
-  assert.equal(mapOpenAiError(new APIConnectionError({ cause: new Error('ECONNREFUSED') }), 'LLM').code, ErrorCode.ProviderUnavailable);
+  assert.equal(
+    mapOpenAiError(new APIConnectionError({ cause: new Error('ECONNREFUSED') }), 'LLM').code,
+    ErrorCode.ProviderUnavailable,
+  );
   const cut = mapOpenAiError(new AnswerCutError(new Error('aborted')), 'openai tts');
   assert.ok(cut.code === ErrorCode.ProviderFailed && cut.retryable && /connection lost/.test(cut.message));
   const big = mapOpenAiError(new AnswerTooLargeError('an answer', 10), 'LLM');

@@ -11,7 +11,8 @@ const seenIn = (...chunks: string[]): boolean => {
 
 test('the end line is found wherever the chunks split it, at the body start too, with or without the space', () => {
   const body = 'data: {"choices":[]}\n\ndata: [DONE]\n\n';
-  for (let cut = 0; cut <= body.length; cut++) assert.ok(seenIn(body.slice(0, cut), body.slice(cut)), `split at ${cut}`);
+  for (let cut = 0; cut <= body.length; cut++)
+    assert.ok(seenIn(body.slice(0, cut), body.slice(cut)), `split at ${cut}`);
   assert.ok(seenIn('data: [DONE]\n\n'));
   assert.ok(seenIn('data:{}\r\n\r\ndata:[DONE]\r\n\r\n'));
   assert.ok(seenIn('data: {}\n\nda', 'ta', ': [DO', 'NE]'));

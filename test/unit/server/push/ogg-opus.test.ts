@@ -18,7 +18,8 @@ async function tonePackets(seconds: number, rate: 24000 | 16000): Promise<Buffer
     const out: Buffer[] = [];
     for (let f = 0; f < Math.round((seconds * 1000) / 60); f++) {
       const pcm = new Int16Array(frame);
-      for (let i = 0; i < frame; i++) pcm[i] = Math.round(8000 * Math.sin((2 * Math.PI * 440 * (f * frame + i)) / rate));
+      for (let i = 0; i < frame; i++)
+        pcm[i] = Math.round(8000 * Math.sin((2 * Math.PI * 440 * (f * frame + i)) / rate));
       out.push(codec.encode(pcm));
     }
     return out;
@@ -42,7 +43,11 @@ describe('oggOpus', () => {
     // 3 s: more packets than fit one page's 255 lacing values with the larger ones.
     const packets = await tonePackets(3, 24000);
     const ogg = oggOpus(packets, { inputSampleRate: 24000 });
-    const probe = spawnSync('ffprobe', ['-hide_banner', '-loglevel', 'error', '-show_streams', '-of', 'json', '-f', 'ogg', 'pipe:0'], { input: ogg });
+    const probe = spawnSync(
+      'ffprobe',
+      ['-hide_banner', '-loglevel', 'error', '-show_streams', '-of', 'json', '-f', 'ogg', 'pipe:0'],
+      { input: ogg },
+    );
     assert.equal(probe.status, 0, probe.stderr.toString());
     const info = JSON.parse(probe.stdout.toString()) as { streams: Array<{ codec_name: string; channels: number }> };
     assert.equal(info.streams.length, 1);

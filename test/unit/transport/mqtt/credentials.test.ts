@@ -1,14 +1,29 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { checkMqttCredentials, mqttClientId, mqttCredentials, parseMqttClientId, type MqttAuthPolicy } from '../../../../transport/mqtt/credentials.ts';
+import {
+  checkMqttCredentials,
+  mqttClientId,
+  mqttCredentials,
+  parseMqttClientId,
+  type MqttAuthPolicy,
+} from '../../../../transport/mqtt/credentials.ts';
 import { PacketSizeLimit } from '../../../../transport/mqtt/packet-limit.ts';
 
 const SECRET = 'a secret of the store';
 const MAC = 'aa:bb:cc:dd:ee:01';
 const CID = '0b6e1c2a-1111-4222-8333-444455556666';
 
-function policy(mode: MqttAuthPolicy['mode'], bound: Record<string, number> = {}, allowedDevices: string[] = []): MqttAuthPolicy {
-  return { mode, allowedDevices, secret: () => SECRET, binding: (d, c) => (bound[`${d}|${c}`] !== undefined ? { generation: bound[`${d}|${c}`] as number } : undefined) };
+function policy(
+  mode: MqttAuthPolicy['mode'],
+  bound: Record<string, number> = {},
+  allowedDevices: string[] = [],
+): MqttAuthPolicy {
+  return {
+    mode,
+    allowedDevices,
+    secret: () => SECRET,
+    binding: (d, c) => (bound[`${d}|${c}`] !== undefined ? { generation: bound[`${d}|${c}`] as number } : undefined),
+  };
 }
 
 describe('MQTT credentials', () => {
@@ -26,26 +41,69 @@ describe('MQTT credentials', () => {
   test('open mode: any well-formed pair with its password; nothing else', () => {
     const c = mqttCredentials(SECRET, MAC, CID, null);
     assert.equal(c.username, MAC);
-    assert.deepEqual(checkMqttCredentials(c.client_id, c.username, Buffer.from(c.password), policy('open')), { ok: true, deviceId: MAC, clientId: CID });
+    assert.deepEqual(checkMqttCredentials(c.client_id, c.username, Buffer.from(c.password), policy('open')), {
+      ok: true,
+      deviceId: MAC,
+      clientId: CID,
+    });
     const other = mqttCredentials(SECRET, 'aa:bb:cc:dd:ee:02', CID, null);
     assert.equal(checkMqttCredentials(c.client_id, c.username, Buffer.from(other.password), policy('open')).ok, false);
-    assert.equal(checkMqttCredentials(c.client_id, 'aa:bb:cc:dd:ee:02', Buffer.from(c.password), policy('open')).ok, false);
+    assert.equal(
+      checkMqttCredentials(c.client_id, 'aa:bb:cc:dd:ee:02', Buffer.from(c.password), policy('open')).ok,
+      false,
+    );
     assert.equal(checkMqttCredentials(c.client_id, c.username, undefined, policy('open')).ok, false);
-    assert.equal(checkMqttCredentials(c.client_id, c.username, Buffer.from(mqttCredentials('another secret', MAC, CID, null).password), policy('open')).ok, false);
+    assert.equal(
+      checkMqttCredentials(
+        c.client_id,
+        c.username,
+        Buffer.from(mqttCredentials('another secret', MAC, CID, null).password),
+        policy('open'),
+      ).ok,
+      false,
+    );
     // allowedDevices applies as on the WebSocket.
-    assert.equal(checkMqttCredentials(c.client_id, c.username, Buffer.from(c.password), policy('open', {}, ['aa:bb:cc:dd:ee:09'])).ok, false);
+    assert.equal(
+      checkMqttCredentials(c.client_id, c.username, Buffer.from(c.password), policy('open', {}, ['aa:bb:cc:dd:ee:09']))
+        .ok,
+      false,
+    );
   });
 
   test('activation and tokens: only a bound pair, with the password of its current binding', () => {
     for (const mode of ['activation', 'tokens'] as const) {
       const gen3 = mqttCredentials(SECRET, MAC, CID, 3);
-      assert.equal(checkMqttCredentials(gen3.client_id, gen3.username, Buffer.from(gen3.password), policy(mode)).ok, false, 'unbound');
-      assert.equal(checkMqttCredentials(gen3.client_id, gen3.username, Buffer.from(gen3.password), policy(mode, { [`${MAC}|${CID}`]: 3 })).ok, true);
+      assert.equal(
+        checkMqttCredentials(gen3.client_id, gen3.username, Buffer.from(gen3.password), policy(mode)).ok,
+        false,
+        'unbound',
+      );
+      assert.equal(
+        checkMqttCredentials(
+          gen3.client_id,
+          gen3.username,
+          Buffer.from(gen3.password),
+          policy(mode, { [`${MAC}|${CID}`]: 3 }),
+        ).ok,
+        true,
+      );
       // A password of an earlier binding (revoked, then bound again) does not open the new one.
-      assert.equal(checkMqttCredentials(gen3.client_id, gen3.username, Buffer.from(gen3.password), policy(mode, { [`${MAC}|${CID}`]: 4 })).ok, false);
+      assert.equal(
+        checkMqttCredentials(
+          gen3.client_id,
+          gen3.username,
+          Buffer.from(gen3.password),
+          policy(mode, { [`${MAC}|${CID}`]: 4 }),
+        ).ok,
+        false,
+      );
       // Nor does the open-mode password.
       const openPw = mqttCredentials(SECRET, MAC, CID, null).password;
-      assert.equal(checkMqttCredentials(gen3.client_id, gen3.username, Buffer.from(openPw), policy(mode, { [`${MAC}|${CID}`]: 3 })).ok, false);
+      assert.equal(
+        checkMqttCredentials(gen3.client_id, gen3.username, Buffer.from(openPw), policy(mode, { [`${MAC}|${CID}`]: 3 }))
+          .ok,
+        false,
+      );
     }
   });
 });

@@ -19,7 +19,10 @@ interface GatewayView {
 
 /** What the gateway does with CONNECT's client id, username and password; throws where it refuses. */
 function gatewayAccepts(key: string, clientId: string, username: string, password: string): GatewayView {
-  const expected = createHmac('sha256', key).update(clientId + '|' + username).digest().toString('base64');
+  const expected = createHmac('sha256', key)
+    .update(clientId + '|' + username)
+    .digest()
+    .toString('base64');
   if (password !== expected) throw new Error('signature mismatch');
   const parts = clientId.split('@@@');
   if (parts.length !== 3) throw new Error('client id is not group@@@mac@@@uuid');
@@ -52,13 +55,25 @@ describe('gatewayMqttSection', () => {
   test('the gateway accepts the credentials and reads back the pair OTA saw', () => {
     const section = gatewayMqttSection(base);
     const seen = connect(section);
-    assert.deepEqual(seen, { group: 'GID_lichuang-dev', mac: base.deviceId, uuid: base.clientId, userData: { ip: '192.0.2.7' } });
+    assert.deepEqual(seen, {
+      group: 'GID_lichuang-dev',
+      mac: base.deviceId,
+      uuid: base.clientId,
+      userData: { ip: '192.0.2.7' },
+    });
     assert.equal(section.client_id, 'GID_lichuang-dev@@@a0_85_e3_f4_49_34@@@aeebef32-f0ef-4bce-9d8a-894d91bc6932');
   });
 
   test('every field the firmware stores is there, with the types it reads', () => {
     const section = gatewayMqttSection({ ...base, keepaliveS: 90 });
-    assert.deepEqual(Object.keys(section).sort(), ['client_id', 'endpoint', 'keepalive', 'password', 'publish_topic', 'username']);
+    assert.deepEqual(Object.keys(section).sort(), [
+      'client_id',
+      'endpoint',
+      'keepalive',
+      'password',
+      'publish_topic',
+      'username',
+    ]);
     assert.equal(section.endpoint, 'gw.example.org:1883');
     assert.equal(section.keepalive, 90);
     assert.equal(section.publish_topic, 'device-server');
@@ -73,7 +88,10 @@ describe('gatewayMqttSection', () => {
     const section = gatewayMqttSection(base);
     const otherUser = Buffer.from(JSON.stringify({ ip: '198.51.100.1' })).toString('base64');
     assert.throws(() => connect({ ...section, username: otherUser }), /signature mismatch/);
-    assert.throws(() => connect({ ...section, client_id: String(section.client_id).replace('a0_85', 'a0_86') }), /signature mismatch/);
+    assert.throws(
+      () => connect({ ...section, client_id: String(section.client_id).replace('a0_85', 'a0_86') }),
+      /signature mismatch/,
+    );
   });
 
   test('a board name with spaces, colons or @ still gives three parts', () => {
@@ -93,8 +111,9 @@ describe('gatewayMqttSection', () => {
     }
   });
 
-  test('an endpoint without a port gets the gateway\'s 1883 (the firmware would try 8883 with TLS)', () => {
-    const endpointOf = (endpoint: string): string | number | undefined => gatewayMqttSection({ ...base, endpoint }).endpoint;
+  test("an endpoint without a port gets the gateway's 1883 (the firmware would try 8883 with TLS)", () => {
+    const endpointOf = (endpoint: string): string | number | undefined =>
+      gatewayMqttSection({ ...base, endpoint }).endpoint;
     assert.equal(endpointOf('gw.example.org'), 'gw.example.org:1883');
     assert.equal(endpointOf(' 10.0.0.5 '), '10.0.0.5:1883');
     assert.equal(endpointOf('10.0.0.5:2883'), '10.0.0.5:2883');
