@@ -15,7 +15,7 @@ import { runScoped } from '../core/abort.ts';
 import { ErrorCode, VoiceError, isAbortError, toVoiceError } from '../core/errors.ts';
 import type { Emotion } from '../core/emotions.ts';
 import type { Logger } from '../core/logger.ts';
-import type { ToolResult, ToolSource, ToolSpec } from '../mcp/tool-source.ts';
+import type { ToolResult, ToolSource, ToolSpec } from '../mcp/contract/tool-source.ts';
 import { createEmotionExtractor } from './emotion.ts';
 import type { History } from './history.ts';
 import { createThinkFilter } from './think-filter.ts';

@@ -5,7 +5,7 @@
  * loop (react.ts) is the one place that acts on it: it thinks again, or ends the turn, speaking
  * and recording the end text like the model's own words.
  */
-import type { ToolResult } from '../mcp/tool-source.ts';
+import type { ToolResult } from '../mcp/contract/tool-source.ts';
 import { spokenResultText } from './tool-results.ts';
 import type { ToolCall } from './types.ts';
 

@@ -3,7 +3,7 @@
  * the text the model reads back. The model cannot hear or see, so non-text content is described
  * in words.
  */
-import type { ToolContent, ToolResult } from '../mcp/tool-source.ts';
+import type { ToolContent, ToolResult } from '../mcp/contract/tool-source.ts';
 
 export type ParsedArguments = { ok: true; args: Record<string, unknown> } | { ok: false; error: string };
 

@@ -3,7 +3,7 @@
  * own shape (not the wire's) so history and tests never depend on it; providers/openai/to-openai.ts
  * converts it at the edge.
  */
-import type { ToolSpec } from '../mcp/tool-source.ts';
+import type { ToolSpec } from '../mcp/contract/tool-source.ts';
 
 /** One tool call the model asked for. `arguments` is the raw JSON text the model produced (it may be malformed). */
 export interface ToolCall {

@@ -8,7 +8,7 @@
  */
 import { ToolNameMap } from './name-patterns.ts';
 import { schemaOverLimits, type SchemaLimits } from './schema-limits.ts';
-import type { JsonSchema, ToolSpec } from './tool-source.ts';
+import type { JsonSchema, ToolSpec } from './contract/tool-source.ts';
 
 export interface AnnouncedToolLimits {
   /** Longest name; a longer one leaves the tool out. Absent: any (the exposed name is made safe and cut anyway). */

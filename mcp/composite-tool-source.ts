@@ -11,8 +11,8 @@ import { runScoped } from '../core/abort.ts';
 import { ErrorCode, toVoiceError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import { mergeToolNames } from './merge-tool-names.ts';
-import { errorResult } from './tool-source.ts';
-import type { CallToolOptions, ToolResult, ToolSource, ToolSpec } from './tool-source.ts';
+import { errorResult } from './contract/tool-source.ts';
+import type { CallToolOptions, ToolResult, ToolSource, ToolSpec } from './contract/tool-source.ts';
 
 export interface NamedToolSource {
   /** Short id used in logs and collision prefixes (e.g. `local`, `device`, `weather`). */

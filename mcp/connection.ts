@@ -16,8 +16,14 @@ import { normalizeToolResult } from './normalize.ts';
 import { passesFilter } from './name-patterns.ts';
 import type { McpServerConfig } from './server-config.ts';
 import { emptyStats, type McpServerState, type McpServerStats, type McpStateChange } from './stats.ts';
-import type { JsonSchema, ResourceContents, ResourceInfo, ResourceTemplateInfo, ToolResult } from './tool-source.ts';
-import { errorResult, type ResourceSource } from './tool-source.ts';
+import type {
+  JsonSchema,
+  ResourceContents,
+  ResourceInfo,
+  ResourceTemplateInfo,
+  ToolResult,
+} from './contract/tool-source.ts';
+import { errorResult, type ResourceSource } from './contract/tool-source.ts';
 import { createMcpResourceSource } from './resource-source.ts';
 import type { ClientInfo, McpTransportKind } from './transports.ts';
 

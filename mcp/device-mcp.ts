@@ -11,8 +11,8 @@ import { DeviceRpc, isRecord } from './device-rpc.ts';
 import { fitToolBudget } from './tool-budget.ts';
 import { normalizeToolResult } from './normalize.ts';
 import { ToolNameMap } from './name-patterns.ts';
-import type { CallToolOptions, ToolResult, ToolSource, ToolSpec } from './tool-source.ts';
-import { errorResult } from './tool-source.ts';
+import type { CallToolOptions, ToolResult, ToolSource, ToolSpec } from './contract/tool-source.ts';
+import { errorResult } from './contract/tool-source.ts';
 
 /**
  * What a device may announce: 11,843 announced tools were measured adding 2.39 MB to every LLM

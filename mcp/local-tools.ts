@@ -8,23 +8,12 @@
 import { ErrorCode, toVoiceError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import { silentLogger } from '../core/logger.ts';
-import { errorResult } from './tool-source.ts';
-import type { CallToolOptions, JsonSchema, ToolResult, ToolSource, ToolSpec } from './tool-source.ts';
+import { errorResult } from './contract/tool-source.ts';
+import type { CallToolOptions, ToolResult, ToolSource, ToolSpec } from './contract/tool-source.ts';
 import { validateArgs } from './local-tools/validate-args.ts';
 
-export interface LocalToolContext {
-  signal: AbortSignal;
-  log: Logger;
-}
-
-export interface LocalTool {
-  /** Must be a valid OpenAI function name: letters, digits, `_` and `-`, at most 64. */
-  name: string;
-  /** Read at each listing: a getter may describe something current (the device's local time). */
-  description: string;
-  inputSchema: JsonSchema;
-  handler(args: Record<string, unknown>, ctx: LocalToolContext): Promise<ToolResult>;
-}
+export type { LocalTool, LocalToolContext } from './contract/local-tool.ts';
+import type { LocalTool } from './contract/local-tool.ts';
 
 export interface LocalToolsOptions {
   log?: Logger;

@@ -16,8 +16,8 @@ import {
   resourceToolSpec,
   type ResourceToolKind,
 } from './resource-tools.ts';
-import type { CallToolOptions, ToolResult, ToolSource, ToolSpec } from './tool-source.ts';
-import { errorResult } from './tool-source.ts';
+import type { CallToolOptions, ToolResult, ToolSource, ToolSpec } from './contract/tool-source.ts';
+import { errorResult } from './contract/tool-source.ts';
 
 /** What an exposed name routes to. */
 export interface McpToolTarget {

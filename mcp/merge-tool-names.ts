@@ -6,7 +6,7 @@
  * `keepsNames` (the device's own tools) claims its names before every other: no other group can
  * take the device's calls. A name still taken after the prefix is dropped.
  */
-import type { ToolSpec } from './tool-source.ts';
+import type { ToolSpec } from './contract/tool-source.ts';
 
 /** Longest exposed name (OpenAI function names). */
 const MAX_NAME = 64;

@@ -3,7 +3,7 @@
  * `ToolResult`. Lenient on purpose: the SDK's own schema throws on one unknown block and loses the
  * whole result, so here an unknown or malformed block becomes a short text note instead.
  */
-import type { ToolContent, ToolResult } from './tool-source.ts';
+import type { ToolContent, ToolResult } from './contract/tool-source.ts';
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);

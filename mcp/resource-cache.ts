@@ -9,7 +9,7 @@
 import type { Logger } from '../core/logger.ts';
 import type { McpConnection } from './connection.ts';
 import { updateConcerns } from './resource-uri.ts';
-import type { ResourceContents, ResourceInfo } from './tool-source.ts';
+import type { ResourceContents, ResourceInfo } from './contract/tool-source.ts';
 
 export interface ResourceCacheOptions {
   log: Logger;

@@ -11,7 +11,7 @@ import type {
   ResourceInfo,
   ResourceSource,
   ResourceTemplateInfo,
-} from './tool-source.ts';
+} from './contract/tool-source.ts';
 
 /** Creates the ResourceSource for one connection. Methods throw VoiceError on failure. */
 export function createMcpResourceSource(conn: McpConnection): ResourceSource {

@@ -8,8 +8,8 @@
 import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
 import type { McpConnection } from './connection.ts';
 import { renderContentsForModel, type ResourceCache } from './resource-cache.ts';
-import type { ResourceTemplateInfo, ToolResult, ToolSpec } from './tool-source.ts';
-import { errorResult, textResult } from './tool-source.ts';
+import type { ResourceTemplateInfo, ToolResult, ToolSpec } from './contract/tool-source.ts';
+import { errorResult, textResult } from './contract/tool-source.ts';
 
 export const RESOURCE_TOOL_KINDS = ['resources_list', 'resources_read', 'resources_templates_list'] as const;
 export type ResourceToolKind = (typeof RESOURCE_TOOL_KINDS)[number];

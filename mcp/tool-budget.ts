@@ -7,7 +7,7 @@
  * dropped from the last, so the first tools (the firmware lists its own first; the first bridge's
  * come first) stay.
  */
-import type { JsonSchema, ToolSpec } from './tool-source.ts';
+import type { JsonSchema, ToolSpec } from './contract/tool-source.ts';
 
 /** Characters a description keeps once the budget is exceeded. */
 export const SHORT_DESCRIPTION_CHARS = 200;

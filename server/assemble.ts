@@ -15,7 +15,7 @@ import { bridgeHubFor } from '../features/mcp-endpoint/index.ts';
 import type { Store } from '../store/store.ts';
 import { healthRoutes, providerChecks } from './health-route.ts';
 import { metricsRoute, createServerMetrics, type ServerMetrics } from '../features/metrics/index.ts';
-import { createProviderDoctor } from './provider-doctor.ts';
+import { createProviderDoctor } from '../providers/doctor.ts';
 import type { OpusSampleRate } from '../audio/opus/codec.ts';
 import { PushDelivery, AudioClips, pushAudioRoute, notifyAudio, type IdleDeviceLinks } from '../features/push/index.ts';
 import { mqttTransportFor, type MqttTransport } from '../transport/mqtt/index.ts';

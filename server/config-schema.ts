@@ -16,6 +16,7 @@ import { RemindersSchema } from '../features/reminders/index.ts';
 import { parseRange } from '../core/ip-address.ts';
 import { MqttSchema } from '../transport/mqtt/index.ts';
 import { MAX_DEVICE_TEXT } from '../protocol/messages.ts';
+import { StoreSchema } from '../store/store-config.ts';
 
 const EN = LANGUAGE_PACKS.en;
 const DEFAULT_SYSTEM_PROMPT = EN.systemPrompt;
@@ -330,24 +331,6 @@ export const MediaSchema = z.strictObject({
   retryDelayMs: z.number().int().min(0).default(1_000),
   /** Tries per page before playback fails with a spoken error. */
   maxTries: z.number().int().min(1).max(10).default(3),
-});
-
-/** The database: bindings, agents, device records (store/). */
-export const StoreSchema = z.strictObject({
-  /**
-   * `sqlite:PATH` (PATH relative to `server.dataDir`; created on first start) or
-   * `postgres://USER:PASSWORD@HOST:PORT/DATABASE` (shared by replicas). Env DATABASE_URL overrides.
-   */
-  url: z
-    .string()
-    .regex(/^(sqlite:.+|postgres(ql)?:\/\/.+)$/, 'must be sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/DATABASE')
-    .default('sqlite:xiaozhi.db'),
-  /**
-   * PostgreSQL: the password, kept apart from `url` so it may hold any character (`@`, `/`, `:`)
-   * without URL-encoding (compose cannot encode). Set, it replaces a password in `url`. Env
-   * DATABASE_PASSWORD overrides; redacted from logs.
-   */
-  password: z.string().default(''),
 });
 
 export const LoggingSchema = z.strictObject({

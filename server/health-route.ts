@@ -17,7 +17,7 @@ import { asrProvider, ttsProvider } from '../providers/index.ts';
 import { isAdmin, SignInLimit } from '../features/admin/index.ts';
 import type { McpManager } from '../mcp/manager.ts';
 import type { Config } from './config.ts';
-import type { ProviderProblem } from './provider-doctor.ts';
+import type { ProviderProblem } from '../providers/doctor.ts';
 
 /** One cheap dependency check shown in `/readyz`. */
 export interface ReadinessCheck {

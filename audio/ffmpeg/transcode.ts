@@ -3,7 +3,7 @@
  * mono at a chosen rate, through Debian's `ffmpeg` spawned directly (fluent-ffmpeg is archived
  * upstream and only wraps the same command line). One process per stream: its start-up costs
  * 60-90 ms, so callers should use it per audio stream (a song, an mp3 TTS answer), never per
- * sentence of PCM they could resample in-process (see audio/resample.ts).
+ * sentence of PCM they could resample in-process (see audio/pcm/resample.ts).
  *
  * Backpressure runs end to end: the consumer pulls PCM from ffmpeg's stdout; while it does not,
  * ffmpeg blocks on its full stdout pipe, stops reading stdin, and the input is not read further.
@@ -11,8 +11,8 @@
 import { nextUnlessAborted, throwIfAborted } from '../../core/abort.ts';
 import { ErrorCode, VoiceError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
-import { spawnManaged, writeWithBackpressure } from '../child-process.ts';
-import { ByteAligner } from '../pcm.ts';
+import { spawnManaged, writeWithBackpressure } from '../process/child-process.ts';
+import { ByteAligner } from '../pcm/pcm.ts';
 
 export interface TranscodeOptions {
   /** Output sample rate in Hz. */

@@ -6,8 +6,8 @@
 import { ErrorCode, VoiceError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
 import { createOpusCodec, type OpusCodec } from '../opus/codec.ts';
-import { PcmFramer } from '../pcm.ts';
-import { Resampler } from '../resample.ts';
+import { PcmFramer } from '../pcm/pcm.ts';
+import { Resampler } from '../pcm/resample.ts';
 import {
   localHelperSource,
   startNativeEspeak,

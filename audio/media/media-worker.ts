@@ -13,7 +13,7 @@ import { MediaCore, type CoreSession, type SpeechJob } from './media-core.ts';
 import type { EspeakHelperSource } from '../tts/espeak-native.ts';
 import type { EspeakVoice } from '../tts/espeak-wasm.ts';
 import { FRAME_MS } from './media.ts';
-import { rampSendTime } from '../pacer.ts';
+import { rampSendTime } from '../pacer/pacer.ts';
 import {
   packPackets,
   SESSION_LOG_BINDING,

@@ -7,7 +7,7 @@
 import { createRequire } from 'node:module';
 import { ErrorCode, VoiceError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
-import { bytesToInt16, int16ToBuffer } from '../pcm.ts';
+import { bytesToInt16, int16ToBuffer } from '../pcm/pcm.ts';
 
 export type OpusBackend = 'native' | 'wasm';
 export type OpusSampleRate = 8000 | 12000 | 16000 | 24000 | 48000;

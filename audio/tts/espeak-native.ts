@@ -57,7 +57,7 @@ export function nativeEspeakHelper(): string | undefined {
 export interface NativeEspeakEngine extends EspeakEngine {
   /** Disconnects and closes the helper source (its helper is stopped). */
   close(): Promise<void>;
-  /** Resamples PCM with the helper's resampler (tests compare it with audio/resample.ts). */
+  /** Resamples PCM with the helper's resampler (tests compare it with audio/pcm/resample.ts). */
   resample(pcm: Int16Array, fromRate: number, toRate: number): Int16Array;
 }
 

@@ -9,9 +9,9 @@ import { throwIfAborted } from '../../core/abort.ts';
 import { ErrorCode, VoiceError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
 import { transcodeToPcm } from '../ffmpeg/transcode.ts';
-import { ByteAligner } from '../pcm.ts';
-import { Resampler } from '../resample.ts';
-import { WavStreamParser, downmix } from '../wav.ts';
+import { ByteAligner } from '../pcm/pcm.ts';
+import { Resampler } from '../pcm/resample.ts';
+import { WavStreamParser, downmix } from '../pcm/wav.ts';
 import type { StreamingTts, TtsOutputFormat } from './tts.ts';
 
 export interface TtsPcmOptions {

@@ -3,7 +3,7 @@
  * near-silent frames to probability 0 (and rests the model through long pauses), serialises pushes, tracks the stream position and feeds the
  * segmenter. A provider only supplies `probability(frame)`.
  */
-import { PcmFramer, dbfs } from '../pcm.ts';
+import { PcmFramer, dbfs } from '../pcm/pcm.ts';
 import { Segmenter } from './segmenter.ts';
 import type { VadEvent, VadStream, VadStreamOptions } from './vad.ts';
 

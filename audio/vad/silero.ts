@@ -9,7 +9,7 @@
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { ErrorCode, VoiceError } from '../../core/errors.ts';
-import { int16ToFloat32 } from '../pcm.ts';
+import { int16ToFloat32 } from '../pcm/pcm.ts';
 import { turnOffOnnxTelemetry } from './onnx-telemetry.ts';
 import { FramedVadStream, type FrameScorer } from './framed-stream.ts';
 import { SileroBatcher, STEP_INPUT, STEP_STATE } from './silero-batch.ts';

@@ -4,7 +4,7 @@
  * every listing and call, so a change of the device's agent applies from its next turn.
  */
 import type { McpToolSource } from '../../mcp/mcp-tool-source.ts';
-import { errorResult, type ToolSource } from '../../mcp/tool-source.ts';
+import { errorResult, type ToolSource } from '../../mcp/contract/tool-source.ts';
 import type { ToolPolicy } from '../../voice/conversation/turn-profile.ts';
 
 /** `source` with only the tools `allowed` accepts (by exposed name), asked at each call. */

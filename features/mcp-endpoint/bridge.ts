@@ -16,7 +16,7 @@ import { CoalescedJob } from '../../core/coalesced-job.ts';
 import type { Logger } from '../../core/logger.ts';
 import { classifyFailure, errMessage, malformedSummary } from '../../mcp/mcp-failure.ts';
 import { normalizeToolResult } from '../../mcp/normalize.ts';
-import { errorResult, type ToolResult, type ToolSpec } from '../../mcp/tool-source.ts';
+import { errorResult, type ToolResult, type ToolSpec } from '../../mcp/contract/tool-source.ts';
 import { CloseCodes, WebSocketPeerTransport } from '../../mcp/websocket-peer-transport.ts';
 import { readAnnouncedTools } from '../../mcp/announced-tool.ts';
 import { fitToolBudget } from '../../mcp/tool-budget.ts';

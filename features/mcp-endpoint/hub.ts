@@ -13,7 +13,7 @@ import { truncateForLog } from '../../core/log-fields.ts';
 import type { Logger } from '../../core/logger.ts';
 import { mergeToolNames } from '../../mcp/merge-tool-names.ts';
 import { fitToolBudget } from '../../mcp/tool-budget.ts';
-import { errorResult, type ToolResult, type ToolSource, type ToolSpec } from '../../mcp/tool-source.ts';
+import { errorResult, type ToolResult, type ToolSource, type ToolSpec } from '../../mcp/contract/tool-source.ts';
 import type { McpRelay, PublishedBridge } from '../../store/mcp-endpoint-relay.ts';
 import { CloseCodes } from '../../mcp/websocket-peer-transport.ts';
 import type { Bridge } from './bridge.ts';

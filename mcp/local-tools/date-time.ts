@@ -3,8 +3,8 @@
  * model can quote plus `structuredContent` with the parts.
  */
 import { ErrorCode, VoiceError } from '../../core/errors.ts';
-import type { LocalTool } from '../local-tools.ts';
-import { textResult } from '../tool-source.ts';
+import type { LocalTool } from '../contract/local-tool.ts';
+import { textResult } from '../contract/tool-source.ts';
 
 export interface DateTimeToolOptions {
   /** IANA time zone, e.g. `Asia/Shanghai`; default the server's. */

@@ -2,8 +2,8 @@
  * @module Built-in tool: end the conversation. The result carries the goodbye to speak and the
  * flags that stop the turn without another model round and close the session once it has played.
  */
-import type { LocalTool } from '../local-tools.ts';
-import { textResult } from '../tool-source.ts';
+import type { LocalTool } from '../contract/local-tool.ts';
+import { textResult } from '../contract/tool-source.ts';
 
 export interface EndConversationToolOptions {
   /** Spoken when the model gives no farewell of its own. Default "Goodbye!". */

@@ -4,8 +4,8 @@
  * They are made per session around that device's memory, so a call can only ever reach the
  * memory of the device that is talking.
  */
-import type { LocalTool } from '../local-tools.ts';
-import { errorResult, textResult } from '../tool-source.ts';
+import type { LocalTool } from '../contract/local-tool.ts';
+import { errorResult, textResult } from '../contract/tool-source.ts';
 
 /** The device's memory as the tools act on it. */
 export interface MemoryToolTarget {

@@ -12,9 +12,9 @@ import { isIP } from 'node:net';
 import { readdir } from 'node:fs/promises';
 import { basename, extname, join } from 'node:path';
 import { ErrorCode, VoiceError } from '../../core/errors.ts';
-import type { LocalTool } from '../local-tools.ts';
+import type { LocalTool } from '../contract/local-tool.ts';
 import { guardedLookup, resolveChecked, type AddressGuardOptions } from './address-guard.ts';
-import { errorResult, type MediaStream, type ToolResult } from '../tool-source.ts';
+import { errorResult, type MediaStream, type ToolResult } from '../contract/tool-source.ts';
 
 export interface PlayMusicToolOptions {
   /** Folder searched for audio files; empty: none. */

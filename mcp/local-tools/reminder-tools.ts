@@ -5,8 +5,8 @@
  * The descriptions carry the device's local time and zone, read at each listing, so the model can
  * turn "at half past six" into a date-time; every answer gives the local time a reminder rings.
  */
-import type { LocalTool } from '../local-tools.ts';
-import { errorResult, textResult } from '../tool-source.ts';
+import type { LocalTool } from '../contract/local-tool.ts';
+import { errorResult, textResult } from '../contract/tool-source.ts';
 import { formatLocal, type LocalZone } from './local-time.ts';
 import { parseWhen } from './reminder-when.ts';
 

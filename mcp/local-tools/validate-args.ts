@@ -4,7 +4,7 @@
  * `additionalProperties: false`). Unknown keywords are ignored, so a richer schema still passes
  * what it can check. Errors are phrased for the model, which reads them and retries.
  */
-import type { JsonSchema } from '../tool-source.ts';
+import type { JsonSchema } from '../contract/tool-source.ts';
 
 function typeOf(v: unknown): string {
   if (v === null) return 'null';

@@ -3,7 +3,7 @@
  * media; text entries are not (a server's note or error message, which ffmpeg must never be fed),
  * except a text of exactly `[DONE]`, the mcp-go readers' end flag in either form.
  */
-import type { ResourceContents } from '../tool-source.ts';
+import type { ResourceContents } from '../contract/tool-source.ts';
 
 /** The mcp-go readers' end-of-stream flag (McpReadResourceStreamDoneFlag), as a decoded blob or a text. */
 export const STREAM_DONE_FLAG = '[DONE]';

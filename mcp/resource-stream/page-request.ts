@@ -5,7 +5,7 @@
  * and expect the expanded URI alone (SDK servers strip any extra param).
  */
 import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
-import type { ResourceLinkContent, ResourceTemplateInfo } from '../tool-source.ts';
+import type { ResourceLinkContent, ResourceTemplateInfo } from '../contract/tool-source.ts';
 
 /** Which request style to use for the pages of one stream. */
 export type PageStyle = 'auto' | 'arguments' | 'template';

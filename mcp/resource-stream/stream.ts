@@ -10,7 +10,12 @@ import { ErrorCode, VoiceError, isAbortError } from '../../core/errors.ts';
 import { ErrorCode as McpErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from '../../core/logger.ts';
 import { silentLogger } from '../../core/logger.ts';
-import type { ResourceContents, ResourceLinkContent, ResourceSource, ResourceTemplateInfo } from '../tool-source.ts';
+import type {
+  ResourceContents,
+  ResourceLinkContent,
+  ResourceSource,
+  ResourceTemplateInfo,
+} from '../contract/tool-source.ts';
 import { decodePage } from './page-contents.ts';
 import type { PagePlan, PageStyle } from './page-request.ts';
 import { argumentsPlan, templatePlan } from './page-request.ts';

@@ -10,7 +10,7 @@ import { runScoped, throwIfAborted } from '../../core/abort.ts';
 import { ErrorCode, VoiceError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
 import type { Asr } from '../../audio/asr/asr.ts';
-import { encodeWav } from '../../audio/wav.ts';
+import { encodeWav } from '../../audio/pcm/wav.ts';
 import { createOpenAiClient } from './client.ts';
 import { mapOpenAiError } from './errors.ts';
 import type { OpenAiAsrOptions } from './options.ts';

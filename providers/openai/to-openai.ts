@@ -4,7 +4,7 @@
  * free of it.
  */
 import type { ChatCompletionFunctionTool, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
-import type { ToolSpec } from '../../mcp/tool-source.ts';
+import type { ToolSpec } from '../../mcp/contract/tool-source.ts';
 import type { ChatMessage } from '../../llm/types.ts';
 
 /** Our messages → the wire's; an assistant message with tool calls keeps them as `function` calls. */

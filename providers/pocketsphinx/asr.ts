@@ -24,9 +24,9 @@ import { createInterface } from 'node:readline';
 import { throwIfAborted } from '../../core/abort.ts';
 import { ErrorCode, VoiceError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
-import { spawnManaged, writeWithBackpressure, type ManagedChild } from '../../audio/child-process.ts';
-import { int16ToBuffer } from '../../audio/pcm.ts';
-import { resample } from '../../audio/resample.ts';
+import { spawnManaged, writeWithBackpressure, type ManagedChild } from '../../audio/process/child-process.ts';
+import { int16ToBuffer } from '../../audio/pcm/pcm.ts';
+import { resample } from '../../audio/pcm/resample.ts';
 import type { Asr } from '../../audio/asr/asr.ts';
 import type { PocketsphinxAsrOptions } from './options.ts';
 

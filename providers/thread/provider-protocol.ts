@@ -4,10 +4,10 @@
  * Either may fail with a `VoiceError` whose code crosses the thread. A request names the options
  * of the client it wants (an agent's own model or recogniser); without them, the configured one.
  */
-import type { AsrOptions } from '../index.ts';
+import type { AsrOptions } from '../registry/registry.ts';
 import type { OpenAiLlmOptions } from '../openai/options.ts';
 import type { ChatMessage, LlmEvent } from '../../llm/types.ts';
-import type { ToolSpec } from '../../mcp/tool-source.ts';
+import type { ToolSpec } from '../../mcp/contract/tool-source.ts';
 
 export interface ProviderThreadData {
   /** The configured LLM client's options (the logger is the thread's own). */

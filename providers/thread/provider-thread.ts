@@ -16,7 +16,7 @@ import { startModuleWorker } from '../../core/start-worker.ts';
 import { WorkerRpc, type WorkerObserver } from '../../core/worker-rpc.ts';
 import { stableKey } from '../../core/stable-key.ts';
 import type { LlmClient, LlmEvent, LlmStreamRequest } from '../../llm/types.ts';
-import type { AsrOptions } from '../index.ts';
+import type { AsrOptions } from '../registry/registry.ts';
 import type { OpenAiLlmOptions } from '../openai/options.ts';
 import type { ProviderApi, ProviderClientStats, ProviderThreadData } from './provider-protocol.ts';
 

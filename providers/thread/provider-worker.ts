@@ -11,7 +11,7 @@ import { workerRpcThread } from '../../core/worker-rpc-thread.ts';
 import { nameThisThread } from '../../core/thread-name.ts';
 import type { Asr } from '../../audio/asr/asr.ts';
 import type { LlmClient } from '../../llm/types.ts';
-import { asrProvider, type AsrOptions } from '../index.ts';
+import { asrProvider, type AsrOptions } from '../registry/registry.ts';
 import { createLlmClient } from '../openai/llm.ts';
 import type { OpenAiLlmOptions } from '../openai/options.ts';
 import { ClientCache } from './client-cache.ts';

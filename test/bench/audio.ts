@@ -11,9 +11,9 @@ import { createSileroModel } from '../../audio/vad/silero.ts';
 import { transcodeToPcm } from '../../audio/ffmpeg/transcode.ts';
 import { loadEspeakEngine } from '../../audio/tts/espeak-wasm.ts';
 import { ttsToPcm } from '../../audio/tts/to-pcm.ts';
-import { createPacer } from '../../audio/pacer.ts';
-import { resample } from '../../audio/resample.ts';
-import { WavStreamParser } from '../../audio/wav.ts';
+import { createPacer } from '../../audio/pacer/pacer.ts';
+import { resample } from '../../audio/pcm/resample.ts';
+import { WavStreamParser } from '../../audio/pcm/wav.ts';
 import { createMediaEngine } from '../../audio/media/engine.ts';
 import { silentLogger } from '../../core/logger.ts';
 

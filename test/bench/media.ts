@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { readResourceStream } from '../../mcp/resource-stream/stream.ts';
-import type { ResourceLinkContent } from '../../mcp/tool-source.ts';
+import type { ResourceLinkContent } from '../../mcp/contract/tool-source.ts';
 import { startHttpFileServer } from '../fixtures/http-file-server.ts';
 import { connectStdio } from '../fixtures/sdk-resource-source.ts';
 

@@ -7,7 +7,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { concatInt16 } from '../../audio/pcm.ts';
+import { concatInt16 } from '../../audio/pcm/pcm.ts';
 import { DeviceSim } from '../fixtures/device-sim.ts';
 import { fakeText, fakeToolCalls, startFakeOpenAi, type FakeOpenAi } from '../fixtures/fake-openai.ts';
 import { startFakeOpenAiAudio, type FakeOpenAiAudio } from '../fixtures/fake-openai-audio.ts';

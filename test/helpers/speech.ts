@@ -8,8 +8,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createOpusCodec } from '../../audio/opus/codec.ts';
-import { resample } from '../../audio/resample.ts';
-import { concatInt16, rms } from '../../audio/pcm.ts';
+import { resample } from '../../audio/pcm/resample.ts';
+import { concatInt16, rms } from '../../audio/pcm/pcm.ts';
 import type { DeviceSim } from '../fixtures/device-sim.ts';
 
 /** Reads a 16-bit mono WAV file (the canonical 44-byte header flite and sox write). */

@@ -160,11 +160,23 @@ test("a room's store code is named after it (store/<room>.ts, store/<room>-*.ts)
   assert.deepEqual(violations, []);
 });
 
+/** Every source folder, top level and below. */
+const ALL_SOURCE = [
+  'core',
+  'protocol',
+  'audio',
+  'mcp',
+  'llm',
+  'providers',
+  'voice',
+  'store',
+  'features',
+  'transport',
+  'server',
+];
+
 test('no import points back up to a file of a parent folder', () => {
-  // audio/, mcp/ and providers/ still have such imports (their sub-folders use their parent's
-  // shared files).
-  const checked = ['core', 'protocol', 'llm', 'voice', 'store', 'features', 'transport', 'server'];
-  const violations = relativeImports(checked)
+  const violations = relativeImports(ALL_SOURCE)
     .filter(({ file, target }) => {
       const from = dirname(file);
       const to = dirname(target);
@@ -172,6 +184,31 @@ test('no import points back up to a file of a parent folder', () => {
     })
     .map(({ file, spec }) => `${file} imports ${spec}`);
   assert.deepEqual(violations, []);
+});
+
+test('no folder imports, directly or through others, a folder that imports it', () => {
+  const edges = new Map<string, Set<string>>();
+  for (const { file, target } of relativeImports(ALL_SOURCE)) {
+    const from = dirname(file);
+    const to = dirname(target);
+    if (from === to) continue;
+    if (!edges.has(from)) edges.set(from, new Set());
+    edges.get(from)?.add(to);
+  }
+  assert.ok(edges.size > 20, 'the scan found folders importing each other');
+  // Depth-first search; a folder met again while still on the path closes a loop.
+  const loops: string[] = [];
+  const state = new Map<string, 'open' | 'done'>();
+  const visit = (folder: string, path: string[]): void => {
+    state.set(folder, 'open');
+    for (const next of edges.get(folder) ?? []) {
+      if (state.get(next) === 'open') loops.push([...path.slice(path.indexOf(next)), folder, next].join(' -> '));
+      else if (!state.has(next)) visit(next, [...path, folder]);
+    }
+    state.set(folder, 'done');
+  };
+  for (const folder of edges.keys()) if (!state.has(folder)) visit(folder, []);
+  assert.deepEqual(loops, []);
 });
 
 test('only server/config.ts reads process.env', () => {

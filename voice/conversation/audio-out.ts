@@ -9,7 +9,7 @@ import { realClock, type Clock } from '../../core/clock.ts';
 import { isAbortError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
 import type { SessionMedia } from '../../audio/media/media.ts';
-import { createPacer, type Pacer } from '../../audio/pacer.ts';
+import { createPacer, type Pacer } from '../../audio/pacer/pacer.ts';
 import type { DeviceChannel } from '../session/channel.ts';
 
 export interface AudioOutOptions {

@@ -5,7 +5,7 @@
  */
 import type { Logger } from '../../core/logger.ts';
 import type { SessionMedia, UplinkResult } from '../../audio/media/media.ts';
-import { concatInt16, durationMs } from '../../audio/pcm.ts';
+import { concatInt16, durationMs } from '../../audio/pcm/pcm.ts';
 import type { ListenMode } from '../../protocol/messages.ts';
 
 export type ListenerEvent =

@@ -8,7 +8,7 @@ import type { Asr } from '../../audio/asr/asr.ts';
 import type { Tts } from '../../audio/tts/tts.ts';
 import type { MediaEngine } from '../../audio/media/media.ts';
 import type { LlmClient } from '../../llm/types.ts';
-import type { ToolSource } from '../../mcp/tool-source.ts';
+import type { ToolSource } from '../../mcp/contract/tool-source.ts';
 import type { TurnDispatcher } from '../dispatch/dispatch.ts';
 import type { SessionInfo } from '../session/conversation.ts';
 import type { VoiceConfig } from './voice-config.ts';

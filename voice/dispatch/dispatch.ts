@@ -5,11 +5,14 @@
  * dispatcher, acts on it. The concrete dispatcher is result-dispatcher.ts beside it.
  */
 import type { RoundDecision, ToolCallResult } from '../../llm/round-decision.ts';
-import type { AudioOut } from '../conversation/audio-out.ts';
 
 /** The turn's audio output, as a dispatcher uses it: media is played, sentences spoken. */
 export interface DispatchContext {
-  out: Pick<AudioOut, 'play'>;
+  /**
+   * Plays PCM after the words so far, captioned with `text` (the conversation's AudioOut is one;
+   * stated here so that this folder does not import the conversation, which imports it).
+   */
+  out: { play(text: string | null, pcm: AsyncIterable<Int16Array>, onFirstFrame?: () => void): Promise<void> };
   /** Speaks everything queued so far before media plays (the model's text before the tool call). */
   flushSpeech(): Promise<void>;
   /** Queues a sentence to speak (a note about a media item that could not play). */

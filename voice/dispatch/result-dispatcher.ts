@@ -20,7 +20,7 @@ import { ffmpegInputFor } from '../../audio/ffmpeg/input-format.ts';
 import { transcodeToPcm } from '../../audio/ffmpeg/transcode.ts';
 import { decideByFlags, type RoundDecision, type ToolCallResult } from '../../llm/round-decision.ts';
 import { readResourceStream } from '../../mcp/resource-stream/stream.ts';
-import type { ResourceLinkContent, ResourceSource, ToolResult } from '../../mcp/tool-source.ts';
+import type { ResourceLinkContent, ResourceSource, ToolResult } from '../../mcp/contract/tool-source.ts';
 import type { DispatchContext, TurnDispatcher } from './dispatch.ts';
 
 export interface ResultDispatcherOptions {

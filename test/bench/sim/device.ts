@@ -7,7 +7,7 @@
  * until `stt`, then the answer (`tts start`, `sentence_start`, frames, `tts stop`).
  */
 import { createOpusCodec } from '../../../audio/opus/codec.ts';
-import { concatInt16 } from '../../../audio/pcm.ts';
+import { concatInt16 } from '../../../audio/pcm/pcm.ts';
 import type { ProtocolVersion } from '../../../protocol/framing.ts';
 import { DeviceSim } from '../../fixtures/device-sim.ts';
 import { STOCK_TOOLS } from '../../fixtures/firmware/mcp-server.ts';

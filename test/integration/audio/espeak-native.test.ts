@@ -18,7 +18,7 @@ import {
   type NativeEspeakEngine,
 } from '../../../audio/tts/espeak-native.ts';
 import { waitFor, within } from '../../helpers/wait.ts';
-import { Resampler } from '../../../audio/resample.ts';
+import { Resampler } from '../../../audio/pcm/resample.ts';
 
 /** Pids of this process's children that run the helper (Linux /proc). */
 function helperChildren(): number[] {
@@ -99,7 +99,7 @@ describe('native espeak-ng engine', {
     assert.ok(fastLen < pcm.length * 0.75, `speed 350 is shorter (${fastLen} < ${pcm.length} samples)`);
   });
 
-  test('resamples in the helper as audio/resample.ts does (8 zero crossings), to 24 and 16 kHz', () => {
+  test('resamples in the helper as audio/pcm/resample.ts does (8 zero crossings), to 24 and 16 kHz', () => {
     // espeak-ng's output varies a little from one call to the next (a few samples of length), so
     // the helper's resampler is compared on one recorded sentence, then used on live synthesis.
     const text = 'The weather is fine and warm, with a light breeze.';

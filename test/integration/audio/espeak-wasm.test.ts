@@ -4,8 +4,8 @@ import { createOpusCodec } from '../../../audio/opus/codec.ts';
 import { transcodeToPcm } from '../../../audio/ffmpeg/transcode.ts';
 import { checkEspeakVoice, espeakText, loadEspeakEngine } from '../../../audio/tts/espeak-wasm.ts';
 import { ttsToPcm } from '../../../audio/tts/to-pcm.ts';
-import { PcmFramer, concatInt16, rms } from '../../../audio/pcm.ts';
-import { encodeWav } from '../../../audio/wav.ts';
+import { PcmFramer, concatInt16, rms } from '../../../audio/pcm/pcm.ts';
+import { encodeWav } from '../../../audio/pcm/wav.ts';
 import { VoiceError } from '../../../core/errors.ts';
 import { waitForNoAudioChildren } from '../../fixtures/audio/make-audio.ts';
 

@@ -21,7 +21,7 @@ import type {
 } from '../../../audio/media/media.ts';
 import { threadNames } from '../../helpers/threads.ts';
 import type { VadEvent } from '../../../audio/vad/vad.ts';
-import { resample } from '../../../audio/resample.ts';
+import { resample } from '../../../audio/pcm/resample.ts';
 import { decodeDownlink, speak16k, utterancePackets } from '../../helpers/speech.ts';
 import type { Worker } from 'node:worker_threads';
 import { trackWorkers } from '../../helpers/track-workers.ts';

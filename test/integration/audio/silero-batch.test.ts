@@ -4,8 +4,8 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { concatInt16, int16ToFloat32 } from '../../../audio/pcm.ts';
-import { resample } from '../../../audio/resample.ts';
+import { concatInt16, int16ToFloat32 } from '../../../audio/pcm/pcm.ts';
+import { resample } from '../../../audio/pcm/resample.ts';
 import { createSileroModel, type SileroVadModel } from '../../../audio/vad/silero.ts';
 import { STEP_INPUT, STEP_STATE } from '../../../audio/vad/silero-batch.ts';
 import type { VadEvent } from '../../../audio/vad/vad.ts';

@@ -4,7 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { transcodeToPcm } from '../../../audio/ffmpeg/transcode.ts';
-import { encodeWav } from '../../../audio/wav.ts';
+import { encodeWav } from '../../../audio/pcm/wav.ts';
 import { VoiceError } from '../../../core/errors.ts';
 import { audioChildren, makeTempDir, tone, waitForNoAudioChildren } from '../../fixtures/audio/make-audio.ts';
 import { sleep } from '../../helpers/wait.ts';

@@ -1,9 +1,9 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createVadModel, type VadEvent, type VadModel, type VadProvider } from '../../../audio/vad/vad.ts';
-import { concatInt16 } from '../../../audio/pcm.ts';
+import { concatInt16 } from '../../../audio/pcm/pcm.ts';
 import { audibleSpan, espeakPcm, flitePcm, makeTempDir, noise, silence } from '../../fixtures/audio/make-audio.ts';
-import { resample } from '../../../audio/resample.ts';
+import { resample } from '../../../audio/pcm/resample.ts';
 import { FramedVadStream } from '../../../audio/vad/framed-stream.ts';
 
 const RATE = 16000;

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readResourceStream } from '../../../mcp/resource-stream/stream.ts';
-import type { ResourceLinkContent } from '../../../mcp/tool-source.ts';
+import type { ResourceLinkContent } from '../../../mcp/contract/tool-source.ts';
 import type { HttpFileServer } from '../../fixtures/http-file-server.ts';
 import { startHttpFileServer } from '../../fixtures/http-file-server.ts';
 import type { Connected } from '../../fixtures/sdk-resource-source.ts';

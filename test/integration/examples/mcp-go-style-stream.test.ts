@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { z } from 'zod';
 import { ErrorCode, VoiceError } from '../../../core/errors.ts';
 import { readResourceStream } from '../../../mcp/resource-stream/stream.ts';
-import type { ResourceLinkContent } from '../../../mcp/tool-source.ts';
+import type { ResourceLinkContent } from '../../../mcp/contract/tool-source.ts';
 import type { HttpFileServer } from '../../fixtures/http-file-server.ts';
 import { startHttpFileServer } from '../../fixtures/http-file-server.ts';
 import type { Connected } from '../../fixtures/sdk-resource-source.ts';

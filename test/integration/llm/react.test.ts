@@ -14,8 +14,8 @@ import { createSentenceCutter } from '../../../llm/sentences.ts';
 import { createCompositeToolSource } from '../../../mcp/composite-tool-source.ts';
 import { createLocalTools, dateTimeTool, endConversationTool } from '../../../mcp/local-tools.ts';
 import type { LocalTool } from '../../../mcp/local-tools.ts';
-import { textResult } from '../../../mcp/tool-source.ts';
-import type { ToolSource } from '../../../mcp/tool-source.ts';
+import { textResult } from '../../../mcp/contract/tool-source.ts';
+import type { ToolSource } from '../../../mcp/contract/tool-source.ts';
 import type { FakeOpenAi } from '../../fixtures/fake-openai.ts';
 import { fakeError, fakeText, fakeToolCalls, onToolResults, startFakeOpenAi } from '../../fixtures/fake-openai.ts';
 

@@ -10,7 +10,7 @@ import { startTestApp, type TestApp } from '../../helpers/test-app.ts';
 import { recordingConversation } from '../../helpers/recording-conversation.ts';
 import { waitFor } from '../../helpers/wait.ts';
 import { toolSpecBytes } from '../../../mcp/tool-budget.ts';
-import type { ToolSpec } from '../../../mcp/tool-source.ts';
+import type { ToolSpec } from '../../../mcp/contract/tool-source.ts';
 import { connectRawBridge, initializeResult, type RawBridge } from './raw-bridge.ts';
 
 const MAX_BYTES = 8000;

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { WebSocket, WebSocketServer } from 'ws';
 import { createDeviceMcp, type DeviceMcp } from '../../../mcp/device-mcp.ts';
 import { salvageBrokenReply } from '../../../mcp/device-rpc.ts';
-import type { ToolResult } from '../../../mcp/tool-source.ts';
+import type { ToolResult } from '../../../mcp/contract/tool-source.ts';
 import { recordingLogger } from './mcp-test-helpers.ts';
 
 const text = (r: ToolResult): string => r.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');

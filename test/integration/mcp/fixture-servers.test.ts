@@ -6,7 +6,7 @@ import { describe, test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { createMcpManager, type McpManager } from '../../../mcp/manager.ts';
 import type { McpStateChange } from '../../../mcp/stats.ts';
-import type { ToolResult } from '../../../mcp/tool-source.ts';
+import type { ToolResult } from '../../../mcp/contract/tool-source.ts';
 import { startSseOnlyServer } from '../../fixtures/mcp-fixture-server.ts';
 import { fixtureEntry, pidAlive, recordingLogger, servers } from './mcp-test-helpers.ts';
 import { waitFor } from '../../helpers/wait.ts';

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { ErrorCode, VoiceError } from '../../../core/errors.ts';
 import { createMcpManager, type McpManager } from '../../../mcp/manager.ts';
-import type { ToolResult } from '../../../mcp/tool-source.ts';
+import type { ToolResult } from '../../../mcp/contract/tool-source.ts';
 import { recordingLogger, REPO_ROOT, resourcesOf, servers } from './mcp-test-helpers.ts';
 
 const MALFORMED = fileURLToPath(new URL('../../fixtures/mcp-malformed-server.ts', import.meta.url));

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import type { Logger } from '../../../core/logger.ts';
 import type { McpManager } from '../../../mcp/manager.ts';
 import type { McpServerConfig } from '../../../mcp/server-config.ts';
-import type { ResourceSource } from '../../../mcp/tool-source.ts';
+import type { ResourceSource } from '../../../mcp/contract/tool-source.ts';
 import { parseMcpServersConfig } from '../../../mcp/server-config.ts';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../..', import.meta.url));

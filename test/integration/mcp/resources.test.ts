@@ -4,7 +4,7 @@
 import { describe, test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { createMcpManager, type McpManager } from '../../../mcp/manager.ts';
-import type { ToolResult } from '../../../mcp/tool-source.ts';
+import type { ToolResult } from '../../../mcp/contract/tool-source.ts';
 import { toolResultText } from '../../../llm/tool-results.ts';
 import { fixtureEntry, parseContextBlock, recordingLogger, resourcesOf, servers } from './mcp-test-helpers.ts';
 import { waitFor } from '../../helpers/wait.ts';

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { ConfigSchema } from '../../../server/config.ts';
 import { createLogger } from '../../../server/logger.ts';
-import { createProviderDoctor } from '../../../server/provider-doctor.ts';
+import { createProviderDoctor } from '../../../providers/doctor.ts';
 import { startFakeOpenAi, type FakeOpenAi } from '../../fixtures/fake-openai.ts';
 import { createLogSink } from '../../helpers/log-sink.ts';
 

@@ -2,7 +2,7 @@ import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { availableOpusBackend, createOpusCodec, type OpusBackend } from '../../../audio/opus/codec.ts';
 import { encodeChunks } from '../../../audio/media/encode-chunks.ts';
-import { PcmFramer, rms } from '../../../audio/pcm.ts';
+import { PcmFramer, rms } from '../../../audio/pcm/pcm.ts';
 import { VoiceError } from '../../../core/errors.ts';
 import { silentLogger } from '../../../core/logger.ts';
 

@@ -2,7 +2,7 @@ import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { createPacer, rampSendTime } from '../../../audio/pacer.ts';
+import { createPacer, rampSendTime } from '../../../audio/pacer/pacer.ts';
 import { sleep } from '../../../core/abort.ts';
 import { ManualClock } from '../../helpers/manual-clock.ts';
 

@@ -10,7 +10,7 @@ import {
   int16ToBuffer,
   rms,
   samplesForMs,
-} from '../../../audio/pcm.ts';
+} from '../../../audio/pcm/pcm.ts';
 
 describe('pcm helpers', () => {
   test('bytesToInt16 is a view when aligned and a copy when not', () => {

@@ -1,7 +1,7 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { Resampler, resample } from '../../../audio/resample.ts';
-import { rms } from '../../../audio/pcm.ts';
+import { Resampler, resample } from '../../../audio/pcm/resample.ts';
+import { rms } from '../../../audio/pcm/pcm.ts';
 
 function sine(n: number, rate: number, hz: number, amp = 10000): Int16Array {
   const out = new Int16Array(n);

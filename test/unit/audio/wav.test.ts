@@ -1,6 +1,6 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { WavStreamParser, downmix, encodeWav } from '../../../audio/wav.ts';
+import { WavStreamParser, downmix, encodeWav } from '../../../audio/pcm/wav.ts';
 import { VoiceError } from '../../../core/errors.ts';
 
 describe('wav', () => {

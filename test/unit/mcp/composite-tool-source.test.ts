@@ -5,8 +5,8 @@ import type { Logger } from '../../../core/logger.ts';
 import { createCompositeToolSource } from '../../../mcp/composite-tool-source.ts';
 import { createLocalTools } from '../../../mcp/local-tools.ts';
 import type { LocalTool } from '../../../mcp/local-tools.ts';
-import { textResult } from '../../../mcp/tool-source.ts';
-import type { ToolSource } from '../../../mcp/tool-source.ts';
+import { textResult } from '../../../mcp/contract/tool-source.ts';
+import type { ToolSource } from '../../../mcp/contract/tool-source.ts';
 import { mockTime, runMocked } from '../../helpers/mock-timers.ts';
 
 const echo = (name: string, tag: string): LocalTool => ({

@@ -4,7 +4,7 @@ import { ErrorCode, VoiceError } from '../../../core/errors.ts';
 import { createLocalTools, dateTimeTool, endConversationTool } from '../../../mcp/local-tools.ts';
 import type { LocalTool } from '../../../mcp/local-tools.ts';
 import { validateArgs } from '../../../mcp/local-tools/validate-args.ts';
-import { textResult } from '../../../mcp/tool-source.ts';
+import { textResult } from '../../../mcp/contract/tool-source.ts';
 
 const opts = () => ({ signal: new AbortController().signal });
 const firstText = (r: { content: Array<{ type: string; text?: string }> }) => r.content[0]?.text ?? '';

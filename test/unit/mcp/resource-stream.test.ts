@@ -5,7 +5,7 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ErrorCode, VoiceError } from '../../../core/errors.ts';
 import { DEFAULT_PAGE_SIZE, readResourceStream } from '../../../mcp/resource-stream/stream.ts';
-import type { ResourceLinkContent } from '../../../mcp/tool-source.ts';
+import type { ResourceLinkContent } from '../../../mcp/contract/tool-source.ts';
 import type { PagedServer, PagedServerOptions } from '../../fixtures/mcp-paged-server.ts';
 import { advanceMocked, mockTime, runMocked } from '../../helpers/mock-timers.ts';
 import { waitFor, within } from '../../helpers/wait.ts';

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fitToolBudget, SHORT_DESCRIPTION_CHARS, toolSpecBytes } from '../../../mcp/tool-budget.ts';
-import type { ToolSpec } from '../../../mcp/tool-source.ts';
+import type { ToolSpec } from '../../../mcp/contract/tool-source.ts';
 
 const tool = (name: string, descChars: number, propDescChars: number): ToolSpec => ({
   name,

@@ -10,7 +10,7 @@ import type { SessionMedia } from '../../../audio/media/media.ts';
 import type { MediaWorkerTts } from '../../../audio/tts/tts.ts';
 import { createHistory } from '../../../llm/history.ts';
 import type { LlmClient, LlmEvent } from '../../../llm/types.ts';
-import type { ToolSource } from '../../../mcp/tool-source.ts';
+import type { ToolSource } from '../../../mcp/contract/tool-source.ts';
 import { ConfigSchema } from '../../../server/config.ts';
 import type { StateControl } from '../../../voice/session/conversation.ts';
 import { Turn } from '../../../voice/conversation/turn.ts';

@@ -2,7 +2,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Asr } from '../../../../audio/asr/asr.ts';
 import { createAsr } from '../../../../providers/index.ts';
-import { resample } from '../../../../audio/resample.ts';
+import { resample } from '../../../../audio/pcm/resample.ts';
 import { silentLogger } from '../../../../core/logger.ts';
 import {
   descendantProcesses,

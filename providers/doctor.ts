@@ -7,8 +7,15 @@
  */
 import type { Logger } from '../core/logger.ts';
 import { redactUrl, redactUrlsInText } from '../core/redact-url.ts';
-import { asrProvider, ttsProvider } from '../providers/index.ts';
-import type { Config } from './config.ts';
+import { asrProvider, ttsProvider, type AsrOptions, type TtsOptions } from './index.ts';
+import type { OpenAiLlmOptions } from './openai/options.ts';
+
+/** What the doctor checks: the configuration's model blocks (the server's `Config` is one). */
+export interface ProviderBlocks {
+  llm: Pick<OpenAiLlmOptions, 'baseURL' | 'apiKey' | 'model'>;
+  asr: AsrOptions;
+  tts: TtsOptions;
+}
 
 export type ProviderPart = 'llm' | 'asr' | 'tts';
 export type ProviderProblemKind = 'unreachable' | 'key_refused' | 'model_missing';
@@ -45,7 +52,7 @@ export function fixFor(part: ProviderPart, problem: ProviderProblemKind): string
   return `The remote ${label} does not have the model named in ${part}.model: set ${part}.model.`;
 }
 
-function targets(config: Pick<Config, 'llm' | 'asr' | 'tts'>): Target[] {
+function targets(config: ProviderBlocks): Target[] {
   const out: Target[] = [
     { part: 'llm', baseURL: config.llm.baseURL, apiKey: config.llm.apiKey, model: config.llm.model },
   ];
@@ -128,10 +135,7 @@ export interface ProviderDoctorOptions {
   cacheMs?: number;
 }
 
-export function createProviderDoctor(
-  config: Pick<Config, 'llm' | 'asr' | 'tts'>,
-  opts: ProviderDoctorOptions = {},
-): ProviderDoctor {
+export function createProviderDoctor(config: ProviderBlocks, opts: ProviderDoctorOptions = {}): ProviderDoctor {
   const list = targets(config);
   const timeoutMs = opts.timeoutMs ?? 3_000;
   const cacheMs = opts.cacheMs ?? 10_000;

@@ -4,7 +4,7 @@
  * Streaming writers put a placeholder in the data length (espeak-ng: 0x7FFFF000), so a length at
  * or above `UNBOUNDED_DATA` means "until end of stream".
  */
-import { ErrorCode, VoiceError } from '../core/errors.ts';
+import { ErrorCode, VoiceError } from '../../core/errors.ts';
 import { ByteAligner, int16ToBuffer } from './pcm.ts';
 
 const UNBOUNDED_DATA = 0x7fff0000;

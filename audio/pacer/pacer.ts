@@ -19,10 +19,10 @@
  * chains. Time is read from an injected `Clock` (the real one by default), so tests run the
  * cadence on a clock they advance by hand.
  */
-import { nextUnlessAborted } from '../core/abort.ts';
-import { realClock, type Clock, type TimerHandle } from '../core/clock.ts';
-import { ErrorCode, VoiceError } from '../core/errors.ts';
-import type { Logger } from '../core/logger.ts';
+import { nextUnlessAborted } from '../../core/abort.ts';
+import { realClock, type Clock, type TimerHandle } from '../../core/clock.ts';
+import { ErrorCode, VoiceError } from '../../core/errors.ts';
+import type { Logger } from '../../core/logger.ts';
 
 /** The device's decode queue: 40 packets of 60 ms (xiaozhi `MAX_DECODE_PACKETS_IN_QUEUE`). */
 export const DEVICE_BUFFER_MS = 2400;
