@@ -160,20 +160,8 @@ test("a room's store code is named after it (store/<room>.ts, store/<room>-*.ts)
   assert.deepEqual(violations, []);
 });
 
-/** Every source folder, top level and below. */
-const ALL_SOURCE = [
-  'core',
-  'protocol',
-  'audio',
-  'mcp',
-  'llm',
-  'providers',
-  'voice',
-  'store',
-  'features',
-  'transport',
-  'server',
-];
+/** Every folder of the server's source, top level and below (the examples stand apart). */
+const ALL_SOURCE = FOLDERS.filter((f) => f !== 'examples');
 
 test('no import points back up to a file of a parent folder', () => {
   const violations = relativeImports(ALL_SOURCE)
@@ -213,19 +201,7 @@ test('no folder imports, directly or through others, a folder that imports it', 
 
 test('only server/config.ts reads process.env', () => {
   const offenders: string[] = [];
-  for (const folder of [
-    'core',
-    'protocol',
-    'audio',
-    'mcp',
-    'llm',
-    'providers',
-    'voice',
-    'store',
-    'features',
-    'transport',
-    'server',
-  ]) {
+  for (const folder of ALL_SOURCE) {
     for (const file of tsFiles(join(ROOT, folder))) {
       const rel = relative(ROOT, file);
       if (rel === 'server/config.ts') continue;
