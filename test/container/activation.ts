@@ -17,6 +17,7 @@ import { DeviceSim } from '../fixtures/device-sim.ts';
 import { fakeText, startFakeOpenAi, type FakeOpenAi } from '../fixtures/fake-openai.ts';
 import { freePort, nonJsonLines, spawnServer, type SpawnedServer } from '../integration/ops/helpers/spawned-server.ts';
 import { parseTwoLaunchers } from './two-launchers.ts';
+import { imageServerArgs } from './server-command.ts';
 
 const DEVICE = { 'Device-Id': 'c0:ff:ee:00:00:02', 'Client-Id': '3f0c8a52-6a1e-4c57-9d0b-7a2e41c9b8d1' };
 const step = (name: string): void => void process.stderr.write(`activation smoke: ${name}\n`);
@@ -82,19 +83,13 @@ async function main(): Promise<void> {
     step(`starting the server (activation mode) in the container on 127.0.0.1:${port}`);
     srv = await spawnServer({
       command,
-      args: [
-        ...prefix,
-        '/usr/bin/tini',
-        '--',
-        'env',
-        'HOST=127.0.0.1',
-        `PORT=${port}`,
-        `OPENAI_BASE_URL=${llm.url}`,
-        'LLM_MODEL=fake-model',
-        'LOG_LEVEL=info',
-        'node',
-        'dist/server/main.js',
-      ],
+      args: imageServerArgs(prefix, {
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        OPENAI_BASE_URL: llm.url,
+        LLM_MODEL: 'fake-model',
+        LOG_LEVEL: 'info',
+      }),
       port,
       readyTimeoutMs: 60_000,
     });
@@ -168,19 +163,13 @@ async function main(): Promise<void> {
     step('restarting the server on the same /data: the binding is still there');
     srv = await spawnServer({
       command,
-      args: [
-        ...prefix,
-        '/usr/bin/tini',
-        '--',
-        'env',
-        'HOST=127.0.0.1',
-        `PORT=${port}`,
-        `OPENAI_BASE_URL=${llm.url}`,
-        'LLM_MODEL=fake-model',
-        'LOG_LEVEL=info',
-        'node',
-        'dist/server/main.js',
-      ],
+      args: imageServerArgs(prefix, {
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        OPENAI_BASE_URL: llm.url,
+        LLM_MODEL: 'fake-model',
+        LOG_LEVEL: 'info',
+      }),
       port,
       readyTimeoutMs: 60_000,
     });

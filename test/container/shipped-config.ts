@@ -26,6 +26,7 @@ import {
 import { decodeDownlink } from '../helpers/speech.ts';
 import { spawnServer, type SpawnedServer } from '../integration/ops/helpers/spawned-server.ts';
 import { parseTwoLaunchers } from './two-launchers.ts';
+import { imageServerArgs } from './server-command.ts';
 
 /** The port docker/server.yaml gives both services (server 8000; mcp-audio 8808 in its URL). */
 const SERVER_PORT = 8000;
@@ -96,16 +97,7 @@ async function main(): Promise<void> {
     step('server container with docker/server.yaml');
     srv = await spawnServer({
       command: cmd,
-      args: [
-        ...prefix,
-        '/usr/bin/tini',
-        '--',
-        'env',
-        `OPENAI_BASE_URL=${llm.url}`,
-        'LLM_MODEL=fake-model',
-        'node',
-        'dist/server/main.js',
-      ],
+      args: imageServerArgs(prefix, { OPENAI_BASE_URL: llm.url, LLM_MODEL: 'fake-model' }),
       port: SERVER_PORT,
       readyTimeoutMs: 90_000,
     });

@@ -16,6 +16,7 @@ import { startFakeOpenAi, type FakeOpenAi } from '../fixtures/fake-openai.ts';
 import { speak16k, utterancePackets } from '../helpers/speech.ts';
 import { freePort, nonJsonLines, spawnServer, type SpawnedServer } from '../integration/ops/helpers/spawned-server.ts';
 import { connectAndAsk, metricValue, otaWebsocketUrl } from '../integration/ops/helpers/spoken-turn.ts';
+import { imageServerArgs } from './server-command.ts';
 
 function parseArgs(argv: readonly string[]): { timeoutMs: number; launcher: string[] } {
   const sep = argv.indexOf('--');
@@ -52,19 +53,13 @@ async function main(): Promise<void> {
     step(`starting the server in the container on 127.0.0.1:${port}`);
     srv = await spawnServer({
       command,
-      args: [
-        ...prefix,
-        '/usr/bin/tini',
-        '--',
-        'env',
-        'HOST=127.0.0.1',
-        `PORT=${port}`,
-        `OPENAI_BASE_URL=${llm.url}`,
-        'LLM_MODEL=fake-model',
-        'LOG_LEVEL=info',
-        'node',
-        'dist/server/main.js',
-      ],
+      args: imageServerArgs(prefix, {
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        OPENAI_BASE_URL: llm.url,
+        LLM_MODEL: 'fake-model',
+        LOG_LEVEL: 'info',
+      }),
       port,
       readyTimeoutMs: 60_000,
     });
