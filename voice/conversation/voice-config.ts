@@ -31,6 +31,8 @@ export interface VoiceConfig {
     earlyStartMs: number;
     maxUtteranceMs: number;
     minSilenceMs: number;
+    completeSilenceMs: number;
+    unfinishedSilenceMs: number;
     minSpeechMs: number;
     preRollMs: number;
     threshold: number;
