@@ -228,6 +228,18 @@ export const VadSchema = z.strictObject({
    * "的", a number being read out): the user is still thinking. The longest an utterance waits.
    */
   unfinishedSilenceMs: z.number().int().min(100).max(10_000).default(1500),
+  /**
+   * Asks the agent's model whether a transcript no rule could judge is finished, once its silence
+   * reaches `completeSilenceMs`; until it answers the utterance waits `minSilenceMs`. Costs one
+   * short model request per such pause and the model's time to first token on the end of turn.
+   */
+  llmJudge: z
+    .strictObject({
+      enabled: z.boolean().default(false),
+      /** Longest wait for its answer; past it the plain silence decides. */
+      timeoutMs: z.number().int().min(100).max(10_000).default(1000),
+    })
+    .prefault({}),
   /** Speech shorter than this is treated as noise. */
   minSpeechMs: z.number().int().min(0).max(5000).default(250),
   /**

@@ -110,6 +110,11 @@ export class Listener {
 
   constructor(opts: ListenerOptions) {
     this.#o = opts;
+    // A verdict that changes by itself (the model judge answered) may end the utterance now.
+    opts.endOfTurn.onChange(() => {
+      if (!this.#closed && this.#active && this.#mode !== 'manual' && this.#silenceFrom !== undefined)
+        this.#checkSilence();
+    });
   }
 
   get active(): boolean {
@@ -210,6 +215,7 @@ export class Listener {
 
   close(): void {
     this.#closed = true;
+    this.#o.endOfTurn.reset();
     this.#active = false;
     this.#monitor = false;
     this.#generation++;

@@ -33,6 +33,7 @@ export interface VoiceConfig {
     minSilenceMs: number;
     completeSilenceMs: number;
     unfinishedSilenceMs: number;
+    llmJudge: { enabled: boolean; timeoutMs: number };
     minSpeechMs: number;
     preRollMs: number;
     threshold: number;

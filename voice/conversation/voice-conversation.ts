@@ -17,6 +17,7 @@ import { Listener, type ListenerEvent } from './listener.ts';
 import { Recognition } from './recognition.ts';
 import { canStream } from '../../audio/asr/asr.ts';
 import { EndOfTurn, longestSilenceMs, shortestSilenceMs } from '../turn-end/end-of-turn.ts';
+import { createLlmJudge } from '../turn-end/llm-judge.ts';
 import { Turn, type TurnInput, type TurnOptions } from './turn.ts';
 import { TurnBudget } from './turn-budget.ts';
 import type { SessionTools, VoiceDeps } from './voice-deps.ts';
@@ -168,7 +169,10 @@ class VoiceConversation implements Conversation {
       // output any of its rates, and the VAD and the recognisers want 16 kHz.
       if (info.uplink.sampleRate !== 16000)
         log.info({ sampleRate: info.uplink.sampleRate }, 'device uplink rate is not 16 kHz; decoding at 16 kHz');
-      const endOfTurn = new EndOfTurn(cfg.vad, log);
+      const judge = cfg.vad.llmJudge.enabled
+        ? createLlmJudge(() => this.#profile?.llm ?? this.#deps.llm, { timeoutMs: cfg.vad.llmJudge.timeoutMs, log })
+        : undefined;
+      const endOfTurn = new EndOfTurn(cfg.vad, log, judge);
       const media = await this.#deps.media.open(
         {
           vad: {

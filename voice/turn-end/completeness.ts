@@ -38,12 +38,25 @@ const DIGITS = /^\d+$/;
 
 /** The verdict for one transcript (a partial or a final). */
 export function judgeCompleteness(text: string): Completeness {
-  const trimmed = text.trim();
-  if (trimmed === '') return 'unknown';
-  return HAN.test(trimmed) ? judgeChinese(trimmed) : judgeEnglish(trimmed);
+  return judgeWithRule(text).verdict;
 }
 
-function judgeEnglish(text: string): Completeness {
+/**
+ * The verdict and whether a rule made it (`byRule`), or it is only the default "complete" of a
+ * transcript no rule had anything to say about (what the optional model judge is asked about).
+ */
+export function judgeWithRule(text: string): { verdict: Completeness; byRule: boolean } {
+  const trimmed = text.trim();
+  if (trimmed === '') return { verdict: 'unknown', byRule: true };
+  const verdict = HAN.test(trimmed) ? judgeChinese(trimmed) : judgeEnglish(trimmed);
+  return verdict === DEFAULT ? { verdict: 'complete', byRule: false } : { verdict, byRule: true };
+}
+
+/** What a rule-less transcript gets from the language functions below. */
+const DEFAULT = 'default';
+type Judged = Completeness | typeof DEFAULT;
+
+function judgeEnglish(text: string): Judged {
   const words = text
     .toLowerCase()
     .replace(/[’`]/g, "'")
@@ -64,10 +77,10 @@ function judgeEnglish(text: string): Completeness {
   // A number being dictated: the last two words are both digits or number words.
   const isNumber = (w: string | undefined): boolean => w !== undefined && (DIGITS.test(w) || EN_NUMBER_WORDS.has(w));
   if (isNumber(last) && isNumber(words.at(-2))) return 'unfinished';
-  return 'complete';
+  return DEFAULT;
 }
 
-function judgeChinese(text: string): Completeness {
+function judgeChinese(text: string): Judged {
   const clause =
     text
       .split(ZH_CLAUSE_BREAK)
@@ -84,5 +97,5 @@ function judgeChinese(text: string): Completeness {
   if (/[0-9零一二三四五六七八九幺两]{3,}$/u.test(bare) && !/[点分号个岁]$/u.test(bare)) return 'unfinished';
   // A topic phrase with no verb in its clause waits for what is said about it.
   if (ZH_TOPIC_PHRASE.test(bare) && ![...bare].some((c) => ZH_PREDICATE_CHARS.includes(c))) return 'unfinished';
-  return 'complete';
+  return DEFAULT;
 }
