@@ -12,9 +12,14 @@ import { EspeakTtsSchema, espeakForLanguage } from '../espeak/options.ts';
 import { createEspeakTts } from '../espeak/tts.ts';
 import { OpenAiAsrSchema, OpenAiTtsSchema } from '../openai/options.ts';
 import { PocketsphinxAsrSchema } from '../pocketsphinx/options.ts';
+import { VolcengineAsrSchema } from '../volcengine/options.ts';
 
 /** The configuration's `asr` block: one provider's options, chosen by `provider`. */
-export const AsrSchema = z.discriminatedUnion('provider', [PocketsphinxAsrSchema, OpenAiAsrSchema]);
+export const AsrSchema = z.discriminatedUnion('provider', [
+  PocketsphinxAsrSchema,
+  OpenAiAsrSchema,
+  VolcengineAsrSchema,
+]);
 export type AsrOptions = z.infer<typeof AsrSchema>;
 /** The configuration's `tts` block. */
 export const TtsSchema = z.discriminatedUnion('provider', [EspeakTtsSchema, OpenAiTtsSchema]);
@@ -60,6 +65,12 @@ export const ASR_PROVIDERS: { [K in AsrOptions['provider']]: AsrProvider<Extract
     runsIn: 'provider-thread',
     endpoint: (o) => ({ baseURL: o.baseURL, apiKey: o.apiKey }),
     create: async (o, log) => new (await import('../openai/asr.ts')).OpenAiAsr(o, log),
+  },
+  volcengine: {
+    // Socket I/O; a WebSocket URL has no `/models` for the start-up check to ask.
+    runsIn: 'caller',
+    endpoint: () => undefined,
+    create: async (o, log) => new (await import('../volcengine/asr.ts')).VolcengineAsr(o, log),
   },
 };
 
