@@ -221,7 +221,9 @@ export class AgentProfiles {
 
   #asr(name: string, options: AsrOptions): Asr {
     if (stableKey(options) === this.#baseAsrKey) return this.#o.base.asr;
-    if (asrProvider(options).runsIn === 'provider-thread') return this.#o.clients.asrFor(options);
+    const provider = asrProvider(options);
+    if (provider.perAgent) return provider.perAgent(options, this.#log.child({ part: 'asr', agent: name }));
+    if (provider.runsIn === 'provider-thread') return this.#o.clients.asrFor(options);
     this.#warnOnce(
       `asr:${name}`,
       { agent: name, provider: options.provider },

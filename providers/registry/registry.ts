@@ -12,6 +12,7 @@ import { EspeakTtsSchema, espeakForLanguage } from '../espeak/options.ts';
 import { createEspeakTts } from '../espeak/tts.ts';
 import { OpenAiAsrSchema, OpenAiTtsSchema } from '../openai/options.ts';
 import { PocketsphinxAsrSchema } from '../pocketsphinx/options.ts';
+import { VolcengineAsr } from '../volcengine/asr.ts';
 import { VolcengineAsrSchema } from '../volcengine/options.ts';
 
 /** The configuration's `asr` block: one provider's options, chosen by `provider`. */
@@ -32,6 +33,12 @@ export interface AsrProvider<O> {
    * created it (a child process it owns).
    */
   readonly runsIn: 'provider-thread' | 'caller';
+  /**
+   * A recogniser that holds nothing between utterances (a vendor WebSocket opened per utterance):
+   * made at once, so each agent's profile can have its own. Absent: one for the whole server
+   * (a process it owns) or the provider thread's client.
+   */
+  perAgent?: (options: O, log: Logger) => Asr;
   /** Also the remote endpoint the start-up diagnosis and `/readyz` check, when it has one. */
   endpoint(options: O): { baseURL: string; apiKey: string } | undefined;
   create(options: O, log: Logger): Promise<Asr>;
@@ -70,7 +77,8 @@ export const ASR_PROVIDERS: { [K in AsrOptions['provider']]: AsrProvider<Extract
     // Socket I/O; a WebSocket URL has no `/models` for the start-up check to ask.
     runsIn: 'caller',
     endpoint: () => undefined,
-    create: async (o, log) => new (await import('../volcengine/asr.ts')).VolcengineAsr(o, log),
+    create: async (o, log) => new VolcengineAsr(o, log),
+    perAgent: (o, log) => new VolcengineAsr(o, log),
   },
 };
 

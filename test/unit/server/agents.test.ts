@@ -316,6 +316,30 @@ describe('agent profiles', () => {
     );
   });
 
+  test("an agent's streaming ASR (a WebSocket per utterance) is its own, not the configured one", () => {
+    const logs = createLogSink();
+    const { profiles } = setup(
+      {
+        agents: [
+          {
+            name: 'doubao',
+            asr: { provider: 'volcengine', url: 'wss://127.0.0.1:9/asr', appKey: 'app', accessKey: 'key' },
+            devices: ['d1'],
+          },
+        ],
+      },
+      createLogger({ level: 'warn', logContent: false, destination: logs.stream }),
+    );
+    const asr = profiles.profileFor('d1').profile.asr;
+    assert.notEqual(asr, base.asr);
+    assert.equal(asr.name, 'volcengine');
+    assert.equal(typeof asr.openStream, 'function');
+    assert.equal(
+      logs.find('this ASR runs as one process for the whole server: the agent uses the configured ASR').length,
+      0,
+    );
+  });
+
   test('a device whose agent is gone uses the default agent', () => {
     const { profiles } = setup({ agents: [{ name: 'a' }, { name: 'b' }], defaultAgent: 'b' });
     const lookup = {
