@@ -11,10 +11,15 @@ import type { Logger } from '../../core/logger.ts';
 import { EspeakTtsSchema, espeakForLanguage } from '../espeak/options.ts';
 import { createEspeakTts } from '../espeak/tts.ts';
 import { OpenAiAsrSchema, OpenAiTtsSchema } from '../openai/options.ts';
+import { OpenAiRealtimeAsrSchema } from '../openai-realtime/options.ts';
 import { PocketsphinxAsrSchema } from '../pocketsphinx/options.ts';
 
 /** The configuration's `asr` block: one provider's options, chosen by `provider`. */
-export const AsrSchema = z.discriminatedUnion('provider', [PocketsphinxAsrSchema, OpenAiAsrSchema]);
+export const AsrSchema = z.discriminatedUnion('provider', [
+  PocketsphinxAsrSchema,
+  OpenAiAsrSchema,
+  OpenAiRealtimeAsrSchema,
+]);
 export type AsrOptions = z.infer<typeof AsrSchema>;
 /** The configuration's `tts` block. */
 export const TtsSchema = z.discriminatedUnion('provider', [EspeakTtsSchema, OpenAiTtsSchema]);
@@ -60,6 +65,13 @@ export const ASR_PROVIDERS: { [K in AsrOptions['provider']]: AsrProvider<Extract
     runsIn: 'provider-thread',
     endpoint: (o) => ({ baseURL: o.baseURL, apiKey: o.apiKey }),
     create: async (o, log) => new (await import('../openai/asr.ts')).OpenAiAsr(o, log),
+  },
+  'openai-realtime': {
+    runsIn: 'caller',
+    // The start-up check asks `GET <baseURL>/models` with a Bearer key: Azure's key goes in
+    // `api-key`, so it is not checked there; a ws: URL is checked as the http: one it is.
+    endpoint: (o) => (o.azure ? undefined : { baseURL: o.baseURL.replace(/^ws(s?):/, 'http$1:'), apiKey: o.apiKey }),
+    create: async (o, log) => new (await import('../openai-realtime/asr.ts')).OpenAiRealtimeAsr(o, log),
   },
 };
 
