@@ -85,6 +85,7 @@ export class RealtimeTranscriptionStream implements AsrStream {
   #completed = new Map<string, string>();
   #connectTimer: NodeJS.Timeout | undefined;
   #finalTimer: NodeJS.Timeout | undefined;
+  #closeTimer: NodeJS.Timeout | undefined;
   #openedAt = performance.now();
   #finishAt = 0;
 
@@ -194,8 +195,8 @@ export class RealtimeTranscriptionStream implements AsrStream {
       this.#droppedWarned = true;
       return;
     }
-    // The resampler reuses nothing it returns, so the chunk can be kept as is.
-    this.#pending.push(pcm24k);
+    // A copy: at equal rates the resampler hands back the caller's own array, which it may reuse.
+    this.#pending.push(pcm24k.slice());
     this.#pendingSamples += pcm24k.length;
     this.#samples += pcm24k.length;
   }
@@ -312,8 +313,6 @@ export class RealtimeTranscriptionStream implements AsrStream {
         }),
       );
   }
-
-  #closeTimer: NodeJS.Timeout | undefined;
 
   #succeed(raw: string): void {
     if (this.#settled) return;

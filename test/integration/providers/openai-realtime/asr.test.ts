@@ -416,15 +416,17 @@ describe('openai-realtime streaming ASR', { timeout: 120_000 }, () => {
     const ok = await fake();
     await sleep(50);
     const timersBefore = process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
-    const asr = asrFor(ok);
+    // Long bounds: a timer the streams forgot to clear would still be pending at the end.
+    const long = { finalTimeoutMs: 60_000, connectTimeoutMs: 60_000 };
+    const asr = asrFor(ok, long);
     await asr.transcribe(tone(400, 16_000, 300), { signal: new AbortController().signal, sampleRate: 16_000 });
     await rejection(
-      asrFor(f, { finalTimeoutMs: 300 }).transcribe(tone(400, 16_000, 300), {
+      asrFor(f, { ...long, finalTimeoutMs: 300 }).transcribe(tone(400, 16_000, 300), {
         signal: new AbortController().signal,
         sampleRate: 16_000,
       }),
     );
-    const aborted = open(asrFor(ok));
+    const aborted = open(asrFor(ok, long));
     aborted.stream.push(frames(300)[0]!);
     aborted.ac.abort();
     await rejection(aborted.stream.finish());
@@ -438,6 +440,7 @@ describe('openai-realtime streaming ASR', { timeout: 120_000 }, () => {
     await noOpenSockets(f);
     await waitFor(() => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length <= timersBefore, {
       what: 'the streams’ timers to be cleared',
+      timeoutMs: 3000,
     });
   });
 
