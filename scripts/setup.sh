@@ -12,6 +12,7 @@
 # postgresql (the store tests start a throwaway cluster with its initdb and pg_ctl), nginx (the
 # replicas stack's proxy configuration runs in it; the tests start their own, never the service),
 # python3-websockets (third-party Volcengine ASR clients run against the test stand-in).
+# openssl (the TLS tests make a throw-away certificate authority with it).
 # Run again, it installs only what is missing or changed (a second run takes about a second).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +28,7 @@ install_node_advice="Install Node $LINE yourself (https://nodejs.org/en/download
   or a version manager such as nvm), make it the node on PATH, and run bash scripts/setup.sh again."
 
 packages="ffmpeg espeak-ng pocketsphinx pocketsphinx-en-us"
-if [ "${1:-}" = "--test" ]; then packages="$packages flite sox chromium postgresql nginx python3-websockets"; fi
+if [ "${1:-}" = "--test" ]; then packages="$packages flite sox chromium postgresql nginx python3-websockets openssl"; fi
 
 missing=""
 for p in $packages; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done

@@ -11,7 +11,9 @@ import type { Logger } from '../../core/logger.ts';
 import { EspeakTtsSchema, espeakForLanguage } from '../espeak/options.ts';
 import { createEspeakTts } from '../espeak/tts.ts';
 import { OpenAiAsrSchema, OpenAiTtsSchema } from '../openai/options.ts';
+import { OpenAiRealtimeAsrSchema } from '../openai-realtime/options.ts';
 import { PocketsphinxAsrSchema } from '../pocketsphinx/options.ts';
+import { OpenAiRealtimeAsr } from '../openai-realtime/asr.ts';
 import { VolcengineAsr } from '../volcengine/asr.ts';
 import { VolcengineAsrSchema } from '../volcengine/options.ts';
 
@@ -19,6 +21,7 @@ import { VolcengineAsrSchema } from '../volcengine/options.ts';
 export const AsrSchema = z.discriminatedUnion('provider', [
   PocketsphinxAsrSchema,
   OpenAiAsrSchema,
+  OpenAiRealtimeAsrSchema,
   VolcengineAsrSchema,
 ]);
 export type AsrOptions = z.infer<typeof AsrSchema>;
@@ -39,6 +42,8 @@ export interface AsrProvider<O> {
    * (a process it owns) or the provider thread's client.
    */
   perAgent?: (options: O, log: Logger) => Asr;
+  /** Its options take an ISO-639-1 `language` hint, which follows an agent's language unless written. */
+  languageHint?: boolean;
   /** Also the remote endpoint the start-up diagnosis and `/readyz` check, when it has one. */
   endpoint(options: O): { baseURL: string; apiKey: string } | undefined;
   create(options: O, log: Logger): Promise<Asr>;
@@ -72,6 +77,7 @@ export const ASR_PROVIDERS: { [K in AsrOptions['provider']]: AsrProvider<Extract
     runsIn: 'provider-thread',
     endpoint: (o) => ({ baseURL: o.baseURL, apiKey: o.apiKey }),
     create: async (o, log) => new (await import('../openai/asr.ts')).OpenAiAsr(o, log),
+    languageHint: true,
   },
   volcengine: {
     // Socket I/O; a WebSocket URL has no `/models` for the start-up check to ask.
@@ -79,6 +85,15 @@ export const ASR_PROVIDERS: { [K in AsrOptions['provider']]: AsrProvider<Extract
     endpoint: () => undefined,
     create: async (o, log) => new VolcengineAsr(o, log),
     perAgent: (o, log) => new VolcengineAsr(o, log),
+  },
+  'openai-realtime': {
+    runsIn: 'caller',
+    // The start-up check asks `GET <baseURL>/models` with a Bearer key: Azure's key goes in
+    // `api-key`, so it is not checked there; a ws: URL is checked as the http: one it is.
+    endpoint: (o) => (o.azure ? undefined : { baseURL: o.baseURL.replace(/^ws(s?):/, 'http$1:'), apiKey: o.apiKey }),
+    create: async (o, log) => new OpenAiRealtimeAsr(o, log),
+    perAgent: (o, log) => new OpenAiRealtimeAsr(o, log),
+    languageHint: true,
   },
 };
 
@@ -94,6 +109,13 @@ export const TTS_PROVIDERS: { [K in TtsOptions['provider']]: TtsProvider<Extract
     create: async (o, log) => new (await import('../openai/tts.ts')).OpenAiTts(o, log),
   },
 };
+
+/** True when the `asr` block names a provider whose `language` is an ISO-639-1 hint. */
+export function asrTakesLanguageHint(provider: unknown): boolean {
+  return typeof provider === 'string' && Object.hasOwn(ASR_PROVIDERS, provider)
+    ? ASR_PROVIDERS[provider as AsrOptions['provider']].languageHint === true
+    : false;
+}
 
 /** The map's entry for these options (a lookup TypeScript cannot correlate with the options' type by itself). */
 export function asrProvider(options: AsrOptions): AsrProvider<AsrOptions> {
