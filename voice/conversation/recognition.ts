@@ -69,7 +69,7 @@ export class Recognition {
     final.catch(() => {});
     try {
       const text = await Promise.race([final, bound]);
-      this.#log.debug({ text }, 'streaming recognition final');
+      this.#log.debug({ pii: { text } }, 'streaming recognition final');
       return text;
     } finally {
       clearTimeout(timer);

@@ -684,7 +684,7 @@ class VoiceConversation implements Conversation {
         parent: this.#ctx.signal,
         log,
         onPartial: (text) => {
-          log.debug({ text }, 'partial transcript');
+          log.debug({ pii: { text } }, 'partial transcript');
           if (this.#recognition?.rec === rec) this.#listener?.transcript(text);
         },
       });
