@@ -10,11 +10,12 @@ import type { Tts } from '../../audio/tts/tts.ts';
 import type { Logger } from '../../core/logger.ts';
 import { EspeakTtsSchema, espeakForLanguage } from '../espeak/options.ts';
 import { createEspeakTts } from '../espeak/tts.ts';
+import { FunasrAsrSchema } from '../funasr/options.ts';
 import { OpenAiAsrSchema, OpenAiTtsSchema } from '../openai/options.ts';
 import { PocketsphinxAsrSchema } from '../pocketsphinx/options.ts';
 
 /** The configuration's `asr` block: one provider's options, chosen by `provider`. */
-export const AsrSchema = z.discriminatedUnion('provider', [PocketsphinxAsrSchema, OpenAiAsrSchema]);
+export const AsrSchema = z.discriminatedUnion('provider', [PocketsphinxAsrSchema, OpenAiAsrSchema, FunasrAsrSchema]);
 export type AsrOptions = z.infer<typeof AsrSchema>;
 /** The configuration's `tts` block. */
 export const TtsSchema = z.discriminatedUnion('provider', [EspeakTtsSchema, OpenAiTtsSchema]);
@@ -60,6 +61,13 @@ export const ASR_PROVIDERS: { [K in AsrOptions['provider']]: AsrProvider<Extract
     runsIn: 'provider-thread',
     endpoint: (o) => ({ baseURL: o.baseURL, apiKey: o.apiKey }),
     create: async (o, log) => new (await import('../openai/asr.ts')).OpenAiAsr(o, log),
+  },
+  funasr: {
+    // A WebSocket per utterance in the main thread (socket I/O, no decoding work of ours). No
+    // start-up check: the runtime has no HTTP route to probe, and a connection costs it a decoder.
+    runsIn: 'caller',
+    endpoint: () => undefined,
+    create: async (o, log) => (await import('../funasr/asr.ts')).FunasrAsr.create(o, log),
   },
 };
 
