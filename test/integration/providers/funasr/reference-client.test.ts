@@ -18,6 +18,7 @@ import { silentLogger } from '../../../../core/logger.ts';
 import { createAsr } from '../../../../providers/index.ts';
 import { startFakeFunasr, type FakeFunasrFlavour } from '../../../fixtures/fake-funasr.ts';
 import { piecesOf, scripted, twoSentences } from '../../../fixtures/funasr/utterance.ts';
+import type { FunasrAsrOptions } from '../../../../providers/funasr/options.ts';
 import { makeTempDir } from '../../../fixtures/audio/make-audio.ts';
 import { closeAll } from '../../../helpers/close-all.ts';
 import { makeTestCa } from '../../../helpers/tls-test-ca.ts';
@@ -75,7 +76,7 @@ function displayed(stdout: string): string[] {
 /** What our client shows for the same audio on a fresh stand-in of the same kind. */
 async function ourPartials(
   flavour: FakeFunasrFlavour,
-  mode: string,
+  mode: FunasrAsrOptions['mode'],
   pcm: Int16Array,
 ): Promise<{ partials: string[]; final: string }> {
   const fake = await startFakeFunasr({ transcribe: scripted, flavour });
@@ -117,15 +118,16 @@ const configOf = (mode: string, hotwords: string): string =>
     .replace(/":/g, '": ');
 
 describe('funasr stand-in against FunASR’s own Python client', { skip }, () => {
-  const runs: Array<{ flavour: FakeFunasrFlavour; mode: string; tls?: boolean; hotwords?: boolean }> = [
-    { flavour: 'python', mode: '2pass' },
-    { flavour: 'python', mode: 'online', hotwords: true },
-    { flavour: 'python', mode: 'offline' },
-    { flavour: 'python', mode: '2pass', tls: true },
-    { flavour: 'cpp', mode: '2pass' },
-    { flavour: 'cpp', mode: 'online' },
-    { flavour: 'cpp', mode: 'offline' },
-  ];
+  const runs: Array<{ flavour: FakeFunasrFlavour; mode: FunasrAsrOptions['mode']; tls?: boolean; hotwords?: boolean }> =
+    [
+      { flavour: 'python', mode: '2pass' },
+      { flavour: 'python', mode: 'online', hotwords: true },
+      { flavour: 'python', mode: 'offline' },
+      { flavour: 'python', mode: '2pass', tls: true },
+      { flavour: 'cpp', mode: '2pass' },
+      { flavour: 'cpp', mode: 'online' },
+      { flavour: 'cpp', mode: 'offline' },
+    ];
   for (const run of runs) {
     const name = `${run.mode} on the ${run.flavour} stand-in${run.tls ? ' over wss://' : ''}${run.hotwords ? ' with hotwords' : ''}`;
     test(name, async () => {
