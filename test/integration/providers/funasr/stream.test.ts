@@ -5,6 +5,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { getEventListeners } from 'node:events';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import pino from 'pino';
 import type { Asr, AsrStream } from '../../../../audio/asr/asr.ts';
@@ -81,7 +82,9 @@ describe('funasr: partials and the final', () => {
     try {
       const partials: string[] = [];
       const before = timers();
-      const stream = open(r.asr, partials);
+      const turn = new AbortController();
+      const stream = open(r.asr, partials, turn.signal);
+      assert.equal(getEventListeners(turn.signal, 'abort').length, 1, 'the stream listens to its turn');
       const pcm = twoSentences();
       pushAll(stream, pcm);
       assert.equal(await within(stream.finish(), 5000, 'the final'), WHOLE_TEXT);
@@ -111,6 +114,7 @@ describe('funasr: partials and the final', () => {
       );
       assert.deepEqual(s.end, { is_speaking: false, is_end: true, wav_name: `${String(s.config?.wav_name)}-end` });
       await nothingLeft(r.fake, before);
+      assert.equal(getEventListeners(turn.signal, 'abort').length, 0, 'and lets go of it once done');
     } finally {
       await r.close();
     }
@@ -411,10 +415,12 @@ describe('funasr: cancellation and faults', () => {
     const r = await rig({ fault: 'stall' }, { finalTimeoutMs: 300 });
     try {
       const before = timers();
-      const stream = open(r.asr);
+      const turn = new AbortController();
+      const stream = open(r.asr, [], turn.signal);
       pushAll(stream, twoSentences());
       await rejectsWith(stream.finish(), ErrorCode.Timeout, /no final transcript within 300 ms/);
       await nothingLeft(r.fake, before);
+      assert.equal(getEventListeners(turn.signal, 'abort').length, 0, 'no listener left on the turn');
     } finally {
       await r.close();
     }
