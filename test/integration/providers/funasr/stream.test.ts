@@ -265,6 +265,21 @@ describe('funasr: partials and the final', () => {
     }
   });
 
+  test('an utterance without audio: the empty text, from either server', async () => {
+    for (const flavour of ['python', 'cpp'] as const) {
+      const r = await rig({ flavour });
+      try {
+        const partials: string[] = [];
+        const stream = open(r.asr, partials);
+        assert.equal(await within(stream.finish(), 5000, `the final (${flavour})`), '');
+        assert.deepEqual(partials, []);
+        assert.equal(r.fake.sessions.at(-1)?.audio.length, 0);
+      } finally {
+        await r.close();
+      }
+    }
+  });
+
   test('transcribe (the batch path) streams the utterance and returns the final', async () => {
     const r = await rig();
     try {
