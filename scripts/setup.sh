@@ -11,7 +11,7 @@
 # With --test it also installs what the test suite uses: flite (test speech), sox, chromium (browser tests),
 # postgresql (the store tests start a throwaway cluster with its initdb and pg_ctl), nginx (the
 # replicas stack's proxy configuration runs in it; the tests start their own, never the service),
-# python3-websockets (third-party Volcengine ASR clients run against the test stand-in).
+# python3-websockets (third-party clients, FunASR's and Volcengine peers', run against the test stand-ins).
 # openssl (the TLS tests make a throw-away certificate authority with it).
 # Run again, it installs only what is missing or changed (a second run takes about a second).
 set -euo pipefail

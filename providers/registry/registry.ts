@@ -10,6 +10,8 @@ import type { Tts } from '../../audio/tts/tts.ts';
 import type { Logger } from '../../core/logger.ts';
 import { EspeakTtsSchema, espeakForLanguage } from '../espeak/options.ts';
 import { createEspeakTts } from '../espeak/tts.ts';
+import { FunasrAsr } from '../funasr/asr.ts';
+import { FunasrAsrSchema } from '../funasr/options.ts';
 import { OpenAiAsrSchema, OpenAiTtsSchema } from '../openai/options.ts';
 import { OpenAiRealtimeAsrSchema } from '../openai-realtime/options.ts';
 import { PocketsphinxAsrSchema } from '../pocketsphinx/options.ts';
@@ -23,6 +25,7 @@ export const AsrSchema = z.discriminatedUnion('provider', [
   OpenAiAsrSchema,
   OpenAiRealtimeAsrSchema,
   VolcengineAsrSchema,
+  FunasrAsrSchema,
 ]);
 export type AsrOptions = z.infer<typeof AsrSchema>;
 /** The configuration's `tts` block. */
@@ -94,6 +97,14 @@ export const ASR_PROVIDERS: { [K in AsrOptions['provider']]: AsrProvider<Extract
     create: async (o, log) => new OpenAiRealtimeAsr(o, log),
     perAgent: (o, log) => new OpenAiRealtimeAsr(o, log),
     languageHint: true,
+  },
+  funasr: {
+    // A WebSocket per utterance in the main thread (socket I/O, no decoding work of ours). No
+    // start-up check: the runtime has no HTTP route to probe, and a connection costs it a decoder.
+    runsIn: 'caller',
+    endpoint: () => undefined,
+    create: (o, log) => FunasrAsr.create(o, log),
+    perAgent: (o, log) => FunasrAsr.createNow(o, log),
   },
 };
 

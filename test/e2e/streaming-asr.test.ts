@@ -19,6 +19,7 @@ import { concatInt16 } from '../../audio/pcm/pcm.ts';
 import { trimSilence } from '../bench/sim/device.ts';
 import { DeviceSim } from '../fixtures/device-sim.ts';
 import { fakeText, startFakeOpenAi, type FakeOpenAi } from '../fixtures/fake-openai.ts';
+import { startFakeFunasr } from '../fixtures/fake-funasr.ts';
 import { startFakeOpenAiRealtime } from '../fixtures/fake-openai-realtime.ts';
 import { startFakeVolcengine } from '../fixtures/fake-volcengine.ts';
 import { closeAll } from '../helpers/close-all.ts';
@@ -69,6 +70,13 @@ interface Provider {
 }
 
 const PROVIDERS: Provider[] = [
+  {
+    name: 'funasr',
+    async start() {
+      const fake = await startFakeFunasr({ transcribe, partialEveryMs: 120 });
+      return { asr: { provider: 'funasr', url: fake.url }, close: () => fake.close() };
+    },
+  },
   {
     name: 'volcengine',
     async start() {
@@ -191,7 +199,7 @@ describe('streaming recognition over MQTT+UDP', () => {
   let paused: Buffer[];
   before(async () => {
     llm = await startFakeOpenAi();
-    vendor = await (PROVIDERS[0] as Provider).start();
+    vendor = await (PROVIDERS.find((p) => p.name === 'volcengine') as Provider).start();
     srv = await startVoiceApp(llm.url, {
       asr: vendor.asr,
       mqtt: { enabled: true, host: '127.0.0.1', port: 0, udpPort: 0 },
