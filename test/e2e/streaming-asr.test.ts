@@ -55,8 +55,22 @@ function voiced(pcm: Int16Array): { ms: number; stretches: number } {
  * What the stand-ins say they heard. With a pause: the first part's words until a second stretch
  * of voice has begun, then the whole. In one go: the words in proportion to the voice heard.
  */
-let script: { paused: boolean; voicedMs: number } = { paused: false, voicedMs: 1 };
+let script: { paused: boolean; voicedMs: number; revisedAfterSilenceMs?: number } = { paused: false, voicedMs: 1 };
+const REVISED = 'what is the capital of Spain';
+/** Quiet at the end of 16 kHz PCM, in ms. */
+function trailingQuietMs(pcm: Int16Array): number {
+  let i = pcm.length;
+  while (i > 0 && Math.abs(pcm[i - 1] as number) < 300) i--;
+  return ((pcm.length - i) / 16000) * 1000;
+}
 const transcribe = (pcm: Int16Array): string => {
+  // A recogniser that changes its mind once it has heard the silence after the words.
+  if (
+    script.revisedAfterSilenceMs !== undefined &&
+    voiced(pcm).ms > 0 &&
+    trailingQuietMs(pcm) >= script.revisedAfterSilenceMs
+  )
+    return REVISED;
   const v = voiced(pcm);
   if (script.paused) return v.stretches >= 2 ? WHOLE : v.stretches === 1 ? FIRST : '';
   const words = WHOLE.split(' ');
@@ -109,6 +123,9 @@ const PROVIDERS: Provider[] = [
   },
 ];
 
+/** Providers whose early start from the partial was dropped for the final's other words. */
+const revisionsSeen: string[] = [];
+
 for (const provider of PROVIDERS) {
   describe(`streaming recognition: ${provider.name}`, () => {
     let llm: FakeOpenAi;
@@ -136,8 +153,16 @@ for (const provider of PROVIDERS) {
       await closeAll(srv, vendor, llm);
     });
 
-    async function ask(id: string, packets: Buffer[]): Promise<{ stt: string; requests: number }> {
-      script = { paused: packets === paused, voicedMs: wholeVoicedMs };
+    async function ask(
+      id: string,
+      packets: Buffer[],
+      revisedAfterSilenceMs?: number,
+    ): Promise<{ stt: string; requests: number }> {
+      script = {
+        paused: packets === paused,
+        voicedMs: wholeVoicedMs,
+        ...(revisedAfterSilenceMs !== undefined ? { revisedAfterSilenceMs } : {}),
+      };
       const dev = new DeviceSim({ url: srv.wsUrl, deviceId: id });
       try {
         await dev.hello();
@@ -176,6 +201,26 @@ for (const provider of PROVIDERS) {
       assert.ok(eot >= srv.config.vad.completeSilenceMs, `not before completeSilenceMs (${eot})`);
     });
 
+    test('an early start made from the partial gives way when the final says other words', async () => {
+      const metrics = async (): Promise<number> =>
+        Number(
+          /^xiaozhi_early_starts_total\{result="dropped"\} (\d+)/m.exec(
+            await (await fetch(`${srv.httpUrl}/metrics`)).text(),
+          )?.[1] ?? 0,
+        );
+      const dropped0 = await metrics();
+      llm.script(fakeText('Paris.'));
+      const { stt, requests } = await ask('e7:00:00:00:00:04', whole, 240);
+      assert.equal(stt, REVISED, 'the device is told the final');
+      assert.equal(llm.requests.at(-1)?.body.messages?.at(-1)?.content, REVISED, 'the model answers the final');
+      // Whether the early start came depends on when the complete partial arrived: before the
+      // end of turn's 250 ms (volcengine, funasr here) or at it (the realtime stand-in's last
+      // delta, later after its 24 kHz chunking). Either way nothing stale reaches the device.
+      const dropped = (await metrics()) - dropped0;
+      assert.equal(requests, 1 + dropped, 'one request per early start dropped, one for the final');
+      if (dropped === 1) revisionsSeen.push(provider.name);
+    });
+
     test('a vendor that drops the connection mid-utterance: the batch path answers', async (t) => {
       if (!vendor.fail) {
         t.skip('this stand-in takes its fault at start only; the fallback is the same code for every provider');
@@ -191,6 +236,10 @@ for (const provider of PROVIDERS) {
     });
   });
 }
+
+test('an early start from a partial was revised by the final with at least one provider', () => {
+  assert.ok(revisionsSeen.length >= 1, 'the revision path was not exercised');
+});
 
 describe('streaming recognition over MQTT+UDP', () => {
   let llm: FakeOpenAi;
