@@ -45,14 +45,19 @@ export function trimSilence(pcm: Int16Array, windowSamples = VOICE_WINDOW_SAMPLE
 }
 
 /** Synthesizes `text` (flite, espeak-ng as a fallback) and encodes it with one continuous Opus encoder. */
-export async function prepareUtterance(text: string, leadMs = 300): Promise<UtteranceAudio> {
+/** The speech of `text` the simulated devices say (flite, espeak-ng as a fallback), trimmed, 16 kHz. */
+export function utteranceSpeech(text: string): Int16Array {
   let speech: Int16Array;
   try {
     speech = speak16k(text, 'flite');
   } catch {
     speech = speak16k(text, 'espeak');
   }
-  speech = trimSilence(speech);
+  return trimSilence(speech);
+}
+
+export async function prepareUtterance(text: string, leadMs = 300): Promise<UtteranceAudio> {
+  const speech = utteranceSpeech(text);
   const codec = await createOpusCodec({ sampleRate: 16000 });
   try {
     const voiced = concatInt16([new Int16Array(16 * leadMs), speech]);

@@ -9,6 +9,7 @@
  */
 import { resample } from '../../../audio/pcm/resample.ts';
 import { speak16k } from '../../helpers/speech.ts';
+import { utteranceSpeech } from './device.ts';
 import { startLeanFakes, TTS_SAMPLE_RATE } from './lean-fakes.ts';
 import { PROFILES, type ProviderLatency } from './provider-profiles.ts';
 
@@ -21,11 +22,15 @@ const answer = cfg.answer ?? 'It is sunny today. Enjoy your day!';
 const providers = cfg.providers ?? PROFILES.instant;
 // The remote TTS answers with real speech: the whole answer spoken once, here, before any turn.
 const ttsClip = providers.tts === 'remote' ? resample(speak16k(answer, 'espeak'), 16_000, TTS_SAMPLE_RATE) : undefined;
+const transcript = cfg.transcript ?? 'what is the weather like today';
+// The streaming recogniser's stand-in paces its words by the voice it hears of the devices' utterance.
+const utterance = providers.asr === 'streaming' ? utteranceSpeech(transcript) : undefined;
 const fakes = await startLeanFakes({
-  transcript: cfg.transcript ?? 'what is the weather like today',
+  transcript,
   answer,
   providers,
   ...(ttsClip ? { ttsClip } : {}),
+  ...(utterance ? { utterance } : {}),
 });
 
 let closing = false;
@@ -40,4 +45,6 @@ process.stdin.on('error', shutdown);
 process.stdin.resume();
 process.on('SIGTERM', shutdown);
 process.on('SIGINT', shutdown);
-process.stdout.write(`${JSON.stringify({ llm: fakes.llm, asr: fakes.asr, tts: fakes.tts, stats: fakes.stats })}\n`);
+process.stdout.write(
+  `${JSON.stringify({ llm: fakes.llm, asr: fakes.asr, asrKind: fakes.asrKind, tts: fakes.tts, stats: fakes.stats })}\n`,
+);

@@ -30,14 +30,17 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { int16ToBuffer } from '../../../audio/pcm/pcm.ts';
+import { startFakeFunasr, voicedMs } from '../../fixtures/fake-funasr.ts';
 import { DueQueue } from './due-queue.ts';
 import { CHARS_PER_TOKEN, PROFILES, type ProviderLatency } from './provider-profiles.ts';
 
 export interface LeanFakes {
   /** Chat base URL (…/v1). */
   llm: string;
-  /** Transcription base URL (…/v1). */
+  /** Transcription base URL (…/v1), or the streaming stand-in's ws:// URL. */
   asr: string;
+  /** Which server provider `asr` is for. */
+  asrKind: 'openai' | 'funasr';
   /** Speech base URL (…/v1); null when the run uses the server's embedded TTS. */
   tts: string | null;
   /** `GET` this for the work done so far (`FakeStats`). */
@@ -52,6 +55,11 @@ export interface LeanFakesOptions {
   providers?: ProviderLatency;
   /** The speech the TTS fake slices its answers from: 16-bit mono PCM at 24 kHz (needed when `providers.tts` is remote). */
   ttsClip?: Int16Array;
+  /**
+   * The utterance the devices say (16 kHz PCM, needed when `providers.asr` is streaming): the
+   * streaming stand-in gives the transcript's words in proportion to the voice heard of it.
+   */
+  utterance?: Int16Array;
 }
 
 /** What the fake ASR did: uploads, their audio and the delay it waited, in all. */
@@ -200,8 +208,37 @@ function streamSpeech(res: ServerResponse, pcm: Buffer, p: ProviderLatency, queu
   queue.at(start, step);
 }
 
+/**
+ * The streaming recogniser stand-in: FunASR's protocol (the server's `funasr` provider), partials
+ * every 120 ms of audio with the words heard so far, the final `asrFinalMs` after the end marker.
+ */
+async function startStreamingAsr(
+  p: ProviderLatency,
+  transcript: string,
+  utterance: Int16Array,
+): Promise<{ url: string; work(): AsrWork; close(): Promise<void> }> {
+  const words = transcript.split(/\s+/);
+  const total = Math.max(1, voicedMs(utterance));
+  // It keeps what each connection sent (a test fixture): fine for latency runs of a few devices,
+  // not meant for capacity runs, which keep the batch fake.
+  const fake = await startFakeFunasr({
+    partialEveryMs: 120,
+    finalDelayMs: p.asrFinalMs,
+    segmentSilenceMs: 0,
+    transcribe: (pcm) => words.slice(0, Math.round((words.length * Math.min(total, voicedMs(pcm))) / total)).join(' '),
+  });
+  const work = (): AsrWork => {
+    const ended = fake.sessions.filter((x) => x.end !== undefined);
+    const audioMs = ended.reduce((ms, x) => ms + x.audio.length / 2 / 16, 0);
+    return { requests: ended.length, audioMs, delayMs: ended.length * p.asrFinalMs };
+  };
+  return { url: fake.url, work, close: () => fake.close() };
+}
+
 export async function startLeanFakes(opts: LeanFakesOptions): Promise<LeanFakes> {
   const p = opts.providers ?? PROFILES.instant;
+  if (p.asr === 'streaming' && !opts.utterance)
+    throw new Error('a streaming ASR fake needs the utterance the devices say');
   if (p.tts === 'remote' && (!opts.ttsClip || opts.ttsClip.length === 0))
     throw new Error('a remote TTS fake needs a clip of speech to answer with');
   const events = answerEvents(opts.answer);
@@ -211,11 +248,13 @@ export async function startLeanFakes(opts: LeanFakesOptions): Promise<LeanFakes>
   const msPerChar = clipMs / Math.max(1, opts.answer.length);
   const queue = new DueQueue();
   const stats: FakeStats = { asr: { requests: 0, audioMs: 0, delayMs: 0 }, chats: 0, speeches: 0 };
+  const streaming =
+    p.asr === 'streaming' && opts.utterance ? await startStreamingAsr(p, opts.transcript, opts.utterance) : undefined;
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method === 'GET' && path === '/sim/stats') {
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(stats));
+      res.end(JSON.stringify(streaming ? { ...stats, asr: streaming.work() } : stats));
       return;
     }
     if (req.method !== 'POST') return badRequest(res, 405, 'only POST');
@@ -296,14 +335,17 @@ export async function startLeanFakes(opts: LeanFakesOptions): Promise<LeanFakes>
   const base = `http://127.0.0.1:${port}/v1`;
   return {
     llm: base,
-    asr: base,
+    asr: streaming ? streaming.url : base,
+    asrKind: streaming ? 'funasr' : 'openai',
     tts: clip ? base : null,
     stats: `http://127.0.0.1:${port}/sim/stats`,
-    close: () =>
-      new Promise<void>((resolve) => {
+    close: async () => {
+      await streaming?.close();
+      await new Promise<void>((resolve) => {
         queue.close();
         server.closeAllConnections();
         server.close(() => resolve());
-      }),
+      });
+    },
   };
 }

@@ -140,10 +140,10 @@ Options
 Provider latency (self-started server only; --profile sets every figure, a flag overrides one)
   --profile P          instant (default: fakes answer at once, embedded espeak-ng TTS), cloud or
                        local-gpu (docs/simulate.md has the figures and their sources)
-  --asr batch          the recogniser fake (batch /v1/audio/transcriptions; streaming to come)
+  --asr batch|streaming  the recogniser fake: batch /v1/audio/transcriptions, or a streaming FunASR stand-in
   --asr-ms N           batch ASR: ms from the upload to the transcript
   --asr-per-audio X    batch ASR: extra time per time of audio (0.05 = 50 ms per second)
-  --asr-final-ms N     streaming ASR: final transcript N ms after the last audio (streaming stand-in)
+  --asr-final-ms N     streaming ASR: final transcript N ms after the end of the audio (--asr streaming)
   --llm-ttft-ms N      LLM: ms from the request to the first token
   --llm-tokens-per-s X LLM: tokens a second after the first (a token = 4 characters); 0 = at once
   --tts T              embedded (the server's espeak-ng) or remote (a fake /v1/audio/speech)
@@ -292,10 +292,8 @@ export function parseArgs(argv: readonly string[]): SimulationOptions | 'help' {
       }
       case '--asr': {
         const a = value();
-        if (a !== 'batch')
-          throw new Error(
-            `--asr is batch (a streaming recogniser stand-in is not in the simulator yet); got ${JSON.stringify(a)}`,
-          );
+        if (a !== 'batch' && a !== 'streaming')
+          throw new Error(`--asr is batch or streaming; got ${JSON.stringify(a)}`);
         latency.asr = a;
         latencyFlags.push(flag);
         break;

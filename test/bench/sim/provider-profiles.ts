@@ -14,13 +14,17 @@ export const PROFILE_NAMES: readonly ProfileName[] = ['instant', 'cloud', 'local
  * the streaming TTS figure waits for a streaming TTS the same way.
  */
 export interface ProviderLatency {
-  /** `batch`: the OpenAI-compatible `/v1/audio/transcriptions` fake (the only one so far). */
-  asr: 'batch';
+  /**
+   * `batch`: the OpenAI-compatible `/v1/audio/transcriptions` fake. `streaming`: the FunASR
+   * runtime stand-in (test/fixtures/fake-funasr.ts), partials while the device speaks and the
+   * final `asrFinalMs` after the end of the audio.
+   */
+  asr: 'batch' | 'streaming';
   /** Batch ASR: fixed time from the whole upload to the transcript, ms. */
   asrMs: number;
   /** Batch ASR: extra time per time of audio uploaded (0.05: 50 ms per second of audio). */
   asrPerAudio: number;
-  /** Streaming ASR: the final transcript this long after the last audio (not used until a streaming stand-in is plugged in). */
+  /** Streaming ASR: the final transcript this long after the end of the audio (with `asr: streaming`). */
   asrFinalMs: number;
   /** LLM: request → first token, ms. */
   llmTtftMs: number;

@@ -239,7 +239,9 @@ const SERVER_ENV_OVERRIDES = [
 /** The fakes' URLs, as sim/fakes-main.ts prints them. */
 interface FakeUrls {
   llm: string;
+  /** The batch fake's base URL, or the streaming stand-in's ws:// URL (`asrKind`). */
   asr: string;
+  asrKind: 'openai' | 'funasr';
   /** Null when the server speaks with its embedded TTS. */
   tts: string | null;
   stats: string;
@@ -348,7 +350,10 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<SimSer
         idleTimeoutMs: 3_600_000,
         upgradeRate: { perSecond: 1_000_000, burst: 1_000_000 },
       },
-      asr: { provider: 'openai', baseURL: fakes.asr, apiKey: 'sk-sim', model: 'whisper-1', language: 'en' },
+      asr:
+        fakes.asrKind === 'funasr'
+          ? { provider: 'funasr', url: fakes.asr }
+          : { provider: 'openai', baseURL: fakes.asr, apiKey: 'sk-sim', model: 'whisper-1', language: 'en' },
       // The remote fake answers OpenAI's pcm (24 kHz, the downlink's rate: nothing to resample).
       tts: fakes.tts
         ? {

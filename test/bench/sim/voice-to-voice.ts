@@ -109,7 +109,8 @@ export interface ProviderDelay {
  * model's first token, its pacing until the first sentence is complete, the TTS's first audio.
  */
 export function providerDelay(p: ProviderLatency, answer: string, asr: AsrWork | null): ProviderDelay {
-  const asrMs = asr && asr.requests > 0 ? asr.delayMs / asr.requests : null;
+  // A streaming recogniser's only delay on the path is its final after the end of the audio.
+  const asrMs = p.asr === 'streaming' ? p.asrFinalMs : asr && asr.requests > 0 ? asr.delayMs / asr.requests : null;
   const rest = p.llmTtftMs + firstSentenceStreamMs(answer, p) + (p.tts === 'remote' ? p.ttsFirstAudioMs : 0);
   return {
     asrMs,

@@ -91,7 +91,8 @@ test('latency flags refuse what they cannot honour: bad values, remote-TTS figur
   assert.throws(() => parseArgs(['--llm-ttft-ms', '-5']), /--llm-ttft-ms needs an integer from 0 to 60000/);
   assert.throws(() => parseArgs(['--llm-ttft-ms', '1.5']), /needs an integer/);
   assert.throws(() => parseArgs(['--asr-per-audio', 'x']), /--asr-per-audio needs a number from 0 to 10/);
-  assert.throws(() => parseArgs(['--asr', 'streaming']), /--asr is batch/);
+  assert.throws(() => parseArgs(['--asr', 'whisper']), /--asr is batch or streaming/);
+  assert.equal(parsed(['--profile', 'cloud', '--asr', 'streaming']).providers.asr, 'streaming');
   assert.throws(() => parseArgs(['--tts', 'cloud']), /--tts is embedded or remote/);
   assert.throws(() => parseArgs(['--tts-first-audio-ms', '250']), /only applies to the remote TTS fake.*--tts remote/);
   assert.throws(
