@@ -544,6 +544,24 @@ class VoiceConversation implements Conversation {
       this.#ctx.state.apply('turn_end_no_answer');
       return;
     }
+    // No early turn, but a partial the end of turn found complete: the model starts on it now,
+    // held, while the final comes (a vendor round trip), and is kept if the final says the same.
+    const partial = recognition?.rec.partial ?? '';
+    if (final && e.reason === 'vad' && partial.trim() !== '' && this.#budget.allows() && this.#media && this.#tools) {
+      const speculative = this.#newTurn(
+        {
+          source: 'voice',
+          pcm: e.pcm,
+          sampleRate: e.sampleRate,
+          endedAt: this.#now(),
+          transcript: Promise.resolve(partial),
+        },
+        { early: true },
+      );
+      this.#run(speculative);
+      this.#commitEarlyIfSame(speculative, partial, final, e);
+      return;
+    }
     this.#ctx.state.apply(e.reason === 'manual' ? 'listen_stop' : 'speech_end');
     this.#startVoiceTurn(e, final);
   }
