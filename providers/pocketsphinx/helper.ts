@@ -17,13 +17,23 @@ import { encodeFrame, FrameReader, MAX_AUDIO_SAMPLES, type InFrame } from './hel
 const HELPER_CANDIDATES = ['../../build/pocketsphinx-stream', '../../../build/pocketsphinx-stream'].map((rel) =>
   fileURLToPath(new URL(rel, import.meta.url)),
 );
-/** The decoders' niceness: the media workers' default, so the main thread's I/O always wins. */
-const DECODER_NICE = 5;
+/**
+ * The decoders' niceness: below the media workers (`audio.workerNice`, 5) and the main thread, so
+ * a burst of utterances takes only the CPU that the audio of every session leaves over. A decoder
+ * needs 0.1-0.3 of a core while its utterance is spoken; pocketsphinx_continuous ran at 0, above
+ * the media workers.
+ */
+const DECODER_NICE = 10;
 /** Loading the models takes 0.3 s; this bounds a helper that never gets there. */
 const START_TIMEOUT_MS = 15_000;
 const RESTART_BACKOFF_MS = [0, 250, 1000, 3000];
 /** Audio an utterance keeps while it waits for a decoder: 60 s at 16 kHz. */
 const MAX_WAITING_SAMPLES = 60 * 16000;
+/**
+ * Frames written to the helper that it has not read yet (~8 minutes of audio): a helper that far
+ * behind is hung, and is restarted rather than buffered for without end.
+ */
+const MAX_UNREAD_BYTES = 16 << 20;
 
 /** The helper's path when it has been built, else undefined. */
 export function streamHelperPath(): string | undefined {
@@ -167,13 +177,17 @@ export class PocketsphinxHelper {
       this.#write(encodeFrame('A', id, pcm.subarray(i, i + MAX_AUDIO_SAMPLES)));
   }
 
-  /**
-   * Writes in order. The pipe's buffering is bounded by what the utterances hold: each is bounded
-   * (the uplink's utterance bound, and 60 s while waiting), and at most `maxStreams` are sent.
-   */
+  /** Writes in order; a helper that stops reading is killed past MAX_UNREAD_BYTES (see #onExit). */
   #write(frame: Buffer): void {
-    const stdin = this.#child?.proc.stdin;
-    if (stdin && !stdin.destroyed && !stdin.writableEnded) stdin.write(frame);
+    const child = this.#child;
+    const stdin = child?.proc.stdin;
+    if (!child || !stdin || stdin.destroyed || stdin.writableEnded) return;
+    if (stdin.writableLength + frame.length > MAX_UNREAD_BYTES) {
+      this.#opts.log.error({ unreadBytes: stdin.writableLength }, 'pocketsphinx helper stopped reading; restarting it');
+      child.kill();
+      return;
+    }
+    stdin.write(frame);
   }
 
   /** Sends waiting utterances while decoders are free (and the helper is up). */

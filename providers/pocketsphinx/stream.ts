@@ -43,7 +43,14 @@ export class PocketsphinxStream implements AsrStream {
 
   push(pcm: Int16Array): void {
     if (this.#done || this.#final || pcm.length === 0) return;
-    this.#utterance.push(this.#opts.sampleRate === RATE ? pcm : resample(pcm, this.#opts.sampleRate, RATE));
+    try {
+      this.#utterance.push(this.#opts.sampleRate === RATE ? pcm : resample(pcm, this.#opts.sampleRate, RATE));
+    } catch (err) {
+      // `push` never throws (a rate the resampler refuses): the stream fails, `finish` says why.
+      this.#utterance.cancel();
+      this.#opts.log.warn({ err, sampleRate: this.#opts.sampleRate }, 'pocketsphinx stream: audio refused');
+      this.#end(new VoiceError(ErrorCode.BadInput, 'pocketsphinx stream: audio refused', { cause: err }));
+    }
   }
 
   finish(): Promise<string> {

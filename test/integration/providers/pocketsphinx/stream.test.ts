@@ -232,6 +232,21 @@ describe('pocketsphinx streaming engine', { skip }, () => {
     }
   });
 
+  test('push never throws: audio at a rate the resampler refuses fails the stream (bad_input) at finish', async () => {
+    const stream = asr.openStream?.({
+      sampleRate: 0,
+      signal: new AbortController().signal,
+      log: silentLogger,
+      onPartial: () => {},
+    });
+    assert.ok(stream);
+    assert.doesNotThrow(() => stream.push(speech(PHRASES[2])));
+    await assert.rejects(
+      stream.finish(),
+      (err: unknown) => err instanceof VoiceError && err.code === ErrorCode.BadInput,
+    );
+  });
+
   test('a decoder that dies fails its own utterance (provider_failed) and no other', async () => {
     const a = open(asr, new AbortController().signal);
     const b = open(asr, new AbortController().signal);
@@ -280,6 +295,35 @@ describe('pocketsphinx streaming engine', { skip }, () => {
     await pushPaced(next, speech(PHRASES[2]));
     assert.equal(await next.finish(), PHRASES[2]);
   });
+});
+
+test('a helper that stops reading is restarted once 16 MiB wait for it, not buffered for without end', {
+  skip,
+}, async () => {
+  const log = recordingLogger();
+  const asr = await createAsr({ provider: 'pocketsphinx', engine: 'stream' }, log);
+  try {
+    await loaded(asr);
+    const [helper] = helperProcesses().helper;
+    assert.ok(helper);
+    process.kill(helper, 'SIGSTOP');
+    const stream = open(asr, new AbortController().signal);
+    const second = new Int16Array(16000);
+    for (let s = 0; s < 9 * 60; s++) stream.push(second); // 9 minutes: 17 MB
+    await assert.rejects(
+      stream.finish(),
+      (err: unknown) => err instanceof VoiceError && err.code === ErrorCode.ProcessFailed,
+    );
+    assert.ok(
+      log.lines.some((l) => l.level === 'error' && l.msg === 'pocketsphinx helper stopped reading; restarting it'),
+    );
+    assert.equal(
+      await asr.transcribe(speech(PHRASES[2]), { signal: new AbortController().signal, sampleRate: 16000 }),
+      PHRASES[2],
+    );
+  } finally {
+    await asr.close();
+  }
 });
 
 describe('pocketsphinx streaming engine: what the helper sends is checked', () => {
