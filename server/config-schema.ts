@@ -212,19 +212,47 @@ export const AudioSchema = z.strictObject({
 export const VadSchema = z.strictObject({
   provider: z.enum(['silero', 'webrtc']).default('silero'),
   threshold: z.number().min(0.05).max(0.99).default(0.5),
-  /** Silence that ends an utterance. Long enough not to cut people off mid-thought. */
+  /**
+   * Silence that ends an utterance when the transcript so far cannot say whether it is over (no
+   * words yet, or `completeSilenceMs: 0`).
+   */
   minSilenceMs: z.number().int().min(100).max(10_000).default(700),
+  /**
+   * Silence that ends an utterance whose transcript so far looks complete (a streaming
+   * recogniser's partial, or an early start's transcript; rules per language in
+   * voice/turn-end/). 0: the transcript is not used and every utterance waits `minSilenceMs`.
+   */
+  completeSilenceMs: z.number().int().min(0).max(10_000).default(250),
+  /**
+   * Silence that ends an utterance whose transcript ends unfinished ("and", "to", "um", "因为",
+   * "的", a number being read out): the user is still thinking. The longest an utterance waits.
+   */
+  unfinishedSilenceMs: z.number().int().min(100).max(10_000).default(1500),
+  /**
+   * Asks the agent's model whether a transcript no rule could judge is finished, once its silence
+   * reaches `completeSilenceMs`; until it answers the utterance waits `minSilenceMs`. Costs one
+   * short model request per such pause and the model's time to first token on the end of turn.
+   */
+  llmJudge: z
+    .strictObject({
+      enabled: z.boolean().default(false),
+      /** Longest wait for its answer; past it the plain silence decides. */
+      timeoutMs: z.number().int().min(100).max(10_000).default(1000),
+    })
+    .prefault({}),
   /** Speech shorter than this is treated as noise. */
   minSpeechMs: z.number().int().min(0).max(5000).default(250),
   /**
    * After this much silence inside speech the turn starts early (transcript, the model's answer,
-   * its synthesis), while the VAD waits for the rest of `minSilenceMs`; nothing reaches the device
-   * or the history and no tool runs until the end of speech is confirmed, and if the user speaks
-   * on, the work is dropped (each such pause costs one ASR and one LLM request, and with a remote TTS one synthesis; at most three per
-   * utterance, then the turn waits for the end of speech). 0, or not below
-   * `minSilenceMs`: turns start only at the end of speech.
+   * its synthesis), while the end of turn waits for the rest of the silence it needs; nothing
+   * reaches the device or the history and no tool runs until the end is confirmed, and if the
+   * user speaks on, the work is dropped (each such pause costs one LLM request, one ASR request
+   * with a batch recogniser, and with a remote TTS one synthesis; at most three per utterance,
+   * then the turn waits for the end). With a streaming recogniser the early turn starts from the
+   * partial transcript and is kept only if the final one says the same. 0: turns start only at
+   * the end of the utterance.
    */
-  earlyStartMs: z.number().int().min(0).max(10_000).default(300),
+  earlyStartMs: z.number().int().min(0).max(10_000).default(200),
   /** Longest single utterance before it is cut and answered. */
   maxUtteranceMs: z.number().int().min(1000).max(120_000).default(30_000),
   /** Realtime mode: the user's speech interrupts the answer. Off: most devices have no echo cancellation. */

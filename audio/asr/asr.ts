@@ -57,3 +57,10 @@ export interface AsrStream {
   /** The utterance is over: tells the vendor so and resolves with the final transcript. Idempotent. */
   finish(): Promise<string>;
 }
+
+/** A recogniser that can stream. */
+export type StreamingAsr = Asr & Required<Pick<Asr, 'openStream'>>;
+
+export function canStream(asr: Asr): asr is StreamingAsr {
+  return typeof asr.openStream === 'function';
+}

@@ -12,6 +12,7 @@
  * TTS); an embedded voice is a voice name the media workers speak with per request. The embedded
  * recogniser (pocketsphinx) is one process for the server: an agent cannot have its own.
  */
+import { toVoiceError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
 import { stableKey } from '../../core/stable-key.ts';
 import type { Asr } from '../../audio/asr/asr.ts';
@@ -221,7 +222,20 @@ export class AgentProfiles {
 
   #asr(name: string, options: AsrOptions): Asr {
     if (stableKey(options) === this.#baseAsrKey) return this.#o.base.asr;
-    if (asrProvider(options).runsIn === 'provider-thread') return this.#o.clients.asrFor(options);
+    const provider = asrProvider(options);
+    if (provider.perAgent) {
+      try {
+        return provider.perAgent(options, this.#log.child({ part: 'asr', agent: name }));
+      } catch (err) {
+        this.#warnOnce(
+          `asr:${name}`,
+          { agent: name, provider: options.provider, err: toVoiceError(err).message },
+          "the agent's ASR could not be made: the agent uses the configured ASR",
+        );
+        return this.#o.base.asr;
+      }
+    }
+    if (provider.runsIn === 'provider-thread') return this.#o.clients.asrFor(options);
     this.#warnOnce(
       `asr:${name}`,
       { agent: name, provider: options.provider },

@@ -4,6 +4,7 @@
  * validation, and only to keys the configuration leaves unset, so any key set explicitly wins.
  */
 import { ESPEAK_LANGUAGE_VOICES } from '../../providers/espeak/options.ts';
+import { asrTakesLanguageHint } from '../../providers/index.ts';
 
 export const LANGUAGES = ['en', 'zh'] as const;
 export type Language = (typeof LANGUAGES)[number];
@@ -97,7 +98,7 @@ export function applyLanguageDefaults(raw: unknown): unknown {
   const llm: Obj = isObj(out.llm) ? { ...out.llm } : {};
   llm.systemPrompt ??= pack.systemPrompt;
   out.llm = llm;
-  if (isObj(out.asr) && out.asr.provider === 'openai') out.asr = { language: pack.asrLanguage, ...out.asr };
+  if (isObj(out.asr) && asrTakesLanguageHint(out.asr.provider)) out.asr = { language: pack.asrLanguage, ...out.asr };
   if (out.tts === undefined) out.tts = { provider: 'espeak', voice: pack.espeakVoice };
   else if (isObj(out.tts) && out.tts.provider === 'espeak') out.tts = { voice: pack.espeakVoice, ...out.tts };
   return out;

@@ -5,7 +5,14 @@
  * hint, embedded voice) for what it leaves unset, as `features/agents/language.ts` does for the
  * configuration itself. Pure: no clients are built here.
  */
-import { AsrSchema, TtsSchema, ttsProvider, type AsrOptions, type TtsOptions } from '../../providers/index.ts';
+import {
+  AsrSchema,
+  asrTakesLanguageHint,
+  TtsSchema,
+  ttsProvider,
+  type AsrOptions,
+  type TtsOptions,
+} from '../../providers/index.ts';
 import { pickLlmOptions, type OpenAiLlmOptions } from '../../providers/openai/options.ts';
 import { LANGUAGE_PACKS, type Language } from './language.ts';
 import { AgentSettingsSchema, type AgentSettings } from './agent-settings.ts';
@@ -73,7 +80,8 @@ export function resolveAgent(config: AgentDefaults, raw: Record<string, unknown>
   const rawAsr = isObj(raw.asr) ? raw.asr : undefined;
   let asr: AsrOptions = rawAsr ? AsrSchema.parse(rawAsr) : config.asr;
   // The hint follows the agent's language unless the agent wrote one.
-  if (pack && asr.provider === 'openai' && rawAsr?.language === undefined) asr = { ...asr, language: pack.asrLanguage };
+  if (pack && asrTakesLanguageHint(asr.provider) && rawAsr?.language === undefined)
+    asr = AsrSchema.parse({ ...asr, language: pack.asrLanguage });
 
   const rawTts = isObj(raw.tts) ? raw.tts : undefined;
   let tts: TtsOptions = rawTts ? TtsSchema.parse(rawTts) : config.tts;

@@ -10,11 +10,23 @@ import type { Tts } from '../../audio/tts/tts.ts';
 import type { Logger } from '../../core/logger.ts';
 import { EspeakTtsSchema, espeakForLanguage } from '../espeak/options.ts';
 import { createEspeakTts } from '../espeak/tts.ts';
+import { FunasrAsr } from '../funasr/asr.ts';
+import { FunasrAsrSchema } from '../funasr/options.ts';
 import { OpenAiAsrSchema, OpenAiTtsSchema } from '../openai/options.ts';
+import { OpenAiRealtimeAsrSchema } from '../openai-realtime/options.ts';
 import { PocketsphinxAsrSchema } from '../pocketsphinx/options.ts';
+import { OpenAiRealtimeAsr } from '../openai-realtime/asr.ts';
+import { VolcengineAsr } from '../volcengine/asr.ts';
+import { VolcengineAsrSchema } from '../volcengine/options.ts';
 
 /** The configuration's `asr` block: one provider's options, chosen by `provider`. */
-export const AsrSchema = z.discriminatedUnion('provider', [PocketsphinxAsrSchema, OpenAiAsrSchema]);
+export const AsrSchema = z.discriminatedUnion('provider', [
+  PocketsphinxAsrSchema,
+  OpenAiAsrSchema,
+  OpenAiRealtimeAsrSchema,
+  VolcengineAsrSchema,
+  FunasrAsrSchema,
+]);
 export type AsrOptions = z.infer<typeof AsrSchema>;
 /** The configuration's `tts` block. */
 export const TtsSchema = z.discriminatedUnion('provider', [EspeakTtsSchema, OpenAiTtsSchema]);
@@ -27,6 +39,14 @@ export interface AsrProvider<O> {
    * created it (a child process it owns).
    */
   readonly runsIn: 'provider-thread' | 'caller';
+  /**
+   * A recogniser that holds nothing between utterances (a vendor WebSocket opened per utterance):
+   * made at once, so each agent's profile can have its own. Absent: one for the whole server
+   * (a process it owns) or the provider thread's client.
+   */
+  perAgent?: (options: O, log: Logger) => Asr;
+  /** Its options take an ISO-639-1 `language` hint, which follows an agent's language unless written. */
+  languageHint?: boolean;
   /** Also the remote endpoint the start-up diagnosis and `/readyz` check, when it has one. */
   endpoint(options: O): { baseURL: string; apiKey: string } | undefined;
   create(options: O, log: Logger): Promise<Asr>;
@@ -60,6 +80,31 @@ export const ASR_PROVIDERS: { [K in AsrOptions['provider']]: AsrProvider<Extract
     runsIn: 'provider-thread',
     endpoint: (o) => ({ baseURL: o.baseURL, apiKey: o.apiKey }),
     create: async (o, log) => new (await import('../openai/asr.ts')).OpenAiAsr(o, log),
+    languageHint: true,
+  },
+  volcengine: {
+    // Socket I/O; a WebSocket URL has no `/models` for the start-up check to ask.
+    runsIn: 'caller',
+    endpoint: () => undefined,
+    create: async (o, log) => new VolcengineAsr(o, log),
+    perAgent: (o, log) => new VolcengineAsr(o, log),
+  },
+  'openai-realtime': {
+    runsIn: 'caller',
+    // The start-up check asks `GET <baseURL>/models` with a Bearer key: Azure's key goes in
+    // `api-key`, so it is not checked there; a ws: URL is checked as the http: one it is.
+    endpoint: (o) => (o.azure ? undefined : { baseURL: o.baseURL.replace(/^ws(s?):/, 'http$1:'), apiKey: o.apiKey }),
+    create: async (o, log) => new OpenAiRealtimeAsr(o, log),
+    perAgent: (o, log) => new OpenAiRealtimeAsr(o, log),
+    languageHint: true,
+  },
+  funasr: {
+    // A WebSocket per utterance in the main thread (socket I/O, no decoding work of ours). No
+    // start-up check: the runtime has no HTTP route to probe, and a connection costs it a decoder.
+    runsIn: 'caller',
+    endpoint: () => undefined,
+    create: (o, log) => FunasrAsr.create(o, log),
+    perAgent: (o, log) => FunasrAsr.createNow(o, log),
   },
 };
 
@@ -75,6 +120,13 @@ export const TTS_PROVIDERS: { [K in TtsOptions['provider']]: TtsProvider<Extract
     create: async (o, log) => new (await import('../openai/tts.ts')).OpenAiTts(o, log),
   },
 };
+
+/** True when the `asr` block names a provider whose `language` is an ISO-639-1 hint. */
+export function asrTakesLanguageHint(provider: unknown): boolean {
+  return typeof provider === 'string' && Object.hasOwn(ASR_PROVIDERS, provider)
+    ? ASR_PROVIDERS[provider as AsrOptions['provider']].languageHint === true
+    : false;
+}
 
 /** The map's entry for these options (a lookup TypeScript cannot correlate with the options' type by itself). */
 export function asrProvider(options: AsrOptions): AsrProvider<AsrOptions> {

@@ -36,6 +36,8 @@ import {
   legend,
   markdownTable,
   stagesLine,
+  voiceToVoiceLines,
+  voiceToVoiceTable,
   type BurstCpu,
   type IdleResult,
   type SimulationResult,
@@ -45,6 +47,16 @@ import {
 import { remoteServer, startLocalServer, type ServerTurnTiming, type SimServer } from './sim/server.ts';
 import { freePort } from '../integration/ops/helpers/spawned-server.ts';
 import { p50p95, sleep, sumPlayback, type P50P95 } from './sim/stats.ts';
+import type { AsrWork, FakeStats } from './sim/lean-fakes.ts';
+import { describeLatency } from './sim/provider-profiles.ts';
+import {
+  matchServerTurn,
+  providerDelay,
+  summarizeVoiceToVoice,
+  voiceTurn,
+  type VoiceToVoice,
+  type VoiceTurn,
+} from './sim/voice-to-voice.ts';
 
 export type { SimulationOptions } from './sim/options.ts';
 export type { SimulationResult, StepResult, IdleResult } from './sim/report.ts';
@@ -174,6 +186,40 @@ function countErrors(recs: ReadonlyArray<{ error?: string }>): Record<string, nu
   const out: Record<string, number> = {};
   for (const r of recs) if (r.error) out[r.error] = (out[r.error] ?? 0) + 1;
   return out;
+}
+
+/** The fakes' work between two snapshots of their counters; null when either is missing. */
+function fakeWorkBetween(a: FakeStats | null, b: FakeStats | null): FakeStats | null {
+  if (!a || !b) return null;
+  return {
+    asr: {
+      requests: b.asr.requests - a.asr.requests,
+      audioMs: b.asr.audioMs - a.asr.audioMs,
+      delayMs: b.asr.delayMs - a.asr.delayMs,
+    },
+    chats: b.chats - a.chats,
+    speeches: b.speeches - a.speeches,
+  };
+}
+
+/**
+ * Voice-to-voice of a step's done turns: each device turn with the server's log line for it
+ * (none when the server is not ours: then only the device's figure), and the providers' delays
+ * from the fakes' own counters (self-started server only).
+ */
+function stepVoiceToVoice(
+  opts: SimulationOptions,
+  recs: readonly TurnRecord[],
+  st: ReadonlyArray<ServerTurnTiming> | null,
+  asr: AsrWork | null,
+): VoiceToVoice {
+  const perTurn = recs
+    .filter((r) => r.done)
+    .flatMap((r): VoiceTurn[] => {
+      const v = voiceTurn(r, st ? matchServerTurn(r, st) : undefined);
+      return v ? [v] : [];
+    });
+  return summarizeVoiceToVoice(perTurn, st ? providerDelay(opts.providers, opts.answer, asr) : null);
 }
 
 class Run {
@@ -346,6 +392,7 @@ class Run {
     });
     // The probe thread samples a self-started server's RSS; a server someone else runs, its /metrics.
     const rss = probe && this.server.started ? null : this.rssSampler();
+    const fakes0 = await this.server.fakeStats();
     const loop = monitorEventLoopDelay({ resolution: LOOP_TICK_MS });
     loop.enable();
     const t0 = performance.now();
@@ -370,6 +417,7 @@ class Run {
     const mem = (await rss?.stop()) ?? probe?.rss() ?? { peak: null, hwm: null };
     await this.closeAll(devs);
     await this.settle();
+    const fakeWork = fakeWorkBetween(fakes0, await this.server.fakeStats());
 
     const done = recs.filter((r) => r.done);
     const play = sumPlayback(recs.map((r) => r.playback));
@@ -392,6 +440,8 @@ class Run {
       eosToFirstFrameMs: p50p95(done.flatMap((r) => (r.eosToFirstFrameMs === undefined ? [] : [r.eosToFirstFrameMs]))),
       eosToSttMs: p50p95(recs.flatMap((r) => (r.eosToSttMs === undefined ? [] : [r.eosToSttMs]))),
       abortToStopMs: p50p95(recs.flatMap((r) => (r.abortToStopMs === undefined ? [] : [r.abortToStopMs]))),
+      voiceToVoice: stepVoiceToVoice(o, recs, st, fakeWork?.asr ?? null),
+      fakeWork,
       serverFirstAudioMs: st ? p50p95(nums('firstAudioMs')) : null,
       serverAsrMs: st ? p50p95(nums('asrMs')) : null,
       serverLlmFirstTokenMs: st ? p50p95(nums('llmFirstTokenMs')) : null,
@@ -533,9 +583,11 @@ export async function runSimulation(partial: Partial<SimulationOptions> = {}): P
               },
             }
           : {};
+      for (const line of describeLatency(opts.profile, opts.providers)) print(line);
       run.server = await startLocalServer({
         transcript: opts.transcript,
         answer: opts.answer,
+        providers: opts.providers,
         configOverrides: mergeConfig(transportConfig, opts.serverConfig),
         env: opts.serverEnv,
         nodeArgs: opts.serverArgs,
@@ -576,6 +628,7 @@ export async function runSimulation(partial: Partial<SimulationOptions> = {}): P
         if (errs.length) print(`  problems: ${errs.map(([e, c]) => `${c}× ${e}`).join('; ')}`);
         const stages = stagesLine(s);
         if (stages) print(stages);
+        for (const line of voiceToVoiceLines(s)) print(line);
         const talking = talkingLine(s);
         if (talking) print(talking);
         const burst = burstLine(s);
@@ -605,6 +658,8 @@ export async function runSimulation(partial: Partial<SimulationOptions> = {}): P
     if (steps.length > 0) {
       print('');
       print(markdownTable(steps));
+      print('');
+      print(voiceToVoiceTable(steps));
     }
   } finally {
     clearTimeout(watchdog);
@@ -614,6 +669,8 @@ export async function runSimulation(partial: Partial<SimulationOptions> = {}): P
   }
   const result: SimulationResult = {
     transport: opts.transport,
+    profile: run.server.started ? opts.profile : null,
+    providers: run.server.started ? opts.providers : null,
     startedServer: run.server.started,
     serverPid: run.server.pid,
     wsUrl: run.server.wsUrl,

@@ -5,6 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { PROFILES } from '../bench/sim/provider-profiles.ts';
 import { runSimulation } from '../bench/simulate.ts';
 import { childProcesses } from '../helpers/speech.ts';
 
@@ -56,7 +57,25 @@ test('simulator: 2 devices × 1 turn and 5 idle devices against a self-started s
     assert.ok(t.playback.frames > 0, `turn of device ${t.device} received frames`);
     assert.ok(t.sentences >= 1, 'a sentence_start arrived');
     finite(t.eosToFirstFrameMs, 'end of speech → first frame');
+    finite(t.voiceToVoiceMs, 'end of voice → first frame');
   }
+  // Voice-to-voice: every done turn, matched to its server log line (the decision after the voice
+  // ended, by more than half the VAD's silence window) and the stages in their order.
+  const v = s.voiceToVoice;
+  assert.equal(v.turns, 2);
+  for (const t of v.perTurn) {
+    assert.ok((t.endOfTurnMs ?? NaN) > 350, `decision ${t.endOfTurnMs} ms after the voice ended`);
+    assert.ok(
+      (t.endOfTurnMs as number) <= (t.finalTranscriptMs as number) &&
+        (t.finalTranscriptMs as number) <= (t.firstSentenceMs as number) &&
+        (t.firstSentenceMs as number) <= (t.firstFrameOutMs as number),
+      `stages in order: ${JSON.stringify(t)}`,
+    );
+  }
+  finite(v.stages.voiceToVoiceMs.p50, 'voice-to-voice p50');
+  assert.equal(v.providerDelay?.totalMs, 0, 'the instant fakes put no delay on the path');
+  assert.equal(v.oursP50Ms, v.stages.voiceToVoiceMs.p50, 'with instant fakes it is all ours');
+  assert.equal(result.profile, 'instant');
   finite(s.eosToFirstFrameMs.p50, 'device p50');
   finite(s.eosToFirstFrameMs.p95, 'device p95');
   // Sanity only: the figure includes the VAD window and must not be absurd.
@@ -135,6 +154,14 @@ test('simulator: 2 devices × 1 turn and 5 idle devices against a self-started s
     printed.some((l) => /^\| 2 \| 2\/2 \|/.test(l)),
     'the step row is in the table',
   );
+  assert.ok(
+    printed.some((l) => /^ {4}first frame at the device +\d+ \/ \d+$/.test(l)),
+    'the voice-to-voice stage table printed',
+  );
+  assert.ok(
+    printed.some((l) => /^\| 2 \| 2 \| \d+ \/ \d+ \| \d+ \/ \d+ \|/.test(l)),
+    'the voice-to-voice row is in its Markdown table',
+  );
   if (process.platform === 'linux')
     assert.ok(
       printed.some((l) =>
@@ -169,6 +196,47 @@ test('simulator: 2 devices × 1 turn and 5 idle devices against a self-started s
   assert.ok(
     printed.some((l) => l.startsWith('idle: server RSS with 0 devices')),
     'idle figures printed',
+  );
+});
+
+test('simulator: with the cloud profile the server speaks through the paced fakes, and voice-to-voice holds their delays', {
+  timeout: 90_000,
+}, async () => {
+  const lines: string[] = [];
+  const result = await runSimulation({
+    devices: [1],
+    turns: 1,
+    warmup: false,
+    settleMs: 300,
+    maxRunMs: 80_000,
+    profile: 'cloud',
+    providers: PROFILES.cloud,
+    print: (l) => lines.push(l),
+  });
+  assert.deepEqual(childProcesses(SIM_CHILDREN), [], 'no server or fakes process left');
+  assert.equal(result.profile, 'cloud');
+  const s = result.steps[0];
+  assert.ok(s);
+  assert.equal(
+    s.turnsDone,
+    1,
+    `the turn was answered through the remote TTS fake; problems: ${JSON.stringify(s.errors)}`,
+  );
+  assert.deepEqual(result.serverErrors, [], 'the server logged no error (it decoded the fake pcm)');
+  assert.equal(s.fakeWork?.speeches, 3, "the answer's three sentences were spoken by the TTS fake");
+  const d = s.voiceToVoice.providerDelay;
+  assert.ok(d && d.asrMs !== null && d.asrAudioMs !== null, 'the fake ASR counted the upload');
+  // 350 ms + 5 % of what was uploaded (at least the utterance itself).
+  assert.ok(d.asrAudioMs > 1000 && Math.abs(d.asrMs - (350 + 0.05 * d.asrAudioMs)) < 0.01, JSON.stringify(d));
+  assert.equal(d.ttsFirstAudioMs, 250);
+  // Each delay is on the path one after the other: the user cannot wait less than their sum.
+  const v2v = s.voiceToVoice.stages.voiceToVoiceMs.p50;
+  assert.ok(v2v >= (d.totalMs as number), `voice-to-voice ${v2v} ms holds the ${d.totalMs} ms the fakes wait`);
+  assert.ok(
+    lines.some((l) =>
+      l.startsWith('  TTS: the fake OpenAI-compatible /v1/audio/speech (pcm, 24 kHz): first audio after 250 ms'),
+    ),
+    'the effective figures printed at the start',
   );
 });
 

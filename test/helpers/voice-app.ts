@@ -71,7 +71,11 @@ export async function startVoiceApp(
       overrides,
     ),
   );
-  const log = createLogger({ level: config.logging.level, logContent: false, destination: logs.stream });
+  const log = createLogger({
+    level: config.logging.level,
+    logContent: config.logging.logContent,
+    destination: logs.stream,
+  });
   // Wired exactly as server/main.ts wires it.
   const server = await assembleServer(config, log, assemble);
   const { httpUrl, wsUrl } = await listenOnLoopback(server.app);

@@ -1,15 +1,25 @@
 /**
  * @module The uplink of one session: Opus packets → PCM → VAD → utterances. In auto and realtime
- * mode the VAD decides where an utterance ends; in manual mode `listen stop` does. A short pre-roll
- * is kept so the first syllable, spoken before the VAD was sure, still reaches ASR.
+ * mode the utterance ends when the silence after the last voiced frame is as long as the end of
+ * turn asks for (`voice/turn-end/`: shorter when the transcript so far looks complete, longer when
+ * it ends unfinished); in manual mode `listen stop` ends it. The silence is measured on the audio
+ * (samples decoded), not on a timer, so a late or bunched packet cannot end a turn early. A short
+ * pre-roll is kept so the first syllable, spoken before the VAD was sure, still reaches ASR.
  */
 import type { Logger } from '../../core/logger.ts';
 import type { SessionMedia, UplinkResult } from '../../audio/media/media.ts';
 import { concatInt16, durationMs } from '../../audio/pcm/pcm.ts';
 import type { ListenMode } from '../../protocol/messages.ts';
+import type { Completeness } from '../turn-end/completeness.ts';
+import type { EndOfTurn } from '../turn-end/end-of-turn.ts';
 
 export type ListenerEvent =
   | { type: 'speech_start' }
+  /**
+   * Audio of the utterance being collected, in order, from its start (the pre-roll first); `first`
+   * marks a new utterance's first audio. A streaming recogniser is fed from these.
+   */
+  | { type: 'audio'; pcm: Int16Array; first: boolean }
   /**
    * The VAD heard a pause that may end the utterance (auto and realtime mode, with `pauseMs`):
    * `pcm()` copies the utterance so far (call it at once, or not at all: most pauses start no
@@ -25,6 +35,8 @@ export type ListenerEvent =
       reason: 'vad' | 'manual' | 'max_length';
       hadSpeech: boolean;
       endedAt: number;
+      /** Silence after the last voiced frame when the end was decided (0 unless `reason` is `vad`). */
+      silenceMs: number;
     };
 
 export interface ListenerOptions {
@@ -37,6 +49,10 @@ export interface ListenerOptions {
   preRollMs: number;
   /** An utterance longer than this is cut and answered. */
   maxUtteranceMs: number;
+  /** Decides how much silence ends the utterance (auto and realtime mode). */
+  endOfTurn: EndOfTurn;
+  /** Silence after which a tentative `pause` event is emitted, once per silent run; 0: none. */
+  earlyStartMs: number;
   onEvent: (e: ListenerEvent) => void;
 }
 
@@ -74,6 +90,12 @@ export class Listener {
   #speechStartAt = 0;
   #utterance: Int16Array[] = [];
   #utteranceSamples = 0;
+  /** Where the current silence inside speech began (in `#position` terms); undefined while voiced. */
+  #silenceFrom: number | undefined;
+  /** That silence's length at the last packet, in ms. */
+  #silenceMs = 0;
+  /** The `pause` event was emitted for the current silent run. */
+  #pauseAnnounced = false;
   #chain: Promise<void> = Promise.resolve();
   #closed = false;
   #generation = 0;
@@ -88,10 +110,25 @@ export class Listener {
 
   constructor(opts: ListenerOptions) {
     this.#o = opts;
+    // A verdict that changes by itself (the model judge answered) may end the utterance now.
+    opts.endOfTurn.onChange(() => {
+      if (!this.#closed && this.#active && this.#mode !== 'manual' && this.#silenceFrom !== undefined)
+        this.#checkSilence();
+    });
   }
 
   get active(): boolean {
     return this.#active;
+  }
+
+  /** Packets sent to the VAD whose results have not been handled yet. */
+  get pending(): number {
+    return this.#backlog;
+  }
+
+  /** The end of turn's verdict on the utterance's transcript so far. */
+  get verdict(): Completeness {
+    return this.#o.endOfTurn.verdict;
   }
 
   /** `listen start`: a new utterance begins (VAD state reset). */
@@ -122,6 +159,10 @@ export class Listener {
     this.#hadSpeech = true;
     this.#utterance = [];
     this.#utteranceSamples = 0;
+    this.#silenceFrom = undefined;
+    this.#silenceMs = 0;
+    this.#pauseAnnounced = false;
+    this.#o.endOfTurn.reset();
     this.#startUtterance(this.#speechStartAt);
   }
 
@@ -132,7 +173,7 @@ export class Listener {
     // Let queued packets finish decoding first, so the tail of the speech is included.
     this.#chain = this.#chain.then(() => {
       if (gen !== this.#generation || !this.#active) return;
-      this.#emitUtterance('manual');
+      this.#emitUtterance('manual', 0);
     });
   }
 
@@ -174,6 +215,7 @@ export class Listener {
 
   close(): void {
     this.#closed = true;
+    this.#o.endOfTurn.reset();
     this.#active = false;
     this.#monitor = false;
     this.#generation++;
@@ -186,6 +228,8 @@ export class Listener {
     const at = this.#position;
     this.#position += pcm.length;
     if (this.#active || this.#monitor) this.#collect(pcm, at);
+    // The audio event may have ended the utterance (a partial transcript judged while it was fed).
+    if (gen !== this.#generation) return;
     if (epoch !== this.#vadEpoch) {
       this.#vadZero = this.#position;
       return;
@@ -194,27 +238,59 @@ export class Listener {
     for (const e of events) {
       if (e.type === 'speech_start') {
         this.#hadSpeech = true;
+        this.#silenceFrom = undefined;
         this.#speechStartAt = this.#vadZero + (e.atMs * rate) / 1000;
         if (this.#active) this.#startUtterance(this.#speechStartAt);
         this.#o.onEvent({ type: 'speech_start' });
       } else if (this.#active && this.#mode !== 'manual') {
-        if (e.type === 'speech_end') this.#emitUtterance('vad');
-        else if (e.type === 'pause') {
-          const parts = this.#utterance;
-          this.#o.onEvent({ type: 'pause', pcm: () => concatInt16(parts), sampleRate: rate });
-        } else this.#o.onEvent({ type: 'resume' });
+        if (e.type === 'speech_end') this.#emitUtterance('vad', this.#o.endOfTurn.silenceNeededMs);
+        else if (e.type === 'pause') this.#silenceFrom = this.#vadZero + (e.atMs * rate) / 1000;
+        else this.#resumed();
       }
       if (gen !== this.#generation) return;
     }
-    if (this.#active && durationMs(this.#utteranceSamples, rate) >= this.#o.maxUtteranceMs) {
-      this.#emitUtterance('max_length');
+    if (this.#active && this.#mode !== 'manual' && this.#silenceFrom !== undefined) {
+      this.#silenceMs = durationMs(this.#position - this.#silenceFrom, rate);
+      this.#checkSilence();
+      if (gen !== this.#generation) return;
     }
+    if (this.#active && durationMs(this.#utteranceSamples, rate) >= this.#o.maxUtteranceMs) {
+      this.#emitUtterance('max_length', 0);
+    }
+  }
+
+  /**
+   * The latest transcript of the utterance so far (a streaming partial, or an early start's): the
+   * end of turn judges it, and a silence already long enough for the new verdict ends it now.
+   */
+  transcript(text: string): void {
+    if (this.#closed || !this.#active) return;
+    this.#o.endOfTurn.transcript(text);
+    if (this.#mode !== 'manual' && this.#silenceFrom !== undefined) this.#checkSilence();
+  }
+
+  /** Voice came back before the silence ended the utterance. */
+  #resumed(): void {
+    this.#silenceFrom = undefined;
+    this.#silenceMs = 0;
+    const announced = this.#pauseAnnounced;
+    this.#pauseAnnounced = false;
+    if (announced) this.#o.onEvent({ type: 'resume' });
+  }
+
+  #checkSilence(): void {
+    const early = this.#o.earlyStartMs;
+    if (early > 0 && !this.#pauseAnnounced && this.#silenceMs >= early && !this.#o.endOfTurn.ends(this.#silenceMs)) {
+      this.#pauseAnnounced = true;
+      const parts = this.#utterance;
+      this.#o.onEvent({ type: 'pause', pcm: () => concatInt16(parts), sampleRate: this.#o.media.uplinkSampleRate });
+    }
+    if (this.#o.endOfTurn.ends(this.#silenceMs)) this.#emitUtterance('vad', this.#silenceMs);
   }
 
   #collect(pcm: Int16Array, at: number): void {
     if (this.#active && (this.#mode === 'manual' || this.#hadSpeech)) {
-      this.#utterance.push(pcm);
-      this.#utteranceSamples += pcm.length;
+      this.#append(pcm);
       return;
     }
     // Until the VAD confirms speech (it needs minSpeechMs of it), keep enough recent audio to
@@ -233,13 +309,19 @@ export class Listener {
       const end = c.at + c.pcm.length;
       if (end <= from) continue;
       const part = c.at >= from ? c.pcm : c.pcm.subarray(from - c.at);
-      this.#utterance.push(part);
-      this.#utteranceSamples += part.length;
+      this.#append(part);
     }
     this.#preRoll = [];
   }
 
-  #emitUtterance(reason: 'vad' | 'manual' | 'max_length'): void {
+  #append(pcm: Int16Array): void {
+    const first = this.#utteranceSamples === 0;
+    this.#utterance.push(pcm);
+    this.#utteranceSamples += pcm.length;
+    this.#o.onEvent({ type: 'audio', pcm, first });
+  }
+
+  #emitUtterance(reason: 'vad' | 'manual' | 'max_length', silenceMs: number): void {
     const pcm = concatInt16(this.#utterance);
     const hadSpeech = this.#hadSpeech;
     this.#active = false;
@@ -251,6 +333,7 @@ export class Listener {
       reason,
       hadSpeech,
       endedAt: this.#o.now?.() ?? performance.now(),
+      silenceMs: Math.round(silenceMs),
     });
   }
 
@@ -263,6 +346,10 @@ export class Listener {
     this.#vadEpoch++;
     this.#utterance = [];
     this.#utteranceSamples = 0;
+    this.#silenceFrom = undefined;
+    this.#silenceMs = 0;
+    this.#pauseAnnounced = false;
+    this.#o.endOfTurn.reset();
     this.#o.media.resetVad();
   }
 }

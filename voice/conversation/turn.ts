@@ -21,7 +21,19 @@ import { SpeechQueue, type Synthesize } from './speech-queue.ts';
 import type { SessionTools, TurnTimings, VoiceDeps } from './voice-deps.ts';
 
 export type TurnInput =
-  | { source: 'voice'; pcm: Int16Array; sampleRate: number; endedAt: number }
+  | {
+      source: 'voice';
+      pcm: Int16Array;
+      sampleRate: number;
+      endedAt: number;
+      /** Silence heard after the last voiced frame before the end was decided (the end of turn's wait). */
+      silenceMs?: number;
+      /**
+       * The transcript, from a streaming recogniser (its final) or the partial an early start was
+       * made from; absent: the batch recogniser transcribes `pcm`. A failed stream falls back to that.
+       */
+      transcript?: Promise<string>;
+    }
   | { source: 'text'; text: string; endedAt: number }
   | { source: 'wake_word'; text: string; endedAt: number }
   /** Says `text` as it is, with no model: what the server tells the device by itself. */
@@ -90,6 +102,8 @@ async function inPart<T>(part: FailedPart, work: () => Promise<T>): Promise<T> {
  */
 export interface TurnOptions {
   early?: boolean;
+  /** Told the transcript as soon as it is known (an early turn's feeds the end of turn). */
+  onTranscript?: (text: string) => void;
 }
 
 export class Turn {
@@ -109,6 +123,9 @@ export class Turn {
   readonly #clock: Clock;
   readonly #createdAt: number;
   readonly #early: boolean;
+  readonly #onTranscript: ((text: string) => void) | undefined;
+  /** Silence heard before the end of the utterance was decided (set by `commit` for an early turn). */
+  #silenceMs: number | undefined;
   #committed: boolean;
   /** What the device is told, held until commit (in order). */
   #deferred: Array<() => void> = [];
@@ -125,6 +142,8 @@ export class Turn {
     this.signal = this.#scope.signal;
     this.#endedAt = input.endedAt;
     this.#early = opts.early === true;
+    this.#onTranscript = opts.onTranscript;
+    this.#silenceMs = input.source === 'voice' ? input.silenceMs : undefined;
     this.#committed = !this.#early;
     if (this.#committed) {
       this.#gate = Promise.resolve();
@@ -144,11 +163,12 @@ export class Turn {
   }
 
   /** An early turn whose end of speech is now confirmed: what it held goes out, in order. False if it was already dropped. */
-  commit(endedAt: number): boolean {
+  commit(endedAt: number, silenceMs?: number): boolean {
     if (this.#committed) return true;
     if (this.signal.aborted) return false;
     this.#committed = true;
     this.#endedAt = endedAt;
+    this.#silenceMs = silenceMs;
     this.#env.media.holdPlayback(false);
     for (const send of this.#deferred.splice(0)) send();
     this.#openGate();
@@ -210,11 +230,9 @@ export class Turn {
       let text: string;
       if (input.source === 'voice') {
         const t0 = this.#clock.now();
-        const pcm = input.pcm;
-        text = (
-          await inPart('asr', () => deps.asr.transcribe(pcm, { signal: this.signal, sampleRate: input.sampleRate }))
-        ).trim();
+        text = (await this.#transcribe(input)).trim();
         this.#transcriptAt = this.#clock.now();
+        this.#onTranscript?.(text);
         if (isNoiseTranscript(text)) {
           await this.#gate;
           timings.outcome = 'no_speech';
@@ -269,6 +287,7 @@ export class Turn {
       if (this.#firstSentenceAt !== null) timings.firstSentenceMs = since(this.#firstSentenceAt);
       if (this.#firstFrameAt !== null) timings.firstAudioMs = since(this.#firstFrameAt);
       if (this.#early && this.#committed) timings.earlyStartMs = Math.round(endedAt - this.#createdAt);
+      if (this.#silenceMs !== undefined) timings.endOfTurnMs = this.#silenceMs;
       const stats = this.#out?.pacerStats;
       timings.lateFrames = stats?.lateFrames ?? 0;
       timings.frameIntervals = stats?.intervals ?? 0;
@@ -290,6 +309,25 @@ export class Turn {
     log.info({ ...timings }, 'turn timings');
     deps.observer?.onTurn?.(timings);
     return { timings, endSession };
+  }
+
+  /**
+   * The utterance's words: the streaming recogniser's final when there is one, else (or when the
+   * stream failed) the batch recogniser over the whole utterance.
+   */
+  async #transcribe(input: Extract<TurnInput, { source: 'voice' }>): Promise<string> {
+    const { deps, log } = this.#env;
+    const batch = (): Promise<string> =>
+      inPart('asr', () => deps.asr.transcribe(input.pcm, { signal: this.signal, sampleRate: input.sampleRate }));
+    if (!input.transcript) return batch();
+    try {
+      return await input.transcript;
+    } catch (err) {
+      if (this.signal.aborted || isAbortError(err)) throw err;
+      const e = toVoiceError(err);
+      log.warn({ code: e.code, err: e.message }, 'streaming recognition failed; transcribing the whole utterance');
+      return batch();
+    }
   }
 
   #audioOut(): AudioOut {

@@ -31,6 +31,9 @@ export interface VoiceConfig {
     earlyStartMs: number;
     maxUtteranceMs: number;
     minSilenceMs: number;
+    completeSilenceMs: number;
+    unfinishedSilenceMs: number;
+    llmJudge: { enabled: boolean; timeoutMs: number };
     minSpeechMs: number;
     preRollMs: number;
     threshold: number;

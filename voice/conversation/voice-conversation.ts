@@ -14,6 +14,10 @@ import type { ListenMode } from '../../protocol/messages.ts';
 import { CloseCode } from '../../protocol/close-codes.ts';
 import type { Conversation, ConversationContext, ConversationFactory } from '../session/conversation.ts';
 import { Listener, type ListenerEvent } from './listener.ts';
+import { Recognition } from './recognition.ts';
+import { canStream } from '../../audio/asr/asr.ts';
+import { EndOfTurn, longestSilenceMs, shortestSilenceMs } from '../turn-end/end-of-turn.ts';
+import { createLlmJudge } from '../turn-end/llm-judge.ts';
 import { Turn, type TurnInput, type TurnOptions } from './turn.ts';
 import { TurnBudget } from './turn-budget.ts';
 import type { SessionTools, VoiceDeps } from './voice-deps.ts';
@@ -43,6 +47,11 @@ function normalizeWake(text: string): string {
   return text.toLowerCase().replace(/[\s\p{P}\p{S}]+/gu, '');
 }
 
+/** Two transcripts say the same words (case, punctuation and spacing aside). */
+function sameWords(a: string, b: string): boolean {
+  return normalizeWake(a) === normalizeWake(b);
+}
+
 class VoiceConversation implements Conversation {
   readonly #deps: VoiceDeps;
   /** The turns' clock (`VoiceDeps.clock`): end-of-speech times are read on it. */
@@ -65,6 +74,10 @@ class VoiceConversation implements Conversation {
   #early: Turn | undefined;
   /** Early starts dropped since the current utterance began. */
   #earlyDrops = 0;
+  /** The partial transcript the early turn was started from (streaming recognition only). */
+  #earlyText: string | undefined;
+  /** The utterance being recognised while it is spoken (a streaming recogniser only). */
+  #recognition: { rec: Recognition; held: HeldProfile | undefined } | undefined;
   #turnDone: Promise<void> = Promise.resolve();
   #deviceMcp: DeviceMcp | undefined;
   #tools: SessionTools | undefined;
@@ -156,13 +169,19 @@ class VoiceConversation implements Conversation {
       // output any of its rates, and the VAD and the recognisers want 16 kHz.
       if (info.uplink.sampleRate !== 16000)
         log.info({ sampleRate: info.uplink.sampleRate }, 'device uplink rate is not 16 kHz; decoding at 16 kHz');
+      const judge = cfg.vad.llmJudge.enabled
+        ? createLlmJudge(() => this.#profile?.llm ?? this.#deps.llm, { timeoutMs: cfg.vad.llmJudge.timeoutMs, log })
+        : undefined;
+      const endOfTurn = new EndOfTurn(cfg.vad, log, judge);
       const media = await this.#deps.media.open(
         {
           vad: {
             threshold: cfg.vad.threshold,
-            minSilenceMs: cfg.vad.minSilenceMs,
+            // The VAD's own end is the longest wait; the listener ends earlier as the end of turn
+            // decides, measuring the silence from the VAD's first mark on.
+            minSilenceMs: longestSilenceMs(cfg.vad),
             minSpeechMs: cfg.vad.minSpeechMs,
-            pauseMs: cfg.vad.earlyStartMs,
+            pauseMs: shortestSilenceMs(cfg.vad, cfg.vad.earlyStartMs),
           },
           downlinkSampleRate: cfg.audio.outputSampleRate as OpusSampleRate,
           complexity: cfg.audio.opusComplexity,
@@ -192,6 +211,8 @@ class VoiceConversation implements Conversation {
         log,
         preRollMs: cfg.vad.preRollMs,
         maxUtteranceMs: cfg.vad.maxUtteranceMs,
+        endOfTurn,
+        earlyStartMs: cfg.vad.earlyStartMs,
         now: this.#now,
         onEvent: (e) => this.#onListenerEvent(e),
       });
@@ -211,6 +232,7 @@ class VoiceConversation implements Conversation {
 
   listenStart(mode: ListenMode): void {
     this.#dropEarly('listen start');
+    this.#dropRecognition('listen start');
     this.#earlyDrops = 0;
     const turn = this.#turn;
     if (turn && !turn.aborted) {
@@ -262,6 +284,7 @@ class VoiceConversation implements Conversation {
     );
     if (!input) return;
     this.#dropEarly('wake word');
+    this.#dropRecognition('wake word');
     this.#turn?.abort('wake word');
     this.#ctx.state.apply('detect');
     this.#startTurn(input);
@@ -307,6 +330,7 @@ class VoiceConversation implements Conversation {
 
   abort(reason: string | undefined): void {
     this.#dropEarly('device abort');
+    this.#dropRecognition('device abort');
     const turn = this.#turn;
     if (turn) {
       turn.abort(reason ?? 'device abort');
@@ -401,6 +425,7 @@ class VoiceConversation implements Conversation {
     this.#closed = true;
     try {
       this.#dropEarly('session closed');
+      this.#dropRecognition('session closed');
       this.#says.length = 0;
       this.#turn?.abort('session closed');
       await this.#turnDone;
@@ -462,6 +487,11 @@ class VoiceConversation implements Conversation {
   }
 
   #onListenerEvent(e: ListenerEvent): void {
+    if (e.type === 'audio') {
+      if (e.first) this.#openRecognition();
+      this.#recognition?.rec.push(e.pcm);
+      return;
+    }
     if (e.type === 'speech_start') {
       // Realtime barge-in: the user talks over the answer.
       if (this.#turn && this.#deps.config.vad.bargeIn && this.#ctx.state.mode === 'realtime') {
@@ -480,32 +510,59 @@ class VoiceConversation implements Conversation {
       return;
     }
     const early = this.#early;
+    const earlyText = this.#earlyText;
     this.#early = undefined;
+    this.#earlyText = undefined;
     this.#earlyDrops = 0;
+    const recognition = this.#recognition;
+    this.#recognition = undefined;
     if (this.#turn) {
       early?.abort('a turn is running');
+      this.#endRecognition(recognition, 'a turn is running');
       return;
     }
     if (!e.hadSpeech && e.reason !== 'manual') {
       early?.abort('no speech');
+      this.#endRecognition(recognition, 'no speech');
       return;
     }
-    // The pause was the end of speech: the early turn is this utterance's turn (its transcript
-    // is of the same speech, without the last moments of silence).
-    const committed =
-      early !== undefined && e.reason === 'vad' && this.#budget.allows() && this.#commitEarly(early, e.endedAt);
-    if (committed) return;
+    const final = recognition ? this.#finishRecognition(recognition) : undefined;
+    if (early !== undefined && e.reason === 'vad' && this.#budget.allows()) {
+      // The pause was the end of speech: the early turn is this utterance's turn (its transcript
+      // is of the same speech, without the last moments of silence)...
+      if (final === undefined || earlyText === undefined) {
+        if (this.#commitEarly(early, e.endedAt, e.silenceMs)) return;
+      } else {
+        // ...once the final transcript says what the partial it started from said.
+        this.#commitEarlyIfSame(early, earlyText, final, e);
+        return;
+      }
+    }
     early?.abort('utterance cut otherwise');
     if (e.pcm.length === 0) {
+      final?.catch(() => {});
       this.#ctx.state.apply('turn_end_no_answer');
       return;
     }
     this.#ctx.state.apply(e.reason === 'manual' ? 'listen_stop' : 'speech_end');
-    const input = this.#budgeted({ source: 'voice', pcm: e.pcm, sampleRate: e.sampleRate, endedAt: e.endedAt });
+    this.#startVoiceTurn(e, final);
+  }
+
+  /** The turn for an utterance the end of turn (or the device) has ended. */
+  #startVoiceTurn(e: Extract<ListenerEvent, { type: 'utterance' }>, transcript: Promise<string> | undefined): void {
+    const input = this.#budgeted({
+      source: 'voice',
+      pcm: e.pcm,
+      sampleRate: e.sampleRate,
+      endedAt: e.endedAt,
+      ...(e.reason === 'vad' ? { silenceMs: e.silenceMs } : {}),
+      ...(transcript ? { transcript } : {}),
+    });
     if (input) {
       this.#startTurn(input);
       return;
     }
+    transcript?.catch(() => {});
     // Refused silently: the utterance is dropped and the device, still listening, is heard again.
     const st = this.#ctx.state;
     st.apply('turn_end_no_answer');
@@ -513,38 +570,155 @@ class VoiceConversation implements Conversation {
   }
 
   /** Makes the early turn the current one, as `#startTurn` would a new one; false if it had already ended. */
-  #commitEarly(early: Turn, endedAt: number): boolean {
+  #commitEarly(early: Turn, endedAt: number, silenceMs: number): boolean {
     if (early.signal.aborted) return false;
     this.#ctx.state.apply('speech_end');
     this.#listener?.pause(this.#monitors());
     this.#turn = early;
-    if (!early.commit(endedAt)) return false;
+    if (!early.commit(endedAt, silenceMs)) return false;
     this.#budget.record();
     return true;
   }
 
+  /**
+   * An early turn made from a partial transcript: it holds the session as the current turn while
+   * the final comes (a vendor round trip), then goes out if the final says the same words, or
+   * gives way to a turn made from the final.
+   */
+  #commitEarlyIfSame(
+    early: Turn,
+    earlyText: string,
+    final: Promise<string>,
+    e: Extract<ListenerEvent, { type: 'utterance' }>,
+  ): void {
+    this.#ctx.state.apply('speech_end');
+    this.#listener?.pause(this.#monitors());
+    this.#turn = early;
+    const decide = (text: string | undefined): void => {
+      // Something else (an abort, a wake word, the session's end) took over meanwhile.
+      if (this.#closed || this.#turn !== early) return;
+      if (text === undefined || sameWords(text, earlyText)) {
+        if (early.commit(e.endedAt, e.silenceMs)) {
+          this.#budget.record();
+          return;
+        }
+      }
+      early.abort('the final transcript differs from the partial');
+      this.#turn = undefined;
+      this.#startVoiceTurn(e, Promise.resolve(text ?? earlyText));
+    };
+    final.then(decide, (err: unknown) => {
+      // No final: the partial is the best transcript there is.
+      this.#ctx.log.warn({ err: toVoiceError(err).message }, 'no final transcript; answering the partial one');
+      decide(undefined);
+    });
+  }
   /** Realtime devices with barge-in on keep the VAD running during the answer. */
   #monitors(): boolean {
     return this.#ctx.state.mode === 'realtime' && this.#deps.config.vad.bargeIn;
   }
 
-  /** A pause that may end the utterance: its turn starts now, held until the VAD confirms. */
+  /**
+   * A pause that may end the utterance: its turn starts now, held until the end is confirmed. With
+   * a streaming recogniser it starts from the partial transcript (none yet, or one that ends
+   * unfinished: no early start); otherwise the batch recogniser transcribes the utterance so far,
+   * and that transcript tells the end of turn how long to wait.
+   */
   #startEarly(utterance: () => Int16Array, sampleRate: number): void {
     if (this.#closed || this.#turn || this.#early || !this.#media || !this.#tools) return;
     if (this.#earlyDrops >= MAX_EARLY_DROPS_PER_UTTERANCE || !this.#budget.allows()) return;
     const pcm = utterance();
     if (pcm.length === 0) return;
-    const turn = this.#newTurn({ source: 'voice', pcm, sampleRate, endedAt: this.#now() }, { early: true });
-    this.#early = turn;
-    this.#run(turn);
+    const recognition = this.#recognition;
+    if (recognition) {
+      const text = recognition.rec.partial;
+      if (text.trim() === '' || this.#listener?.verdict === 'unfinished') return;
+      const input: TurnInput = {
+        source: 'voice',
+        pcm,
+        sampleRate,
+        endedAt: this.#now(),
+        transcript: Promise.resolve(text),
+      };
+      this.#early = this.#newTurn(input, { early: true });
+      this.#earlyText = text;
+    } else {
+      const input: TurnInput = { source: 'voice', pcm, sampleRate, endedAt: this.#now() };
+      const turn = this.#newTurn(input, {
+        early: true,
+        onTranscript: (text) => {
+          if (this.#early === turn) this.#listener?.transcript(text);
+        },
+      });
+      this.#early = turn;
+    }
+    this.#run(this.#early);
   }
 
   #dropEarly(reason: string): void {
     const early = this.#early;
     if (!early) return;
     this.#early = undefined;
+    this.#earlyText = undefined;
     this.#earlyDrops++;
     early.abort(reason);
+  }
+
+  /**
+   * The utterance's first audio: a streaming recogniser (the device's agent's, as it is now) starts
+   * hearing it. A recogniser that cannot stream leaves the utterance to the batch path.
+   */
+  #openRecognition(): void {
+    this.#dropRecognition('a new utterance');
+    if (this.#closed || !this.#media) return;
+    const held = this.#deps.profileFor?.(this.#ctx.info);
+    const asr = held?.profile.asr ?? this.#deps.asr;
+    if (!canStream(asr)) {
+      held?.release();
+      return;
+    }
+    const log = this.#ctx.log;
+    try {
+      const rec = new Recognition(asr, {
+        sampleRate: this.#media.uplinkSampleRate,
+        parent: this.#ctx.signal,
+        log,
+        onPartial: (text) => {
+          log.debug({ pii: { text } }, 'partial transcript');
+          if (this.#recognition?.rec === rec) this.#listener?.transcript(text);
+        },
+      });
+      this.#recognition = { rec, held };
+    } catch (err) {
+      held?.release();
+      log.warn(
+        { err: toVoiceError(err).message },
+        'streaming recognition could not start; the batch path will transcribe',
+      );
+    }
+  }
+
+  /** Cancels the utterance's recognition, if any (its connection closes now). */
+  #dropRecognition(reason: string): void {
+    const r = this.#recognition;
+    this.#recognition = undefined;
+    this.#endRecognition(r, reason);
+  }
+
+  #endRecognition(r: { rec: Recognition; held: HeldProfile | undefined } | undefined, reason: string): void {
+    if (!r) return;
+    r.rec.cancel(reason);
+    r.held?.release();
+  }
+
+  /** The utterance is over: its final transcript (the profile it was made with is released after). */
+  #finishRecognition(r: { rec: Recognition; held: HeldProfile | undefined }): Promise<string> {
+    const final = r.rec.finish();
+    void final.then(
+      () => r.held?.release(),
+      () => r.held?.release(),
+    );
+    return final;
   }
 
   #startTurn(input: TurnInput): void {

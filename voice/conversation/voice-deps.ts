@@ -62,6 +62,12 @@ export interface TurnTimings {
    * pause); the stages above that finished before it count as 0.
    */
   earlyStartMs?: number;
+  /**
+   * Silence heard after the last voiced frame before the end of the utterance was decided (the
+   * end of turn's wait; voice turns in auto and realtime mode). Not part of the stages above,
+   * which start at that decision.
+   */
+  endOfTurnMs?: number;
   totalMs: number;
   lateFrames: number;
   /** Intervals between the downlink frames sent, and those over 65 ms (the pacer's count). */

@@ -14,6 +14,7 @@ import { STOCK_TOOLS } from '../../fixtures/firmware/mcp-server.ts';
 import { FIRMWARE_2_4_2, otaHeaders, systemInfoJson } from '../../fixtures/firmware/ota.ts';
 import { speak16k } from '../../helpers/speech.ts';
 import { playbackStats, sleep, type PlaybackStats } from './stats.ts';
+import { VOICE_WINDOW_SAMPLES, voicedWindows, voiceEndSample } from './voiced.ts';
 
 export const FRAME_MS = 60;
 const FRAME_SAMPLES_16K = 960;
@@ -26,37 +27,37 @@ export interface UtteranceAudio {
   tail: Buffer[];
   silenceLoop: Buffer[];
   speechMs: number;
+  /**
+   * The end of the user's voice: ms from the first sample of the first packet to the end of the
+   * last voiced 10 ms window of the PCM that was encoded (`voiceEndSample`).
+   */
+  voiceEndMs: number;
 }
 
 /**
  * Cuts the synthesizer's own leading and trailing near-silence (10 ms windows under 2 % of the
- * loudest window's RMS), so that the last speech packet really ends with the last word.
+ * loudest window's RMS, `voicedWindows`), so that the last speech packet really ends with the last word.
  */
-export function trimSilence(pcm: Int16Array, windowSamples = 160): Int16Array {
-  const rms: number[] = [];
-  for (let i = 0; i < pcm.length; i += windowSamples) {
-    let acc = 0;
-    const end = Math.min(pcm.length, i + windowSamples);
-    for (let j = i; j < end; j++) acc += (pcm[j] as number) ** 2;
-    rms.push(Math.sqrt(acc / Math.max(1, end - i)));
-  }
-  const threshold = Math.max(100, 0.02 * Math.max(0, ...rms));
-  const first = rms.findIndex((r) => r >= threshold);
-  if (first < 0) return pcm;
-  let last = rms.length - 1;
-  while (last > first && (rms[last] as number) < threshold) last--;
-  return pcm.subarray(first * windowSamples, Math.min(pcm.length, (last + 1) * windowSamples));
+export function trimSilence(pcm: Int16Array, windowSamples = VOICE_WINDOW_SAMPLES): Int16Array {
+  const w = voicedWindows(pcm, windowSamples);
+  if (!w) return pcm;
+  return pcm.subarray(w.first * windowSamples, Math.min(pcm.length, (w.last + 1) * windowSamples));
 }
 
 /** Synthesizes `text` (flite, espeak-ng as a fallback) and encodes it with one continuous Opus encoder. */
-export async function prepareUtterance(text: string, leadMs = 300): Promise<UtteranceAudio> {
+/** The speech of `text` the simulated devices say (flite, espeak-ng as a fallback), trimmed, 16 kHz. */
+export function utteranceSpeech(text: string): Int16Array {
   let speech: Int16Array;
   try {
     speech = speak16k(text, 'flite');
   } catch {
     speech = speak16k(text, 'espeak');
   }
-  speech = trimSilence(speech);
+  return trimSilence(speech);
+}
+
+export async function prepareUtterance(text: string, leadMs = 300): Promise<UtteranceAudio> {
+  const speech = utteranceSpeech(text);
   const codec = await createOpusCodec({ sampleRate: 16000 });
   try {
     const voiced = concatInt16([new Int16Array(16 * leadMs), speech]);
@@ -67,6 +68,8 @@ export async function prepareUtterance(text: string, leadMs = 300): Promise<Utte
       voiced,
       new Int16Array((speechPackets + tailPackets + loopPackets) * FRAME_SAMPLES_16K - voiced.length),
     ]);
+    const voiceEnd = voiceEndSample(pcm);
+    if (voiceEnd === null) throw new Error(`the utterance ${JSON.stringify(text)} synthesized to silence`);
     const packets: Buffer[] = [];
     for (let i = 0; i < pcm.length; i += FRAME_SAMPLES_16K)
       packets.push(Buffer.from(codec.encode(pcm.subarray(i, i + FRAME_SAMPLES_16K))));
@@ -75,6 +78,7 @@ export async function prepareUtterance(text: string, leadMs = 300): Promise<Utte
       tail: packets.slice(speechPackets, speechPackets + tailPackets),
       silenceLoop: packets.slice(speechPackets + tailPackets),
       speechMs: Math.round(speech.length / 16),
+      voiceEndMs: voiceEnd / 16,
     };
   } finally {
     codec.close();
@@ -137,6 +141,16 @@ export interface TurnRecord {
   /** performance.now() when the utterance's first packet and its last speech packet were sent. */
   speechStartAt?: number;
   speechEndAt?: number;
+  /**
+   * performance.now() when the user's voice ended: the last voiced sample, as if each packet left
+   * the moment its last sample was captured (packet k, sent at t0 + k·60 ms, holds the audio of
+   * the 60 ms before), so sample j was spoken at t0 + j/16 − 60 ms.
+   */
+  voiceEndAt?: number;
+  /** performance.now() of the first answer frame. */
+  firstFrameAt?: number;
+  /** End of the user's voice → first answer frame, ms: what the user waits (sim/voice-to-voice.ts). */
+  voiceToVoiceMs?: number;
   /** First frame → `tts stop`, ms. */
   answerMs?: number;
   silencePackets: number;
@@ -297,6 +311,7 @@ export abstract class FleetMember {
     const eosAt = performance.now();
     rec.speechStartAt = t0;
     rec.speechEndAt = eosAt;
+    rec.voiceEndAt = t0 + opts.audio.voiceEndMs - FRAME_MS;
     // Encoded silence until the server has heard the end of speech (its `stt`), or the timeout.
     const heard = (): boolean => live.sttAt !== undefined || live.ttsStartAt !== undefined;
     const sttDeadline = eosAt + opts.sttTimeoutMs;
@@ -334,7 +349,11 @@ export abstract class FleetMember {
       }
     }
     const ok = await this.until(stopped, opts.answerTimeoutMs, opts.signal);
-    if (live.frames.length > 0) rec.eosToFirstFrameMs = (live.frames[0] as number) - eosAt;
+    if (live.frames.length > 0) {
+      rec.firstFrameAt = live.frames[0] as number;
+      rec.eosToFirstFrameMs = rec.firstFrameAt - eosAt;
+      rec.voiceToVoiceMs = rec.firstFrameAt - rec.voiceEndAt;
+    }
     if (!ok)
       return finish(
         this.#lost

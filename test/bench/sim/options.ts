@@ -3,6 +3,15 @@
  */
 import { parse as parseYaml } from 'yaml';
 import { setPath } from '../../../server/config.ts';
+import {
+  LATENCY_FLAGS,
+  PROFILE_NAMES,
+  PROFILES,
+  effectiveLatency,
+  parseLatencyValue,
+  type ProfileName,
+  type ProviderLatency,
+} from './provider-profiles.ts';
 
 export type SimTransport = 'websocket' | 'mqtt';
 
@@ -35,6 +44,10 @@ export interface SimulationOptions {
   transcript: string;
   /** What the fake LLM streams (self-started server only). */
   answer: string;
+  /** The latency profile the fakes' figures came from (self-started server only). */
+  profile: ProfileName;
+  /** How slowly the fakes answer, and which TTS the server uses (self-started server only). */
+  providers: ProviderLatency;
   /** First utterances of a step start within this many ms of each other (random). */
   staggerMs: number;
   /** Quiet time after a step once the server has no sessions left. */
@@ -80,6 +93,8 @@ export function defaultOptions(): SimulationOptions {
     utterance: 'what is the weather like today',
     transcript: 'what is the weather like today',
     answer: 'It is sunny today. The high is twenty two degrees. Enjoy your day!',
+    profile: 'instant',
+    providers: { ...PROFILES.instant },
     staggerMs: 100,
     settleMs: 1500,
     batch: 100,
@@ -103,6 +118,7 @@ export const USAGE = `Fleet simulator: many xiaozhi devices talking to the serve
   npm run simulate -- --idle 1000
   npm run simulate -- --transport mqtt --devices 1,50 --idle 5000
   npm run simulate -- --devices 10 --url ws://127.0.0.1:8000/xiaozhi/v1/
+  npm run simulate -- --devices 1,10 --profile cloud --llm-ttft-ms 300
 
 Options
   --devices N[,N...]   steps: N devices at once each (fresh connections); default 1 unless --idle
@@ -120,6 +136,20 @@ Options
   --json FILE          write the raw results (every turn) as JSON
   --utterance TEXT     what each device says (flite speech); default "what is the weather like today"
   --answer TEXT        what the fake LLM streams (self-started server)
+
+Provider latency (self-started server only; --profile sets every figure, a flag overrides one)
+  --profile P          instant (default: fakes answer at once, embedded espeak-ng TTS), cloud or
+                       local-gpu (docs/simulate.md has the figures and their sources)
+  --asr batch|streaming  the recogniser fake: batch /v1/audio/transcriptions, or a streaming FunASR stand-in
+  --asr-ms N           batch ASR: ms from the upload to the transcript
+  --asr-per-audio X    batch ASR: extra time per time of audio (0.05 = 50 ms per second)
+  --asr-final-ms N     streaming ASR: final transcript N ms after the end of the audio (--asr streaming)
+  --llm-ttft-ms N      LLM: ms from the request to the first token
+  --llm-tokens-per-s X LLM: tokens a second after the first (a token = 4 characters); 0 = at once
+  --tts T              embedded (the server's espeak-ng) or remote (a fake /v1/audio/speech)
+  --tts-first-audio-ms N  remote TTS: ms from the request to the first audio
+  --tts-speed X        remote TTS: the rest of the audio at X times real time; 0 = at once
+  --tts-stream-first-audio-ms N  streaming TTS: first audio N ms after its first text (to come)
   --set KEY=VALUE      config override for the self-started server, e.g. --set vad.provider=webrtc
   --server-env K=V     extra environment for the self-started server
   --server-arg ARG     extra node argument for the self-started server, e.g. --server-arg=--cpu-prof
@@ -142,6 +172,9 @@ function positiveInt(flag: string, v: string | undefined, min = 1): number {
 export function parseArgs(argv: readonly string[]): SimulationOptions | 'help' {
   const o = defaultOptions();
   let devicesGiven = false;
+  /** Latency flags given explicitly: they win over --profile wherever it stands on the line. */
+  const latency: Partial<ProviderLatency> = {};
+  const latencyFlags: string[] = [];
   const args = [...argv];
   for (let i = 0; i < args.length; i++) {
     // --flag=value is the same as --flag value; a value itself is never split, so
@@ -249,12 +282,48 @@ export function parseArgs(argv: readonly string[]): SimulationOptions | 'help' {
       case '--max-minutes':
         o.maxRunMs = positiveInt(flag, value()) * 60_000;
         break;
-      default:
+      case '--profile': {
+        const p = value();
+        if (!(PROFILE_NAMES as readonly string[]).includes(p))
+          throw new Error(`--profile is ${PROFILE_NAMES.join(', ')}; got ${JSON.stringify(p)}`);
+        o.profile = p as ProfileName;
+        latencyFlags.push(flag);
+        break;
+      }
+      case '--asr': {
+        const a = value();
+        if (a !== 'batch' && a !== 'streaming')
+          throw new Error(`--asr is batch or streaming; got ${JSON.stringify(a)}`);
+        latency.asr = a;
+        latencyFlags.push(flag);
+        break;
+      }
+      case '--tts': {
+        const t = value();
+        if (t !== 'embedded' && t !== 'remote')
+          throw new Error(`--tts is embedded or remote, got ${JSON.stringify(t)}`);
+        latency.tts = t;
+        latencyFlags.push(flag);
+        break;
+      }
+      default: {
+        if (flag in LATENCY_FLAGS) {
+          const { key, value: n } = parseLatencyValue(flag, value());
+          latency[key] = n;
+          latencyFlags.push(flag);
+          break;
+        }
         throw new Error(`unknown argument ${flag} (see --help)`);
+      }
     }
     if (inline !== undefined) throw new Error(`${flag} takes no value`);
   }
   if (!devicesGiven && o.idle === 0) o.devices = [1];
+  if (o.url && latencyFlags.length > 0)
+    throw new Error(
+      `${latencyFlags[0]} sets the simulator's own fakes; a server given by --url uses its own providers`,
+    );
+  o.providers = effectiveLatency(o.profile, latency);
   if (o.transport === 'mqtt' && !o.ota)
     throw new Error('--transport mqtt needs OTA (the broker credentials come from it): drop --no-ota');
   return o;

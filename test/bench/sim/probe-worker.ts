@@ -124,13 +124,15 @@ function tick(): void {
   const t = performance.now();
   take(t - due);
   k = Math.max(k + 1, Math.floor((t - start) / setup.everyMs) + 1);
-  tickTimer = setTimeout(tick, start + k * setup.everyMs - performance.now());
+  // On a loaded machine the thread may lose its CPU between here and there: the next tick is then
+  // already due (0, not a negative delay Node warns about and treats as 1 ms).
+  tickTimer = setTimeout(tick, Math.max(0, start + k * setup.everyMs - performance.now()));
 }
 
 take(null);
 takeRss();
 k = 1;
-tickTimer = setTimeout(tick, start + setup.everyMs - performance.now());
+tickTimer = setTimeout(tick, Math.max(0, start + setup.everyMs - performance.now()));
 const rssTimer = setup.rssEveryMs !== null ? setInterval(takeRss, setup.rssEveryMs) : undefined;
 parentPort?.on('message', (m: unknown) => {
   if (m !== 'stop') return;

@@ -3,8 +3,11 @@
  * run goes on, and a Markdown table of all steps at the end.
  */
 import type { TurnRecord } from './device.ts';
+import type { FakeStats } from './lean-fakes.ts';
 import type { ServerTurnTiming } from './server.ts';
 import type { P50P95 } from './stats.ts';
+import type { ProfileName, ProviderLatency } from './provider-profiles.ts';
+import { STAGES, type VoiceToVoice } from './voice-to-voice.ts';
 import { LATE_TICK_MS, type CpuWait, type RigCpuShare, type ServerCpuShare, type TimerJitter } from './cpu-window.ts';
 
 export interface StepResult {
@@ -21,6 +24,13 @@ export interface StepResult {
   eosToSttMs: P50P95;
   /** abort sent → `tts stop` (barge-in turns). */
   abortToStopMs: P50P95;
+  /**
+   * What the user feels: the end of their voice → the first answer frame, done turns, with the
+   * stages inside it from the server's log (self-started server; the device figure always).
+   */
+  voiceToVoice: VoiceToVoice;
+  /** What the fakes did over the step (uploads, chats, speech requests; self-started server only). */
+  fakeWork: FakeStats | null;
   /** Server log (`turn timings`), null when the server is not ours: VAD decision → first frame sent. */
   serverFirstAudioMs: P50P95 | null;
   serverAsrMs: P50P95 | null;
@@ -98,6 +108,9 @@ export interface IdleResult {
 
 export interface SimulationResult {
   transport: 'websocket' | 'mqtt';
+  /** The fakes' latency profile and the effective figures (null: a server given by --url). */
+  profile: ProfileName | null;
+  providers: ProviderLatency | null;
   startedServer: boolean;
   serverPid: number | null;
   wsUrl: string;
@@ -295,4 +308,70 @@ export function idleLines(r: IdleResult): string[] {
       `${r.connectRefusals ? ` (${r.connectRefusals} upgrades refused with 503 and retried after Retry-After)` : ''}; server sessions active: ${r.sessionsActive ?? 'n/a'}`,
     `idle: server RSS with 0 devices ${mb(r.rssBeforeMb)}, with ${r.connected} idle devices ${mb(r.rssIdleMb)} → ${r.rssPerDeviceKb === null ? 'n/a' : `${r.rssPerDeviceKb.toFixed(1)} KB`} per device; after disconnecting ${mb(r.rssAfterDisconnectMb)}`,
   ];
+}
+
+const STAGE_LABEL_WIDTH = Math.max(...STAGES.map(([, l]) => l.length));
+
+/**
+ * The voice-to-voice lines under a step's row: p50 / p95 of each stage, in ms after the end of the
+ * user's voice, then what the fakes were set to spend on the way and what is left: ours.
+ */
+export function voiceToVoiceLines(s: StepResult): string[] {
+  const v = s.voiceToVoice;
+  if (v.turns === 0) return ['  voice-to-voice: no turn with an answer frame'];
+  const out = [
+    `  voice-to-voice (the end of the user's voice → the first answer frame at the device), ms after the end of the voice, p50 / p95 over ${v.turns} turns:`,
+  ];
+  for (const [k, label] of STAGES) {
+    const p = v.stages[k];
+    const note =
+      k === 'endOfTurnMs' && v.heardSilenceMs.n > 0
+        ? `   (the server heard ${pair(v.heardSilenceMs)} ms of silence)`
+        : k === 'firstAudioByteMs' && p.n === 0
+          ? '   (not in the server log)'
+          : k === 'firstTokenMs' && p.n > 0 && p.n < v.turns
+            ? `   (${p.n} turns)`
+            : '';
+    out.push(`    ${label.padEnd(STAGE_LABEL_WIDTH)}  ${pair(p).padStart(11)}${note}`);
+  }
+  const d = v.providerDelay;
+  if (d && d.totalMs !== null) {
+    const parts = [
+      `ASR ${int(d.asrMs)} (mean, ${int(d.asrAudioMs)} ms of audio)`,
+      `LLM first token ${int(d.llmFirstTokenMs)}`,
+      `first sentence's tokens ${int(d.firstSentenceStreamMs)}`,
+      `TTS first audio ${int(d.ttsFirstAudioMs)}`,
+    ];
+    out.push(
+      `  providers' configured delays on the way: ${parts.join(' + ')} = ${int(d.totalMs)} ms; ours (voice-to-voice p50 less that): ${int(v.oursP50Ms)} ms`,
+    );
+  }
+  return out;
+}
+
+export const VOICE_COLUMNS = [
+  'devices',
+  'turns',
+  'voice-to-voice p50/p95',
+  ...STAGES.filter(([k]) => k !== 'voiceToVoiceMs').map(([, l]) => `${l} p50/p95`),
+  "providers' delays",
+  'ours p50',
+] as const;
+
+/** One Markdown row per step: voice-to-voice and its stages (ms after the end of the voice). */
+export function voiceToVoiceTable(steps: readonly StepResult[]): string {
+  const lines = [`| ${VOICE_COLUMNS.join(' | ')} |`, `|${VOICE_COLUMNS.map(() => '---:').join('|')}|`];
+  for (const s of steps) {
+    const v = s.voiceToVoice;
+    const cells = [
+      String(s.devices),
+      String(v.turns),
+      pair(v.stages.voiceToVoiceMs),
+      ...STAGES.filter(([k]) => k !== 'voiceToVoiceMs').map(([k]) => pair(v.stages[k])),
+      int(v.providerDelay?.totalMs),
+      int(v.oursP50Ms),
+    ];
+    lines.push(`| ${cells.join(' | ')} |`);
+  }
+  return lines.join('\n');
 }

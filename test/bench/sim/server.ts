@@ -13,7 +13,9 @@ import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { freePort, spawnServer, type SpawnedServer } from '../../integration/ops/helpers/spawned-server.ts';
 import type { TurnTimings } from '../../../voice/conversation/voice-deps.ts';
+import type { FakeStats } from './lean-fakes.ts';
 import { childPids, procCpu, procRss } from './proc.ts';
+import { PROFILES, type ProviderLatency } from './provider-profiles.ts';
 import { parsePrometheus, sleep } from './stats.ts';
 
 /**
@@ -23,6 +25,14 @@ import { parsePrometheus, sleep } from './stats.ts';
 export type ServerTurnTiming = Omit<TurnTimings, 'tools'> & {
   deviceId: string;
   sessionId: string;
+  /**
+   * Read when the server logs them (sim/voice-to-voice.ts): the silence heard before the
+   * end-of-turn decision; and from that decision, the model's first token and the TTS's first
+   * audio byte.
+   */
+  endOfTurnMs?: number;
+  firstTokenMs?: number;
+  ttsFirstAudioMs?: number;
   /**
    * The server's end-of-speech decision on this process's performance.now() clock (the log line's
    * wall-clock time less `totalMs`; both processes read the same system clock).
@@ -68,6 +78,8 @@ export interface SimServer {
   processTree(): { pid: number; children: number[] } | null;
   /** The fakes' process (fake LLM and ASR), when started here. */
   readonly fakesPid: number | null;
+  /** What the fakes did so far, when started here. */
+  fakeStats(): Promise<FakeStats | null>;
   /** Current RSS in bytes, and the high-water mark when known. */
   rss(): Promise<{ rss: number; hwm: number | null } | null>;
   metrics(): Promise<MetricsSnapshot | null>;
@@ -171,6 +183,7 @@ export function remoteServer(wsUrl: string, otaUrl?: string, vadSilenceMs?: numb
     },
     processTree: () => null,
     fakesPid: null,
+    fakeStats: async () => null,
     ...probe,
     stop: async () => {},
   };
@@ -181,6 +194,8 @@ export interface LocalServerOptions {
   transcript: string;
   /** What the fake LLM streams for every request. */
   answer: string;
+  /** How slowly the fakes answer, and whether the server speaks through the fake TTS. */
+  providers: ProviderLatency;
   /** Extra config, deep-merged over the simulator's (dotted keys from `--set`). */
   configOverrides: Record<string, unknown>;
   /** Extra environment for the child. */
@@ -221,17 +236,31 @@ const SERVER_ENV_OVERRIDES = [
   'ADMIN_TOKEN',
 ];
 
-export interface Fakes {
-  proc: ChildProcess;
+/** The fakes' URLs, as sim/fakes-main.ts prints them. */
+interface FakeUrls {
   llm: string;
+  /** The batch fake's base URL, or the streaming stand-in's ws:// URL (`asrKind`). */
   asr: string;
+  asrKind: 'openai' | 'funasr';
+  /** Null when the server speaks with its embedded TTS. */
+  tts: string | null;
+  stats: string;
+}
+
+export interface Fakes extends FakeUrls {
+  proc: ChildProcess;
   exited: Promise<void>;
 }
 
-/** Starts sim/fakes-main.ts (fake LLM + fake ASR) in its own process; it exits when our pipe to it closes. */
-export async function startFakes(transcript: string, answer: string, timeoutMs: number): Promise<Fakes> {
+/** Starts sim/fakes-main.ts (fake LLM, ASR and maybe TTS) in its own process; it exits when our pipe to it closes. */
+export async function startFakes(
+  transcript: string,
+  answer: string,
+  timeoutMs: number,
+  providers: ProviderLatency = PROFILES.instant,
+): Promise<Fakes> {
   const script = fileURLToPath(new URL('./fakes-main.ts', import.meta.url));
-  const proc = spawn(process.execPath, ['--import', 'tsx', script, JSON.stringify({ transcript, answer })], {
+  const proc = spawn(process.execPath, ['--import', 'tsx', script, JSON.stringify({ transcript, answer, providers })], {
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   if (proc.pid) guardChild(proc.pid);
@@ -247,7 +276,7 @@ export async function startFakes(transcript: string, answer: string, timeoutMs: 
     err = (err + b.toString('utf8')).slice(-4000);
   });
   try {
-    const urls = await new Promise<{ llm: string; asr: string }>((resolve, reject) => {
+    const urls = await new Promise<FakeUrls>((resolve, reject) => {
       let out = '';
       const timer = setTimeout(() => reject(new Error(`fakes did not start in ${timeoutMs} ms: ${err}`)), timeoutMs);
       proc.stdout?.on('data', (b: Buffer) => {
@@ -256,7 +285,7 @@ export async function startFakes(transcript: string, answer: string, timeoutMs: 
         if (nl < 0) return;
         clearTimeout(timer);
         try {
-          resolve(JSON.parse(out.slice(0, nl)) as { llm: string; asr: string });
+          resolve(JSON.parse(out.slice(0, nl)) as FakeUrls);
         } catch (e) {
           reject(e instanceof Error ? e : new Error(String(e)));
         }
@@ -266,7 +295,7 @@ export async function startFakes(transcript: string, answer: string, timeoutMs: 
         reject(new Error(`fakes exited: ${err}`));
       });
     });
-    for (const u of [urls.llm, urls.asr]) {
+    for (const u of [urls.llm, urls.asr, urls.stats, ...(urls.tts ? [urls.tts] : [])]) {
       if (new URL(u).hostname !== '127.0.0.1') throw new Error(`fake not on loopback: ${u}`);
     }
     return { proc, ...urls, exited };
@@ -304,7 +333,7 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<SimSer
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    fakes = await startFakes(opts.transcript, opts.answer, opts.readyTimeoutMs);
+    fakes = await startFakes(opts.transcript, opts.answer, opts.readyTimeoutMs, opts.providers);
     const port = await freePort();
     const base: Record<string, unknown> = {
       // The simulated fleet comes from one loopback address and measures capacity itself.
@@ -321,8 +350,22 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<SimSer
         idleTimeoutMs: 3_600_000,
         upgradeRate: { perSecond: 1_000_000, burst: 1_000_000 },
       },
-      asr: { provider: 'openai', baseURL: fakes.asr, apiKey: 'sk-sim', model: 'whisper-1', language: 'en' },
-      tts: { provider: 'espeak', voice: 'en-us' },
+      asr:
+        fakes.asrKind === 'funasr'
+          ? { provider: 'funasr', url: fakes.asr }
+          : { provider: 'openai', baseURL: fakes.asr, apiKey: 'sk-sim', model: 'whisper-1', language: 'en' },
+      // The remote fake answers OpenAI's pcm (24 kHz, the downlink's rate: nothing to resample).
+      tts: fakes.tts
+        ? {
+            provider: 'openai',
+            baseURL: fakes.tts,
+            apiKey: 'sk-sim',
+            model: 'tts-1',
+            voice: 'alloy',
+            format: 'pcm',
+            pcmSampleRate: 24_000,
+          }
+        : { provider: 'espeak', voice: 'en-us' },
       llm: { baseURL: fakes.llm, apiKey: 'sk-sim', model: 'sim', maxRetries: 0 },
       logging: { level: 'info' },
     };
@@ -387,7 +430,16 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<SimSer
             frameIntervals: num('frameIntervals') ?? 0,
             lateIntervals: num('lateIntervals') ?? 0,
           };
-          for (const k of ['asrMs', 'llmFirstTokenMs', 'firstSentenceMs', 'firstAudioMs', 'earlyStartMs'] as const) {
+          for (const k of [
+            'asrMs',
+            'llmFirstTokenMs',
+            'firstSentenceMs',
+            'firstAudioMs',
+            'earlyStartMs',
+            'endOfTurnMs',
+            'firstTokenMs',
+            'ttsFirstAudioMs',
+          ] as const) {
             const v = num(k);
             if (v !== undefined) t[k] = v;
           }
@@ -405,6 +457,7 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<SimSer
     vadSilenceMs = isObject(vad) && typeof vad.minSilenceMs === 'number' ? vad.minSilenceMs : 700;
     const httpUrl = spawned.httpUrl;
     const probe = scraper(httpUrl);
+    const statsUrl = fakes.stats;
     return {
       started: true,
       pid,
@@ -422,6 +475,14 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<SimSer
       rss: async () => (pid ? procRss(pid) : null),
       processTree: () => (pid ? { pid, children: childPids(pid) } : null),
       fakesPid: fakes.proc.pid ?? null,
+      fakeStats: async () => {
+        try {
+          const res = await fetch(statsUrl, { signal: AbortSignal.timeout(3000) });
+          return res.ok ? ((await res.json()) as FakeStats) : null;
+        } catch {
+          return null;
+        }
+      },
       ...probe,
       stop: cleanup,
     };

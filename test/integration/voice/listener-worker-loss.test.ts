@@ -9,6 +9,7 @@ import type { Worker } from 'node:worker_threads';
 import { createMediaEngine } from '../../../audio/media/engine.ts';
 import { createOpusCodec } from '../../../audio/opus/codec.ts';
 import { createLogger } from '../../../server/logger.ts';
+import { EndOfTurn } from '../../../voice/turn-end/end-of-turn.ts';
 import { Listener } from '../../../voice/conversation/listener.ts';
 import { createLogSink } from '../../helpers/log-sink.ts';
 import { waitFor, within } from '../../helpers/wait.ts';
@@ -36,7 +37,15 @@ test('a lost media worker fails the uplink with a few log lines, not one per pac
     );
     let lost = false;
     media.onLost(() => (lost = true));
-    const listener = new Listener({ media, log, preRollMs: 300, maxUtteranceMs: 20_000, onEvent: () => {} });
+    const listener = new Listener({
+      media,
+      log,
+      preRollMs: 300,
+      maxUtteranceMs: 20_000,
+      endOfTurn: new EndOfTurn({ completeSilenceMs: 250, minSilenceMs: 500, unfinishedSilenceMs: 1500 }, log),
+      earlyStartMs: 0,
+      onEvent: () => {},
+    });
     listener.start('auto');
     const encoder = await createOpusCodec({ sampleRate: 16000 });
     const packet = encoder.encode(new Int16Array(960));

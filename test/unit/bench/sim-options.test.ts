@@ -1,10 +1,12 @@
 /**
  * The simulator's command line: `--flag=value` equals `--flag value`, but a value is passed whole,
- * so a node flag handed to the server with `--server-arg` keeps its own `=`.
+ * so a node flag handed to the server with `--server-arg` keeps its own `=`. `--profile` sets the
+ * fakes' latencies and an explicit flag overrides one of them.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseArgs } from '../../bench/sim/options.ts';
+import { PROFILES } from '../../bench/sim/provider-profiles.ts';
 
 function parsed(argv: string[]): Exclude<ReturnType<typeof parseArgs>, 'help'> {
   const o = parseArgs(argv);
@@ -35,4 +37,70 @@ test('--transport: websocket by default, ws or mqtt; mqtt needs OTA', () => {
   assert.equal(parsed(['--transport=mqtt', '--idle', '5']).transport, 'mqtt');
   assert.throws(() => parseArgs(['--transport', 'udp']), /--transport is websocket or mqtt/);
   assert.throws(() => parseArgs(['--transport', 'mqtt', '--no-ota']), /needs OTA/);
+});
+
+test("--profile sets every provider figure: instant keeps the embedded TTS and no delay, cloud is issue 43's", () => {
+  const instant = parsed([]);
+  assert.equal(instant.profile, 'instant');
+  assert.deepEqual(instant.providers, PROFILES.instant);
+  assert.equal(instant.providers.tts, 'embedded');
+  assert.equal(instant.providers.llmTtftMs, 0);
+  const cloud = parsed(['--profile', 'cloud']);
+  assert.equal(cloud.profile, 'cloud');
+  assert.deepEqual(
+    [cloud.providers.asrMs, cloud.providers.asrPerAudio, cloud.providers.llmTtftMs, cloud.providers.llmTokensPerS],
+    [350, 0.05, 450, 40],
+  );
+  assert.deepEqual(
+    [
+      cloud.providers.tts,
+      cloud.providers.ttsFirstAudioMs,
+      cloud.providers.asrFinalMs,
+      cloud.providers.ttsStreamFirstAudioMs,
+    ],
+    ['remote', 250, 80, 150],
+  );
+  assert.equal(parsed(['--profile=local-gpu']).providers.llmTtftMs, PROFILES['local-gpu'].llmTtftMs);
+});
+
+test('an explicit latency flag overrides the profile wherever it stands on the line, and changes nothing else', () => {
+  for (const argv of [
+    ['--llm-ttft-ms', '300', '--profile', 'cloud'],
+    ['--profile', 'cloud', '--llm-ttft-ms=300'],
+  ]) {
+    const o = parsed(argv);
+    assert.equal(o.providers.llmTtftMs, 300, argv.join(' '));
+    assert.deepEqual(
+      { ...o.providers, llmTtftMs: PROFILES.cloud.llmTtftMs },
+      PROFILES.cloud,
+      'the rest is the profile',
+    );
+  }
+  const o = parsed(['--profile', 'cloud', '--asr-per-audio', '0.1', '--tts-speed', '1.5', '--tts', 'remote']);
+  assert.equal(o.providers.asrPerAudio, 0.1);
+  assert.equal(o.providers.ttsSpeed, 1.5);
+  // The profiles themselves are not changed by an override.
+  assert.equal(PROFILES.cloud.asrPerAudio, 0.05);
+  // A remote TTS on the instant profile, with its own first-audio delay.
+  const r = parsed(['--tts', 'remote', '--tts-first-audio-ms', '120']);
+  assert.deepEqual([r.providers.tts, r.providers.ttsFirstAudioMs, r.providers.llmTtftMs], ['remote', 120, 0]);
+});
+
+test('latency flags refuse what they cannot honour: bad values, remote-TTS figures with the embedded TTS, a server given by --url', () => {
+  assert.throws(() => parseArgs(['--profile', 'fast']), /--profile is instant, cloud, local-gpu/);
+  assert.throws(() => parseArgs(['--llm-ttft-ms', '-5']), /--llm-ttft-ms needs an integer from 0 to 60000/);
+  assert.throws(() => parseArgs(['--llm-ttft-ms', '1.5']), /needs an integer/);
+  assert.throws(() => parseArgs(['--asr-per-audio', 'x']), /--asr-per-audio needs a number from 0 to 10/);
+  assert.throws(() => parseArgs(['--asr', 'whisper']), /--asr is batch or streaming/);
+  assert.equal(parsed(['--profile', 'cloud', '--asr', 'streaming']).providers.asr, 'streaming');
+  assert.throws(() => parseArgs(['--tts', 'cloud']), /--tts is embedded or remote/);
+  assert.throws(() => parseArgs(['--tts-first-audio-ms', '250']), /only applies to the remote TTS fake.*--tts remote/);
+  assert.throws(
+    () => parseArgs(['--profile', 'cloud', '--tts', 'embedded', '--tts-speed', '3']),
+    /--tts-speed only applies/,
+  );
+  assert.throws(
+    () => parseArgs(['--url', 'ws://127.0.0.1:8000/xiaozhi/v1/', '--profile', 'cloud']),
+    /--profile sets the simulator's own fakes/,
+  );
 });

@@ -316,6 +316,50 @@ describe('agent profiles', () => {
     );
   });
 
+  test("an agent's streaming ASR (a WebSocket per utterance) is its own, not the configured one", () => {
+    const logs = createLogSink();
+    const { profiles } = setup(
+      {
+        agents: [
+          {
+            name: 'doubao',
+            asr: { provider: 'volcengine', url: 'wss://127.0.0.1:9/asr', appKey: 'app', accessKey: 'key' },
+            devices: ['d1'],
+          },
+        ],
+      },
+      createLogger({ level: 'warn', logContent: false, destination: logs.stream }),
+    );
+    const asr = profiles.profileFor('d1').profile.asr;
+    assert.notEqual(asr, base.asr);
+    assert.equal(asr.name, 'volcengine');
+    assert.equal(typeof asr.openStream, 'function');
+    assert.equal(
+      logs.find('this ASR runs as one process for the whole server: the agent uses the configured ASR').length,
+      0,
+    );
+  });
+
+  test("an agent's streaming ASR that cannot be made (a missing CA file) falls back to the configured one, said once", () => {
+    const logs = createLogSink();
+    const { profiles } = setup(
+      {
+        agents: [
+          {
+            name: 'local',
+            asr: { provider: 'funasr', url: 'wss://127.0.0.1:9', ca: '/nonexistent/ca.pem' },
+            devices: ['d1'],
+          },
+        ],
+      },
+      createLogger({ level: 'warn', logContent: false, destination: logs.stream }),
+    );
+    assert.equal(profiles.profileFor('d1').profile.asr, base.asr);
+    const warned = logs.find("the agent's ASR could not be made: the agent uses the configured ASR");
+    assert.equal(warned.length, 1);
+    assert.match(String(warned[0]?.err), /cannot read \/nonexistent\/ca\.pem/);
+  });
+
   test('a device whose agent is gone uses the default agent', () => {
     const { profiles } = setup({ agents: [{ name: 'a' }, { name: 'b' }], defaultAgent: 'b' });
     const lookup = {

@@ -57,3 +57,17 @@ test('language zh with the embedded ASR is warned about, naming asr.provider; an
     [],
   );
 });
+
+test('the language hint also reaches a streaming recogniser that takes one, and not one that does not', () => {
+  const rt = ConfigSchema.parse({
+    language: 'zh',
+    asr: { provider: 'openai-realtime', baseURL: 'https://rt.example/v1' },
+  });
+  assert.equal(rt.asr.provider === 'openai-realtime' && rt.asr.language, 'zh');
+  const volc = ConfigSchema.parse({ language: 'zh', asr: { provider: 'volcengine', appKey: 'a', accessKey: 'b' } });
+  assert.equal(
+    volc.asr.provider === 'volcengine' && volc.asr.language,
+    undefined,
+    'volcengine refuses language on its streaming URLs',
+  );
+});

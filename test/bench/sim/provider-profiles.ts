@@ -1,0 +1,185 @@
+/**
+ * @module How slow the simulator's fake providers are: named profiles (`--profile
+ * instant|cloud|local-gpu`) and the flags that override one figure each. The fakes
+ * (lean-fakes.ts) wait these delays; the report subtracts them to show the part of the
+ * voice-to-voice time that is the server's own. docs/simulate.md says where the figures come from.
+ */
+
+export type ProfileName = 'instant' | 'cloud' | 'local-gpu';
+export const PROFILE_NAMES: readonly ProfileName[] = ['instant', 'cloud', 'local-gpu'];
+
+/**
+ * The fakes' latencies. `asr` and `tts` choose which fake the server talks to; the numbers say how
+ * slowly it answers. A streaming recogniser stand-in is one more `asr` value (with `asrFinalMs`);
+ * the streaming TTS figure waits for a streaming TTS the same way.
+ */
+export interface ProviderLatency {
+  /**
+   * `batch`: the OpenAI-compatible `/v1/audio/transcriptions` fake. `streaming`: the FunASR
+   * runtime stand-in (test/fixtures/fake-funasr.ts), partials while the device speaks and the
+   * final `asrFinalMs` after the end of the audio.
+   */
+  asr: 'batch' | 'streaming';
+  /** Batch ASR: fixed time from the whole upload to the transcript, ms. */
+  asrMs: number;
+  /** Batch ASR: extra time per time of audio uploaded (0.05: 50 ms per second of audio). */
+  asrPerAudio: number;
+  /** Streaming ASR: the final transcript this long after the end of the audio (with `asr: streaming`). */
+  asrFinalMs: number;
+  /** LLM: request → first token, ms. */
+  llmTtftMs: number;
+  /** LLM: tokens a second after the first (a token is 4 characters of the answer); 0 = the rest at once. */
+  llmTokensPerS: number;
+  /** `embedded`: the server's own espeak-ng (no fake); `remote`: the fake OpenAI-compatible `/v1/audio/speech`. */
+  tts: 'embedded' | 'remote';
+  /** Remote TTS: request → first audio byte, ms. */
+  ttsFirstAudioMs: number;
+  /** Remote TTS: the audio after the first chunk comes this many times faster than real time; 0 = at once. */
+  ttsSpeed: number;
+  /** Streaming TTS: first audio this long after its first text (not used until a streaming TTS exists). */
+  ttsStreamFirstAudioMs: number;
+}
+
+/** Characters of the answer per streamed token (also the fake LLM's piece size). */
+export const CHARS_PER_TOKEN = 4;
+
+export const PROFILES: Readonly<Record<ProfileName, Readonly<ProviderLatency>>> = {
+  // What the simulator always did: every fake answers at once, the server speaks with espeak-ng.
+  instant: {
+    asr: 'batch',
+    asrMs: 0,
+    asrPerAudio: 0,
+    asrFinalMs: 0,
+    llmTtftMs: 0,
+    llmTokensPerS: 0,
+    tts: 'embedded',
+    ttsFirstAudioMs: 0,
+    ttsSpeed: 0,
+    ttsStreamFirstAudioMs: 0,
+  },
+  // Issue 43's cloud figures; TTS audio after the first chunk at twice real time (docs/simulate.md).
+  cloud: {
+    asr: 'batch',
+    asrMs: 350,
+    asrPerAudio: 0.05,
+    asrFinalMs: 80,
+    llmTtftMs: 450,
+    llmTokensPerS: 40,
+    tts: 'remote',
+    ttsFirstAudioMs: 250,
+    ttsSpeed: 2,
+    ttsStreamFirstAudioMs: 150,
+  },
+  // A self-hosted GPU stack (faster-whisper / FunASR, a 7–8B 4-bit model, CosyVoice 2):
+  // the sources are in docs/simulate.md#provider-latency-profiles.
+  'local-gpu': {
+    asr: 'batch',
+    asrMs: 150,
+    asrPerAudio: 0.03,
+    asrFinalMs: 100,
+    llmTtftMs: 150,
+    llmTokensPerS: 100,
+    tts: 'remote',
+    ttsFirstAudioMs: 200,
+    ttsSpeed: 2.5,
+    ttsStreamFirstAudioMs: 150,
+  },
+};
+
+/** One numeric flag: its field and the range it accepts. */
+interface NumericFlag {
+  key: Exclude<keyof ProviderLatency, 'asr' | 'tts'>;
+  max: number;
+  integer: boolean;
+}
+
+/** The flags that set one figure each (`--profile` sets them all). Upper bounds keep a typo from stalling a run. */
+export const LATENCY_FLAGS: Readonly<Record<string, NumericFlag>> = {
+  '--asr-ms': { key: 'asrMs', max: 60_000, integer: true },
+  '--asr-per-audio': { key: 'asrPerAudio', max: 10, integer: false },
+  '--asr-final-ms': { key: 'asrFinalMs', max: 60_000, integer: true },
+  '--llm-ttft-ms': { key: 'llmTtftMs', max: 60_000, integer: true },
+  '--llm-tokens-per-s': { key: 'llmTokensPerS', max: 10_000, integer: false },
+  '--tts-first-audio-ms': { key: 'ttsFirstAudioMs', max: 60_000, integer: true },
+  '--tts-speed': { key: 'ttsSpeed', max: 100, integer: false },
+  '--tts-stream-first-audio-ms': { key: 'ttsStreamFirstAudioMs', max: 60_000, integer: true },
+};
+
+/** Flags that only mean something for the remote TTS fake. */
+const REMOTE_TTS_KEYS: ReadonlySet<keyof ProviderLatency> = new Set(['ttsFirstAudioMs', 'ttsSpeed']);
+
+/** Parses one latency flag's value; throws a readable error when it is out of range. */
+export function parseLatencyValue(flag: string, raw: string): { key: NumericFlag['key']; value: number } {
+  const spec = LATENCY_FLAGS[flag];
+  if (!spec) throw new Error(`unknown latency flag ${flag}`);
+  const n = Number(raw);
+  const ok =
+    raw.trim() !== '' && Number.isFinite(n) && n >= 0 && n <= spec.max && (!spec.integer || Number.isInteger(n));
+  if (!ok)
+    throw new Error(
+      `${flag} needs ${spec.integer ? 'an integer' : 'a number'} from 0 to ${spec.max}, got ${JSON.stringify(raw)}`,
+    );
+  return { key: spec.key, value: n };
+}
+
+/**
+ * The figures of a run: the profile's, then every explicit flag over them (whatever the order on
+ * the command line). A remote-TTS figure with the embedded TTS would be ignored silently, so it
+ * is refused instead.
+ */
+export function effectiveLatency(profile: ProfileName, overrides: Partial<ProviderLatency>): ProviderLatency {
+  const out: ProviderLatency = { ...PROFILES[profile], ...overrides };
+  if (out.tts === 'embedded') {
+    const given = Object.keys(overrides).filter((k) => REMOTE_TTS_KEYS.has(k as keyof ProviderLatency));
+    if (given.length > 0) {
+      const flags = Object.entries(LATENCY_FLAGS)
+        .filter(([, s]) => given.includes(s.key))
+        .map(([f]) => f);
+      throw new Error(
+        `${flags.join(', ')} only ${flags.length === 1 ? 'applies' : 'apply'} to the remote TTS fake, and this run speaks with the embedded espeak-ng: add --tts remote`,
+      );
+    }
+  }
+  return out;
+}
+
+/** True when every fake answers at once (today's lean path, no pacing at all). */
+export function isInstant(p: ProviderLatency): boolean {
+  return (
+    p.asrMs === 0 &&
+    p.asrPerAudio === 0 &&
+    p.llmTtftMs === 0 &&
+    p.llmTokensPerS === 0 &&
+    (p.tts === 'embedded' || (p.ttsFirstAudioMs === 0 && p.ttsSpeed === 0))
+  );
+}
+
+/** The fake LLM's pacing time until the first sentence of `answer` is complete, after its first token. */
+export function firstSentenceStreamMs(answer: string, p: ProviderLatency): number {
+  if (p.llmTokensPerS <= 0) return 0;
+  // The sentence is cut once its end mark and the character after it have arrived.
+  const end = answer.search(/[.!?。！？]/u);
+  const chars = end < 0 ? answer.length : Math.min(answer.length, end + 2);
+  const tokens = Math.max(1, Math.ceil(chars / CHARS_PER_TOKEN));
+  return ((tokens - 1) / p.llmTokensPerS) * 1000;
+}
+
+/** The printed form of the effective figures (one line per provider). */
+export function describeLatency(profile: ProfileName, p: ProviderLatency): string[] {
+  const per = p.asrPerAudio > 0 ? ` + ${p.asrPerAudio} × audio length` : '';
+  const tokens =
+    p.llmTokensPerS > 0
+      ? `then ${p.llmTokensPerS} tokens/s (a token = ${CHARS_PER_TOKEN} characters)`
+      : 'then the rest at once';
+  const tts =
+    p.tts === 'embedded'
+      ? "the server's embedded espeak-ng (no fake)"
+      : `the fake OpenAI-compatible /v1/audio/speech (pcm, 24 kHz): first audio after ${p.ttsFirstAudioMs} ms, then ${p.ttsSpeed > 0 ? `${p.ttsSpeed}× real time` : 'the rest at once'}`;
+  return [
+    `providers (--profile ${profile}, flags override):`,
+    `  ASR ${p.asr}: ${p.asrMs} ms${per} after the upload`,
+    `  LLM: first token after ${p.llmTtftMs} ms, ${tokens}`,
+    `  TTS: ${tts}`,
+    `  streaming figures, for the streaming stand-ins still to come: ASR final ${p.asrFinalMs} ms after the last audio, TTS first audio ${p.ttsStreamFirstAudioMs} ms after its first text`,
+  ];
+}
