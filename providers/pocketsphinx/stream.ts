@@ -78,7 +78,7 @@ export class PocketsphinxStream implements AsrStream {
     const text = raw.trim();
     if (this.#done || text === this.#lastPartial) return;
     this.#lastPartial = text;
-    this.#opts.log.debug({ text }, 'pocketsphinx partial');
+    this.#opts.log.debug({ pii: { text } }, 'pocketsphinx partial');
     this.#opts.onPartial(text);
   }
 
@@ -90,7 +90,7 @@ export class PocketsphinxStream implements AsrStream {
     this.#opts.signal.removeEventListener('abort', this.#onAbort);
     if (typeof outcome === 'string') {
       const text = outcome.trim();
-      this.#opts.log.debug({ text }, 'pocketsphinx final');
+      this.#opts.log.debug({ pii: { text } }, 'pocketsphinx final');
       this.#settle?.resolve(text);
       // The helper sends a final only after 'F'; kept anyway, so `finish` never waits on a stream already over.
       if (!this.#settle) this.#final = Promise.resolve(text);

@@ -138,6 +138,11 @@ describe('pocketsphinx streaming engine', { skip }, () => {
       [...partials.map(() => 'pocketsphinx partial'), 'pocketsphinx final'],
       'partials and the final are logged at debug',
     );
+    assert.deepEqual(
+      log.lines.filter((l) => l.level === 'debug').map((l) => l.obj),
+      [...partials, PHRASES[1]].map((text) => ({ pii: { text } })),
+      'the texts under pii, which the server log drops unless logContent is on',
+    );
   });
 
   test('utterances beyond maxStreams wait with their audio and each gets its own final', async () => {
