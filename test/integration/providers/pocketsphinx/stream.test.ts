@@ -105,7 +105,8 @@ describe('pocketsphinx streaming engine', { skip }, () => {
   let asr: Asr;
   before(async () => {
     asr = await createAsr(
-      { provider: 'pocketsphinx', engine: 'stream', maxStreams: 2, finalTimeoutMs: 3000 },
+      // A generous final: on a loaded 2-core machine two decoders may take seconds (the timeout has its own test).
+      { provider: 'pocketsphinx', engine: 'stream', maxStreams: 2, finalTimeoutMs: 20_000 },
       silentLogger,
     );
     await loaded(asr);
@@ -208,9 +209,12 @@ describe('pocketsphinx streaming engine', { skip }, () => {
     assert.equal(getEventListeners(ac.signal, 'abort').length, 1);
     done.push(speech(PHRASES[2]));
     const final = done.finish();
-    assert.equal(timers(), idle + 1, 'the wait for the final is bounded by a timer');
+    // Counted process-wide, so another timer of the runner may come or go meanwhile: the stream's
+    // own is seen as one more while it waits and one fewer once the final is in.
+    const during = timers();
+    assert.ok(during >= idle + 1, 'the wait for the final is bounded by a timer');
     assert.equal(await final, PHRASES[2]);
-    assert.equal(timers(), idle, 'its timer is cleared with the final');
+    assert.ok(timers() <= during - 1, 'its timer is cleared with the final');
     assert.equal(getEventListeners(ac.signal, 'abort').length, 0, 'its abort listener is removed');
 
     const ac2 = new AbortController();
@@ -219,7 +223,7 @@ describe('pocketsphinx streaming engine', { skip }, () => {
     const pending = aborted.finish();
     ac2.abort();
     await assert.rejects(pending, (err: unknown) => err instanceof VoiceError && err.code === ErrorCode.Aborted);
-    assert.equal(timers(), idle, 'an aborted stream keeps no timer');
+    assert.ok(timers() <= idle, 'an aborted stream keeps no timer');
     assert.equal(getEventListeners(ac2.signal, 'abort').length, 0);
     await waitFor(() => helperProcesses().decoders.length === 0, { what: 'no decoder left' });
   });
