@@ -7,7 +7,8 @@
 #   deps       all npm packages (dev too), the native Opus module compiled here
 #   prod-deps  deps minus dev packages, minus other platforms' binaries and the npm Node package
 #   build      TypeScript -> dist/
-#   native     build/espeak-pcm, the embedded TTS's native espeak-ng helper (C, against libespeak-ng1)
+#   native     build/espeak-pcm, the embedded TTS's native espeak-ng helper (C, against libespeak-ng1),
+#              and build/pocketsphinx-stream, the embedded ASR's streaming helper (C, against libpocketsphinx3)
 #   runtime    node + apt runtime packages + prod-deps + dist, non-root
 
 ARG NODE_IMAGE=node:24-bookworm-slim
@@ -56,14 +57,17 @@ COPY . .
 RUN npx tsc -p tsconfig.build.json
 
 FROM deps AS native
-# Linked against the runtime library the runtime stage's espeak-ng package brings (same Debian
-# release); no -dev package is needed. A failed build is an error here, not a silent WASM fallback.
+# Linked against the runtime libraries the runtime stage's espeak-ng and pocketsphinx packages
+# bring (same Debian release); no -dev package is needed. A failed build is an error here, not a
+# silent fallback (WASM espeak-ng, pocketsphinx_continuous without partials).
 RUN apt-get update \
- && apt-get install -y --no-install-recommends libespeak-ng1 \
+ && apt-get install -y --no-install-recommends libespeak-ng1 libpocketsphinx3 \
  && rm -rf /var/lib/apt/lists/*
-COPY scripts/build-espeak-helper.sh scripts/
+COPY scripts/build-espeak-helper.sh scripts/build-pocketsphinx-helper.sh scripts/
 COPY audio/tts/native/espeak-pcm.c audio/tts/native/
-RUN bash scripts/build-espeak-helper.sh && test -x build/espeak-pcm
+COPY providers/pocketsphinx/native/pocketsphinx-stream.c providers/pocketsphinx/native/
+RUN bash scripts/build-espeak-helper.sh && test -x build/espeak-pcm \
+ && bash scripts/build-pocketsphinx-helper.sh && test -x build/pocketsphinx-stream
 
 FROM ${NODE_IMAGE} AS runtime
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
@@ -130,5 +134,6 @@ USER node
 COPY package.json ./
 COPY --from=prod-deps /app/node_modules ./node_modules
 COPY --from=native /app/build/espeak-pcm ./build/espeak-pcm
+COPY --from=native /app/build/pocketsphinx-stream ./build/pocketsphinx-stream
 COPY --from=build /app/dist ./dist
 COPY web ./web

@@ -95,5 +95,7 @@ fi
 
 # The embedded TTS's native espeak-ng helper (about 5× cheaper than the WebAssembly build).
 bash scripts/build-espeak-helper.sh
+# The embedded ASR's streaming pocketsphinx helper (partial transcripts while the user speaks).
+bash scripts/build-pocketsphinx-helper.sh
 
 echo "setup: done; npm's scripts run on Node $("$node" --version) ($node)"

@@ -49,7 +49,7 @@ export function turnMetrics(registers: Registry[], mcpNames: ReadonlySet<string>
   });
   const earlyStarts = new Counter({
     name: 'xiaozhi_early_starts_total',
-    help: 'Turns started at a pause before the end of speech was confirmed (vad.earlyStartMs): used, or dropped because the user spoke on (their ASR and LLM requests, and the first sentence of a remote TTS, were wasted).',
+    help: 'Turns started before their transcript was final: at a pause (vad.earlyStartMs), or from a streaming partial at the end of the utterance; used, or dropped because the user spoke on or the final transcript said other words (their LLM request, a batch ASR request and the first sentence of a remote TTS were wasted).',
     labelNames: ['result'] as const,
     registers,
   });

@@ -74,7 +74,7 @@ export const ASR_PROVIDERS: { [K in AsrOptions['provider']]: AsrProvider<Extract
   pocketsphinx: {
     runsIn: 'caller',
     endpoint: () => undefined,
-    create: async (o, log) => (await import('../pocketsphinx/asr.ts')).PocketsphinxAsr.create(o, log),
+    create: async (o, log) => (await import('../pocketsphinx/asr.ts')).createPocketsphinxAsr(o, log),
   },
   openai: {
     runsIn: 'provider-thread',

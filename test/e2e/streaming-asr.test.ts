@@ -241,52 +241,58 @@ test('an early start from a partial was revised by the final with at least one p
   assert.ok(revisionsSeen.length >= 1, 'the revision path was not exercised');
 });
 
-describe('streaming recognition over MQTT+UDP', () => {
-  let llm: FakeOpenAi;
-  let vendor: Awaited<ReturnType<Provider['start']>>;
-  let srv: VoiceApp;
-  let paused: Buffer[];
-  before(async () => {
-    llm = await startFakeOpenAi();
-    vendor = await (PROVIDERS.find((p) => p.name === 'volcengine') as Provider).start();
-    srv = await startVoiceApp(llm.url, {
-      asr: vendor.asr,
-      mqtt: { enabled: true, host: '127.0.0.1', port: 0, udpPort: 0 },
+for (const provider of PROVIDERS) {
+  describe(`streaming recognition over MQTT+UDP: ${provider.name}`, () => {
+    let llm: FakeOpenAi;
+    let vendor: Awaited<ReturnType<Provider['start']>>;
+    let srv: VoiceApp;
+    let paused: Buffer[];
+    before(async () => {
+      llm = await startFakeOpenAi();
+      vendor = await provider.start();
+      srv = await startVoiceApp(llm.url, {
+        asr: vendor.asr,
+        mqtt: { enabled: true, host: '127.0.0.1', port: 0, udpPort: 0 },
+      });
+      const first = trimSilence(speak16k(FIRST));
+      const second = trimSilence(speak16k('France'));
+      paused = await utterancePackets(concatInt16([first, new Int16Array(16 * PAUSE_MS), second]), 400, 2500);
     });
-    const first = trimSilence(speak16k(FIRST));
-    const second = trimSilence(speak16k('France'));
-    paused = await utterancePackets(concatInt16([first, new Int16Array(16 * PAUSE_MS), second]), 400, 2500);
-  });
-  after(async () => {
-    await closeAll(srv, vendor, llm);
-  });
+    after(async () => {
+      await closeAll(srv, vendor, llm);
+    });
 
-  test('a paused question from an MQTT device is one turn with the whole question', async () => {
-    script = { paused: true, voicedMs: 1 };
-    const res = await fetch(`${srv.httpUrl}/xiaozhi/ota/`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'device-id': 'e7:00:00:00:00:09', 'client-id': 'mqtt-asr-1' },
-      body: JSON.stringify({ application: { version: '2.4.2' }, board: { type: 'bread-compact-wifi' } }),
-    });
-    const section = ((await res.json()) as { mqtt: MqttSection }).mqtt;
-    const dev = await MqttUdpClient.connect(section);
-    try {
-      await dev.hello();
-      llm.script(fakeText('Paris.'));
-      dev.publish({ type: 'listen', state: 'start', mode: 'auto', session_id: dev.sessionId });
-      const start = performance.now();
-      for (let i = 0; i < paused.length; i++) {
-        if (dev.json.some((j) => j.msg.type === 'tts')) break;
-        const wait = start + i * 60 - performance.now();
-        if (wait > 0) await sleep(wait);
-        dev.sendOpus(paused[i] as Buffer);
+    test('a paused question from an MQTT device is one turn with the whole question', async () => {
+      script = { paused: true, voicedMs: 1 };
+      const res = await fetch(`${srv.httpUrl}/xiaozhi/ota/`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'device-id': 'e7:00:00:00:00:09',
+          'client-id': `mqtt-asr-${provider.name}`,
+        },
+        body: JSON.stringify({ application: { version: '2.4.2' }, board: { type: 'bread-compact-wifi' } }),
+      });
+      const section = ((await res.json()) as { mqtt: MqttSection }).mqtt;
+      const dev = await MqttUdpClient.connect(section);
+      try {
+        await dev.hello();
+        llm.script(fakeText('Paris.'));
+        dev.publish({ type: 'listen', state: 'start', mode: 'auto', session_id: dev.sessionId });
+        const start = performance.now();
+        for (let i = 0; i < paused.length; i++) {
+          if (dev.json.some((j) => j.msg.type === 'tts')) break;
+          const wait = start + i * 60 - performance.now();
+          if (wait > 0) await sleep(wait);
+          dev.sendOpus(paused[i] as Buffer);
+        }
+        const stt = await dev.waitJson('stt', () => true, 15_000);
+        assert.equal(stt.text, WHOLE);
+        await dev.waitJson('tts', (m) => m.state === 'stop', 15_000);
+        assert.equal(llm.requests.at(-1)?.body.messages?.at(-1)?.content, WHOLE);
+      } finally {
+        await dev.close();
       }
-      const stt = await dev.waitJson('stt', () => true, 15_000);
-      assert.equal(stt.text, WHOLE);
-      await dev.waitJson('tts', (m) => m.state === 'stop', 15_000);
-      assert.equal(llm.requests.at(-1)?.body.messages?.at(-1)?.content, WHOLE);
-    } finally {
-      await dev.close();
-    }
+    });
   });
-});
+}

@@ -70,7 +70,7 @@ describe('SIGTERM drain in a spawned server process', () => {
     servers.push(srv);
     const before = await srv.descendants();
     assert.ok(
-      before.some((p) => p.name === 'pocketsphinx_continuous'),
+      before.some((p) => p.name === 'pocketsphinx-stream' || p.name === 'pocketsphinx_continuous'),
       `the server runs its ASR child: ${before.map((p) => p.name).join(', ')}`,
     );
 
