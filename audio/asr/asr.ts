@@ -11,6 +11,7 @@
  * opens a stream, pushes everything and finishes it, so the batch paths (the fallback, a typed
  * test) work with it unchanged.
  */
+import { ErrorCode, VoiceError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
 
 export interface Asr {
@@ -63,4 +64,21 @@ export type StreamingAsr = Asr & Required<Pick<Asr, 'openStream'>>;
 
 export function canStream(asr: Asr): asr is StreamingAsr {
   return typeof asr.openStream === 'function';
+}
+
+/**
+ * The batch path of a streaming recogniser: one stream with the whole utterance pushed at once
+ * and finished (a failed stream's fallback, a typed test). `log` is the provider's own.
+ */
+export function transcribeAsOneStream(
+  asr: StreamingAsr,
+  pcm: Int16Array,
+  opts: { signal: AbortSignal; sampleRate: number },
+  log: Logger,
+): Promise<string> {
+  if (opts.signal.aborted)
+    return Promise.reject(new VoiceError(ErrorCode.Aborted, 'aborted', { cause: opts.signal.reason }));
+  const stream = asr.openStream({ ...opts, onPartial: () => {}, log });
+  stream.push(pcm);
+  return stream.finish();
 }

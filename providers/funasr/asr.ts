@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import type { Asr, AsrStream, AsrStreamOptions } from '../../audio/asr/asr.ts';
+import { transcribeAsOneStream, type Asr, type AsrStream, type AsrStreamOptions } from '../../audio/asr/asr.ts';
 import { linkedScope, type Scope } from '../../core/abort.ts';
 import { ErrorCode, VoiceError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
@@ -77,9 +77,7 @@ export class FunasrAsr implements Asr {
   }
 
   transcribe(pcm: Int16Array, opts: { signal: AbortSignal; sampleRate: number }): Promise<string> {
-    const stream = this.openStream({ ...opts, onPartial: () => {}, log: this.#log });
-    stream.push(pcm);
-    return stream.finish();
+    return transcribeAsOneStream(this, pcm, opts, this.#log);
   }
 
   /** Ends every stream still open (their `finish` rejects as aborted). */

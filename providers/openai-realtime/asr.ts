@@ -7,9 +7,8 @@
  * the user is still speaking, so it adds nothing to the answer's latency. It runs where it is
  * called (the main thread): socket I/O, and resampling that costs a fraction of a percent of a core.
  */
-import { throwIfAborted } from '../../core/abort.ts';
 import type { Logger } from '../../core/logger.ts';
-import type { Asr, AsrStream, AsrStreamOptions } from '../../audio/asr/asr.ts';
+import { transcribeAsOneStream, type Asr, type AsrStream, type AsrStreamOptions } from '../../audio/asr/asr.ts';
 import { realtimeConnector, type RealtimeConnector } from './connect.ts';
 import type { OpenAiRealtimeAsrOptions } from './options.ts';
 import { RealtimeTranscriptionStream } from './stream.ts';
@@ -43,11 +42,8 @@ export class OpenAiRealtimeAsr implements Asr {
   }
 
   /** The batch path (a fallback, a typed test): one stream with the whole utterance. */
-  async transcribe(pcm: Int16Array, opts: { signal: AbortSignal; sampleRate: number }): Promise<string> {
-    throwIfAborted(opts.signal);
-    const stream = this.openStream({ ...opts, onPartial: () => {}, log: this.#log });
-    stream.push(pcm);
-    return stream.finish();
+  transcribe(pcm: Int16Array, opts: { signal: AbortSignal; sampleRate: number }): Promise<string> {
+    return transcribeAsOneStream(this, pcm, opts, this.#log);
   }
 
   async close(): Promise<void> {

@@ -4,8 +4,7 @@
  * round trip after the end of speech. `transcribe` (the batch path) streams a whole utterance the
  * same way. Runs in the caller's thread: it is socket I/O, a gzip of a few KB per packet.
  */
-import type { Asr, AsrStream, AsrStreamOptions } from '../../audio/asr/asr.ts';
-import { throwIfAborted } from '../../core/abort.ts';
+import { transcribeAsOneStream, type Asr, type AsrStream, type AsrStreamOptions } from '../../audio/asr/asr.ts';
 import type { Logger } from '../../core/logger.ts';
 import type { VolcengineAsrOptions } from './options.ts';
 import { VolcengineStream } from './stream.ts';
@@ -29,11 +28,8 @@ export class VolcengineAsr implements Asr {
     return stream;
   }
 
-  async transcribe(pcm: Int16Array, opts: { signal: AbortSignal; sampleRate: number }): Promise<string> {
-    throwIfAborted(opts.signal);
-    const stream = this.openStream({ ...opts, onPartial: () => {}, log: this.#log });
-    stream.push(pcm);
-    return stream.finish();
+  transcribe(pcm: Int16Array, opts: { signal: AbortSignal; sampleRate: number }): Promise<string> {
+    return transcribeAsOneStream(this, pcm, opts, this.#log);
   }
 
   async close(): Promise<void> {
