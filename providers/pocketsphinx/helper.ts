@@ -226,9 +226,13 @@ export class PocketsphinxHelper {
   }
 
   #start(): void {
+    // Its own process group, as the espeak-ng helper's: Ctrl-C in a terminal (a signal to the
+    // server's group) must not kill recognitions while the server drains; killing the group takes
+    // its forked decoders with it.
     const child = spawnManaged(this.#opts.path, [String(DECODER_NICE), ...this.#opts.args], {
       signal: this.#lifetime.signal,
       stderrBytes: 8192,
+      processGroup: true,
     });
     this.#child = child;
     this.#ready = false;

@@ -201,6 +201,18 @@ describe('pocketsphinx streaming engine', { skip }, () => {
     assert.deepEqual(await Promise.all(busy.map((s) => s.finish())), [PHRASES[0], PHRASES[1]]);
   });
 
+  test("the helper runs in a process group of its own: Ctrl-C to the server's group does not kill recognitions mid-drain", async () => {
+    const s = open(asr, new AbortController().signal);
+    s.push(speech(PHRASES[0] as string));
+    await waitFor(() => helperProcesses().helper.length === 1, { what: 'the helper' });
+    const pgid = (pid: number): number =>
+      Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ')[2]);
+    const helper = helperProcesses().helper[0] as number;
+    assert.equal(pgid(helper), helper, 'it leads its own group');
+    assert.notEqual(pgid(helper), pgid(process.pid));
+    assert.equal(await s.finish(), PHRASES[0]);
+  });
+
   test('nothing a stream holds outlives it: its final timer and its abort listener go with the final or the abort', async () => {
     const timers = (): number => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
     const idle = timers();
