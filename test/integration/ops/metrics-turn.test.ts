@@ -28,6 +28,9 @@ describe('metrics after real turns', () => {
   before(async () => {
     llm = await startFakeOpenAi();
     srv = await startMeteredApp(llm.url, {
+      // The batch engine: every stage takes time after the end of speech. (A streaming engine
+      // may have the transcript at that moment, an ASR stage of 0: tests/e2e/pocketsphinx-streaming.)
+      asr: { provider: 'pocketsphinx', engine: 'continuous' },
       mcpServers: {
         fixture: { command: process.execPath, args: ['--import', 'tsx', 'test/fixtures/mcp-fixture-server.ts'] },
       },
