@@ -221,19 +221,19 @@ for (const provider of PROVIDERS) {
       if (dropped === 1) revisionsSeen.push(provider.name);
     });
 
-    test('a vendor that drops the connection mid-utterance: the batch path answers', async (t) => {
-      if (!vendor.fail) {
-        t.skip('this stand-in takes its fault at start only; the fallback is the same code for every provider');
-        return;
-      }
-      vendor.fail();
-      const { stt } = await ask('e7:00:00:00:00:03', whole);
-      assert.equal(stt, WHOLE);
-      assert.ok(
-        srv.logs.find('streaming recognition failed; transcribing the whole utterance').length >= 1,
-        'the fallback is logged',
-      );
-    });
+    // Only where the stand-in can be told to fail mid-run (the others take their fault at start);
+    // the fallback is the same code for every provider.
+    if (provider.name === 'volcengine')
+      test('a vendor that drops the connection mid-utterance: the batch path answers', async () => {
+        assert.ok(vendor.fail, 'this stand-in can fail on demand');
+        vendor.fail();
+        const { stt } = await ask('e7:00:00:00:00:03', whole);
+        assert.equal(stt, WHOLE);
+        assert.ok(
+          srv.logs.find('streaming recognition failed; transcribing the whole utterance').length >= 1,
+          'the fallback is logged',
+        );
+      });
   });
 }
 
