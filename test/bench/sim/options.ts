@@ -27,6 +27,8 @@ export interface SimulationOptions {
   bargeInAfterFrames: number;
   /** Idle devices for the memory measurement; 0: none. */
   idle: number;
+  /** How long the idle devices stay connected after the measurement (e.g. for a heap snapshot); 0: not at all. */
+  idleHoldMs: number;
   /** Write the raw results here. */
   jsonFile?: string;
   /** What each device says (synthesized with flite). */
@@ -58,6 +60,11 @@ export interface SimulationOptions {
   serverEnv: Record<string, string>;
   /** Extra node arguments for the self-started server (e.g. --cpu-prof). */
   serverArgs: string[];
+  /**
+   * The node binary that runs the self-started server; unset: the simulator's own (under
+   * `npm run` that is the project's, node_modules/.bin/node). Another lets one compare Node versions on the same code.
+   */
+  serverNode?: string;
   /** File that receives the self-started server's whole output (its JSON log, --trace-gc lines …). */
   serverLog?: string;
   /** vad.minSilenceMs of a server given by `url`, for the report (the simulator cannot read it). */
@@ -77,6 +84,7 @@ export function defaultOptions(): SimulationOptions {
     bargeIn: false,
     bargeInAfterFrames: 8,
     idle: 0,
+    idleHoldMs: 0,
     utterance: 'what is the weather like today',
     transcript: 'what is the weather like today',
     answer: 'It is sunny today. The high is twenty two degrees. Enjoy your day!',
@@ -112,6 +120,7 @@ Options
   --barge-in           every other turn sends abort mid-answer, then listen start
   --idle N             N devices connect (OTA + hello; over mqtt OTA + broker only) and stay silent:
                        server RSS per device
+  --idle-hold-s N      keep the idle devices connected N s after measuring (e.g. to take a heap snapshot)
   --url WS_URL         use a running server instead of starting one (probes via its /metrics)
   --ota-url URL        OTA endpoint for --url (default http://<same host>/xiaozhi/ota/)
   --no-ota             skip the OTA POST (connect to the WebSocket URL directly)
@@ -123,6 +132,7 @@ Options
   --set KEY=VALUE      config override for the self-started server, e.g. --set vad.provider=webrtc
   --server-env K=V     extra environment for the self-started server
   --server-arg ARG     extra node argument for the self-started server, e.g. --server-arg=--cpu-prof
+  --server-node PATH   node binary for the self-started server (default: the simulator's own)
   --server-log FILE    write the self-started server's whole output to FILE (e.g. with --server-arg=--trace-gc)
   --stagger-ms N       first utterances start within N ms of each other (default 100)
   --settle-ms N        quiet time between steps (default 1500)
@@ -186,6 +196,9 @@ export function parseArgs(argv: readonly string[]): SimulationOptions | 'help' {
       case '--idle':
         o.idle = positiveInt(flag, value());
         break;
+      case '--idle-hold-s':
+        o.idleHoldMs = positiveInt(flag, value(), 0) * 1000;
+        break;
       case '--url':
         o.url = value();
         if (!/^wss?:\/\//.test(o.url)) throw new Error('--url must be a ws:// or wss:// URL');
@@ -228,6 +241,9 @@ export function parseArgs(argv: readonly string[]): SimulationOptions | 'help' {
       case '--server-arg':
         o.serverArgs.push(value());
         break;
+      case '--server-node':
+        o.serverNode = value();
+        break;
       case '--server-log':
         o.serverLog = value();
         break;
@@ -255,6 +271,7 @@ export function parseArgs(argv: readonly string[]): SimulationOptions | 'help' {
     if (inline !== undefined) throw new Error(`${flag} takes no value`);
   }
   if (!devicesGiven && o.idle === 0) o.devices = [1];
+  if (o.url && o.serverNode) throw new Error('--server-node is for the self-started server: drop it with --url');
   if (o.transport === 'mqtt' && !o.ota)
     throw new Error('--transport mqtt needs OTA (the broker credentials come from it): drop --no-ota');
   return o;

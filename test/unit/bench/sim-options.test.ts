@@ -36,3 +36,12 @@ test('--transport: websocket by default, ws or mqtt; mqtt needs OTA', () => {
   assert.throws(() => parseArgs(['--transport', 'udp']), /--transport is websocket or mqtt/);
   assert.throws(() => parseArgs(['--transport', 'mqtt', '--no-ota']), /needs OTA/);
 });
+
+test('--server-node picks the node binary of the self-started server; it means nothing with --url', () => {
+  assert.equal(parsed([]).serverNode, undefined);
+  assert.equal(parsed(['--idle', '5', '--server-node', '/usr/bin/node']).serverNode, '/usr/bin/node');
+  assert.throws(
+    () => parseArgs(['--url', 'ws://127.0.0.1:8000/xiaozhi/v1/', '--server-node', '/usr/bin/node']),
+    /--server-node is for the self-started server/,
+  );
+});
