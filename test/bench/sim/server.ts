@@ -14,6 +14,7 @@ import { stringify } from 'yaml';
 import { freePort, spawnServer, type SpawnedServer } from '../../integration/ops/helpers/spawned-server.ts';
 import type { TurnTimings } from '../../../voice/conversation/voice-deps.ts';
 import { childPids, procCpu, procRss } from './proc.ts';
+import { serverCommandArgs } from './start-command.ts';
 import { parsePrometheus, sleep } from './stats.ts';
 
 /**
@@ -356,7 +357,8 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<SimSer
     let vadSilenceMs: number | null = null;
     child = await spawnServer({
       command: opts.nodeBinary ?? process.execPath,
-      args: [...opts.nodeArgs, '--import', 'tsx', 'server/main.ts', '--config', file],
+      // As `npm start` runs it (its node flags, Node's own type stripping), `--server-arg`s after its flags.
+      args: serverCommandArgs(file, opts.nodeArgs),
       env,
       port,
       readyTimeoutMs: opts.readyTimeoutMs,
