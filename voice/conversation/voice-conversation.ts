@@ -130,7 +130,8 @@ class VoiceConversation implements Conversation {
     if (info.features.mcp && dm.enabled) {
       this.#deviceMcp = createDeviceMcp({
         send: (payload) => ctx.channel.sendJson({ type: 'mcp', session_id: info.sessionId, payload }),
-        log: ctx.log.child({ part: 'device-mcp' }),
+        // The device MCP makes its one child (component: device-mcp): a child is ~650 bytes per session.
+        log: ctx.log,
         timeoutMs: dm.timeoutMs,
         maxSchemaBytes: dm.maxSchemaBytes,
         ...(dm.vision.url ? { vision: { url: dm.vision.url, token: dm.vision.token } } : {}),
