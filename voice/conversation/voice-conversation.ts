@@ -14,6 +14,7 @@ import type { ListenMode } from '../../protocol/messages.ts';
 import { CloseCode } from '../../protocol/close-codes.ts';
 import type { Conversation, ConversationContext, ConversationFactory } from '../session/conversation.ts';
 import { Listener, type ListenerEvent } from './listener.ts';
+import { isWakeWord, normalizeWake, wakeWordSet } from './wake-words.ts';
 import { Recognition } from './recognition.ts';
 import { canStream } from '../../audio/asr/asr.ts';
 import { EndOfTurn, longestSilenceMs, shortestSilenceMs } from '../turn-end/end-of-turn.ts';
@@ -42,11 +43,6 @@ const HISTORY_MAX_CHARS = 40_000;
  */
 export const MAX_QUEUED_SAYS = 8;
 
-/** Normalizes a wake-word text for comparison: lowercase, no punctuation or spaces. */
-function normalizeWake(text: string): string {
-  return text.toLowerCase().replace(/[\s\p{P}\p{S}]+/gu, '');
-}
-
 /** Two transcripts say the same words (case, punctuation and spacing aside). */
 function sameWords(a: string, b: string): boolean {
   return normalizeWake(a) === normalizeWake(b);
@@ -58,7 +54,7 @@ class VoiceConversation implements Conversation {
   readonly #now = (): number => (this.#deps.clock ?? realClock).now();
   readonly #ctx: ConversationContext;
   readonly #history: History;
-  readonly #wakeWords: Set<string>;
+  readonly #wakeWords: ReadonlySet<string>;
   #media: SessionMedia | undefined;
   #listener: Listener | undefined;
   #ready: Promise<void> | undefined;
@@ -105,7 +101,7 @@ class VoiceConversation implements Conversation {
     this.#deps = deps;
     this.#config = deps.config;
     this.#ctx = ctx;
-    this.#wakeWords = new Set(deps.config.conversation.wakeWords.map(normalizeWake));
+    this.#wakeWords = wakeWordSet(deps.config.conversation.wakeWords);
     this.#budget = new TurnBudget({ maxTurns: deps.config.conversation.maxTurnsPerMinute, now: this.#now });
     const { info } = ctx;
     this.#memory = deps.memoryFor?.(info);
@@ -276,7 +272,7 @@ class VoiceConversation implements Conversation {
       );
       return;
     }
-    const isWake = this.#wakeWords.has(normalizeWake(trimmed));
+    const isWake = isWakeWord(this.#wakeWords, trimmed);
     // Over the turn budget the running turn goes on, unless the device is to be told.
     const input = this.#budgeted(
       isWake
