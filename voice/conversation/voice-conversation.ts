@@ -53,7 +53,8 @@ class VoiceConversation implements Conversation {
   /** The turns' clock (`VoiceDeps.clock`): end-of-speech times are read on it. */
   readonly #now = (): number => (this.#deps.clock ?? realClock).now();
   readonly #ctx: ConversationContext;
-  readonly #history: History;
+  /** Made at its first use (a turn, the memory given back), not at hello: an idle device holds none. */
+  #historyMade: History | undefined;
   readonly #wakeWords: ReadonlySet<string>;
   #media: SessionMedia | undefined;
   #listener: Listener | undefined;
@@ -105,23 +106,6 @@ class VoiceConversation implements Conversation {
     this.#budget = new TurnBudget({ maxTurns: deps.config.conversation.maxTurnsPerMinute, now: this.#now });
     const { info } = ctx;
     this.#memory = deps.memoryFor?.(info);
-    this.#history = createHistory({
-      historyTurns: Math.max(1, deps.config.llm.historyTurns),
-      // Also bounded in size: a few very long answers or tool results must not grow the prompt
-      // (and memory) without limit. The current turn always stays.
-      maxChars: HISTORY_MAX_CHARS,
-      systemPrompt: () => {
-        const { llm, tools } = this.#config;
-        const prompt = buildSystemPrompt(llm.systemPrompt, {
-          now: new Date(),
-          ...(tools.timeZone ? { timeZone: tools.timeZone } : {}),
-          ...(info.deviceId ? { device: info.deviceId } : {}),
-        });
-        // The remembered facts and summary follow the role, as a delimited block of the user's words.
-        const block = this.#memory?.block() ?? '';
-        return block === '' ? prompt : `${prompt}\n\n${block}`;
-      },
-    });
     const dm = deps.config.deviceMcp;
     if (info.features.mcp && dm.enabled) {
       this.#deviceMcp = createDeviceMcp({
@@ -143,6 +127,29 @@ class VoiceConversation implements Conversation {
           );
       });
     }
+  }
+
+  /** The session's history, made on first use (~1 KB of heap that an idle session does without). */
+  get #history(): History {
+    this.#historyMade ??= createHistory({
+      historyTurns: Math.max(1, this.#deps.config.llm.historyTurns),
+      // Also bounded in size: a few very long answers or tool results must not grow the prompt
+      // (and memory) without limit. The current turn always stays.
+      maxChars: HISTORY_MAX_CHARS,
+      systemPrompt: () => {
+        const { llm, tools } = this.#config;
+        const { deviceId } = this.#ctx.info;
+        const prompt = buildSystemPrompt(llm.systemPrompt, {
+          now: new Date(),
+          ...(tools.timeZone ? { timeZone: tools.timeZone } : {}),
+          ...(deviceId ? { device: deviceId } : {}),
+        });
+        // The remembered facts and summary follow the role, as a delimited block of the user's words.
+        const block = this.#memory?.block() ?? '';
+        return block === '' ? prompt : `${prompt}\n\n${block}`;
+      },
+    });
+    return this.#historyMade;
   }
 
   /**
