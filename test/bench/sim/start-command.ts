@@ -1,6 +1,7 @@
 /**
- * @module How the simulator starts the server: as `npm start` does (package.json's `start` script,
- * `exec node ARGS…`), so that it measures what a user runs, with the same node flags.
+ * @module How the server is started: `npm start` (package.json's `start` script, `exec node
+ * ARGS…`), which the simulator runs so that it measures what a user runs, and the image's CMD,
+ * which the container checks run. `test/unit/server/start-command.test.ts` keeps their flags equal.
  */
 import { readFileSync } from 'node:fs';
 
@@ -22,4 +23,13 @@ export function serverCommandArgs(configFile: string, extra: readonly string[]):
   const args = npmStartArgs();
   const script = args.at(-1) as string;
   return [...args.slice(0, -1), ...extra, script, '--config', configFile];
+}
+
+/** The image's CMD (the Dockerfile's exec form), e.g. `['node', FLAGS…, 'dist/server/main.js']`. */
+export function imageCmd(): string[] {
+  const line = readFileSync(new URL('../../../Dockerfile', import.meta.url), 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('CMD ['));
+  if (!line) throw new Error('the Dockerfile has no exec-form CMD');
+  return JSON.parse(line.slice('CMD '.length)) as string[];
 }

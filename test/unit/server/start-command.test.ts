@@ -6,17 +6,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { npmStartArgs, serverCommandArgs } from '../../bench/sim/start-command.ts';
-
-/** The image's CMD as its JSON array. */
-function imageCmd(): string[] {
-  const line = readFileSync('Dockerfile', 'utf8')
-    .split('\n')
-    .find((l) => l.startsWith('CMD ['));
-  assert.ok(line, 'the Dockerfile has an exec-form CMD');
-  return JSON.parse(line.slice('CMD '.length)) as string[];
-}
+import { imageCmd, npmStartArgs, serverCommandArgs } from '../../bench/sim/start-command.ts';
+import { imageServerArgs } from '../../container/server-command.ts';
 
 test('npm start runs the sources on Node’s own type stripping (no tsx loader) with the young generation capped', () => {
   // A loader that rewrites every function (tsx keeps names with a helper that redefines each
@@ -24,9 +15,19 @@ test('npm start runs the sources on Node’s own type stripping (no tsx loader) 
   assert.deepEqual(npmStartArgs(), ['--max-semi-space-size=16', 'server/main.ts']);
 });
 
-test('the image runs the compiled server with npm start’s node flags', () => {
+test('the image runs the compiled server with npm start’s node flags, and the container checks run the image’s CMD', () => {
   const flags = npmStartArgs().slice(0, -1);
   assert.deepEqual(imageCmd(), ['node', ...flags, 'dist/server/main.js']);
+  assert.deepEqual(imageServerArgs(['run'], { PORT: '1' }), [
+    'run',
+    '/usr/bin/tini',
+    '--',
+    'env',
+    'PORT=1',
+    'node',
+    ...flags,
+    'dist/server/main.js',
+  ]);
 });
 
 test('the fleet simulator starts the server as npm start does; its extra node arguments come after, so they win', () => {
