@@ -127,7 +127,8 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
 # Compose's default stop grace is 10 s; server.drainTimeoutMs (4 s) + 1 s close fits inside it.
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["/usr/bin/tini", "--"]
-CMD ["node", "dist/server/main.js"]
+# --max-semi-space-size=16: the same node flags as `npm start` (package.json), why in BENCHMARKS.md.
+CMD ["node", "--max-semi-space-size=16", "dist/server/main.js"]
 # Root owns the code (read-only to the server); the server runs as the base image's unprivileged
 # `node` user (uid 1000) and keeps its state only in /data.
 USER node

@@ -11,6 +11,7 @@ import { DeviceRpc, isRecord } from './device-rpc.ts';
 import { fitToolBudget } from './tool-budget.ts';
 import { normalizeToolResult } from './normalize.ts';
 import { ToolNameMap } from './name-patterns.ts';
+import { SharedToolSets } from './device-tool-sets.ts';
 import type { CallToolOptions, ToolResult, ToolSource, ToolSpec } from './contract/tool-source.ts';
 import { errorResult } from './contract/tool-source.ts';
 
@@ -85,6 +86,27 @@ interface DeviceTools {
 
 const NO_TOOLS: DeviceTools = { specs: [], names: new ToolNameMap<string>(), offered: new Set() };
 
+/** A warning about what the bounds cut from a listing, logged by every session that has that listing. */
+interface ReadNote {
+  fields: Record<string, unknown>;
+  msg: string;
+}
+
+/** The tools of a listing as read, and what to warn about them. */
+interface ReadTools {
+  tools: DeviceTools;
+  notes: ReadNote[];
+}
+
+/** One read per distinct set of tools, shared by the sessions whose devices list it. */
+const sharedReads = new SharedToolSets<ReadTools>();
+
+/** Everything a read holds, as text: equal keys, interchangeable reads. */
+function readKey(r: ReadTools): string {
+  const names = r.tools.names.names().map((n) => [n, r.tools.names.get(n)]);
+  return JSON.stringify([r.tools.specs, names, [...r.tools.offered], r.notes]);
+}
+
 /**
  * Pages `tools/list` (the cursor is the name of the first tool not yet returned), keeping at most
  * `DEVICE_TOOL_LIMITS.listed`. A failed page ends the listing with what came before it.
@@ -127,26 +149,27 @@ async function listDeviceTools(
 
 /**
  * The listed tools within the device's bounds (`DEVICE_TOOL_LIMITS`, read by `announced-tool.ts`)
- * and then its size budget (`tool-budget.ts`), names made safe and prefixed. Warns once of each
- * kind of cut: it is done once per initialize, and every device tool goes into every model request
- * of the session.
+ * and then its size budget (`tool-budget.ts`), names made safe and prefixed, with one note of each
+ * kind of cut for the session's log: it is done once per initialize, and every device tool goes
+ * into every model request of the session. Depends on nothing but its arguments (it is shared).
  */
-function readDeviceTools(
-  raw: readonly unknown[],
-  o: { prefix: string; maxSchemaBytes: number; log: Logger },
-): DeviceTools {
+function readDeviceTools(raw: readonly unknown[], o: { prefix: string; maxSchemaBytes: number }): ReadTools {
+  const notes: ReadNote[] = [];
   const read = readAnnouncedTools(raw, DEVICE_TOOL_BOUNDS, o.prefix);
   const dropped = { overCount: read.overCount, badName: 0, schemaTooDeep: 0, schemaTooLarge: 0 };
   for (const t of read.leftOut) dropped[t.problem === 'nameTooLong' ? 'badName' : t.problem]++;
   const out = read.specs;
   if (Object.values(dropped).some((n) => n > 0))
-    o.log.warn({ dropped, kept: out.length, limits: DEVICE_TOOL_LIMITS }, 'device mcp tools dropped: over the limits');
+    notes.push({
+      fields: { dropped, kept: out.length, limits: DEVICE_TOOL_LIMITS },
+      msg: 'device mcp tools dropped: over the limits',
+    });
   const fit = fitToolBudget(out, o.maxSchemaBytes);
   if (fit.shortened.length > 0 || fit.dropped.length > 0) {
     // The names are the device's, so the lists are cut for the log.
     const names = (list: string[]): string | undefined => truncateForLog(list.join(', '), 1000);
-    o.log.warn(
-      {
+    notes.push({
+      fields: {
         maxSchemaBytes: o.maxSchemaBytes,
         bytesAnnounced: fit.bytesBefore,
         bytesOffered: fit.bytesAfter,
@@ -154,10 +177,10 @@ function readDeviceTools(
         dropped: names(fit.dropped),
         droppedCount: fit.dropped.length,
       },
-      'device mcp tools over the schema budget',
-    );
+      msg: 'device mcp tools over the schema budget',
+    });
   }
-  return { specs: fit.specs, names: read.names, offered: new Set(fit.specs.map((t) => t.name)) };
+  return { tools: { specs: fit.specs, names: read.names, offered: new Set(fit.specs.map((t) => t.name)) }, notes };
 }
 
 /** One call of an offered tool by its exposed name; every failure becomes an error result the model can explain. */
@@ -213,11 +236,14 @@ export function createDeviceMcp(opts: DeviceMcpOptions): DeviceMcp {
     rpc.notify('notifications/initialized');
     const listed = await listDeviceTools(rpc, { maxPages: opts.maxPages ?? 32, timeoutMs, log }, signal);
     if (signal?.aborted) throw new Error('device MCP initialize aborted');
-    tools = readDeviceTools(listed, {
-      prefix: opts.namePrefix ?? '',
-      maxSchemaBytes: opts.maxSchemaBytes ?? 8192,
-      log,
-    });
+    const prefix = opts.namePrefix ?? '';
+    const maxSchemaBytes = opts.maxSchemaBytes ?? 8192;
+    // Devices of one firmware build list the same tools: their sessions share one read (this
+    // one is garbage then). Read first: the reading bounds what the key is made of.
+    const made = readDeviceTools(listed, { prefix, maxSchemaBytes });
+    const read = sharedReads.share(readKey(made), made);
+    for (const n of read.notes) log.warn(n.fields, n.msg);
+    tools = read.tools;
     log.info({ tools: tools.specs.length, ms: Math.round(performance.now() - started) }, 'device mcp initialized');
   }
 

@@ -39,12 +39,19 @@ import {
   voiceToVoiceLines,
   voiceToVoiceTable,
   type BurstCpu,
+  type HeapFigures,
   type IdleResult,
   type SimulationResult,
   type StepResult,
   type TurnStages,
 } from './sim/report.ts';
-import { remoteServer, startLocalServer, type ServerTurnTiming, type SimServer } from './sim/server.ts';
+import {
+  remoteServer,
+  startLocalServer,
+  type MetricsSnapshot,
+  type ServerTurnTiming,
+  type SimServer,
+} from './sim/server.ts';
 import { freePort } from '../integration/ops/helpers/spawned-server.ts';
 import { p50p95, sleep, sumPlayback, type P50P95 } from './sim/stats.ts';
 import type { AsrWork, FakeStats } from './sim/lean-fakes.ts';
@@ -180,6 +187,17 @@ function mergeConfig(base: Record<string, unknown>, over: Record<string, unknown
     out[k] = isObj(b) && isObj(v) ? mergeConfig(b, v) : v;
   }
   return out;
+}
+
+/** The heap figures of a /metrics snapshot, or null when it lacks one of them. */
+function memoryOf(m: MetricsSnapshot | null): HeapFigures | null {
+  if (m?.heapUsedBytes === undefined || m.heapTotalBytes === undefined || m.externalBytes === undefined) return null;
+  return {
+    heapUsedMb: m.heapUsedBytes / MB,
+    heapTotalMb: m.heapTotalBytes / MB,
+    externalMb: m.externalBytes / MB,
+    newSpaceMb: m.newSpaceBytes === undefined ? null : m.newSpaceBytes / MB,
+  };
 }
 
 function countErrors(recs: ReadonlyArray<{ error?: string }>): Record<string, number> {
@@ -505,18 +523,37 @@ class Run {
     await this.closeAll(warm);
     await this.settle(Math.max(2000, this.opts.settleMs));
     const before = await this.rssNow();
+    const mBefore = await this.server.metrics();
     const devs = Array.from({ length: n }, (_, i) =>
       this.device({ index: i, deviceId: simMac(this.runId, 250, i), clientId: randomUUID() }),
     );
     this.opts.print(`idle: connecting ${n} devices over ${this.opts.transport}, ${this.opts.batch} at a time`);
     const t0 = performance.now();
-    const { connected, errors } = await this.connectAll(devs, openSession);
+    // In two halves, RSS measured after each: growth that comes once (a heap or an allocator
+    // arena reaching its working size) lands mostly in the first half, so the second half's
+    // slope is what one more device costs.
+    const half = Math.ceil(n / 2);
+    const first = await this.connectAll(devs.slice(0, half), openSession);
+    this.check();
+    await sleep(Math.max(2000, this.opts.settleMs));
+    const mid = await this.rssNow();
+    const mMid = await this.server.metrics();
+    const second = await this.connectAll(devs.slice(half), openSession);
+    const connected = [...first.connected, ...second.connected];
+    const errors = [...first.errors, ...second.errors];
     const connectMs = performance.now() - t0;
     this.check();
     // Let the sessions finish their start-up (device MCP initialize, tools/list) before measuring.
     await sleep(Math.max(2000, this.opts.settleMs));
     const m = await this.server.metrics();
     const during = await this.rssNow();
+    if (this.opts.idleHoldMs > 0) {
+      this.opts.print(
+        `idle: holding ${connected.length} devices for ${Math.round(this.opts.idleHoldMs / 1000)} s (server pid ${this.server.pid ?? 'n/a'})`,
+      );
+      await sleep(this.opts.idleHoldMs);
+      this.check();
+    }
     await this.closeAll(devs);
     await this.settle();
     const after = await this.rssNow();
@@ -532,6 +569,15 @@ class Run {
       rssPerDeviceKb:
         before !== null && during !== null && connected.length > 0 ? (during - before) / connected.length / 1024 : null,
       rssAfterDisconnectMb: after === null ? null : after / MB,
+      rssHalfMb: mid === null ? null : mid / MB,
+      rssSecondHalfPerDeviceKb:
+        mid !== null && during !== null && second.connected.length > 0
+          ? (during - mid) / second.connected.length / 1024
+          : null,
+      memoryHalf: memoryOf(mMid),
+      serverNode: m?.nodeVersion ?? mBefore?.nodeVersion ?? null,
+      memoryBefore: memoryOf(mBefore),
+      memoryIdle: memoryOf(m),
       errors: countErrors(errors),
     };
   }
@@ -591,6 +637,7 @@ export async function runSimulation(partial: Partial<SimulationOptions> = {}): P
         configOverrides: mergeConfig(transportConfig, opts.serverConfig),
         env: opts.serverEnv,
         nodeArgs: opts.serverArgs,
+        ...(opts.serverNode ? { nodeBinary: opts.serverNode } : {}),
         ...(opts.serverLog ? { logFile: opts.serverLog } : {}),
         readyTimeoutMs: 45_000,
         log: print,

@@ -1,7 +1,10 @@
 /**
  * How the container checks start the image's server: the launcher's words, then tini (PID 1 as in
- * the image), `env` with the variables given, and the compiled entry point.
+ * the image), `env` with the variables given, and the image's CMD (node, its flags, the compiled
+ * entry point) as the Dockerfile has it.
  */
+import { imageCmd } from '../bench/sim/start-command.ts';
+
 export function imageServerArgs(launcherPrefix: readonly string[], env: Record<string, string>): string[] {
   return [
     ...launcherPrefix,
@@ -9,7 +12,6 @@ export function imageServerArgs(launcherPrefix: readonly string[], env: Record<s
     '--',
     'env',
     ...Object.entries(env).map(([k, v]) => `${k}=${v}`),
-    'node',
-    'dist/server/main.js',
+    ...imageCmd(),
   ];
 }

@@ -187,4 +187,24 @@ describe('cost bounds per device', () => {
       dev.close();
     }
   });
+  test('an idle device with MCP tools: its session logs the device MCP through one child logger of its own', async () => {
+    // Each pino child holds its bindings and its own prototype chain: ~650 bytes of heap for every
+    // connected device (BENCHMARKS.md, "20,000 idle devices").
+    const tools: SimDeviceTool[] = [
+      { name: 'self.get_device_status', description: 'Status.', inputSchema: { type: 'object' }, call: () => '{}' },
+    ];
+    const dev = new DeviceSim({ url: srv.wsUrl, deviceId: '71:00:00:00:00:04', mcpTools: tools });
+    try {
+      await dev.hello({ mcp: true });
+      const mine = (): Array<Record<string, unknown>> =>
+        srv.logs.find('device mcp initialized').filter((l) => l.deviceId === '71:00:00:00:00:04');
+      await dev.waitFor('tools listed', () => mine().length > 0, 15_000);
+      const line = mine()[0] ?? {};
+      assert.equal(line.component, 'device-mcp');
+      assert.equal(line.sessionId, dev.sessionId);
+      assert.equal(line.part, undefined, 'no second child (part: device-mcp) between the session and the device MCP');
+    } finally {
+      dev.close();
+    }
+  });
 });

@@ -14,6 +14,7 @@ import type { ListenMode } from '../../protocol/messages.ts';
 import { CloseCode } from '../../protocol/close-codes.ts';
 import type { Conversation, ConversationContext, ConversationFactory } from '../session/conversation.ts';
 import { Listener, type ListenerEvent } from './listener.ts';
+import { isWakeWord, normalizeWake, wakeWordSet } from './wake-words.ts';
 import { Recognition } from './recognition.ts';
 import { canStream } from '../../audio/asr/asr.ts';
 import { EndOfTurn, longestSilenceMs, shortestSilenceMs } from '../turn-end/end-of-turn.ts';
@@ -42,11 +43,6 @@ const HISTORY_MAX_CHARS = 40_000;
  */
 export const MAX_QUEUED_SAYS = 8;
 
-/** Normalizes a wake-word text for comparison: lowercase, no punctuation or spaces. */
-function normalizeWake(text: string): string {
-  return text.toLowerCase().replace(/[\s\p{P}\p{S}]+/gu, '');
-}
-
 /** Two transcripts say the same words (case, punctuation and spacing aside). */
 function sameWords(a: string, b: string): boolean {
   return normalizeWake(a) === normalizeWake(b);
@@ -57,8 +53,9 @@ class VoiceConversation implements Conversation {
   /** The turns' clock (`VoiceDeps.clock`): end-of-speech times are read on it. */
   readonly #now = (): number => (this.#deps.clock ?? realClock).now();
   readonly #ctx: ConversationContext;
-  readonly #history: History;
-  readonly #wakeWords: Set<string>;
+  /** Made at its first use (a turn, the memory given back), not at hello: an idle device holds none. */
+  #historyMade: History | undefined;
+  readonly #wakeWords: ReadonlySet<string>;
   #media: SessionMedia | undefined;
   #listener: Listener | undefined;
   #ready: Promise<void> | undefined;
@@ -105,32 +102,16 @@ class VoiceConversation implements Conversation {
     this.#deps = deps;
     this.#config = deps.config;
     this.#ctx = ctx;
-    this.#wakeWords = new Set(deps.config.conversation.wakeWords.map(normalizeWake));
+    this.#wakeWords = wakeWordSet(deps.config.conversation.wakeWords);
     this.#budget = new TurnBudget({ maxTurns: deps.config.conversation.maxTurnsPerMinute, now: this.#now });
     const { info } = ctx;
     this.#memory = deps.memoryFor?.(info);
-    this.#history = createHistory({
-      historyTurns: Math.max(1, deps.config.llm.historyTurns),
-      // Also bounded in size: a few very long answers or tool results must not grow the prompt
-      // (and memory) without limit. The current turn always stays.
-      maxChars: HISTORY_MAX_CHARS,
-      systemPrompt: () => {
-        const { llm, tools } = this.#config;
-        const prompt = buildSystemPrompt(llm.systemPrompt, {
-          now: new Date(),
-          ...(tools.timeZone ? { timeZone: tools.timeZone } : {}),
-          ...(info.deviceId ? { device: info.deviceId } : {}),
-        });
-        // The remembered facts and summary follow the role, as a delimited block of the user's words.
-        const block = this.#memory?.block() ?? '';
-        return block === '' ? prompt : `${prompt}\n\n${block}`;
-      },
-    });
     const dm = deps.config.deviceMcp;
     if (info.features.mcp && dm.enabled) {
       this.#deviceMcp = createDeviceMcp({
         send: (payload) => ctx.channel.sendJson({ type: 'mcp', session_id: info.sessionId, payload }),
-        log: ctx.log.child({ part: 'device-mcp' }),
+        // The device MCP makes its one child (component: device-mcp): a child is ~650 bytes per session.
+        log: ctx.log,
         timeoutMs: dm.timeoutMs,
         maxSchemaBytes: dm.maxSchemaBytes,
         ...(dm.vision.url ? { vision: { url: dm.vision.url, token: dm.vision.token } } : {}),
@@ -146,6 +127,29 @@ class VoiceConversation implements Conversation {
           );
       });
     }
+  }
+
+  /** The session's history, made on first use (~1 KB of heap that an idle session does without). */
+  get #history(): History {
+    this.#historyMade ??= createHistory({
+      historyTurns: Math.max(1, this.#deps.config.llm.historyTurns),
+      // Also bounded in size: a few very long answers or tool results must not grow the prompt
+      // (and memory) without limit. The current turn always stays.
+      maxChars: HISTORY_MAX_CHARS,
+      systemPrompt: () => {
+        const { llm, tools } = this.#config;
+        const { deviceId } = this.#ctx.info;
+        const prompt = buildSystemPrompt(llm.systemPrompt, {
+          now: new Date(),
+          ...(tools.timeZone ? { timeZone: tools.timeZone } : {}),
+          ...(deviceId ? { device: deviceId } : {}),
+        });
+        // The remembered facts and summary follow the role, as a delimited block of the user's words.
+        const block = this.#memory?.block() ?? '';
+        return block === '' ? prompt : `${prompt}\n\n${block}`;
+      },
+    });
+    return this.#historyMade;
   }
 
   /**
@@ -275,7 +279,7 @@ class VoiceConversation implements Conversation {
       );
       return;
     }
-    const isWake = this.#wakeWords.has(normalizeWake(trimmed));
+    const isWake = isWakeWord(this.#wakeWords, trimmed);
     // Over the turn budget the running turn goes on, unless the device is to be told.
     const input = this.#budgeted(
       isWake

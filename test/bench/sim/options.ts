@@ -36,6 +36,8 @@ export interface SimulationOptions {
   bargeInAfterFrames: number;
   /** Idle devices for the memory measurement; 0: none. */
   idle: number;
+  /** How long the idle devices stay connected after the measurement (e.g. for a heap snapshot); 0: not at all. */
+  idleHoldMs: number;
   /** Write the raw results here. */
   jsonFile?: string;
   /** What each device says (synthesized with flite). */
@@ -71,6 +73,11 @@ export interface SimulationOptions {
   serverEnv: Record<string, string>;
   /** Extra node arguments for the self-started server (e.g. --cpu-prof). */
   serverArgs: string[];
+  /**
+   * The node binary that runs the self-started server; unset: the simulator's own (under
+   * `npm run` that is the project's, node_modules/.bin/node). Another lets one compare Node versions on the same code.
+   */
+  serverNode?: string;
   /** File that receives the self-started server's whole output (its JSON log, --trace-gc lines …). */
   serverLog?: string;
   /** vad.minSilenceMs of a server given by `url`, for the report (the simulator cannot read it). */
@@ -90,6 +97,7 @@ export function defaultOptions(): SimulationOptions {
     bargeIn: false,
     bargeInAfterFrames: 8,
     idle: 0,
+    idleHoldMs: 0,
     utterance: 'what is the weather like today',
     transcript: 'what is the weather like today',
     answer: 'It is sunny today. The high is twenty two degrees. Enjoy your day!',
@@ -128,6 +136,7 @@ Options
   --barge-in           every other turn sends abort mid-answer, then listen start
   --idle N             N devices connect (OTA + hello; over mqtt OTA + broker only) and stay silent:
                        server RSS per device
+  --idle-hold-s N      keep the idle devices connected N s after measuring (e.g. to take a heap snapshot)
   --url WS_URL         use a running server instead of starting one (probes via its /metrics)
   --ota-url URL        OTA endpoint for --url (default http://<same host>/xiaozhi/ota/)
   --no-ota             skip the OTA POST (connect to the WebSocket URL directly)
@@ -153,6 +162,7 @@ Provider latency (self-started server only; --profile sets every figure, a flag 
   --set KEY=VALUE      config override for the self-started server, e.g. --set vad.provider=webrtc
   --server-env K=V     extra environment for the self-started server
   --server-arg ARG     extra node argument for the self-started server, e.g. --server-arg=--cpu-prof
+  --server-node PATH   node binary for the self-started server (default: the simulator's own)
   --server-log FILE    write the self-started server's whole output to FILE (e.g. with --server-arg=--trace-gc)
   --stagger-ms N       first utterances start within N ms of each other (default 100)
   --settle-ms N        quiet time between steps (default 1500)
@@ -219,6 +229,9 @@ export function parseArgs(argv: readonly string[]): SimulationOptions | 'help' {
       case '--idle':
         o.idle = positiveInt(flag, value());
         break;
+      case '--idle-hold-s':
+        o.idleHoldMs = positiveInt(flag, value(), 0) * 1000;
+        break;
       case '--url':
         o.url = value();
         if (!/^wss?:\/\//.test(o.url)) throw new Error('--url must be a ws:// or wss:// URL');
@@ -260,6 +273,9 @@ export function parseArgs(argv: readonly string[]): SimulationOptions | 'help' {
       }
       case '--server-arg':
         o.serverArgs.push(value());
+        break;
+      case '--server-node':
+        o.serverNode = value();
         break;
       case '--server-log':
         o.serverLog = value();
@@ -324,6 +340,7 @@ export function parseArgs(argv: readonly string[]): SimulationOptions | 'help' {
       `${latencyFlags[0]} sets the simulator's own fakes; a server given by --url uses its own providers`,
     );
   o.providers = effectiveLatency(o.profile, latency);
+  if (o.url && o.serverNode) throw new Error('--server-node is for the self-started server: drop it with --url');
   if (o.transport === 'mqtt' && !o.ota)
     throw new Error('--transport mqtt needs OTA (the broker credentials come from it): drop --no-ota');
   return o;

@@ -103,7 +103,26 @@ export interface IdleResult {
   rssIdleMb: number | null;
   rssPerDeviceKb: number | null;
   rssAfterDisconnectMb: number | null;
+  /** RSS with the first half of the devices connected (`ceil(devices / 2)`). */
+  rssHalfMb: number | null;
+  /** (RSS with all − RSS with the first half) / devices of the second half: one more device's cost. */
+  rssSecondHalfPerDeviceKb: number | null;
+  memoryHalf: HeapFigures | null;
+  /** The server's Node.js version, from its /metrics. */
+  serverNode: string | null;
+  /** The server's V8 heap and external memory with 0 devices and with the idle ones, from its /metrics. */
+  memoryBefore: HeapFigures | null;
+  memoryIdle: HeapFigures | null;
   errors: Record<string, number>;
+}
+
+/** `process.memoryUsage()`'s parts as the server's /metrics has them (prom-client), MB. */
+export interface HeapFigures {
+  heapUsedMb: number;
+  heapTotalMb: number;
+  externalMb: number;
+  /** V8's young generation (both semi-spaces) as reserved. */
+  newSpaceMb: number | null;
 }
 
 export interface SimulationResult {
@@ -307,6 +326,8 @@ export function idleLines(r: IdleResult): string[] {
     `idle: ${r.connected}/${r.devices} devices connected (${r.transport === 'mqtt' ? 'OTA + MQTT broker, no audio session' : 'OTA + hello'}) in ${int(r.connectMs)} ms` +
       `${r.connectRefusals ? ` (${r.connectRefusals} upgrades refused with 503 and retried after Retry-After)` : ''}; server sessions active: ${r.sessionsActive ?? 'n/a'}`,
     `idle: server RSS with 0 devices ${mb(r.rssBeforeMb)}, with ${r.connected} idle devices ${mb(r.rssIdleMb)} → ${r.rssPerDeviceKb === null ? 'n/a' : `${r.rssPerDeviceKb.toFixed(1)} KB`} per device; after disconnecting ${mb(r.rssAfterDisconnectMb)}`,
+    `idle: RSS with the first half connected ${mb(r.rssHalfMb)}; the second half's devices ${r.rssSecondHalfPerDeviceKb === null ? 'n/a' : `${r.rssSecondHalfPerDeviceKb.toFixed(1)} KB`} each (one more device's cost, without what grows once)`,
+    `idle: server on Node ${r.serverNode ?? 'n/a'}; its main thread's V8 heap used / reserved, external: with 0 devices ${heap(r.memoryBefore)}, half ${heap(r.memoryHalf)}, all ${heap(r.memoryIdle)}`,
   ];
 }
 
@@ -374,4 +395,10 @@ export function voiceToVoiceTable(steps: readonly StepResult[]): string {
     lines.push(`| ${cells.join(' | ')} |`);
   }
   return lines.join('\n');
+}
+
+function heap(h: HeapFigures | null): string {
+  return h === null
+    ? 'n/a'
+    : `${h.heapUsedMb.toFixed(1)} / ${h.heapTotalMb.toFixed(1)} MB (young generation ${h.newSpaceMb === null ? 'n/a' : h.newSpaceMb.toFixed(0)} MB), ${h.externalMb.toFixed(1)} MB`;
 }

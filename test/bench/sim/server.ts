@@ -16,6 +16,7 @@ import type { TurnTimings } from '../../../voice/conversation/voice-deps.ts';
 import type { FakeStats } from './lean-fakes.ts';
 import { childPids, procCpu, procRss } from './proc.ts';
 import { PROFILES, type ProviderLatency } from './provider-profiles.ts';
+import { serverCommandArgs } from './start-command.ts';
 import { parsePrometheus, sleep } from './stats.ts';
 
 /**
@@ -56,6 +57,14 @@ export interface MetricsSnapshot {
   /** prom-client's event-loop lag over the time since the previous scrape (it resets on each scrape), seconds. */
   lagP99S?: number;
   lagMaxS?: number;
+  /** The server's Node.js version (`nodejs_version_info`), e.g. `v24.1.0`. */
+  nodeVersion?: string;
+  /** V8 heap used and reserved, and memory outside it that V8 knows of (Buffers, ArrayBuffers), bytes. */
+  heapUsedBytes?: number;
+  heapTotalBytes?: number;
+  externalBytes?: number;
+  /** V8's young generation as reserved (`nodejs_heap_space_size_total_bytes{space="new"}`). */
+  newSpaceBytes?: number;
 }
 
 export interface SimServer {
@@ -144,7 +153,7 @@ async function scrape(httpUrl: string): Promise<MetricsSnapshot | null> {
     const m = parsePrometheus(await res.text());
     const get = (k: string): number | undefined => m.get(k);
     const snap: MetricsSnapshot = {};
-    const set = <K extends keyof MetricsSnapshot>(key: K, v: number | undefined): void => {
+    const set = (key: Exclude<keyof MetricsSnapshot, 'nodeVersion'>, v: number | undefined): void => {
       if (v !== undefined) snap[key] = v;
     };
     set('cpuS', get('process_cpu_seconds_total'));
@@ -152,6 +161,14 @@ async function scrape(httpUrl: string): Promise<MetricsSnapshot | null> {
     set('sessionsActive', get('xiaozhi_sessions_active'));
     set('lagP99S', get('nodejs_eventloop_lag_p99_seconds'));
     set('lagMaxS', get('nodejs_eventloop_lag_max_seconds'));
+    set('heapUsedBytes', get('nodejs_heap_size_used_bytes'));
+    set('heapTotalBytes', get('nodejs_heap_size_total_bytes'));
+    set('externalBytes', get('nodejs_external_memory_bytes'));
+    set('newSpaceBytes', get('nodejs_heap_space_size_total_bytes{space="new"}'));
+    for (const key of m.keys()) {
+      const v = /^nodejs_version_info\{.*version="([^"]+)"/.exec(key);
+      if (v) snap.nodeVersion = v[1] as string;
+    }
     return snap;
   } catch {
     return null;
@@ -202,6 +219,8 @@ export interface LocalServerOptions {
   env: Record<string, string>;
   /** Extra node arguments for the child (before the script). */
   nodeArgs: string[];
+  /** The node binary for the child; unset: this process's own. */
+  nodeBinary?: string;
   /** File that receives the child's whole output. */
   logFile?: string;
   readyTimeoutMs: number;
@@ -380,8 +399,9 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<SimSer
     const errors: string[] = [];
     let vadSilenceMs: number | null = null;
     child = await spawnServer({
-      command: process.execPath,
-      args: [...opts.nodeArgs, '--import', 'tsx', 'server/main.ts', '--config', file],
+      command: opts.nodeBinary ?? process.execPath,
+      // As `npm start` runs it (its node flags, Node's own type stripping), `--server-arg`s after its flags.
+      args: serverCommandArgs(file, opts.nodeArgs),
       env,
       port,
       readyTimeoutMs: opts.readyTimeoutMs,

@@ -104,3 +104,12 @@ test('latency flags refuse what they cannot honour: bad values, remote-TTS figur
     /--profile sets the simulator's own fakes/,
   );
 });
+
+test('--server-node picks the node binary of the self-started server; it means nothing with --url', () => {
+  assert.equal(parsed([]).serverNode, undefined);
+  assert.equal(parsed(['--idle', '5', '--server-node', '/usr/bin/node']).serverNode, '/usr/bin/node');
+  assert.throws(
+    () => parseArgs(['--url', 'ws://127.0.0.1:8000/xiaozhi/v1/', '--server-node', '/usr/bin/node']),
+    /--server-node is for the self-started server/,
+  );
+});
