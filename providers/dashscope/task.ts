@@ -130,7 +130,9 @@ export class CosyVoiceTask implements TtsTextStream, SocketListener {
   finish(): void {
     if (this.#outcome || this.#finishing) return;
     this.#finishing = true;
-    if (this.#started) this.#sendFinish();
+    // An answer without text (the model only called a tool) needs no task: nothing to speak.
+    if (this.#chars === 0 && !this.#started) this.#end({ ok: true });
+    else if (this.#started) this.#sendFinish();
   }
 
   get events(): AsyncIterable<TtsStreamEvent> {
@@ -327,7 +329,10 @@ export class CosyVoiceTask implements TtsTextStream, SocketListener {
       else if (socket) this.#pool.discard(socket);
       this.#log.debug({ taskId: this.#taskId }, 'cosyvoice task cancelled');
     } else if (outcome.ok) {
-      if (socket) this.#pool.release(socket);
+      // Finished by the service (`task-finished`): the connection is free. Not started (no text):
+      // a run-task may be on its way, so the connection is not given to another answer.
+      if (socket && this.#started) this.#pool.release(socket);
+      else if (socket) this.#pool.discard(socket);
       this.#log.debug(
         {
           taskId: this.#taskId,

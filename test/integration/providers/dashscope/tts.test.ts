@@ -292,6 +292,23 @@ describe('cosyvoice streaming TTS', () => {
     }
   });
 
+  test('finish without any text: events ends at once and no task is run', async () => {
+    const own = await startFakeCosyVoiceTts({ speech: 'tone' });
+    try {
+      const tts = await cosyvoice({}, silentLogger, own);
+      const stream = open(tts);
+      stream.push('');
+      stream.finish();
+      const run = await drain(stream.events);
+      assert.equal(run.error, undefined);
+      assert.deepEqual(run.events, []);
+      await sleep(50);
+      assert.equal(own.sessions.length, 0);
+    } finally {
+      await own.close();
+    }
+  });
+
   test('the whole-text path (synthesize) is one task: its audio, without the marks', async () => {
     const tts = await cosyvoice();
     const chunks: Buffer[] = [];
