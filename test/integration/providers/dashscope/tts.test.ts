@@ -452,6 +452,16 @@ describe('cosyvoice failures: events ends with the VoiceError after the audio th
 
   test('nothing outlives the answers: no timer or socket left once the provider is closed', async () => {
     const own = await startFakeCosyVoiceTts({ speech: 'tone' });
+    try {
+      await leaveNothing(own);
+    } finally {
+      await own.close();
+    }
+  });
+});
+
+async function leaveNothing(own: FakeCosyVoice): Promise<void> {
+  {
     const before = holdings();
     const tts = await createTts({ provider: 'cosyvoice', url: own.url, apiKey: own.apiKey }, silentLogger);
     assert.ok(canStreamText(tts));
@@ -475,9 +485,8 @@ describe('cosyvoice failures: events ends with the VoiceError after the audio th
     assert.equal((await drain(pending.events)).error?.code, ErrorCode.Aborted);
     await waitFor(() => own.openSockets() === 0, { what: 'every connection to close' });
     await waitFor(() => holdings() <= before, { what: `timers and sockets back to ${before}` });
-    await own.close();
-  });
-});
+  }
+}
 
 describe('cosyvoice first audio against a stand-in that answers 150 ms after a sentence is complete', () => {
   test('what the client adds: first audio after the first text and after finish, p50 of 20 answers (reported)', async (t) => {
