@@ -81,7 +81,12 @@ export class CosyVoiceTask implements TtsTextStream, SocketListener {
   #iterated = false;
 
   /** `onEnd`: called once when the task has its outcome (its owner forgets it). */
-  constructor(o: CosyVoiceTtsOptions, pool: DashscopePool, opts: TtsTextStreamOptions, onEnd: (t: CosyVoiceTask) => void) {
+  constructor(
+    o: CosyVoiceTtsOptions,
+    pool: DashscopePool,
+    opts: TtsTextStreamOptions,
+    onEnd: (t: CosyVoiceTask) => void,
+  ) {
     this.#o = o;
     this.#pool = pool;
     this.#log = opts.log;
@@ -91,16 +96,24 @@ export class CosyVoiceTask implements TtsTextStream, SocketListener {
       this.#end({ ok: false, error: aborted(this.#scope.signal.reason) });
       return;
     }
-    this.#scope.signal.addEventListener('abort', () => this.#end({ ok: false, error: aborted(this.#scope.signal.reason) }), {
-      once: true,
-    });
+    this.#scope.signal.addEventListener(
+      'abort',
+      () => this.#end({ ok: false, error: aborted(this.#scope.signal.reason) }),
+      {
+        once: true,
+      },
+    );
     this.#connectTimer = setTimeout(
       () =>
         this.#end({
           ok: false,
-          error: new VoiceError(ErrorCode.Timeout, `cosyvoice: the task did not start within ${o.connectTimeoutMs} ms`, {
-            retryable: true,
-          }),
+          error: new VoiceError(
+            ErrorCode.Timeout,
+            `cosyvoice: the task did not start within ${o.connectTimeoutMs} ms`,
+            {
+              retryable: true,
+            },
+          ),
         }),
       o.connectTimeoutMs,
     );
@@ -117,7 +130,10 @@ export class CosyVoiceTask implements TtsTextStream, SocketListener {
     const room = this.#o.maxChars - this.#chars;
     if (text.length > room) {
       if (this.#droppedChars === 0)
-        this.#log.warn({ maxChars: this.#o.maxChars }, 'cosyvoice: the answer is longer than tts.maxChars; the rest is not spoken');
+        this.#log.warn(
+          { maxChars: this.#o.maxChars },
+          'cosyvoice: the answer is longer than tts.maxChars; the rest is not spoken',
+        );
       this.#droppedChars += text.length - Math.max(0, room);
       if (room <= 0) return;
       text = text.slice(0, room);
@@ -158,7 +174,10 @@ export class CosyVoiceTask implements TtsTextStream, SocketListener {
         if (this.#started) return;
         this.#started = true;
         clearTimeout(this.#connectTimer);
-        this.#log.debug({ taskId: this.#taskId, ms: Math.round(performance.now() - this.#openedAt) }, 'cosyvoice task started');
+        this.#log.debug(
+          { taskId: this.#taskId, ms: Math.round(performance.now() - this.#openedAt) },
+          'cosyvoice task started',
+        );
         if (this.#pending) this.#sendText(this.#pending);
         this.#pending = '';
         if (this.#finishing) this.#sendFinish();
@@ -243,7 +262,9 @@ export class CosyVoiceTask implements TtsTextStream, SocketListener {
       () =>
         this.#end({
           ok: false,
-          error: new VoiceError(ErrorCode.Timeout, `cosyvoice: nothing from the service for ${ms} ms`, { retryable: true }),
+          error: new VoiceError(ErrorCode.Timeout, `cosyvoice: nothing from the service for ${ms} ms`, {
+            retryable: true,
+          }),
         }),
       ms,
     );
@@ -344,7 +365,10 @@ export class CosyVoiceTask implements TtsTextStream, SocketListener {
       );
     } else {
       if (socket) this.#pool.discard(socket);
-      this.#log.warn({ code: outcome.error.code, err: outcome.error.message, taskId: this.#taskId }, 'cosyvoice task failed');
+      this.#log.warn(
+        { code: outcome.error.code, err: outcome.error.message, taskId: this.#taskId },
+        'cosyvoice task failed',
+      );
     }
     this.#wakeUp();
     this.#onEnd(this);

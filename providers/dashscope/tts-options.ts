@@ -22,6 +22,8 @@ export const COSYVOICE_MAX_CONTINUE_CHARS = 20_000;
 const sampleRate = z
   .number()
   .int()
+  .min(8000)
+  .max(48_000)
   .refine((r) => (COSYVOICE_SAMPLE_RATES as readonly number[]).includes(r), {
     message: `sampleRate must be one of ${COSYVOICE_SAMPLE_RATES.join(', ')}`,
   });

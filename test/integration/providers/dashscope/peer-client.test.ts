@@ -65,7 +65,11 @@ describe('the stand-in against the DashScope SDK’s synthesizer (a client we di
     await fake?.close();
   });
 
-  async function peer(mode: 'stream' | 'call' | 'cancel', texts: string[], o: { apiKey?: string; voice?: string } = {}) {
+  async function peer(
+    mode: 'stream' | 'call' | 'cancel',
+    texts: string[],
+    o: { apiKey?: string; voice?: string } = {},
+  ) {
     const { stdout } = await run(
       python as string,
       [HARNESS, SDK, fake.url, o.apiKey ?? fake.apiKey, 'cosyvoice-v2', o.voice ?? 'longxiaochun_v2', mode, ...texts],
@@ -119,7 +123,16 @@ describe('the stand-in against the DashScope SDK’s synthesizer (a client we di
     try {
       const { stdout } = await run(
         python as string,
-        [HARNESS, SDK, slow.url, slow.apiKey, 'cosyvoice-v2', 'longxiaochun_v2', 'cancel', '这是一段很长的回答，要说上好几秒钟。'],
+        [
+          HARNESS,
+          SDK,
+          slow.url,
+          slow.apiKey,
+          'cosyvoice-v2',
+          'longxiaochun_v2',
+          'cancel',
+          '这是一段很长的回答，要说上好几秒钟。',
+        ],
         { timeout: 30_000 },
       );
       const got = JSON.parse(stdout) as PeerRun;
@@ -165,7 +178,10 @@ describe('the stand-in against the DashScope SDK’s synthesizer (a client we di
         'print(json.dumps([json.loads(r.get_start_request()), json.loads(r.get_continue_request("你好")), json.loads(r.get_finish_request())]))',
       ].join('\n'),
     ]);
-    const [start, cont, finish] = JSON.parse(stdout) as Array<{ header: Record<string, unknown>; payload: Record<string, unknown> }>;
+    const [start, cont, finish] = JSON.parse(stdout) as Array<{
+      header: Record<string, unknown>;
+      payload: Record<string, unknown>;
+    }>;
     assert.ok(start && cont && finish);
     const o = CosyVoiceTtsSchema.parse({ provider: 'cosyvoice', apiKey: 'k' });
     const ours = [runTask(o, 't'), continueTask('t', '你好'), finishTask('t')].map(

@@ -33,7 +33,10 @@ interface Run {
   error?: VoiceError;
 }
 
-async function drain(events: AsyncIterable<TtsStreamEvent>, onEvent: (e: TtsStreamEvent) => void = () => {}): Promise<Run> {
+async function drain(
+  events: AsyncIterable<TtsStreamEvent>,
+  onEvent: (e: TtsStreamEvent) => void = () => {},
+): Promise<Run> {
   const out: Run = { events: [] };
   const reading = (async () => {
     try {
@@ -67,7 +70,11 @@ function bySentence(events: TtsStreamEvent[]): Array<{ text: string; bytes: numb
 
 let fake: FakeCosyVoice;
 const made: TextStreamingTts[] = [];
-async function cosyvoice(o: Record<string, unknown> = {}, log: Logger = silentLogger, on = fake): Promise<TextStreamingTts> {
+async function cosyvoice(
+  o: Record<string, unknown> = {},
+  log: Logger = silentLogger,
+  on = fake,
+): Promise<TextStreamingTts> {
   const tts = await createTts({ provider: 'cosyvoice', url: on.url, apiKey: on.apiKey, ...o }, log);
   assert.ok(canStreamText(tts), 'cosyvoice takes text in pieces');
   made.push(tts);
@@ -143,7 +150,10 @@ describe('cosyvoice streaming TTS', () => {
     stream.finish();
     const run = await drain(stream.events);
     assert.equal(run.error, undefined);
-    assert.deepEqual(bySentence(run.events).map((x) => [x.text, x.bytes]), [['Hello there.', toneBytes('Hello there.', 16000)]]);
+    assert.deepEqual(
+      bySentence(run.events).map((x) => [x.text, x.bytes]),
+      [['Hello there.', toneBytes('Hello there.', 16000)]],
+    );
     assert.equal((fake.sessions.at(-1)?.run.parameters as Record<string, unknown>).sample_rate, 16000);
   });
 
@@ -245,7 +255,10 @@ describe('cosyvoice streaming TTS', () => {
       assert.equal(afterAbort, 0, 'nothing after the abort');
       await waitFor(() => own.sessions[0]?.end === 'cancel', { what: 'the stand-in to get the cancel' });
       const sent = own.sessions[0]?.audioBytes ?? 0;
-      assert.ok(sent < toneBytes('这是一段很长的回答，它会说上好几秒钟才结束。', 24000), 'the rest was not synthesised');
+      assert.ok(
+        sent < toneBytes('这是一段很长的回答，它会说上好几秒钟才结束。', 24000),
+        'the rest was not synthesised',
+      );
 
       await waitFor(() => (tts as unknown as { parkedConnections: number }).parkedConnections === 1, {
         what: 'the connection to be parked after the task-finished of the cancel',
@@ -320,7 +333,7 @@ describe('cosyvoice streaming TTS', () => {
 
   test('maxChars: text past it is not sent, with one warning', async () => {
     const sink = createLogSink();
-    const log = createLogger({ level: 'warn', destination: sink.stream });
+    const log = createLogger({ level: 'warn', logContent: false, destination: sink.stream });
     const tts = await cosyvoice({ maxChars: 12 });
     const stream = tts.openTextStream({ signal: new AbortController().signal, log });
     stream.push('一二三四五六七八');
@@ -361,7 +374,7 @@ describe('cosyvoice failures: events ends with the VoiceError after the audio th
 
   test('a wrong key (401 at the handshake): provider_unavailable, and a log line naming tts.apiKey', async () => {
     const sink = createLogSink();
-    const log = createLogger({ level: 'warn', destination: sink.stream });
+    const log = createLogger({ level: 'warn', logContent: false, destination: sink.stream });
     const tts = await cosyvoice({ apiKey: 'sk-wrong-key-0123456789' });
     const stream = tts.openTextStream({ signal: new AbortController().signal, log });
     stream.push('你好。');
@@ -403,14 +416,20 @@ describe('cosyvoice failures: events ends with the VoiceError after the audio th
     const { run, tts } = await failing({}, 'error');
     assert.equal(run.error?.code, ErrorCode.ProviderFailed);
     assert.match(run.error?.message ?? '', /InternalError: fault injected/);
-    assert.deepEqual(run.events.map((e) => e.type), ['sentence', 'audio']);
+    assert.deepEqual(
+      run.events.map((e) => e.type),
+      ['sentence', 'audio'],
+    );
     assert.equal(parked(tts), 0);
   });
 
   test('a stall past timeoutMs once audio is owed: timeout', async () => {
     const { run } = await failing({ timeoutMs: 300 }, 'stall');
     assert.equal(run.error?.code, ErrorCode.Timeout);
-    assert.deepEqual(run.events.map((e) => e.type), ['sentence', 'audio']);
+    assert.deepEqual(
+      run.events.map((e) => e.type),
+      ['sentence', 'audio'],
+    );
   });
 
   test('no task-started within connectTimeoutMs: timeout', async () => {
@@ -460,32 +479,48 @@ describe('cosyvoice failures: events ends with the VoiceError after the audio th
   });
 });
 
+/**
+ * One answer of each ending on one provider (finished, cancelled before and after its start,
+ * failed, still open when the provider closes); afterwards no timer or socket of ours is left.
+ */
 async function leaveNothing(own: FakeCosyVoice): Promise<void> {
-  {
-    const before = holdings();
-    const tts = await createTts({ provider: 'cosyvoice', url: own.url, apiKey: own.apiKey }, silentLogger);
-    assert.ok(canStreamText(tts));
-    const ac = new AbortController();
-    const done = open(tts);
-    done.push('一。');
-    done.finish();
-    await drain(done.events);
-    const cancelled = open(tts, ac.signal);
-    cancelled.push('二。');
-    ac.abort();
-    await drain(cancelled.events);
-    own.fault = 'error';
-    const failed = open(tts);
-    failed.push('三。');
-    failed.finish();
-    await drain(failed.events);
-    const pending = open(tts);
-    pending.push('四');
-    await tts.close();
-    assert.equal((await drain(pending.events)).error?.code, ErrorCode.Aborted);
-    await waitFor(() => own.openSockets() === 0, { what: 'every connection to close' });
-    await waitFor(() => holdings() <= before, { what: `timers and sockets back to ${before}` });
-  }
+  const before = holdings();
+  const tts = await createTts({ provider: 'cosyvoice', url: own.url, apiKey: own.apiKey }, silentLogger);
+  assert.ok(canStreamText(tts));
+  const done = open(tts);
+  done.push('一。');
+  done.finish();
+  assert.equal((await drain(done.events)).error, undefined);
+
+  const early = new AbortController();
+  const cancelledEarly = open(tts, early.signal);
+  cancelledEarly.push('二。');
+  early.abort();
+  assert.equal((await drain(cancelledEarly.events)).error?.code, ErrorCode.Aborted);
+
+  const late = new AbortController();
+  const cancelledLate = open(tts, late.signal);
+  cancelledLate.push('这一句会在说到一半的时候被打断。');
+  cancelledLate.finish();
+  const lateRun = await drain(cancelledLate.events, (e) => {
+    if (e.type === 'audio') late.abort();
+  });
+  assert.equal(lateRun.error?.code, ErrorCode.Aborted);
+
+  own.fault = 'error';
+  const failed = open(tts);
+  failed.push('三。');
+  failed.finish();
+  assert.equal((await drain(failed.events)).error?.code, ErrorCode.ProviderFailed);
+  own.fault = 'none';
+
+  const pending = open(tts);
+  pending.push('四');
+  await sleep(20);
+  await tts.close();
+  assert.equal((await drain(pending.events)).error?.code, ErrorCode.Aborted);
+  await waitFor(() => own.openSockets() === 0, { what: 'every connection to close' });
+  await waitFor(() => holdings() <= before, { what: `timers and sockets back to ${before}` });
 }
 
 describe('cosyvoice first audio against a stand-in that answers 150 ms after a sentence is complete', () => {

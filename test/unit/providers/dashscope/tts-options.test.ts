@@ -3,7 +3,13 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { configSecrets, registerConfigSecrets } from '../../../../core/config-secrets.ts';
 import { SecretValues } from '../../../../core/secret-values.ts';
-import { DashscopeEventSchema, continueTask, finishTask, runTask, sentenceText } from '../../../../providers/dashscope/messages.ts';
+import {
+  DashscopeEventSchema,
+  continueTask,
+  finishTask,
+  runTask,
+  sentenceText,
+} from '../../../../providers/dashscope/messages.ts';
 import { CosyVoiceTtsSchema } from '../../../../providers/dashscope/tts-options.ts';
 import { TtsSchema } from '../../../../providers/index.ts';
 import { ConfigSchema } from '../../../../server/config.ts';
@@ -90,7 +96,10 @@ describe('cosyvoice TTS options', () => {
   test("a sentence's text is its original_text, else its words", () => {
     const begin = (output: object) =>
       DashscopeEventSchema.parse({ header: { event: 'result-generated', task_id: 't' }, payload: { output } });
-    assert.equal(sentenceText(begin({ type: 'sentence-begin', original_text: '你好。', sentence: { words: [] } })), '你好。');
+    assert.equal(
+      sentenceText(begin({ type: 'sentence-begin', original_text: '你好。', sentence: { words: [] } })),
+      '你好。',
+    );
     assert.equal(
       sentenceText(begin({ type: 'sentence-begin', sentence: { index: 0, words: [{ text: '你' }, { text: '好' }] } })),
       '你好',
