@@ -7,6 +7,7 @@
 import { after, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
+import { rms } from '../../../../audio/pcm/pcm.ts';
 import { canStreamText, type TextStreamingTts, type TtsStreamEvent } from '../../../../audio/tts/tts.ts';
 import { ErrorCode, VoiceError } from '../../../../core/errors.ts';
 import { silentLogger, type Logger } from '../../../../core/logger.ts';
@@ -302,6 +303,30 @@ describe('cosyvoice streaming TTS', () => {
       assert.equal(own.connections, 0);
     } finally {
       await own.close();
+    }
+  });
+
+  test("the stand-in's default voice is espeak-ng's speech, Chinese and English", async () => {
+    const speaking = await startFakeCosyVoiceTts();
+    try {
+      const tts = await cosyvoice({ sampleRate: 16000 }, silentLogger, speaking);
+      const stream = open(tts);
+      stream.push('你好，我是小智。Nice to meet you.');
+      stream.finish();
+      const run = await drain(stream.events);
+      assert.equal(run.error, undefined);
+      const sentences = bySentence(run.events);
+      assert.deepEqual(
+        sentences.map((x) => x.text),
+        ['你好，我是小智。', 'Nice to meet you.'],
+      );
+      const all = Buffer.concat(run.events.flatMap((e) => (e.type === 'audio' ? [e.data] : [])));
+      const pcm = new Int16Array(all.buffer, all.byteOffset, all.length / 2);
+      // Half a second or more per sentence, at a voice's level: speech, not silence.
+      for (const x of sentences) assert.ok(x.bytes > 16000, `${x.text}: ${x.bytes} bytes`);
+      assert.ok(rms(pcm) > 500, `level ${rms(pcm)}`);
+    } finally {
+      await speaking.close();
     }
   });
 
