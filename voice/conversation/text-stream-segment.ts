@@ -8,8 +8,10 @@
  * Captions: the vendor's own sentence marks when it sends them (a mark precedes its sentence's
  * audio, so its place in the audio is exact to the frame). A vendor that sends none gets our cut
  * of the text pushed (`llm/sentences.ts`): each sentence's caption goes with the first audio that
- * arrives after that sentence was pushed, which is early by the vendor's lag (the audio of the
- * text before it still to come at that moment, typically a part of the previous sentence).
+ * arrives after that sentence was pushed. That is exact when the vendor had sent all the audio of
+ * the text before it by then (a model no faster than the voice); otherwise it is early by the
+ * audio of earlier text still to come, and with a model much faster than the voice several
+ * captions come close together near the start (the device shows the last).
  *
  * Memory: the vendor's audio is read ahead of playback up to `maxAheadBytes`. At that point the
  * stream is not read further, and the text still to push is held here (text is small; the vendor
@@ -32,6 +34,9 @@ import type { AudioOut } from './audio-out.ts';
 
 /** Text that a voice speaks: a letter or a digit. */
 const WORDS = /[\p{L}\p{N}]/u;
+
+/** Captions waiting for their frame at most: a vendor sending marks without audio keeps the last ones. */
+const MAX_PLACED = 16;
 
 /** The vendor's audio read ahead of playback at most (about 11 s of 24 kHz PCM). */
 export const MAX_AHEAD_BYTES = 512 * 1024;
@@ -203,6 +208,21 @@ export class TextStreamSegment {
     this.#o.onError?.(this.#error);
   }
 
+  /** Adds to the read-ahead; `size` counts towards its bound (captions too: marks without audio are bounded). */
+  #queue(item: Item, size: number): void {
+    this.#items.push(item);
+    this.#ahead += size;
+    if (this.#ahead >= this.#max) this.#full = true;
+  }
+
+  /** Waits while the read-ahead is full (until playback has used half of it, or an abort). */
+  async #room(): Promise<void> {
+    while (this.#full && !this.#scope.signal.aborted)
+      await new Promise<void>((resolve) => {
+        this.#roomWaiter = resolve;
+      });
+  }
+
   /** Reads the vendor's events into the read-ahead queue, up to the bound. */
   async #pump(): Promise<void> {
     const signal = this.#scope.signal;
@@ -214,7 +234,11 @@ export class TextStreamSegment {
             this.#ownCaptions = [];
           }
           const text = ev.text.trim();
-          if (text) this.#items.push({ kind: 'caption', text });
+          if (text) {
+            this.#queue({ kind: 'caption', text }, text.length);
+            await this.#room();
+            if (signal.aborted) return;
+          }
           continue;
         }
         if (ev.data.length === 0) continue;
@@ -223,14 +247,9 @@ export class TextStreamSegment {
         // A vendor that marks its sentences marks the first before its audio.
         if (this.#marks === 'unknown') this.#marks = 'own';
         if (this.#marks === 'own')
-          for (const text of this.#ownCaptions.splice(0)) this.#items.push({ kind: 'caption', text });
-        this.#items.push({ kind: 'audio', data: ev.data });
-        this.#ahead += ev.data.length;
-        if (this.#ahead >= this.#max) this.#full = true;
-        while (this.#full && !signal.aborted)
-          await new Promise<void>((resolve) => {
-            this.#roomWaiter = resolve;
-          });
+          for (const text of this.#ownCaptions.splice(0)) this.#queue({ kind: 'caption', text }, text.length);
+        this.#queue({ kind: 'audio', data: ev.data }, ev.data.length);
+        await this.#room();
         if (signal.aborted) return;
       }
     } catch (err) {
@@ -253,8 +272,12 @@ export class TextStreamSegment {
       const next = await this.#items.next();
       if (next.done) return;
       const item = next.value;
-      if (item.kind === 'caption') this.#placed.push({ at: this.#samplesOut, text: item.text });
-      else if (item.kind === 'error') throw item.error;
+      if (item.kind === 'caption') {
+        this.#placed.push({ at: this.#samplesOut, text: item.text });
+        // Marks with no audio between them would all go out at once: only the last few matter.
+        if (this.#placed.length > MAX_PLACED) this.#placed.shift();
+        this.#drained(item.text.length);
+      } else if (item.kind === 'error') throw item.error;
       else {
         this.#drained(item.data.length);
         yield item.data;

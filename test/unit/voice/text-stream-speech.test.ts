@@ -9,6 +9,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { silentLogger } from '../../../core/logger.ts';
 import type { SessionMedia } from '../../../audio/media/media.ts';
+import type { TextStreamingTts, TtsStreamEvent } from '../../../audio/tts/tts.ts';
 import { AudioOut } from '../../../voice/conversation/audio-out.ts';
 import { boundedSpeech } from '../../../voice/conversation/speech.ts';
 import { TextStreamSpeech } from '../../../voice/conversation/text-stream-speech.ts';
@@ -261,4 +262,37 @@ describe('text-stream speech', () => {
     assert.equal(sent, 'This answer goes on and on and');
     assert.equal(logs.find('answer too long to speak; the rest is not spoken (conversation.maxAnswerChars)').length, 1);
   });
+});
+
+test('a vendor sending a flood of sentence marks and little audio: bounded, the answer still ends', async () => {
+  const r = rig();
+  let marks = 0;
+  const flood: TextStreamingTts = {
+    ...r.fake.tts,
+    openTextStream: () => ({
+      push: () => {},
+      finish: () => {},
+      events: (async function* (): AsyncGenerator<TtsStreamEvent> {
+        for (; marks < 20_000; marks++) yield { type: 'sentence', text: `mark ${marks}` };
+        yield { type: 'audio', data: Buffer.alloc(2880 * 2) };
+      })(),
+    }),
+  };
+  const seen: string[] = [];
+  const speech = new TextStreamSpeech({
+    tts: flood,
+    out: r.out,
+    media: { encode: peakEncode } as unknown as SessionMedia,
+    sampleRate: RATE,
+    frameMs: 60,
+    signal: r.ac.signal,
+    log: silentLogger,
+  });
+  speech.write('Hello. ');
+  await r.clock.run(speech.end(), 'the answer');
+  for (const c of r.captions()) seen.push(c);
+  assert.equal(marks, 20_000);
+  assert.ok(seen.length <= 16, `${seen.length} captions sent at the first frame`);
+  assert.equal(seen.at(-1), 'mark 19999', 'the last mark is the one shown');
+  assert.equal(r.frames().length, 2);
 });
