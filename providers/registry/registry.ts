@@ -18,6 +18,7 @@ import { PocketsphinxAsrSchema } from '../pocketsphinx/options.ts';
 import { OpenAiRealtimeAsr } from '../openai-realtime/asr.ts';
 import { VolcengineAsr } from '../volcengine/asr.ts';
 import { VolcengineAsrSchema } from '../volcengine/options.ts';
+import { VolcengineTtsSchema } from '../volcengine/tts-options.ts';
 
 /** The configuration's `asr` block: one provider's options, chosen by `provider`. */
 export const AsrSchema = z.discriminatedUnion('provider', [
@@ -29,7 +30,7 @@ export const AsrSchema = z.discriminatedUnion('provider', [
 ]);
 export type AsrOptions = z.infer<typeof AsrSchema>;
 /** The configuration's `tts` block. */
-export const TtsSchema = z.discriminatedUnion('provider', [EspeakTtsSchema, OpenAiTtsSchema]);
+export const TtsSchema = z.discriminatedUnion('provider', [EspeakTtsSchema, OpenAiTtsSchema, VolcengineTtsSchema]);
 export type TtsOptions = z.infer<typeof TtsSchema>;
 
 export interface AsrProvider<O> {
@@ -118,6 +119,12 @@ export const TTS_PROVIDERS: { [K in TtsOptions['provider']]: TtsProvider<Extract
   openai: {
     endpoint: (o) => ({ baseURL: o.baseURL, apiKey: o.apiKey }),
     create: async (o, log) => new (await import('../openai/tts.ts')).OpenAiTts(o, log),
+  },
+  volcengine: {
+    // A WebSocket URL has no `/models` for the start-up check to ask; a wrong key, resource or
+    // voice is named by the first answer's error (and the turn apologises in the embedded voice).
+    endpoint: () => undefined,
+    create: async (o, log) => new (await import('../volcengine/tts.ts')).VolcengineTts(o, log),
   },
 };
 
