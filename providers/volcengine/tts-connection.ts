@@ -210,7 +210,10 @@ export class VolcengineTtsConnection {
         this.#end(
           this.#started
             ? err
-            : new VoiceError(ErrorCode.ProviderUnavailable, `${err.message} (check tts.apiKey/appKey/accessKey and tts.resourceId)`),
+            : new VoiceError(
+                ErrorCode.ProviderUnavailable,
+                `${err.message} (check tts.apiKey/appKey/accessKey and tts.resourceId)`,
+              ),
         );
         return;
       }

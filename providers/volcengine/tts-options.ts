@@ -20,7 +20,9 @@ export const VolcengineTtsSchema = z
   .strictObject({
     provider: z.literal('volcengine'),
     /** The bidirectional endpoint (a proxy with the same protocol may be given instead). */
-    url: z.url({ protocol: /^wss?$/, error: 'tts.url must be a ws:// or wss:// URL' }).default(VOLCENGINE_TTS_DEFAULT_URL),
+    url: z
+      .url({ protocol: /^wss?$/, error: 'tts.url must be a ws:// or wss:// URL' })
+      .default(VOLCENGINE_TTS_DEFAULT_URL),
     /** The old console's APP ID, sent as `X-Api-App-Key` (and `X-Api-App-Id`); needs `accessKey`. */
     appKey: z.string().min(1).optional(),
     /** The old console's Access Token, sent as `X-Api-Access-Key`. */
@@ -44,10 +46,8 @@ export const VolcengineTtsSchema = z
     format: z.enum(['pcm', 'mp3', 'ogg_opus']).default('pcm'),
     /** `audio_params.sample_rate`: 24000 is the downlink rate of every firmware the project knows. */
     sampleRate: z
-      .number()
-      .int()
-      .refine((r) => (VOLCENGINE_TTS_SAMPLE_RATES as readonly number[]).includes(r), {
-        message: `tts.sampleRate must be one of ${VOLCENGINE_TTS_SAMPLE_RATES.join(', ')}`,
+      .literal(VOLCENGINE_TTS_SAMPLE_RATES, {
+        error: `tts.sampleRate must be one of ${VOLCENGINE_TTS_SAMPLE_RATES.join(', ')}`,
       })
       .default(24_000),
     /** `audio_params.speech_rate`, −50…100: 0 is normal, 100 twice as fast, −50 half. */

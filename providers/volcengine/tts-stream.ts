@@ -130,7 +130,10 @@ export class VolcengineTtsStream implements TtsTextStream, ConnectionUser {
     const room = this.#o.maxChars - this.#chars;
     if (text.length > room) {
       if (this.#dropped === 0)
-        this.#log.warn({ maxChars: this.#o.maxChars }, 'volcengine tts: the answer is longer than tts.maxChars, dropping the rest');
+        this.#log.warn(
+          { maxChars: this.#o.maxChars },
+          'volcengine tts: the answer is longer than tts.maxChars, dropping the rest',
+        );
       this.#dropped += text.length - Math.max(0, room);
       if (room <= 0) return;
       text = text.slice(0, room);

@@ -143,7 +143,10 @@ describe('the TTS stand-in against a client we did not write (xinnan’s huoshan
 
   test('seed-tts-2.0: its own text for the subtitles (it ignores our single sentence start), the audio as on 1.0', async () => {
     const first = fake.sessions.length;
-    const got = await peer('stream', [['二点零。']], { resourceId: 'seed-tts-2.0', voice: 'zh_female_vv_uranus_bigtts' });
+    const got = await peer('stream', [['二点零。']], {
+      resourceId: 'seed-tts-2.0',
+      voice: 'zh_female_vv_uranus_bigtts',
+    });
     assert.deepEqual(got.errors, []);
     assert.deepEqual(got.answers[0]?.marks, []);
     assert.equal(got.answers[0]?.pcm_bytes, fake.sessions[first]?.audioBytes);

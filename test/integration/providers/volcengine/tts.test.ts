@@ -9,10 +9,14 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { canStreamText, type TtsStreamEvent, type TextStreamingTts, type Tts } from '../../../../audio/tts/tts.ts';
 import { ErrorCode, VoiceError } from '../../../../core/errors.ts';
-import { silentLogger } from '../../../../core/logger.ts';
+import { silentLogger, type Logger } from '../../../../core/logger.ts';
 import { createTts } from '../../../../providers/index.ts';
 import { createLogger } from '../../../../server/logger.ts';
-import { startFakeVolcengineTts, type FakeVolcengineTts } from '../../../fixtures/fake-volcengine-tts.ts';
+import {
+  startFakeVolcengineTts,
+  type FakeVolcengineTts,
+  type FakeVolcengineTtsOptions,
+} from '../../../fixtures/fake-volcengine-tts.ts';
 import { createLogSink } from '../../../helpers/log-sink.ts';
 import { sleep, waitFor, within } from '../../../helpers/wait.ts';
 
@@ -38,9 +42,9 @@ async function volcengine(o: Record<string, unknown> = {}, f: FakeVolcengineTts 
 async function speak(
   tts: TextStreamingTts,
   fragments: string[],
-  signal = new AbortController().signal,
+  log: Logger = silentLogger,
 ): Promise<{ events: TtsStreamEvent[]; error?: VoiceError }> {
-  const stream = tts.openTextStream({ signal, log: silentLogger });
+  const stream = tts.openTextStream({ signal: new AbortController().signal, log });
   for (const f of fragments) stream.push(f);
   stream.finish();
   const events: TtsStreamEvent[] = [];
@@ -75,7 +79,12 @@ after(async () => {
 
 describe('volcengine tts: answers', () => {
   test('fragments pushed as written come back as the vendor’s sentence marks, each before its audio, in order', async () => {
-    const tts = await volcengine({ sampleRate: 16_000, speechRate: 20, emotion: 'happy', additions: { silence_duration: 100 } });
+    const tts = await volcengine({
+      sampleRate: 16_000,
+      speechRate: 20,
+      emotion: 'happy',
+      additions: { silence_duration: 100 },
+    });
     assert.deepEqual(tts.outputFormat, { container: 'pcm', sampleRate: 16_000 });
     const before = fake.sessions.length;
     const { events, error } = await speak(tts, FRAGMENTS);
@@ -94,7 +103,10 @@ describe('volcengine tts: answers', () => {
     assert.equal(events[0]?.type, 'sentence');
     for (const [k, [, at]] of marks.entries()) {
       const next = marks[k + 1]?.[1] ?? events.length;
-      assert.ok(events.slice(at + 1, next).some((e) => e.type === 'audio'), `audio after mark ${k}`);
+      assert.ok(
+        events.slice(at + 1, next).some((e) => e.type === 'audio'),
+        `audio after mark ${k}`,
+      );
     }
     assert.equal(audioBytes(events), s.audioBytes);
     // The stand-in's tone is 120 ms per character at the session's rate: the first sentence's 7.
@@ -181,11 +193,60 @@ describe('volcengine tts: answers', () => {
     }
   });
 
+  test('the stand-in can speak real speech (espeak-ng), at the asked rate', async () => {
+    const speaking = await startFakeVolcengineTts({ speech: 'espeak' });
+    try {
+      const tts = await volcengine({ sampleRate: 24_000 }, speaking);
+      const { events, error } = await speak(tts, ['Hello there. ', 'How are you?']);
+      assert.equal(error, undefined);
+      assert.deepEqual(
+        events.filter((e) => e.type === 'sentence').map((e) => e.text),
+        ['Hello there.', 'How are you?'],
+      );
+      const pcm = Buffer.concat(events.flatMap((e) => (e.type === 'audio' ? [e.data] : [])));
+      const samples = new Int16Array(pcm.buffer, pcm.byteOffset, pcm.length / 2);
+      // Two short sentences: more than half a second, less than ten, and not silence.
+      assert.ok(samples.length > 12_000 && samples.length < 240_000, String(samples.length));
+      assert.ok(
+        samples.some((v) => Math.abs(v) > 3000),
+        'speech, not silence',
+      );
+    } finally {
+      await speaking.close();
+    }
+  });
+
+  test('a kept connection the vendor no longer serves (closed at StartSession): the answer is retried once on a new one', async () => {
+    const own = await startFakeVolcengineTts();
+    try {
+      own.fault = 'refuse-reuse';
+      const tts = await volcengine({}, own);
+      assert.equal((await speak(tts, ['一。'])).error, undefined);
+      const second = await speak(tts, ['二。']);
+      assert.equal(second.error, undefined);
+      assert.deepEqual(
+        second.events.filter((e) => e.type === 'sentence').map((e) => e.text),
+        ['二。'],
+      );
+      assert.equal(own.connections, 2);
+      assert.deepEqual(
+        own.sessions.map((s) => [s.connection, s.end]),
+        [
+          [0, 'finished'],
+          [1, 'finished'],
+        ],
+      );
+    } finally {
+      await own.close();
+    }
+  });
+
   test('the whole-text synthesize is one session: its audio, without marks', async () => {
     const tts = await volcengine();
     const before = fake.sessions.length;
     let bytes = 0;
-    for await (const chunk of tts.synthesize('你好。再见。', { signal: new AbortController().signal })) bytes += chunk.length;
+    for await (const chunk of tts.synthesize('你好。再见。', { signal: new AbortController().signal }))
+      bytes += chunk.length;
     const s = fake.sessions[before];
     assert.deepEqual(s?.sentences, ['你好。', '再见。']);
     assert.equal(bytes, s?.audioBytes);
@@ -204,10 +265,7 @@ describe('volcengine tts: answers', () => {
   });
 
   test('the new console’s API key alone is sent as X-Api-Key', async () => {
-    const tts = await createTts(
-      { provider: 'volcengine', url: fake.url, apiKey: 'test-api-key' },
-      silentLogger,
-    );
+    const tts = await createTts({ provider: 'volcengine', url: fake.url, apiKey: 'test-api-key' }, silentLogger);
     made.push(tts);
     assert.ok(canStreamText(tts));
     const before = fake.sessions.length;
@@ -220,16 +278,15 @@ describe('volcengine tts: answers', () => {
 
   test('text past maxChars is dropped with a warning; what fits is spoken', async () => {
     const sink = createLogSink();
-    const tts = await createTts(
-      { provider: 'volcengine', url: fake.url, ...KEYS, maxChars: 5 },
-      createLogger({ level: 'debug', destination: sink.stream }),
-    );
-    made.push(tts);
-    assert.ok(canStreamText(tts));
+    const tts = await volcengine({ maxChars: 5 });
     const before = fake.sessions.length;
-    assert.equal((await speak(tts, ['一二三', '四五六', '七八'])).error, undefined);
+    const log = createLogger({ level: 'debug', logContent: false, destination: sink.stream });
+    assert.equal((await speak(tts, ['一二三', '四五六', '七八'], log)).error, undefined);
     assert.equal(fake.sessions[before]?.texts.join(''), '一二三四五');
-    assert.ok(sink.lines.some((l) => /longer than tts.maxChars/.test(String(l.msg))), sink.text());
+    assert.ok(
+      sink.lines.some((l) => /longer than tts.maxChars/.test(String(l.msg))),
+      sink.text(),
+    );
   });
 });
 
@@ -304,28 +361,104 @@ describe('volcengine tts: faults', () => {
     name: string;
     fault?: FakeVolcengineTts['fault'];
     o?: Record<string, unknown>;
+    fake?: FakeVolcengineTtsOptions;
     code: string;
     message: RegExp;
     audio?: boolean;
   }> = [
-    { name: 'refused at the handshake (403)', fault: 'refuse', code: ErrorCode.ProviderUnavailable, message: /HTTP 403.*tts\.resourceId/ },
-    { name: 'a wrong access key (401)', o: { accessKey: 'wrong' }, code: ErrorCode.ProviderUnavailable, message: /HTTP 401.*tts\.appKey/ },
-    { name: 'ConnectionFailed', fault: 'connection-failed', code: ErrorCode.ProviderUnavailable, message: /unauthorized/ },
-    { name: 'an unknown voice', o: { voice: 'no_such_voice' }, code: ErrorCode.ProviderRejected, message: /45000001.*no_such_voice/ },
-    { name: 'a 2.0 voice on a 1.0 resource', o: { voice: 'zh_female_vv_uranus_bigtts' }, code: ErrorCode.ProviderRejected, message: /mismatched/ },
-    { name: 'SessionFailed mid-answer', fault: 'session-failed', code: ErrorCode.ProviderFailed, message: /55000000/, audio: true },
-    { name: 'an error frame mid-answer', fault: 'error-frame', code: ErrorCode.ProviderFailed, message: /55000001/, audio: true },
-    { name: 'a stall past timeoutMs', fault: 'stall', o: { timeoutMs: 300 }, code: ErrorCode.Timeout, message: /300 ms/, audio: true },
-    { name: 'a dropped socket', fault: 'drop', code: ErrorCode.ProviderFailed, message: /closed the connection/, audio: true },
-    { name: 'a garbage frame', fault: 'garbage', code: ErrorCode.ProviderFailed, message: /malformed frame/, audio: true },
-    { name: 'an oversize frame', fault: 'oversize', code: ErrorCode.ProviderFailed, message: /over 1048576 bytes/, audio: true },
+    {
+      name: 'refused at the handshake (403)',
+      fault: 'refuse',
+      code: ErrorCode.ProviderUnavailable,
+      message: /HTTP 403.*tts\.resourceId/,
+    },
+    {
+      name: 'a wrong access key (401)',
+      o: { accessKey: 'wrong' },
+      code: ErrorCode.ProviderUnavailable,
+      message: /HTTP 401.*tts\.appKey/,
+    },
+    {
+      name: 'ConnectionFailed',
+      fault: 'connection-failed',
+      code: ErrorCode.ProviderUnavailable,
+      message: /unauthorized/,
+    },
+    {
+      name: 'an unknown voice',
+      o: { voice: 'no_such_voice' },
+      fake: { voices: ['zh_female_wanwanxiaohe_moon_bigtts'] },
+      code: ErrorCode.ProviderRejected,
+      message: /45000001.*no_such_voice/,
+    },
+    {
+      name: 'a 2.0 voice on a 1.0 resource',
+      o: { voice: 'zh_female_vv_uranus_bigtts' },
+      code: ErrorCode.ProviderRejected,
+      message: /mismatched/,
+    },
+    {
+      name: 'SessionFailed mid-answer',
+      fault: 'session-failed',
+      code: ErrorCode.ProviderFailed,
+      message: /55000000/,
+      audio: true,
+    },
+    {
+      name: 'an error frame mid-answer',
+      fault: 'error-frame',
+      code: ErrorCode.ProviderFailed,
+      message: /55000001/,
+      audio: true,
+    },
+    {
+      name: 'a stall past timeoutMs',
+      fault: 'stall',
+      o: { timeoutMs: 300 },
+      code: ErrorCode.Timeout,
+      message: /300 ms/,
+      audio: true,
+    },
+    {
+      name: 'a dropped socket',
+      fault: 'drop',
+      code: ErrorCode.ProviderFailed,
+      message: /closed the connection/,
+      audio: true,
+    },
+    {
+      name: 'a garbage frame',
+      fault: 'garbage',
+      code: ErrorCode.ProviderFailed,
+      message: /malformed frame/,
+      audio: true,
+    },
+    {
+      name: 'an oversize frame',
+      fault: 'oversize',
+      code: ErrorCode.ProviderFailed,
+      message: /over 1048576 bytes/,
+      audio: true,
+    },
     { name: 'a text frame', fault: 'text-frame', code: ErrorCode.ProviderFailed, message: /text frame/, audio: true },
-    { name: 'no SessionStarted within connectTimeoutMs', fault: 'no-session-start', o: { connectTimeoutMs: 300 }, code: ErrorCode.Timeout, message: /SessionStarted/ },
-    { name: 'a handshake never answered', fault: 'stall-handshake', o: { connectTimeoutMs: 300 }, code: ErrorCode.Timeout, message: /SessionStarted/ },
+    {
+      name: 'no SessionStarted within connectTimeoutMs',
+      fault: 'no-session-start',
+      o: { connectTimeoutMs: 300 },
+      code: ErrorCode.Timeout,
+      message: /SessionStarted/,
+    },
+    {
+      name: 'a handshake never answered',
+      fault: 'stall-handshake',
+      o: { connectTimeoutMs: 300 },
+      code: ErrorCode.Timeout,
+      message: /SessionStarted/,
+    },
   ];
   for (const c of cases) {
     test(`${c.name}: events throw ${c.code} after the audio that came, and nothing is left open`, async () => {
-      const own = await startFakeVolcengineTts({ chunkIntervalMs: 10 });
+      const own = await startFakeVolcengineTts({ chunkIntervalMs: 10, ...c.fake });
       try {
         own.fault = c.fault ?? 'none';
         const tts = await volcengine(c.o ?? {}, own);
@@ -348,24 +481,30 @@ describe('volcengine tts: nothing outlives an answer', () => {
   test('after answers, a cancel and a failure, closing the provider leaves no socket or timer', async () => {
     const own = await startFakeVolcengineTts({ chunkIntervalMs: 5 });
     const start = holdings();
-    const tts = await createTts({ provider: 'volcengine', url: own.url, ...KEYS }, silentLogger);
-    assert.ok(canStreamText(tts));
-    assert.equal((await speak(tts, FRAGMENTS)).error, undefined);
-    const ac = new AbortController();
-    const s = tts.openTextStream({ signal: ac.signal, log: silentLogger });
-    s.push('一句话。');
-    s.finish();
-    await assert.rejects(
-      (async () => {
-        for await (const e of s.events) if (e.type === 'audio') ac.abort();
-      })(),
-      (e: unknown) => e instanceof VoiceError && e.code === ErrorCode.Aborted,
-    );
-    own.fault = 'drop';
-    assert.ok((await speak(tts, ['坏了。'])).error);
-    own.fault = 'none';
-    await tts.close();
-    await own.close();
+    try {
+      const tts = await createTts({ provider: 'volcengine', url: own.url, ...KEYS }, silentLogger);
+      assert.ok(canStreamText(tts));
+      try {
+        assert.equal((await speak(tts, FRAGMENTS)).error, undefined);
+        const ac = new AbortController();
+        const s = tts.openTextStream({ signal: ac.signal, log: silentLogger });
+        s.push('一句话。');
+        s.finish();
+        await assert.rejects(
+          (async () => {
+            for await (const e of s.events) if (e.type === 'audio') ac.abort();
+          })(),
+          (e: unknown) => e instanceof VoiceError && e.code === ErrorCode.Aborted,
+        );
+        own.fault = 'drop';
+        assert.ok((await speak(tts, ['坏了。'])).error);
+        own.fault = 'none';
+      } finally {
+        await tts.close();
+      }
+    } finally {
+      await own.close();
+    }
     await waitFor(() => holdings() <= start, { what: `holdings back to ${start} (now ${holdings()})` });
   });
 });

@@ -30,14 +30,23 @@ describe('TTS event frames written by the client', () => {
   });
 
   test('StartConnection has no id: event then the sized payload', () => {
-    assert.equal(encodeEventFrame(1, undefined, {}).toString('hex'), '111410000000000100000002' + Buffer.from('{}').toString('hex'));
+    assert.equal(
+      encodeEventFrame(1, undefined, {}).toString('hex'),
+      '111410000000000100000002' + Buffer.from('{}').toString('hex'),
+    );
   });
 });
 
 describe('TTS server frames read by the client', () => {
   test('a JSON event (0x9) and an audio response (0xB) with the session id', () => {
     const json = decodeEventFrame(event(0x94, 0x10, 350, sized('s1'), sized('{"text":"你好"}')), CAP);
-    assert.deepEqual(json, { kind: 'event', event: 350, audio: false, id: 's1', payload: Buffer.from('{"text":"你好"}') });
+    assert.deepEqual(json, {
+      kind: 'event',
+      event: 350,
+      audio: false,
+      id: 's1',
+      payload: Buffer.from('{"text":"你好"}'),
+    });
     const audio = decodeEventFrame(event(0xb4, 0x00, 352, sized('s1'), sized(Buffer.from([1, 2, 3, 4]))), CAP);
     assert.deepEqual(audio, { kind: 'event', event: 352, audio: true, id: 's1', payload: Buffer.from([1, 2, 3, 4]) });
   });
@@ -85,6 +94,10 @@ describe('TTS server frames read by the client', () => {
       [event(0x94, 0x10, 350, Buffer.from([0, 0, 0, 9]), Buffer.from('ab')), /session id size 9/],
       [Buffer.from('this is no tts frame'), /protocol version/],
     ];
-    for (const [frame, message] of bad) assert.throws(() => decodeEventFrame(frame, CAP), (e: unknown) => e instanceof FrameError && message.test(e.message));
+    for (const [frame, message] of bad)
+      assert.throws(
+        () => decodeEventFrame(frame, CAP),
+        (e: unknown) => e instanceof FrameError && message.test(e.message),
+      );
   });
 });

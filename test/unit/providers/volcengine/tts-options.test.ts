@@ -3,7 +3,11 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { configSecrets } from '../../../../core/config-secrets.ts';
 import { TtsSchema } from '../../../../providers/index.ts';
-import { startSessionPayload, taskRequestPayload, ttsReqParams } from '../../../../providers/volcengine/tts-messages.ts';
+import {
+  startSessionPayload,
+  taskRequestPayload,
+  ttsReqParams,
+} from '../../../../providers/volcengine/tts-messages.ts';
 import { VolcengineTtsSchema } from '../../../../providers/volcengine/tts-options.ts';
 import { ConfigSchema } from '../../../../server/config.ts';
 
@@ -65,7 +69,14 @@ describe('volcengine TTS options', () => {
     assert.deepEqual(params, {
       speaker: 'zh_male_x_moon_bigtts',
       model: 'seed-tts-1.1',
-      audio_params: { format: 'pcm', sample_rate: 16_000, speech_rate: -10, loudness_rate: 20, emotion: 'sad', emotion_scale: 3 },
+      audio_params: {
+        format: 'pcm',
+        sample_rate: 16_000,
+        speech_rate: -10,
+        loudness_rate: 20,
+        emotion: 'sad',
+        emotion_scale: 3,
+      },
       additions: '{"explicit_language":"zh","post_process":{"pitch":2}}',
     });
     assert.deepEqual(startSessionPayload(params), {
