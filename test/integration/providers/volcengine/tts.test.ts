@@ -174,6 +174,26 @@ describe('volcengine tts: answers', () => {
     }
   });
 
+  test('overlapping answers get a connection each (never two sessions on one); both are kept for the next', async () => {
+    const own = await startFakeVolcengineTts({ chunkIntervalMs: 5 });
+    try {
+      const tts = await volcengine({}, own);
+      const [a, b] = await Promise.all([speak(tts, ['甲的回答。']), speak(tts, ['乙的回答。'])]);
+      assert.equal(a.error, undefined);
+      assert.equal(b.error, undefined);
+      assert.equal(own.connections, 2);
+      assert.notEqual(own.sessions[0]?.connection, own.sessions[1]?.connection);
+      assert.equal((await speak(tts, ['丙。'])).error, undefined);
+      assert.equal(own.connections, 2, 'the third answer took a kept one');
+      assert.deepEqual(
+        own.sessions.map((s) => s.errors),
+        [[], [], []],
+      );
+    } finally {
+      await own.close();
+    }
+  });
+
   test('a kept connection the vendor closed while idle: the next answer opens a new one and succeeds', async () => {
     const own = await startFakeVolcengineTts();
     try {
