@@ -19,6 +19,7 @@ import { PocketsphinxAsrSchema } from '../pocketsphinx/options.ts';
 import { OpenAiRealtimeAsr } from '../openai-realtime/asr.ts';
 import { VolcengineAsr } from '../volcengine/asr.ts';
 import { VolcengineAsrSchema } from '../volcengine/options.ts';
+import { VolcengineTtsSchema } from '../volcengine/tts-options.ts';
 
 /** The configuration's `asr` block: one provider's options, chosen by `provider`. */
 export const AsrSchema = z.discriminatedUnion('provider', [
@@ -30,7 +31,12 @@ export const AsrSchema = z.discriminatedUnion('provider', [
 ]);
 export type AsrOptions = z.infer<typeof AsrSchema>;
 /** The configuration's `tts` block. */
-export const TtsSchema = z.discriminatedUnion('provider', [EspeakTtsSchema, OpenAiTtsSchema, CosyVoiceTtsSchema]);
+export const TtsSchema = z.discriminatedUnion('provider', [
+  EspeakTtsSchema,
+  OpenAiTtsSchema,
+  CosyVoiceTtsSchema,
+  VolcengineTtsSchema,
+]);
 export type TtsOptions = z.infer<typeof TtsSchema>;
 
 export interface AsrProvider<O> {
@@ -125,6 +131,12 @@ export const TTS_PROVIDERS: { [K in TtsOptions['provider']]: TtsProvider<Extract
     // handshake) or voice (task-failed) is logged by the answer that meets it, naming the setting.
     endpoint: () => undefined,
     create: async (o, log) => new (await import('../dashscope/tts.ts')).CosyVoiceTts(o, log),
+  },
+  volcengine: {
+    // A WebSocket URL has no `/models` for the start-up check to ask; a wrong key, resource or
+    // voice is named by the first answer's error (and the turn apologises in the embedded voice).
+    endpoint: () => undefined,
+    create: async (o, log) => new (await import('../volcengine/tts.ts')).VolcengineTts(o, log),
   },
 };
 
