@@ -3,7 +3,7 @@
  * - `wav` and `pcm`: parsed and resampled in-process; no spawn, first
  *   PCM as soon as the first bytes arrive.
  * - `mp3` / `ogg` / `aac` / `flac`: one ffmpeg per utterance (60-90 ms start-up), via
- *   `transcodeToPcm`.
+ *   `transcodeToPcm`, told to decode from the first frame (no look-ahead to analyse the stream).
  * A session's speech does not come this way but through `to-opus.ts`, which leaves the decoding
  * and resampling of `pcm`, `wav` and Ogg/Opus to its media worker; here is what has no media
  * session (and ffmpeg's part of that path).
@@ -16,6 +16,9 @@ import { ByteAligner } from '../pcm/pcm.ts';
 import { Resampler } from '../pcm/resample.ts';
 import { WavStreamParser, downmix } from '../pcm/wav.ts';
 import type { StreamingTts, TtsOutputFormat } from './tts.ts';
+
+/** ffmpeg input options: decode from the first frame on, no probing or analysis of what follows. */
+const FIRST_FRAME_IS_ENOUGH = ['-probesize', '32', '-analyzeduration', '0'];
 
 export interface TtsPcmOptions {
   /** Target sample rate (the downlink Opus rate). */
@@ -68,6 +71,10 @@ export async function* ttsToPcm(
         ...(opts.log ? { log: opts.log } : {}),
         // Naming the demuxer saves probing; `ogg` covers OpenAI's `opus` (Ogg Opus) answers.
         inputFormat: format.container === 'aac' ? 'aac' : format.container,
+        // The stream's parameters are in its first frame: without these ffmpeg reads on to
+        // "analyse" it before decoding anything, ~8 KB of a 48 kb/s mp3, i.e. it waited for 1.3 s
+        // of a streamed answer's audio (measured: first PCM 657 → 60 ms after the first byte).
+        inputArgs: FIRST_FRAME_IS_ENOUGH,
       });
   }
 }
