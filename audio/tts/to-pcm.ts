@@ -4,7 +4,7 @@
  *   PCM as soon as the first bytes arrive.
  * - `mp3` / `ogg` / `aac` / `flac`: one ffmpeg per utterance (60-90 ms start-up), via
  *   `transcodeToPcm`, told to decode from the first frame (no look-ahead to analyse the stream).
- * A session's speech does not come this way but through `to-opus.ts`, which leaves the decoding
+ * A session's speech does not come this way but through `media/tts-to-opus.ts`, which leaves the decoding
  * and resampling of `pcm`, `wav` and Ogg/Opus to its media worker; here is what has no media
  * session (and ffmpeg's part of that path).
  */

@@ -7,7 +7,7 @@
 import type { Logger } from '../../core/logger.ts';
 import type { MediaEngine } from '../../audio/media/media.ts';
 import type { OpusSampleRate } from '../../audio/opus/codec.ts';
-import { synthesizeOpus } from '../../audio/tts/to-opus.ts';
+import { synthesizeOpus } from '../../audio/media/tts-to-opus.ts';
 import { createSentenceCutter } from '../../llm/sentences.ts';
 import type { HeldProfile } from '../../voice/conversation/turn-profile.ts';
 import { oggOpus } from './ogg-opus.ts';

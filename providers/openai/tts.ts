@@ -4,7 +4,7 @@
  * as it arrives (the SDK hands a binary answer over unread); `timeoutMs` bounds the wait for the
  * answer and every gap between its chunks. It runs in the caller's thread, which only passes the
  * bytes on: `pcm`, `wav` and `opus` (Ogg) to the session's media worker, which decodes them
- * (`audio/tts/to-opus.ts`), the other formats to one ffmpeg per sentence.
+ * (`audio/media/tts-to-opus.ts`), the other formats to one ffmpeg per sentence.
  */
 import type OpenAI from 'openai';
 import { linkedScope, throwIfAborted } from '../../core/abort.ts';

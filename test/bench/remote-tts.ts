@@ -16,7 +16,7 @@ import { startModuleWorker } from '../../core/start-worker.ts';
 import { silentLogger } from '../../core/logger.ts';
 import { createMediaEngine } from '../../audio/media/engine.ts';
 import type { SessionMedia } from '../../audio/media/media.ts';
-import { synthesizeOpus } from '../../audio/tts/to-opus.ts';
+import { synthesizeOpus } from '../../audio/media/tts-to-opus.ts';
 import { synthesizePcm } from '../../audio/tts/to-pcm.ts';
 import type { StreamingTts } from '../../audio/tts/tts.ts';
 import { OpenAiTtsSchema } from '../../providers/openai/options.ts';

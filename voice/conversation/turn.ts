@@ -8,7 +8,7 @@ import { realClock, type Clock } from '../../core/clock.ts';
 import { ErrorCode, isAbortError, toVoiceError, VoiceError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
 import type { SessionMedia } from '../../audio/media/media.ts';
-import { synthesizeOpus } from '../../audio/tts/to-opus.ts';
+import { synthesizeOpus } from '../../audio/media/tts-to-opus.ts';
 import type { Tts } from '../../audio/tts/tts.ts';
 import type { History } from '../../llm/history.ts';
 import { runReact, type ReactOutcome } from '../../llm/react.ts';

@@ -14,7 +14,7 @@ import { silentLogger } from '../../../../core/logger.ts';
 import { VoiceError } from '../../../../core/errors.ts';
 import { createMediaEngine } from '../../../../audio/media/engine.ts';
 import type { MediaEngine, SessionMedia } from '../../../../audio/media/media.ts';
-import { synthesizeOpus } from '../../../../audio/tts/to-opus.ts';
+import { synthesizeOpus } from '../../../../audio/media/tts-to-opus.ts';
 import { synthesizePcm } from '../../../../audio/tts/to-pcm.ts';
 import { OpenAiTtsSchema } from '../../../../providers/openai/options.ts';
 import { OpenAiTts } from '../../../../providers/openai/tts.ts';

@@ -3,12 +3,12 @@
  * the audio work: `pcm` (at any rate), `wav` and Ogg/Opus bytes go to the worker as they arrive,
  * and it resamples or decodes them before encoding (`SessionMedia.encode` with a format), so the
  * main thread never touches a sample of them. `mp3`, `aac` and `flac` go through one ffmpeg per
- * utterance first (`to-pcm.ts`), which outputs PCM at the downlink rate. First audio leaves as
+ * utterance first (`../tts/to-pcm.ts`), which outputs PCM at the downlink rate. First audio leaves as
  * soon as the first bytes decode: nothing waits for the body's end.
  */
-import type { DownlinkFormat, SessionMedia } from '../media/media.ts';
-import { ttsFailure, ttsToPcm, type TtsPcmOptions } from './to-pcm.ts';
-import type { StreamingTts, TtsOutputFormat } from './tts.ts';
+import type { DownlinkFormat, SessionMedia } from './media.ts';
+import { ttsFailure, ttsToPcm, type TtsPcmOptions } from '../tts/to-pcm.ts';
+import type { StreamingTts, TtsOutputFormat } from '../tts/tts.ts';
 
 /** The format a media worker reads itself, or undefined when ffmpeg must decode it first. */
 export function workerDecodes(format: TtsOutputFormat): DownlinkFormat | undefined {
