@@ -108,7 +108,7 @@ function dotIsNotAnEnd(buf: string, i: number): boolean {
 }
 
 /** Markdown links and inline code must not be split between pieces (the stripper needs both halves). */
-function markupBalanced(piece: string): boolean {
+export function markupBalanced(piece: string): boolean {
   const ticks = piece.split('`').length - 1;
   if (ticks % 2 !== 0) return false;
   const open = piece.split('[').length - 1;

@@ -11,7 +11,8 @@
 # With --test it also installs what the test suite uses: flite (test speech), sox, chromium (browser tests),
 # postgresql (the store tests start a throwaway cluster with its initdb and pg_ctl), nginx (the
 # replicas stack's proxy configuration runs in it; the tests start their own, never the service),
-# python3-websockets (third-party clients, FunASR's and Volcengine peers', run against the test stand-ins).
+# python3-websockets (third-party clients, FunASR's and Volcengine peers', run against the test stand-ins),
+# python3-websocket (websocket-client, which the DashScope SDK's synthesizer, a CosyVoice peer, runs on),
 # openssl (the TLS tests make a throw-away certificate authority with it).
 # Run again, it installs only what is missing or changed (a second run takes about a second).
 set -euo pipefail
@@ -28,7 +29,7 @@ install_node_advice="Install Node $LINE yourself (https://nodejs.org/en/download
   or a version manager such as nvm), make it the node on PATH, and run bash scripts/setup.sh again."
 
 packages="ffmpeg espeak-ng pocketsphinx pocketsphinx-en-us"
-if [ "${1:-}" = "--test" ]; then packages="$packages flite sox chromium postgresql nginx python3-websockets openssl"; fi
+if [ "${1:-}" = "--test" ]; then packages="$packages flite sox chromium postgresql nginx python3-websockets python3-websocket openssl"; fi
 
 missing=""
 for p in $packages; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done

@@ -8,7 +8,7 @@ import type { WorkerObserver } from '../core/worker-rpc.ts';
 import { AdmissionControl, type MediaLoad, type SessionOpenedHook } from '../transport/session-door/index.ts';
 import { buildApp, deviceSessionsFor, recordSessions, type App } from './app.ts';
 import type { Config } from './config.ts';
-import { createDeps, type Deps } from './deps.ts';
+import { createDeps, type CreateDepsOptions, type Deps } from './deps.ts';
 import { agentLookupOf, configAgentParts, type AgentLookup } from '../features/agents/index.ts';
 import { openConfiguredStore } from './open-store.ts';
 import { bridgeHubFor } from '../features/mcp-endpoint/index.ts';
@@ -63,6 +63,8 @@ export interface AssembleOptions {
   idleLinks?: IdleDeviceLinks;
   /** Wall-clock time of reminders (set and fired), ms since the epoch; default `Date.now` (tests move it). */
   now?: () => number;
+  /** Makes a voice from its options; default the registry's (`CreateDepsOptions.createTts`: tests inject stand-ins). */
+  createTts?: CreateDepsOptions['createTts'];
 }
 
 export async function assembleServer(
@@ -108,6 +110,7 @@ async function assembleWithStore(
     memory: store.memory,
     ...(config.reminders.enabled ? { reminders: store.reminders } : {}),
     ...(opts.now ? { now: opts.now } : {}),
+    ...(opts.createTts ? { createTts: opts.createTts } : {}),
     onStoreChange: (listener) => store.onChange(listener),
     ...(opts.onSecret ? { onSecret: opts.onSecret } : {}),
   });

@@ -291,6 +291,12 @@ export const ConversationSchema = z.strictObject({
   tooManyTurns: z.string().min(1).default(EN.conversation.tooManyTurns),
   /** Characters of a typed text (`listen detect`) the model gets; the rest is cut. */
   maxTextChars: z.number().int().min(1).max(MAX_DEVICE_TEXT).default(500),
+  /**
+   * Characters of one answer that are spoken, i.e. sent to the voice (a paid TTS bills them; a
+   * streaming voice gets them as the model writes). Past it the rest of the answer is not spoken
+   * and a warning is logged; the whole answer still goes to the history.
+   */
+  maxAnswerChars: z.number().int().min(100).max(100_000).default(4000),
 });
 
 /** `asr` and `tts`: each provider's own options schema (`providers/<vendor>/options.ts`), chosen by `provider`. */

@@ -14,7 +14,7 @@ import { createMediaEngine, resolveWorkerCount } from '../audio/media/engine.ts'
 import type { MediaEngine } from '../audio/media/media.ts';
 import { EspeakTtsSchema } from '../providers/espeak/options.ts';
 import { createEspeakTts } from '../providers/espeak/tts.ts';
-import { asrProvider, createTts } from '../providers/index.ts';
+import { asrProvider, createTts, type TtsOptions } from '../providers/index.ts';
 import { pickLlmOptions } from '../providers/openai/options.ts';
 import type { LlmClient } from '../llm/types.ts';
 import { createCompositeToolSource, type NamedToolSource } from '../mcp/composite-tool-source.ts';
@@ -85,12 +85,15 @@ export interface CreateDepsOptions {
   now?: () => number;
   /** The store's change feed: a device's memory deleted anywhere empties its live sessions' too. */
   onStoreChange?: (listener: (c: StoreChange) => void) => () => void;
+  /** Makes a voice from its options (the configuration's and agents'); default the registry's. Tests inject stand-ins. */
+  createTts?: (options: TtsOptions, log: Logger) => Promise<Tts>;
 }
 
 export async function createDeps(config: Config, log: Logger, opts: CreateDepsOptions = {}): Promise<Deps> {
   // The embedded TTS synthesises in the media workers, which load its voice; apologies must be
   // audible even when a remote TTS is what failed, so with one the embedded voice is the fallback.
-  const tts = await createTts(config.tts, log.child({ part: 'tts' }));
+  const makeTts: (options: TtsOptions, log: Logger) => Promise<Tts> = opts.createTts ?? createTts;
+  const tts = await makeTts(config.tts, log.child({ part: 'tts' }));
   const fallbackTts =
     tts.synthesis === 'media-worker' ? tts : createEspeakTts(EspeakTtsSchema.parse({ provider: 'espeak' }));
   const media = await createMediaEngine({
@@ -129,6 +132,7 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
     log,
     base: { asr, tts },
     clients: providers,
+    createTts: makeTts,
     ...(opts.onSecret ? { onSecret: opts.onSecret } : {}),
   });
   // Each device's memory: its agent now, and that agent's model for the summary.

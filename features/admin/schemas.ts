@@ -98,13 +98,13 @@ export const RevokeResult = z.object({
   revoked: z.array(z.object({ bindingId: z.string(), deviceId: z.string(), clientId: z.string() })),
 });
 
-/** An agent as the API returns it: its settings without API keys, and whether each is set. */
+/** An agent as the API returns it: its settings without API keys and credentials, and whether each is set. */
 export const AgentView = z.object({
   name: z.string(),
   settings: AgentSettingsSchema,
   /** An `llm.apiKey` is stored; its value is never returned. */
   apiKeySet: z.boolean(),
-  /** A `tts.apiKey` / `asr.apiKey` is stored (an OpenAI-compatible provider); never returned either. */
+  /** A credential of the `tts` / `asr` block is stored (`apiKey`, a vendor's `accessKey`, a token); never returned either. */
   ttsApiKeySet: z.boolean(),
   asrApiKeySet: z.boolean(),
   createdAt: z.string(),

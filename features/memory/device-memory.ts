@@ -56,6 +56,17 @@ function withinMs<T>(p: Promise<T>, ms: number, message: string): Promise<T> {
 
 /** Stored messages read per turn given back (a user message, tool calls, the answer). */
 const ROWS_PER_TURN = 8;
+/**
+ * Summaries asked of the model at once. Sessions end together (a shutdown's drain, a fleet going
+ * quiet) and a retry tick finds every pair that failed while the model was down: without a bound,
+ * each would be one request at the same moment.
+ */
+const SUMMARIES_AT_ONCE = 4;
+/**
+ * Pairs kept due for a retry. Past it the oldest is forgotten (its turns stay stored, and its next
+ * session's end makes it due again), so a model down for long holds bounded memory.
+ */
+const MAX_DUE = 10_000;
 
 interface Loaded {
   rows: ChatMessage[];
@@ -71,6 +82,8 @@ export class DeviceMemory {
   /** Identity pairs and agents whose summary is due; retried every `summaryRetryMs`. */
   readonly #due = new Map<string, { pair: DevicePair; agent: string }>();
   readonly #running = new Map<string, Promise<void>>();
+  /** Due pairs tried in this round (since the last retry tick): a failure waits for the next round. */
+  readonly #attempted = new Set<string>();
   readonly #timers: NodeJS.Timeout[] = [];
   readonly #abort = new AbortController();
   /** Live sessions by identity pair (`pairKey`). */
@@ -180,8 +193,31 @@ export class DeviceMemory {
   /** A session with `agent` in summary mode ended: fold its older turns into the summary, in the background. */
   summaryDue(pair: DevicePair, agent: string): void {
     if (this.#closed) return;
-    this.#due.set(dueKey(pair, agent), { pair, agent });
-    void this.#summarise(pair, agent);
+    const key = dueKey(pair, agent);
+    // A new end of session: tried again in this round, after the ones waiting longer.
+    this.#due.delete(key);
+    this.#attempted.delete(key);
+    this.#due.set(key, { pair, agent });
+    if (this.#due.size > MAX_DUE) {
+      const oldest = this.#due.keys().next().value;
+      if (oldest !== undefined) {
+        this.#due.delete(oldest);
+        this.#attempted.delete(oldest);
+      }
+      this.#log.warn({ kept: MAX_DUE }, 'memory: too many summaries waiting; the oldest waits for its next session');
+    }
+    this.#startDue();
+  }
+
+  /** Starts due summaries while fewer than SUMMARIES_AT_ONCE run (each one's end starts the next). */
+  #startDue(): void {
+    if (this.#closed) return;
+    for (const [key, { pair, agent }] of this.#due) {
+      if (this.#running.size >= SUMMARIES_AT_ONCE) return;
+      if (this.#attempted.has(key) || this.#running.has(key)) continue;
+      this.#attempted.add(key);
+      void this.#summarise(pair, agent);
+    }
   }
 
   /** Writes the summary now (after the queued turns are stored); resolves when done or failed (it stays due). */
@@ -201,6 +237,7 @@ export class DeviceMemory {
         if (now.agent !== agent) {
           // The device moved on: that agent's model is not known here any more; its summary waits.
           this.#due.delete(key);
+          this.#attempted.delete(key);
           return;
         }
         const { historyTurns, historyChars } = this.#o.settings;
@@ -219,7 +256,10 @@ export class DeviceMemory {
           signal: scope.signal,
         });
         // Turns left over (more than one request holds) are folded at the next retry.
-        if (folded !== 'more') this.#due.delete(key);
+        if (folded !== 'more') {
+          this.#due.delete(key);
+          this.#attempted.delete(key);
+        }
       } catch (err) {
         if (!this.#closed)
           this.#log.warn(
@@ -229,20 +269,24 @@ export class DeviceMemory {
       } finally {
         scope.dispose();
         this.#running.delete(key);
+        this.#startDue();
       }
     })();
     this.#running.set(key, work);
     return work;
   }
 
+  /** A new round: every pair still due may be tried once more, a few at a time. */
   #retryDue(): void {
-    for (const { pair, agent } of this.#due.values()) void this.#summarise(pair, agent);
+    this.#attempted.clear();
+    this.#startDue();
   }
 
   /** Summaries due now (tests): written or failed. */
   async settle(): Promise<void> {
     await this.#batcher.flush();
-    await Promise.all([...this.#running.values()]);
+    // Each one's end may start another that was waiting for room.
+    while (this.#running.size > 0) await Promise.all([...this.#running.values()]);
   }
 
   /** Removes turns past the retention period and the per-device maximum. */

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import type { Asr } from '../../audio/asr/asr.ts';
 import type { Tts } from '../../audio/tts/tts.ts';
 import type { Logger } from '../../core/logger.ts';
+import { CosyVoiceTtsSchema } from '../dashscope/tts-options.ts';
 import { EspeakTtsSchema, espeakForLanguage } from '../espeak/options.ts';
 import { createEspeakTts } from '../espeak/tts.ts';
 import { FunasrAsr } from '../funasr/asr.ts';
@@ -18,6 +19,7 @@ import { PocketsphinxAsrSchema } from '../pocketsphinx/options.ts';
 import { OpenAiRealtimeAsr } from '../openai-realtime/asr.ts';
 import { VolcengineAsr } from '../volcengine/asr.ts';
 import { VolcengineAsrSchema } from '../volcengine/options.ts';
+import { VolcengineTtsSchema } from '../volcengine/tts-options.ts';
 
 /** The configuration's `asr` block: one provider's options, chosen by `provider`. */
 export const AsrSchema = z.discriminatedUnion('provider', [
@@ -29,7 +31,12 @@ export const AsrSchema = z.discriminatedUnion('provider', [
 ]);
 export type AsrOptions = z.infer<typeof AsrSchema>;
 /** The configuration's `tts` block. */
-export const TtsSchema = z.discriminatedUnion('provider', [EspeakTtsSchema, OpenAiTtsSchema]);
+export const TtsSchema = z.discriminatedUnion('provider', [
+  EspeakTtsSchema,
+  OpenAiTtsSchema,
+  CosyVoiceTtsSchema,
+  VolcengineTtsSchema,
+]);
 export type TtsOptions = z.infer<typeof TtsSchema>;
 
 export interface AsrProvider<O> {
@@ -118,6 +125,18 @@ export const TTS_PROVIDERS: { [K in TtsOptions['provider']]: TtsProvider<Extract
   openai: {
     endpoint: (o) => ({ baseURL: o.baseURL, apiKey: o.apiKey }),
     create: async (o, log) => new (await import('../openai/tts.ts')).OpenAiTts(o, log),
+  },
+  cosyvoice: {
+    // A WebSocket URL has no `/models` for the start-up check to ask; a wrong key (HTTP 401 at the
+    // handshake) or voice (task-failed) is logged by the answer that meets it, naming the setting.
+    endpoint: () => undefined,
+    create: async (o, log) => new (await import('../dashscope/tts.ts')).CosyVoiceTts(o, log),
+  },
+  volcengine: {
+    // A WebSocket URL has no `/models` for the start-up check to ask; a wrong key, resource or
+    // voice is named by the first answer's error (and the turn apologises in the embedded voice).
+    endpoint: () => undefined,
+    create: async (o, log) => new (await import('../volcengine/tts.ts')).VolcengineTts(o, log),
   },
 };
 

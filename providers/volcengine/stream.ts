@@ -22,6 +22,8 @@ import type { Logger } from '../../core/logger.ts';
 import { decodeServerFrame, encodeAudioPacket, encodeFullClientRequest, FrameError } from './frames.ts';
 import { SAUC_SAMPLE_RATE, SaucResponseSchema, saucRequest } from './messages.ts';
 import type { VolcengineAsrOptions } from './options.ts';
+import { MAX_REFUSAL_BODY_BYTES, readRefusal } from './refusal.ts';
+import { MAX_VENDOR_ERROR_CHARS, vendorError } from './vendor-error.ts';
 
 /** What a vendor (or anything at its URL) can make one stream hold or do. */
 export const VOLCENGINE_LIMITS = {
@@ -36,22 +38,12 @@ export const VOLCENGINE_LIMITS = {
   /** Audio kept while the connection opens, in ms; past it the newest audio is dropped. */
   maxPendingMs: 60_000,
   /** Bytes of a refused handshake's body kept for the error message. */
-  maxRefusalBodyBytes: 1024,
+  maxRefusalBodyBytes: MAX_REFUSAL_BODY_BYTES,
   /** Characters of a vendor's error message kept in our error. */
-  maxErrorChars: 300,
+  maxErrorChars: MAX_VENDOR_ERROR_CHARS,
 } as const;
 
 const BYTES_PER_SECOND = SAUC_SAMPLE_RATE * 2;
-
-/**
- * Error frame codes: 45xxxxxx are about the request (parameters, empty or malformed audio, a
- * packet timeout), 55xxxxxx the vendor's own failures, 55000031 being "server busy".
- */
-function vendorError(code: number, message: string): VoiceError {
-  const text = `volcengine error ${code}: ${message.slice(0, VOLCENGINE_LIMITS.maxErrorChars)}`;
-  if (Math.floor(code / 1_000_000) === 45) return new VoiceError(ErrorCode.ProviderRejected, text);
-  return new VoiceError(ErrorCode.ProviderFailed, text, { retryable: true });
-}
 
 type Outcome = { ok: true; text: string } | { ok: false; error: VoiceError };
 
@@ -205,12 +197,7 @@ export class VolcengineStream implements AsrStream {
 
   /** The handshake got an HTTP answer instead of an upgrade: bad keys, resource id or URL. */
   #refused(res: IncomingMessage): void {
-    const status = res.statusCode ?? 0;
-    const logId = res.headers['x-tt-logid'];
-    const chunks: Buffer[] = [];
-    let bytes = 0;
-    const done = (): void => {
-      const body = Buffer.concat(chunks).toString('utf8').slice(0, VOLCENGINE_LIMITS.maxErrorChars).trim();
+    void readRefusal(res, VOLCENGINE_LIMITS.maxErrorChars).then(({ status, logId, body }) => {
       const hint =
         status === 401 || status === 403
           ? ' (check asr.appKey, asr.accessKey and asr.resourceId)'
@@ -225,15 +212,7 @@ export class VolcengineStream implements AsrStream {
           `volcengine refused the connection: HTTP ${status}${hint}${body ? `: ${body}` : ''}`,
         ),
       });
-    };
-    res.on('data', (chunk: Buffer) => {
-      if (bytes >= VOLCENGINE_LIMITS.maxRefusalBodyBytes) return;
-      chunks.push(chunk.subarray(0, VOLCENGINE_LIMITS.maxRefusalBodyBytes - bytes));
-      bytes += chunk.length;
-      if (bytes >= VOLCENGINE_LIMITS.maxRefusalBodyBytes) done();
     });
-    res.once('end', done);
-    res.once('error', done);
   }
 
   #onMessage(data: WebSocket.RawData, isBinary: boolean): void {

@@ -253,4 +253,32 @@ describe('admin console in Chromium, phone viewport', {
     assert.equal(errors.length, 1, errors.join('\n'));
     assert.match(errors[0] ?? '', /status of 401/);
   });
+
+  test('a voice the form has no fields for is set as its JSON block; the card names the vendor and voice', async () => {
+    await srv.app.store.agents.create('porch', { systemPrompt: 'Be brief.' });
+    const { page, errors } = await openPage(browser, `${srv.httpUrl}/admin`, { viewport: PHONE, isMobile: true });
+    await page.fill('#token', TOKEN);
+    await page.click('#sign-in-form button[type=submit]');
+    await page.locator('#console').waitFor({ state: 'visible' });
+    await page.click('[data-tab=agents]');
+    const porch = page.locator('details.agent[data-agent=porch]');
+    await porch.locator(':scope > summary').click();
+    await porch.locator('select[name=tts-provider]').selectOption('other');
+    // A setting the form has no field for (espeak's pitch): any provider's options go this way.
+    const json = porch.locator('textarea[name=tts-json]');
+    await json.fill('{ "provider": "espeak", "voice": "en-gb", "pitch": 70 ');
+    await porch.locator('button[type=submit]').click();
+    await page.locator('#notice', { hasText: 'not valid JSON' }).waitFor();
+    await json.fill('{ "provider": "espeak", "voice": "en-gb", "pitch": 70 }');
+    await porch.locator('button[type=submit]').click();
+    await page.locator('#notice', { hasText: 'Saved porch.' }).waitFor();
+    const stored = await srv.app.store.agents.get('porch');
+    const tts = stored?.settings.tts as Record<string, unknown> | undefined;
+    assert.equal(tts?.provider, 'espeak');
+    assert.equal(tts?.voice, 'en-gb');
+    assert.equal(tts?.pitch, 70);
+    await page.locator('details.agent[data-agent=porch] > summary', { hasText: 'voice: espeak en-gb' }).waitFor();
+    await fitsWidth(page);
+    assert.deepEqual(errors, []);
+  });
 });

@@ -1,7 +1,8 @@
 /**
  * @module One conversation turn: ASR (for speech) → `stt` → ReAct over the session's tools, its
- * text cut into sentences and spoken while the model is still writing → `tts stop`. A failure is
- * spoken as a short apology, never silence. Everything the turn starts stops with its signal.
+ * text spoken while the model is still writing (cut into sentences, or streamed to a voice that
+ * takes text in pieces: `speech.ts`) → `tts stop`. A failure is spoken as a short apology, never
+ * silence. Everything the turn starts stops with its signal.
  */
 import { linkedScope, type Scope } from '../../core/abort.ts';
 import { realClock, type Clock } from '../../core/clock.ts';
@@ -9,15 +10,17 @@ import { ErrorCode, isAbortError, toVoiceError, VoiceError } from '../../core/er
 import type { Logger } from '../../core/logger.ts';
 import type { SessionMedia } from '../../audio/media/media.ts';
 import { synthesizeOpus } from '../../audio/media/tts-to-opus.ts';
-import type { Tts } from '../../audio/tts/tts.ts';
+import { canStreamText, type Tts } from '../../audio/tts/tts.ts';
 import type { History } from '../../llm/history.ts';
 import { runReact, type ReactOutcome } from '../../llm/react.ts';
-import { createSentenceCutter } from '../../llm/sentences.ts';
 import { EmotionEmoji } from '../../protocol/messages.ts';
 import type { DeviceChannel } from '../session/channel.ts';
 import type { SessionInfo, StateControl } from '../session/conversation.ts';
 import { AudioOut } from './audio-out.ts';
+import { SentenceSpeech } from './sentence-speech.ts';
+import { boundedSpeech, type Speech } from './speech.ts';
 import { SpeechQueue, type Synthesize } from './speech-queue.ts';
+import { TextStreamSpeech } from './text-stream-speech.ts';
 import type { SessionTools, TurnTimings, VoiceDeps } from './voice-deps.ts';
 
 export type TurnInput =
@@ -115,6 +118,7 @@ export class Turn {
   #out: AudioOut | undefined;
   #firstFrameAt: number | null = null;
   #firstSentenceAt: number | null = null;
+  #ttsFirstAudioAt: number | null = null;
   #transcriptAt: number | null = null;
   /** Set by an abort (device, barge-in); a session end shows through the scope. */
   #cancelled = false;
@@ -275,7 +279,7 @@ export class Turn {
         const e = toVoiceError(err instanceof PartError ? err.cause : err);
         timings.outcome = 'failed';
         log.error({ code: e.code, err: e.message, ...(part ? { part } : {}) }, 'turn failed; apologising');
-        await this.#apologise(this.#apologyFor(part, e));
+        await this.#apologise(this.#apologyFor(part, e), part);
       }
     } finally {
       if (this.aborted) timings.outcome = 'aborted';
@@ -285,6 +289,7 @@ export class Turn {
       const since = (at: number): number => Math.max(0, Math.round(at - endedAt));
       if (this.#transcriptAt !== null) timings.asrMs = since(this.#transcriptAt);
       if (this.#firstSentenceAt !== null) timings.firstSentenceMs = since(this.#firstSentenceAt);
+      if (this.#ttsFirstAudioAt !== null) timings.ttsFirstAudioMs = since(this.#ttsFirstAudioAt);
       if (this.#firstFrameAt !== null) timings.firstAudioMs = since(this.#firstFrameAt);
       if (this.#early && this.#committed) timings.earlyStartMs = Math.round(endedAt - this.#createdAt);
       if (this.#silenceMs !== undefined) timings.endOfTurnMs = this.#silenceMs;
@@ -358,10 +363,45 @@ export class Turn {
    * Opus (no process, nothing CPU-heavy here); other providers stream bytes here, which the worker
    * decodes or resamples and encodes (mp3/aac/flac: ffmpeg first).
    */
-  #synth(tts: Tts): Synthesize {
+  #synth(tts: Tts, onAudio?: () => void): Synthesize {
     const { media, info, log } = this.#env;
-    if (tts.synthesis === 'media-worker') return (text, signal, urgent) => media.speak(text, signal, urgent, tts.voice);
-    return (text, signal) => synthesizeOpus(tts, text, media, { sampleRate: info.downlink.sampleRate, signal, log });
+    const timed = <T>(items: AsyncIterable<T>): AsyncIterable<T> => (onAudio ? firstOf(items, onAudio) : items);
+    if (tts.synthesis === 'media-worker')
+      return (text, signal, urgent) => timed(media.speak(text, signal, urgent, tts.voice));
+    return (text, signal) =>
+      timed(synthesizeOpus(tts, text, media, { sampleRate: info.downlink.sampleRate, signal, log }));
+  }
+
+  /**
+   * How the answer is spoken: streamed to a voice that takes text in pieces, else cut into
+   * sentences; by the voice's capability, never its name. Either way bounded in length.
+   */
+  #speech(out: AudioOut): Speech {
+    const { deps, log, media, info } = this.#env;
+    const onFirstText = (): void => {
+      this.#firstSentenceAt ??= this.#clock.now();
+    };
+    const onFirstAudio = (): void => {
+      this.#ttsFirstAudioAt ??= this.#clock.now();
+    };
+    const speech = canStreamText(deps.tts)
+      ? new TextStreamSpeech({
+          tts: deps.tts,
+          out,
+          media,
+          sampleRate: info.downlink.sampleRate,
+          frameMs: info.downlink.frameDurationMs,
+          signal: this.signal,
+          log,
+          onFirstText,
+          onFirstAudio,
+        })
+      : new SentenceSpeech(
+          new SpeechQueue(out, this.#synth(deps.tts, onFirstAudio), this.signal, log),
+          out,
+          onFirstText,
+        );
+    return boundedSpeech(speech, deps.config.conversation.maxAnswerChars, log);
   }
 
   async #speakPlain(out: AudioOut, text: string, tts: Tts): Promise<void> {
@@ -373,14 +413,7 @@ export class Turn {
 
   async #think(userText: string, out: AudioOut, timings: TurnTimings): Promise<ReactOutcome> {
     const { deps, log, tools, history, channel, info } = this.#env;
-    const speech = new SpeechQueue(out, this.#synth(deps.tts), this.signal, log);
-    const cutter = createSentenceCutter();
-    /** Every sentence of the answer goes to the speech queue here; the first one it speaks is timed. */
-    const say = (sentence: string): void => {
-      // The queue drops blank text (e.g. an apology configured as ""): that is not a first sentence.
-      if (sentence.trim()) this.#firstSentenceAt ??= this.#clock.now();
-      speech.push(sentence);
-    };
+    const speech = this.#speech(out);
     const context = tools.context
       ? await tools.context(this.signal).catch((err: unknown) => {
           log.warn({ err: toVoiceError(err).message }, 'resource context unavailable for this turn');
@@ -398,9 +431,7 @@ export class Turn {
         signal: this.signal,
         log,
         toolTimeoutMs: deps.config.llm.toolTimeoutMs,
-        onText: (delta) => {
-          for (const s of cutter.push(delta)) say(s);
-        },
+        onText: (delta) => speech.write(delta),
         onEmotion: (emotion) => {
           if (emotionSent) return;
           emotionSent = true;
@@ -421,30 +452,16 @@ export class Turn {
                 out,
                 signal: this.signal,
                 sampleRate: info.downlink.sampleRate,
-                flushSpeech: async () => {
-                  for (const s of cutter.flush()) say(s);
-                  await speech.idle();
-                },
-                speak: (text) => {
-                  for (const s of cutter.flush()) say(s);
-                  say(text);
-                },
+                flushSpeech: () => speech.flush(),
+                speak: (text) => speech.say(text),
               });
             }
           : undefined,
       }),
     );
-    for (const s of cutter.flush()) say(s);
     await speech.end();
     if (outcome.firstTokenMs !== undefined) timings.llmFirstTokenMs = outcome.firstTokenMs;
-    if (
-      outcome.reason !== 'aborted' &&
-      speech.errors.length > 0 &&
-      speech.spoken.length === 0 &&
-      out.framesSent === 0
-    ) {
-      throw new PartError('tts', speech.errors[0]);
-    }
+    if (outcome.reason !== 'aborted' && speech.failure) throw new PartError('tts', speech.failure);
     if (!this.dropped)
       log.info({ reason: outcome.reason, rounds: outcome.rounds, pii: { text: outcome.text } }, 'assistant answered');
     return outcome;
@@ -456,8 +473,11 @@ export class Turn {
     return part && PROVIDER_CODES.has(err.code) ? conv.apologies[part] : conv.apology;
   }
 
-  /** Speaks the apology, with the embedded TTS when the primary one may be what failed. */
-  async #apologise(text: string): Promise<void> {
+  /**
+   * Speaks the apology: with the embedded TTS when the voice is what failed (asking it again would
+   * fail again, or wait for its timeout again), else with the voice, the embedded one if that fails.
+   */
+  async #apologise(text: string, part: FailedPart | undefined): Promise<void> {
     const { deps, log } = this.#env;
     try {
       await this.#gate;
@@ -466,7 +486,8 @@ export class Turn {
     }
     if (this.aborted) return;
     const out = this.#audioOut();
-    const order = deps.fallbackTts && deps.fallbackTts !== deps.tts ? [deps.tts, deps.fallbackTts] : [deps.tts];
+    const fallback = deps.fallbackTts && deps.fallbackTts !== deps.tts ? deps.fallbackTts : undefined;
+    const order = fallback ? (part === 'tts' ? [fallback] : [deps.tts, fallback]) : [deps.tts];
     let spoken = false;
     for (const tts of order) {
       try {
@@ -485,6 +506,18 @@ export class Turn {
     } catch {
       out.stop();
     }
+  }
+}
+
+/** `items`, telling `onFirst` when the first one arrives. */
+async function* firstOf<T>(items: AsyncIterable<T>, onFirst: () => void): AsyncGenerator<T> {
+  let first = true;
+  for await (const item of items) {
+    if (first) {
+      first = false;
+      onFirst();
+    }
+    yield item;
   }
 }
 

@@ -15,6 +15,8 @@ export interface VoiceConfig {
     tooManyTurns: string;
     /** Characters of a typed text the model gets. */
     maxTextChars: number;
+    /** Characters of one answer that are spoken (sent to the voice); the rest is not. */
+    maxAnswerChars: number;
   };
   audio: {
     preBufferFrames: number;

@@ -53,8 +53,13 @@ export interface TurnTimings {
   asrMs?: number;
   /** The model's request → its first token (the provider's own latency). */
   llmFirstTokenMs?: number;
-  /** End of speech (server's decision) → the answer's first sentence cut from the model's text. */
+  /**
+   * End of speech (server's decision) → the answer's first text to the voice: its first sentence
+   * cut from the model's text, or, with a voice that takes text in pieces, the first text pushed.
+   */
   firstSentenceMs?: number;
+  /** End of speech (server's decision) → the voice's first audio of the answer (a streaming voice's first bytes). */
+  ttsFirstAudioMs?: number;
   /** End of speech (server's decision) → first audio frame sent. */
   firstAudioMs?: number;
   /**

@@ -66,3 +66,21 @@ test('a tts block given back without its key keeps the stored key for the same p
   const other = mergeSettings({ tts }, AgentSettingsPatchSchema.parse({ tts: { provider: 'espeak', voice: 'en-gb' } }));
   assert.equal((other.tts as Record<string, unknown>).apiKey, undefined);
 });
+
+test("a vendor's own credential fields (not only apiKey) are write-only too, and kept for the same provider", () => {
+  const asr = { provider: 'volcengine', appKey: 'app-secret-3', accessKey: 'access-secret-4', language: 'zh-CN' };
+  const v = agentView(row({ asr }));
+  assert.equal(JSON.stringify(v).includes('secret'), false, 'no credential in the view');
+  assert.deepEqual(v.settings.asr, { provider: 'volcengine', language: 'zh-CN' });
+  assert.equal(v.asrApiKeySet, true);
+  assert.deepEqual(apiKeysOf({ asr }).sort(), ['access-secret-4', 'app-secret-3']);
+  const patch = { asr: { provider: 'volcengine', language: 'en-US' } } as unknown as Parameters<
+    typeof mergeSettings
+  >[1];
+  assert.deepEqual(mergeSettings({ asr }, patch).asr, {
+    provider: 'volcengine',
+    language: 'en-US',
+    appKey: 'app-secret-3',
+    accessKey: 'access-secret-4',
+  });
+});

@@ -297,6 +297,71 @@ describe('device memory on the server', () => {
     }
   });
 
+  test('summaries are bounded: a fleet whose model is down is asked at most a few at a time, on session ends and on retries, and every one is written once it is back', async () => {
+    const store = await open(await target.fresh());
+    let inFlight = 0;
+    let most = 0;
+    let failing = true;
+    const llm: LlmClient = {
+      model: 'down-then-up',
+      async *stream(): AsyncIterable<LlmEvent> {
+        inFlight++;
+        most = Math.max(most, inFlight);
+        try {
+          await new Promise((r) => setTimeout(r, 20));
+          if (failing) throw new Error('model unreachable');
+          yield { type: 'text_delta', text: 'A summary.' };
+          yield { type: 'done', finishReason: 'stop' };
+        } finally {
+          inFlight--;
+        }
+      },
+    };
+    const memory = new DeviceMemory({
+      store: store.memory,
+      settings: { ...settings, historyTurns: 1, summaryRetryMs: 1000 },
+      agentOf: () => ({ agent: 'home', llm }),
+      log: silentLogger,
+    });
+    const pairs = Array.from({ length: 24 }, (_, i) => ({
+      deviceId: `a8:00:00:00:01:${i.toString(16).padStart(2, '0')}`,
+      clientId: `client-${i}`,
+    }));
+    try {
+      // 24 sessions end at once (a shutdown's drain, a fleet's evening), each with turns to fold.
+      for (const pair of pairs) {
+        const s = memory.forSession(pair as unknown as SessionInfo);
+        assert.ok(s);
+        await s.use('home', 'summary');
+        for (let t = 0; t < 3; t++)
+          s.record([
+            { role: 'user', content: `question ${t}` },
+            { role: 'assistant', content: `answer ${t}` },
+          ]);
+        s.close();
+      }
+      await memory.settle();
+      // A retry tick while the model is still down.
+      await new Promise((r) => setTimeout(r, 1300));
+      await memory.settle();
+      failing = false;
+      const end = Date.now() + 20_000;
+      let written = 0;
+      while (Date.now() < end) {
+        written = 0;
+        for (const pair of pairs) if ((await store.memory.summary(pair, 'home')) !== undefined) written++;
+        if (written === pairs.length) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.equal(written, pairs.length, 'every summary written once the model is back');
+      assert.ok(most <= 4, `at most 4 summaries at once, saw ${most}`);
+      assert.ok(most >= 2, `summaries do run side by side (saw ${most})`);
+    } finally {
+      await memory.close();
+      await store.close();
+    }
+  });
+
   test('a session that ends after the memory closed (shutdown past its drain) asks neither the store nor the model', async () => {
     const store = await open(await target.fresh());
     const llm = new ScriptedLlm();

@@ -113,7 +113,7 @@ describe('deployment files', () => {
     assert.match(df, /^USER node$/m);
     assert.match(df, /^HEALTHCHECK .*$/m);
     assert.match(df, /^ENTRYPOINT \["\/usr\/bin\/tini", "--"\]$/m);
-    assert.match(df, /^CMD \["node", "dist\/server\/main\.js"\]$/m);
+    assert.match(df, /^CMD \["node", "--max-semi-space-size=16", "dist\/server\/main\.js"\]$/m);
     assert.match(df, /npm_config_nodedir=\/usr\/local/);
   });
 

@@ -1,5 +1,7 @@
 // The agents tab: every agent with its prompt, language, voice and model, a form to create one
 // and to edit one. API keys are write-only: the form shows whether one is set, never its value.
+// The voice: the embedded and OpenAI-compatible ones have fields of their own; any other provider
+// the server knows is edited as its `tts` block in JSON (the server validates it).
 import { createAgent, deleteAgent, updateAgent } from './api.js';
 import { confirmButton, fill, h } from './dom.js';
 import { endpointPanel } from './mcp-endpoint.js';
@@ -65,6 +67,22 @@ function put(patch, path, value) {
   else (patch[path[0]] ??= {})[path[1]] = value;
 }
 
+/** Providers with fields of their own in the form; any other is edited as JSON. */
+const FORM_PROVIDERS = ['espeak', 'openai'];
+
+/** The `tts` block typed as JSON: an object naming its provider. */
+function ttsFromJson(text) {
+  let tts;
+  try {
+    tts = JSON.parse(text);
+  } catch (err) {
+    throw new Error(`Voice settings are not valid JSON: ${err.message}`);
+  }
+  if (typeof tts !== 'object' || tts === null || Array.isArray(tts) || typeof tts.provider !== 'string')
+    throw new Error('Voice settings must be a JSON object with a "provider".');
+  return tts;
+}
+
 /** The form's changes as a settings patch against `current` (an agent's settings, or {} when creating). */
 function settingsPatch(form, current, keySet) {
   const patch = {};
@@ -80,6 +98,7 @@ function settingsPatch(form, current, keySet) {
     const provider = form.elements.namedItem('tts-provider').value;
     const voice = form.elements.namedItem('tts-voice').value.trim();
     if (!provider) patch.tts = current.tts ? null : undefined;
+    else if (provider === 'other') patch.tts = ttsFromJson(form.elements.namedItem('tts-json').value);
     else {
       const tts = { provider, ...(voice ? { voice } : {}) };
       if (provider === 'openai') {
@@ -106,7 +125,8 @@ function withoutNulls(obj) {
 }
 
 function voiceFields(tts, ttsKeySet) {
-  const provider = tts?.provider ?? '';
+  const stored = tts?.provider ?? '';
+  const provider = stored && !FORM_PROVIDERS.includes(stored) ? 'other' : stored;
   const openai = h(
     'div',
     { class: 'openai-tts', hidden: provider !== 'openai' },
@@ -134,6 +154,31 @@ function voiceFields(tts, ttsKeySet) {
       }),
     ),
   );
+  const other = h(
+    'div',
+    { class: 'other-tts', hidden: provider !== 'other' },
+    h(
+      'label',
+      { class: 'field' },
+      'Voice settings (JSON: the provider and its options, see docs/tts.md)',
+      h(
+        'textarea',
+        {
+          name: 'tts-json',
+          rows: 6,
+          placeholder: '{ "provider": "…", "voice": "…" }',
+        },
+        provider === 'other' ? JSON.stringify(tts, null, 2) : '',
+      ),
+    ),
+    h(
+      'p',
+      { class: 'muted' },
+      ttsKeySet
+        ? 'Keys and tokens are set and never shown: leave them out to keep them.'
+        : 'Keys and tokens are never shown once saved.',
+    ),
+  );
   const select = h(
     'select',
     { name: 'tts-provider' },
@@ -141,28 +186,33 @@ function voiceFields(tts, ttsKeySet) {
       ['', 'server default'],
       ['espeak', 'embedded (espeak-ng)'],
       ['openai', 'OpenAI-compatible'],
+      ['other', 'another provider (JSON)'],
     ].map(([v, label]) => h('option', { value: v, selected: provider === v }, label)),
+  );
+  const voiceName = h(
+    'label',
+    { class: 'field', hidden: provider === 'other' },
+    'Voice name',
+    h('input', {
+      name: 'tts-voice',
+      type: 'text',
+      value: tts?.voice ?? '',
+      placeholder: 'en-us, cmn-latn-pinyin, alloy…',
+    }),
   );
   select.addEventListener('change', () => {
     openai.hidden = select.value !== 'openai';
+    other.hidden = select.value !== 'other';
+    voiceName.hidden = select.value === 'other';
   });
   return h(
     'fieldset',
     { class: 'voice' },
     h('legend', {}, 'Voice'),
     h('label', { class: 'field' }, 'Speech provider', select),
-    h(
-      'label',
-      { class: 'field' },
-      'Voice name',
-      h('input', {
-        name: 'tts-voice',
-        type: 'text',
-        value: tts?.voice ?? '',
-        placeholder: 'en-us, cmn-latn-pinyin, alloy…',
-      }),
-    ),
+    voiceName,
     openai,
+    other,
   );
 }
 
@@ -218,8 +268,8 @@ function agentForm(agent, done) {
   });
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
-    const patch = settingsPatch(form, settings, agent?.apiKeySet);
     try {
+      const patch = settingsPatch(form, settings, agent?.apiKeySet);
       if (agent) {
         await updateAgent(agent.name, patch);
         done(`Saved ${agent.name}.`);
@@ -240,7 +290,7 @@ function summary(a) {
   const bits = [
     s.language ?? 'default language',
     s.llm?.model ?? 'default model',
-    s.tts?.voice ? `voice ${s.tts.voice}` : 'default voice',
+    s.tts ? `voice: ${[s.tts.provider, s.tts.voice].filter(Boolean).join(' ')}` : 'default voice',
     a.apiKeySet ? 'key set' : null,
   ].filter(Boolean);
   return h('p', { class: 'facts' }, bits.join(' · '));
