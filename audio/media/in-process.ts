@@ -10,6 +10,7 @@ import { MediaCore, type CoreSession } from './media-core.ts';
 import {
   FRAME_MS,
   UPLINK_SAMPLE_RATE,
+  type DownlinkFormat,
   type MediaEngine,
   type MediaThreadConfig,
   type SessionMedia,
@@ -42,9 +43,13 @@ class InProcessSession implements SessionMedia {
     this.#chain = this.#chain.then(() => this.#core.resetVad());
   }
 
-  encode(pcm: AsyncIterable<Int16Array>, signal: AbortSignal): AsyncIterable<Buffer> {
+  encode(
+    audio: AsyncIterable<Int16Array | Uint8Array>,
+    signal: AbortSignal,
+    format?: DownlinkFormat,
+  ): AsyncIterable<Buffer> {
     const stream = ++this.#streams;
-    return encodeChunks(pcm, signal, (chunk, final) => this.#core.encodeChunk(stream, chunk, final));
+    return encodeChunks(audio, signal, format, (chunk, final) => this.#core.encodeChunk(stream, chunk, final, format));
   }
 
   async *speak(text: string, signal: AbortSignal, _urgent?: boolean, voice?: EspeakVoice): AsyncGenerator<Buffer> {

@@ -5,7 +5,7 @@
  */
 import { ErrorCode, VoiceError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
-import { createOpusCodec, type OpusCodec } from '../opus/codec.ts';
+import { createOpusCodec, type OpusCodec, type OpusSampleRate } from '../opus/codec.ts';
 import { PcmFramer } from '../pcm/pcm.ts';
 import { Resampler } from '../pcm/resample.ts';
 import {
@@ -22,9 +22,11 @@ import {
   type EspeakVoice,
 } from '../tts/espeak-wasm.ts';
 import { createVadModel, type VadModel, type VadStream } from '../vad/vad.ts';
+import { createDownlinkInput, type DownlinkInput } from './downlink-input.ts';
 import {
   FRAME_MS,
   UPLINK_SAMPLE_RATE,
+  type DownlinkFormat,
   type EspeakEngineChoice,
   type MediaThreadConfig,
   type SessionMediaOptions,
@@ -142,7 +144,10 @@ export class MediaCore {
       log,
     });
     const vad = this.#vadModel.createStream(opts.vad);
-    return new CoreSession(decoder, encoder, vad, this.#espeak, this.#config);
+    return new CoreSession(decoder, encoder, vad, this.#espeak, this.#config, {
+      downlinkSampleRate: opts.downlinkSampleRate,
+      log,
+    });
   }
 
   async close(): Promise<void> {
@@ -153,24 +158,41 @@ export class MediaCore {
   }
 }
 
+/** A downlink stream being encoded: its framer, and what turns its input into PCM at the downlink rate. */
+interface DownlinkStream {
+  framer: PcmFramer;
+  input: DownlinkInput;
+}
+
 export class CoreSession {
   readonly decoder: OpusCodec;
   readonly encoder: OpusCodec;
   readonly #vad: VadStream;
   readonly #espeak: EspeakEngine;
   readonly #thread: MediaThreadConfig;
-  /** One framer per downlink stream (each `encode` call), so streams never mix samples. */
-  readonly #framers = new Map<number, PcmFramer>();
+  readonly #downlinkRate: OpusSampleRate;
+  readonly #log: Logger;
+  /** One framer and input per downlink stream (each `encode` call), so streams never mix samples. */
+  readonly #streams = new Map<number, DownlinkStream>();
   /** Voices other than the thread's that espeak-ng was found to know. */
   readonly #checkedVoices = new Set<string>();
   #closed = false;
 
-  constructor(decoder: OpusCodec, encoder: OpusCodec, vad: VadStream, espeak: EspeakEngine, thread: MediaThreadConfig) {
+  constructor(
+    decoder: OpusCodec,
+    encoder: OpusCodec,
+    vad: VadStream,
+    espeak: EspeakEngine,
+    thread: MediaThreadConfig,
+    downlink: { downlinkSampleRate: OpusSampleRate; log: Logger },
+  ) {
     this.decoder = decoder;
     this.encoder = encoder;
     this.#vad = vad;
     this.#espeak = espeak;
     this.#thread = thread;
+    this.#downlinkRate = downlink.downlinkSampleRate;
+    this.#log = downlink.log;
   }
 
   async uplink(packet: Uint8Array): Promise<UplinkResult> {
@@ -186,21 +208,48 @@ export class CoreSession {
     this.#vad.reset();
   }
 
-  /** Frames and encodes one chunk of downlink stream `stream`; `final` pads and ends the stream. */
-  encodeChunk(stream: number, pcm: Int16Array | null, final: boolean): Buffer[] {
-    let framer = this.#framers.get(stream);
-    if (!framer) {
-      framer = new PcmFramer(this.encoder.frameSamples);
-      this.#framers.set(stream, framer);
-    }
+  /**
+   * Frames and encodes one chunk of downlink stream `stream`, given as bytes in `format` (PCM at
+   * the downlink rate when unset; see `DownlinkFormat`); `final` pads and ends the stream. Input
+   * that cannot be read throws `bad_input` and drops the stream.
+   */
+  encodeChunk(
+    stream: number,
+    chunk: Uint8Array | null,
+    final: boolean,
+    format: DownlinkFormat = { container: 'pcm', sampleRate: this.#downlinkRate },
+  ): Buffer[] {
+    let s = this.#streams.get(stream);
     const out: Buffer[] = [];
-    if (pcm) for (const f of framer.push(pcm)) out.push(this.encoder.encode(f));
-    if (final) {
-      const last = framer.flush();
-      if (last) out.push(this.encoder.encode(last));
-      this.#framers.delete(stream);
+    try {
+      if (!s) {
+        s = {
+          framer: new PcmFramer(this.encoder.frameSamples),
+          input: createDownlinkInput(format, this.#downlinkRate, this.#log),
+        };
+        this.#streams.set(stream, s);
+      }
+      const { framer } = s;
+      const sink = (pcm: Int16Array): void => {
+        for (const f of framer.push(pcm)) out.push(this.encoder.encode(f));
+      };
+      if (chunk) s.input.push(chunk, sink);
+      if (final) {
+        s.input.end(sink);
+        const last = framer.flush();
+        if (last) out.push(this.encoder.encode(last));
+        this.#dropStream(stream);
+      }
+    } catch (err) {
+      this.#dropStream(stream);
+      throw err;
     }
     return out;
+  }
+
+  #dropStream(stream: number): void {
+    this.#streams.get(stream)?.input.close();
+    this.#streams.delete(stream);
   }
 
   /** Synthesises `text` with the embedded TTS straight to Opus, handing packets out as they come. */
@@ -261,7 +310,7 @@ export class CoreSession {
     this.#vad.close();
     this.decoder.close();
     this.encoder.close();
-    this.#framers.clear();
+    for (const id of [...this.#streams.keys()]) this.#dropStream(id);
   }
 }
 

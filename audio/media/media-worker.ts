@@ -202,8 +202,8 @@ const handlers: RpcHandlers<MediaWorkerApi> = {
       prev.then(() => sessions.get(sid)?.resetVad()),
     );
   },
-  encode: ({ sid, stream, pcm, final }) => {
-    const packets = packPackets(session(sid).encodeChunk(stream, pcm, final));
+  encode: ({ sid, stream, chunk, final, format }) => {
+    const packets = packPackets(session(sid).encodeChunk(stream, chunk, final, format));
     return new Moved(packets, [packets.bytes.buffer as ArrayBuffer]);
   },
   speak: ({ sid, text, urgent, voice }, call) =>

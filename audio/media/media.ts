@@ -16,6 +16,13 @@ import type { VadEvent, VadProvider, VadStreamOptions } from '../vad/vad.ts';
 export const UPLINK_SAMPLE_RATE = 16000;
 export const FRAME_MS = 60;
 
+/**
+ * Audio that `SessionMedia.encode` turns into downlink Opus: raw PCM (s16le mono) at any rate,
+ * a 16-bit PCM WAV stream, or Ogg/Opus (RFC 7845, channel mapping family 0: what OpenAI's `opus`
+ * and Volcengine's `ogg_opus` are). Compressed formats other than Opus go through ffmpeg first.
+ */
+export type DownlinkFormat = { container: 'pcm'; sampleRate: number } | { container: 'wav' } | { container: 'ogg' };
+
 /** One uplink packet, processed. */
 export interface UplinkResult {
   /** Decoded PCM at 16 kHz (silence for a DTX or corrupt packet, so timing is kept). */
@@ -42,8 +49,18 @@ export interface SessionMedia {
   uplink(packet: Uint8Array): Promise<UplinkResult>;
   /** Forgets the VAD state (a new utterance); ordered after every `uplink` already called. */
   resetVad(): void;
-  /** PCM at the downlink rate → Opus packets (the last frame padded). Pull-based. */
-  encode(pcm: AsyncIterable<Int16Array>, signal: AbortSignal): AsyncIterable<Buffer>;
+  /**
+   * Audio → Opus packets at the downlink rate (the last frame padded). Pull-based. `format`: what
+   * `audio` holds, by default PCM at the downlink rate; with another format its chunks are bytes
+   * as they came (a chunk may split a sample, a header or a page) and the decoding, resampling
+   * and framing run where the encoder lives, never in the caller's thread. Bytes that cannot be
+   * read fail the stream with a `bad_input` VoiceError (the session's media state is unharmed).
+   */
+  encode(
+    audio: AsyncIterable<Int16Array | Uint8Array>,
+    signal: AbortSignal,
+    format?: DownlinkFormat,
+  ): AsyncIterable<Buffer>;
   /**
    * Text → Opus packets with the embedded TTS (espeak-ng), synthesised where the codec lives.
    * `urgent` marks the first sentence of a turn: a worker serves those before sentences that are

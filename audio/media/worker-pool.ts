@@ -17,6 +17,7 @@ import type { EspeakVoice } from '../tts/espeak-wasm.ts';
 import {
   FRAME_MS,
   UPLINK_SAMPLE_RATE,
+  type DownlinkFormat,
   type MediaEngine,
   type MediaEngineStats,
   type MediaThreadConfig,
@@ -142,20 +143,30 @@ class RemoteSession implements SessionMedia {
     this.#worker.rpc.notify('resetVad', { sid: this.sid });
   }
 
-  encode(pcm: AsyncIterable<Int16Array>, signal: AbortSignal): AsyncIterable<Buffer> {
+  encode(
+    audio: AsyncIterable<Int16Array | Uint8Array>,
+    signal: AbortSignal,
+    format?: DownlinkFormat,
+  ): AsyncIterable<Buffer> {
     const stream = ++this.#streams;
-    return encodeChunks(pcm, signal, (chunk, final) =>
-      final && !chunk && this.#closed ? [] : this.#encodeChunk(stream, chunk, final),
+    return encodeChunks(audio, signal, format, (chunk, final) =>
+      final && !chunk && this.#closed ? [] : this.#encodeChunk(stream, chunk, final, format),
     );
   }
 
-  async #encodeChunk(stream: number, chunk: Int16Array | null, final: boolean): Promise<Buffer[]> {
-    const pcm = chunk ? chunk.slice() : null;
-    const packets = await this.#rpc().request(
-      'encode',
-      { sid: this.sid, stream, pcm, final },
-      { transfer: pcm ? [pcm.buffer as ArrayBuffer] : [] },
-    );
+  async #encodeChunk(
+    stream: number,
+    chunk: Uint8Array | null,
+    final: boolean,
+    format: DownlinkFormat | undefined,
+  ): Promise<Buffer[]> {
+    // A tight copy (`new Uint8Array(x)` copies; Buffer#slice would not), transferred: the caller's
+    // chunk may be a view of a larger buffer it keeps.
+    const bytes = chunk ? new Uint8Array(chunk) : null;
+    const params = { sid: this.sid, stream, chunk: bytes, final, ...(format ? { format } : {}) };
+    const packets = await this.#rpc().request('encode', params, {
+      transfer: bytes ? [bytes.buffer as ArrayBuffer] : [],
+    });
     return unpackPackets(packets);
   }
 

@@ -5,7 +5,7 @@
  */
 import type { EspeakVoice } from '../tts/espeak-wasm.ts';
 import type { VadEvent } from '../vad/vad.ts';
-import type { MediaThreadConfig, SessionMediaOptions } from './media.ts';
+import type { DownlinkFormat, MediaThreadConfig, SessionMediaOptions } from './media.ts';
 
 /**
  * Binding of a worker's log records that belong to one session (its `sid`): the main thread
@@ -29,7 +29,14 @@ export interface MediaWorkerApi {
   };
   /** Notification: ordered behind the uplink packets already sent. */
   resetVad: { params: { sid: number }; result: void };
-  encode: { params: { sid: number; stream: number; pcm: Int16Array | null; final: boolean }; result: PackedPackets };
+  /**
+   * One chunk of downlink stream `stream`, as bytes in `format` (PCM at the downlink rate when
+   * unset): decoded, resampled, framed and encoded here.
+   */
+  encode: {
+    params: { sid: number; stream: number; chunk: Uint8Array | null; final: boolean; format?: DownlinkFormat };
+    result: PackedPackets;
+  };
   /**
    * Packets as they are made, then the end. `urgent`: the first sentence of a turn (someone is
    * waiting for it), served before look-ahead. A cancelled synthesis is dropped, started or not.

@@ -121,6 +121,14 @@ function checkOptions(opts: OpusCodecOptions): { frameSamples: number; complexit
  * backend can load lazily; today both backends load synchronously on first use.
  */
 export async function createOpusCodec(opts: OpusCodecOptions): Promise<OpusCodec> {
+  return createOpusCodecSync(opts);
+}
+
+/**
+ * `createOpusCodec` in the same step: for a decoder made in the middle of a synchronous
+ * request (a media worker's Ogg/Opus input), with the backend already loaded by the session's codecs.
+ */
+export function createOpusCodecSync(opts: OpusCodecOptions): OpusCodec {
   const { frameSamples, complexity } = checkOptions(opts);
   const log = opts.log;
   let backend: OpusBackend = opts.prefer ?? 'native';

@@ -1,12 +1,13 @@
 /**
  * @module The audio of a `notify`: the text spoken in the device's agent's voice, as one mono
  * Ogg/Opus file. The same synthesis as a turn's: the embedded voice speaks in a media worker,
- * another TTS streams PCM that a worker encodes; the Opus packets are then put in Ogg pages here.
+ * another TTS streams its bytes to a worker that decodes and encodes them; the Opus packets are
+ * then put in Ogg pages here.
  */
 import type { Logger } from '../../core/logger.ts';
 import type { MediaEngine } from '../../audio/media/media.ts';
 import type { OpusSampleRate } from '../../audio/opus/codec.ts';
-import { synthesizePcm } from '../../audio/tts/to-pcm.ts';
+import { synthesizeOpus } from '../../audio/media/tts-to-opus.ts';
 import { createSentenceCutter } from '../../llm/sentences.ts';
 import type { HeldProfile } from '../../voice/conversation/turn-profile.ts';
 import { oggOpus } from './ogg-opus.ts';
@@ -40,7 +41,7 @@ export async function notifyAudio(o: NotifyAudioOptions, deviceId: string, text:
       const stream =
         tts.synthesis === 'media-worker'
           ? media.speak(piece, signal, true, tts.voice)
-          : media.encode(synthesizePcm(tts, piece, { sampleRate: o.sampleRate, signal, log: o.log }), signal);
+          : synthesizeOpus(tts, piece, media, { sampleRate: o.sampleRate, signal, log: o.log });
       for await (const p of stream) packets.push(p);
     }
     return oggOpus(packets, { inputSampleRate: o.sampleRate });

@@ -4,26 +4,10 @@
  * page with its granule position (48 kHz samples, pre-skip included) and CRC. Mono, mapping
  * family 0: what a device fetching `notify` audio plays. Pure.
  */
+import { oggCrc } from '../../audio/opus/ogg-crc.ts';
 
 /** Samples (at 48 kHz) the decoder drops at the start: libopus's encoder delay at 48 kHz. */
 export const PRE_SKIP = 312;
-
-const CRC_TABLE = (() => {
-  const t = new Uint32Array(256);
-  for (let i = 0; i < 256; i++) {
-    let r = i << 24;
-    for (let j = 0; j < 8; j++) r = r & 0x80000000 ? (r << 1) ^ 0x04c11db7 : r << 1;
-    t[i] = r >>> 0;
-  }
-  return t;
-})();
-
-/** Ogg's CRC-32: polynomial 0x04c11db7, no reflection, initial value and final XOR 0. */
-export function oggCrc(bytes: Uint8Array): number {
-  let crc = 0;
-  for (const b of bytes) crc = ((crc << 8) ^ (CRC_TABLE[((crc >>> 24) ^ b) & 0xff] as number)) >>> 0;
-  return crc;
-}
 
 /** Frame size in 48 kHz samples of each Opus configuration (RFC 6716 §3.1, the TOC's top 5 bits). */
 function frameSamples(config: number): number {

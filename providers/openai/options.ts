@@ -58,8 +58,8 @@ export const OpenAiTtsSchema = z.strictObject({
   model: z.string().min(1).default('tts-1'),
   voice: z.string().min(1).default('alloy'),
   /**
-   * `response_format`. `wav` and `pcm` are parsed in-process; the compressed formats need one
-   * ffmpeg per sentence.
+   * `response_format`. `pcm`, `wav` and `opus` (Ogg/Opus) are decoded by the session's media
+   * worker as they arrive; `mp3`, `aac` and `flac` need one ffmpeg per sentence (60–90 ms to start).
    */
   format: z.enum(['mp3', 'opus', 'aac', 'flac', 'wav', 'pcm']).default('wav'),
   /** Sample rate of `pcm` answers (OpenAI's is 24000). */

@@ -1,8 +1,10 @@
 /**
  * @module TTS through any OpenAI-compatible `/v1/audio/speech` endpoint (OpenAI, vLLM-style
  * servers, local TTS servers), over the openai SDK. The answer's body is streamed to the caller
- * as it arrives; `timeoutMs` bounds the wait for the answer and every gap between its chunks.
- * It runs in the caller's thread: its bytes go to ffmpeg or the in-process WAV/PCM reader there.
+ * as it arrives (the SDK hands a binary answer over unread); `timeoutMs` bounds the wait for the
+ * answer and every gap between its chunks. It runs in the caller's thread, which only passes the
+ * bytes on: `pcm`, `wav` and `opus` (Ogg) to the session's media worker, which decodes them
+ * (`audio/media/tts-to-opus.ts`), the other formats to one ffmpeg per sentence.
  */
 import type OpenAI from 'openai';
 import { linkedScope, throwIfAborted } from '../../core/abort.ts';

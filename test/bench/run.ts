@@ -15,6 +15,7 @@ const BENCHES: Record<string, () => Promise<BenchModule>> = {
   redaction: () => import('./redaction.ts'),
   store: () => import('./store.ts'),
   'turn-start': () => import('./turn-start.ts'),
+  'remote-tts': () => import('./remote-tts.ts'),
 };
 
 const only = process.argv.slice(2);

@@ -9,7 +9,7 @@ import { realClock, type Clock } from '../../core/clock.ts';
 import { ErrorCode, isAbortError, toVoiceError, VoiceError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
 import type { SessionMedia } from '../../audio/media/media.ts';
-import { synthesizePcm } from '../../audio/tts/to-pcm.ts';
+import { synthesizeOpus } from '../../audio/media/tts-to-opus.ts';
 import { canStreamText, type Tts } from '../../audio/tts/tts.ts';
 import type { History } from '../../llm/history.ts';
 import { runReact, type ReactOutcome } from '../../llm/react.ts';
@@ -360,8 +360,8 @@ export class Turn {
 
   /**
    * Text → Opus packets. The embedded TTS synthesises in the session's media worker, straight to
-   * Opus (no process, nothing CPU-heavy here); other providers stream bytes here and only the
-   * encoding goes to the worker.
+   * Opus (no process, nothing CPU-heavy here); other providers stream bytes here, which the worker
+   * decodes or resamples and encodes (mp3/aac/flac: ffmpeg first).
    */
   #synth(tts: Tts, onAudio?: () => void): Synthesize {
     const { media, info, log } = this.#env;
@@ -369,7 +369,7 @@ export class Turn {
     if (tts.synthesis === 'media-worker')
       return (text, signal, urgent) => timed(media.speak(text, signal, urgent, tts.voice));
     return (text, signal) =>
-      media.encode(timed(synthesizePcm(tts, text, { sampleRate: info.downlink.sampleRate, signal, log })), signal);
+      timed(synthesizeOpus(tts, text, media, { sampleRate: info.downlink.sampleRate, signal, log }));
   }
 
   /**

@@ -2,7 +2,7 @@ import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { availableOpusBackend, createOpusCodec, type OpusBackend } from '../../../audio/opus/codec.ts';
 import { encodeChunks } from '../../../audio/media/encode-chunks.ts';
-import { PcmFramer, rms } from '../../../audio/pcm/pcm.ts';
+import { PcmFramer, bytesToInt16, rms } from '../../../audio/pcm/pcm.ts';
 import { VoiceError } from '../../../core/errors.ts';
 import { silentLogger } from '../../../core/logger.ts';
 
@@ -104,8 +104,8 @@ describe('opus codec', () => {
   test('encodeChunks (the loop both media engines run) frames arbitrary chunks, pads the last frame and stops on abort', async () => {
     const codec = await createOpusCodec({ sampleRate: 16000 });
     const framer = new PcmFramer(codec.frameSamples);
-    const encode = (chunk: Int16Array | null, final: boolean): Buffer[] => {
-      const out = chunk ? framer.push(chunk).map((f) => codec.encode(f)) : [];
+    const encode = (chunk: Uint8Array | null, final: boolean): Buffer[] => {
+      const out = chunk ? framer.push(bytesToInt16(chunk)).map((f) => codec.encode(f)) : [];
       const last = final ? framer.flush() : undefined;
       if (last) out.push(codec.encode(last));
       return out;
@@ -114,7 +114,7 @@ describe('opus codec', () => {
       for (let i = 0; i < 7; i++) yield voiceLike(700, 16000, i * 700); // 4900 samples = 5.1 frames
     }
     const packets: Buffer[] = [];
-    for await (const p of encodeChunks(chunks(), new AbortController().signal, encode)) packets.push(p);
+    for await (const p of encodeChunks(chunks(), new AbortController().signal, undefined, encode)) packets.push(p);
     assert.equal(packets.length, 6);
     const decoded = packets.map((p) => codec.decode(p)?.length);
     assert.deepEqual(
@@ -125,7 +125,7 @@ describe('opus codec', () => {
     const ac = new AbortController();
     ac.abort();
     await assert.rejects(async () => {
-      for await (const _ of encodeChunks(chunks(), ac.signal, encode)) void _;
+      for await (const _ of encodeChunks(chunks(), ac.signal, undefined, encode)) void _;
     }, /aborted/);
     codec.close();
   });

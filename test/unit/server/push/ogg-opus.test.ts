@@ -8,7 +8,8 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { ffmpegDecodeOgg as ffmpegDecode } from '../../../helpers/ogg-decode.ts';
 import { createOpusCodec } from '../../../../audio/opus/codec.ts';
-import { oggCrc, oggOpus, opusPacketSamples } from '../../../../features/push/ogg-opus.ts';
+import { oggCrc } from '../../../../audio/opus/ogg-crc.ts';
+import { oggOpus, opusPacketSamples } from '../../../../features/push/ogg-opus.ts';
 
 /** `seconds` of a 440 Hz tone at `rate`, as Opus packets of 60 ms. */
 async function tonePackets(seconds: number, rate: 24000 | 16000): Promise<Buffer[]> {
