@@ -5,8 +5,8 @@
  * serves is made by ffmpeg here.
  * Defined outcomes (voice/conversation/turn.ts): an answer of which nothing could be played is
  * replaced by the voice-service apology (`conversation.apologies.tts`: undecodable bytes and a broken
- * stream are the service's failure), spoken with the embedded voice when the remote one fails
- * again, then `tts stop`. The error is logged, the session goes on, and no ffmpeg, socket or timer
+ * stream are the service's failure), spoken with the embedded voice (the failed voice is not asked
+ * for it), then `tts stop`. The error is logged, the session goes on, and no ffmpeg, socket or timer
  * is left behind. (A cut after some of the sentence was played plays that part and ends the
  * sentence there: covered by nothing here, as the moment ffmpeg's first output reaches the device
  * cannot be ordered against the cut without a hook in the fake.)
@@ -130,14 +130,15 @@ describe('fault: remote mp3 TTS answers garbage or is cut mid-answer', { timeout
       garbage = false;
       assert.deepEqual(heard.said, [server().config.conversation.apologies.tts], 'the user hears which part failed');
       assert.ok(heard.frames > 0, 'the apology is heard, not only shown');
-      // The answer, then the apology with the remote voice (garbage again), then the embedded one.
-      assert.equal(speech().speeches.length - speeches, 2);
+      // The answer only: the apology for a failed voice goes straight to the embedded one, the
+      // failed voice is not asked again.
+      assert.equal(speech().speeches.length - speeches, 1);
       assert.equal(
         server().logs.find('ffmpeg could not decode input').length - undecodable,
-        2,
-        'each undecodable answer is logged',
+        1,
+        'the undecodable answer is logged',
       );
-      assert.equal(server().logs.find('apology could not be spoken with this TTS').length, 1);
+      assert.equal(server().logs.find('apology could not be spoken with this TTS').length, 0);
       assert.deepEqual(childProcesses(/ffmpeg/), []);
       assert.deepEqual((await turn(dev, 'Back to normal.')).said, ['Back to normal.'], 'the session goes on');
       assert.equal(dev.closeCode, null);
@@ -160,9 +161,9 @@ describe('fault: remote mp3 TTS answers garbage or is cut mid-answer', { timeout
       speech().speechMode = 'ok';
       assert.deepEqual(heard.said, [server().config.conversation.apologies.tts], 'the user hears which part failed');
       assert.ok(heard.frames > 0, 'the apology is heard, not only shown');
-      // The answer and the apology's first attempt, both cut.
+      // The answer, cut; the apology is not tried with the failed voice.
       const cuts = server().logs.find('openai tts failed').slice(failed);
-      assert.equal(cuts.length, 2, 'each cut is logged');
+      assert.equal(cuts.length, 1, 'the cut is logged');
       assert.ok(
         cuts.every((l) => l.code === 'provider_failed' && /connection lost/.test(String(l.err))),
         JSON.stringify(cuts),
