@@ -1,8 +1,8 @@
 /**
  * @module One text stream of a streaming voice (`TtsTextStream`), from the text pushed to the
- * device's frames: the vendor's audio → PCM at the downlink rate (`ttsToPcm`, one decoder for the
- * whole stream) → Opus (`media.encode`, one encoder stream, so sentences join without a padded
- * frame between them) → the pacer, with each sentence's `sentence_start` sent with the frame that
+ * device's frames: the vendor's audio → Opus in the session's media worker (`media.encode`, one
+ * encoder stream, so sentences join without a padded frame between them; PCM goes there as bytes
+ * and is resampled there, other containers are decoded by `ttsToPcm` first) → the pacer, with each sentence's `sentence_start` sent with the frame that
  * holds its first sample.
  *
  * Captions: the vendor's own sentence marks when it sends them (a mark precedes its sentence's
@@ -285,6 +285,31 @@ export class TextStreamSegment {
     }
   }
 
+  /**
+   * PCM from the vendor (both bidirectional providers' default) goes to the media worker as bytes,
+   * resampled there when its rate is not the downlink's: the main thread counts samples, at the
+   * downlink rate, to place the captions. Other containers are decoded by `ttsToPcm` first.
+   */
+  #encode(): AsyncIterable<Buffer> {
+    const { media, tts, sampleRate } = this.#o;
+    const format = tts.outputFormat;
+    if (format.container !== 'pcm') return media.encode(this.#pcm(), this.#scope.signal);
+    return media.encode(this.#pcmBytes(sampleRate / format.sampleRate), this.#scope.signal, {
+      container: 'pcm',
+      sampleRate: format.sampleRate,
+    });
+  }
+
+  /** The vendor's PCM bytes as they are, counted as samples at the downlink rate (`ratio`: downlink / vendor rate). */
+  async *#pcmBytes(ratio: number): AsyncGenerator<Buffer> {
+    let bytes = 0;
+    for await (const data of this.#bytes()) {
+      bytes += data.length;
+      this.#samplesOut = Math.floor((bytes / 2) * ratio);
+      yield data;
+    }
+  }
+
   async *#pcm(): AsyncGenerator<Int16Array> {
     const { tts, sampleRate, log } = this.#o;
     for await (const pcm of ttsToPcm(this.#bytes(), tts.outputFormat, {
@@ -299,10 +324,10 @@ export class TextStreamSegment {
 
   /** Opus packets, each with the captions of the sentences whose first sample it holds. */
   async *#frames(): AsyncGenerator<{ packet: Buffer; captions: string[] }> {
-    const { media, sampleRate, frameMs } = this.#o;
+    const { sampleRate, frameMs } = this.#o;
     const frame = Math.round((sampleRate * frameMs) / 1000);
     let index = 0;
-    for await (const packet of media.encode(this.#pcm(), this.#scope.signal)) {
+    for await (const packet of this.#encode()) {
       const end = (index + 1) * frame;
       const captions: string[] = [];
       while (this.#placed.length > 0 && (this.#placed[0] as { at: number }).at < end)

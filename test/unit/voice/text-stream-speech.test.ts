@@ -48,7 +48,21 @@ function rig(fakeOpts: FakeTextStreamTtsOptions = {}, maxAheadBytes?: number) {
     isOpen: true,
     bufferedBytes: 0,
   };
-  const media = { encode: peakEncode } as unknown as SessionMedia;
+  const encodes: Array<{ format: unknown; chunks: string[] }> = [];
+  const media = {
+    encode: (audio: AsyncIterable<Int16Array | Uint8Array>, _signal: AbortSignal, format?: unknown) => {
+      const call = { format, chunks: [] as string[] };
+      encodes.push(call);
+      return peakEncode(
+        (async function* () {
+          for await (const chunk of audio) {
+            call.chunks.push(chunk instanceof Int16Array ? 'samples' : 'bytes');
+            yield chunk;
+          }
+        })(),
+      );
+    },
+  } as unknown as SessionMedia;
   const ac = new AbortController();
   const out = new AudioOut({
     channel,
@@ -78,7 +92,7 @@ function rig(fakeOpts: FakeTextStreamTtsOptions = {}, maxAheadBytes?: number) {
   });
   const frames = (): number[] => seen.flatMap((s) => (s.what === 'frame' ? [s.level] : []));
   const captions = (): string[] => seen.flatMap((s) => (s.what === 'caption' ? [s.text] : []));
-  return { clock, seen, onFrame, out, ac, fake, speech, marks, frames, captions };
+  return { clock, seen, onFrame, out, ac, fake, speech, marks, frames, captions, encodes };
 }
 
 /** Lets the fake and the pump run (they need no clock time). */
@@ -152,6 +166,17 @@ describe('text-stream speech', () => {
         assert.ok(at > prev, `"${text}" is not shown before the previous sentence is heard`);
       }
     });
+  });
+
+  test("the vendor's PCM goes to the media worker as its bytes and rate: nothing is resampled or converted here", async () => {
+    const r = rig();
+    r.speech.write(THREE.join(' '));
+    await r.clock.run(r.speech.end(), 'the answer');
+    assert.ok(r.encodes.length >= 1, 'encoded');
+    for (const e of r.encodes) {
+      assert.deepEqual(e.format, { container: 'pcm', sampleRate: 24000 });
+      assert.ok(e.chunks.length > 0 && e.chunks.every((c) => c === 'bytes'), e.chunks.join(','));
+    }
   });
 
   test('a flush finishes the stream and waits for its audio; later text opens a new stream', async () => {
