@@ -261,8 +261,9 @@ export interface FakeUrls {
   /** The batch fake's base URL, or the streaming stand-in's ws:// URL (`asrKind`). */
   asr: string;
   asrKind: 'openai' | 'funasr';
-  /** Null when the server speaks with its embedded TTS. */
+  /** The remote fake's base URL, or the streaming stand-in's ws:// URL (`ttsKind`); null when the server speaks with its embedded TTS. */
   tts: string | null;
+  ttsKind: 'openai' | 'volcengine' | null;
   stats: string;
 }
 
@@ -355,18 +356,27 @@ export function simServerConfig(fakes: FakeUrls, port: number, dir: string): Rec
       fakes.asrKind === 'funasr'
         ? { provider: 'funasr', url: fakes.asr }
         : { provider: 'openai', baseURL: fakes.asr, apiKey: 'sk-sim', model: 'whisper-1', language: 'en' },
-    // The remote fake answers OpenAI's pcm (24 kHz, the downlink's rate: nothing to resample).
-    tts: fakes.tts
-      ? {
-          provider: 'openai',
-          baseURL: fakes.tts,
-          apiKey: 'sk-sim',
-          model: 'tts-1',
-          voice: 'alloy',
-          format: 'pcm',
-          pcmSampleRate: 24_000,
-        }
-      : { provider: 'espeak', voice: 'en-us' },
+    // The remote fake answers OpenAI's pcm (24 kHz, the downlink's rate: nothing to resample);
+    // the streaming stand-in takes the credentials it checks and answers pcm at 24 kHz by default.
+    tts: !fakes.tts
+      ? { provider: 'espeak', voice: 'en-us' }
+      : fakes.ttsKind === 'volcengine'
+        ? {
+            provider: 'volcengine',
+            url: fakes.tts,
+            appKey: 'test-app-key',
+            accessKey: 'test-access-key',
+            resourceId: 'seed-tts-1.0',
+          }
+        : {
+            provider: 'openai',
+            baseURL: fakes.tts,
+            apiKey: 'sk-sim',
+            model: 'tts-1',
+            voice: 'alloy',
+            format: 'pcm',
+            pcmSampleRate: 24_000,
+          },
     llm: { baseURL: fakes.llm, apiKey: 'sk-sim', model: 'sim', maxRetries: 0 },
     logging: { level: 'info' },
   };
