@@ -332,7 +332,7 @@ export function idleLines(r: IdleResult): string[] {
 }
 
 const AFTER_TOKEN_LABEL = "first frame at the device after the model's first token";
-const STAGE_LABEL_WIDTH = Math.max(...STAGES.map(([, l]) => l.length));
+const STAGE_LABEL_WIDTH = Math.max(AFTER_TOKEN_LABEL.length, ...STAGES.map(([, l]) => l.length));
 
 /**
  * The voice-to-voice lines under a step's row: p50 / p95 of each stage, in ms after the end of the
