@@ -1,9 +1,9 @@
 /**
- * The fake LLM, the fake ASR and (with a remote TTS) the fake speech service of the fleet
+ * The fake LLM, the fake ASR and (with a remote or streaming TTS) the fake speech service of the fleet
  * simulator, in their own process so that their work and the simulated devices' work do not delay
  * each other (each would otherwise show up in the other's figures). Usage: `node --import tsx
  * test/bench/sim/fakes-main.ts '{"transcript":…,"answer":…,"providers":{…}}'`.
- * Prints one JSON line `{"llm", "asr", "tts", "stats"}` (URLs; `tts` null without a remote TTS) once
+ * Prints one JSON line `{"llm", "asr", "asrKind", "tts", "ttsKind", "stats"}` (URLs and which provider each is for; `tts` null with the embedded TTS) once
  * they listen on 127.0.0.1, and exits when its stdin closes (so it never outlives the simulator,
  * whatever happens to it) or on SIGTERM.
  */
@@ -46,5 +46,5 @@ process.stdin.resume();
 process.on('SIGTERM', shutdown);
 process.on('SIGINT', shutdown);
 process.stdout.write(
-  `${JSON.stringify({ llm: fakes.llm, asr: fakes.asr, asrKind: fakes.asrKind, tts: fakes.tts, stats: fakes.stats })}\n`,
+  `${JSON.stringify({ llm: fakes.llm, asr: fakes.asr, asrKind: fakes.asrKind, tts: fakes.tts, ttsKind: fakes.ttsKind, stats: fakes.stats })}\n`,
 );

@@ -26,11 +26,17 @@
  * The speech fake (`/v1/audio/speech`, only when the run uses a remote TTS) answers every request
  * with a slice of one clip of real speech made once at start, as long as the request's text
  * would take to say (OpenAI's `pcm`: 16-bit mono at 24 kHz).
+ *
+ * With a streaming TTS the speech comes instead from the Volcengine bidirectional stand-in
+ * (test/fixtures/fake-volcengine-tts.ts) on its own port: the server pushes the model's text to
+ * it as it is written, and it answers each sentence with a tone, its first audio
+ * `ttsStreamFirstAudioMs` after the sentence's text is complete.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { int16ToBuffer } from '../../../audio/pcm/pcm.ts';
 import { startFakeFunasr, voicedMs } from '../../fixtures/fake-funasr.ts';
+import { startFakeVolcengineTts } from '../../fixtures/fake-volcengine-tts.ts';
 import { DueQueue } from './due-queue.ts';
 import { CHARS_PER_TOKEN, PROFILES, type ProviderLatency } from './provider-profiles.ts';
 
@@ -41,8 +47,10 @@ export interface LeanFakes {
   asr: string;
   /** Which server provider `asr` is for. */
   asrKind: 'openai' | 'funasr';
-  /** Speech base URL (…/v1); null when the run uses the server's embedded TTS. */
+  /** Speech base URL (…/v1), or the streaming stand-in's ws:// URL (`ttsKind`); null when the run uses the server's embedded TTS. */
   tts: string | null;
+  /** Which server provider `tts` is for (null with the embedded TTS). */
+  ttsKind: 'openai' | 'volcengine' | null;
   /** `GET` this for the work done so far (`FakeStats`). */
   stats: string;
   close(): Promise<void>;
@@ -80,6 +88,8 @@ export interface FakeStats {
 export const TTS_SAMPLE_RATE = 24_000;
 /** The audio of one streamed speech chunk. */
 const TTS_CHUNK_MS = 100;
+/** The audio of one frame of the streaming stand-in (its own default). */
+const STREAM_TTS_CHUNK_MS = 40;
 /** The shortest speech answer (a short text still takes a syllable or two to say). */
 const TTS_MIN_MS = 300;
 /** OpenAI's limit on a speech request's `input`. */
@@ -235,6 +245,24 @@ async function startStreamingAsr(
   return { url: fake.url, work, close: () => fake.close() };
 }
 
+/**
+ * The streaming synthesiser stand-in: Volcengine's bidirectional protocol (the server's
+ * `volcengine` provider), a tone per sentence, its frames at `ttsSpeed` × real time.
+ */
+async function startStreamingTts(
+  p: ProviderLatency,
+): Promise<{ url: string; speeches(): number; close(): Promise<void> }> {
+  // It keeps what each session received (a test fixture): fine for latency runs of tens of
+  // devices, not meant for capacity runs, which keep the remote fake.
+  const fake = await startFakeVolcengineTts({
+    firstAudioMs: p.ttsStreamFirstAudioMs,
+    chunkMs: STREAM_TTS_CHUNK_MS,
+    chunkIntervalMs: p.ttsSpeed > 0 ? STREAM_TTS_CHUNK_MS / p.ttsSpeed : 0,
+    speech: 'tone',
+  });
+  return { url: fake.url, speeches: () => fake.sessions.length, close: () => fake.close() };
+}
+
 export async function startLeanFakes(opts: LeanFakesOptions): Promise<LeanFakes> {
   const p = opts.providers ?? PROFILES.instant;
   if (p.asr === 'streaming' && !opts.utterance)
@@ -250,11 +278,17 @@ export async function startLeanFakes(opts: LeanFakesOptions): Promise<LeanFakes>
   const stats: FakeStats = { asr: { requests: 0, audioMs: 0, delayMs: 0 }, chats: 0, speeches: 0 };
   const streaming =
     p.asr === 'streaming' && opts.utterance ? await startStreamingAsr(p, opts.transcript, opts.utterance) : undefined;
+  const streamingTts = p.tts === 'streaming' ? await startStreamingTts(p) : undefined;
+  const current = (): FakeStats => ({
+    ...stats,
+    ...(streaming ? { asr: streaming.work() } : {}),
+    ...(streamingTts ? { speeches: streamingTts.speeches() } : {}),
+  });
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method === 'GET' && path === '/sim/stats') {
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(streaming ? { ...stats, asr: streaming.work() } : stats));
+      res.end(JSON.stringify(current()));
       return;
     }
     if (req.method !== 'POST') return badRequest(res, 405, 'only POST');
@@ -337,10 +371,12 @@ export async function startLeanFakes(opts: LeanFakesOptions): Promise<LeanFakes>
     llm: base,
     asr: streaming ? streaming.url : base,
     asrKind: streaming ? 'funasr' : 'openai',
-    tts: clip ? base : null,
+    tts: clip ? base : (streamingTts?.url ?? null),
+    ttsKind: clip ? 'openai' : streamingTts ? 'volcengine' : null,
     stats: `http://127.0.0.1:${port}/sim/stats`,
     close: async () => {
       await streaming?.close();
+      await streamingTts?.close();
       await new Promise<void>((resolve) => {
         queue.close();
         server.closeAllConnections();

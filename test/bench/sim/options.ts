@@ -127,6 +127,7 @@ export const USAGE = `Fleet simulator: many xiaozhi devices talking to the serve
   npm run simulate -- --transport mqtt --devices 1,50 --idle 5000
   npm run simulate -- --devices 10 --url ws://127.0.0.1:8000/xiaozhi/v1/
   npm run simulate -- --devices 1,10 --profile cloud --llm-ttft-ms 300
+  npm run simulate -- --devices 1,10 --profile cloud --tts streaming
 
 Options
   --devices N[,N...]   steps: N devices at once each (fresh connections); default 1 unless --idle
@@ -155,10 +156,12 @@ Provider latency (self-started server only; --profile sets every figure, a flag 
   --asr-final-ms N     streaming ASR: final transcript N ms after the end of the audio (--asr streaming)
   --llm-ttft-ms N      LLM: ms from the request to the first token
   --llm-tokens-per-s X LLM: tokens a second after the first (a token = 4 characters); 0 = at once
-  --tts T              embedded (the server's espeak-ng) or remote (a fake /v1/audio/speech)
+  --tts T              embedded (the server's espeak-ng), remote (a fake /v1/audio/speech, one request
+                       per sentence) or streaming (a Volcengine bidirectional stand-in, text pushed
+                       as the model writes it)
   --tts-first-audio-ms N  remote TTS: ms from the request to the first audio
-  --tts-speed X        remote TTS: the rest of the audio at X times real time; 0 = at once
-  --tts-stream-first-audio-ms N  streaming TTS: first audio N ms after its first text (to come)
+  --tts-speed X        remote and streaming TTS: the rest of the audio at X times real time; 0 = at once
+  --tts-stream-first-audio-ms N  streaming TTS: a sentence's first audio N ms after its text is complete
   --set KEY=VALUE      config override for the self-started server, e.g. --set vad.provider=webrtc
   --server-env K=V     extra environment for the self-started server
   --server-arg ARG     extra node argument for the self-started server, e.g. --server-arg=--cpu-prof
@@ -316,8 +319,8 @@ export function parseArgs(argv: readonly string[]): SimulationOptions | 'help' {
       }
       case '--tts': {
         const t = value();
-        if (t !== 'embedded' && t !== 'remote')
-          throw new Error(`--tts is embedded or remote, got ${JSON.stringify(t)}`);
+        if (t !== 'embedded' && t !== 'remote' && t !== 'streaming')
+          throw new Error(`--tts is embedded, remote or streaming, got ${JSON.stringify(t)}`);
         latency.tts = t;
         latencyFlags.push(flag);
         break;

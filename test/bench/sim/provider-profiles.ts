@@ -4,14 +4,15 @@
  * (lean-fakes.ts) wait these delays; the report subtracts them to show the part of the
  * voice-to-voice time that is the server's own. docs/simulate.md says where the figures come from.
  */
+import { VOLCENGINE_SENTENCE_END } from '../../fixtures/fake-volcengine-tts.ts';
 
 export type ProfileName = 'instant' | 'cloud' | 'local-gpu';
 export const PROFILE_NAMES: readonly ProfileName[] = ['instant', 'cloud', 'local-gpu'];
 
 /**
  * The fakes' latencies. `asr` and `tts` choose which fake the server talks to; the numbers say how
- * slowly it answers. A streaming recogniser stand-in is one more `asr` value (with `asrFinalMs`);
- * the streaming TTS figure waits for a streaming TTS the same way.
+ * slowly it answers. The streaming stand-ins are one more value each: `asr: streaming` (with
+ * `asrFinalMs`) and `tts: streaming` (with `ttsStreamFirstAudioMs`).
  */
 export interface ProviderLatency {
   /**
@@ -30,13 +31,17 @@ export interface ProviderLatency {
   llmTtftMs: number;
   /** LLM: tokens a second after the first (a token is 4 characters of the answer); 0 = the rest at once. */
   llmTokensPerS: number;
-  /** `embedded`: the server's own espeak-ng (no fake); `remote`: the fake OpenAI-compatible `/v1/audio/speech`. */
-  tts: 'embedded' | 'remote';
+  /**
+   * `embedded`: the server's own espeak-ng (no fake); `remote`: the fake OpenAI-compatible
+   * `/v1/audio/speech` (the per-sentence path); `streaming`: the Volcengine bidirectional stand-in
+   * (test/fixtures/fake-volcengine-tts.ts), the model's text pushed to it as it is written.
+   */
+  tts: 'embedded' | 'remote' | 'streaming';
   /** Remote TTS: request → first audio byte, ms. */
   ttsFirstAudioMs: number;
-  /** Remote TTS: the audio after the first chunk comes this many times faster than real time; 0 = at once. */
+  /** Remote and streaming TTS: the audio after the first chunk comes this many times faster than real time; 0 = at once. */
   ttsSpeed: number;
-  /** Streaming TTS: first audio this long after its first text (not used until a streaming TTS exists). */
+  /** Streaming TTS: a sentence's first audio this long after its text is complete (see `ttsWaitStreamMs`). */
   ttsStreamFirstAudioMs: number;
 }
 
@@ -105,8 +110,18 @@ export const LATENCY_FLAGS: Readonly<Record<string, NumericFlag>> = {
   '--tts-stream-first-audio-ms': { key: 'ttsStreamFirstAudioMs', max: 60_000, integer: true },
 };
 
-/** Flags that only mean something for the remote TTS fake. */
-const REMOTE_TTS_KEYS: ReadonlySet<keyof ProviderLatency> = new Set(['ttsFirstAudioMs', 'ttsSpeed']);
+/** The TTS fakes a figure means something for, and the words a refusal names them with. */
+const TTS_ONLY: Partial<Record<keyof ProviderLatency, { tts: ReadonlyArray<ProviderLatency['tts']>; fake: string }>> = {
+  ttsFirstAudioMs: { tts: ['remote'], fake: 'the remote TTS fake' },
+  ttsSpeed: { tts: ['remote', 'streaming'], fake: 'the remote and streaming TTS fakes' },
+  ttsStreamFirstAudioMs: { tts: ['streaming'], fake: 'the streaming TTS fake' },
+};
+
+const TTS_IN_USE: Readonly<Record<ProviderLatency['tts'], string>> = {
+  embedded: 'speaks with the embedded espeak-ng',
+  remote: 'speaks through the remote (per-sentence) TTS fake',
+  streaming: 'speaks through the streaming TTS fake',
+};
 
 /** Parses one latency flag's value; throws a readable error when it is out of range. */
 export function parseLatencyValue(flag: string, raw: string): { key: NumericFlag['key']; value: number } {
@@ -124,21 +139,17 @@ export function parseLatencyValue(flag: string, raw: string): { key: NumericFlag
 
 /**
  * The figures of a run: the profile's, then every explicit flag over them (whatever the order on
- * the command line). A remote-TTS figure with the embedded TTS would be ignored silently, so it
- * is refused instead.
+ * the command line). A TTS figure given for a TTS the run does not use would be ignored silently,
+ * so it is refused instead (the profile's own figures for the other TTS are no flags: kept).
  */
 export function effectiveLatency(profile: ProfileName, overrides: Partial<ProviderLatency>): ProviderLatency {
   const out: ProviderLatency = { ...PROFILES[profile], ...overrides };
-  if (out.tts === 'embedded') {
-    const given = Object.keys(overrides).filter((k) => REMOTE_TTS_KEYS.has(k as keyof ProviderLatency));
-    if (given.length > 0) {
-      const flags = Object.entries(LATENCY_FLAGS)
-        .filter(([, s]) => given.includes(s.key))
-        .map(([f]) => f);
-      throw new Error(
-        `${flags.join(', ')} only ${flags.length === 1 ? 'applies' : 'apply'} to the remote TTS fake, and this run speaks with the embedded espeak-ng: add --tts remote`,
-      );
-    }
+  for (const [flag, spec] of Object.entries(LATENCY_FLAGS)) {
+    const only = TTS_ONLY[spec.key];
+    if (!only || !(spec.key in overrides) || only.tts.includes(out.tts)) continue;
+    throw new Error(
+      `${flag} only applies to ${only.fake}, and this run ${TTS_IN_USE[out.tts]}: add --tts ${only.tts.join(' or --tts ')}`,
+    );
   }
   return out;
 }
@@ -150,7 +161,8 @@ export function isInstant(p: ProviderLatency): boolean {
     p.asrPerAudio === 0 &&
     p.llmTtftMs === 0 &&
     p.llmTokensPerS === 0 &&
-    (p.tts === 'embedded' || (p.ttsFirstAudioMs === 0 && p.ttsSpeed === 0))
+    (p.tts === 'embedded' ||
+      (p.ttsSpeed === 0 && (p.tts === 'remote' ? p.ttsFirstAudioMs : p.ttsStreamFirstAudioMs) === 0))
   );
 }
 
@@ -164,6 +176,34 @@ export function firstSentenceStreamMs(answer: string, p: ProviderLatency): numbe
   return ((tokens - 1) / p.llmTokensPerS) * 1000;
 }
 
+/** The fake LLM's pacing from its first token until `answer` holds a match of `end` (all of it when none). */
+function pacingUntil(answer: string, end: RegExp, p: ProviderLatency): number {
+  if (p.llmTokensPerS <= 0) return 0;
+  const pieces = Math.max(1, Math.ceil(answer.length / CHARS_PER_TOKEN));
+  let tokens = pieces;
+  // The text so far is tested after each piece, as a receiver that cuts on arrival does.
+  for (let k = 1; k <= pieces; k++) {
+    if (end.test(answer.slice(0, k * CHARS_PER_TOKEN))) {
+      tokens = k;
+      break;
+    }
+  }
+  return ((tokens - 1) / p.llmTokensPerS) * 1000;
+}
+
+/**
+ * The fake LLM's pacing, after its first token, until the streaming TTS stand-in has the text it
+ * waits for. Assumed here (and true of the stand-in, test/fixtures/fake-volcengine-tts.ts, as of
+ * the 1.0 voices it stands in for): the server pushes the model's text as it is written, with no
+ * cut of its own in between; the stand-in groups what it receives into sentences at its own marks
+ * (`VOLCENGINE_SENTENCE_END`) and counts `ttsStreamFirstAudioMs` from the moment a sentence is
+ * complete. So the wait is until the first of its marks has arrived, which may come earlier or
+ * later than the server's first-sentence cut, and is never "its first text" alone.
+ */
+export function ttsWaitStreamMs(answer: string, p: ProviderLatency): number {
+  return pacingUntil(answer, VOLCENGINE_SENTENCE_END, p);
+}
+
 /** The printed form of the effective figures (one line per provider). */
 export function describeLatency(profile: ProfileName, p: ProviderLatency): string[] {
   const per = p.asrPerAudio > 0 ? ` + ${p.asrPerAudio} × audio length` : '';
@@ -171,15 +211,21 @@ export function describeLatency(profile: ProfileName, p: ProviderLatency): strin
     p.llmTokensPerS > 0
       ? `then ${p.llmTokensPerS} tokens/s (a token = ${CHARS_PER_TOKEN} characters)`
       : 'then the rest at once';
+  const rest = p.ttsSpeed > 0 ? `${p.ttsSpeed}× real time` : 'the rest at once';
   const tts =
     p.tts === 'embedded'
       ? "the server's embedded espeak-ng (no fake)"
-      : `the fake OpenAI-compatible /v1/audio/speech (pcm, 24 kHz): first audio after ${p.ttsFirstAudioMs} ms, then ${p.ttsSpeed > 0 ? `${p.ttsSpeed}× real time` : 'the rest at once'}`;
+      : p.tts === 'remote'
+        ? `the fake OpenAI-compatible /v1/audio/speech, one request per sentence (pcm, 24 kHz): first audio after ${p.ttsFirstAudioMs} ms, then ${rest}`
+        : `streaming, the Volcengine bidirectional stand-in (text pushed as the model writes it; pcm, 24 kHz, a tone per sentence): a sentence's first audio ${p.ttsStreamFirstAudioMs} ms after its text is complete at the stand-in's marks, then ${rest}`;
+  const asr =
+    p.asr === 'streaming'
+      ? `ASR streaming (the FunASR stand-in): the final transcript ${p.asrFinalMs} ms after the last audio`
+      : `ASR batch: ${p.asrMs} ms${per} after the upload`;
   return [
     `providers (--profile ${profile}, flags override):`,
-    `  ASR ${p.asr}: ${p.asrMs} ms${per} after the upload`,
+    `  ${asr}`,
     `  LLM: first token after ${p.llmTtftMs} ms, ${tokens}`,
     `  TTS: ${tts}`,
-    `  streaming figures, for the streaming stand-ins still to come: ASR final ${p.asrFinalMs} ms after the last audio, TTS first audio ${p.ttsStreamFirstAudioMs} ms after its first text`,
   ];
 }

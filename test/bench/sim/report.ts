@@ -331,13 +331,14 @@ export function idleLines(r: IdleResult): string[] {
   ];
 }
 
-const STAGE_LABEL_WIDTH = Math.max(...STAGES.map(([, l]) => l.length));
+const AFTER_TOKEN_LABEL = "first frame at the device after the model's first token";
+const STAGE_LABEL_WIDTH = Math.max(AFTER_TOKEN_LABEL.length, ...STAGES.map(([, l]) => l.length));
 
 /**
  * The voice-to-voice lines under a step's row: p50 / p95 of each stage, in ms after the end of the
  * user's voice, then what the fakes were set to spend on the way and what is left: ours.
  */
-export function voiceToVoiceLines(s: StepResult): string[] {
+export function voiceToVoiceLines(s: Pick<StepResult, 'voiceToVoice'>): string[] {
   const v = s.voiceToVoice;
   if (v.turns === 0) return ['  voice-to-voice: no turn with an answer frame'];
   const out = [
@@ -355,13 +356,17 @@ export function voiceToVoiceLines(s: StepResult): string[] {
             : '';
     out.push(`    ${label.padEnd(STAGE_LABEL_WIDTH)}  ${pair(p).padStart(11)}${note}`);
   }
+  const a = v.firstFrameAfterFirstTokenMs;
+  if (a.n > 0) out.push(`    ${AFTER_TOKEN_LABEL}  ${pair(a).padStart(11)}   (per turn, ${a.n} turns)`);
   const d = v.providerDelay;
   if (d && d.totalMs !== null) {
     const parts = [
       `ASR ${int(d.asrMs)} (mean, ${int(d.asrAudioMs)} ms of audio)`,
       `LLM first token ${int(d.llmFirstTokenMs)}`,
-      `first sentence's tokens ${int(d.firstSentenceStreamMs)}`,
-      `TTS first audio ${int(d.ttsFirstAudioMs)}`,
+      d.path === 'streaming'
+        ? `tokens until the streaming TTS's first sentence ${int(d.firstSentenceStreamMs)}`
+        : `first sentence's tokens ${int(d.firstSentenceStreamMs)}`,
+      `${d.path === 'streaming' ? 'streaming ' : ''}TTS first audio ${int(d.ttsFirstAudioMs)}`,
     ];
     out.push(
       `  providers' configured delays on the way: ${parts.join(' + ')} = ${int(d.totalMs)} ms; ours (voice-to-voice p50 less that): ${int(v.oursP50Ms)} ms`,
@@ -375,12 +380,13 @@ export const VOICE_COLUMNS = [
   'turns',
   'voice-to-voice p50/p95',
   ...STAGES.filter(([k]) => k !== 'voiceToVoiceMs').map(([, l]) => `${l} p50/p95`),
+  "first frame after the model's first token p50/p95",
   "providers' delays",
   'ours p50',
 ] as const;
 
 /** One Markdown row per step: voice-to-voice and its stages (ms after the end of the voice). */
-export function voiceToVoiceTable(steps: readonly StepResult[]): string {
+export function voiceToVoiceTable(steps: ReadonlyArray<Pick<StepResult, 'devices' | 'voiceToVoice'>>): string {
   const lines = [`| ${VOICE_COLUMNS.join(' | ')} |`, `|${VOICE_COLUMNS.map(() => '---:').join('|')}|`];
   for (const s of steps) {
     const v = s.voiceToVoice;
@@ -389,6 +395,7 @@ export function voiceToVoiceTable(steps: readonly StepResult[]): string {
       String(v.turns),
       pair(v.stages.voiceToVoiceMs),
       ...STAGES.filter(([k]) => k !== 'voiceToVoiceMs').map(([k]) => pair(v.stages[k])),
+      pair(v.firstFrameAfterFirstTokenMs),
       int(v.providerDelay?.totalMs),
       int(v.oursP50Ms),
     ];

@@ -256,13 +256,14 @@ const SERVER_ENV_OVERRIDES = [
 ];
 
 /** The fakes' URLs, as sim/fakes-main.ts prints them. */
-interface FakeUrls {
+export interface FakeUrls {
   llm: string;
   /** The batch fake's base URL, or the streaming stand-in's ws:// URL (`asrKind`). */
   asr: string;
   asrKind: 'openai' | 'funasr';
-  /** Null when the server speaks with its embedded TTS. */
+  /** The remote fake's base URL, or the streaming stand-in's ws:// URL (`ttsKind`); null when the server speaks with its embedded TTS. */
   tts: string | null;
+  ttsKind: 'openai' | 'volcengine' | null;
   stats: string;
 }
 
@@ -331,6 +332,56 @@ export async function stopFakes(f: Fakes): Promise<void> {
   if (f.proc.exitCode === null && f.proc.signalCode === null) f.proc.kill('SIGKILL');
 }
 
+/**
+ * The self-started server's config before `--set` overrides: loopback fakes for every provider it
+ * uses, its data in the run's own folder `dir`.
+ */
+export function simServerConfig(fakes: FakeUrls, port: number, dir: string): Record<string, unknown> {
+  return {
+    // The simulated fleet comes from one loopback address and measures capacity itself.
+    // The database in the run's own folder (a device record and a live session per connection).
+    // A large idle fleet takes minutes to connect: the 120 s idle close would end the first
+    // sessions before the last device arrives (19,500 took 6 min on 2 busy cores).
+    server: {
+      host: '127.0.0.1',
+      port,
+      dataDir: join(dir, 'data'),
+      drainTimeoutMs: 1000,
+      maxSessions: 0,
+      maxSessionsPerIp: 0,
+      idleTimeoutMs: 3_600_000,
+      upgradeRate: { perSecond: 1_000_000, burst: 1_000_000 },
+    },
+    asr:
+      fakes.asrKind === 'funasr'
+        ? { provider: 'funasr', url: fakes.asr }
+        : { provider: 'openai', baseURL: fakes.asr, apiKey: 'sk-sim', model: 'whisper-1', language: 'en' },
+    // The remote fake answers OpenAI's pcm (24 kHz, the downlink's rate: nothing to resample);
+    // the streaming stand-in takes the credentials it checks and answers pcm at 24 kHz by default.
+    tts: !fakes.tts
+      ? { provider: 'espeak', voice: 'en-us' }
+      : fakes.ttsKind === 'volcengine'
+        ? {
+            provider: 'volcengine',
+            url: fakes.tts,
+            appKey: 'test-app-key',
+            accessKey: 'test-access-key',
+            resourceId: 'seed-tts-1.0',
+          }
+        : {
+            provider: 'openai',
+            baseURL: fakes.tts,
+            apiKey: 'sk-sim',
+            model: 'tts-1',
+            voice: 'alloy',
+            format: 'pcm',
+            pcmSampleRate: 24_000,
+          },
+    llm: { baseURL: fakes.llm, apiKey: 'sk-sim', model: 'sim', maxRetries: 0 },
+    logging: { level: 'info' },
+  };
+}
+
 /** Starts the fakes and the real server as child processes; everything on 127.0.0.1. */
 export async function startLocalServer(opts: LocalServerOptions): Promise<SimServer> {
   let fakes: Fakes | undefined;
@@ -354,40 +405,7 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<SimSer
   try {
     fakes = await startFakes(opts.transcript, opts.answer, opts.readyTimeoutMs, opts.providers);
     const port = await freePort();
-    const base: Record<string, unknown> = {
-      // The simulated fleet comes from one loopback address and measures capacity itself.
-      // The database in the run's own folder (a device record and a live session per connection).
-      // A large idle fleet takes minutes to connect: the 120 s idle close would end the first
-      // sessions before the last device arrives (19,500 took 6 min on 2 busy cores).
-      server: {
-        host: '127.0.0.1',
-        port,
-        dataDir: join(dir, 'data'),
-        drainTimeoutMs: 1000,
-        maxSessions: 0,
-        maxSessionsPerIp: 0,
-        idleTimeoutMs: 3_600_000,
-        upgradeRate: { perSecond: 1_000_000, burst: 1_000_000 },
-      },
-      asr:
-        fakes.asrKind === 'funasr'
-          ? { provider: 'funasr', url: fakes.asr }
-          : { provider: 'openai', baseURL: fakes.asr, apiKey: 'sk-sim', model: 'whisper-1', language: 'en' },
-      // The remote fake answers OpenAI's pcm (24 kHz, the downlink's rate: nothing to resample).
-      tts: fakes.tts
-        ? {
-            provider: 'openai',
-            baseURL: fakes.tts,
-            apiKey: 'sk-sim',
-            model: 'tts-1',
-            voice: 'alloy',
-            format: 'pcm',
-            pcmSampleRate: 24_000,
-          }
-        : { provider: 'espeak', voice: 'en-us' },
-      llm: { baseURL: fakes.llm, apiKey: 'sk-sim', model: 'sim', maxRetries: 0 },
-      logging: { level: 'info' },
-    };
+    const base = simServerConfig(fakes, port, dir);
     const config = deepMerge(base, opts.configOverrides);
     const file = join(dir, 'config.yaml');
     writeFileSync(file, stringify(config));

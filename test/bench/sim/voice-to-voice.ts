@@ -8,7 +8,7 @@
 import type { TurnRecord } from './device.ts';
 import type { AsrWork } from './lean-fakes.ts';
 import type { ServerTurnTiming } from './server.ts';
-import { firstSentenceStreamMs, type ProviderLatency } from './provider-profiles.ts';
+import { firstSentenceStreamMs, ttsWaitStreamMs, type ProviderLatency } from './provider-profiles.ts';
 import { p50p95, type P50P95 } from './stats.ts';
 
 /** The stages of one turn, ms after the end of the user's voice (absent: not known for that turn). */
@@ -29,6 +29,11 @@ export interface VoiceTurn {
   /** The TTS's first audio byte (only from the log's optional `ttsFirstAudioMs`). */
   firstAudioByteMs?: number;
   firstFrameOutMs?: number;
+  /**
+   * The first frame at the device after the model's first token, this turn's own
+   * (`voiceToVoiceMs − firstTokenMs`): what the speech path adds once the model has begun.
+   */
+  firstFrameAfterFirstTokenMs?: number;
 }
 
 export const STAGES = [
@@ -86,19 +91,25 @@ export function voiceTurn(rec: TurnRecord, t: ServerTurnTiming | undefined): Voi
   else if (t.asrMs !== undefined && t.llmFirstTokenMs !== undefined)
     // The request goes out with the transcript; the first token comes before the first sentence is cut.
     out.firstTokenMs = decision + Math.min(t.asrMs + t.llmFirstTokenMs, t.firstSentenceMs ?? Number.POSITIVE_INFINITY);
+  if (out.firstTokenMs !== undefined) out.firstFrameAfterFirstTokenMs = out.voiceToVoiceMs - out.firstTokenMs;
   return out;
 }
 
 /** What the fakes were configured to spend on the path to the first frame, ms (see `providerDelay`). */
 export interface ProviderDelay {
+  /** `per-sentence`: the TTS gets the server's cut sentences (embedded, remote); `streaming`: the text as it is written. */
+  path: 'per-sentence' | 'streaming';
   /** The fake ASR's mean delay over the step's uploads (null: not known). */
   asrMs: number | null;
   /** The mean length of those uploads, ms of audio. */
   asrAudioMs: number | null;
   llmFirstTokenMs: number;
-  /** The fake LLM's pacing from its first token until the first sentence is complete. */
+  /**
+   * The fake LLM's pacing from its first token until the TTS has the text it needs: the server's
+   * first sentence on the per-sentence path, the stand-in's first sentence on the streaming one.
+   */
   firstSentenceStreamMs: number;
-  /** The remote TTS fake's first audio (0 with the embedded TTS). */
+  /** The TTS fake's first audio once it has that text (0 with the embedded TTS). */
   ttsFirstAudioMs: number;
   totalMs: number | null;
 }
@@ -106,19 +117,24 @@ export interface ProviderDelay {
 /**
  * The delays the fakes were set to put on the path from the end of the user's voice to the first
  * frame, added up as issue 43 counts them: the ASR's (its mean over the step's uploads), the
- * model's first token, its pacing until the first sentence is complete, the TTS's first audio.
+ * model's first token, its pacing until the TTS has the text it needs, the TTS's first audio.
+ * Per sentence that text is the server's first sentence; streaming, it is the stand-in's first
+ * sentence (`ttsWaitStreamMs` says what is assumed), so neither path is charged the other's wait.
  */
 export function providerDelay(p: ProviderLatency, answer: string, asr: AsrWork | null): ProviderDelay {
   // A streaming recogniser's only delay on the path is its final after the end of the audio.
   const asrMs = p.asr === 'streaming' ? p.asrFinalMs : asr && asr.requests > 0 ? asr.delayMs / asr.requests : null;
-  const rest = p.llmTtftMs + firstSentenceStreamMs(answer, p) + (p.tts === 'remote' ? p.ttsFirstAudioMs : 0);
+  const streaming = p.tts === 'streaming';
+  const textMs = streaming ? ttsWaitStreamMs(answer, p) : firstSentenceStreamMs(answer, p);
+  const ttsMs = streaming ? p.ttsStreamFirstAudioMs : p.tts === 'remote' ? p.ttsFirstAudioMs : 0;
   return {
+    path: streaming ? 'streaming' : 'per-sentence',
     asrMs,
     asrAudioMs: asr && asr.requests > 0 ? asr.audioMs / asr.requests : null,
     llmFirstTokenMs: p.llmTtftMs,
-    firstSentenceStreamMs: firstSentenceStreamMs(answer, p),
-    ttsFirstAudioMs: p.tts === 'remote' ? p.ttsFirstAudioMs : 0,
-    totalMs: asrMs === null ? null : asrMs + rest,
+    firstSentenceStreamMs: textMs,
+    ttsFirstAudioMs: ttsMs,
+    totalMs: asrMs === null ? null : asrMs + p.llmTtftMs + textMs + ttsMs,
   };
 }
 
@@ -127,6 +143,8 @@ export interface VoiceToVoice {
   /** Stage → p50/p95 over the turns that have it. */
   stages: Record<StageKey, P50P95>;
   heardSilenceMs: P50P95;
+  /** The first frame at the device after the model's first token: p50/p95 of the turns' own differences. */
+  firstFrameAfterFirstTokenMs: P50P95;
   providerDelay: ProviderDelay | null;
   /** Voice-to-voice p50 less the providers' configured delays: the part that is ours. */
   oursP50Ms: number | null;
@@ -141,6 +159,10 @@ export function summarizeVoiceToVoice(perTurn: VoiceTurn[], providerDelay: Provi
     turns: perTurn.length,
     stages,
     heardSilenceMs: p50p95(perTurn.flatMap((t) => (t.heardSilenceMs === undefined ? [] : [t.heardSilenceMs]))),
+    // Per turn, then the percentiles: a difference of two percentiles would pair different turns.
+    firstFrameAfterFirstTokenMs: p50p95(
+      perTurn.flatMap((t) => (t.firstFrameAfterFirstTokenMs === undefined ? [] : [t.firstFrameAfterFirstTokenMs])),
+    ),
     providerDelay,
     oursP50Ms: total === null || stages.voiceToVoiceMs.n === 0 ? null : stages.voiceToVoiceMs.p50 - total,
     perTurn,

@@ -5,10 +5,17 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { encodeWav } from '../../../audio/pcm/wav.ts';
+import { canStreamText, type Tts } from '../../../audio/tts/tts.ts';
+import { silentLogger } from '../../../core/logger.ts';
+import { createTts } from '../../../providers/index.ts';
 import { DueQueue } from '../../bench/sim/due-queue.ts';
 import { startLeanFakes, type FakeStats, TTS_SAMPLE_RATE, uploadedWavMs } from '../../bench/sim/lean-fakes.ts';
 import { PROFILES, type ProviderLatency } from '../../bench/sim/provider-profiles.ts';
+import { simServerConfig } from '../../bench/sim/server.ts';
 
 const ANSWER = 'It is sunny today. Enjoy your day!';
 
@@ -175,4 +182,53 @@ test('a remote TTS fake needs its clip; an upload without a WAV is refused', asy
   } finally {
     await fakes.close();
   }
+});
+
+test('with a streaming TTS the fakes start the Volcengine stand-in, the server is configured for volcengine, and its provider hears the first audio no sooner than configured', async () => {
+  const providers = slow({ tts: 'streaming', ttsStreamFirstAudioMs: 120, ttsSpeed: 2 });
+  const fakes = await startLeanFakes({ transcript: 'x', answer: ANSWER, providers });
+  const dir = mkdtempSync(join(tmpdir(), 'sim-config-'));
+  let tts: Tts | undefined;
+  try {
+    assert.equal(fakes.ttsKind, 'volcengine');
+    assert.match(fakes.tts ?? '', /^ws:\/\/127\.0\.0\.1:\d+\/api\/v3\/tts\/bidirection$/);
+    const config = simServerConfig({ ...fakes }, 8000, dir);
+    assert.deepEqual(config.tts, {
+      provider: 'volcengine',
+      url: fakes.tts,
+      appKey: 'test-app-key',
+      accessKey: 'test-access-key',
+      resourceId: 'seed-tts-1.0',
+    });
+    // The server's own provider, from that config, against the stand-in.
+    tts = await createTts(config.tts as Parameters<typeof createTts>[0], silentLogger);
+    assert.ok(canStreamText(tts));
+    const stream = tts.openTextStream({ signal: new AbortController().signal, log: silentLogger });
+    const t0 = performance.now();
+    stream.push('It is sunny today. ');
+    stream.finish();
+    let firstMs: number | null = null;
+    let bytes = 0;
+    for await (const e of stream.events) {
+      if (e.type !== 'audio') continue;
+      firstMs ??= performance.now() - t0;
+      bytes += e.data.length;
+    }
+    assert.ok(firstMs !== null && firstMs >= 119, `first audio after 120 ms, got ${firstMs}`);
+    assert.ok(bytes > 0);
+    const stats = (await (await fetch(fakes.stats)).json()) as FakeStats;
+    assert.equal(stats.speeches, 1, 'one session counted');
+  } finally {
+    await tts?.close();
+    await fakes.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('the server config keeps the OpenAI speech fake for a remote TTS and espeak-ng without one', () => {
+  const urls = { llm: 'http://127.0.0.1:1/v1', asr: 'http://127.0.0.1:1/v1', asrKind: 'openai', stats: 'x' } as const;
+  const remote = simServerConfig({ ...urls, tts: 'http://127.0.0.1:1/v1', ttsKind: 'openai' }, 1, '/tmp/x');
+  assert.equal((remote.tts as { provider: string }).provider, 'openai');
+  const embedded = simServerConfig({ ...urls, tts: null, ttsKind: null }, 1, '/tmp/x');
+  assert.equal((embedded.tts as { provider: string }).provider, 'espeak');
 });

@@ -93,7 +93,7 @@ test('latency flags refuse what they cannot honour: bad values, remote-TTS figur
   assert.throws(() => parseArgs(['--asr-per-audio', 'x']), /--asr-per-audio needs a number from 0 to 10/);
   assert.throws(() => parseArgs(['--asr', 'whisper']), /--asr is batch or streaming/);
   assert.equal(parsed(['--profile', 'cloud', '--asr', 'streaming']).providers.asr, 'streaming');
-  assert.throws(() => parseArgs(['--tts', 'cloud']), /--tts is embedded or remote/);
+  assert.throws(() => parseArgs(['--tts', 'cloud']), /--tts is embedded, remote or streaming/);
   assert.throws(() => parseArgs(['--tts-first-audio-ms', '250']), /only applies to the remote TTS fake.*--tts remote/);
   assert.throws(
     () => parseArgs(['--profile', 'cloud', '--tts', 'embedded', '--tts-speed', '3']),
@@ -112,4 +112,33 @@ test('--server-node picks the node binary of the self-started server; it means n
     () => parseArgs(['--url', 'ws://127.0.0.1:8000/xiaozhi/v1/', '--server-node', '/usr/bin/node']),
     /--server-node is for the self-started server/,
   );
+});
+
+test('--tts streaming: the stream figure applies to it, the speed too, the remote first audio does not; the stream figure is refused elsewhere', () => {
+  const o = parsed([
+    '--profile',
+    'cloud',
+    '--tts',
+    'streaming',
+    '--tts-stream-first-audio-ms',
+    '90',
+    '--tts-speed',
+    '3',
+  ]);
+  assert.deepEqual(o.providers, { ...PROFILES.cloud, tts: 'streaming', ttsStreamFirstAudioMs: 90, ttsSpeed: 3 });
+  assert.throws(
+    () => parseArgs(['--profile', 'cloud', '--tts', 'streaming', '--tts-first-audio-ms', '200']),
+    /--tts-first-audio-ms only applies to the remote TTS fake.*streaming.*--tts remote/,
+  );
+  assert.throws(
+    () => parseArgs(['--profile', 'cloud', '--tts-stream-first-audio-ms', '90']),
+    /--tts-stream-first-audio-ms only applies to the streaming TTS fake.*remote.*--tts streaming/,
+  );
+  assert.throws(
+    () => parseArgs(['--tts-stream-first-audio-ms', '90']),
+    /--tts-stream-first-audio-ms only applies to the streaming TTS fake.*espeak-ng.*--tts streaming/,
+  );
+  // The profile's own stream figure is no explicit flag: nothing to refuse.
+  assert.equal(parsed(['--profile', 'cloud']).providers.ttsStreamFirstAudioMs, 150);
+  assert.throws(() => parseArgs(['--tts', 'embedded', '--tts-speed', '2']), /--tts-speed only applies/);
 });

@@ -10,7 +10,14 @@ import { FRAME_MS, prepareUtterance, type TurnRecord } from '../../bench/sim/dev
 import { PROFILES, firstSentenceStreamMs } from '../../bench/sim/provider-profiles.ts';
 import type { ServerTurnTiming } from '../../bench/sim/server.ts';
 import { voiceEndSample } from '../../bench/sim/voiced.ts';
-import { matchServerTurn, providerDelay, summarizeVoiceToVoice, voiceTurn } from '../../bench/sim/voice-to-voice.ts';
+import { voiceToVoiceLines, voiceToVoiceTable } from '../../bench/sim/report.ts';
+import {
+  matchServerTurn,
+  providerDelay,
+  summarizeVoiceToVoice,
+  voiceTurn,
+  type VoiceTurn,
+} from '../../bench/sim/voice-to-voice.ts';
 
 /** 16 kHz PCM: silence, a tone from `fromMs` to `toMs` (amplitude `amp`), silence to `totalMs`. */
 function pcmWithTone(totalMs: number, tones: Array<[fromMs: number, toMs: number, amp: number]>): Int16Array {
@@ -106,6 +113,8 @@ test("a turn's stages are times after the end of the voice: the server's decisio
     firstTokenMs: 1250,
     firstSentenceMs: 1350,
     firstFrameOutMs: 1499,
+    // The device's first frame (1500) less the first token (1250), this turn's own.
+    firstFrameAfterFirstTokenMs: 250,
   });
   // An early start had the transcript ready at the decision (0): the first token is bounded by the first sentence.
   assert.equal(
@@ -147,6 +156,7 @@ test("the providers' delays add up as issue 43 counts them, and ours is what is 
   assert.equal(firstSentenceStreamMs(answer, PROFILES.instant), 0);
   const d = providerDelay(PROFILES.cloud, answer, { requests: 4, audioMs: 8000, delayMs: 1800 });
   assert.deepEqual(d, {
+    path: 'per-sentence',
     asrMs: 450,
     asrAudioMs: 2000,
     llmFirstTokenMs: 450,
@@ -171,4 +181,63 @@ test("the providers' delays add up as issue 43 counts them, and ours is what is 
   assert.deepEqual(v.stages.endOfTurnMs, { p50: 701, p95: 703, n: 4 });
   assert.equal(v.stages.firstTokenMs.n, 0);
   assert.equal(v.oursP50Ms, 250);
+});
+
+test("the first frame after the model's first token is taken per turn, then its p50/p95: not a difference of percentiles", () => {
+  const turn = (i: number, voiceToVoiceMs: number, firstTokenMs?: number): VoiceTurn => {
+    const t = voiceTurn(
+      record({ voiceEndAt: 1000, firstFrameAt: 1000 + voiceToVoiceMs }),
+      // The server's decision at the end of the voice; its first token logged as it came.
+      firstTokenMs === undefined ? undefined : timing({ endedAt: 1000, firstTokenMs }),
+    );
+    assert.ok(t);
+    return { ...t, device: i };
+  };
+  const turns = [turn(0, 1000, 900), turn(1, 1100, 500), turn(2, 3000, 2800), turn(3, 1200, 1000), turn(4, 1300)];
+  assert.deepEqual(
+    turns.map((t) => t.firstFrameAfterFirstTokenMs),
+    [100, 600, 200, 200, undefined],
+  );
+  const v = summarizeVoiceToVoice(turns, null);
+  // p95 of the differences is 600; the difference of the p95s (3000 − 2800) would say 200.
+  assert.deepEqual(v.firstFrameAfterFirstTokenMs, { p50: 200, p95: 600, n: 4 });
+  assert.equal(v.stages.voiceToVoiceMs.p95 - v.stages.firstTokenMs.p95, 200);
+  const lines = voiceToVoiceLines({ voiceToVoice: v });
+  assert.ok(
+    lines.some((l) =>
+      /first frame at the device after the model's first token +200 \/ 600 +\(per turn, 4 turns\)/.test(l),
+    ),
+    lines.join('\n'),
+  );
+  const table = voiceToVoiceTable([{ devices: 5, voiceToVoice: v }]).split('\n');
+  const header = (table[0] as string).split(' | ');
+  const row = (table[2] as string).split(' | ');
+  const col = header.findIndex((h) => h.includes("first frame after the model's first token"));
+  assert.ok(col > 0, table[0]);
+  assert.equal(row[col], '200 / 600');
+});
+
+test("with the streaming TTS the providers' delays count its first audio after the stand-in's first sentence, not the server's cut", () => {
+  // The stand-in (like the vendor) speaks a sentence once its mark has come: here the ';' of the
+  // second 4-character token; the server's per-sentence path waits for the '.' (7 tokens).
+  const answer = 'Sunny; high of twenty two. Enjoy!';
+  const asr = { requests: 4, audioMs: 8000, delayMs: 1800 };
+  assert.deepEqual(providerDelay({ ...PROFILES.cloud, tts: 'streaming' }, answer, asr), {
+    path: 'streaming',
+    asrMs: 450,
+    asrAudioMs: 2000,
+    llmFirstTokenMs: 450,
+    firstSentenceStreamMs: 25,
+    ttsFirstAudioMs: 150,
+    totalMs: 1075,
+  });
+  const remote = providerDelay(PROFILES.cloud, answer, asr);
+  assert.equal(remote.path, 'per-sentence');
+  assert.equal(remote.firstSentenceStreamMs, 150);
+  assert.equal(remote.ttsFirstAudioMs, 250);
+  // Text with no mark of the stand-in's: it speaks it all at the end of the answer (7 tokens).
+  assert.equal(
+    providerDelay({ ...PROFILES.cloud, tts: 'streaming' }, 'no mark at all in this one', asr).firstSentenceStreamMs,
+    150,
+  );
 });
