@@ -256,6 +256,9 @@ async function startStreamingTts(
   // devices, not meant for capacity runs, which keep the remote fake.
   const fake = await startFakeVolcengineTts({
     firstAudioMs: p.ttsStreamFirstAudioMs,
+    // Issue 44's figure: first audio this long after the first text (or when the first sentence
+    // is complete, if the model is slower than that).
+    firstAudioFrom: 'first-text',
     chunkMs: STREAM_TTS_CHUNK_MS,
     chunkIntervalMs: p.ttsSpeed > 0 ? STREAM_TTS_CHUNK_MS / p.ttsSpeed : 0,
     speech: 'tone',

@@ -192,13 +192,13 @@ function pacingUntil(answer: string, end: RegExp, p: ProviderLatency): number {
 }
 
 /**
- * The fake LLM's pacing, after its first token, until the streaming TTS stand-in has the text it
- * waits for. Assumed here (and true of the stand-in, test/fixtures/fake-volcengine-tts.ts, as of
- * the 1.0 voices it stands in for): the server pushes the model's text as it is written, with no
- * cut of its own in between; the stand-in groups what it receives into sentences at its own marks
- * (`VOLCENGINE_SENTENCE_END`) and counts `ttsStreamFirstAudioMs` from the moment a sentence is
- * complete. So the wait is until the first of its marks has arrived, which may come earlier or
- * later than the server's first-sentence cut, and is never "its first text" alone.
+ * The fake LLM's pacing, after its first token, until the streaming TTS stand-in has its first
+ * sentence whole. Assumed here (and true of the stand-in, test/fixtures/fake-volcengine-tts.ts, as
+ * the simulator starts it, `firstAudioFrom: 'first-text'`): the server pushes the model's text as
+ * it is written, with no cut of its own in between; the stand-in groups it into sentences at its
+ * own marks (`VOLCENGINE_SENTENCE_END`), and its first audio comes `ttsStreamFirstAudioMs` after
+ * the first text, or when that first sentence is complete if later. `providerDelay` counts the
+ * part of this wait beyond `ttsStreamFirstAudioMs`.
  */
 export function ttsWaitStreamMs(answer: string, p: ProviderLatency): number {
   return pacingUntil(answer, VOLCENGINE_SENTENCE_END, p);
@@ -217,7 +217,7 @@ export function describeLatency(profile: ProfileName, p: ProviderLatency): strin
       ? "the server's embedded espeak-ng (no fake)"
       : p.tts === 'remote'
         ? `the fake OpenAI-compatible /v1/audio/speech, one request per sentence (pcm, 24 kHz): first audio after ${p.ttsFirstAudioMs} ms, then ${rest}`
-        : `streaming, the Volcengine bidirectional stand-in (text pushed as the model writes it; pcm, 24 kHz, a tone per sentence): a sentence's first audio ${p.ttsStreamFirstAudioMs} ms after its text is complete at the stand-in's marks, then ${rest}`;
+        : `streaming, the Volcengine bidirectional stand-in (text pushed as the model writes it; pcm, 24 kHz, a tone per sentence): first audio ${p.ttsStreamFirstAudioMs} ms after its first text (or when its first sentence is complete at the stand-in's marks, if later), then ${rest}`;
   const asr =
     p.asr === 'streaming'
       ? `ASR streaming (the FunASR stand-in): the final transcript ${p.asrFinalMs} ms after the last audio`

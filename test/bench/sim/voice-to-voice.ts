@@ -125,7 +125,11 @@ export function providerDelay(p: ProviderLatency, answer: string, asr: AsrWork |
   // A streaming recogniser's only delay on the path is its final after the end of the audio.
   const asrMs = p.asr === 'streaming' ? p.asrFinalMs : asr && asr.requests > 0 ? asr.delayMs / asr.requests : null;
   const streaming = p.tts === 'streaming';
-  const textMs = streaming ? ttsWaitStreamMs(answer, p) : firstSentenceStreamMs(answer, p);
+  // Streaming: the first audio comes ttsStreamFirstAudioMs after the first text, or when the
+  // stand-in's first sentence is whole if that is later: only the excess is the text's wait.
+  const textMs = streaming
+    ? Math.max(0, ttsWaitStreamMs(answer, p) - p.ttsStreamFirstAudioMs)
+    : firstSentenceStreamMs(answer, p);
   const ttsMs = streaming ? p.ttsStreamFirstAudioMs : p.tts === 'remote' ? p.ttsFirstAudioMs : 0;
   return {
     path: streaming ? 'streaming' : 'per-sentence',

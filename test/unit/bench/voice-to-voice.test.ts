@@ -217,9 +217,10 @@ test("the first frame after the model's first token is taken per turn, then its 
   assert.equal(row[col], '200 / 600');
 });
 
-test("with the streaming TTS the providers' delays count its first audio after the stand-in's first sentence, not the server's cut", () => {
-  // The stand-in (like the vendor) speaks a sentence once its mark has come: here the ';' of the
-  // second 4-character token; the server's per-sentence path waits for the '.' (7 tokens).
+test("with the streaming TTS the providers' delays count its first audio after the first text, or after the stand-in's first sentence when that is later", () => {
+  // The stand-in (as the simulator starts it) speaks ttsStreamFirstAudioMs after the first text,
+  // or once its first sentence is whole if later: here the ';' of the second 4-character token
+  // (25 ms) is well within the 150 ms; the server's per-sentence path waits for the '.' (7 tokens).
   const answer = 'Sunny; high of twenty two. Enjoy!';
   const asr = { requests: 4, audioMs: 8000, delayMs: 1800 };
   assert.deepEqual(providerDelay({ ...PROFILES.cloud, tts: 'streaming' }, answer, asr), {
@@ -227,17 +228,19 @@ test("with the streaming TTS the providers' delays count its first audio after t
     asrMs: 450,
     asrAudioMs: 2000,
     llmFirstTokenMs: 450,
-    firstSentenceStreamMs: 25,
+    firstSentenceStreamMs: 0,
     ttsFirstAudioMs: 150,
-    totalMs: 1075,
+    totalMs: 1050,
   });
   const remote = providerDelay(PROFILES.cloud, answer, asr);
   assert.equal(remote.path, 'per-sentence');
   assert.equal(remote.firstSentenceStreamMs, 150);
   assert.equal(remote.ttsFirstAudioMs, 250);
-  // Text with no mark of the stand-in's: it speaks it all at the end of the answer (7 tokens).
+  // Text with no mark of the stand-in's: its first sentence is whole only at the end of the
+  // answer (50 characters, 13 tokens: 300 ms), 150 ms past the first-audio figure.
   assert.equal(
-    providerDelay({ ...PROFILES.cloud, tts: 'streaming' }, 'no mark at all in this one', asr).firstSentenceStreamMs,
+    providerDelay({ ...PROFILES.cloud, tts: 'streaming' }, 'no mark at all in this one, it goes on for a while', asr)
+      .firstSentenceStreamMs,
     150,
   );
 });
