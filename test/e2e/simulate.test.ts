@@ -234,8 +234,44 @@ test('simulator: with the cloud profile the server speaks through the paced fake
   assert.ok(v2v >= (d.totalMs as number), `voice-to-voice ${v2v} ms holds the ${d.totalMs} ms the fakes wait`);
   assert.ok(
     lines.some((l) =>
-      l.startsWith('  TTS: the fake OpenAI-compatible /v1/audio/speech (pcm, 24 kHz): first audio after 250 ms'),
+      l.startsWith(
+        '  TTS: the fake OpenAI-compatible /v1/audio/speech, one request per sentence (pcm, 24 kHz): first audio after 250 ms',
+      ),
     ),
+    'the effective figures printed at the start',
+  );
+});
+
+test('simulator: with --tts streaming the server speaks through the Volcengine stand-in, text pushed as written, and the first frame after the first token is reported per turn', {
+  timeout: 90_000,
+}, async () => {
+  const lines: string[] = [];
+  const result = await runSimulation({
+    devices: [1],
+    turns: 1,
+    warmup: false,
+    settleMs: 300,
+    maxRunMs: 80_000,
+    profile: 'cloud',
+    providers: { ...PROFILES.cloud, tts: 'streaming' },
+    print: (l) => lines.push(l),
+  });
+  assert.deepEqual(childProcesses(SIM_CHILDREN), [], 'no server or fakes process left');
+  const s = result.steps[0];
+  assert.ok(s);
+  assert.equal(s.turnsDone, 1, `answered through the streaming stand-in; problems: ${JSON.stringify(s.errors)}`);
+  assert.deepEqual(result.serverErrors, [], 'the server logged no error');
+  assert.equal(s.fakeWork?.speeches, 1, 'one vendor session for the whole answer, not one per sentence');
+  const d = s.voiceToVoice.providerDelay;
+  assert.equal(d?.path, 'streaming');
+  assert.equal(d?.ttsFirstAudioMs, 150);
+  const after = s.voiceToVoice.firstFrameAfterFirstTokenMs;
+  assert.ok(
+    after.n === 1 && after.p50 >= 150,
+    `first frame ${after.p50} ms after the first token holds the stand-in's 150 ms`,
+  );
+  assert.ok(
+    lines.some((l) => l.startsWith('  TTS: streaming, the Volcengine bidirectional stand-in')),
     'the effective figures printed at the start',
   );
 });
