@@ -18,7 +18,14 @@ export interface ProviderBlocks {
 }
 
 export type ProviderPart = 'llm' | 'asr' | 'tts';
-export type ProviderProblemKind = 'unreachable' | 'key_refused' | 'model_missing';
+export type ProviderProblemKind = 'unreachable' | 'key_refused' | 'model_missing' | 'voice_missing';
+
+/**
+ * A provider's own start-up check, for a vendor with no `/models` to ask (a WebSocket API): it
+ * reaches the vendor with the configured key and voice the cheapest way the vendor allows (no
+ * text sent, nothing billed), within `timeoutMs`, and says what is wrong, or null.
+ */
+export type ProviderProbe = (timeoutMs: number) => Promise<{ problem: ProviderProblemKind; detail: string } | null>;
 
 /** What `/readyz` shows publicly: which part, what is wrong, and what to set. */
 export interface ProviderProblem {
@@ -31,6 +38,8 @@ interface Target {
   part: ProviderPart;
   baseURL: string;
   apiKey: string;
+  /** The provider's own check instead of `GET /models`. */
+  probe?: ProviderProbe;
   /** Checked against the `/models` list; absent: the list is not checked (transcription/speech models are often unlisted). */
   model?: string;
 }
@@ -48,7 +57,10 @@ export function fixFor(part: ProviderPart, problem: ProviderProblemKind): string
   const label = part === 'asr' ? 'speech recognition (ASR)' : 'speech synthesis (TTS)';
   if (problem === 'unreachable')
     return `The remote ${label} does not answer at ${part}.baseURL: start it, fix ${part}.baseURL, or set ${part}.provider to the embedded one (${part === 'asr' ? 'pocketsphinx' : 'espeak'}).`;
-  if (problem === 'key_refused') return `The remote ${label} refused the API key: set ${part}.apiKey.`;
+  if (problem === 'key_refused')
+    return `The remote ${label} refused the API key: set ${part}.apiKey (or the vendor's own credential keys in the ${part} block).`;
+  if (problem === 'voice_missing')
+    return `The remote ${label} does not have the voice named in ${part}.voice for its ${part}.model or resource: set ${part}.voice.`;
   return `The remote ${label} does not have the model named in ${part}.model: set ${part}.model.`;
 }
 
@@ -57,9 +69,15 @@ function targets(config: ProviderBlocks): Target[] {
     { part: 'llm', baseURL: config.llm.baseURL, apiKey: config.llm.apiKey, model: config.llm.model },
   ];
   const asr = asrProvider(config.asr).endpoint(config.asr);
-  const tts = ttsProvider(config.tts).endpoint(config.tts);
+  const ttsEntry = ttsProvider(config.tts);
+  const tts = ttsEntry.endpoint(config.tts);
   if (asr) out.push({ part: 'asr', ...asr });
   if (tts) out.push({ part: 'tts', ...tts });
+  else if (ttsEntry.probe) {
+    const probe = ttsEntry.probe;
+    const url = 'url' in config.tts && typeof config.tts.url === 'string' ? config.tts.url : '';
+    out.push({ part: 'tts', baseURL: url, apiKey: '', probe: (timeoutMs) => probe(config.tts, timeoutMs) });
+  }
   return out;
 }
 
@@ -88,6 +106,8 @@ async function diagnose(
   t: Target,
   timeoutMs: number,
 ): Promise<{ problem: ProviderProblemKind; detail: string } | null> {
+  if (t.probe)
+    return t.probe(timeoutMs).catch((err: unknown) => ({ problem: 'unreachable' as const, detail: String(err) }));
   let res: Response;
   try {
     const { url, headers } = modelsRequest(t);

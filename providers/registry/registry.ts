@@ -61,6 +61,14 @@ export interface AsrProvider<O> {
 
 export interface TtsProvider<O> {
   endpoint(options: O): { baseURL: string; apiKey: string } | undefined;
+  /**
+   * The start-up check of a vendor with no HTTP `/models` (when `endpoint` gives none): reaches it
+   * with the key and voice in `options`, sending no text (see `ProviderProbe` in ../doctor.ts).
+   */
+  probe?: (
+    options: O,
+    timeoutMs: number,
+  ) => Promise<{ problem: 'unreachable' | 'key_refused' | 'model_missing' | 'voice_missing'; detail: string } | null>;
   /** The provider; whether it synthesises in the media worker is its `synthesis`. */
   create(options: O, log: Logger): Promise<Tts>;
   /**
