@@ -56,7 +56,7 @@ export function fixFor(part: ProviderPart, problem: ProviderProblemKind): string
   }
   const label = part === 'asr' ? 'speech recognition (ASR)' : 'speech synthesis (TTS)';
   if (problem === 'unreachable')
-    return `The remote ${label} does not answer at ${part}.baseURL: start it, fix ${part}.baseURL, or set ${part}.provider to the embedded one (${part === 'asr' ? 'pocketsphinx' : 'espeak'}).`;
+    return `The remote ${label} does not answer at ${part}.baseURL (${part}.url for a WebSocket vendor): start it, fix that URL, or set ${part}.provider to the embedded one (${part === 'asr' ? 'pocketsphinx' : 'espeak'}).`;
   if (problem === 'key_refused')
     return `The remote ${label} refused the API key: set ${part}.apiKey (or the vendor's own credential keys in the ${part} block).`;
   if (problem === 'voice_missing')
@@ -80,6 +80,13 @@ function targets(config: ProviderBlocks): Target[] {
   }
   return out;
 }
+
+/**
+ * How long a provider's own check is trusted. It opens a vendor session (no text, nothing billed,
+ * but an open connection counts against a vendor's concurrency): `/readyz` polled every few
+ * seconds must not open one each time.
+ */
+const PROBE_CACHE_MS = 300_000;
 
 /** Largest `/models` answer read; a bigger one is not a model list we can judge. */
 const MAX_LIST_BYTES = 1024 * 1024;
@@ -155,8 +162,26 @@ export interface ProviderDoctorOptions {
   cacheMs?: number;
 }
 
+/** One result of a provider's own check per PROBE_CACHE_MS; concurrent callers share one run. */
+function cachedProbe(probe: ProviderProbe): ProviderProbe {
+  let last: { at: number; result: Awaited<ReturnType<ProviderProbe>> } | undefined;
+  let running: ReturnType<ProviderProbe> | undefined;
+  return (timeoutMs) => {
+    if (last && Date.now() - last.at < PROBE_CACHE_MS) return Promise.resolve(last.result);
+    running ??= probe(timeoutMs)
+      .then((result) => {
+        last = { at: Date.now(), result };
+        return result;
+      })
+      .finally(() => {
+        running = undefined;
+      });
+    return running;
+  };
+}
+
 export function createProviderDoctor(config: ProviderBlocks, opts: ProviderDoctorOptions = {}): ProviderDoctor {
-  const list = targets(config);
+  const list = targets(config).map((t) => (t.probe ? { ...t, probe: cachedProbe(t.probe) } : t));
   const timeoutMs = opts.timeoutMs ?? 3_000;
   const cacheMs = opts.cacheMs ?? 10_000;
   let cached: { at: number; found: Array<{ t: Target; problem: ProviderProblemKind; detail: string }> } | undefined;
