@@ -141,9 +141,10 @@ export const TTS_PROVIDERS: { [K in TtsOptions['provider']]: TtsProvider<Extract
     create: async (o, log) => new (await import('../dashscope/tts.ts')).CosyVoiceTts(o, log),
   },
   volcengine: {
-    // A WebSocket URL has no `/models` for the start-up check to ask; a wrong key, resource or
-    // voice is named by the first answer's error (and the turn apologises in the embedded voice).
+    // A WebSocket URL has no `/models`: the start-up check opens a connection and a session with
+    // the voice and cancels it before any text, so a wrong key, resource or voice is named at start.
     endpoint: () => undefined,
+    probe: async (o, timeoutMs) => (await import('../volcengine/tts-probe.ts')).probeVolcengineTts(o, timeoutMs),
     create: async (o, log) => new (await import('../volcengine/tts.ts')).VolcengineTts(o, log),
   },
 };
