@@ -135,9 +135,10 @@ export const TTS_PROVIDERS: { [K in TtsOptions['provider']]: TtsProvider<Extract
     create: async (o, log) => new (await import('../openai/tts.ts')).OpenAiTts(o, log),
   },
   cosyvoice: {
-    // A WebSocket URL has no `/models` for the start-up check to ask; a wrong key (HTTP 401 at the
-    // handshake) or voice (task-failed) is logged by the answer that meets it, naming the setting.
+    // A WebSocket URL has no `/models` to ask: the start-up check opens a task with the key, model
+    // and voice and finishes it with no text (nothing synthesised or billed).
     endpoint: () => undefined,
+    probe: async (o, timeoutMs) => (await import('../dashscope/probe.ts')).probeCosyVoice(o, timeoutMs),
     create: async (o, log) => new (await import('../dashscope/tts.ts')).CosyVoiceTts(o, log),
   },
   volcengine: {
