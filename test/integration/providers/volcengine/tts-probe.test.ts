@@ -149,4 +149,23 @@ describe('volcengine tts start-up check', () => {
       await llm?.close();
     }
   });
+
+  test('the doctor trusts the check for minutes: /readyz asked again and again opens one vendor session, not one each time', async () => {
+    let llm: FakeOpenAi | undefined;
+    try {
+      llm = await startFakeOpenAi();
+      const config = ConfigSchema.parse({
+        llm: { baseURL: llm.url, model: 'fake-model' },
+        tts: { provider: 'volcengine', url: fake.url, apiKey: 'test-api-key' },
+      });
+      // No cache of the doctor's own: every call runs the checks again.
+      const doctor = createProviderDoctor(config, { cacheMs: 0 });
+      const before = fake.sessions.length;
+      for (let i = 0; i < 3; i++) assert.deepEqual(await doctor.problems(), []);
+      assert.equal(fake.sessions.length - before, 1, 'one session for three checks');
+      await noSocketLeft(fake);
+    } finally {
+      await llm?.close();
+    }
+  });
 });
