@@ -18,7 +18,14 @@ export interface ProviderBlocks {
 }
 
 export type ProviderPart = 'llm' | 'asr' | 'tts';
-export type ProviderProblemKind = 'unreachable' | 'key_refused' | 'model_missing';
+export type ProviderProblemKind = 'unreachable' | 'key_refused' | 'model_missing' | 'voice_missing';
+
+/**
+ * A provider's own start-up check, for a vendor with no `/models` to ask (a WebSocket API): it
+ * reaches the vendor with the configured key and voice the cheapest way the vendor allows (no
+ * text sent, nothing billed), within `timeoutMs`, and says what is wrong, or null.
+ */
+export type ProviderProbe = (timeoutMs: number) => Promise<{ problem: ProviderProblemKind; detail: string } | null>;
 
 /** What `/readyz` shows publicly: which part, what is wrong, and what to set. */
 export interface ProviderProblem {
@@ -31,6 +38,8 @@ interface Target {
   part: ProviderPart;
   baseURL: string;
   apiKey: string;
+  /** The provider's own check instead of `GET /models`. */
+  probe?: ProviderProbe;
   /** Checked against the `/models` list; absent: the list is not checked (transcription/speech models are often unlisted). */
   model?: string;
 }
@@ -47,8 +56,11 @@ export function fixFor(part: ProviderPart, problem: ProviderProblemKind): string
   }
   const label = part === 'asr' ? 'speech recognition (ASR)' : 'speech synthesis (TTS)';
   if (problem === 'unreachable')
-    return `The remote ${label} does not answer at ${part}.baseURL: start it, fix ${part}.baseURL, or set ${part}.provider to the embedded one (${part === 'asr' ? 'pocketsphinx' : 'espeak'}).`;
-  if (problem === 'key_refused') return `The remote ${label} refused the API key: set ${part}.apiKey.`;
+    return `The remote ${label} does not answer at ${part}.baseURL (${part}.url for a WebSocket vendor): start it, fix that URL, or set ${part}.provider to the embedded one (${part === 'asr' ? 'pocketsphinx' : 'espeak'}).`;
+  if (problem === 'key_refused')
+    return `The remote ${label} refused the API key: set ${part}.apiKey (or the vendor's own credential keys in the ${part} block).`;
+  if (problem === 'voice_missing')
+    return `The remote ${label} does not have the voice named in ${part}.voice for its ${part}.model or resource: set ${part}.voice.`;
   return `The remote ${label} does not have the model named in ${part}.model: set ${part}.model.`;
 }
 
@@ -57,11 +69,24 @@ function targets(config: ProviderBlocks): Target[] {
     { part: 'llm', baseURL: config.llm.baseURL, apiKey: config.llm.apiKey, model: config.llm.model },
   ];
   const asr = asrProvider(config.asr).endpoint(config.asr);
-  const tts = ttsProvider(config.tts).endpoint(config.tts);
+  const ttsEntry = ttsProvider(config.tts);
+  const tts = ttsEntry.endpoint(config.tts);
   if (asr) out.push({ part: 'asr', ...asr });
   if (tts) out.push({ part: 'tts', ...tts });
+  else if (ttsEntry.probe) {
+    const probe = ttsEntry.probe;
+    const url = 'url' in config.tts && typeof config.tts.url === 'string' ? config.tts.url : '';
+    out.push({ part: 'tts', baseURL: url, apiKey: '', probe: (timeoutMs) => probe(config.tts, timeoutMs) });
+  }
   return out;
 }
+
+/**
+ * How long a provider's own check is trusted. It opens a vendor session (no text, nothing billed,
+ * but an open connection counts against a vendor's concurrency): `/readyz` polled every few
+ * seconds must not open one each time.
+ */
+const PROBE_CACHE_MS = 300_000;
 
 /** Largest `/models` answer read; a bigger one is not a model list we can judge. */
 const MAX_LIST_BYTES = 1024 * 1024;
@@ -88,6 +113,8 @@ async function diagnose(
   t: Target,
   timeoutMs: number,
 ): Promise<{ problem: ProviderProblemKind; detail: string } | null> {
+  if (t.probe)
+    return t.probe(timeoutMs).catch((err: unknown) => ({ problem: 'unreachable' as const, detail: String(err) }));
   let res: Response;
   try {
     const { url, headers } = modelsRequest(t);
@@ -135,8 +162,26 @@ export interface ProviderDoctorOptions {
   cacheMs?: number;
 }
 
+/** One result of a provider's own check per PROBE_CACHE_MS; concurrent callers share one run. */
+function cachedProbe(probe: ProviderProbe): ProviderProbe {
+  let last: { at: number; result: Awaited<ReturnType<ProviderProbe>> } | undefined;
+  let running: ReturnType<ProviderProbe> | undefined;
+  return (timeoutMs) => {
+    if (last && Date.now() - last.at < PROBE_CACHE_MS) return Promise.resolve(last.result);
+    running ??= probe(timeoutMs)
+      .then((result) => {
+        last = { at: Date.now(), result };
+        return result;
+      })
+      .finally(() => {
+        running = undefined;
+      });
+    return running;
+  };
+}
+
 export function createProviderDoctor(config: ProviderBlocks, opts: ProviderDoctorOptions = {}): ProviderDoctor {
-  const list = targets(config);
+  const list = targets(config).map((t) => (t.probe ? { ...t, probe: cachedProbe(t.probe) } : t));
   const timeoutMs = opts.timeoutMs ?? 3_000;
   const cacheMs = opts.cacheMs ?? 10_000;
   let cached: { at: number; found: Array<{ t: Target; problem: ProviderProblemKind; detail: string }> } | undefined;

@@ -38,6 +38,7 @@ export class DashscopeSocket {
   readonly ready: Promise<void>;
   #opened = false;
   #closed = false;
+  #refusedStatus: number | undefined;
   #listener: SocketListener | undefined;
   #settleReady: ((error?: VoiceError) => void) | undefined;
 
@@ -104,6 +105,11 @@ export class DashscopeSocket {
     return this.#closed;
   }
 
+  /** The HTTP status of a refused handshake (401/403: the key), else undefined. */
+  get refusedStatus(): number | undefined {
+    return this.#refusedStatus;
+  }
+
   /** Hands the connection to `listener` (undefined: nobody's). */
   listen(listener: SocketListener | undefined): void {
     this.#listener = listener;
@@ -147,6 +153,7 @@ export class DashscopeSocket {
   /** The handshake got an HTTP answer instead of an upgrade: a bad key, a key of another region, a wrong URL. */
   #refused(res: IncomingMessage): void {
     const status = res.statusCode ?? 0;
+    this.#refusedStatus = status;
     const chunks: Buffer[] = [];
     let bytes = 0;
     let done = false;

@@ -61,6 +61,14 @@ export interface AsrProvider<O> {
 
 export interface TtsProvider<O> {
   endpoint(options: O): { baseURL: string; apiKey: string } | undefined;
+  /**
+   * The start-up check of a vendor with no HTTP `/models` (when `endpoint` gives none): reaches it
+   * with the key and voice in `options`, sending no text (see `ProviderProbe` in ../doctor.ts).
+   */
+  probe?: (
+    options: O,
+    timeoutMs: number,
+  ) => Promise<{ problem: 'unreachable' | 'key_refused' | 'model_missing' | 'voice_missing'; detail: string } | null>;
   /** The provider; whether it synthesises in the media worker is its `synthesis`. */
   create(options: O, log: Logger): Promise<Tts>;
   /**
@@ -127,15 +135,17 @@ export const TTS_PROVIDERS: { [K in TtsOptions['provider']]: TtsProvider<Extract
     create: async (o, log) => new (await import('../openai/tts.ts')).OpenAiTts(o, log),
   },
   cosyvoice: {
-    // A WebSocket URL has no `/models` for the start-up check to ask; a wrong key (HTTP 401 at the
-    // handshake) or voice (task-failed) is logged by the answer that meets it, naming the setting.
+    // A WebSocket URL has no `/models` to ask: the start-up check opens a task with the key, model
+    // and voice and finishes it with no text (nothing synthesised or billed).
     endpoint: () => undefined,
+    probe: async (o, timeoutMs) => (await import('../dashscope/probe.ts')).probeCosyVoice(o, timeoutMs),
     create: async (o, log) => new (await import('../dashscope/tts.ts')).CosyVoiceTts(o, log),
   },
   volcengine: {
-    // A WebSocket URL has no `/models` for the start-up check to ask; a wrong key, resource or
-    // voice is named by the first answer's error (and the turn apologises in the embedded voice).
+    // A WebSocket URL has no `/models`: the start-up check opens a connection and a session with
+    // the voice and cancels it before any text, so a wrong key, resource or voice is named at start.
     endpoint: () => undefined,
+    probe: async (o, timeoutMs) => (await import('../volcengine/tts-probe.ts')).probeVolcengineTts(o, timeoutMs),
     create: async (o, log) => new (await import('../volcengine/tts.ts')).VolcengineTts(o, log),
   },
 };

@@ -35,9 +35,14 @@ export interface ConnectionUser {
   onConnectionEnd(error: VoiceError): void;
 }
 
+/** The vendor's refusal to start a connection: an HTTP answer to the upgrade, or ConnectionFailed. */
+export type ConnectionRefusal = { httpStatus: number } | { connectionFailed: number };
+
 export class VolcengineTtsConnection {
   /** Settles at ConnectionStarted, or rejects with why the connection could not start. */
   readonly ready: Promise<void>;
+  /** Settles once the socket is closed, whatever closed it. */
+  readonly closed: Promise<void>;
   readonly connectId = randomUUID();
   readonly #ws: WebSocket;
   readonly #log: Logger;
@@ -47,6 +52,7 @@ export class VolcengineTtsConnection {
   #ended: VoiceError | undefined;
   #resolveReady: () => void = () => {};
   #rejectReady: (err: VoiceError) => void = () => {};
+  #refusal: ConnectionRefusal | undefined;
   /** A session cancelled on this connection whose end the vendor has not confirmed yet. */
   #draining: { id: string; done: (clean: boolean) => void; timer: NodeJS.Timeout } | undefined;
 
@@ -78,6 +84,7 @@ export class VolcengineTtsConnection {
       perMessageDeflate: false,
     });
     this.#ws = ws;
+    this.closed = new Promise<void>((resolve) => ws.once('close', () => resolve()));
     let opened = false;
     ws.on('upgrade', (res: IncomingMessage) => {
       this.#log.debug({ connectId: this.connectId, logId: res.headers['x-tt-logid'] }, 'volcengine tts connected');
@@ -91,6 +98,7 @@ export class VolcengineTtsConnection {
               ? ' (check tts.url)'
               : '';
         this.#log.debug({ status, logId }, 'volcengine tts refused the connection');
+        this.#refusal ??= { httpStatus: status };
         this.#end(
           new VoiceError(
             ErrorCode.ProviderUnavailable,
@@ -120,6 +128,11 @@ export class VolcengineTtsConnection {
         }),
       );
     });
+  }
+
+  /** How the vendor refused to start this connection, if it did (the start-up check reads it). */
+  get refusal(): ConnectionRefusal | undefined {
+    return this.#refusal;
   }
 
   /** Open, started and not ended: a session may use it. */
@@ -168,9 +181,13 @@ export class VolcengineTtsConnection {
     this.#end(new VoiceError(ErrorCode.Aborted, 'volcengine tts connection closed'), 'close');
   }
 
-  /** Drops the connection at once (a failed or abandoned session). */
+  /**
+   * Drops the connection at once (a failed or abandoned session); after a `finish` whose goodbye
+   * the vendor has not answered, drops the socket still closing.
+   */
   terminate(): void {
-    this.#end(new VoiceError(ErrorCode.Aborted, 'volcengine tts connection closed'));
+    if (this.#ended) this.#ws.terminate();
+    else this.#end(new VoiceError(ErrorCode.Aborted, 'volcengine tts connection closed'));
   }
 
   #onMessage(data: WebSocket.RawData, isBinary: boolean): void {
@@ -205,6 +222,7 @@ export class VolcengineTtsConnection {
         const status = TtsStatusSchema.safeParse(payloadJson(frame.payload));
         const code = status.success ? (status.data.status_code ?? 0) : 0;
         const message = status.success ? (status.data.message ?? '') : '';
+        if (!this.#started) this.#refusal ??= { connectionFailed: code };
         // Refused at the start (bad credentials or resource): the connection was never usable.
         const err = vendorError(code, `connection failed${message ? `: ${message}` : ''}`);
         this.#end(
