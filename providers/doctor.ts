@@ -87,6 +87,11 @@ function targets(config: ProviderBlocks): Target[] {
  * seconds must not open one each time.
  */
 const PROBE_CACHE_MS = 300_000;
+/**
+ * How long a problem a provider's check found is kept: much shorter, so a vendor that was down
+ * for a moment at start-up stops showing in `/readyz` soon after it is back.
+ */
+const PROBE_PROBLEM_CACHE_MS = 30_000;
 
 /** Largest `/models` answer read; a bigger one is not a model list we can judge. */
 const MAX_LIST_BYTES = 1024 * 1024;
@@ -160,14 +165,21 @@ export interface ProviderDoctorOptions {
   timeoutMs?: number;
   /** How long a result is reused, ms. Default 10 000. */
   cacheMs?: number;
+  /** How long a provider's own check that found nothing wrong is reused, ms. Default 300 000. */
+  probeCacheMs?: number;
+  /** How long a provider's own check that found a problem is reused, ms. Default 30 000. */
+  probeProblemCacheMs?: number;
 }
 
-/** One result of a provider's own check per PROBE_CACHE_MS; concurrent callers share one run. */
-function cachedProbe(probe: ProviderProbe): ProviderProbe {
+/**
+ * A provider's own check, reused for `okMs` when it found nothing wrong and for `problemMs` when it
+ * found a problem; concurrent callers share one run.
+ */
+function cachedProbe(probe: ProviderProbe, okMs: number, problemMs: number): ProviderProbe {
   let last: { at: number; result: Awaited<ReturnType<ProviderProbe>> } | undefined;
   let running: ReturnType<ProviderProbe> | undefined;
   return (timeoutMs) => {
-    if (last && Date.now() - last.at < PROBE_CACHE_MS) return Promise.resolve(last.result);
+    if (last && Date.now() - last.at < (last.result === null ? okMs : problemMs)) return Promise.resolve(last.result);
     running ??= probe(timeoutMs)
       .then((result) => {
         last = { at: Date.now(), result };
@@ -181,7 +193,9 @@ function cachedProbe(probe: ProviderProbe): ProviderProbe {
 }
 
 export function createProviderDoctor(config: ProviderBlocks, opts: ProviderDoctorOptions = {}): ProviderDoctor {
-  const list = targets(config).map((t) => (t.probe ? { ...t, probe: cachedProbe(t.probe) } : t));
+  const okMs = opts.probeCacheMs ?? PROBE_CACHE_MS;
+  const problemMs = opts.probeProblemCacheMs ?? PROBE_PROBLEM_CACHE_MS;
+  const list = targets(config).map((t) => (t.probe ? { ...t, probe: cachedProbe(t.probe, okMs, problemMs) } : t));
   const timeoutMs = opts.timeoutMs ?? 3_000;
   const cacheMs = opts.cacheMs ?? 10_000;
   let cached: { at: number; found: Array<{ t: Target; problem: ProviderProblemKind; detail: string }> } | undefined;

@@ -168,4 +168,27 @@ describe('volcengine tts start-up check', () => {
       await llm?.close();
     }
   });
+
+  test('a problem the check found is not kept for minutes: once the vendor takes the key again, the next check says so', async () => {
+    let llm: FakeOpenAi | undefined;
+    try {
+      llm = await startFakeOpenAi();
+      const config = ConfigSchema.parse({
+        llm: { baseURL: llm.url, model: 'fake-model' },
+        tts: { provider: 'volcengine', url: fake.url, apiKey: 'test-api-key' },
+      });
+      const doctor = createProviderDoctor(config, { cacheMs: 0, probeProblemCacheMs: 0 });
+      fake.fault = 'refuse';
+      assert.deepEqual(
+        (await doctor.problems()).map((p) => p.problem),
+        ['key_refused'],
+      );
+      fake.fault = 'none';
+      assert.deepEqual(await doctor.problems(), [], 'the vendor is fine again');
+      await noSocketLeft(fake);
+    } finally {
+      fake.fault = 'none';
+      await llm?.close();
+    }
+  });
 });
