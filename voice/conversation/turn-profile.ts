@@ -8,6 +8,7 @@
 import type { Asr } from '../../audio/asr/asr.ts';
 import type { Tts } from '../../audio/tts/tts.ts';
 import type { LlmClient } from '../../llm/types.ts';
+import type { RealtimeModel } from '../../llm/realtime.ts';
 import type { SessionInfo } from '../session/conversation.ts';
 import type { VoiceConfig } from './voice-config.ts';
 import type { VoiceDeps } from './voice-deps.ts';
@@ -36,6 +37,12 @@ export interface TurnProfile {
   readonly memory?: MemoryMode;
   /** IANA zone of the prompt's date and time; absent: the configuration's. */
   readonly timeZone?: string;
+  /**
+   * Set when the agent's `pipeline` is `realtime`: the speech-to-speech model that hears the user
+   * and speaks the answer in place of `asr`, `llm` and `tts` (which still serve apologies and
+   * server push). Absent: the cascade.
+   */
+  readonly realtime?: RealtimeModel;
 }
 
 /** A profile in use by one turn: `release` when the turn has ended (its clients may then be closed). */
