@@ -231,7 +231,8 @@ class ModelSession implements RealtimeSession {
     const heardMs = Math.floor((item.audioBytes / 2 / this.#cfg.outputRate) * 1000);
     const endMs = Math.max(0, Math.min(Math.floor(playedMs), heardMs));
     item.truncated = true;
-    if (endMs < heardMs) this.#send(truncate(item.id, endMs));
+    // Even when all of it was played: the model may have made more than reached us before the cancel.
+    this.#send(truncate(item.id, endMs));
   }
 
   update(changes: { instructions?: string; tools?: ToolSpec[] }): void {

@@ -14,6 +14,11 @@ import { tonePcm24k } from '../../../fixtures/fake-openai-audio.ts';
 import { makeTestCa, type TestCa } from '../../../helpers/test-ca.ts';
 import { waitFor, within } from '../../../helpers/wait.ts';
 
+/** `waitFor` of a value that is there once the wait is over. */
+async function waitForValue<T>(p: () => T | undefined, opts: { what: string; timeoutMs?: number }): Promise<T> {
+  return (await waitFor(p, opts)) as T;
+}
+
 let ca: TestCa;
 let fake: FakeRealtimeModel;
 before(async () => {
@@ -66,7 +71,7 @@ test('the SDK client runs a conversation with the stand-in: audio, a function ca
   rt.send({ type: 'response.create' });
 
   // The function call round.
-  const args = await waitFor(() => events.find((e) => e.type === 'response.function_call_arguments.done'), {
+  const args = await waitForValue(() => events.find((e) => e.type === 'response.function_call_arguments.done'), {
     what: 'the function call',
   });
   assert.equal(args.name, 'get_time');
@@ -98,13 +103,13 @@ test('the SDK client runs a conversation with the stand-in: audio, a function ca
     item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'talk' }] },
   });
   rt.send({ type: 'response.create' });
-  const firstDelta = await waitFor(
+  const firstDelta = await waitForValue(
     () => events.filter((e) => e.type === 'response.output_audio.delta').at(audio.length),
     { what: 'the third answer' },
   );
   rt.send({ type: 'response.create' }); // while one is active
   rt.send({ type: 'response.cancel' });
-  const done = await waitFor(() => events.filter((e) => e.type === 'response.done')[2], { what: 'the cancel' });
+  const done = await waitForValue(() => events.filter((e) => e.type === 'response.done')[2], { what: 'the cancel' });
   assert.equal(done.response.status, 'cancelled');
   assert.equal(done.response.status_details?.reason, 'client_cancelled');
   rt.send({ type: 'conversation.item.truncate', item_id: firstDelta.item_id, content_index: 0, audio_end_ms: 50 });
