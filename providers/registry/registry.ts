@@ -1,5 +1,5 @@
 /**
- * @module The provider map: every ASR and TTS provider by the name the configuration gives it,
+ * @module The provider map: every ASR, TTS and realtime (speech-to-speech) provider by the name the configuration gives it,
  * with its options schema, its factory and what it declares about where it runs. server/deps.ts
  * and the provider thread build providers only through here; nothing else switches on a name.
  * The LLM has one client, any OpenAI-compatible endpoint (`openai/llm.ts`).
@@ -8,6 +8,7 @@ import { z } from 'zod';
 import type { Asr } from '../../audio/asr/asr.ts';
 import type { Tts } from '../../audio/tts/tts.ts';
 import type { Logger } from '../../core/logger.ts';
+import type { RealtimeModel } from '../../llm/realtime.ts';
 import { CosyVoiceTtsSchema } from '../dashscope/tts-options.ts';
 import { EspeakTtsSchema, espeakForLanguage } from '../espeak/options.ts';
 import { createEspeakTts } from '../espeak/tts.ts';
@@ -17,6 +18,8 @@ import { OpenAiAsrSchema, OpenAiTtsSchema } from '../openai/options.ts';
 import { OpenAiRealtimeAsrSchema } from '../openai-realtime/options.ts';
 import { PocketsphinxAsrSchema } from '../pocketsphinx/options.ts';
 import { OpenAiRealtimeAsr } from '../openai-realtime/asr.ts';
+import { OpenAiRealtimeModel } from '../openai-realtime/model.ts';
+import { OpenAiRealtimeModelSchema } from '../openai-realtime/realtime-options.ts';
 import { VolcengineAsr } from '../volcengine/asr.ts';
 import { VolcengineAsrSchema } from '../volcengine/options.ts';
 import { VolcengineTtsSchema } from '../volcengine/tts-options.ts';
@@ -38,6 +41,9 @@ export const TtsSchema = z.discriminatedUnion('provider', [
   VolcengineTtsSchema,
 ]);
 export type TtsOptions = z.infer<typeof TtsSchema>;
+/** An agent's `realtime` block: the speech-to-speech model of `pipeline: realtime`, chosen by `provider`. */
+export const RealtimeSchema = z.discriminatedUnion('provider', [OpenAiRealtimeModelSchema]);
+export type RealtimeOptions = z.infer<typeof RealtimeSchema>;
 
 export interface AsrProvider<O> {
   /**
@@ -150,6 +156,25 @@ export const TTS_PROVIDERS: { [K in TtsOptions['provider']]: TtsProvider<Extract
   },
 };
 
+export interface RealtimeProvider<O> {
+  /** The remote endpoint the start-up diagnosis and `/readyz` check (`GET <baseURL>/models`), when it has one. */
+  endpoint(options: O): { baseURL: string; apiKey: string } | undefined;
+  /** Made at once and holding nothing until a session opens a connection (the CA file is read here). */
+  create(options: O, log: Logger): RealtimeModel;
+}
+
+export const REALTIME_PROVIDERS: {
+  [K in RealtimeOptions['provider']]: RealtimeProvider<Extract<RealtimeOptions, { provider: K }>>;
+} = {
+  'openai-realtime': {
+    // OpenAI answers `GET /models` with a Bearer key (a ws: URL is asked as the http: one it is);
+    // Azure's key goes in `api-key` and DashScope's realtime path has no `/models`: not checked.
+    endpoint: (o) =>
+      o.dialect === 'openai' ? { baseURL: o.baseURL.replace(/^ws(s?):/, 'http$1:'), apiKey: o.apiKey } : undefined,
+    create: (o, log) => new OpenAiRealtimeModel(o, log),
+  },
+};
+
 /** True when the `asr` block names a provider whose `language` is an ISO-639-1 hint. */
 export function asrTakesLanguageHint(provider: unknown): boolean {
   return typeof provider === 'string' && Object.hasOwn(ASR_PROVIDERS, provider)
@@ -164,6 +189,15 @@ export function asrProvider(options: AsrOptions): AsrProvider<AsrOptions> {
 
 export function ttsProvider(options: TtsOptions): TtsProvider<TtsOptions> {
   return TTS_PROVIDERS[options.provider] as TtsProvider<TtsOptions>;
+}
+
+export function realtimeProvider(options: RealtimeOptions): RealtimeProvider<RealtimeOptions> {
+  return REALTIME_PROVIDERS[options.provider] as RealtimeProvider<RealtimeOptions>;
+}
+
+/** The speech-to-speech model these (parsed) options name; throws a ConfigInvalid VoiceError when `ca` cannot be read. */
+export function createRealtimeModel(options: RealtimeOptions, log: Logger): RealtimeModel {
+  return realtimeProvider(options).create(options, log);
 }
 
 /** Creates (and for pocketsphinx, starts) the ASR these options name; unset keys take the schema's defaults. */
