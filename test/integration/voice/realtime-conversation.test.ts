@@ -62,7 +62,8 @@ describe('a realtime agent end to end', { timeout: 240_000 }, () => {
 
   before(async () => {
     llm = await startFakeOpenAi();
-    srv = await startVoiceApp(llm.url, { llm: { systemPrompt: SYSTEM_PROMPT } });
+    // Barge-in by speech is on (it acts only in realtime listen mode).
+    srv = await startVoiceApp(llm.url, { llm: { systemPrompt: SYSTEM_PROMPT }, vad: { bargeIn: true } });
     packets = await utterancePackets(speak16k('what is the weather today'));
   });
   after(async () => {
@@ -92,8 +93,12 @@ describe('a realtime agent end to end', { timeout: 240_000 }, () => {
       assert.equal(stt?.msg.text, 'what is the weather');
       assert.deepEqual(captions(dev), ['It is sunny and warm today.', 'Enjoy the weather.']);
       const order = tl(dev);
-      assert.ok(order.indexOf('tts:start') < order.indexOf('tts:sentence_start'));
-      assert.ok(order.indexOf('tts:sentence_start') < order.indexOf('audio'));
+      assert.ok(order.indexOf('tts:start') < order.indexOf('audio'));
+      assert.ok(order.indexOf('tts:sentence_start') < order.indexOf('audio'), 'the first caption before its audio');
+      // The second caption goes with the frames of its sentence: after most of the first one's.
+      const second = order.lastIndexOf('tts:sentence_start');
+      const frames = order.slice(0, second).filter((e) => e === 'audio').length;
+      assert.ok(frames > dev.audio.length / 3, `the second caption after ${frames} of ${dev.audio.length} frames`);
       assert.ok(order.lastIndexOf('audio') < order.indexOf('tts:stop'), 'no audio after tts stop');
       const decoded = await decodeDownlink(dev.audio.map((a) => a.payload));
       assert.equal(decoded.bad, 0);
