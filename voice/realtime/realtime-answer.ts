@@ -92,7 +92,6 @@ class RealtimeAnswerRun {
   /** The model's audio is being cut (past the buffer bound): the rest of the response is not taken. */
   #cut = false;
   #audio: ResponseAudio | undefined;
-  #segment: TextStreamSegment | undefined;
   #played: Promise<void> = Promise.resolve();
   readonly #segmentErrors: VoiceError[] = [];
   #timer: NodeJS.Timeout | undefined;
@@ -222,7 +221,6 @@ class RealtimeAnswerRun {
       onError: (err) => this.#segmentErrors.push(err),
     });
     this.#audio = audio;
-    this.#segment = segment;
     this.#played = segment.done;
     return audio;
   }
@@ -231,7 +229,6 @@ class RealtimeAnswerRun {
   async #flush(): Promise<void> {
     this.#audio?.end();
     this.#audio = undefined;
-    this.#segment = undefined;
     await this.#played;
   }
 
