@@ -33,7 +33,11 @@ const BLOCK = {
 interface Server {
   app: App;
   logs: LogSink;
-  call(method: string, path: string, body?: unknown): Promise<{ status: number; text: string; json: Record<string, unknown> }>;
+  call(
+    method: string,
+    path: string,
+    body?: unknown,
+  ): Promise<{ status: number; text: string; json: Record<string, unknown> }>;
   close(): Promise<void>;
 }
 
@@ -96,7 +100,13 @@ for (const target of [sqliteTarget(), postgresTarget()]) {
         assert.equal(settingsOf(created).pipeline, 'realtime');
         assert.deepEqual(
           { dialect: rt.dialect, model: rt.model, voice: rt.voice, instructions: rt.instructions, apiKey: rt.apiKey },
-          { dialect: 'qwen-omni', model: BLOCK.model, voice: 'Cherry', instructions: BLOCK.instructions, apiKey: undefined },
+          {
+            dialect: 'qwen-omni',
+            model: BLOCK.model,
+            voice: 'Cherry',
+            instructions: BLOCK.instructions,
+            apiKey: undefined,
+          },
         );
 
         const got = await s.call('GET', '/agents/omni');
