@@ -13,6 +13,9 @@ import { realtimeConnector, type RealtimeConnector } from './connect.ts';
 import type { OpenAiRealtimeAsrOptions } from './options.ts';
 import { RealtimeTranscriptionStream } from './stream.ts';
 
+/** Largest frame the server may send: a transcription session's events are short JSON (a delta, a transcript, the session). */
+export const MAX_FRAME_BYTES = 256 * 1024;
+
 export class OpenAiRealtimeAsr implements Asr {
   readonly name = 'openai-realtime';
   readonly #opts: OpenAiRealtimeAsrOptions;
@@ -25,7 +28,10 @@ export class OpenAiRealtimeAsr implements Asr {
   constructor(opts: OpenAiRealtimeAsrOptions, log: Logger) {
     this.#opts = opts;
     this.#log = log;
-    this.#connect = realtimeConnector(opts);
+    this.#connect = realtimeConnector(
+      { ...opts, maxPayload: MAX_FRAME_BYTES, setting: 'asr' },
+      { intent: 'transcription' },
+    );
   }
 
   openStream(opts: AsrStreamOptions): AsrStream {

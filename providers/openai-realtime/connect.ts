@@ -1,7 +1,8 @@
 /**
- * @module Opens one Realtime transcription connection with the openai SDK's own WebSocket client
- * (`openai/realtime/ws`, over the `ws` package): the URL is the SDK's (`<baseURL>/realtime?intent=
- * transcription`, or Azure's `/openai/v1/realtime`), and so are the credentials' headers.
+ * @module Opens one Realtime connection with the openai SDK's own WebSocket client (`openai/realtime/ws`,
+ * over the `ws` package), for a transcription session (the streaming ASR: `<baseURL>/realtime?intent=
+ * transcription`) or a conversation with a model (the speech-to-speech model: `?model=…`), or
+ * Azure's `/openai/v1/realtime`. The URL is the SDK's, and so are the credentials' headers.
  *
  * Two things the SDK does not do by itself:
  * - a plain server: the SDK rewrites every base URL to `wss:`. For an `http:`/`ws:` base URL the
@@ -18,10 +19,23 @@ import { OpenAIRealtimeWS } from 'openai/realtime/ws';
 import type { ClientOptions } from 'ws';
 import { ErrorCode, VoiceError } from '../../core/errors.ts';
 import { createOpenAiClient } from '../openai/client.ts';
-import { isPlainBaseURL, type OpenAiRealtimeAsrOptions } from './options.ts';
+import { isPlainBaseURL } from './options.ts';
 
-/** Largest frame the server may send: its events are short JSON (a delta, a transcript, the session). */
-export const MAX_FRAME_BYTES = 256 * 1024;
+/** Where and how to connect (the fields both providers' options share). */
+export interface ConnectSettings {
+  baseURL: string;
+  apiKey: string;
+  /** Azure OpenAI: the SDK's Azure client (key in `api-key`, its URL shape). */
+  azure: boolean;
+  ca?: string | undefined;
+  /** Largest frame the server may send, in bytes. */
+  maxPayload: number;
+  /** The options block named in a configuration error (`asr`, `realtime`). */
+  setting: string;
+}
+
+/** A transcription session, or a conversation with this model (Azure: this deployment). */
+export type RealtimeTarget = { intent: 'transcription' } | { model: string };
 
 /** Opens a connection; the returned client's socket is still connecting. */
 export type RealtimeConnector = () => Promise<OpenAIRealtimeWS>;
@@ -32,8 +46,8 @@ function plainTcp(port: number): NonNullable<ClientOptions['createConnection']> 
   return open as NonNullable<ClientOptions['createConnection']>;
 }
 
-function socketOptions(o: OpenAiRealtimeAsrOptions): ClientOptions {
-  const base: ClientOptions = { maxPayload: MAX_FRAME_BYTES, perMessageDeflate: false };
+function socketOptions(o: ConnectSettings): ClientOptions {
+  const base: ClientOptions = { maxPayload: o.maxPayload, perMessageDeflate: false };
   if (isPlainBaseURL(o.baseURL)) {
     const url = new URL(o.baseURL);
     return { ...base, createConnection: plainTcp(url.port ? Number(url.port) : 80) };
@@ -43,7 +57,7 @@ function socketOptions(o: OpenAiRealtimeAsrOptions): ClientOptions {
   try {
     ca = readFileSync(o.ca);
   } catch (err) {
-    throw new VoiceError(ErrorCode.ConfigInvalid, `asr.ca: cannot read ${o.ca}: ${(err as Error).message}`, {
+    throw new VoiceError(ErrorCode.ConfigInvalid, `${o.setting}.ca: cannot read ${o.ca}: ${(err as Error).message}`, {
       cause: err,
     });
   }
@@ -51,7 +65,7 @@ function socketOptions(o: OpenAiRealtimeAsrOptions): ClientOptions {
 }
 
 /** Made once per provider (the CA file is read here); each call opens a new connection. */
-export function realtimeConnector(o: OpenAiRealtimeAsrOptions): RealtimeConnector {
+export function realtimeConnector(o: ConnectSettings, target: RealtimeTarget): RealtimeConnector {
   const options = socketOptions(o);
   if (o.azure) {
     const client = new AzureOpenAI({
@@ -64,8 +78,12 @@ export function realtimeConnector(o: OpenAiRealtimeAsrOptions): RealtimeConnecto
       project: null,
       maxRetries: 0,
     });
-    return () => OpenAIRealtimeWS.azure(client, { intent: 'transcription', options });
+    return 'intent' in target
+      ? () => OpenAIRealtimeWS.azure(client, { intent: 'transcription', options })
+      : () => OpenAIRealtimeWS.azure(client, { deploymentName: target.model, options });
   }
   const client = createOpenAiClient({ baseURL: o.baseURL, apiKey: o.apiKey });
-  return async () => new OpenAIRealtimeWS({ intent: 'transcription', options }, client);
+  return 'intent' in target
+    ? async () => new OpenAIRealtimeWS({ intent: 'transcription', options }, client)
+    : async () => new OpenAIRealtimeWS({ model: target.model, options }, client);
 }

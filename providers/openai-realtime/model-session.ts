@@ -1,0 +1,559 @@
+/**
+ * @module One connection to a realtime model (`RealtimeSession`): opened when a device session
+ * needs it and kept for its turns. `open` resolves once the model has taken the session's
+ * configuration (`session.updated`), so there is no audio to keep while connecting.
+ *
+ * Each server event is checked at the edge (`model-events.ts`): an unknown type is logged at debug
+ * and dropped, a malformed known one or an audio delta that does not decode becomes an `error`
+ * event and is dropped; the connection goes on. It ends (one `closed` event, then nothing) when the
+ * socket closes or fails, when a requested response stays silent for `responseTimeoutMs`, when the
+ * model floods a response with events, or between turns once it is `maxSessionMs` old (the vendor
+ * would cut it without warning); `close()` ends it with no event. Ending releases everything: the
+ * socket (a close frame, cut after a grace), every timer and the abort link.
+ */
+import type { OpenAIRealtimeError } from 'openai/realtime/index';
+import type { OpenAIRealtimeWS } from 'openai/realtime/ws';
+import { ErrorCode, VoiceError } from '../../core/errors.ts';
+import type { Logger } from '../../core/logger.ts';
+import type {
+  RealtimeEvent,
+  RealtimeResponseStatus,
+  RealtimeSession,
+  RealtimeSessionOptions,
+} from '../../llm/realtime.ts';
+import type { ToolSpec } from '../../mcp/contract/tool-source.ts';
+import { int16ToBuffer } from '../../audio/pcm/pcm.ts';
+import type { RealtimeConnector } from './connect.ts';
+import { decodePcm, eventKind, gaEventType, modelEventSchema, type ModelEvent } from './model-events.ts';
+import {
+  appendAudio,
+  CLEAR,
+  COMMIT,
+  functionOutputItem,
+  messageItem,
+  RESPONSE_CREATE,
+  responseCancel,
+  sessionUpdate,
+  truncate,
+  type ClientEvent,
+} from './model-requests.ts';
+import type { RealtimeDialect } from './realtime-options.ts';
+
+/** Largest frame the model may send: an audio delta or the session echoed with its tools and instructions. */
+export const MAX_MODEL_FRAME_BYTES = 4 * 1024 * 1024;
+/** Events between two ends of a response (audio, transcript and argument deltas); a long answer sends a few thousand. */
+export const MAX_EVENTS_PER_RESPONSE = 20_000;
+/** Bytes of one function call's arguments. */
+export const MAX_ARGUMENT_BYTES = 64 * 1024;
+/** Characters of a response's transcript or a user transcript kept (later text still streams as deltas). */
+export const MAX_TRANSCRIPT_CHARS = 20_000;
+/** The API refuses to commit less than 100 ms of audio. */
+const MIN_COMMIT_MS = 100;
+/** After our close frame, how long the server has to answer before the socket is cut. */
+const CLOSE_GRACE_MS = 1000;
+
+const WHAT = 'openai-realtime';
+
+export interface ModelSessionConfig {
+  connect: RealtimeConnector;
+  dialect: RealtimeDialect;
+  inputRate: number;
+  outputRate: number;
+  voice: string;
+  /** Appended to the session's instructions (the agent's `realtime.instructions`). */
+  extraInstructions?: string | undefined;
+  connectTimeoutMs: number;
+  responseTimeoutMs: number;
+  maxSessionMs: number;
+  maxAudioSecondsPerMinute: number;
+  maxFunctionCallsPerResponse: number;
+}
+
+interface Response {
+  id: string;
+  cancelled: boolean;
+  transcript: string;
+  calls: number;
+  /** Function calls being made: name (from the item) and arguments so far. */
+  args: Map<string, { name?: string | undefined; text: string }>;
+}
+
+/** The assistant item whose audio was heard last: what a barge-in truncates. */
+interface AudioItem {
+  id: string;
+  audioBytes: number;
+  truncated: boolean;
+}
+
+export function openModelSession(cfg: ModelSessionConfig, opts: RealtimeSessionOptions): Promise<RealtimeSession> {
+  return new ModelSession(cfg, opts).opened;
+}
+
+class ModelSession implements RealtimeSession {
+  readonly opened: Promise<RealtimeSession>;
+  readonly #cfg: ModelSessionConfig;
+  readonly #opts: RealtimeSessionOptions;
+  readonly #log: Logger;
+  #resolveOpen: (s: RealtimeSession) => void = () => {};
+  #rejectOpen: (err: VoiceError) => void = () => {};
+  #rt: OpenAIRealtimeWS | undefined;
+  #ready = false;
+  #ended = false;
+  #transportError: string | undefined;
+  #openTimer: NodeJS.Timeout | undefined;
+  #responseTimer: NodeJS.Timeout | undefined;
+  #ageTimer: NodeJS.Timeout | undefined;
+  #graceTimer: NodeJS.Timeout | undefined;
+  #retireWhenIdle = false;
+  #awaiting = false;
+  #response: Response | undefined;
+  #item: AudioItem | undefined;
+  #eventsSinceDone = 0;
+  #appendedSinceCommit = 0;
+  #minuteStart = 0;
+  #minuteSamples = 0;
+  #minuteWarned = false;
+  readonly #onAbort = (): void => {
+    if (this.#ready) this.close();
+    else this.#fail(new VoiceError(ErrorCode.Aborted, 'aborted'));
+  };
+
+  constructor(cfg: ModelSessionConfig, opts: RealtimeSessionOptions) {
+    this.#cfg = cfg;
+    this.#opts = opts;
+    this.#log = opts.log;
+    this.opened = new Promise<RealtimeSession>((resolve, reject) => {
+      this.#resolveOpen = resolve;
+      this.#rejectOpen = reject;
+    });
+    if (opts.signal.aborted) {
+      this.#fail(new VoiceError(ErrorCode.Aborted, 'aborted'));
+      return;
+    }
+    opts.signal.addEventListener('abort', this.#onAbort, { once: true });
+    this.#openTimer = setTimeout(
+      () =>
+        this.#fail(
+          new VoiceError(ErrorCode.Timeout, `${WHAT}: not connected and configured within ${cfg.connectTimeoutMs} ms`, {
+            retryable: true,
+          }),
+        ),
+      cfg.connectTimeoutMs,
+    );
+    cfg.connect().then(
+      (rt) => this.#attach(rt),
+      (err: unknown) =>
+        this.#fail(
+          new VoiceError(ErrorCode.ProviderUnavailable, `${WHAT}: cannot connect: ${(err as Error).message}`, {
+            retryable: true,
+            cause: err,
+          }),
+        ),
+    );
+  }
+
+  // ---- the RealtimeSession methods ----
+
+  appendAudio(pcm: Int16Array): void {
+    if (!this.#live() || pcm.length === 0) return;
+    const now = performance.now();
+    if (now - this.#minuteStart >= 60_000) {
+      this.#minuteStart = now;
+      this.#minuteSamples = 0;
+      this.#minuteWarned = false;
+    }
+    const allowed = this.#cfg.maxAudioSecondsPerMinute * this.#cfg.inputRate;
+    if (this.#minuteSamples + pcm.length > allowed) {
+      if (!this.#minuteWarned)
+        this.#log.warn(
+          { maxSeconds: this.#cfg.maxAudioSecondsPerMinute },
+          `${WHAT}: audio sent this minute is at its bound, the rest of the minute is dropped`,
+        );
+      this.#minuteWarned = true;
+      return;
+    }
+    this.#minuteSamples += pcm.length;
+    this.#appendedSinceCommit += pcm.length;
+    // One append per second of audio at most (the API's bound is 15 MiB per event).
+    for (let i = 0; i < pcm.length; i += this.#cfg.inputRate)
+      this.#send(appendAudio(int16ToBuffer(pcm.subarray(i, i + this.#cfg.inputRate)).toString('base64')));
+  }
+
+  clearAudio(): void {
+    if (!this.#live()) return;
+    this.#appendedSinceCommit = 0;
+    this.#send(CLEAR);
+    this.#retireIfIdle();
+  }
+
+  commit(): void {
+    if (!this.#live()) return;
+    if (this.#appendedSinceCommit < (this.#cfg.inputRate * MIN_COMMIT_MS) / 1000) {
+      // The API would refuse the commit; the turn had no audio worth answering.
+      this.#appendedSinceCommit = 0;
+      this.#emit({
+        type: 'error',
+        error: new VoiceError(ErrorCode.BadInput, `${WHAT}: under ${MIN_COMMIT_MS} ms of audio to commit`),
+      });
+      this.#retireIfIdle();
+      return;
+    }
+    this.#appendedSinceCommit = 0;
+    this.#cancelActive();
+    this.#send(COMMIT);
+    this.#requestResponse();
+  }
+
+  sendText(text: string): void {
+    if (!this.#live()) return;
+    this.#cancelActive();
+    this.#send(messageItem(this.#cfg.dialect, 'user', text));
+    this.#requestResponse();
+  }
+
+  addAssistantText(text: string): void {
+    if (this.#live()) this.#send(messageItem(this.#cfg.dialect, 'assistant', text));
+  }
+
+  functionOutput(callId: string, output: string, respond: boolean): void {
+    if (!this.#live()) return;
+    this.#send(functionOutputItem(callId, output));
+    if (respond) this.#requestResponse();
+  }
+
+  cancel(playedMs: number): void {
+    if (!this.#live()) return;
+    this.#cancelActive();
+    const item = this.#item;
+    // Qwen-Omni does not document a partial truncate (its clients delete whole items instead):
+    // there the model keeps the whole answer in its record.
+    if (!item || item.truncated || this.#cfg.dialect === 'qwen-omni') return;
+    const heardMs = Math.floor((item.audioBytes / 2 / this.#cfg.outputRate) * 1000);
+    const endMs = Math.max(0, Math.min(Math.floor(playedMs), heardMs));
+    item.truncated = true;
+    if (endMs < heardMs) this.#send(truncate(item.id, endMs));
+  }
+
+  update(changes: { instructions?: string; tools?: ToolSpec[] }): void {
+    if (!this.#live()) return;
+    this.#send(
+      sessionUpdate(
+        this.#cfg.dialect,
+        {
+          instructions: changes.instructions === undefined ? undefined : this.#instructions(changes.instructions),
+          tools: changes.tools,
+        },
+        false,
+      ),
+    );
+  }
+
+  close(): void {
+    if (this.#ended) return;
+    this.#end();
+    if (!this.#ready) this.#rejectOpen(new VoiceError(ErrorCode.Aborted, 'aborted: closed while opening'));
+    const rt = this.#rt;
+    if (!rt) return;
+    if (rt.socket.readyState !== rt.socket.OPEN) {
+      rt.socket.terminate();
+      return;
+    }
+    rt.close({ code: 1000, reason: 'done' });
+    this.#graceTimer = setTimeout(() => rt.socket.terminate(), CLOSE_GRACE_MS);
+  }
+
+  // ---- the connection ----
+
+  #attach(rt: OpenAIRealtimeWS): void {
+    this.#rt = rt;
+    // The SDK turns an `error` with no listener into an unhandled rejection: this one stays.
+    rt.on('error', (err) => this.#onSdkError(err));
+    rt.on('event', (event) => this.#onEvent(event as unknown as { type: string }));
+    rt.socket.on('open', () => this.#onOpen());
+    rt.socket.on('close', (code: number) => this.#onClose(code));
+    if (this.#ended) rt.socket.terminate();
+  }
+
+  #onOpen(): void {
+    if (this.#ended) return;
+    this.#send(
+      sessionUpdate(
+        this.#cfg.dialect,
+        { instructions: this.#instructions(this.#opts.instructions), tools: this.#opts.tools, voice: this.#cfg.voice },
+        true,
+      ),
+    );
+  }
+
+  #onReady(): void {
+    this.#ready = true;
+    clearTimeout(this.#openTimer);
+    this.#ageTimer = setTimeout(() => {
+      this.#retireWhenIdle = true;
+      this.#retireIfIdle();
+    }, this.#cfg.maxSessionMs);
+    this.#resolveOpen(this);
+  }
+
+  #instructions(base: string): string {
+    const extra = this.#cfg.extraInstructions;
+    return extra ? `${base}\n\n${extra}` : base;
+  }
+
+  #send(event: ClientEvent): void {
+    // Qwen-Omni's beta shapes are not among the SDK's types; the SDK serialises any event as JSON.
+    // A failed send is reported through the SDK's `error` event.
+    if (!this.#ended) this.#rt?.send(event as Parameters<OpenAIRealtimeWS['send']>[0]);
+  }
+
+  #live(): boolean {
+    return this.#ready && !this.#ended;
+  }
+
+  #requestResponse(): void {
+    this.#send(RESPONSE_CREATE);
+    this.#awaiting = true;
+    this.#armResponseTimer();
+  }
+
+  #cancelActive(): void {
+    const r = this.#response;
+    if (!r || r.cancelled) return;
+    r.cancelled = true;
+    this.#send(responseCancel(r.id));
+  }
+
+  #armResponseTimer(): void {
+    clearTimeout(this.#responseTimer);
+    const ms = this.#cfg.responseTimeoutMs;
+    this.#responseTimer = setTimeout(
+      () => this.#fail(new VoiceError(ErrorCode.Timeout, `${WHAT}: the model did not answer within ${ms} ms`)),
+      ms,
+    );
+  }
+
+  #onEvent(raw: { type: string }): void {
+    if (this.#ended) return;
+    if (++this.#eventsSinceDone > MAX_EVENTS_PER_RESPONSE) {
+      this.#fail(new VoiceError(ErrorCode.ProviderFailed, `${WHAT}: more than ${MAX_EVENTS_PER_RESPONSE} events`));
+      return;
+    }
+    if (this.#awaiting) this.#armResponseTimer();
+    const type = gaEventType(raw.type);
+    const kind = eventKind(type);
+    if (kind === 'unknown') {
+      this.#log.debug({ type: raw.type }, `${WHAT}: an event type we do not read, dropped`);
+      return;
+    }
+    if (kind === 'passed') return;
+    const parsed = modelEventSchema.safeParse(type === raw.type ? raw : { ...raw, type });
+    if (!parsed.success) {
+      const message = `${WHAT}: a malformed ${raw.type} event, dropped`;
+      this.#log.error({ issues: parsed.error.issues.slice(0, 3) }, message);
+      if (this.#ready) this.#emit({ type: 'error', error: new VoiceError(ErrorCode.ProviderFailed, message) });
+      return;
+    }
+    this.#read(parsed.data);
+  }
+
+  #read(ev: ModelEvent): void {
+    if (!this.#ready) {
+      if (ev.type === 'session.updated') this.#onReady();
+      else if (ev.type === 'error') this.#fail(this.#apiError(ev.error));
+      return;
+    }
+    const r = this.#response;
+    switch (ev.type) {
+      case 'session.updated':
+      case 'input_audio_buffer.committed':
+        return;
+      case 'error':
+        if (ev.error.code === 'response_cancel_not_active') {
+          // A cancel that crossed the response's end on the wire: nothing to do.
+          this.#log.debug(`${WHAT}: nothing left to cancel`);
+          return;
+        }
+        this.#emit({ type: 'error', error: this.#apiError(ev.error) });
+        return;
+      case 'conversation.item.input_audio_transcription.completed':
+        this.#emit({ type: 'user_transcript', text: ev.transcript.slice(0, MAX_TRANSCRIPT_CHARS).trim() });
+        return;
+      case 'response.created':
+        this.#response = { id: ev.response.id, cancelled: false, transcript: '', calls: 0, args: new Map() };
+        this.#emit({ type: 'response_started', responseId: ev.response.id });
+        return;
+      case 'response.output_item.added':
+        if (!r || r.id !== ev.response_id) return;
+        if (ev.item.type === 'message' && ev.item.id) this.#item = { id: ev.item.id, audioBytes: 0, truncated: false };
+        if (ev.item.type === 'function_call' && ev.item.call_id)
+          r.args.set(ev.item.call_id, { name: ev.item.name, text: '' });
+        return;
+      case 'response.output_audio.delta': {
+        if (!r || r.id !== ev.response_id || r.cancelled) return;
+        const pcm = decodePcm(ev.delta);
+        if (!pcm) {
+          const message = `${WHAT}: an audio delta that is not base64 of 16-bit PCM, dropped`;
+          this.#log.error({ chars: ev.delta.length }, message);
+          this.#emit({ type: 'error', error: new VoiceError(ErrorCode.ProviderFailed, message) });
+          return;
+        }
+        if (this.#item?.id === ev.item_id) this.#item.audioBytes += pcm.length;
+        if (pcm.length > 0) this.#emit({ type: 'audio', responseId: r.id, pcm });
+        return;
+      }
+      case 'response.output_audio_transcript.delta':
+      case 'response.output_text.delta':
+        if (!r || r.id !== ev.response_id || r.cancelled || ev.delta === '') return;
+        if (r.transcript.length < MAX_TRANSCRIPT_CHARS)
+          r.transcript = (r.transcript + ev.delta).slice(0, MAX_TRANSCRIPT_CHARS);
+        this.#emit({ type: 'transcript_delta', responseId: r.id, text: ev.delta });
+        return;
+      case 'response.function_call_arguments.delta': {
+        if (!r || r.id !== ev.response_id) return;
+        const call = r.args.get(ev.call_id) ?? { text: '' };
+        // Past the bound the text stops growing; `.done` then finds it too long.
+        if (call.text.length + ev.delta.length <= MAX_ARGUMENT_BYTES) call.text += ev.delta;
+        else call.text = '\u0000'.repeat(MAX_ARGUMENT_BYTES + 1);
+        r.args.set(ev.call_id, call);
+        return;
+      }
+      case 'response.function_call_arguments.done':
+        this.#functionCallDone(ev);
+        return;
+      case 'response.done':
+        this.#responseDone(ev.response.id, ev.response.status);
+        return;
+    }
+  }
+
+  #functionCallDone(ev: Extract<ModelEvent, { type: 'response.function_call_arguments.done' }>): void {
+    const r = this.#response;
+    if (!r || r.id !== ev.response_id || r.cancelled) return;
+    const call = r.args.get(ev.call_id);
+    r.args.delete(ev.call_id);
+    const args = ev.arguments !== '' ? ev.arguments : (call?.text ?? '');
+    const name = ev.name ?? call?.name;
+    let problem: string | undefined;
+    if (++r.calls > this.#cfg.maxFunctionCallsPerResponse)
+      problem = `more than ${this.#cfg.maxFunctionCallsPerResponse} function calls in one response`;
+    else if (Buffer.byteLength(args) > MAX_ARGUMENT_BYTES || (call?.text.length ?? 0) > MAX_ARGUMENT_BYTES)
+      problem = `function call arguments over ${MAX_ARGUMENT_BYTES} bytes`;
+    else if (!name) problem = 'a function call with no name';
+    if (problem) {
+      // The response is stopped: a call we drop would leave the model waiting for its output.
+      this.#log.error({ callId: ev.call_id }, `${WHAT}: ${problem}; the response is cancelled`);
+      this.#cancelActive();
+      this.#emit({ type: 'error', error: new VoiceError(ErrorCode.ProviderFailed, `${WHAT}: ${problem}`) });
+      return;
+    }
+    this.#emit({ type: 'function_call', responseId: r.id, callId: ev.call_id, name: name ?? '', arguments: args });
+  }
+
+  #responseDone(id: string, status: string | undefined): void {
+    const r = this.#response?.id === id ? this.#response : undefined;
+    this.#response = undefined;
+    this.#awaiting = false;
+    this.#eventsSinceDone = 0;
+    clearTimeout(this.#responseTimer);
+    const mapped: RealtimeResponseStatus =
+      status === 'completed' || status === 'cancelled' || status === 'failed' ? status : 'incomplete';
+    this.#emit({
+      type: 'response_done',
+      responseId: id,
+      status: r?.cancelled && mapped === 'completed' ? 'cancelled' : mapped,
+      transcript: r?.transcript ?? '',
+    });
+    this.#retireIfIdle();
+  }
+
+  #retireIfIdle(): void {
+    if (!this.#retireWhenIdle || this.#awaiting || this.#response || this.#appendedSinceCommit > 0 || !this.#live())
+      return;
+    this.#log.info(
+      { maxSessionMs: this.#cfg.maxSessionMs },
+      `${WHAT}: the connection is at its age, closed between turns`,
+    );
+    this.#emit({ type: 'closed' });
+    this.close();
+  }
+
+  #apiError(e: { type: string; message: string; code?: string | null | undefined }): VoiceError {
+    const text = `${WHAT}: the model refused (${e.type}${e.code ? `, ${e.code}` : ''}): ${e.message}`;
+    if (e.type === 'server_error') return new VoiceError(ErrorCode.ProviderFailed, text, { retryable: true });
+    if (e.code === 'rate_limit_exceeded') return new VoiceError(ErrorCode.RateLimited, text, { retryable: true });
+    return new VoiceError(ErrorCode.ProviderRejected, text);
+  }
+
+  /** An `error` the SDK raised itself: a frame that is not a JSON event, or the socket failed. */
+  #onSdkError(err: OpenAIRealtimeError): void {
+    // API `error` events reach #onEvent as events.
+    if (this.#ended || err.error) return;
+    const socket = this.#rt?.socket;
+    if (socket && socket.readyState === socket.OPEN) {
+      const message = `${WHAT}: ${err.message}, dropped`;
+      this.#log.error({ err: err.cause instanceof Error ? err.cause.message : undefined }, message);
+      if (this.#ready) this.#emit({ type: 'error', error: new VoiceError(ErrorCode.ProviderFailed, message) });
+      return;
+    }
+    // The socket failed: its `close` follows and reports it.
+    const cause = err.cause instanceof Error ? err.cause.message : undefined;
+    this.#transportError = cause && cause !== err.message ? `${err.message}: ${cause}` : err.message;
+  }
+
+  #onClose(code: number): void {
+    clearTimeout(this.#graceTimer);
+    if (this.#ended) return;
+    const why = this.#transportError ? `: ${this.#transportError}` : '';
+    if (!this.#ready) {
+      this.#fail(
+        new VoiceError(ErrorCode.ProviderUnavailable, `${WHAT}: cannot connect (${code})${why}`, { retryable: true }),
+      );
+      return;
+    }
+    const clean = code === 1000 && !this.#awaiting && !this.#response;
+    this.#fail(
+      clean
+        ? undefined
+        : new VoiceError(ErrorCode.ProviderFailed, `${WHAT}: the connection closed (${code})${why}`, {
+            retryable: true,
+          }),
+    );
+  }
+
+  /** Ends the connection from our side or the wire's: `closed` once (or the open rejected), the socket cut. */
+  #fail(err: VoiceError | undefined): void {
+    if (this.#ended) return;
+    const wasReady = this.#ready;
+    this.#end();
+    this.#rt?.socket.terminate();
+    if (!wasReady) {
+      const e = err ?? new VoiceError(ErrorCode.ProviderUnavailable, `${WHAT}: closed while opening`);
+      if (e.code !== ErrorCode.Aborted) this.#log.warn({ code: e.code, err: e.message }, `${WHAT}: cannot open`);
+      this.#rejectOpen(e);
+      return;
+    }
+    if (err) this.#log.warn({ code: err.code, err: err.message }, `${WHAT}: connection ended`);
+    this.#deliver(err ? { type: 'closed', error: err } : { type: 'closed' });
+  }
+
+  #end(): void {
+    this.#ended = true;
+    clearTimeout(this.#openTimer);
+    clearTimeout(this.#responseTimer);
+    clearTimeout(this.#ageTimer);
+    this.#opts.signal.removeEventListener('abort', this.#onAbort);
+    this.#response = undefined;
+  }
+
+  #emit(event: RealtimeEvent): void {
+    if (!this.#ended) this.#deliver(event);
+  }
+
+  #deliver(event: RealtimeEvent): void {
+    try {
+      this.#opts.onEvent(event);
+    } catch (err) {
+      this.#log.error({ err: (err as Error).message, type: event.type }, `${WHAT}: the event's receiver threw`);
+    }
+  }
+}
