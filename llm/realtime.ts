@@ -78,6 +78,16 @@ export interface RealtimeModel {
   readonly inputRate: number;
   /** PCM rate of the answer's audio. */
   readonly outputRate: number;
+  /**
+   * Longest wait for a response's next event (its start, audio, its end) once one was asked for;
+   * past it the conversation cancels the response and apologises. Absent: the conversation's default.
+   */
+  readonly responseTimeoutMs?: number;
+  /**
+   * Age after which a connection is replaced by a fresh one between turns (vendors end sessions
+   * past a limit of their own). Absent: the conversation's default.
+   */
+  readonly maxSessionMs?: number;
   /** Opens a connection; rejects (a `VoiceError`) when it cannot be opened or configured. */
   open(opts: RealtimeSessionOptions): Promise<RealtimeSession>;
 }

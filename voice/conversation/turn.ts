@@ -4,7 +4,7 @@
  * takes text in pieces: `speech.ts`) → `tts stop`. A failure is spoken as a short apology, never
  * silence. Everything the turn starts stops with its signal.
  */
-import { linkedScope, type Scope } from '../../core/abort.ts';
+import { linkedScope, sleep, type Scope } from '../../core/abort.ts';
 import { realClock, type Clock } from '../../core/clock.ts';
 import { ErrorCode, isAbortError, toVoiceError, VoiceError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
@@ -22,6 +22,9 @@ import { boundedSpeech, type Speech } from './speech.ts';
 import { SpeechQueue, type Synthesize } from './speech-queue.ts';
 import { TextStreamSpeech } from './text-stream-speech.ts';
 import type { SessionTools, TurnTimings, VoiceDeps } from './voice-deps.ts';
+import type { RealtimeModel } from '../../llm/realtime.ts';
+import { answerRealtime, type RealtimeAnswerResult } from '../realtime/realtime-answer.ts';
+import type { RealtimeLink } from '../realtime/realtime-link.ts';
 
 export type TurnInput =
   | {
@@ -52,7 +55,19 @@ export interface TurnEnv {
   tools: SessionTools;
   state: StateControl;
   sessionSignal: AbortSignal;
+  /**
+   * The session's realtime connection when the turn's agent talks through a speech-to-speech
+   * model: a spoken or typed turn is answered by it; a greeting or notice is still spoken in the
+   * cascade voice and told to it as the assistant's words.
+   */
+  realtime?: { link: RealtimeLink; model: RealtimeModel };
 }
+
+/**
+ * How long a realtime turn waits, after its answer, for the model's transcript of the user's
+ * words (it may come after the answer) before recording the turn without them.
+ */
+const USER_TRANSCRIPT_WAIT_MS = 3_000;
 
 export interface TurnResult {
   timings: TurnTimings;
@@ -231,46 +246,56 @@ export class Turn {
     // A dropped early turn must leave the history as it found it.
     const restoreHistory = this.#early ? this.#env.history.checkpoint() : undefined;
     try {
-      let text: string;
-      if (input.source === 'voice') {
-        const t0 = this.#clock.now();
-        text = (await this.#transcribe(input)).trim();
-        this.#transcriptAt = this.#clock.now();
-        this.#onTranscript?.(text);
-        if (isNoiseTranscript(text)) {
-          await this.#gate;
-          timings.outcome = 'no_speech';
-          log.info(
-            {
-              asrTookMs: Math.round(this.#transcriptAt - t0),
-              audioMs: Math.round((input.pcm.length / input.sampleRate) * 1000),
-            },
-            'no words recognised; no answer',
-          );
-          return { timings, endSession };
+      const rt = this.#env.realtime;
+      if (rt && (input.source === 'voice' || input.source === 'text')) {
+        const answer = await inPart('llm', () => this.#answerRealtime(rt, input, timings));
+        endSession = answer.endSession;
+        if (answer.reason === 'aborted') timings.outcome = 'aborted';
+      } else {
+        let text: string;
+        if (input.source === 'voice') {
+          const t0 = this.#clock.now();
+          text = (await this.#transcribe(input)).trim();
+          this.#transcriptAt = this.#clock.now();
+          this.#onTranscript?.(text);
+          if (isNoiseTranscript(text)) {
+            await this.#gate;
+            timings.outcome = 'no_speech';
+            log.info(
+              {
+                asrTookMs: Math.round(this.#transcriptAt - t0),
+                audioMs: Math.round((input.pcm.length / input.sampleRate) * 1000),
+              },
+              'no words recognised; no answer',
+            );
+            return { timings, endSession };
+          }
+        } else {
+          text = input.text.trim();
         }
-      } else {
-        text = input.text.trim();
-      }
-      if (this.aborted) throw this.signal.reason;
-      if (input.source !== 'notice')
-        this.#visible(() => {
-          this.#env.channel.sendJson({ type: 'stt', text, session_id: this.#env.info.sessionId });
-          log.info({ source: input.source, pii: { text } }, 'user said');
-        });
+        if (this.aborted) throw this.signal.reason;
+        if (input.source !== 'notice')
+          this.#visible(() => {
+            this.#env.channel.sendJson({ type: 'stt', text, session_id: this.#env.info.sessionId });
+            log.info({ source: input.source, pii: { text } }, 'user said');
+          });
 
-      const out = this.#audioOut();
-      if (input.source === 'wake_word') {
-        timings.outcome = 'greeted';
-        await this.#speakPlain(out, deps.config.conversation.greeting, deps.tts);
-      } else if (input.source === 'notice') {
-        await this.#speakPlain(out, text, deps.tts);
-      } else {
-        const outcome = await this.#think(text, out, timings);
-        endSession = outcome.endSession;
-        if (outcome.reason === 'aborted') timings.outcome = 'aborted';
+        const out = this.#audioOut();
+        if (input.source === 'wake_word') {
+          timings.outcome = 'greeted';
+          await this.#speakPlain(out, deps.config.conversation.greeting, deps.tts);
+          this.#env.realtime?.link.addAssistantText(deps.config.conversation.greeting);
+        } else if (input.source === 'notice') {
+          // Said verbatim in the cascade voice, also on a realtime agent (see docs/agents.md).
+          await this.#speakPlain(out, text, deps.tts);
+          this.#env.realtime?.link.addAssistantText(text);
+        } else {
+          const outcome = await this.#think(text, out, timings);
+          endSession = outcome.endSession;
+          if (outcome.reason === 'aborted') timings.outcome = 'aborted';
+        }
+        await out.finish();
       }
-      await out.finish();
     } catch (err) {
       if (isAbortError(err) || this.aborted) {
         timings.outcome = 'aborted';
@@ -465,6 +490,81 @@ export class Turn {
     if (!this.dropped)
       log.info({ reason: outcome.reason, rounds: outcome.rounds, pii: { text: outcome.text } }, 'assistant answered');
     return outcome;
+  }
+
+  /**
+   * A spoken or typed turn answered by the realtime model: its audio plays as it arrives; the
+   * user's words (the model's transcript, for speech) are shown (`stt`) when known; both sides go
+   * into the history like a cascade turn's, once the answer is out.
+   */
+  async #answerRealtime(
+    rt: NonNullable<TurnEnv['realtime']>,
+    input: Extract<TurnInput, { source: 'voice' | 'text' }>,
+    timings: TurnTimings,
+  ): Promise<RealtimeAnswerResult> {
+    const { deps, log, channel, info, history, media, tools } = this.#env;
+    const out = this.#audioOut();
+    let userText: string | undefined;
+    let heard: () => void = () => {};
+    const userHeard = new Promise<void>((resolve) => {
+      heard = resolve;
+    });
+    const showUser = (text: string): void => {
+      if (userText !== undefined) return;
+      userText = text.trim();
+      heard();
+      if (this.aborted) return;
+      channel.sendJson({ type: 'stt', text: userText, session_id: info.sessionId });
+      log.info({ source: input.source, pii: { text: userText } }, 'user said');
+    };
+    if (input.source === 'text') showUser(input.text);
+    const answer = await answerRealtime({
+      link: rt.link,
+      model: rt.model,
+      request: input.source === 'text' ? { kind: 'text', text: input.text.trim() } : { kind: 'commit' },
+      out,
+      media,
+      sampleRate: info.downlink.sampleRate,
+      frameMs: info.downlink.frameDurationMs,
+      signal: this.signal,
+      log,
+      tools,
+      maxToolRounds: deps.config.llm.maxToolRounds,
+      toolTimeoutMs: deps.config.llm.toolTimeoutMs,
+      playedMs: () => this.#playedMs(),
+      speak: (text) => this.#speakPlain(out, text, deps.tts),
+      onFirstAudio: () => {
+        this.#ttsFirstAudioAt ??= this.#clock.now();
+      },
+      onUserTranscript: (text) => {
+        this.#transcriptAt ??= this.#clock.now();
+        showUser(text);
+      },
+      onToolResult: (name, result, ms) => {
+        timings.tools.push({ name, ms: Math.round(ms), isError: result.isError });
+        log.info({ tool: name, ms: Math.round(ms), isError: result.isError }, 'tool result');
+      },
+    });
+    // The user's transcript may still be on its way: waited for while the answer plays out
+    // (not after an abort, which hands the device to the next turn at once).
+    const waitUser =
+      userText === undefined && answer.reason !== 'aborted'
+        ? Promise.race([userHeard, sleep(USER_TRANSCRIPT_WAIT_MS, this.signal, this.#clock).catch(() => {})])
+        : Promise.resolve();
+    await Promise.all([out.finish(), waitUser]);
+    if (userText === undefined) log.warn("no transcript of the user's words from the realtime model; recorded empty");
+    history.addUser(userText ?? '');
+    if (answer.text !== '') history.append({ role: 'assistant', content: answer.text });
+    log.info({ reason: answer.reason, pii: { text: answer.text } }, 'assistant answered');
+    return answer;
+  }
+
+  /** Milliseconds of this turn's audio the device has played: frames sent, at most the time since the first. */
+  #playedMs(): number {
+    const out = this.#out;
+    const first = out?.firstFrameAt ?? null;
+    if (!out || first === null) return 0;
+    return Math.max(0, Math.min(out.framesSent * this.#env.info.downlink.frameDurationMs, this.#clock.now() - first));
   }
 
   /** The part's own apology when a provider failed (the user hears what to fix), else the generic one. */

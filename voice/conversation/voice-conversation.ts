@@ -26,6 +26,10 @@ import { configWithProfile, depsWithProfile, type HeldProfile, type TurnProfile 
 import type { VoiceConfig } from './voice-config.ts';
 import type { MemoryMode, SessionMemory } from './session-memory.ts';
 import type { ChatMessage } from '../../llm/types.ts';
+import type { RealtimeModel } from '../../llm/realtime.ts';
+import type { ToolSpec } from '../../mcp/contract/tool-source.ts';
+import { RealtimeLink } from '../realtime/realtime-link.ts';
+import { realtimeInstructions } from '../realtime/instructions.ts';
 
 /**
  * Early starts dropped within one utterance before no more are tried until it ends: each costs an
@@ -97,6 +101,14 @@ class VoiceConversation implements Conversation {
   readonly #says: string[] = [];
   /** The media state is opening for a `say`: the next one waits behind it. */
   #sayOpening = false;
+  /** The connection to a realtime agent's model, made when the first turn that needs it begins. */
+  #link: RealtimeLink | undefined;
+  /** The agent a realtime connection is (being) opened for: its prompt and memory are the instructions. */
+  #linkProfile: TurnProfile | undefined;
+  /** The model the current utterance's audio is being fed to, if any. */
+  #heardBy: RealtimeModel | undefined;
+  /** The memory being read into the history (`#recall`), which a realtime connection's instructions wait for. */
+  #recalling: Promise<void> | undefined;
 
   constructor(deps: VoiceDeps, ctx: ConversationContext) {
     this.#deps = deps;
@@ -136,20 +148,63 @@ class VoiceConversation implements Conversation {
       // Also bounded in size: a few very long answers or tool results must not grow the prompt
       // (and memory) without limit. The current turn always stays.
       maxChars: HISTORY_MAX_CHARS,
-      systemPrompt: () => {
-        const { llm, tools } = this.#config;
-        const { deviceId } = this.#ctx.info;
-        const prompt = buildSystemPrompt(llm.systemPrompt, {
-          now: new Date(),
-          ...(tools.timeZone ? { timeZone: tools.timeZone } : {}),
-          ...(deviceId ? { device: deviceId } : {}),
-        });
-        // The remembered facts and summary follow the role, as a delimited block of the user's words.
-        const block = this.#memory?.block() ?? '';
-        return block === '' ? prompt : `${prompt}\n\n${block}`;
-      },
+      systemPrompt: () => this.#systemPrompt(this.#config),
     });
     return this.#historyMade;
+  }
+
+  /** The system prompt as `config` has it, with the device's memory block. */
+  #systemPrompt(config: VoiceConfig): string {
+    const { llm, tools } = config;
+    const { deviceId } = this.#ctx.info;
+    const prompt = buildSystemPrompt(llm.systemPrompt, {
+      now: new Date(),
+      ...(tools.timeZone ? { timeZone: tools.timeZone } : {}),
+      ...(deviceId ? { device: deviceId } : {}),
+    });
+    // The remembered facts and summary follow the role, as a delimited block of the user's words.
+    const block = this.#memory?.block() ?? '';
+    return block === '' ? prompt : `${prompt}\n\n${block}`;
+  }
+
+  /**
+   * The realtime connection for `profile`'s model, opened (or renewed) now: a turn that needs it
+   * is beginning. Its instructions are the agent's prompt, the device's memory and the recent
+   * turns; its tools the session's, offered again whenever their listing changes.
+   */
+  #realtimeFor(profile: TurnProfile, model: RealtimeModel): RealtimeLink {
+    this.#linkProfile = profile;
+    this.#link ??= new RealtimeLink({
+      log: this.#ctx.log,
+      now: () => Date.now(),
+      setup: async (signal) => {
+        const p = this.#linkProfile as TurnProfile;
+        await this.#recall(p);
+        const config = configWithProfile(this.#deps.config, p);
+        const history = this.#history.messages();
+        const instructions = realtimeInstructions([
+          { role: 'system', content: this.#systemPrompt(config) },
+          ...history.slice(history[0]?.role === 'system' ? 1 : 0),
+        ]);
+        const tools = await this.#listTools(signal);
+        return { instructions, tools };
+      },
+    });
+    this.#link.ready(model, { betweenTurns: this.#turn === undefined });
+    if (this.#link.model === model)
+      void this.#listTools(this.#ctx.signal).then((tools) => this.#link?.offerTools(tools));
+    return this.#link;
+  }
+
+  /** The session's tools as the running turn's assistant may use them; none when they cannot be listed. */
+  async #listTools(signal: AbortSignal): Promise<ToolSpec[]> {
+    try {
+      return (await this.#tools?.tools.listTools(signal)) ?? [];
+    } catch (err) {
+      if (!signal.aborted)
+        this.#ctx.log.warn({ err: toVoiceError(err).message }, 'tools could not be listed for the realtime model');
+      return [];
+    }
   }
 
   /**
@@ -435,6 +490,7 @@ class VoiceConversation implements Conversation {
       await this.#turnDone;
       await this.#ready?.catch(() => {});
       this.#listener?.close();
+      this.#link?.close();
       this.#deviceMcp?.close();
       await this.#tools?.close?.().catch(() => {});
     } finally {
@@ -451,6 +507,18 @@ class VoiceConversation implements Conversation {
    * device was moved to another agent (whose history starts from its own turns, not the old role's).
    */
   async #recall(profile: TurnProfile | undefined): Promise<void> {
+    // A realtime connection's set-up and the turn both ask: the second waits for the first's read.
+    while (this.#recalling) await this.#recalling;
+    const run = this.#recallNow(profile);
+    this.#recalling = run;
+    try {
+      await run;
+    } finally {
+      this.#recalling = undefined;
+    }
+  }
+
+  async #recallNow(profile: TurnProfile | undefined): Promise<void> {
     const memory = this.#memory;
     if (!memory || !profile) return;
     if (memory.takeCleared()) {
@@ -494,6 +562,7 @@ class VoiceConversation implements Conversation {
     if (e.type === 'audio') {
       if (e.first) this.#openRecognition();
       this.#recognition?.rec.push(e.pcm);
+      if (this.#heardBy) this.#link?.appendAudio(e.pcm);
       return;
     }
     if (e.type === 'speech_start') {
@@ -525,9 +594,13 @@ class VoiceConversation implements Conversation {
       this.#endRecognition(recognition, 'a turn is running');
       return;
     }
+    const heardBy = this.#heardBy;
+    this.#heardBy = undefined;
     if (!e.hadSpeech && e.reason !== 'manual') {
       early?.abort('no speech');
       this.#endRecognition(recognition, 'no speech');
+      // A false start: the model forgets what it was sent.
+      if (heardBy) this.#link?.clearAudio();
       return;
     }
     const final = recognition ? this.#finishRecognition(recognition) : undefined;
@@ -545,6 +618,7 @@ class VoiceConversation implements Conversation {
     early?.abort('utterance cut otherwise');
     if (e.pcm.length === 0) {
       final?.catch(() => {});
+      if (heardBy) this.#link?.clearAudio();
       this.#ctx.state.apply('turn_end_no_answer');
       return;
     }
@@ -567,11 +641,15 @@ class VoiceConversation implements Conversation {
       return;
     }
     this.#ctx.state.apply(e.reason === 'manual' ? 'listen_stop' : 'speech_end');
-    this.#startVoiceTurn(e, final);
+    this.#startVoiceTurn(e, final, heardBy);
   }
 
   /** The turn for an utterance the end of turn (or the device) has ended. */
-  #startVoiceTurn(e: Extract<ListenerEvent, { type: 'utterance' }>, transcript: Promise<string> | undefined): void {
+  #startVoiceTurn(
+    e: Extract<ListenerEvent, { type: 'utterance' }>,
+    transcript: Promise<string> | undefined,
+    heardBy?: RealtimeModel,
+  ): void {
     const input = this.#budgeted({
       source: 'voice',
       pcm: e.pcm,
@@ -581,10 +659,11 @@ class VoiceConversation implements Conversation {
       ...(transcript ? { transcript } : {}),
     });
     if (input) {
-      this.#startTurn(input);
+      this.#startTurn(input, heardBy);
       return;
     }
     transcript?.catch(() => {});
+    if (heardBy) this.#link?.clearAudio();
     // Refused silently: the utterance is dropped and the device, still listening, is heard again.
     const st = this.#ctx.state;
     st.apply('turn_end_no_answer');
@@ -647,7 +726,8 @@ class VoiceConversation implements Conversation {
    * and that transcript tells the end of turn how long to wait.
    */
   #startEarly(utterance: () => Int16Array, sampleRate: number): void {
-    if (this.#closed || this.#turn || this.#early || !this.#media || !this.#tools) return;
+    // A realtime model hears the utterance itself and answers at the end of turn: nothing to start early.
+    if (this.#closed || this.#turn || this.#early || !this.#media || !this.#tools || this.#heardBy) return;
     if (this.#earlyDrops >= MAX_EARLY_DROPS_PER_UTTERANCE || !this.#budget.allows()) return;
     const pcm = utterance();
     if (pcm.length === 0) return;
@@ -692,8 +772,17 @@ class VoiceConversation implements Conversation {
    */
   #openRecognition(): void {
     this.#dropRecognition('a new utterance');
+    this.#heardBy = undefined;
     if (this.#closed || !this.#media) return;
     const held = this.#deps.profileFor?.(this.#ctx.info);
+    const model = held?.profile.realtime;
+    if (held && model) {
+      // A realtime agent: its model hears the utterance as it is spoken, in place of a recogniser.
+      this.#realtimeFor(held.profile, model).startUtterance();
+      this.#heardBy = model;
+      held.release();
+      return;
+    }
     const asr = held?.profile.asr ?? this.#deps.asr;
     if (!canStream(asr)) {
       held?.release();
@@ -743,23 +832,24 @@ class VoiceConversation implements Conversation {
     return final;
   }
 
-  #startTurn(input: TurnInput): void {
+  #startTurn(input: TurnInput, heardBy?: RealtimeModel): void {
     if (this.#closed || !this.#media || !this.#tools) {
       this.#ctx.log.warn('turn requested before the pipeline was ready; ignored');
       return;
     }
     this.#listener?.pause(this.#monitors());
-    const turn = this.#newTurn(input);
+    const turn = this.#newTurn(input, {}, heardBy);
     this.#turn = turn;
     this.#run(turn);
   }
 
-  #newTurn(input: TurnInput, opts: TurnOptions = {}): Turn {
+  #newTurn(input: TurnInput, opts: TurnOptions = {}, heardBy?: RealtimeModel): Turn {
     const media = this.#media;
     const tools = this.#tools;
     if (!media || !tools) throw new Error('voice pipeline not ready');
     // The device's assistant as it is now: a change of agent applies from this turn on.
     const held = this.#deps.profileFor?.(this.#ctx.info);
+    const realtime = held ? this.#realtimeOfTurn(held.profile, input, heardBy) : undefined;
     const turn = new Turn(
       {
         deps: held ? depsWithProfile(this.#deps, held.profile) : this.#deps,
@@ -771,12 +861,30 @@ class VoiceConversation implements Conversation {
         tools,
         state: this.#ctx.state,
         sessionSignal: this.#ctx.signal,
+        ...(realtime ? { realtime } : {}),
       },
       input,
       opts,
     );
     if (held) this.#held.set(turn, held);
     return turn;
+  }
+
+  /**
+   * The realtime connection a turn under `profile` uses, if its agent has a model: a typed text
+   * opens it; speech uses it when the utterance was fed to the same model (else the cascade
+   * answers, from the utterance's audio); a greeting or a notice only tells an open one what was said.
+   */
+  #realtimeOfTurn(
+    profile: TurnProfile,
+    input: TurnInput,
+    heardBy: RealtimeModel | undefined,
+  ): { link: RealtimeLink; model: RealtimeModel } | undefined {
+    const model = profile.realtime;
+    if (!model) return undefined;
+    if (input.source === 'text') return { link: this.#realtimeFor(profile, model), model };
+    if (input.source === 'voice') return heardBy === model && this.#link ? { link: this.#link, model } : undefined;
+    return this.#link?.model === model && !this.#link.failure ? { link: this.#link, model } : undefined;
   }
 
   /** Runs `turn` after the previous one has wound down; a dropped early turn leaves no aftermath. */
