@@ -29,6 +29,7 @@ import {
   type RespondContext,
 } from '../fixtures/fake-realtime-model.ts';
 import { closeAll } from '../helpers/close-all.ts';
+import { sleep, waitFor } from '../helpers/wait.ts';
 import { makeTestCa, type TestCa } from '../helpers/test-ca.ts';
 import { decodeDownlink, sendPaced, speak16k, utterancePackets } from '../helpers/speech.ts';
 import { startVoiceApp, type VoiceApp } from '../helpers/voice-app.ts';
@@ -94,7 +95,7 @@ describe('a realtime agent over TLS with a test CA, on WebSocket', () => {
     try {
       await dev.hello();
       const a = await ask(dev, question);
-      assert.equal(a.stt?.text, QUESTION, 'the model\'s transcript of the user goes to the device');
+      assert.equal(a.stt?.text, QUESTION, "the model's transcript of the user goes to the device");
       assert.ok(a.frames > 10, `answer frames: ${a.frames}`);
       assert.ok(a.rms > 100, 'the frames hold speech, not silence');
       assert.equal(llm.requests.length, 0, 'the cascade model is not asked');
@@ -102,6 +103,103 @@ describe('a realtime agent over TLS with a test CA, on WebSocket', () => {
       assert.ok(session, 'the stand-in was dialled');
       assert.ok(session.commits >= 1);
       assert.ok(session.audio.length > 24_000 * 2 * 0.5, 'the user audio reached the model');
+    } finally {
+      dev.close();
+    }
+  });
+  test('a tool call: the local tool runs, its result goes back to the model, which then speaks', async () => {
+    const seen: RespondContext[] = [];
+    reply = (ctx) => {
+      seen.push(ctx);
+      return ctx.functionOutput ? { say: 'It is noon.' } : { call: { name: 'get_current_datetime', arguments: '{}' } };
+    };
+    const dev = new DeviceSim({ url: srv.wsUrl, deviceId: 'e8:00:00:00:00:02' });
+    try {
+      await dev.hello();
+      const a = await ask(dev, question);
+      assert.ok(seen[0]?.toolNames.includes('get_current_datetime'), 'the local tools are offered as functions');
+      const out = seen.find((c) => c.functionOutput)?.functionOutput;
+      assert.equal(out?.name, 'get_current_datetime');
+      assert.match(String(out?.output), /\d{4}/, `the tool's result reached the model: ${out?.output}`);
+      assert.ok(a.frames > 5 && a.rms > 100, 'the answer after the tool is heard');
+    } finally {
+      dev.close();
+    }
+  });
+
+  test('barge-in: an abort mid-answer stops the frames; the model is told response.cancel; the next turn works', async () => {
+    reply = (ctx) =>
+      ctx.index === 0
+        ? {
+            say: 'Berlin is a large city with many parks, museums, lakes and rivers, and the weather changes often during the day.',
+          }
+        : { say: 'Yes.' };
+    const dev = new DeviceSim({ url: srv.wsUrl, deviceId: 'e8:00:00:00:00:03' });
+    try {
+      await dev.hello();
+      const from = dev.json.length;
+      dev.listen('start', { mode: 'auto' });
+      await sendPaced(dev, question, 60, () => dev.json.slice(from).some((j) => j.msg.type === 'tts'));
+      await dev.waitJson('tts', 'start', 30_000, from);
+      const started = dev.audio.length;
+      await dev.waitFor('answer frames', () => dev.audio.length > started + 5, 15_000);
+      const session = fake.sessions.at(-1);
+      assert.ok(session);
+      const cancelsBefore = session.cancels.length;
+      dev.abort();
+      await dev.waitJson('tts', 'stop', 5000, from);
+      await waitFor(() => session.cancels.length > cancelsBefore, { what: 'response.cancel at the stand-in' });
+      await sleep(300);
+      const settled = dev.audio.length;
+      await sleep(1000);
+      assert.equal(dev.audio.length, settled, 'no frame after the abort settled');
+      const next = await ask(dev, question);
+      assert.ok(next.frames > 0, 'the next turn is answered');
+    } finally {
+      dev.close();
+    }
+  });
+
+  test('say from the push API on an idle device is spoken; the model is told what was said', async () => {
+    const dev = new DeviceSim({ url: srv.wsUrl, deviceId: 'e8:00:00:00:00:04', clientId: 'client-e8-04' });
+    try {
+      await dev.hello();
+      reply = () => ({ say: 'Hello.' });
+      await ask(dev, question); // the realtime link is open from here
+      const from = dev.json.length;
+      const audioFrom = dev.audio.length;
+      const outcome = await srv.push.say({ deviceId: 'e8:00:00:00:00:04', text: 'Dinner is ready.', source: 'admin' });
+      assert.equal(outcome.status, 'spoken');
+      await dev.waitJson('tts', 'stop', 15_000, from);
+      assert.ok(dev.audio.length > audioFrom + 5, 'the text is heard');
+      const session = fake.sessions.at(-1);
+      await waitFor(() => session?.items.some((i) => JSON.stringify(i).includes('Dinner is ready.')), {
+        what: "the pushed text recorded in the model's conversation",
+      });
+    } finally {
+      dev.close();
+    }
+  });
+
+  test("memory: the device's fact is in the session's instructions; both transcripts land in the history", async () => {
+    const pair = { deviceId: 'e8:00:00:00:00:05', clientId: 'client-e8-05' };
+    await srv.app.store.memory.remember(pair, 'default', 'The user has a cat called Miso.');
+    reply = () => ({ say: 'It is sunny in Berlin.' });
+    const dev = new DeviceSim({ url: srv.wsUrl, ...pair });
+    try {
+      await dev.hello();
+      await ask(dev, question);
+      const session = fake.sessions.at(-1);
+      assert.match(String(session?.session.instructions), /Miso/, 'the fact is in the instructions');
+      const turns = await waitFor(
+        async () => {
+          const h = await srv.app.store.memory.history(pair.deviceId, 10);
+          return h.some((t) => t.role === 'assistant') && h.some((t) => t.role === 'user') ? h : undefined;
+        },
+        { what: 'both transcripts in the history', timeoutMs: 10_000 },
+      );
+      assert.ok(turns.some((t) => t.role === 'user' && t.text === QUESTION));
+      assert.ok(turns.some((t) => t.role === 'assistant' && /sunny in Berlin/.test(t.text)));
     } finally {
       dev.close();
     }
