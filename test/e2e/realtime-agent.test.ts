@@ -29,6 +29,7 @@ import {
   type RespondContext,
 } from '../fixtures/fake-realtime-model.ts';
 import { closeAll } from '../helpers/close-all.ts';
+import { MqttUdpClient, type MqttSection } from '../helpers/mqtt-udp-client.ts';
 import { sleep, waitFor } from '../helpers/wait.ts';
 import { makeTestCa, type TestCa } from '../helpers/test-ca.ts';
 import { decodeDownlink, sendPaced, speak16k, utterancePackets } from '../helpers/speech.ts';
@@ -205,3 +206,109 @@ describe('a realtime agent over TLS with a test CA, on WebSocket', () => {
     }
   });
 });
+
+/** A device on MQTT+UDP, through OTA's mqtt section. */
+async function mqttDevice(srv: VoiceApp, deviceId: string): Promise<MqttUdpClient> {
+  const res = await fetch(`${srv.httpUrl}/xiaozhi/ota/`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'device-id': deviceId, 'client-id': `mqtt-${deviceId}` },
+    body: JSON.stringify({ application: { version: '2.4.2' }, board: { type: 'bread-compact-wifi' } }),
+  });
+  const section = ((await res.json()) as { mqtt: MqttSection }).mqtt;
+  const dev = await MqttUdpClient.connect(section);
+  await dev.hello();
+  return dev;
+}
+
+/** Speaks `packets` from an MQTT device at the firmware's pace; the answer's frames. */
+async function askMqtt(dev: MqttUdpClient, packets: Buffer[]): Promise<{ stt: unknown; frames: number; rms: number }> {
+  const from = dev.json.length;
+  const audioFrom = dev.audio.length;
+  dev.publish({ type: 'listen', state: 'start', mode: 'auto', session_id: dev.sessionId });
+  const start = performance.now();
+  for (let i = 0; i < packets.length; i++) {
+    if (dev.json.slice(from).some((j) => j.msg.type === 'tts')) break;
+    const wait = start + i * 60 - performance.now();
+    if (wait > 0) await sleep(wait);
+    dev.sendOpus(packets[i] as Buffer);
+  }
+  await waitFor(() => dev.json.slice(from).some((j) => j.msg.type === 'tts' && j.msg.state === 'stop'), {
+    what: 'tts stop on the MQTT device',
+    timeoutMs: 30_000,
+  });
+  const stt = dev.json.slice(from).find((j) => j.msg.type === 'stt')?.msg.text;
+  const decoded = await decodeDownlink(dev.audio.slice(audioFrom).map((a) => a.payload));
+  return { stt, frames: dev.audio.length - audioFrom, rms: decoded.rms };
+}
+
+for (const dialect of ['openai', 'qwen'] as const) {
+  describe(`a realtime agent over plain ws: (${dialect} dialect), on an MQTT+UDP device`, () => {
+    let fake: FakeRealtimeModel;
+    let llm: FakeOpenAi;
+    let srv: VoiceApp;
+    let question: Buffer[];
+    const seen: RespondContext[] = [];
+
+    before(async () => {
+      fake = await startFakeRealtimeModel({
+        dialect,
+        transcribe: () => QUESTION,
+        respond: (ctx) => {
+          seen.push(ctx);
+          return ctx.functionOutput || ctx.index > 0
+            ? { say: 'It is noon in Berlin.' }
+            : { call: { name: 'get_current_datetime', arguments: '{}' } };
+        },
+      });
+      llm = await startFakeOpenAi();
+      // An agent in the configuration, as an operator switches one: the default stays the cascade.
+      srv = await startVoiceApp(llm.url, {
+        mqtt: { enabled: true, host: '127.0.0.1', port: 0, udpPort: 0 },
+        agents: [
+          {
+            name: 'omni',
+            pipeline: 'realtime',
+            realtime: {
+              provider: 'openai-realtime',
+              dialect: dialect === 'qwen' ? 'qwen-omni' : 'openai',
+              baseURL: fake.url.replace(/^http:/, 'ws:'),
+            },
+            devices: ['e8:00:00:00:01:01'],
+          },
+        ],
+        defaultAgent: 'omni',
+      });
+      question = await utterancePackets(trimSilence(speak16k(QUESTION)), 400, 2000);
+    });
+    after(async () => {
+      await closeAll(srv, fake, llm);
+    });
+
+    test('a spoken question with a tool call is answered with audio over UDP', async () => {
+      const dev = await mqttDevice(srv, 'e8:00:00:00:01:01');
+      try {
+        const a = await askMqtt(dev, question);
+        assert.equal(a.stt, QUESTION);
+        assert.ok(a.frames > 5 && a.rms > 100, `answer frames: ${a.frames}`);
+        assert.ok(
+          seen.some((c) => c.functionOutput?.name === 'get_current_datetime'),
+          'the tool result went back',
+        );
+        const session = fake.sessions.at(-1);
+        assert.ok(session);
+        const rate = dialect === 'qwen' ? 16_000 : 24_000;
+        // The audio went at the dialect's rate: about as long as the question was.
+        const seconds = session.audio.length / 2 / rate;
+        assert.ok(seconds > 1 && seconds < 10, `${seconds.toFixed(2)} s of user audio at ${rate} Hz`);
+        if (dialect === 'qwen')
+          assert.ok(
+            session.updates.some((u) => 'voice' in u),
+            'the flat (beta) session shape',
+          );
+        assert.equal(llm.requests.length, 0, 'the cascade model is not asked');
+      } finally {
+        await dev.close();
+      }
+    });
+  });
+}
