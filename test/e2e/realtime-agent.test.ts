@@ -312,3 +312,69 @@ for (const dialect of ['openai', 'qwen'] as const) {
     });
   });
 }
+
+const FAULTS: Array<{ fault: FakeModelFault; outcome: string }> = [
+  { fault: 'unknown-events', outcome: 'ignored: the answer is heard' },
+  { fault: 'bad-audio', outcome: 'the undecodable delta is dropped: the rest of the answer is heard' },
+  { fault: 'bad-arguments', outcome: 'the model is told the arguments are not JSON, or the turn apologises' },
+  { fault: 'error-mid-response', outcome: 'what arrived plays, then the apology' },
+  { fault: 'close-mid-response', outcome: 'what arrived plays, then the apology; the next turn reconnects' },
+];
+
+describe('bad input from the realtime model, end to end: the device hears audio, the session stays, the next turn works', () => {
+  const fakes = new Map<string, FakeRealtimeModel>();
+  let good: FakeRealtimeModel;
+  let llm: FakeOpenAi;
+  let srv: VoiceApp;
+  let question: Buffer[];
+
+  before(async () => {
+    const respond = (ctx: RespondContext): FakeReply =>
+      ctx.index === 0 && !ctx.functionOutput
+        ? { call: { name: 'get_current_datetime', arguments: '{}' } }
+        : { say: 'It is noon in Berlin, and the sun is out over the river.' };
+    for (const { fault } of FAULTS)
+      fakes.set(fault, await startFakeRealtimeModel({ transcribe: () => QUESTION, respond, faults: [fault] }));
+    good = await startFakeRealtimeModel({ transcribe: () => QUESTION, respond: () => ({ say: 'Fine again.' }) });
+    llm = await startFakeOpenAi();
+    const block = (url: string) => ({ provider: 'openai-realtime', baseURL: url, responseTimeoutMs: 5000 });
+    srv = await startVoiceApp(llm.url, {
+      agents: [
+        { name: 'good', pipeline: 'realtime', realtime: block(good.url) },
+        ...FAULTS.map(({ fault }, i) => ({
+          name: fault,
+          pipeline: 'realtime',
+          realtime: block((fakes.get(fault) as FakeRealtimeModel).url),
+          devices: [`e8:00:00:00:02:0${i}`],
+        })),
+      ],
+    });
+    question = await utterancePackets(trimSilence(speak16k(QUESTION)), 400, 2000);
+  });
+  after(async () => {
+    await closeAll(srv, good, llm, ...fakes.values());
+  });
+
+  FAULTS.forEach(({ fault, outcome }, i) => {
+    test(`${fault}: ${outcome}`, async () => {
+      const deviceId = `e8:00:00:00:02:0${i}`;
+      const dev = new DeviceSim({ url: srv.wsUrl, deviceId });
+      try {
+        await dev.hello();
+        const first = await ask(dev, question);
+        assert.ok(first.frames > 0 && first.rms > 100, `the device heard something (${first.frames} frames)`);
+        assert.ok(fakes.get(fault)?.sessions.length, 'the faulty stand-in was dialled');
+        assert.equal(dev.ws.readyState, 1, 'the session stays up');
+        // The operator moves the device to a sound model: its next turn, same session, answers.
+        await srv.app.store.devices.update(deviceId, { agent: 'good' });
+        await sleep(300);
+        const before = good.sessions.length;
+        const next = await ask(dev, question);
+        assert.ok(next.frames > 0 && next.rms > 100, 'the next turn is answered');
+        assert.ok(good.sessions.length > before, "the next turn went to the agent's new model");
+      } finally {
+        dev.close();
+      }
+    });
+  });
+});
