@@ -16,8 +16,6 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { trimSilence } from '../bench/sim/device.ts';
 import { DeviceSim } from '../fixtures/device-sim.ts';
 import { startFakeOpenAi, type FakeOpenAi } from '../fixtures/fake-openai.ts';
