@@ -193,7 +193,7 @@ describe('a realtime agent over TLS with a test CA, on WebSocket', () => {
       const turns = await waitFor(
         async () => {
           const h = await srv.app.store.memory.history(pair.deviceId, 10);
-          return h.some((t) => t.role === 'assistant') && h.some((t) => t.role === 'user') ? h : undefined;
+          return h.some((t) => t.role === 'assistant') && h.some((t) => t.role === 'user') ? h : false;
         },
         { what: 'both transcripts in the history', timeoutMs: 10_000 },
       );
