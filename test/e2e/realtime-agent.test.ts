@@ -190,10 +190,11 @@ describe('a realtime agent over TLS with a test CA, on WebSocket', () => {
       await ask(dev, question);
       const session = fake.sessions.at(-1);
       assert.match(String(session?.session.instructions), /Miso/, 'the fact is in the instructions');
-      const turns = await waitFor(
+      let turns: Awaited<ReturnType<typeof srv.app.store.memory.history>> = [];
+      await waitFor(
         async () => {
-          const h = await srv.app.store.memory.history(pair.deviceId, 10);
-          return h.some((t) => t.role === 'assistant') && h.some((t) => t.role === 'user') ? h : false;
+          turns = await srv.app.store.memory.history(pair.deviceId, 10);
+          return turns.some((t) => t.role === 'assistant') && turns.some((t) => t.role === 'user');
         },
         { what: 'both transcripts in the history', timeoutMs: 10_000 },
       );
