@@ -209,6 +209,7 @@ async function buildWithStore(deps: AppDeps, store: Store): Promise<App> {
       store,
       liveSessions: registry,
       mcpEndpoint: { hub: bridges, publicUrl: config.mcpEndpoint.publicUrl },
+      defaultRealtime: config.realtime !== undefined,
       ...(deps.push ? { push: deps.push } : {}),
       ...(deps.onSecret ? { onSecret: deps.onSecret } : {}),
     }),

@@ -4,9 +4,16 @@
  * README's configuration reference is checked against this schema by a test.
  */
 import { z } from 'zod';
-import { AsrSchema, TtsSchema } from '../providers/index.ts';
+import { AsrSchema, RealtimeSchema, TtsSchema } from '../providers/index.ts';
 import { OpenAiLlmSchema } from '../providers/openai/options.ts';
-import { LANGUAGES, LANGUAGE_PACKS, AgentNameSchema, ConfigAgentSchema } from '../features/agents/index.ts';
+import {
+  LANGUAGES,
+  LANGUAGE_PACKS,
+  PIPELINES,
+  AgentNameSchema,
+  ConfigAgentSchema,
+  realtimeBlockMissing,
+} from '../features/agents/index.ts';
 import { SOURCES_BIND_COMMAND } from '../features/identity/index.ts';
 import { AdminSchema } from '../features/admin/index.ts';
 import { McpEndpointSchema } from '../features/mcp-endpoint/index.ts';
@@ -388,6 +395,18 @@ export function createConfigSchema<M extends z.ZodType>(mcpServersSchema: M) {
       asr: AsrSchema.prefault({ provider: 'pocketsphinx' }),
       tts: TtsSchema.prefault({ provider: 'espeak' }),
       llm: LlmSchema.prefault({}),
+      /**
+       * How the default agent talks: `cascade` (asr → llm → tts) or `realtime` (the `realtime`
+       * block's speech-to-speech model hears and answers; asr, llm and tts still speak apologies
+       * and pushed messages). Agents that leave `pipeline` unset take this one.
+       */
+      pipeline: z.enum(PIPELINES).default('cascade'),
+      /**
+       * The default speech-to-speech model (`provider: openai-realtime`, see docs/agents.md): used
+       * by the default agent when `pipeline` is `realtime`, and by agents whose realtime pipeline
+       * has no block of its own. Unset: none.
+       */
+      realtime: RealtimeSchema.optional(),
       conversation: ConversationSchema.prefault({}),
       mcpServers: mcpServersSchema,
       tools: ToolsSchema.prefault({}),
@@ -404,7 +423,7 @@ export function createConfigSchema<M extends z.ZodType>(mcpServersSchema: M) {
        * Agents: each device's assistant (prompt, language, voice, models, tools). Created in the
        * store at start when missing; what an agent leaves unset comes from this configuration.
        */
-      agents: z.array(ConfigAgentSchema).max(1000).default([]),
+      agents: z.array(ConfigAgentSchema).max(1000).prefault([]),
       /** The agent a device without one uses; unset: the first of `agents`, or this configuration itself. */
       defaultAgent: AgentNameSchema.optional(),
     })
@@ -414,7 +433,16 @@ export function createConfigSchema<M extends z.ZodType>(mcpServersSchema: M) {
       const servers = new Set(
         Object.keys((cfg as unknown as { mcpServers?: Record<string, unknown> }).mcpServers ?? {}),
       );
+      const topMissing = realtimeBlockMissing(cfg, false);
+      if (topMissing !== null) ctx.addIssue({ code: 'custom', path: ['realtime'], message: topMissing });
       cfg.agents.forEach((agent, i) => {
+        const missing = realtimeBlockMissing(agent, cfg.realtime !== undefined);
+        if (missing !== null)
+          ctx.addIssue({
+            code: 'custom',
+            path: ['agents', i, 'realtime'],
+            message: `agent '${agent.name}': ${missing}`,
+          });
         if (names.has(agent.name))
           ctx.addIssue({
             code: 'custom',

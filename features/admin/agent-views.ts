@@ -1,8 +1,9 @@
 /**
  * @module Agents as the API returns them, and the merge of a settings patch into the stored
- * settings. Credentials are write-only: `llm.apiKey`, and in the `tts` / `asr` blocks every field
- * whose name says it holds one (`apiKey`, `accessKey`, `appKey`, a token: each vendor names its
- * own); never returned, `apiKeySet` (and `ttsApiKeySet`, `asrApiKeySet`) say whether one is stored.
+ * settings. Credentials are write-only: `llm.apiKey`, and in the `tts` / `asr` / `realtime` blocks
+ * every field whose name says it holds one (`apiKey`, `accessKey`, `appKey`, a token: each vendor
+ * names its own); never returned, `apiKeySet` (and `ttsApiKeySet`, `asrApiKeySet`,
+ * `realtimeApiKeySet`) say whether one is stored.
  */
 import type { z } from 'zod';
 import type { AgentRow } from '../../store/types.ts';
@@ -12,7 +13,7 @@ import type { AgentSettingsPatchSchema, AgentView } from './schemas.ts';
 export type AgentSettingsPatch = z.output<typeof AgentSettingsPatchSchema>;
 
 /** The blocks of an agent's settings that may hold an API key. */
-const KEYED = ['llm', 'tts', 'asr'] as const;
+const KEYED = ['llm', 'tts', 'asr', 'realtime'] as const;
 /** A provider block's field that holds a credential (the names `core/config-secrets.ts` redacts). */
 const CREDENTIAL = /key|token|secret|password|credential/i;
 
@@ -53,6 +54,7 @@ export function agentView(row: AgentRow): AgentView {
     apiKeySet: set('llm'),
     ttsApiKeySet: set('tts'),
     asrApiKeySet: set('asr'),
+    realtimeApiKeySet: set('realtime'),
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
   };
@@ -60,7 +62,7 @@ export function agentView(row: AgentRow): AgentView {
 
 /**
  * The settings after `patch`: a value replaces, null removes, absent keeps. `llm` is merged key by
- * key (so the key survives a model change); `tts` and `asr` are replaced whole, but a block given
+ * key (so the key survives a model change); `tts`, `asr` and `realtime` are replaced whole, but a block given
  * without its credentials keeps the stored ones while the provider stays the same (the API never
  * returned them).
  */
@@ -82,7 +84,7 @@ export function mergeSettings(current: Record<string, unknown>, patch: AgentSett
       else delete out.llm;
       continue;
     }
-    if ((k === 'tts' || k === 'asr') && isRecord(v)) {
+    if ((k === 'tts' || k === 'asr' || k === 'realtime') && isRecord(v)) {
       const stored = out[k];
       const sameProvider = isRecord(stored) && stored.provider === (v as Record<string, unknown>).provider;
       const given = credentialsIn(k, v);

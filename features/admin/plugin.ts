@@ -36,6 +36,8 @@ export interface AdminOptions {
   mcpEndpoint?: AdminContext['mcpEndpoint'];
   /** Server-initiated speech (`say`). */
   push?: AdminContext['push'];
+  /** The configuration has a `realtime` block: an agent's realtime pipeline may leave its own out. */
+  defaultRealtime?: boolean;
 }
 
 /** `where.path: message` for every issue; the first issue's path is the field named. */
@@ -74,6 +76,7 @@ export function adminPlugin(opts: AdminOptions): (app: FastifyInstance) => Promi
       }),
       localOnline: () => opts.liveSessions.list().flatMap((s) => (s.deviceId ? [s.deviceId] : [])),
       onSecret: (v) => opts.onSecret?.(v),
+      defaultRealtime: opts.defaultRealtime ?? false,
       log: app.log,
       ...(opts.mcpEndpoint ? { mcpEndpoint: opts.mcpEndpoint } : {}),
       ...(opts.push ? { push: opts.push } : {}),

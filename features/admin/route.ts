@@ -37,6 +37,8 @@ export interface AdminContext {
   localOnline(): Iterable<string>;
   /** Registers a secret value for log redaction (an agent's API key). */
   onSecret(value: string): void;
+  /** The configuration has a `realtime` block, which an agent's realtime pipeline may fall back to. */
+  defaultRealtime: boolean;
   log: Logger;
   /** The MCP endpoint's bridges in this process and the URL base handed out; absent: not served. */
   mcpEndpoint?: { hub: BridgeHub; publicUrl: string };

@@ -2,13 +2,19 @@
  * @module Agents: list, create, read, patch (a merge: see agent-views.ts) and delete. Settings are
  * validated with the agent settings schema on the way in; the API key is write-only.
  */
-import { AgentSettingsSchema } from '../agents/index.ts';
+import { AgentSettingsSchema, realtimeBlockMissing, type AgentSettings } from '../agents/index.ts';
 import { AdminError, adminRoute, type AdminContext } from './route.ts';
 import { AgentCreateBody, AgentList, AgentParams, AgentPatchBody, AgentView } from './schemas.ts';
 import { agentView, apiKeysOf, mergeSettings } from './agent-views.ts';
 
 function rememberKeys(ctx: AdminContext, settings: Record<string, unknown>): void {
   for (const key of apiKeysOf(settings)) ctx.onSecret(key);
+}
+
+/** A realtime pipeline needs a model to talk through: the agent's block or the configuration's. */
+function checkPipeline(ctx: AdminContext, settings: AgentSettings): void {
+  const missing = realtimeBlockMissing(settings, ctx.defaultRealtime);
+  if (missing !== null) throw new AdminError(400, `body.settings.realtime: ${missing}`, 'body.settings.realtime');
 }
 
 export const agentRoutes = [
@@ -36,6 +42,7 @@ export const agentRoutes = [
     response: AgentView,
     errors: { 409: 'an agent of that name exists' },
     handle: async ({ body }, ctx) => {
+      checkPipeline(ctx, body.settings);
       rememberKeys(ctx, body.settings);
       const row = await ctx.store.agents.create(body.name, body.settings);
       if (!row) throw new AdminError(409, `agent "${body.name}" exists already`, 'body.name');
@@ -65,7 +72,7 @@ export const agentRoutes = [
     method: 'PATCH',
     path: '/agents/{name}',
     summary:
-      "Changes an agent's settings: a key given replaces, null removes, absent keeps (llm merged key by key). Applies from each device's next turn.",
+      "Changes an agent's settings: a key given replaces, null removes, absent keeps (llm merged key by key; a tts, asr or realtime block given without its key keeps the stored one). Applies from each device's next turn.",
     auth: true,
     params: AgentParams,
     body: AgentPatchBody,
@@ -81,6 +88,7 @@ export const agentRoutes = [
         const field = ['body', 'settings', ...(issue?.path ?? [])].join('.');
         throw new AdminError(400, `${field}: ${issue?.message ?? 'invalid'}`, field);
       }
+      checkPipeline(ctx, merged.data);
       rememberKeys(ctx, merged.data);
       const updated = await ctx.store.agents.update(params.name, merged.data);
       if (!updated) throw new AdminError(404, `no agent "${params.name}"`, 'params.name');

@@ -58,6 +58,9 @@ export const AgentSettingsPatchSchema = z.strictObject({
   asr: S.asr.unwrap().nullable().optional(),
   tools: S.tools.unwrap().nullable().optional(),
   memory: S.memory.unwrap().nullable().optional(),
+  pipeline: S.pipeline.unwrap().nullable().optional(),
+  /** Replaced whole; given without `apiKey` while the provider stays the same, the stored key is kept. */
+  realtime: S.realtime.unwrap().nullable().optional(),
 });
 export const AgentPatchBody = z.strictObject({ settings: AgentSettingsPatchSchema });
 
@@ -107,6 +110,8 @@ export const AgentView = z.object({
   /** A credential of the `tts` / `asr` block is stored (`apiKey`, a vendor's `accessKey`, a token); never returned either. */
   ttsApiKeySet: z.boolean(),
   asrApiKeySet: z.boolean(),
+  /** A `realtime.apiKey` is stored; never returned either. */
+  realtimeApiKeySet: z.boolean(),
   createdAt: z.string(),
   updatedAt: z.string(),
 });

@@ -18,7 +18,16 @@ import { stableKey } from '../../core/stable-key.ts';
 import type { Asr } from '../../audio/asr/asr.ts';
 import type { Tts } from '../../audio/tts/tts.ts';
 import type { LlmClient } from '../../llm/types.ts';
-import { asrProvider, createTts, ttsProvider, type AsrOptions, type TtsOptions } from '../../providers/index.ts';
+import type { RealtimeModel } from '../../llm/realtime.ts';
+import {
+  asrProvider,
+  createRealtimeModel,
+  createTts,
+  ttsProvider,
+  type AsrOptions,
+  type RealtimeOptions,
+  type TtsOptions,
+} from '../../providers/index.ts';
 import type { OpenAiLlmOptions } from '../../providers/openai/options.ts';
 import type { HeldProfile, TurnProfile } from '../../voice/conversation/turn-profile.ts';
 import { configSecrets } from '../../core/config-secrets.ts';
@@ -48,6 +57,8 @@ export interface AgentProfilesOptions {
   onSecret?: (value: string) => void;
   /** Makes a TTS for options (default: the provider map's). */
   createTts?: (options: TtsOptions, log: Logger) => Promise<Tts>;
+  /** Makes a realtime model for options (default: the provider map's). */
+  createRealtime?: (options: RealtimeOptions, log: Logger) => RealtimeModel;
 }
 
 /** One agent's profile as built from one version of its settings. */
@@ -60,11 +71,25 @@ interface Built {
   profile: TurnProfile;
   /** The shared remote TTS it counts as a user of (none for the configured or an embedded voice). */
   tts: { key: string; entry: TtsEntry } | undefined;
+  /** The shared realtime model it counts as a user of (a `realtime` pipeline only). */
+  realtime: { key: string; entry: RealtimeEntry } | undefined;
   /** Turns holding it. */
   refs: number;
   /** False once the agent changed or went away: disposed when no turn holds it. */
   current: boolean;
   disposed: boolean;
+}
+
+/** A realtime model shared by the profiles whose options are the same. */
+interface RealtimeEntry {
+  model: RealtimeModel;
+  users: number;
+}
+
+/** A model that holds something of its own (a pool, a timer) says so with `close`; the seam does not require one. */
+function closeModel(model: RealtimeModel): void {
+  const closable = model as RealtimeModel & { close?: () => unknown };
+  if (typeof closable.close === 'function') void Promise.resolve(closable.close()).catch(() => undefined);
 }
 
 /** A remote TTS shared by the profiles whose options are the same. */
@@ -79,6 +104,7 @@ export class AgentProfiles {
   readonly #log: Logger;
   readonly #built = new Map<string, Built>();
   readonly #tts = new Map<string, TtsEntry>();
+  readonly #realtime = new Map<string, RealtimeEntry>();
   readonly #builds = new Map<string, number>();
   readonly #baseTtsKey: string;
   readonly #baseAsrKey: string;
@@ -140,6 +166,8 @@ export class AgentProfiles {
     const all = [...this.#tts.values()];
     this.#tts.clear();
     this.#built.clear();
+    for (const e of this.#realtime.values()) closeModel(e.model);
+    this.#realtime.clear();
     await Promise.allSettled(all.map((e) => e.tts?.close()));
   }
 
@@ -181,7 +209,7 @@ export class AgentProfiles {
     const { config } = this.#o;
     for (const s of configSecrets(raw)) this.#o.onSecret?.(s.value);
     let resolved: ResolvedAgent;
-    const checked = parseAgentSettings(raw);
+    const checked = parseAgentSettings(raw, config);
     if (checked.ok) {
       resolved = resolveAgent(config, raw);
     } else {
@@ -199,6 +227,7 @@ export class AgentProfiles {
         this.#warnOnce(`lang:${name}:${w.key}`, { agent: name, key: w.key }, w.message);
     }
     const { voice: tts, uses } = this.#useTts(stableKey(resolved.tts), resolved.tts);
+    const realtime = resolved.realtime ? this.#useRealtime(name, resolved.realtime) : undefined;
     const profile: TurnProfile = {
       agent: name,
       systemPrompt: resolved.systemPrompt,
@@ -214,10 +243,30 @@ export class AgentProfiles {
       ...(resolved.tools.mcpServers || resolved.tools.local ? { tools: resolved.tools } : {}),
       memory: (checked.ok ? checked.settings.memory : undefined) ?? 'summary',
       ...(resolved.timeZone !== undefined ? { timeZone: resolved.timeZone } : {}),
+      ...(realtime ? { realtime: realtime.entry.model } : {}),
     };
     this.#builds.set(name, (this.#builds.get(name) ?? 0) + 1);
-    this.#log.info({ agent: name, model: resolved.llm.model, tts: resolved.tts.provider }, 'agent ready');
-    return { name, key, row, updatedAt: row?.updatedAt, profile, tts: uses, refs: 0, current: true, disposed: false };
+    this.#log.info(
+      {
+        agent: name,
+        pipeline: realtime ? 'realtime' : 'cascade',
+        model: resolved.realtime?.model ?? resolved.llm.model,
+        tts: resolved.tts.provider,
+      },
+      'agent ready',
+    );
+    return {
+      name,
+      key,
+      row,
+      updatedAt: row?.updatedAt,
+      profile,
+      tts: uses,
+      realtime,
+      refs: 0,
+      current: true,
+      disposed: false,
+    };
   }
 
   #asr(name: string, options: AsrOptions): Asr {
@@ -285,6 +334,32 @@ export class AgentProfiles {
     return { voice: () => shared.tts ?? base, uses: { key, entry: shared } };
   }
 
+  /**
+   * The realtime model for these options, counted as used by one more profile: made once per
+   * distinct options (it opens nothing until a session asks) and closed when no profile uses it.
+   * One that cannot be made leaves the agent on the cascade, said once.
+   */
+  #useRealtime(name: string, options: RealtimeOptions): { key: string; entry: RealtimeEntry } | undefined {
+    const key = stableKey(options);
+    let entry = this.#realtime.get(key);
+    if (!entry) {
+      const create = this.#o.createRealtime ?? createRealtimeModel;
+      try {
+        entry = { model: create(options, this.#log.child({ part: 'realtime' })), users: 0 };
+      } catch (err) {
+        this.#warnOnce(
+          `realtime:${name}:${key}`,
+          { agent: name, err: toVoiceError(err).message },
+          "the agent's realtime model could not be made: the agent talks through the cascade",
+        );
+        return undefined;
+      }
+      this.#realtime.set(key, entry);
+    }
+    entry.users++;
+    return { key, entry };
+  }
+
   #retire(built: Built): void {
     built.current = false;
     if (this.#built.get(built.name) === built) this.#built.delete(built.name);
@@ -294,6 +369,14 @@ export class AgentProfiles {
   #disposeIfUnused(built: Built): void {
     if (built.current || built.refs > 0 || built.disposed) return;
     built.disposed = true;
+    if (built.realtime) {
+      const { key, entry } = built.realtime;
+      entry.users--;
+      if (entry.users === 0) {
+        if (this.#realtime.get(key) === entry) this.#realtime.delete(key);
+        closeModel(entry.model);
+      }
+    }
     // Its own entry, not whatever the key maps to now: an entry whose voice could not be made was
     // dropped from the map, and another profile's new entry may hold the key since.
     if (!built.tts) return;

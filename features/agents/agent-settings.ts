@@ -6,7 +6,7 @@
  * back from the store (stored as JSON).
  */
 import { z } from 'zod';
-import { AsrSchema, TtsSchema } from '../../providers/index.ts';
+import { AsrSchema, RealtimeSchema, TtsSchema } from '../../providers/index.ts';
 import { LANGUAGES } from './language.ts';
 import { isTimeZone } from '../../mcp/local-tools/local-time.ts';
 
@@ -27,6 +27,26 @@ export const AgentLlmSchema = z.strictObject({
 });
 
 export const MEMORY_MODES = ['none', 'history', 'summary'] as const;
+
+/**
+ * How an agent talks: `cascade` (ASR → LLM → TTS) or `realtime` (one speech-to-speech model hears
+ * the user and speaks the answer, its `realtime` block).
+ */
+export const PIPELINES = ['cascade', 'realtime'] as const;
+export type Pipeline = (typeof PIPELINES)[number];
+
+/**
+ * Why these settings cannot talk: a `realtime` pipeline with no realtime model to talk through,
+ * neither the agent's own `realtime` block nor the configuration's (`defaultRealtime`). Null: fine.
+ * The configuration, the admin API and the profiles ask this one function.
+ */
+export function realtimeBlockMissing(
+  settings: { pipeline?: Pipeline | undefined; realtime?: unknown },
+  defaultRealtime: boolean,
+): string | null {
+  if (settings.pipeline !== 'realtime' || settings.realtime !== undefined || defaultRealtime) return null;
+  return "pipeline 'realtime' needs a realtime block (provider, dialect, baseURL, model, …) in the agent or at the configuration's top level";
+}
 
 export const AgentSettingsSchema = z.strictObject({
   /** The role: the system prompt (placeholders as in `llm.systemPrompt`). */
@@ -54,6 +74,13 @@ export const AgentSettingsSchema = z.strictObject({
     .optional(),
   /** What the device's conversations leave behind (used by memory): default `summary`. */
   memory: z.enum(MEMORY_MODES).optional(),
+  /** `cascade` or `realtime` (a speech-to-speech model); unset: the configuration's `pipeline`. */
+  pipeline: z.enum(PIPELINES).optional(),
+  /**
+   * A whole realtime model block (as the configuration's `realtime`), used when the pipeline is
+   * `realtime`; its `apiKey` is write-only like `llm.apiKey`.
+   */
+  realtime: RealtimeSchema.optional(),
 });
 export type AgentSettings = z.infer<typeof AgentSettingsSchema>;
 

@@ -11,7 +11,10 @@ export {
   AgentNameSchema,
   AgentSettingsSchema,
   ConfigAgentSchema,
+  PIPELINES,
+  realtimeBlockMissing,
   type AgentSettings,
+  type Pipeline,
   type ConfigAgent,
 } from './agent-settings.ts';
 export type { AgentDefaults } from './resolve-agent.ts';

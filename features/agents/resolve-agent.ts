@@ -8,6 +8,7 @@
 import {
   AsrSchema,
   asrTakesLanguageHint,
+  type RealtimeOptions,
   TtsSchema,
   ttsProvider,
   type AsrOptions,
@@ -15,7 +16,7 @@ import {
 } from '../../providers/index.ts';
 import { pickLlmOptions, type OpenAiLlmOptions } from '../../providers/openai/options.ts';
 import { LANGUAGE_PACKS, type Language } from './language.ts';
-import { AgentSettingsSchema, type AgentSettings } from './agent-settings.ts';
+import { AgentSettingsSchema, realtimeBlockMissing, type AgentSettings, type Pipeline } from './agent-settings.ts';
 
 /** Everything a turn needs from its agent, every field decided. */
 export interface ResolvedAgent {
@@ -30,6 +31,8 @@ export interface ResolvedAgent {
   tools: { mcpServers?: string[]; local?: string[] };
   /** IANA zone: the agent's, else `tools.timeZone`; unset: the server's offset or zone. */
   timeZone?: string;
+  /** The speech-to-speech model's options: set only when the pipeline is `realtime`. */
+  realtime?: RealtimeOptions;
 }
 
 /**
@@ -43,15 +46,26 @@ export interface AgentDefaults {
   asr: AsrOptions;
   tts: TtsOptions;
   tools: { timeZone: string };
+  /** The default agent's pipeline; absent: `cascade`. */
+  pipeline?: Pipeline | undefined;
+  /** The default realtime model block, for agents whose pipeline is `realtime` without one of their own. */
+  realtime?: RealtimeOptions | undefined;
 }
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The agent's stored or configured settings, checked; a reason when they are not valid. */
-export function parseAgentSettings(raw: unknown): { ok: true; settings: AgentSettings } | { ok: false; error: string } {
+export function parseAgentSettings(
+  raw: unknown,
+  defaults?: Pick<AgentDefaults, 'pipeline' | 'realtime'>,
+): { ok: true; settings: AgentSettings } | { ok: false; error: string } {
   const parsed = AgentSettingsSchema.safeParse(raw);
-  if (parsed.success) return { ok: true, settings: parsed.data };
+  if (parsed.success) {
+    // An agent's own unset pipeline is the configuration's, which the configuration's schema checked.
+    const missing = defaults ? realtimeBlockMissing(parsed.data, defaults.realtime !== undefined) : null;
+    return missing === null ? { ok: true, settings: parsed.data } : { ok: false, error: `realtime: ${missing}` };
+  }
   return {
     ok: false,
     error: parsed.error.issues.map((i) => `${i.path.join('.') || '(settings)'}: ${i.message}`).join('; '),
@@ -63,7 +77,7 @@ export function parseAgentSettings(raw: unknown): { ok: true; settings: AgentSet
  * stored row's JSON), so that "left unset" means unset, not a schema default.
  */
 export function resolveAgent(config: AgentDefaults, raw: Record<string, unknown>): ResolvedAgent {
-  const parsed = parseAgentSettings(raw);
+  const parsed = parseAgentSettings(raw, config);
   if (!parsed.ok) throw new Error(`invalid agent settings: ${parsed.error}`);
   const s = parsed.settings;
   // The language's presets apply only when the agent speaks another language than the
@@ -89,6 +103,10 @@ export function resolveAgent(config: AgentDefaults, raw: Record<string, unknown>
   const forLanguage = ttsProvider(tts).forLanguage;
   if (pack && s.language !== undefined && forLanguage) tts = forLanguage(tts, s.language, rawTts);
 
+  const pipeline = s.pipeline ?? config.pipeline ?? 'cascade';
+  // A whole block, as `tts`: the agent's own, else the configuration's.
+  const realtime = pipeline === 'realtime' ? (s.realtime ?? config.realtime) : undefined;
+
   return {
     systemPrompt: s.systemPrompt ?? pack?.systemPrompt ?? config.llm.systemPrompt,
     greeting: s.greeting ?? pack?.conversation.greeting ?? conv.greeting,
@@ -104,5 +122,6 @@ export function resolveAgent(config: AgentDefaults, raw: Record<string, unknown>
     ...(s.timeZone !== undefined || config.tools.timeZone !== ''
       ? { timeZone: s.timeZone ?? config.tools.timeZone }
       : {}),
+    ...(realtime ? { realtime } : {}),
   };
 }

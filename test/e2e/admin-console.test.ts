@@ -3,7 +3,7 @@
  * (assembled as in production, SQLite store in a temp data directory): sign in with the admin
  * token, create an agent and edit its prompt, see a device that asked OTA for a code (a real OTA request in activation
  * mode) with the code it speaks, bind it to that agent with one click, then move it to another
- * agent while it is connected: its next answer uses the other agent's prompt; say a text on it from its card; move an earlier Client-Id's memory to its current one, delete its memory, cancel a reminder. Sign out. No CSP violation or page error on the way, and nothing wider than the screen.
+ * agent while it is connected: its next answer uses the other agent's prompt; say a text on it from its card; move an earlier Client-Id's memory to its current one, delete its memory, cancel a reminder. Sign out. Switch an agent to a realtime model (pipeline, dialect, URL, write-only key, model, voice, instructions). No CSP violation or page error on the way, and nothing wider than the screen.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -278,6 +278,60 @@ describe('admin console in Chromium, phone viewport', {
     assert.equal(tts?.voice, 'en-gb');
     assert.equal(tts?.pitch, 70);
     await page.locator('details.agent[data-agent=porch] > summary', { hasText: 'voice: espeak en-gb' }).waitFor();
+    await fitsWidth(page);
+    assert.deepEqual(errors, []);
+  });
+  test('an agent switched to a realtime model in the console: the store has the pipeline and block, the key only stored; the card says so', async () => {
+    await srv.app.store.agents.create('hall', { systemPrompt: 'Be brief.', llm: { model: 'chat-1' } });
+    const { page, errors } = await openPage(browser, `${srv.httpUrl}/admin`, { viewport: PHONE, isMobile: true });
+    await page.fill('#token', TOKEN);
+    await page.click('#sign-in-form button[type=submit]');
+    await page.locator('#console').waitFor({ state: 'visible' });
+    await page.click('[data-tab=agents]');
+    await page.locator('details.agent[data-agent=hall] > summary', { hasText: 'chat-1' }).waitFor();
+    const hall = page.locator('details.agent[data-agent=hall]');
+    await hall.locator(':scope > summary').click();
+    assert.equal(await hall.locator('input[name=realtime-model]').isVisible(), false, 'hidden for the cascade');
+    await hall.locator('select[name=pipeline]').selectOption('realtime');
+    await hall.locator('select[name=realtime-dialect]').selectOption('qwen-omni');
+    await hall.locator('input[name=realtime-baseURL]').fill('wss://dashscope.example/api-ws/v1');
+    await hall.locator('input[name=realtime-apiKey]').fill('sk-console-realtime-key');
+    await hall.locator('input[name=realtime-model]').fill('qwen3-omni-flash-realtime');
+    await hall.locator('input[name=realtime-voice]').fill('Cherry');
+    await hall.locator('textarea[name=realtime-instructions]').fill('Answer in one sentence.');
+    await hall.locator('button[type=submit]').first().click();
+    await page.locator('#notice', { hasText: 'Saved hall.' }).waitFor();
+    const stored = await srv.app.store.agents.get('hall');
+    assert.equal(stored?.settings.pipeline, 'realtime');
+    const rt = stored?.settings.realtime as Record<string, unknown> | undefined;
+    assert.deepEqual(
+      [rt?.provider, rt?.dialect, rt?.baseURL, rt?.apiKey, rt?.model, rt?.voice, rt?.instructions],
+      [
+        'openai-realtime',
+        'qwen-omni',
+        'wss://dashscope.example/api-ws/v1',
+        'sk-console-realtime-key',
+        'qwen3-omni-flash-realtime',
+        'Cherry',
+        'Answer in one sentence.',
+      ],
+    );
+    const card = page.locator('details.agent[data-agent=hall] > summary', {
+      hasText: 'realtime: qwen3-omni-flash-realtime',
+    });
+    await card.waitFor();
+    assert.match((await card.textContent()) ?? '', /key set/);
+    assert.equal((await page.content()).includes('sk-console-realtime-key'), false, 'the key is never shown');
+
+    // Another voice, the key left empty: kept.
+    const again = page.locator('details.agent[data-agent=hall]');
+    if ((await again.getAttribute('open')) === null) await again.locator(':scope > summary').click();
+    await again.locator('input[name=realtime-voice]').fill('Chelsie');
+    await again.locator('button[type=submit]').first().click();
+    await page.locator('#notice', { hasText: 'Saved hall.' }).waitFor();
+    const kept = (await srv.app.store.agents.get('hall'))?.settings.realtime as Record<string, unknown> | undefined;
+    assert.equal(kept?.voice, 'Chelsie');
+    assert.equal(kept?.apiKey, 'sk-console-realtime-key');
     await fitsWidth(page);
     assert.deepEqual(errors, []);
   });

@@ -1,7 +1,9 @@
 // The agents tab: every agent with its prompt, language, voice and model, a form to create one
 // and to edit one. API keys are write-only: the form shows whether one is set, never its value.
 // The voice: the embedded and OpenAI-compatible ones have fields of their own; any other provider
-// the server knows is edited as its `tts` block in JSON (the server validates it).
+// the server knows is edited as its `tts` block in JSON (the server validates it). How it talks:
+// the cascade (recogniser, model, voice) or a realtime speech-to-speech model, whose block has
+// fields of its own (its key write-only too).
 import { createAgent, deleteAgent, updateAgent } from './api.js';
 import { confirmButton, fill, h } from './dom.js';
 import { endpointPanel } from './mcp-endpoint.js';
@@ -111,7 +113,90 @@ function settingsPatch(form, current, keySet) {
       patch.tts = tts;
     }
   }
+  Object.assign(patch, pipelinePatch(form, current));
   return patch;
+}
+
+/** The realtime protocol's flavours (`realtime.dialect`) as the server names them. */
+const DIALECTS = [
+  ['openai', 'OpenAI'],
+  ['azure', 'Azure OpenAI'],
+  ['qwen-omni', 'Qwen-Omni (DashScope)'],
+];
+
+/** The pipeline and realtime part of the patch: only what the form changed. */
+function pipelinePatch(form, current) {
+  if (form.dataset.pipelineChanged !== 'yes') return {};
+  const out = {};
+  const pipeline = form.elements.namedItem('pipeline').value;
+  if (pipeline !== (current.pipeline ?? '')) out.pipeline = pipeline || null;
+  if (pipeline !== 'realtime') return out;
+  const text = (name) => form.elements.namedItem(name).value.trim();
+  const block = { provider: 'openai-realtime', dialect: form.elements.namedItem('realtime-dialect').value };
+  for (const k of ['baseURL', 'model', 'voice', 'instructions'])
+    if (text(`realtime-${k}`)) block[k] = text(`realtime-${k}`);
+  // Left empty: the stored key is kept (the server keeps it while the provider stays the same).
+  const key = form.elements.namedItem('realtime-apiKey').value;
+  if (key) block.apiKey = key;
+  out.realtime = block;
+  return out;
+}
+
+function realtimeFields(settings, keySet) {
+  const rt = settings.realtime ?? {};
+  const pipeline = settings.pipeline ?? '';
+  const field = (label, name, attrs) => h('label', { class: 'field' }, label, h('input', { name, ...attrs }));
+  const fields = h(
+    'div',
+    { class: 'realtime', hidden: pipeline !== 'realtime' },
+    h(
+      'label',
+      { class: 'field' },
+      'Realtime protocol',
+      h(
+        'select',
+        { name: 'realtime-dialect' },
+        DIALECTS.map(([v, label]) => h('option', { value: v, selected: (rt.dialect ?? 'openai') === v }, label)),
+      ),
+    ),
+    field('Realtime URL (empty: the dialect’s own)', 'realtime-baseURL', { type: 'url', value: rt.baseURL ?? '' }),
+    field('Realtime API key', 'realtime-apiKey', {
+      type: 'password',
+      autocomplete: 'off',
+      placeholder: keySet ? 'set: leave empty to keep' : 'not set',
+    }),
+    field('Realtime model', 'realtime-model', {
+      type: 'text',
+      value: rt.model ?? '',
+      placeholder: 'gpt-realtime, qwen3-omni-flash-realtime…',
+    }),
+    field('Realtime voice', 'realtime-voice', { type: 'text', value: rt.voice ?? '', placeholder: 'marin, Cherry…' }),
+    h(
+      'label',
+      { class: 'field' },
+      'Extra instructions (added to the prompt)',
+      h('textarea', { name: 'realtime-instructions', rows: 3 }, rt.instructions ?? ''),
+    ),
+  );
+  const select = h(
+    'select',
+    { name: 'pipeline' },
+    [
+      ['', 'server default'],
+      ['cascade', 'recogniser → model → voice'],
+      ['realtime', 'realtime speech-to-speech model'],
+    ].map(([v, label]) => h('option', { value: v, selected: pipeline === v }, label)),
+  );
+  select.addEventListener('change', () => {
+    fields.hidden = select.value !== 'realtime';
+  });
+  return h(
+    'fieldset',
+    { class: 'pipeline' },
+    h('legend', {}, 'How it talks'),
+    h('label', { class: 'field' }, 'Pipeline', select),
+    fields,
+  );
 }
 
 /** For a new agent: the patch without removals. */
@@ -258,14 +343,16 @@ function agentForm(agent, done) {
         )
       : null,
     voiceFields(settings.tts, agent?.ttsApiKeySet),
+    realtimeFields(settings, agent?.realtimeApiKeySet),
     h('div', { class: 'row' }, h('button', { type: 'submit', class: 'btn primary' }, agent ? 'Save' : 'Create agent')),
   );
-  form.addEventListener('input', (e) => {
-    if (String(e.target.name ?? '').startsWith('tts-')) form.dataset.voiceChanged = 'yes';
-  });
-  form.addEventListener('change', (e) => {
-    if (String(e.target.name ?? '').startsWith('tts-')) form.dataset.voiceChanged = 'yes';
-  });
+  const changed = (e) => {
+    const name = String(e.target.name ?? '');
+    if (name.startsWith('tts-')) form.dataset.voiceChanged = 'yes';
+    if (name === 'pipeline' || name.startsWith('realtime-')) form.dataset.pipelineChanged = 'yes';
+  };
+  form.addEventListener('input', changed);
+  form.addEventListener('change', changed);
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
     try {
@@ -287,11 +374,14 @@ function agentForm(agent, done) {
 
 function summary(a) {
   const s = a.settings;
+  const realtime = s.pipeline === 'realtime';
   const bits = [
     s.language ?? 'default language',
-    s.llm?.model ?? 'default model',
-    s.tts ? `voice: ${[s.tts.provider, s.tts.voice].filter(Boolean).join(' ')}` : 'default voice',
-    a.apiKeySet ? 'key set' : null,
+    realtime ? `realtime: ${s.realtime?.model ?? 'default model'}` : (s.llm?.model ?? 'default model'),
+    realtime && s.realtime?.voice ? `voice: ${s.realtime.voice}` : null,
+    !realtime && s.tts ? `voice: ${[s.tts.provider, s.tts.voice].filter(Boolean).join(' ')}` : null,
+    !realtime && !s.tts ? 'default voice' : null,
+    (realtime ? a.realtimeApiKeySet : a.apiKeySet) ? 'key set' : null,
   ].filter(Boolean);
   return h('p', { class: 'facts' }, bits.join(' · '));
 }
