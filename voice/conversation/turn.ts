@@ -23,8 +23,8 @@ import { SpeechQueue, type Synthesize } from './speech-queue.ts';
 import { TextStreamSpeech } from './text-stream-speech.ts';
 import type { SessionTools, TurnTimings, VoiceDeps } from './voice-deps.ts';
 import type { RealtimeModel } from '../../llm/realtime.ts';
-import { answerRealtime, type RealtimeAnswerResult } from '../realtime/realtime-answer.ts';
-import type { RealtimeLink } from '../realtime/realtime-link.ts';
+import { answerRealtime, type RealtimeAnswerResult } from './realtime-answer.ts';
+import type { RealtimeLink } from './realtime-link.ts';
 
 export type TurnInput =
   | {

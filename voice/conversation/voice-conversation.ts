@@ -28,8 +28,8 @@ import type { MemoryMode, SessionMemory } from './session-memory.ts';
 import type { ChatMessage } from '../../llm/types.ts';
 import type { RealtimeModel } from '../../llm/realtime.ts';
 import type { ToolSpec } from '../../mcp/contract/tool-source.ts';
-import { RealtimeLink } from '../realtime/realtime-link.ts';
-import { realtimeInstructions } from '../realtime/instructions.ts';
+import { RealtimeLink } from './realtime-link.ts';
+import { realtimeInstructions } from './realtime-instructions.ts';
 
 /**
  * Early starts dropped within one utterance before no more are tried until it ends: each costs an

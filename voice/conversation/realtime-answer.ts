@@ -21,12 +21,12 @@ import type { RealtimeEvent, RealtimeModel } from '../../llm/realtime.ts';
 import { decideByFlags, type RoundDecision, type ToolCallResult } from '../../llm/round-decision.ts';
 import { toolResultText } from '../../llm/tool-results.ts';
 import type { ToolResult } from '../../mcp/contract/tool-source.ts';
-import type { AudioOut } from '../conversation/audio-out.ts';
-import { TextStreamSegment } from '../conversation/text-stream-segment.ts';
-import type { SessionTools } from '../conversation/voice-deps.ts';
-import { callFunctions, type FunctionCall } from './function-calls.ts';
+import type { AudioOut } from './audio-out.ts';
+import { TextStreamSegment } from './text-stream-segment.ts';
+import type { SessionTools } from './voice-deps.ts';
+import { callFunctions, type FunctionCall } from './realtime-function-calls.ts';
 import type { RealtimeLink } from './realtime-link.ts';
-import { ResponseAudio } from './response-audio.ts';
+import { ResponseAudio } from './realtime-response-audio.ts';
 
 /** Wait for a response's next event unless the model says otherwise. */
 export const DEFAULT_RESPONSE_TIMEOUT_MS = 15_000;

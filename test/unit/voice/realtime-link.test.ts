@@ -1,5 +1,5 @@
 /**
- * The session's realtime connection (`voice/realtime/realtime-link.ts`) and the answer's audio
+ * The session's realtime connection (`voice/conversation/realtime-link.ts`) and the answer's audio
  * buffer (`response-audio.ts`), against the scripted in-process model: calls made while the
  * connection opens are sent in order once it is open; a connection past the model's session limit
  * is renewed between turns only; one that closed is renewed by the next turn; the answer's audio
@@ -7,10 +7,10 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { silentLogger } from '../../../../core/logger.ts';
-import { RealtimeLink } from '../../../../voice/realtime/realtime-link.ts';
-import { ResponseAudio } from '../../../../voice/realtime/response-audio.ts';
-import { ScriptedRealtimeModel } from '../../../fixtures/scripted-realtime-model.ts';
+import { silentLogger } from '../../../core/logger.ts';
+import { RealtimeLink } from '../../../voice/conversation/realtime-link.ts';
+import { ResponseAudio } from '../../../voice/conversation/realtime-response-audio.ts';
+import { ScriptedRealtimeModel } from '../../fixtures/scripted-realtime-model.ts';
 
 function linkAt(now: { t: number }): RealtimeLink {
   return new RealtimeLink({
