@@ -21,7 +21,10 @@ const cfg = JSON.parse(process.argv[2] ?? '{}') as {
 const answer = cfg.answer ?? 'It is sunny today. Enjoy your day!';
 const providers = cfg.providers ?? PROFILES.instant;
 // The remote TTS answers with real speech: the whole answer spoken once, here, before any turn.
-const ttsClip = providers.tts === 'remote' ? resample(speak16k(answer, 'espeak'), 16_000, TTS_SAMPLE_RATE) : undefined;
+const ttsClip =
+  providers.tts === 'remote' && providers.pipeline !== 'realtime'
+    ? resample(speak16k(answer, 'espeak'), 16_000, TTS_SAMPLE_RATE)
+    : undefined;
 const transcript = cfg.transcript ?? 'what is the weather like today';
 // The streaming recogniser's stand-in paces its words by the voice it hears of the devices' utterance.
 const utterance = providers.asr === 'streaming' ? utteranceSpeech(transcript) : undefined;
@@ -46,5 +49,5 @@ process.stdin.resume();
 process.on('SIGTERM', shutdown);
 process.on('SIGINT', shutdown);
 process.stdout.write(
-  `${JSON.stringify({ llm: fakes.llm, asr: fakes.asr, asrKind: fakes.asrKind, tts: fakes.tts, ttsKind: fakes.ttsKind, stats: fakes.stats })}\n`,
+  `${JSON.stringify({ llm: fakes.llm, asr: fakes.asr, asrKind: fakes.asrKind, tts: fakes.tts, ttsKind: fakes.ttsKind, realtime: fakes.realtime, stats: fakes.stats })}\n`,
 );

@@ -37,6 +37,7 @@ import type { AddressInfo } from 'node:net';
 import { int16ToBuffer } from '../../../audio/pcm/pcm.ts';
 import { startFakeFunasr, voicedMs } from '../../fixtures/fake-funasr.ts';
 import { startFakeVolcengineTts } from '../../fixtures/fake-volcengine-tts.ts';
+import { startFakeRealtimeModel } from '../../fixtures/fake-realtime-model.ts';
 import { DueQueue } from './due-queue.ts';
 import { CHARS_PER_TOKEN, PROFILES, type ProviderLatency } from './provider-profiles.ts';
 
@@ -51,6 +52,8 @@ export interface LeanFakes {
   tts: string | null;
   /** Which server provider `tts` is for (null with the embedded TTS). */
   ttsKind: 'openai' | 'volcengine' | null;
+  /** The realtime stand-in's base URL (http://…/v1, plain: the server's `ws:` way in); null on the cascade. */
+  realtime: string | null;
   /** `GET` this for the work done so far (`FakeStats`). */
   stats: string;
   close(): Promise<void>;
@@ -266,6 +269,33 @@ async function startStreamingTts(
   return { url: fake.url, speeches: () => fake.sessions.length, close: () => fake.close() };
 }
 
+/**
+ * The speech-to-speech stand-in: OpenAI's Realtime protocol (the server's `openai-realtime`
+ * realtime provider), plain WebSocket, the same answer spoken by espeak-ng (made once, then cached
+ * by the stand-in's speech cache) with its first audio `realtimeFirstAudioMs` after the commit.
+ */
+async function startRealtime(
+  p: ProviderLatency,
+  transcript: string,
+  answer: string,
+): Promise<{ url: string; responses(): number; close(): Promise<void> }> {
+  const fake = await startFakeRealtimeModel({
+    firstAudioDelayMs: p.realtimeFirstAudioMs,
+    transcribe: () => transcript,
+    respond: () => ({ say: answer }),
+    // What each connection sent is kept (a fixture): fine for latency runs of tens of devices.
+  });
+  let responses = 0;
+  return {
+    url: fake.url,
+    responses: () => {
+      responses = fake.sessions.reduce((n, x) => n + x.commits, 0);
+      return responses;
+    },
+    close: () => fake.close(),
+  };
+}
+
 export async function startLeanFakes(opts: LeanFakesOptions): Promise<LeanFakes> {
   const p = opts.providers ?? PROFILES.instant;
   if (p.asr === 'streaming' && !opts.utterance)
@@ -281,11 +311,13 @@ export async function startLeanFakes(opts: LeanFakesOptions): Promise<LeanFakes>
   const stats: FakeStats = { asr: { requests: 0, audioMs: 0, delayMs: 0 }, chats: 0, speeches: 0 };
   const streaming =
     p.asr === 'streaming' && opts.utterance ? await startStreamingAsr(p, opts.transcript, opts.utterance) : undefined;
-  const streamingTts = p.tts === 'streaming' ? await startStreamingTts(p) : undefined;
+  const streamingTts = p.tts === 'streaming' && p.pipeline !== 'realtime' ? await startStreamingTts(p) : undefined;
+  const realtime = p.pipeline === 'realtime' ? await startRealtime(p, opts.transcript, opts.answer) : undefined;
   const current = (): FakeStats => ({
     ...stats,
     ...(streaming ? { asr: streaming.work() } : {}),
     ...(streamingTts ? { speeches: streamingTts.speeches() } : {}),
+    ...(realtime ? { chats: realtime.responses() } : {}),
   });
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
@@ -376,10 +408,12 @@ export async function startLeanFakes(opts: LeanFakesOptions): Promise<LeanFakes>
     asrKind: streaming ? 'funasr' : 'openai',
     tts: clip ? base : (streamingTts?.url ?? null),
     ttsKind: clip ? 'openai' : streamingTts ? 'volcengine' : null,
+    realtime: realtime?.url ?? null,
     stats: `http://127.0.0.1:${port}/sim/stats`,
     close: async () => {
       await streaming?.close();
       await streamingTts?.close();
+      await realtime?.close();
       await new Promise<void>((resolve) => {
         queue.close();
         server.closeAllConnections();

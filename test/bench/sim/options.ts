@@ -128,6 +128,7 @@ export const USAGE = `Fleet simulator: many xiaozhi devices talking to the serve
   npm run simulate -- --devices 10 --url ws://127.0.0.1:8000/xiaozhi/v1/
   npm run simulate -- --devices 1,10 --profile cloud --llm-ttft-ms 300
   npm run simulate -- --devices 1,10 --profile cloud --tts streaming
+  npm run simulate -- --devices 1,10 --profile cloud --pipeline realtime
 
 Options
   --devices N[,N...]   steps: N devices at once each (fresh connections); default 1 unless --idle
@@ -162,6 +163,9 @@ Provider latency (self-started server only; --profile sets every figure, a flag 
   --tts-first-audio-ms N  remote TTS: ms from the request to the first audio
   --tts-speed X        remote and streaming TTS: the rest of the audio at X times real time; 0 = at once
   --tts-stream-first-audio-ms N  streaming TTS: a sentence's first audio N ms after its text is complete
+  --pipeline P         cascade (ASR → LLM → TTS, the fakes above) or realtime (the agent talks through a
+                       speech-to-speech model: the OpenAI Realtime stand-in)
+  --realtime-first-audio-ms N  realtime: the model's first audio N ms after the turn is committed
   --set KEY=VALUE      config override for the self-started server, e.g. --set vad.provider=webrtc
   --server-env K=V     extra environment for the self-started server
   --server-arg ARG     extra node argument for the self-started server, e.g. --server-arg=--cpu-prof
@@ -314,6 +318,14 @@ export function parseArgs(argv: readonly string[]): SimulationOptions | 'help' {
         if (a !== 'batch' && a !== 'streaming')
           throw new Error(`--asr is batch or streaming; got ${JSON.stringify(a)}`);
         latency.asr = a;
+        latencyFlags.push(flag);
+        break;
+      }
+      case '--pipeline': {
+        const v = value();
+        if (v !== 'cascade' && v !== 'realtime')
+          throw new Error(`--pipeline is cascade or realtime; got ${JSON.stringify(v)}`);
+        latency.pipeline = v;
         latencyFlags.push(flag);
         break;
       }

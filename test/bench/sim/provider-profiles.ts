@@ -43,6 +43,14 @@ export interface ProviderLatency {
   ttsSpeed: number;
   /** Streaming TTS: a sentence's first audio this long after its text is complete (see `ttsWaitStreamMs`). */
   ttsStreamFirstAudioMs: number;
+  /**
+   * `cascade`: ASR → LLM → TTS (the fakes above). `realtime`: the agent talks through a
+   * speech-to-speech model, the OpenAI Realtime stand-in (test/fixtures/fake-realtime-model.ts);
+   * the ASR, LLM and TTS figures then do not apply.
+   */
+  pipeline: 'cascade' | 'realtime';
+  /** Realtime: the model's first audio this long after the turn's audio is committed (its `response.create`), ms. */
+  realtimeFirstAudioMs: number;
 }
 
 /** Characters of the answer per streamed token (also the fake LLM's piece size). */
@@ -61,6 +69,8 @@ export const PROFILES: Readonly<Record<ProfileName, Readonly<ProviderLatency>>> 
     ttsFirstAudioMs: 0,
     ttsSpeed: 0,
     ttsStreamFirstAudioMs: 0,
+    pipeline: 'cascade',
+    realtimeFirstAudioMs: 0,
   },
   // Issue 43's cloud figures; TTS audio after the first chunk at twice real time (docs/simulate.md).
   cloud: {
@@ -74,6 +84,9 @@ export const PROFILES: Readonly<Record<ProfileName, Readonly<ProviderLatency>>> 
     ttsFirstAudioMs: 250,
     ttsSpeed: 2,
     ttsStreamFirstAudioMs: 150,
+    pipeline: 'cascade',
+    // Issue 45's figure for a cloud speech-to-speech model's first audio after the commit.
+    realtimeFirstAudioMs: 300,
   },
   // A self-hosted GPU stack (faster-whisper / FunASR, a 7–8B 4-bit model, CosyVoice 2):
   // the sources are in docs/simulate.md#provider-latency-profiles.
@@ -88,12 +101,14 @@ export const PROFILES: Readonly<Record<ProfileName, Readonly<ProviderLatency>>> 
     ttsFirstAudioMs: 200,
     ttsSpeed: 2.5,
     ttsStreamFirstAudioMs: 150,
+    pipeline: 'cascade',
+    realtimeFirstAudioMs: 300,
   },
 };
 
 /** One numeric flag: its field and the range it accepts. */
 interface NumericFlag {
-  key: Exclude<keyof ProviderLatency, 'asr' | 'tts'>;
+  key: Exclude<keyof ProviderLatency, 'asr' | 'tts' | 'pipeline'>;
   max: number;
   integer: boolean;
 }
@@ -108,6 +123,7 @@ export const LATENCY_FLAGS: Readonly<Record<string, NumericFlag>> = {
   '--tts-first-audio-ms': { key: 'ttsFirstAudioMs', max: 60_000, integer: true },
   '--tts-speed': { key: 'ttsSpeed', max: 100, integer: false },
   '--tts-stream-first-audio-ms': { key: 'ttsStreamFirstAudioMs', max: 60_000, integer: true },
+  '--realtime-first-audio-ms': { key: 'realtimeFirstAudioMs', max: 60_000, integer: true },
 };
 
 /** The TTS fakes a figure means something for, and the words a refusal names them with. */
@@ -144,6 +160,8 @@ export function parseLatencyValue(flag: string, raw: string): { key: NumericFlag
  */
 export function effectiveLatency(profile: ProfileName, overrides: Partial<ProviderLatency>): ProviderLatency {
   const out: ProviderLatency = { ...PROFILES[profile], ...overrides };
+  if ('realtimeFirstAudioMs' in overrides && out.pipeline !== 'realtime')
+    throw new Error('--realtime-first-audio-ms only applies to the realtime stand-in: add --pipeline realtime');
   for (const [flag, spec] of Object.entries(LATENCY_FLAGS)) {
     const only = TTS_ONLY[spec.key];
     if (!only || !(spec.key in overrides) || only.tts.includes(out.tts)) continue;
@@ -156,6 +174,7 @@ export function effectiveLatency(profile: ProfileName, overrides: Partial<Provid
 
 /** True when every fake answers at once (today's lean path, no pacing at all). */
 export function isInstant(p: ProviderLatency): boolean {
+  if (p.pipeline === 'realtime') return p.realtimeFirstAudioMs === 0;
   return (
     p.asrMs === 0 &&
     p.asrPerAudio === 0 &&
@@ -222,6 +241,11 @@ export function describeLatency(profile: ProfileName, p: ProviderLatency): strin
     p.asr === 'streaming'
       ? `ASR streaming (the FunASR stand-in): the final transcript ${p.asrFinalMs} ms after the last audio`
       : `ASR batch: ${p.asrMs} ms${per} after the upload`;
+  if (p.pipeline === 'realtime')
+    return [
+      `providers (--profile ${profile}, flags override):`,
+      `  realtime: the OpenAI Realtime stand-in (speech-to-speech; our VAD commits the turn): first audio ${p.realtimeFirstAudioMs} ms after the commit, espeak-ng speech at 24 kHz, 4× real time`,
+    ];
   return [
     `providers (--profile ${profile}, flags override):`,
     `  ${asr}`,

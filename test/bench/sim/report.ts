@@ -359,7 +359,16 @@ export function voiceToVoiceLines(s: Pick<StepResult, 'voiceToVoice'>): string[]
   const a = v.firstFrameAfterFirstTokenMs;
   if (a.n > 0) out.push(`    ${AFTER_TOKEN_LABEL}  ${pair(a).padStart(11)}   (per turn, ${a.n} turns)`);
   const d = v.providerDelay;
-  if (d && d.totalMs !== null) {
+  const m = v.firstFrameAfterFirstAudioMs;
+  if (d?.path === 'realtime' && m.n > 0)
+    out.push(
+      `    ${"first frame after the model's first audio".padEnd(AFTER_TOKEN_LABEL.length)}  ${pair(m).padStart(11)}   (per turn, ${m.n} turns)`,
+    );
+  if (d && d.totalMs !== null && d.path === 'realtime') {
+    out.push(
+      `  providers' configured delays on the way: the realtime model's first audio ${int(d.ttsFirstAudioMs)} ms after the commit; ours (voice-to-voice p50 less that, the end-of-turn wait included): ${int(v.oursP50Ms)} ms`,
+    );
+  } else if (d && d.totalMs !== null) {
     const parts = [
       `ASR ${int(d.asrMs)} (mean, ${int(d.asrAudioMs)} ms of audio)`,
       `LLM first token ${int(d.llmFirstTokenMs)}`,

@@ -264,6 +264,8 @@ export interface FakeUrls {
   /** The remote fake's base URL, or the streaming stand-in's ws:// URL (`ttsKind`); null when the server speaks with its embedded TTS. */
   tts: string | null;
   ttsKind: 'openai' | 'volcengine' | null;
+  /** The realtime stand-in's base URL when the run's agent talks through a speech-to-speech model. */
+  realtime?: string | null;
   stats: string;
 }
 
@@ -378,6 +380,10 @@ export function simServerConfig(fakes: FakeUrls, port: number, dir: string): Rec
             pcmSampleRate: 24_000,
           },
     llm: { baseURL: fakes.llm, apiKey: 'sk-sim', model: 'sim', maxRetries: 0 },
+    // The default agent talks through the speech-to-speech stand-in (plain ws: on loopback).
+    ...(fakes.realtime
+      ? { pipeline: 'realtime', realtime: { provider: 'openai-realtime', baseURL: fakes.realtime, apiKey: 'sk-sim' } }
+      : {}),
     logging: { level: 'info' },
   };
 }

@@ -34,6 +34,8 @@ export interface VoiceTurn {
    * (`voiceToVoiceMs − firstTokenMs`): what the speech path adds once the model has begun.
    */
   firstFrameAfterFirstTokenMs?: number;
+  /** The first frame at the device after the voice's (or realtime model's) first audio byte reached the server, this turn's own. */
+  firstFrameAfterFirstAudioMs?: number;
 }
 
 export const STAGES = [
@@ -92,13 +94,14 @@ export function voiceTurn(rec: TurnRecord, t: ServerTurnTiming | undefined): Voi
     // The request goes out with the transcript; the first token comes before the first sentence is cut.
     out.firstTokenMs = decision + Math.min(t.asrMs + t.llmFirstTokenMs, t.firstSentenceMs ?? Number.POSITIVE_INFINITY);
   if (out.firstTokenMs !== undefined) out.firstFrameAfterFirstTokenMs = out.voiceToVoiceMs - out.firstTokenMs;
+  if (out.firstAudioByteMs !== undefined) out.firstFrameAfterFirstAudioMs = out.voiceToVoiceMs - out.firstAudioByteMs;
   return out;
 }
 
 /** What the fakes were configured to spend on the path to the first frame, ms (see `providerDelay`). */
 export interface ProviderDelay {
   /** `per-sentence`: the TTS gets the server's cut sentences (embedded, remote); `streaming`: the text as it is written. */
-  path: 'per-sentence' | 'streaming';
+  path: 'per-sentence' | 'streaming' | 'realtime';
   /** The fake ASR's mean delay over the step's uploads (null: not known). */
   asrMs: number | null;
   /** The mean length of those uploads, ms of audio. */
@@ -122,6 +125,17 @@ export interface ProviderDelay {
  * sentence (`ttsWaitStreamMs` says what is assumed), so neither path is charged the other's wait.
  */
 export function providerDelay(p: ProviderLatency, answer: string, asr: AsrWork | null): ProviderDelay {
+  // A speech-to-speech model's one delay: its first audio after the commit (counted as the TTS's).
+  if (p.pipeline === 'realtime')
+    return {
+      path: 'realtime',
+      asrMs: 0,
+      asrAudioMs: null,
+      llmFirstTokenMs: 0,
+      firstSentenceStreamMs: 0,
+      ttsFirstAudioMs: p.realtimeFirstAudioMs,
+      totalMs: p.realtimeFirstAudioMs,
+    };
   // A streaming recogniser's only delay on the path is its final after the end of the audio.
   const asrMs = p.asr === 'streaming' ? p.asrFinalMs : asr && asr.requests > 0 ? asr.delayMs / asr.requests : null;
   const streaming = p.tts === 'streaming';
@@ -149,6 +163,8 @@ export interface VoiceToVoice {
   heardSilenceMs: P50P95;
   /** The first frame at the device after the model's first token: p50/p95 of the turns' own differences. */
   firstFrameAfterFirstTokenMs: P50P95;
+  /** The first frame at the device after the first audio byte reached the server: p50/p95 of the turns' own differences. */
+  firstFrameAfterFirstAudioMs: P50P95;
   providerDelay: ProviderDelay | null;
   /** Voice-to-voice p50 less the providers' configured delays: the part that is ours. */
   oursP50Ms: number | null;
@@ -166,6 +182,9 @@ export function summarizeVoiceToVoice(perTurn: VoiceTurn[], providerDelay: Provi
     // Per turn, then the percentiles: a difference of two percentiles would pair different turns.
     firstFrameAfterFirstTokenMs: p50p95(
       perTurn.flatMap((t) => (t.firstFrameAfterFirstTokenMs === undefined ? [] : [t.firstFrameAfterFirstTokenMs])),
+    ),
+    firstFrameAfterFirstAudioMs: p50p95(
+      perTurn.flatMap((t) => (t.firstFrameAfterFirstAudioMs === undefined ? [] : [t.firstFrameAfterFirstAudioMs])),
     ),
     providerDelay,
     oursP50Ms: total === null || stages.voiceToVoiceMs.n === 0 ? null : stages.voiceToVoiceMs.p50 - total,

@@ -142,3 +142,16 @@ test('--tts streaming: the stream figure applies to it, the speed too, the remot
   assert.equal(parsed(['--profile', 'cloud']).providers.ttsStreamFirstAudioMs, 150);
   assert.throws(() => parseArgs(['--tts', 'embedded', '--tts-speed', '2']), /--tts-speed only applies/);
 });
+
+test('--pipeline realtime: the speech-to-speech stand-in with its own first-audio figure; the figure is refused on the cascade', () => {
+  assert.equal(parsed([]).providers.pipeline, 'cascade');
+  const o = parsed(['--profile', 'cloud', '--pipeline', 'realtime']);
+  assert.deepEqual([o.providers.pipeline, o.providers.realtimeFirstAudioMs], ['realtime', 300]);
+  const f = parsed(['--pipeline', 'realtime', '--realtime-first-audio-ms', '120', '--profile', 'cloud']);
+  assert.equal(f.providers.realtimeFirstAudioMs, 120);
+  assert.throws(() => parseArgs(['--pipeline', 'e2e']), /--pipeline is cascade or realtime/);
+  assert.throws(
+    () => parseArgs(['--profile', 'cloud', '--realtime-first-audio-ms', '200']),
+    /only applies to the realtime stand-in: add --pipeline realtime/,
+  );
+});
