@@ -8,9 +8,7 @@ import { crc32 } from 'node:zlib';
 
 export type ImageMime = 'image/jpeg' | 'image/png';
 
-export type ImageCheck =
-  | { ok: true; mime: ImageMime; width: number; height: number }
-  | { ok: false; reason: string };
+export type ImageCheck = { ok: true; mime: ImageMime; width: number; height: number } | { ok: false; reason: string };
 
 /** Pixels per side at most: camera modules give at most a few thousand. */
 export const MAX_IMAGE_SIDE = 8192;

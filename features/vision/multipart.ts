@@ -71,7 +71,7 @@ export class MultipartReader {
   /** `\r\n--boundary`: every later one. */
   readonly #delimiter: Buffer;
   #state: State = 'preamble';
-  #tail = Buffer.alloc(0);
+  #tail: Buffer = Buffer.alloc(0);
   #part: Part | undefined;
   #parts = 0;
   #epilogue = 0;
@@ -90,7 +90,7 @@ export class MultipartReader {
 
   /** Takes the next chunk of the body; throws a `MultipartError` at the first bound passed. */
   push(chunk: Buffer): void {
-    let buf = this.#tail.length === 0 ? chunk : Buffer.concat([this.#tail, chunk]);
+    let buf: Buffer = this.#tail.length === 0 ? chunk : Buffer.concat([this.#tail, chunk]);
     for (;;) {
       switch (this.#state) {
         case 'preamble': {
@@ -202,9 +202,7 @@ export class MultipartReader {
     this.#part = undefined;
     if (!part?.keep) return;
     const data = Buffer.concat(part.chunks, part.bytes);
-    if (part.name === 'file')
-      this.file = { filename: part.filename ?? '', contentType: part.contentType, data };
+    if (part.name === 'file') this.file = { filename: part.filename ?? '', contentType: part.contentType, data };
     else this.fields.set(part.name, data.toString('utf8'));
   }
 }
-

@@ -64,7 +64,11 @@ test('a file past its bound is refused while it streams (413)', () => {
 
 test('bounds and malformed bodies', () => {
   refuses(body('x'.repeat(60), Buffer.from('ab')), 400, /field question too long/);
-  refuses(Buffer.from(`--${B}\r\nContent-Disposition: form-data; name="q"\r\n${'X: y\r\n'.repeat(60)}\r\n`), 400, /headers too large/);
+  refuses(
+    Buffer.from(`--${B}\r\nContent-Disposition: form-data; name="q"\r\n${'X: y\r\n'.repeat(60)}\r\n`),
+    400,
+    /headers too large/,
+  );
   const many = Buffer.from(`--${B}\r\nContent-Disposition: form-data; name="a"\r\n\r\nv\r\n`.repeat(5) + `--${B}--`);
   refuses(many, 400, /too many multipart parts/);
   refuses(Buffer.from('x'.repeat(2000)), 400, /no multipart boundary/);
