@@ -62,7 +62,7 @@ export interface AssembleOptions {
   store?: Store;
   /** Devices connected to the MQTT broker here (server-initiated speech reaches them while idle). */
   idleLinks?: IdleDeviceLinks;
-  /** Wall-clock time of reminders (set and fired), ms since the epoch; default `Date.now` (tests move it). */
+  /** Wall-clock time of reminders (set and fired) and of the vision tokens' age, ms since the epoch; default `Date.now` (tests move it). */
   now?: () => number;
   /** Makes a voice from its options; default the registry's (`CreateDepsOptions.createTts`: tests inject stand-ins). */
   createTts?: CreateDepsOptions['createTts'];
@@ -102,7 +102,7 @@ async function assembleWithStore(
   const metrics = createServerMetrics({ mcpServerNames: Object.keys(config.mcpServers) });
   // Shared by the endpoint (bridges join it) and the sessions' tools (their agent's bridges).
   const bridges = bridgeHubFor(config, log, store.mcpRelay);
-  const vision = visionFor(config, log, agents, opts.onSecret);
+  const vision = visionFor(config, log, agents, opts);
   const deps = await createDeps(config, log, {
     ...(vision.enabled ? { visionFor: (info) => vision.grantFor(info) } : {}),
     bridges,
@@ -255,7 +255,7 @@ function visionFor(
   config: Config,
   log: PinoLogger,
   agents: AgentLookup,
-  onSecret: ((value: string) => void) | undefined,
+  opts: Pick<AssembleOptions, 'onSecret' | 'now'>,
 ): Vision {
   const defaultAgent = config.defaultAgent ?? config.agents[0]?.name;
   return new Vision({
@@ -271,7 +271,8 @@ function visionFor(
         (named !== null ? agents.agent(named) : undefined) ?? (defaultAgent ? agents.agent(defaultAgent) : undefined);
       return row?.settings;
     },
-    ...(onSecret ? { onSecret } : {}),
+    ...(opts.onSecret ? { onSecret: opts.onSecret } : {}),
+    ...(opts.now ? { now: opts.now } : {}),
     log: log.child({ part: 'vision' }),
   });
 }

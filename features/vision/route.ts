@@ -90,7 +90,10 @@ function closeAfter(reply: FastifyReply): void {
   reply.raw.once('close', () => socket?.destroy());
 }
 
-type BodyRead = { ok: true; reader: MultipartReader } | { ok: false; error: MultipartError | 'timeout' | 'closed' };
+/** `bytes`: of the body read when it stopped (the log says how little of a refused upload was read). */
+type BodyRead =
+  | { ok: true; reader: MultipartReader; bytes: number }
+  | { ok: false; error: MultipartError | 'timeout' | 'closed'; bytes: number };
 
 /** Feeds the body to the reader as it arrives; stops at the first bound passed, the deadline or a close. */
 function readBody(
@@ -102,7 +105,9 @@ function readBody(
   return new Promise((resolve) => {
     let total = 0;
     let settled = false;
-    const finish = (r: BodyRead): void => {
+    const finish = (
+      r: { ok: true; reader: MultipartReader } | { ok: false; error: MultipartError | 'timeout' | 'closed' },
+    ): void => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
@@ -110,7 +115,7 @@ function readBody(
       raw.off('end', onEnd);
       raw.off('close', onClose);
       raw.pause();
-      resolve(r);
+      resolve({ ...r, bytes: total });
     };
     const onData = (chunk: Buffer): void => {
       total += chunk.length;
@@ -140,7 +145,7 @@ function readBody(
 export function visionRoute(o: VisionRouteOptions): (app: FastifyInstance) => Promise<void> {
   const s = o.settings;
   const rates = new Map<string, TokenBucket>();
-  // Strangers can send any number of refused requests: their lines are bounded per message.
+  // Strangers can send any number of unauthorized requests: their lines are bounded.
   const refusals = createLogRateLimit({ perSecond: 1, burst: 5 });
   const maxBody = s.maxImageBytes + MAX_QUESTION_BYTES + BODY_OVERHEAD;
   const uploadMs = Math.min(s.uploadTimeoutMs, o.httpRequestTimeoutMs);
@@ -171,11 +176,15 @@ export function visionRoute(o: VisionRouteOptions): (app: FastifyInstance) => Pr
       const log: Logger = check.ok
         ? request.log.child({ sessionId: check.grant.sessionId, deviceId: check.grant.deviceId })
         : request.log.child({ deviceId: truncateForLog(deviceId ?? undefined, 64) });
+      let bytesRead = 0;
       const send = (out: Outcome, after: 'drain' | 'close' | 'done'): FastifyReply => {
         const ms = Math.round(performance.now() - started);
-        const fields = { status: out.status, ms, reason: out.message };
+        const fields = { status: out.status, ms, reason: out.message, bytesRead };
         if (out.status >= 500) log.warn(fields, 'vision request failed');
-        else if (out.status >= 400) refusals.wrap(log).warn(fields, 'vision request refused');
+        // Unauthorized and over-the-rate refusals can come without end: their lines are bounded;
+        // the rest cost a photo of the rate each.
+        else if (out.status === 401 || out.status === 429) refusals.wrap(log).warn(fields, 'vision request refused');
+        else log.warn(fields, 'vision request refused');
         if (after !== 'done') reply.header('connection', 'close');
         if (after === 'drain') drainThenClose(raw, maxBody, deadline);
         if (after === 'close') closeAfter(reply);
@@ -204,6 +213,7 @@ export function visionRoute(o: VisionRouteOptions): (app: FastifyInstance) => Pr
         maxHeaderBytes: MAX_PART_HEADER_BYTES,
       });
       const body = await readBody(raw, reader, maxBody, deadline);
+      bytesRead = body.bytes;
       if (!body.ok) {
         if (body.error === 'closed') {
           log.info({ ms: Math.round(performance.now() - started) }, 'vision upload abandoned by the device');

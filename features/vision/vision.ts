@@ -27,6 +27,8 @@ export interface VisionOptions {
   agentSettingsOf(deviceId: string): Record<string, unknown> | undefined;
   onSecret?: (value: string) => void;
   log: Logger;
+  /** Wall-clock time tokens age by, ms since the epoch (tests move it); default `Date.now`. */
+  now?: () => number;
 }
 
 /** One session's right to the endpoint; `release` revokes the token (the session ended). */
@@ -73,6 +75,7 @@ export class Vision {
       maxAgeMs: o.settings.tokenMaxAgeMs,
       maxTokens: o.maxTokens,
       ...(o.onSecret ? { onSecret: o.onSecret } : {}),
+      ...(o.now ? { now: o.now } : {}),
     });
     this.lastImages = o.settings.keepLast
       ? new LastImages({ maxDevices: o.settings.keepLastDevices, maxBytes: o.settings.keepLastBytes })
