@@ -271,7 +271,8 @@ function visionFor(
         (named !== null ? agents.agent(named) : undefined) ?? (defaultAgent ? agents.agent(defaultAgent) : undefined);
       return row?.settings;
     },
-    ...(opts.onSecret ? { onSecret: opts.onSecret } : {}),
+    // Issued: the redactor keeps a bounded number of these (one per session, forever otherwise).
+    ...(opts.onSecret ? { onSecret: (token: string) => opts.onSecret?.(token, true) } : {}),
     ...(opts.now ? { now: opts.now } : {}),
     log: log.child({ part: 'vision' }),
   });
