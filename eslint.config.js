@@ -44,7 +44,7 @@ const allowed = {
 
 /** Room of features/ -> the other rooms it may use, through their index.ts only (no loops). */
 const rooms = {
-  admin: ['agents', 'identity', 'mcp-endpoint', 'push'],
+  admin: ['agents', 'identity', 'mcp-endpoint', 'push', 'vision'],
   agents: [],
   identity: [],
   'mcp-endpoint': [],
@@ -52,6 +52,7 @@ const rooms = {
   metrics: [],
   push: [],
   reminders: ['agents', 'push'],
+  vision: ['agents'],
 };
 
 /** A room's files other than its index.ts, seen from outside features/. */

@@ -38,6 +38,8 @@ export interface AdminOptions {
   push?: AdminContext['push'];
   /** The configuration has a `realtime` block: an agent's realtime pipeline may leave its own out. */
   defaultRealtime?: boolean;
+  /** The camera endpoint: its models per agent, the kept photos. */
+  vision?: AdminContext['vision'];
 }
 
 /** `where.path: message` for every issue; the first issue's path is the field named. */
@@ -80,6 +82,7 @@ export function adminPlugin(opts: AdminOptions): (app: FastifyInstance) => Promi
       log: app.log,
       ...(opts.mcpEndpoint ? { mcpEndpoint: opts.mcpEndpoint } : {}),
       ...(opts.push ? { push: opts.push } : {}),
+      ...(opts.vision ? { vision: opts.vision } : {}),
     };
     // Keys stored by earlier runs (or another replica) are redacted from the first line on.
     try {

@@ -10,6 +10,7 @@ export {
   AgentLlmSchema,
   AgentNameSchema,
   AgentSettingsSchema,
+  AgentVisionSchema,
   ConfigAgentSchema,
   PIPELINES,
   realtimeBlockMissing,
@@ -18,6 +19,7 @@ export {
   type ConfigAgent,
 } from './agent-settings.ts';
 export type { AgentDefaults } from './resolve-agent.ts';
+export { parseAgentSettings } from './resolve-agent.ts';
 export { DeviceLocale, type DeviceLocaleOptions } from './device-locale.ts';
 export { localToolsUnder, mcpToolsUnder } from './tool-policy.ts';
 export {

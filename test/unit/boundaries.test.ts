@@ -46,7 +46,7 @@ const ALLOWED: Record<(typeof FOLDERS)[number], readonly string[]> = {
  * graph has no loop: admin is the console over the others, reminders speak through push.
  */
 const ROOMS: Record<string, readonly string[]> = {
-  admin: ['agents', 'identity', 'mcp-endpoint', 'push'],
+  admin: ['agents', 'identity', 'mcp-endpoint', 'push', 'vision'],
   agents: [],
   identity: [],
   'mcp-endpoint': [],
@@ -54,6 +54,7 @@ const ROOMS: Record<string, readonly string[]> = {
   metrics: [],
   push: [],
   reminders: ['agents', 'push'],
+  vision: ['agents'],
 };
 
 /** Every relative import of our source folders: the importing file, the specifier, the resolved path from the root, type-only or not. */

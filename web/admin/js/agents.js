@@ -4,6 +4,7 @@
 // the server knows is edited as its `tts` block in JSON (the server validates it). How it talks:
 // the cascade (recogniser, model, voice) or a realtime speech-to-speech model, whose block has
 // fields of its own (its key write-only too).
+import { showAgentVision } from './vision.js';
 import { createAgent, deleteAgent, updateAgent } from './api.js';
 import { confirmButton, fill, h } from './dom.js';
 import { endpointPanel } from './mcp-endpoint.js';
@@ -397,7 +398,13 @@ export function renderAgents(root, agents, done) {
       h(
         'details',
         { class: 'card agent', 'data-agent': a.name },
-        h('summary', {}, h('strong', {}, a.name), summary(a)),
+        h(
+          'summary',
+          {},
+          h('strong', {}, a.name),
+          summary(a),
+          h('p', { class: 'facts vision-line', 'data-agent': a.name }),
+        ),
         agentForm(a, done),
         endpointPanel(a.name, done),
         h(
@@ -415,4 +422,5 @@ export function renderAgents(root, agents, done) {
       ),
     ),
   );
+  void showAgentVision(root);
 }
