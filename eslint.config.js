@@ -52,6 +52,7 @@ const rooms = {
   metrics: [],
   push: [],
   reminders: ['agents', 'push'],
+  vision: ['agents'],
 };
 
 /** A room's files other than its index.ts, seen from outside features/. */

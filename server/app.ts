@@ -40,6 +40,7 @@ import { ClientIdSchema, DeviceIdSchema } from '../protocol/ota.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Push } from '../features/push/index.ts';
 import { mqttOtaProvider, type MqttTransport } from '../transport/mqtt/index.ts';
+import type { Vision } from '../features/vision/index.ts';
 
 interface AppParts {
   config: Config;
@@ -55,6 +56,8 @@ interface AppParts {
   bridges?: BridgeHub;
   /** Server-initiated speech (the admin API's `say`); absent: that route answers 503. */
   push?: Push;
+  /** The camera endpoint (`POST /mcp/vision/explain`), served when `vision.enabled`; the console shows its kept photos. */
+  vision?: Vision;
   /** The MQTT+UDP transport (transport/mqtt/), started before the app: OTA hands out its endpoint. */
   mqtt?: MqttTransport;
   /**
@@ -194,6 +197,7 @@ async function buildWithStore(deps: AppDeps, store: Store): Promise<App> {
     retryAfterS: config.server.admission.retryAfterS,
   });
   await fastify.register(webRoutes);
+  if (deps.vision?.enabled) await fastify.register(deps.vision.route());
   await fastify.register(mcpEndpointRoute, {
     hub: bridges,
     tokens: store.mcpTokens,

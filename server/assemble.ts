@@ -20,6 +20,7 @@ import type { OpusSampleRate } from '../audio/opus/codec.ts';
 import { PushDelivery, AudioClips, pushAudioRoute, notifyAudio, type IdleDeviceLinks } from '../features/push/index.ts';
 import { mqttTransportFor, type MqttTransport } from '../transport/mqtt/index.ts';
 import { ReminderScheduler } from '../features/reminders/index.ts';
+import { Vision } from '../features/vision/index.ts';
 
 export interface AssembledServer {
   app: App;
@@ -61,7 +62,7 @@ export interface AssembleOptions {
   store?: Store;
   /** Devices connected to the MQTT broker here (server-initiated speech reaches them while idle). */
   idleLinks?: IdleDeviceLinks;
-  /** Wall-clock time of reminders (set and fired), ms since the epoch; default `Date.now` (tests move it). */
+  /** Wall-clock time of reminders (set and fired) and of the vision tokens' age, ms since the epoch; default `Date.now` (tests move it). */
   now?: () => number;
   /** Makes a voice from its options; default the registry's (`CreateDepsOptions.createTts`: tests inject stand-ins). */
   createTts?: CreateDepsOptions['createTts'];
@@ -101,7 +102,9 @@ async function assembleWithStore(
   const metrics = createServerMetrics({ mcpServerNames: Object.keys(config.mcpServers) });
   // Shared by the endpoint (bridges join it) and the sessions' tools (their agent's bridges).
   const bridges = bridgeHubFor(config, log, store.mcpRelay);
+  const vision = visionFor(config, log, agents, opts);
   const deps = await createDeps(config, log, {
+    ...(vision.enabled ? { visionFor: (info) => vision.grantFor(info) } : {}),
     bridges,
     observer: metrics.observer,
     ...(opts.mcpStartWaitMs !== undefined ? { mcpStartWaitMs: opts.mcpStartWaitMs } : {}),
@@ -191,6 +194,7 @@ async function assembleWithStore(
       store,
       bridges,
       push,
+      vision,
       ...(opts.onSecret ? { onSecret: opts.onSecret } : {}),
       plugins: [
         pushAudioRoute(clips),
@@ -244,4 +248,31 @@ async function assembleWithStore(
       if (ownStore) await store.close();
     },
   };
+}
+
+/** The camera endpoint (features/vision/): photos go to the device's agent's model over the configuration's. */
+function visionFor(
+  config: Config,
+  log: PinoLogger,
+  agents: AgentLookup,
+  opts: Pick<AssembleOptions, 'onSecret' | 'now'>,
+): Vision {
+  const defaultAgent = config.defaultAgent ?? config.agents[0]?.name;
+  return new Vision({
+    settings: config.vision,
+    publicWsUrl: config.server.publicWsUrl,
+    httpRequestTimeoutMs: config.server.httpRequestTimeoutMs,
+    // A live session holds one; a replaced session's is revoked when it ends.
+    maxTokens: Math.max(1000, 2 * config.server.maxSessions),
+    chat: { baseURL: config.llm.baseURL, apiKey: config.llm.apiKey, model: config.llm.model },
+    agentSettingsOf: (deviceId) => {
+      const named = agents.agentNameOf(deviceId);
+      const row =
+        (named !== null ? agents.agent(named) : undefined) ?? (defaultAgent ? agents.agent(defaultAgent) : undefined);
+      return row?.settings;
+    },
+    ...(opts.onSecret ? { onSecret: opts.onSecret } : {}),
+    ...(opts.now ? { now: opts.now } : {}),
+    log: log.child({ part: 'vision' }),
+  });
 }

@@ -13,6 +13,7 @@ import { McpEndpointSchema } from '../features/mcp-endpoint/index.ts';
 import { MemorySchema } from '../features/memory/index.ts';
 import { PushSchema } from '../features/push/index.ts';
 import { RemindersSchema } from '../features/reminders/index.ts';
+import { VisionSchema } from '../features/vision/index.ts';
 import { parseRange } from '../core/ip-address.ts';
 import { MqttSchema } from '../transport/mqtt/index.ts';
 import { MAX_DEVICE_TEXT } from '../protocol/messages.ts';
@@ -341,7 +342,10 @@ export const DeviceMcpSchema = z.strictObject({
   enabled: z.boolean().default(true),
   /** Per request; the camera tool can take many seconds. */
   timeoutMs: z.number().int().positive().default(30_000),
-  /** Camera "explain" endpoint advertised in initialize (http URL + token); empty: none. */
+  /**
+   * A camera "explain" endpoint someone else hosts, advertised in initialize (http URL + token);
+   * empty: none, or the server's own when `vision.enabled`. Set, it wins over the server's own.
+   */
   vision: z.strictObject({ url: z.string().default(''), token: z.string().default('') }).prefault({}),
   /**
    * Bytes of one device's tool specs (names, descriptions, input schemas) offered in every model
@@ -400,6 +404,7 @@ export function createConfigSchema<M extends z.ZodType>(mcpServersSchema: M) {
       mqtt: MqttSchema.prefault({}),
       push: PushSchema.prefault({}),
       reminders: RemindersSchema.prefault({}),
+      vision: VisionSchema.prefault({}),
       /**
        * Agents: each device's assistant (prompt, language, voice, models, tools). Created in the
        * store at start when missing; what an agent leaves unset comes from this configuration.

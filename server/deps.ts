@@ -85,6 +85,8 @@ export interface CreateDepsOptions {
   now?: () => number;
   /** The store's change feed: a device's memory deleted anywhere empties its live sessions' too. */
   onStoreChange?: (listener: (c: StoreChange) => void) => () => void;
+  /** The server's camera endpoint, for each session (`VoiceDeps.visionFor`); absent: none advertised. */
+  visionFor?: VoiceDeps['visionFor'];
   /** Makes a voice from its options (the configuration's and agents'); default the registry's. Tests inject stand-ins. */
   createTts?: (options: TtsOptions, log: Logger) => Promise<Tts>;
 }
@@ -259,6 +261,7 @@ export async function createDeps(config: Config, log: Logger, opts: CreateDepsOp
     toolsFor,
     profileFor: (info) => profiles.profileFor(info.deviceId),
     ...(memory ? { memoryFor: (info) => memory.forSession(info) } : {}),
+    ...(opts.visionFor ? { visionFor: opts.visionFor } : {}),
     ...(opts.observer ? { observer: opts.observer } : {}),
   };
   return {

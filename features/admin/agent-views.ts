@@ -12,7 +12,9 @@ import type { AgentSettingsPatchSchema, AgentView } from './schemas.ts';
 export type AgentSettingsPatch = z.output<typeof AgentSettingsPatchSchema>;
 
 /** The blocks of an agent's settings that may hold an API key. */
-const KEYED = ['llm', 'tts', 'asr'] as const;
+const KEYED = ['llm', 'vision', 'tts', 'asr'] as const;
+/** Blocks whose one credential is `apiKey`, merged key by key by a patch. */
+const KEY_BY_KEY = (b: string): b is 'llm' | 'vision' => b === 'llm' || b === 'vision';
 /** A provider block's field that holds a credential (the names `core/config-secrets.ts` redacts). */
 const CREDENTIAL = /key|token|secret|password|credential/i;
 
@@ -25,7 +27,7 @@ function credentialsIn(b: (typeof KEYED)[number], block: unknown): Record<string
   if (!isRecord(block)) return {};
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(block))
-    if ((b === 'llm' ? k === 'apiKey' : CREDENTIAL.test(k)) && typeof v === 'string' && v !== '') out[k] = v;
+    if ((KEY_BY_KEY(b) ? k === 'apiKey' : CREDENTIAL.test(k)) && typeof v === 'string' && v !== '') out[k] = v;
   return out;
 }
 
@@ -40,7 +42,7 @@ export function agentView(row: AgentRow): AgentView {
     const block = settings[b];
     if (!isRecord(block)) continue;
     const rest = Object.fromEntries(
-      Object.entries(block).filter(([k]) => !(b === 'llm' ? k === 'apiKey' : CREDENTIAL.test(k))),
+      Object.entries(block).filter(([k]) => !(KEY_BY_KEY(b) ? k === 'apiKey' : CREDENTIAL.test(k))),
     );
     if (Object.keys(rest).length === Object.keys(block).length) continue;
     if (Object.keys(rest).length > 0) settings[b] = rest;
@@ -51,6 +53,7 @@ export function agentView(row: AgentRow): AgentView {
     name: row.name,
     settings: settings as AgentSettings,
     apiKeySet: set('llm'),
+    visionApiKeySet: set('vision'),
     ttsApiKeySet: set('tts'),
     asrApiKeySet: set('asr'),
     createdAt: row.createdAt,
@@ -72,14 +75,15 @@ export function mergeSettings(current: Record<string, unknown>, patch: AgentSett
       delete out[k];
       continue;
     }
-    if (k === 'llm' && isRecord(v)) {
-      const llm: Record<string, unknown> = { ...(isRecord(out.llm) ? out.llm : {}) };
+    if (KEY_BY_KEY(k) && isRecord(v)) {
+      const stored = out[k];
+      const block: Record<string, unknown> = { ...(isRecord(stored) ? stored : {}) };
       for (const [lk, lv] of Object.entries(v)) {
-        if (lv === null) delete llm[lk];
-        else if (lv !== undefined) llm[lk] = lv;
+        if (lv === null) delete block[lk];
+        else if (lv !== undefined) block[lk] = lv;
       }
-      if (Object.keys(llm).length > 0) out.llm = llm;
-      else delete out.llm;
+      if (Object.keys(block).length > 0) out[k] = block;
+      else delete out[k];
       continue;
     }
     if ((k === 'tts' || k === 'asr') && isRecord(v)) {

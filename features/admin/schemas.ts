@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { DeviceIdSchema } from '../../protocol/ota.ts';
-import { AgentLlmSchema, AgentNameSchema, AgentSettingsSchema } from '../agents/index.ts';
+import { AgentLlmSchema, AgentNameSchema, AgentSettingsSchema, AgentVisionSchema } from '../agents/index.ts';
 
 /** A device's display name in the console. */
 export const AliasSchema = z.string().trim().min(1, 'must not be empty').max(64, 'at most 64 characters');
@@ -46,6 +46,13 @@ export const AgentLlmPatchSchema = z.strictObject({
   model: AgentLlmSchema.shape.model.unwrap().nullable().optional(),
   apiKey: AgentLlmSchema.shape.apiKey.unwrap().nullable().optional(),
   temperature: AgentLlmSchema.shape.temperature.unwrap().nullable().optional(),
+  images: AgentLlmSchema.shape.images.unwrap().nullable().optional(),
+});
+/** `vision` is merged key by key like `llm`: changing the model keeps its write-only key. */
+export const AgentVisionPatchSchema = z.strictObject({
+  baseURL: AgentVisionSchema.shape.baseURL.unwrap().nullable().optional(),
+  model: AgentVisionSchema.shape.model.unwrap().nullable().optional(),
+  apiKey: AgentVisionSchema.shape.apiKey.unwrap().nullable().optional(),
 });
 const S = AgentSettingsSchema.shape;
 export const AgentSettingsPatchSchema = z.strictObject({
@@ -54,6 +61,7 @@ export const AgentSettingsPatchSchema = z.strictObject({
   timeZone: S.timeZone.unwrap().nullable().optional(),
   greeting: S.greeting.unwrap().nullable().optional(),
   llm: AgentLlmPatchSchema.nullable().optional(),
+  vision: AgentVisionPatchSchema.nullable().optional(),
   tts: S.tts.unwrap().nullable().optional(),
   asr: S.asr.unwrap().nullable().optional(),
   tools: S.tools.unwrap().nullable().optional(),
@@ -104,6 +112,8 @@ export const AgentView = z.object({
   settings: AgentSettingsSchema,
   /** An `llm.apiKey` is stored; its value is never returned. */
   apiKeySet: z.boolean(),
+  /** A `vision.apiKey` is stored; never returned either. */
+  visionApiKeySet: z.boolean(),
   /** A credential of the `tts` / `asr` block is stored (`apiKey`, a vendor's `accessKey`, a token); never returned either. */
   ttsApiKeySet: z.boolean(),
   asrApiKeySet: z.boolean(),

@@ -24,6 +24,19 @@ export const AgentLlmSchema = z.strictObject({
   /** Write-only: never returned by the admin API, redacted from logs by value. */
   apiKey: z.string().max(500).optional(),
   temperature: z.number().min(0).max(2).optional(),
+  /**
+   * The chat model accepts images: the camera's photos (`POST /mcp/vision/explain`) go to it
+   * instead of a vision model (`vision` below, else the configuration's `vision`).
+   */
+  images: z.boolean().optional(),
+});
+
+/** The vision model an agent's camera photos go to; unset fields come from the configuration's `vision`. */
+export const AgentVisionSchema = z.strictObject({
+  baseURL: z.url().max(500).optional(),
+  model: z.string().min(1).max(200).optional(),
+  /** Write-only like `llm.apiKey`: never returned by the admin API, redacted from logs by value. */
+  apiKey: z.string().max(500).optional(),
 });
 
 export const MEMORY_MODES = ['none', 'history', 'summary'] as const;
@@ -40,6 +53,8 @@ export const AgentSettingsSchema = z.strictObject({
   timeZone: z.string().max(64).refine(isTimeZone, 'must be an IANA time zone such as Europe/Berlin').optional(),
   greeting: z.string().min(1).max(500).optional(),
   llm: AgentLlmSchema.optional(),
+  /** The vision model of its camera photos (used unless `llm.images` says the chat model takes them). */
+  vision: AgentVisionSchema.optional(),
   /** A whole TTS provider block (as the configuration's `tts`). */
   tts: TtsSchema.optional(),
   /** A whole ASR provider block (as the configuration's `asr`). */

@@ -10,11 +10,13 @@ export {
   AgentLlmSchema,
   AgentNameSchema,
   AgentSettingsSchema,
+  AgentVisionSchema,
   ConfigAgentSchema,
   type AgentSettings,
   type ConfigAgent,
 } from './agent-settings.ts';
 export type { AgentDefaults } from './resolve-agent.ts';
+export { parseAgentSettings } from './resolve-agent.ts';
 export { DeviceLocale, type DeviceLocaleOptions } from './device-locale.ts';
 export { localToolsUnder, mcpToolsUnder } from './tool-policy.ts';
 export {

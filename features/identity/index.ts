@@ -16,6 +16,7 @@ export {
 export { verifyBinding, verifyStoredBinding } from './device-token.ts';
 export {
   SOURCES_BIND_COMMAND,
+  httpOriginOf,
   otaRoutes,
   type MqttOtaProvider,
   type MqttOtaRequest,

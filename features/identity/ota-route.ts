@@ -77,9 +77,8 @@ export function requestHost(request: FastifyRequest): string {
   return i > 0 && host.indexOf(':') === i ? host.slice(0, i) : host;
 }
 
-/** ws:// or wss:// URL built from what the client used to reach us. */
-export function wsUrlFor(request: FastifyRequest, publicWsUrl: string, wsPath: string): string {
-  if (publicWsUrl) return publicWsUrl;
+/** Whether the client reached us over TLS, and the host (with its port) it used: a proxy's forwarded ones first. */
+function reachedVia(request: FastifyRequest): { secure: boolean; host: string } {
   const forwardedProto = String(request.headers['x-forwarded-proto'] ?? '')
     .split(',')[0]
     ?.trim();
@@ -87,8 +86,20 @@ export function wsUrlFor(request: FastifyRequest, publicWsUrl: string, wsPath: s
   const forwardedHost = String(request.headers['x-forwarded-host'] ?? '')
     .split(',')[0]
     ?.trim();
-  const host = forwardedHost || request.headers.host || `${request.hostname}`;
+  return { secure, host: forwardedHost || request.headers.host || `${request.hostname}` };
+}
+
+/** ws:// or wss:// URL built from what the client used to reach us. */
+export function wsUrlFor(request: FastifyRequest, publicWsUrl: string, wsPath: string): string {
+  if (publicWsUrl) return publicWsUrl;
+  const { secure, host } = reachedVia(request);
   return `${secure ? 'wss' : 'ws'}://${host}${wsPath}`;
+}
+
+/** `http(s)://host[:port]` as the client reached us, by the same rules as `wsUrlFor` (the vision endpoint's URL). */
+export function httpOriginOf(request: FastifyRequest): string {
+  const { secure, host } = reachedVia(request);
+  return `${secure ? 'https' : 'http'}://${host}`;
 }
 
 export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Promise<void> {

@@ -54,6 +54,7 @@ const ROOMS: Record<string, readonly string[]> = {
   metrics: [],
   push: [],
   reminders: ['agents', 'push'],
+  vision: ['agents'],
 };
 
 /** Every relative import of our source folders: the importing file, the specifier, the resolved path from the root, type-only or not. */

@@ -47,6 +47,8 @@ export interface SessionRequest {
   channel: DeviceChannel;
   /** The session's logger (a child carrying its sessionId). */
   log: Logger;
+  /** `http(s)://host[:port]` the device's connection reached us at (the WebSocket's Host); absent over MQTT. */
+  reachedAt?: string;
   /** Control messages per session; absent where the transport bounds them per connection. */
   controlRate?: RateLimit;
 }

@@ -125,6 +125,7 @@ export class DeviceSessions implements SessionDoor {
       ...this.#opts.session,
       createConversation: this.#opts.createConversation,
       ...(request.controlRate ? { controlRate: request.controlRate } : {}),
+      ...(request.reachedAt ? { reachedAt: request.reachedAt } : {}),
       onEnded: (ended) => this.registry.remove(ended),
     });
     // An older session of the same pair is closed with `Replaced` here (voice/session/registry.ts).

@@ -7,7 +7,13 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RawData, WebSocket } from 'ws';
-import { authorize, readIdentity, type AuthPolicy, type DeviceIdentity } from '../../features/identity/index.ts';
+import {
+  authorize,
+  httpOriginOf,
+  readIdentity,
+  type AuthPolicy,
+  type DeviceIdentity,
+} from '../../features/identity/index.ts';
 import type { DeviceSession } from '../../voice/session/session.ts';
 import { WsDeviceChannel } from './channel.ts';
 import { CloseCode } from '../../protocol/close-codes.ts';
@@ -156,6 +162,7 @@ export async function deviceWsRoute(app: FastifyInstance, opts: WsRouteOptions):
       channel,
       log,
       controlRate: opts.controlRate,
+      reachedAt: httpOriginOf(request),
     });
     holder.session = s;
     const address = addressKey(request);

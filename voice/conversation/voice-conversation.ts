@@ -77,6 +77,8 @@ class VoiceConversation implements Conversation {
   #recognition: { rec: Recognition; held: HeldProfile | undefined } | undefined;
   #turnDone: Promise<void> = Promise.resolve();
   #deviceMcp: DeviceMcp | undefined;
+  /** The session's grant to the server's camera endpoint (`VoiceDeps.visionFor`), revoked at close. */
+  #vision: { release(): void } | undefined;
   #tools: SessionTools | undefined;
   /** The assistant of the running turn (`VoiceDeps.profileFor`): its tool policy applies. */
   #profile: TurnProfile | undefined;
@@ -108,13 +110,21 @@ class VoiceConversation implements Conversation {
     this.#memory = deps.memoryFor?.(info);
     const dm = deps.config.deviceMcp;
     if (info.features.mcp && dm.enabled) {
+      // A URL someone else hosts wins; else the server's own endpoint, with a token for this session.
+      const hosted = dm.vision.url ? null : (deps.visionFor?.(info) ?? null);
+      if (hosted) this.#vision = hosted;
+      const vision = dm.vision.url
+        ? { url: dm.vision.url, token: dm.vision.token }
+        : hosted
+          ? { url: hosted.url, token: hosted.token }
+          : undefined;
       this.#deviceMcp = createDeviceMcp({
         send: (payload) => ctx.channel.sendJson({ type: 'mcp', session_id: info.sessionId, payload }),
         // The device MCP makes its one child (component: device-mcp): a child is ~650 bytes per session.
         log: ctx.log,
         timeoutMs: dm.timeoutMs,
         maxSchemaBytes: dm.maxSchemaBytes,
-        ...(dm.vision.url ? { vision: { url: dm.vision.url, token: dm.vision.token } } : {}),
+        ...(vision ? { vision } : {}),
       });
     }
     if (this.#deviceMcp) {
@@ -427,6 +437,8 @@ class VoiceConversation implements Conversation {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    // First: the token must not outlive the session, whatever the rest of the cleanup does.
+    this.#vision?.release();
     try {
       this.#dropEarly('session closed');
       this.#dropRecognition('session closed');

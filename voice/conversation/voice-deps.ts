@@ -97,6 +97,12 @@ export interface VoiceDeps {
    * recogniser, voice and tools replace the ones above for that turn. Absent: the ones above.
    */
   profileFor?: ProfileSource;
+  /**
+   * The camera endpoint the server hosts, for one session: its URL and a token bound to the
+   * session's device, advertised in the device MCP `initialize`; `release` revokes the token when
+   * the session ends. Absent, or null: none (`deviceMcp.vision.url`, when set, is advertised instead).
+   */
+  visionFor?: (info: SessionInfo) => { url: string; token: string; release(): void } | null;
   /** The device's memory for one session (absent, or undefined for a session without a Device-Id: nothing kept). */
   memoryFor?: (info: SessionInfo) => SessionMemory | undefined;
   observer?: TurnObserver;

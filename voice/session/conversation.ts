@@ -19,6 +19,8 @@ export interface SessionInfo {
   /** What we announced for the downlink. */
   downlink: { sampleRate: number; frameDurationMs: number };
   features: { mcp: boolean; aec: boolean };
+  /** `http(s)://host[:port]` the device's connection reached the server at (its Host header); absent over MQTT. */
+  reachedAt?: string;
 }
 
 export interface StateControl {

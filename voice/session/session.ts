@@ -35,6 +35,8 @@ export interface SessionOptions {
   createConversation: ConversationFactory;
   /** Budget for control messages (listen, abort, hello, mcp); over it they are dropped. */
   controlRate?: RateLimit;
+  /** Where the device's connection reached us (`SessionInfo.reachedAt`). */
+  reachedAt?: string;
   /** Called once when the session has ended (registry bookkeeping). */
   onEnded?: (session: DeviceSession) => void;
 }
@@ -308,6 +310,7 @@ export class DeviceSession {
       },
       downlink: { sampleRate: this.#opts.outputSampleRate, frameDurationMs: this.#opts.frameDurationMs },
       features: { mcp: hello.features?.mcp === true, aec: hello.features?.aec === true },
+      ...(this.#opts.reachedAt ? { reachedAt: this.#opts.reachedAt } : {}),
     };
     this.#sendHello();
     this.log.info({ version: requested, uplink: info.uplink, features: info.features }, 'hello');
