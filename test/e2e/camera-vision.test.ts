@@ -5,7 +5,8 @@
  * the simulated firmware (test/fixtures/firmware, camera.ts) uploads a real JPEG there as
  * Esp32Camera::Explain does; the fake vision model gets it as an image part and answers; the
  * answer goes back to the chat model as the tool's result and is spoken (captions and Opus at the
- * device). Over WebSocket and over MQTT+UDP.
+ * device). Over WebSocket (the URL from the Host the device used) and over MQTT+UDP (the URL from
+ * `server.publicWsUrl`, a forwarder in front of the server).
  *
  * Bad input from the device: a made-up token, another device's token, the token of a session that
  * ended (401), a photo past `vision.maxImageBytes` (413), bytes that are no picture (415), a vision
@@ -14,6 +15,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { DeviceSim } from '../fixtures/device-sim.ts';
 import {
   fakeError,
@@ -53,8 +55,12 @@ function spoken(json: ReadonlyArray<{ msg: Json }>, from = 0): string {
     .join(' ');
 }
 
+/** The tool results a chat request ends with (the ones the model is asked to observe now). */
 function toolMessages(req: FakeOpenAi['requests'][number] | undefined): string[] {
-  return (req?.body.messages ?? []).filter((m) => m.role === 'tool').map((m) => String(m.content));
+  const msgs = req?.body.messages ?? [];
+  let at = msgs.length;
+  while (at > 0 && msgs[at - 1]?.role === 'tool') at--;
+  return msgs.slice(at).map((m) => String(m.content));
 }
 
 /** The `vision` capability the server put in the device's `initialize`. */
@@ -67,59 +73,74 @@ function advertised(requests: ReadonlyArray<Json>): { url: string; token: string
   return { url: String(vision.url), token: String(vision.token) };
 }
 
-describe("the camera through the server's vision endpoint, end to end", { timeout: 240_000 }, () => {
-  let chat: FakeOpenAi;
-  let vision: FakeOpenAi;
-  let srv: VoiceApp;
+/** The fake chat model and the fake vision model, with the rules this file's turns need. */
+interface Models {
+  chat: FakeOpenAi;
+  vision: FakeOpenAi;
   /** What the vision model was shown, per request. */
-  const visionSeen: FakeRequestView[] = [];
-  let visionFails = false;
+  visionSeen: FakeRequestView[];
+  /** The vision model answers 500 while true. */
+  visionFails: boolean;
+}
+
+async function startModels(): Promise<Models> {
+  const chat = await startFakeOpenAi();
+  const vision = await startFakeOpenAi();
+  const m: Models = { chat, vision, visionSeen: [], visionFails: false };
+  // The chat model: asked to look, it calls the camera; given the camera's result, it speaks
+  // the picture's description, or that the camera failed.
+  chat.rule({
+    when: (v) => v.toolResults.length === 0 && /what do you see/i.test(v.lastUserText) && v.toolNames.includes(TOOL),
+    reply: (v) => fakeToolCalls([{ name: TOOL, arguments: { question: v.lastUserText } }]),
+  });
+  chat.rule({
+    when: (v) => v.toolResults.length > 0,
+    reply: (v) => {
+      const text = v.toolResults.map((r) => r.content).join(' ');
+      try {
+        const body = JSON.parse(text) as { success?: boolean; response?: string };
+        if (body.success === true && typeof body.response === 'string') return fakeText(`I see ${body.response}.`);
+      } catch {
+        // not the endpoint's JSON: an error result
+      }
+      return fakeText(SAID_FAILED);
+    },
+  });
+  vision.rule(
+    onImage((v) => {
+      m.visionSeen.push(v);
+      return m.visionFails ? fakeError(500, 'the vision model is down') : fakeText(SEEN);
+    }),
+  );
+  return m;
+}
+
+function visionConfig(m: Models): Json {
+  return {
+    enabled: true,
+    baseURL: m.vision.url,
+    apiKey: '',
+    model: 'vision-fake',
+    maxImageBytes: MAX_IMAGE_BYTES,
+    // This file's devices send more photos in a minute than the default allows; the per-minute
+    // bound has its own test.
+    imagesPerMinute: 600,
+  };
+}
+
+describe("the camera through the server's vision endpoint, end to end", { timeout: 240_000 }, () => {
+  let models: Models;
+  let chat: FakeOpenAi;
+  let srv: VoiceApp;
   const closers: Array<{ close(): unknown }> = [];
 
   before(async () => {
-    chat = await startFakeOpenAi();
-    vision = await startFakeOpenAi();
-    // The chat model: asked to look, it calls the camera; given the camera's result, it speaks
-    // the picture's description, or that the camera failed.
-    chat.rule({
-      when: (v) => v.toolResults.length === 0 && /what do you see/i.test(v.lastUserText) && v.toolNames.includes(TOOL),
-      reply: (v) => fakeToolCalls([{ name: TOOL, arguments: { question: v.lastUserText } }]),
-    });
-    chat.rule({
-      when: (v) => v.toolResults.length > 0,
-      reply: (v) => {
-        const text = v.toolResults.map((r) => r.content).join(' ');
-        try {
-          const body = JSON.parse(text) as { success?: boolean; response?: string };
-          if (body.success === true && typeof body.response === 'string') return fakeText(`I see ${body.response}.`);
-        } catch {
-          // not the endpoint's JSON: an error result
-        }
-        return fakeText(SAID_FAILED);
-      },
-    });
-    vision.rule(
-      onImage((v) => {
-        visionSeen.push(v);
-        return visionFails ? fakeError(500, 'the vision model is down') : fakeText(SEEN);
-      }),
-    );
-    srv = await startVoiceApp(chat.url, {
-      ...LOOPBACK_MQTT_CONFIG,
-      vision: {
-        enabled: true,
-        baseURL: vision.url,
-        apiKey: '',
-        model: 'vision-fake',
-        maxImageBytes: MAX_IMAGE_BYTES,
-        // This file's devices send more photos in a minute than the default allows; the
-        // per-minute bound has its own test.
-        imagesPerMinute: 600,
-      },
-    });
+    models = await startModels();
+    ({ chat } = models);
+    srv = await startVoiceApp(chat.url, { vision: visionConfig(models) });
   });
   after(async () => {
-    await closeAll(...closers.reverse(), srv, vision, chat);
+    await closeAll(...closers.reverse(), srv, models?.vision, models?.chat);
   });
 
   /** A camera board on WebSocket, its MCP session read (initialize, tools/list). */
@@ -153,7 +174,7 @@ describe("the camera through the server's vision endpoint, end to end", { timeou
     assert.equal(camera.explainToken, ad.token);
 
     const n = chat.requests.length;
-    const v = visionSeen.length;
+    const v = models.visionSeen.length;
     const framesFrom = dev.audio.length;
     const turn = await typedTurn(dev, QUESTION);
 
@@ -168,13 +189,13 @@ describe("the camera through the server's vision endpoint, end to end", { timeou
     assert.equal(upload?.photoBytes, CAMERA_PHOTO.length);
     assert.deepEqual(JSON.parse(upload?.body ?? ''), { success: true, action: 'RESPONSE', response: SEEN });
 
-    assert.equal(visionSeen.length, v + 1, 'one vision request');
-    const image = visionSeen[v]?.images[0];
+    assert.equal(models.visionSeen.length, v + 1, 'one vision request');
+    const image = models.visionSeen[v]?.images[0];
     assert.equal(image?.mimeType, 'image/jpeg');
     assert.deepEqual(image?.bytes, CAMERA_PHOTO, 'the JPEG reached the vision model byte for byte');
     assert.equal(await decodeJpegPixels(image?.bytes ?? Buffer.alloc(0)), 160 * 120);
     assert.ok(
-      JSON.stringify(visionSeen[v]?.body.messages).includes(QUESTION),
+      JSON.stringify(models.visionSeen[v]?.body.messages).includes(QUESTION),
       "the device's question went with the photo",
     );
 
@@ -230,7 +251,7 @@ describe("the camera through the server's vision endpoint, end to end", { timeou
         status: 502,
         arrange: () => {
           camera.photo = CAMERA_PHOTO;
-          visionFails = true;
+          models.visionFails = true;
         },
       },
     ];
@@ -256,7 +277,7 @@ describe("the camera through the server's vision endpoint, end to end", { timeou
         assert.equal(dev.closeCode, null, `${c.what}: the session stays up`);
       }
     } finally {
-      visionFails = false;
+      models.visionFails = false;
       camera.photo = CAMERA_PHOTO;
       camera.setExplainUrl(own.url, own.token);
     }
@@ -264,6 +285,34 @@ describe("the camera through the server's vision endpoint, end to end", { timeou
     const after = await typedTurn(dev, QUESTION);
     assert.equal(after.said, SAID_SEEN);
     assert.equal(camera.uploads.at(-1)?.status, 200);
+  });
+});
+
+/**
+ * Over MQTT there is no HTTP Host to build the URL from: the server advertises the host of
+ * `server.publicWsUrl`, here a TCP forwarder in front of the server (as a reverse proxy would be).
+ */
+describe('the camera over MQTT+UDP, the URL from publicWsUrl', { timeout: 240_000 }, () => {
+  let models: Models;
+  let chat: FakeOpenAi;
+  let srv: VoiceApp;
+  let front: { port: number; close(): Promise<void> };
+  let target = 0;
+  const closers: Array<{ close(): unknown }> = [];
+
+  before(async () => {
+    models = await startModels();
+    ({ chat } = models);
+    front = await startForwarder(() => target);
+    srv = await startVoiceApp(chat.url, {
+      ...LOOPBACK_MQTT_CONFIG,
+      server: { publicWsUrl: `ws://127.0.0.1:${front.port}/xiaozhi/v1/` },
+      vision: visionConfig(models),
+    });
+    target = Number(new URL(srv.httpUrl).port);
+  });
+  after(async () => {
+    await closeAll(...closers.reverse(), srv, front, models?.vision, models?.chat);
   });
 
   test('MQTT+UDP: the simulated firmware\'s camera answers "what do you see?" and the answer is heard', async () => {
@@ -277,17 +326,19 @@ describe("the camera through the server's vision endpoint, end to end", { timeou
       fw.json.filter((j) => j.msg.type === 'mcp').map((j) => (j.msg.payload as Json | undefined) ?? {});
     await fw.waitFor('tools/list', () => mcp().find((p) => p.method === 'tools/list'), 10_000);
     const ad = advertised(mcp());
-    assert.match(ad.url, /^http:\/\/.+\/mcp\/vision\/explain$/);
+    assert.equal(ad.url, `http://127.0.0.1:${front.port}/mcp/vision/explain`, "publicWsUrl's host");
     assert.equal(camera.explainUrl, ad.url);
 
     const silence = await utterancePackets(new Int16Array(16000 * 30), 100, 100);
     const n = chat.requests.length;
-    const v = visionSeen.length;
+    const v = models.visionSeen.length;
     const from = fw.json.length;
     const framesFrom = fw.audio.length;
     fw.listenStart('auto');
-    // Its first datagram tells the server where the device's audio goes.
+    // The device listens (its audio flowing) before the typed question: the server takes its
+    // address for the downlink only from a run of datagrams, as from a device that is listening.
     const sending = fw.sendPaced(silence, () => fw.json.slice(from).some((j) => j.msg.type === 'tts'));
+    await fw.waitFor('the device to be listening a while', () => fw.uplinkSequence >= 10, 10_000);
     fw.wakeWordDetected(QUESTION);
     await fw.waitJson('tts', 'sentence_start', 30_000, from);
     await fw.waitJson('tts', 'stop', 30_000, from);
@@ -296,10 +347,36 @@ describe("the camera through the server's vision endpoint, end to end", { timeou
     assert.ok((chat.requests[n]?.body.tools ?? []).some((t) => t.function.name === TOOL));
     const upload = camera.uploads.at(-1);
     assert.equal(upload?.status, 200, `upload: ${upload?.status} ${upload?.body}`);
-    assert.deepEqual(visionSeen[v]?.images[0]?.bytes, CAMERA_PHOTO);
+    assert.deepEqual(models.visionSeen[v]?.images[0]?.bytes, CAMERA_PHOTO);
     assert.deepEqual(toolMessages(chat.requests.at(-1)), [upload?.body]);
     assert.equal(spoken(fw.json, from), SAID_SEEN);
     const played = await fw.decodePlayed(framesFrom);
     assert.ok(played.bad === 0 && played.ms > 800 && played.rms > 300, `heard: ${JSON.stringify(played)}`);
   });
 });
+
+/** A TCP forwarder on a loopback port to `to()`'s port (bound before the server it fronts). */
+async function startForwarder(to: () => number): Promise<{ port: number; close(): Promise<void> }> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((inbound) => {
+    const outbound = net.connect({ host: '127.0.0.1', port: to() });
+    for (const s of [inbound, outbound]) {
+      sockets.add(s);
+      s.on('error', () => {
+        inbound.destroy();
+        outbound.destroy();
+      });
+      s.on('close', () => sockets.delete(s));
+    }
+    inbound.pipe(outbound).pipe(inbound);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
