@@ -9,8 +9,8 @@
  * `server.publicWsUrl`, a forwarder in front of the server).
  *
  * Bad input from the device: a made-up token, another device's token, the token of a session that
- * ended (401), a photo past `vision.maxImageBytes` (413), bytes that are no picture (415), a vision
- * model that fails (502). The firmware turns every answer but 200 into the error "Failed to upload
+ * ended (401), a photo past `vision.maxImageBytes` (413), bytes that are no picture (415), an
+ * upload slower than `vision.uploadTimeoutMs` (408), a vision model that fails (502). The firmware turns every answer but 200 into the error "Failed to upload
  * photo"; the model gets that as the tool's error result and says so, and the session goes on.
  */
 import { after, before, describe, test } from 'node:test';
@@ -43,6 +43,8 @@ const SEEN = 'a test pattern with seven coloured bars';
 const SAID_SEEN = `I see ${SEEN}.`;
 const SAID_FAILED = 'Sorry, the camera could not send me its photo.';
 const MAX_IMAGE_BYTES = 1_048_576;
+/** Short, so the slow upload case is refused quickly; every other upload here takes milliseconds. */
+const UPLOAD_TIMEOUT_MS = 2000;
 
 type Json = Record<string, unknown>;
 
@@ -125,6 +127,7 @@ function visionConfig(m: Models): Json {
     // This file's devices send more photos in a minute than the default allows; the per-minute
     // bound has its own test.
     imagesPerMinute: 600,
+    uploadTimeoutMs: UPLOAD_TIMEOUT_MS,
   };
 }
 
@@ -247,10 +250,19 @@ describe("the camera through the server's vision endpoint, end to end", { timeou
       },
       { what: 'bytes that are no picture', status: 415, arrange: () => (camera.photo = NOT_A_PHOTO) },
       {
+        what: 'an upload slower than uploadTimeoutMs',
+        status: 408,
+        arrange: () => {
+          camera.photo = CAMERA_PHOTO;
+          // Four pieces, a second apart after the first: past the 2 s the whole upload may take.
+          camera.chunkDelayMs = 1000;
+        },
+      },
+      {
         what: 'a vision model that fails',
         status: 502,
         arrange: () => {
-          camera.photo = CAMERA_PHOTO;
+          camera.chunkDelayMs = 0;
           models.visionFails = true;
         },
       },
@@ -278,6 +290,7 @@ describe("the camera through the server's vision endpoint, end to end", { timeou
       }
     } finally {
       models.visionFails = false;
+      camera.chunkDelayMs = 0;
       camera.photo = CAMERA_PHOTO;
       camera.setExplainUrl(own.url, own.token);
     }
