@@ -44,7 +44,7 @@ const allowed = {
 
 /** Room of features/ -> the other rooms it may use, through their index.ts only (no loops). */
 const rooms = {
-  admin: ['agents', 'identity', 'mcp-endpoint', 'push'],
+  admin: ['agents', 'identity', 'mcp-endpoint', 'push', 'vision'],
   agents: [],
   identity: [],
   'mcp-endpoint': [],

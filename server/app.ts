@@ -214,6 +214,7 @@ async function buildWithStore(deps: AppDeps, store: Store): Promise<App> {
       liveSessions: registry,
       mcpEndpoint: { hub: bridges, publicUrl: config.mcpEndpoint.publicUrl },
       ...(deps.push ? { push: deps.push } : {}),
+      ...(deps.vision ? { vision: deps.vision } : {}),
       ...(deps.onSecret ? { onSecret: deps.onSecret } : {}),
     }),
   );

@@ -36,6 +36,8 @@ export interface AdminOptions {
   mcpEndpoint?: AdminContext['mcpEndpoint'];
   /** Server-initiated speech (`say`). */
   push?: AdminContext['push'];
+  /** The camera endpoint: its models per agent, the kept photos. */
+  vision?: AdminContext['vision'];
 }
 
 /** `where.path: message` for every issue; the first issue's path is the field named. */
@@ -77,6 +79,7 @@ export function adminPlugin(opts: AdminOptions): (app: FastifyInstance) => Promi
       log: app.log,
       ...(opts.mcpEndpoint ? { mcpEndpoint: opts.mcpEndpoint } : {}),
       ...(opts.push ? { push: opts.push } : {}),
+      ...(opts.vision ? { vision: opts.vision } : {}),
     };
     // Keys stored by earlier runs (or another replica) are redacted from the first line on.
     try {

@@ -3,6 +3,7 @@
  * validate the request and are what the OpenAPI document shows), the schema of its answer, and
  * its handler. plugin.ts registers the table and openapi.ts describes it, so the two cannot differ.
  */
+import type { Vision } from '../vision/index.ts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import type { Logger } from '../../core/logger.ts';
@@ -42,6 +43,8 @@ export interface AdminContext {
   mcpEndpoint?: { hub: BridgeHub; publicUrl: string };
   /** Server-initiated speech; absent: not served. */
   push?: Push;
+  /** The camera endpoint (its models, the kept photos); absent: not served. */
+  vision?: Vision;
 }
 
 type Parsed<S> = S extends z.ZodType ? z.output<S> : undefined;

@@ -8,6 +8,7 @@ import { agentRoutes } from './routes-agents.ts';
 import { sessionRoutes } from './routes-session.ts';
 import { mcpEndpointRoutes } from './routes-mcp-endpoint.ts';
 import { pushRoutes } from './routes-push.ts';
+import { visionRoutes } from './routes-vision.ts';
 import { SessionList } from './schemas.ts';
 import { openApiDocument } from './openapi.ts';
 
@@ -47,6 +48,7 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
   ...reminderRoutes,
   ...agentRoutes,
   ...mcpEndpointRoutes,
+  ...visionRoutes,
   ...liveSessionRoutes,
   openApiRoute,
 ];

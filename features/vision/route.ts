@@ -166,6 +166,19 @@ export function visionRoute(o: VisionRouteOptions): (app: FastifyInstance) => Pr
     // app's bodyLimit to a buffered copy).
     app.removeAllContentTypeParsers();
     app.addContentTypeParser('*', (_request, _payload, done) => done(null, undefined));
+    // What Fastify refuses before the handler (a Content-Type it cannot read) still answers in the
+    // shape the firmware passes on, and the unread body is not waited for.
+    app.setErrorHandler((err: { statusCode?: number; message: string }, request, reply) => {
+      const status =
+        err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
+      if (status === 500) request.log.error({ err: err.message }, 'vision request failed unexpectedly');
+      else refusals.wrap(request.log).warn({ status, reason: err.message }, 'vision request refused');
+      closeAfter(reply);
+      return reply
+        .code(status)
+        .header('connection', 'close')
+        .send({ success: false, message: status === 500 ? 'internal error' : 'malformed request' });
+    });
 
     app.post(VISION_EXPLAIN_PATH, async (request, reply) => {
       const started = performance.now();

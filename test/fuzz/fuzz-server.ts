@@ -38,8 +38,13 @@ export interface FuzzServer {
   close(): Promise<void>;
 }
 
-/** `overrides`: configuration merged over the fuzz server's (e.g. the MQTT transport turned on). */
-export async function startFuzzServer(overrides: Record<string, unknown> = {}): Promise<FuzzServer> {
+/**
+ * `overrides`: configuration merged over the fuzz server's (e.g. the MQTT transport turned on), or
+ * made from the fake LLM's URL (the vision fuzz points its vision model there).
+ */
+export async function startFuzzServer(
+  overrides: Record<string, unknown> | ((llmUrl: string) => Record<string, unknown>) = {},
+): Promise<FuzzServer> {
   const logs = createLogWatch();
   const health = watchHealth(logs);
   let llm: FakeOpenAi | undefined;
@@ -56,7 +61,8 @@ export async function startFuzzServer(overrides: Record<string, unknown> = {}): 
     });
     llm.rule({ when: (r) => r.toolResults.length > 0, reply: fakeText('Done.') });
     // Info, not debug: a debug line per fuzzed message would be most of the CPU of a long run.
-    srv = await startVoiceApp(llm.url, { logging: { level: 'info' }, ...overrides }, logs);
+    const extra = typeof overrides === 'function' ? overrides(llm.url) : overrides;
+    srv = await startVoiceApp(llm.url, { logging: { level: 'info' }, ...extra }, logs);
     const stats: FuzzStats = { cases: 0, inputs: new Map(), closeCodes: new Map(), maxRssBytes: 0 };
     let devices = 0;
     const server = srv;

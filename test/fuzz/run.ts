@@ -1,11 +1,11 @@
 /**
- * The long fuzz run: `npm run fuzz -- --runs 100000 [--seed N] [--mcp-share 0.01] [--ota-runs 2000] [--admin-runs 2000] [--endpoint-runs 500] [--bridge-runs 500] [--mqtt-runs 3000] [--max-minutes M]`.
+ * The long fuzz run: `npm run fuzz -- --runs 100000 [--seed N] [--mcp-share 0.01] [--ota-runs 2000] [--admin-runs 2000] [--endpoint-runs 500] [--bridge-runs 500] [--mqtt-runs 3000] [--vision-runs 2000] [--max-minutes M]`.
  * The same properties as the CI tests (fuzz-run.ts for the device protocol, ota-run.ts for OTA
  * and the identity fields, `--ota-runs` per auth mode, admin-run.ts for the admin API (routes,
  * methods, bodies, headers, tokens: declared answers only, every wrong token budgeted), mcp-endpoint-run.ts for the MCP endpoint's
  * answers to the server's requests, mcp-bridge-run.ts for what a bridge sends it unasked, bad
  * tokens, floods of pages and tools, and its bounds, mqtt-run.ts for the MQTT+UDP transport: `--mqtt-runs` split between broker bytes,
- * published messages and datagrams), many more cases; prints progress every
+ * published messages and datagrams, vision-run.ts for the camera endpoint's uploads), many more cases; prints progress every
  * 10 s and a final report (inputs sent, crashes, close codes, OTA answers, elapsed, RSS, heap
  * after GC). Exit code 1 on any failure, with fast-check's seed and path to replay it.
  */
@@ -17,6 +17,7 @@ import { runAdminFuzz } from './admin-run.ts';
 import { runMcpEndpointFuzz } from './mcp-endpoint-run.ts';
 import { runMcpBridgeFuzz } from './mcp-bridge-run.ts';
 import { runMqttFuzz } from './mqtt-run.ts';
+import { runVisionFuzz } from './vision-run.ts';
 
 const { values } = parseArgs({
   options: {
@@ -28,6 +29,7 @@ const { values } = parseArgs({
     'endpoint-runs': { type: 'string', default: '500' },
     'bridge-runs': { type: 'string', default: '500' },
     'mqtt-runs': { type: 'string', default: '3000' },
+    'vision-runs': { type: 'string', default: '2000' },
     'max-minutes': { type: 'string' },
   },
 });
@@ -39,6 +41,7 @@ const adminRuns = Number(values['admin-runs']);
 const endpointRuns = Number(values['endpoint-runs']);
 const bridgeRuns = Number(values['bridge-runs']);
 const mqttRuns = Number(values['mqtt-runs']);
+const visionRuns = Number(values['vision-runs']);
 const timeLimitMs = values['max-minutes'] !== undefined ? Number(values['max-minutes']) * 60_000 : undefined;
 if (
   !Number.isInteger(runs) ||
@@ -145,6 +148,19 @@ if (Number.isInteger(mqttRuns) && mqttRuns > 0) {
       `fuzz: MQTT+UDP FAILED (replay with --seed ${seed})\n${err instanceof Error ? err.message : String(err)}`,
     );
     if (err instanceof Error && err.cause) console.error(String(err.cause));
+  }
+}
+if (Number.isInteger(visionRuns) && visionRuns > 0) {
+  try {
+    console.log(
+      `  vision ${await runVisionFuzz({ seed, runs: visionRuns, ...(timeLimitMs ? { timeLimitMs: timeLimitMs / 10 } : {}) })}`,
+    );
+    console.log('fuzz: vision endpoint PASSED');
+  } catch (err) {
+    failed = true;
+    console.error(
+      `fuzz: vision endpoint FAILED (replay with --seed ${seed})\n${err instanceof Error ? err.message : String(err)}`,
+    );
   }
 }
 const fz = await startFuzzServer();

@@ -46,7 +46,7 @@ const ALLOWED: Record<(typeof FOLDERS)[number], readonly string[]> = {
  * graph has no loop: admin is the console over the others, reminders speak through push.
  */
 const ROOMS: Record<string, readonly string[]> = {
-  admin: ['agents', 'identity', 'mcp-endpoint', 'push'],
+  admin: ['agents', 'identity', 'mcp-endpoint', 'push', 'vision'],
   agents: [],
   identity: [],
   'mcp-endpoint': [],

@@ -84,3 +84,17 @@ test("a vendor's own credential fields (not only apiKey) are write-only too, and
     accessKey: 'access-secret-4',
   });
 });
+
+test("an agent's vision key is write-only like its llm key, and kept when a patch changes the model", () => {
+  const v = agentView(row({ vision: { model: 'qwen2.5vl:3b', apiKey: 'sk-vision-secret-9' }, llm: { images: true } }));
+  assert.equal(JSON.stringify(v).includes('secret'), false);
+  assert.deepEqual(v.settings.vision, { model: 'qwen2.5vl:3b' });
+  assert.equal(v.visionApiKeySet, true);
+  assert.equal(v.apiKeySet, false);
+  assert.deepEqual(apiKeysOf({ vision: { apiKey: 'v1' } }), ['v1']);
+  const merged = mergeSettings(
+    { vision: { model: 'a', apiKey: 'sk-v' } },
+    AgentSettingsPatchSchema.parse({ vision: { model: 'b' }, llm: { images: true } }),
+  );
+  assert.deepEqual(merged, { vision: { model: 'b', apiKey: 'sk-v' }, llm: { images: true } });
+});

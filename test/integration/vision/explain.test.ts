@@ -15,6 +15,7 @@ import { uploadPhoto, type UploadOptions } from './camera-upload.ts';
 
 const JPEG = readFileSync(new URL('../../fixtures/vision/photo.jpg', import.meta.url));
 const MAX_IMAGE = 64 * 1024;
+const ADMIN_TOKEN = 'admin-token-for-vision-tests';
 
 describe('the vision endpoint', () => {
   let llm: FakeOpenAi;
@@ -38,6 +39,8 @@ describe('the vision endpoint', () => {
         },
         // Ours must be the deadline that answers a slow upload, not Node's.
         server: { httpRequestTimeoutMs: 60_000 },
+        admin: { token: ADMIN_TOKEN },
+        agents: [{ name: 'home' }, { name: 'office', llm: { model: 'chat-with-eyes', images: true } }],
       },
       undefined,
       { now: () => Date.now() + clock.offset },
@@ -176,5 +179,32 @@ describe('the vision endpoint', () => {
     assert.match(String(over.body?.message), /at most 3 a minute/);
     const t = await session('70:00:00:00:01:0b');
     assert.equal((await upload(t, '70:00:00:00:01:0b')).status, 200);
+  });
+
+  test('the console sees each agent’s model and the kept photo, and deletes it', async () => {
+    const admin = (method: string, path: string) =>
+      fetch(`${srv.httpUrl}/api/admin${path}`, { method, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    const overview = (await (await admin('GET', '/vision')).json()) as Record<string, unknown>;
+    assert.deepEqual(overview, {
+      enabled: true,
+      keepLast: true,
+      default: { model: 'fake-vision', baseURL: llm.url, source: 'config' },
+      agents: {
+        home: { model: 'fake-vision', baseURL: llm.url, source: 'config' },
+        office: { model: 'chat-with-eyes', baseURL: llm.url, source: 'chat' },
+      },
+    });
+    const s = await session('70:00:00:00:01:0c');
+    llm.script(fakeText('A cat on a sofa.'));
+    assert.equal((await upload(s, '70:00:00:00:01:0c', { question: 'Who is there?' })).status, 200);
+    const kept = await admin('GET', '/devices/70:00:00:00:01:0c/vision/last');
+    assert.equal(kept.status, 200);
+    const photo = (await kept.json()) as Record<string, unknown>;
+    assert.equal(photo.base64, JPEG.toString('base64'));
+    assert.equal(photo.question, 'Who is there?');
+    assert.equal(photo.answer, 'A cat on a sofa.');
+    assert.deepEqual([photo.width, photo.height, photo.mime], [320, 240, 'image/jpeg']);
+    assert.equal((await admin('DELETE', '/devices/70:00:00:00:01:0c/vision/last')).status, 204);
+    assert.equal((await admin('GET', '/devices/70:00:00:00:01:0c/vision/last')).status, 404);
   });
 });

@@ -2,6 +2,7 @@
 // and to edit one. API keys are write-only: the form shows whether one is set, never its value.
 // The voice: the embedded and OpenAI-compatible ones have fields of their own; any other provider
 // the server knows is edited as its `tts` block in JSON (the server validates it).
+import { showAgentVision } from './vision.js';
 import { createAgent, deleteAgent, updateAgent } from './api.js';
 import { confirmButton, fill, h } from './dom.js';
 import { endpointPanel } from './mcp-endpoint.js';
@@ -307,7 +308,13 @@ export function renderAgents(root, agents, done) {
       h(
         'details',
         { class: 'card agent', 'data-agent': a.name },
-        h('summary', {}, h('strong', {}, a.name), summary(a)),
+        h(
+          'summary',
+          {},
+          h('strong', {}, a.name),
+          summary(a),
+          h('p', { class: 'facts vision-line', 'data-agent': a.name }),
+        ),
         agentForm(a, done),
         endpointPanel(a.name, done),
         h(
@@ -325,4 +332,5 @@ export function renderAgents(root, agents, done) {
       ),
     ),
   );
+  void showAgentVision(root);
 }

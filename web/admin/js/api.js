@@ -71,3 +71,6 @@ export const listSessions = () => api('GET', '/sessions').then((r) => r.sessions
 export const getMcpEndpoint = (agent) => api('GET', `/agents/${encodeURIComponent(agent)}/mcp-endpoint`);
 export const createMcpEndpoint = (agent) => api('POST', `/agents/${encodeURIComponent(agent)}/mcp-endpoint`);
 export const revokeMcpEndpoint = (agent) => api('DELETE', `/agents/${encodeURIComponent(agent)}/mcp-endpoint`);
+export const visionOverview = () => api('GET', '/vision');
+export const lastPhoto = (deviceId) => api('GET', `/devices/${encodeURIComponent(deviceId)}/vision/last`);
+export const deleteLastPhoto = (deviceId) => api('DELETE', `/devices/${encodeURIComponent(deviceId)}/vision/last`);

@@ -3,6 +3,7 @@
 import { bindDevice, revokeDevice, sayOnDevice, updateDevice } from './api.js';
 import { agentSelect, ago, confirmButton, fill, h } from './dom.js';
 import { memorySection } from './memory.js';
+import { photoSection } from './vision.js';
 import { remindersSection } from './reminders.js';
 
 /** `123456` → `123 456`, as it is read out. */
@@ -165,6 +166,7 @@ export function renderDevices(root, devices, agents, done) {
             h('div', { class: 'row' }, text, sayBtn),
             memorySection(d.deviceId, done),
             remindersSection(d.deviceId, done),
+            photoSection(d.deviceId, done),
           );
         }),
   );
