@@ -300,7 +300,7 @@ export async function startLeanFakes(opts: LeanFakesOptions): Promise<LeanFakes>
   const p = opts.providers ?? PROFILES.instant;
   if (p.asr === 'streaming' && !opts.utterance)
     throw new Error('a streaming ASR fake needs the utterance the devices say');
-  if (p.tts === 'remote' && (!opts.ttsClip || opts.ttsClip.length === 0))
+  if (p.tts === 'remote' && p.pipeline !== 'realtime' && (!opts.ttsClip || opts.ttsClip.length === 0))
     throw new Error('a remote TTS fake needs a clip of speech to answer with');
   const events = answerEvents(opts.answer);
   const transcription = Buffer.from(JSON.stringify({ text: opts.transcript }), 'utf8');
