@@ -312,65 +312,144 @@ for (const dialect of ['openai', 'qwen'] as const) {
   });
 }
 
-const FAULTS: Array<{ fault: FakeModelFault; outcome: string }> = [
-  { fault: 'unknown-events', outcome: 'ignored: the answer is heard' },
-  { fault: 'bad-audio', outcome: 'the undecodable delta is dropped: the rest of the answer is heard' },
-  { fault: 'bad-arguments', outcome: 'the model is told the arguments are not JSON, or the turn apologises' },
-  { fault: 'error-mid-response', outcome: 'what arrived plays, then the apology' },
-  { fault: 'close-mid-response', outcome: 'what arrived plays, then the apology; the next turn reconnects' },
+/** The failed turn's apology (apologies.llm: a realtime answer is the model part), short so the case does not wait for it. */
+const APOLOGY = 'Sorry, the model failed.';
+const ANSWER = 'It is noon in Berlin.';
+const AGAIN = 'Fine again.';
+
+/** Each fault's defined outcome: whether the turn ends in the apology or the answer still plays. */
+const FAULTS: Array<{ fault: FakeModelFault; outcome: string; apology: boolean }> = [
+  { fault: 'unknown-events', outcome: 'dropped (logged at debug): the answer plays, no apology', apology: false },
+  {
+    fault: 'bad-audio',
+    outcome: 'the audio before it plays, then the apology; the model is told response.cancel',
+    apology: true,
+  },
+  {
+    fault: 'bad-arguments',
+    outcome: 'the model gets an error output for the call and answers; no apology',
+    apology: false,
+  },
+  { fault: 'error-mid-response', outcome: 'what arrived plays, then the apology', apology: true },
+  {
+    fault: 'close-mid-response',
+    outcome: 'what arrived plays, then the apology; the next turn opens a new connection',
+    apology: true,
+  },
 ];
 
-describe('bad input from the realtime model, end to end: the device hears audio, the session stays, the next turn works', () => {
-  const fakes = new Map<string, FakeRealtimeModel>();
-  let good: FakeRealtimeModel;
+/** The sentences the device was shown (`sentence_start`) from message `from` on. */
+function captions(dev: DeviceSim, from: number): string[] {
+  return dev.json
+    .slice(from)
+    .filter((j) => j.msg.type === 'tts' && j.msg.state === 'sentence_start')
+    .map((j) => String(j.msg.text));
+}
+
+/** `tts` start and stop messages from message `from` on, in order. */
+function ttsStates(dev: DeviceSim, from: number): string[] {
+  return dev.json
+    .slice(from)
+    .filter((j) => j.msg.type === 'tts' && (j.msg.state === 'start' || j.msg.state === 'stop'))
+    .map((j) => String(j.msg.state));
+}
+
+describe('bad input from the realtime model, end to end: each fault has its outcome, the next turn on the same model is answered', () => {
+  /** Per fault: its stand-in, and whether its next responses are faulted (the first turn) or not. */
+  const cases = new Map<FakeModelFault, { fake: FakeRealtimeModel; faulty: boolean }>();
   let llm: FakeOpenAi;
   let srv: VoiceApp;
   let question: Buffer[];
 
   before(async () => {
-    const respond = (ctx: RespondContext): FakeReply =>
-      ctx.index === 0 && !ctx.functionOutput
-        ? { call: { name: 'get_current_datetime', arguments: '{}' } }
-        : { say: 'It is noon in Berlin, and the sun is out over the river.' };
-    for (const { fault } of FAULTS)
-      fakes.set(fault, await startFakeRealtimeModel({ transcribe: () => QUESTION, respond, faults: [fault] }));
-    good = await startFakeRealtimeModel({ transcribe: () => QUESTION, respond: () => ({ say: 'Fine again.' }) });
+    for (const { fault } of FAULTS) {
+      const c: { fake?: FakeRealtimeModel; faulty: boolean } = { faulty: true };
+      c.fake = await startFakeRealtimeModel({
+        transcribe: () => QUESTION,
+        // The faulted turn: a tool call, then the answer from its result (so a fault can hit either).
+        respond: (ctx) =>
+          !c.faulty
+            ? { say: AGAIN }
+            : ctx.functionOutput
+              ? { say: ANSWER }
+              : { call: { name: 'get_current_datetime', arguments: '{}' } },
+        faults: [fault],
+        faultOn: () => c.faulty,
+      });
+      cases.set(fault, c as { fake: FakeRealtimeModel; faulty: boolean });
+    }
     llm = await startFakeOpenAi();
-    const block = (url: string) => ({ provider: 'openai-realtime', baseURL: url, responseTimeoutMs: 5000 });
     srv = await startVoiceApp(llm.url, {
-      agents: [
-        { name: 'good', pipeline: 'realtime', realtime: block(good.url) },
-        ...FAULTS.map(({ fault }, i) => ({
-          name: fault,
-          pipeline: 'realtime',
-          realtime: block((fakes.get(fault) as FakeRealtimeModel).url),
-          devices: [`e8:00:00:00:02:0${i}`],
-        })),
-      ],
+      conversation: { apologies: { llm: APOLOGY } },
+      agents: FAULTS.map(({ fault }, i) => ({
+        name: fault,
+        pipeline: 'realtime',
+        realtime: { provider: 'openai-realtime', baseURL: cases.get(fault)?.fake.url },
+        devices: [`e8:00:00:00:02:0${i}`],
+      })),
     });
-    question = await utterancePackets(trimSilence(speak16k(QUESTION)), 400, 2000);
+    // A short utterance: the stand-in hears QUESTION whatever is said, and the cases speak twice.
+    question = await utterancePackets(trimSilence(speak16k('what time is it')), 300, 1500);
   });
   after(async () => {
-    await closeAll(srv, good, llm, ...fakes.values());
+    await closeAll(srv, llm, ...[...cases.values()].map((c) => c.fake));
   });
 
-  FAULTS.forEach(({ fault, outcome }, i) => {
+  FAULTS.forEach(({ fault, outcome, apology }, i) => {
     test(`${fault}: ${outcome}`, async () => {
       const deviceId = `e8:00:00:00:02:0${i}`;
+      const c = cases.get(fault);
+      assert.ok(c);
+      c.faulty = true;
       const dev = new DeviceSim({ url: srv.wsUrl, deviceId });
       try {
         await dev.hello();
+        const timelineFrom = dev.timeline.length;
         const first = await ask(dev, question);
-        assert.ok(first.frames > 0 && first.rms > 100, `the device heard something (${first.frames} frames)`);
-        assert.ok(fakes.get(fault)?.sessions.length, 'the faulty stand-in was dialled');
+        const session = c.fake.sessions[0];
+        assert.ok(session, 'the stand-in was dialled');
+        assert.deepEqual(ttsStates(dev, first.from), ['start', 'stop'], 'one tts start and one stop, as the cascade');
+        const output = session.items.find((it) => it.type === 'function_call_output')?.output;
+        if (fault === 'bad-arguments')
+          assert.match(String(output), /^Error: Invalid arguments for tool "get_current_datetime": /, 'the model is told');
+        else assert.match(String(output), /\d{4}/, "the tool's result went back");
+        if (apology) {
+          const shown = captions(dev, first.from);
+          assert.equal(shown.at(-1), APOLOGY, `the turn ends in the apology: ${JSON.stringify(shown)}`);
+          assert.equal(shown.filter((t) => t === APOLOGY).length, 1, 'one apology');
+          // Before it, at most the words of the answer that arrived (its transcript so far).
+          assert.ok(ANSWER.startsWith(shown.slice(0, -1).join(' ')), `only the answer's first words: ${JSON.stringify(shown)}`);
+          // What arrived before the fault was sent before the apology's sentence.
+          const timeline = dev.timeline.slice(timelineFrom);
+          const apologyAt = timeline.findIndex((t) => t.kind === 'json' && t.msg.text === APOLOGY);
+          const before = timeline.slice(0, apologyAt).filter((t) => t.kind === 'audio').length;
+          assert.ok(before > 0, `the answer's first audio played before the apology (${before} frames)`);
+        } else {
+          assert.deepEqual(captions(dev, first.from), [ANSWER], 'the answer, no apology');
+          assert.ok(first.ms > 800 && first.rms > 100, `the whole answer is heard (${first.ms} ms)`);
+        }
+        if (fault === 'bad-audio' || fault === 'error-mid-response')
+          await waitFor(() => session.cancels.length === 1, { what: 'response.cancel at the stand-in' });
+        if (fault === 'unknown-events')
+          assert.equal(
+            srv.logs.lines.filter(
+              (l) => l.deviceId === deviceId && l.msg === 'openai-realtime: an event type we do not read, dropped',
+            ).length,
+            4,
+            'two unknown events in each of the two responses, each logged',
+          );
         assert.equal(dev.ws.readyState, 1, 'the session stays up');
-        // The operator moves the device to a sound model: its next turn, same session, answers.
-        await srv.app.store.devices.update(deviceId, { agent: 'good' });
-        await sleep(300);
-        const before = good.sessions.length;
+
+        // The next turn, same session, same agent and model, no fault: answered.
+        c.faulty = false;
         const next = await ask(dev, question);
-        assert.ok(next.frames > 0 && next.rms > 100, 'the next turn is answered');
-        assert.ok(good.sessions.length > before, "the next turn went to the agent's new model");
+        assert.deepEqual(captions(dev, next.from), [AGAIN], 'the next turn is answered');
+        assert.ok(next.frames > 5 && next.rms > 100);
+        assert.equal(
+          c.fake.sessions.length,
+          fault === 'close-mid-response' ? 2 : 1,
+          fault === 'close-mid-response' ? 'a new connection' : 'the same connection',
+        );
       } finally {
         dev.close();
       }
