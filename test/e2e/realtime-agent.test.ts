@@ -80,6 +80,9 @@ describe('a realtime agent over TLS with a test CA, on WebSocket', () => {
       pipeline: 'realtime',
       realtime: { provider: 'openai-realtime', baseURL: fake.url, apiKey: KEY, ca: ca.caFile, model: 'gpt-realtime' },
       logging: { level: 'debug' },
+      mcpServers: {
+        voice: { command: process.execPath, args: ['--import', 'tsx', 'test/fixtures/mcp-voice-tools-server.ts'] },
+      },
     });
     question = await utterancePackets(trimSilence(speak16k(QUESTION)), 400, 2000);
   });
@@ -174,6 +177,124 @@ describe('a realtime agent over TLS with a test CA, on WebSocket', () => {
       const session = fake.sessions.at(-1);
       await waitFor(() => session?.items.some((i) => JSON.stringify(i).includes('Dinner is ready.')), {
         what: "the pushed text recorded in the model's conversation",
+      });
+    } finally {
+      dev.close();
+    }
+  });
+
+  test('an MCP server tool (stdio) called by the model: its text result goes back to the model, which speaks it', async () => {
+    const seen: RespondContext[] = [];
+    reply = (ctx) => {
+      seen.push(ctx);
+      return ctx.functionOutput
+        ? { say: ctx.functionOutput.output }
+        : { call: { name: 'voice__weather', arguments: '{"city":"Paris"}' } };
+    };
+    const dev = new DeviceSim({ url: srv.wsUrl, deviceId: 'e8:00:00:00:00:06' });
+    try {
+      await dev.hello();
+      const from = dev.json.length;
+      dev.listen('detect', { text: 'How is the weather in Paris?' });
+      await dev.waitJson('tts', 'stop', 20_000, from);
+      assert.ok(seen[0]?.toolNames.includes('voice__weather'), `offered: ${seen[0]?.toolNames.join(', ')}`);
+      assert.equal(seen[0]?.userText, 'How is the weather in Paris?');
+      assert.deepEqual(
+        seen.map((c) => c.functionOutput && [c.functionOutput.name, c.functionOutput.output]),
+        [undefined, ['voice__weather', 'It is 21 degrees and sunny in Paris.']],
+        "the MCP server's text went back, and the model was asked to go on",
+      );
+      assert.deepEqual(captions(dev, from), ['It is 21 degrees and sunny in Paris.']);
+    } finally {
+      dev.close();
+    }
+  });
+
+  test("an MCP tool whose result is AudioContent: it plays at the device and ends the answer; the model gets 'played' and no response.create", async () => {
+    const seen: RespondContext[] = [];
+    reply = (ctx) => {
+      seen.push(ctx);
+      return { call: { name: 'voice__say_hello_audio', arguments: '{}' } };
+    };
+    const dev = new DeviceSim({ url: srv.wsUrl, deviceId: 'e8:00:00:00:00:07' });
+    try {
+      await dev.hello();
+      const from = dev.json.length;
+      const audioFrom = dev.audio.length;
+      dev.listen('detect', { text: 'Play the hello recording' });
+      await dev.waitJson('tts', 'stop', 20_000, from);
+      assert.deepEqual(ttsStates(dev, from), ['start', 'stop']);
+      assert.deepEqual(captions(dev, from), ['♪ audio'], 'shown as the cascade shows tool audio');
+      const decoded = await decodeDownlink(dev.audio.slice(audioFrom).map((a) => a.payload));
+      assert.equal(decoded.bad, 0);
+      assert.ok(decoded.ms > 3000 && decoded.rms > 100, `the ~3.5 s recording played (${decoded.ms} ms)`);
+      const session = fake.sessions.at(-1);
+      assert.ok(session);
+      const output = await waitFor(
+        () => session.items.find((i) => i.type === 'function_call_output'),
+        { what: 'the function output at the stand-in' },
+      );
+      assert.equal(output.output, 'played');
+      await sleep(300);
+      const at = session.received.lastIndexOf('conversation.item.create');
+      assert.deepEqual(session.received.slice(at), ['conversation.item.create'], 'no response.create after it');
+      assert.equal(seen.length, 1, 'the model made one response');
+    } finally {
+      dev.close();
+    }
+  });
+
+  test('say while a realtime answer plays: after the answer (after_turn); with interrupt the answer is cancelled and it is spoken at once', async () => {
+    const ANSWER_1 = 'Berlin has many parks. It has lakes too.';
+    reply = () => ({ say: ANSWER_1 });
+    const deviceId = 'e8:00:00:00:00:08';
+    const dev = new DeviceSim({ url: srv.wsUrl, deviceId, clientId: 'client-e8-08' });
+    try {
+      await dev.hello();
+      const from = dev.json.length;
+      dev.listen('detect', { text: 'Tell me about Berlin.' });
+      await dev.waitJson('tts', 'start', 15_000, from);
+      const started = dev.audio.length;
+      await dev.waitFor('answer frames', () => dev.audio.length > started + 3, 15_000);
+      const r = await srv.push.say({ deviceId, text: 'Your tea is ready.', source: 'admin' });
+      assert.equal(r.status, 'after_turn');
+      await dev.waitFor('the message spoken', () => captions(dev, from).includes('Your tea is ready.'), 15_000);
+      const spokeAt = dev.json.findIndex((j, i) => i >= from && j.msg.text === 'Your tea is ready.');
+      await dev.waitJson('tts', 'stop', 15_000, spokeAt);
+      assert.deepEqual(
+        captions(dev, from),
+        ['Berlin has many parks.', 'It has lakes too.', 'Your tea is ready.'],
+        'the whole answer first, then the message',
+      );
+      const session = fake.sessions.at(-1);
+      assert.ok(session);
+      assert.equal(session.cancels.length, 0, 'the answer was not cut');
+      await waitFor(() => session.items.some((i) => JSON.stringify(i).includes('Your tea is ready.')), {
+        what: 'the message told to the model',
+      });
+
+      reply = () => ({ say: 'Once upon a time there was a speaker who talked on and on about everything it knew.' });
+      const from2 = dev.json.length;
+      dev.listen('detect', { text: 'Tell me a story.' });
+      await dev.waitJson('tts', 'start', 15_000, from2);
+      const started2 = dev.audio.length;
+      await dev.waitFor('story frames', () => dev.audio.length > started2 + 3, 15_000);
+      const i = await srv.push.say({ deviceId, text: 'The door bell rang.', source: 'admin', interrupt: true });
+      assert.equal(i.status, 'spoken');
+      await waitFor(() => session.cancels.length === 1, { what: 'response.cancel at the stand-in' });
+      await waitFor(() => session.truncates.length === 1, { what: 'the truncate at what was played' });
+      await dev.waitFor('the bell spoken', () => captions(dev, from2).includes('The door bell rang.'), 15_000);
+      const bellAt = dev.json.findIndex((j, n) => n >= from2 && j.msg.text === 'The door bell rang.');
+      await dev.waitJson('tts', 'stop', 15_000, bellAt);
+      // Give the cancelled story the time it would have needed.
+      await sleep(1500);
+      assert.equal(captions(dev, bellAt).length, 1, 'nothing of the story after the bell');
+      assert.ok(
+        !captions(dev, from2).some((t) => t.startsWith('Once upon a time there was a speaker who talked')),
+        'the story was not finished',
+      );
+      await waitFor(() => session.items.some((it) => JSON.stringify(it).includes('The door bell rang.')), {
+        what: 'the bell told to the model',
       });
     } finally {
       dev.close();
