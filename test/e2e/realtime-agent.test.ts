@@ -78,7 +78,15 @@ describe('a realtime agent over TLS with a test CA, on WebSocket', () => {
     llm = await startFakeOpenAi();
     srv = await startVoiceApp(llm.url, {
       pipeline: 'realtime',
-      realtime: { provider: 'openai-realtime', baseURL: fake.url, apiKey: KEY, ca: ca.caFile, model: 'gpt-realtime' },
+      realtime: {
+        provider: 'openai-realtime',
+        baseURL: fake.url,
+        apiKey: KEY,
+        ca: ca.caFile,
+        model: 'gpt-realtime',
+        // Above the conversation's default of 8: the setting is the bound.
+        maxFunctionCallsPerResponse: 10,
+      },
       logging: { level: 'debug' },
       mcpServers: {
         voice: { command: process.execPath, args: ['--import', 'tsx', 'test/fixtures/mcp-voice-tools-server.ts'] },
@@ -124,6 +132,29 @@ describe('a realtime agent over TLS with a test CA, on WebSocket', () => {
       assert.equal(out?.name, 'get_current_datetime');
       assert.match(String(out?.output), /\d{4}/, `the tool's result reached the model: ${out?.output}`);
       assert.ok(a.frames > 5 && a.rms > 100, 'the answer after the tool is heard');
+    } finally {
+      dev.close();
+    }
+  });
+
+  test('maxFunctionCallsPerResponse set to 10: a response with 9 calls is called in full and answered', async () => {
+    const seen: RespondContext[] = [];
+    reply = (ctx) => {
+      seen.push(ctx);
+      return ctx.functionOutput
+        ? { say: 'Nine times noon.' }
+        : { calls: Array.from({ length: 9 }, () => ({ name: 'get_current_datetime', arguments: '{}' })) };
+    };
+    const dev = new DeviceSim({ url: srv.wsUrl, deviceId: 'e8:00:00:00:00:09' });
+    try {
+      await dev.hello();
+      const from = dev.json.length;
+      dev.listen('detect', { text: 'What time is it, nine times?' });
+      await dev.waitJson('tts', 'stop', 20_000, from);
+      assert.deepEqual(captions(dev, from), ['Nine times noon.'], 'answered, no apology');
+      const session = fake.sessions.at(-1);
+      assert.equal(session?.items.filter((i) => i.type === 'function_call_output').length, 9);
+      assert.equal(session?.cancels.length, 0);
     } finally {
       dev.close();
     }
@@ -230,11 +261,10 @@ describe('a realtime agent over TLS with a test CA, on WebSocket', () => {
       assert.ok(decoded.ms > 3000 && decoded.rms > 100, `the ~3.5 s recording played (${decoded.ms} ms)`);
       const session = fake.sessions.at(-1);
       assert.ok(session);
-      const output = await waitFor(
-        () => session.items.find((i) => i.type === 'function_call_output'),
-        { what: 'the function output at the stand-in' },
-      );
-      assert.equal(output.output, 'played');
+      const output = await waitFor(() => session.items.find((i) => i.type === 'function_call_output'), {
+        what: 'the function output at the stand-in',
+      });
+      assert.equal(output?.output, 'played');
       await sleep(300);
       const at = session.received.lastIndexOf('conversation.item.create');
       assert.deepEqual(session.received.slice(at), ['conversation.item.create'], 'no response.create after it');
@@ -532,14 +562,21 @@ describe('bad input from the realtime model, end to end: each fault has its outc
         assert.deepEqual(ttsStates(dev, first.from), ['start', 'stop'], 'one tts start and one stop, as the cascade');
         const output = session.items.find((it) => it.type === 'function_call_output')?.output;
         if (fault === 'bad-arguments')
-          assert.match(String(output), /^Error: Invalid arguments for tool "get_current_datetime": /, 'the model is told');
+          assert.match(
+            String(output),
+            /^Error: Invalid arguments for tool "get_current_datetime": /,
+            'the model is told',
+          );
         else assert.match(String(output), /\d{4}/, "the tool's result went back");
         if (apology) {
           const shown = captions(dev, first.from);
           assert.equal(shown.at(-1), APOLOGY, `the turn ends in the apology: ${JSON.stringify(shown)}`);
           assert.equal(shown.filter((t) => t === APOLOGY).length, 1, 'one apology');
           // Before it, at most the words of the answer that arrived (its transcript so far).
-          assert.ok(ANSWER.startsWith(shown.slice(0, -1).join(' ')), `only the answer's first words: ${JSON.stringify(shown)}`);
+          assert.ok(
+            ANSWER.startsWith(shown.slice(0, -1).join(' ')),
+            `only the answer's first words: ${JSON.stringify(shown)}`,
+          );
           // What arrived before the fault was sent before the apology's sentence.
           const timeline = dev.timeline.slice(timelineFrom);
           const apologyAt = timeline.findIndex((t) => t.kind === 'json' && t.msg.text === APOLOGY);

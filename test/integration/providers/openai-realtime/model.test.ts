@@ -438,7 +438,10 @@ test('bounds: a response asking for more than maxFunctionCallsPerResponse calls:
   assert.match(o.of('error')[0]!.error.message, /more than 2 function calls in one response/);
   const rec = f.sessions[0]!;
   await waitFor(() => rec.received.includes('response.cancel'), { what: 'response.cancel at the model' });
-  assert.equal(o.sink.find('openai-realtime: more than 2 function calls in one response; the response is cancelled').length, 1);
+  assert.equal(
+    o.sink.find('openai-realtime: more than 2 function calls in one response; the response is cancelled').length,
+    1,
+  );
   assert.equal(o.of('closed').length, 0, 'the connection stays');
   turn(o);
   const next = await done(o, 2);
@@ -487,4 +490,26 @@ test('bounds: a response past 20,000 events ends the connection: one closed even
   await waitFor(() => f.openSockets() === 0, { what: 'the socket to go' });
   o.session.close();
   assert.equal(o.of('closed').length, 1);
+});
+
+test("the model tells the conversation its settings: responseTimeoutMs, maxSessionMs, maxFunctionCallsPerResponse (else the conversation's defaults would cap them)", () => {
+  const log = createLogger({ level: 'silent', logContent: false, destination: createLogSink().stream });
+  const set = createRealtimeModel(
+    RealtimeSchema.parse({
+      provider: 'openai-realtime',
+      responseTimeoutMs: 40_000,
+      maxSessionMs: 100 * 60_000,
+      maxFunctionCallsPerResponse: 12,
+    }),
+    log,
+  );
+  assert.deepEqual(
+    [set.responseTimeoutMs, set.maxSessionMs, set.maxFunctionCallsPerResponse],
+    [40_000, 100 * 60_000, 12],
+  );
+  const qwen = createRealtimeModel(RealtimeSchema.parse({ provider: 'openai-realtime', dialect: 'qwen-omni' }), log);
+  assert.deepEqual(
+    [qwen.responseTimeoutMs, qwen.maxSessionMs, qwen.maxFunctionCallsPerResponse],
+    [15_000, 115 * 60_000, 8],
+  );
 });
