@@ -10,9 +10,13 @@
  * - memory: a fact of the device is in the session's instructions; both sides' transcripts are in
  *   the history the console reads;
  * - the Qwen-Omni dialect once;
+ * - an MCP server's tool (stdio) with a text result, and one with AudioContent (played, the model
+ *   told `played` without being asked for a response);
+ * - `maxFunctionCallsPerResponse` above the conversation's default is the bound;
+ * - `say` while an answer plays: after it, or (`interrupt`) at once with the answer cancelled;
  * - bad input from the model (unknown events, undecodable audio, bad function JSON, an error
- *   mid-response, a closed socket): the device hears an apology or the answer, the session stays
- *   up, the next turn works.
+ *   mid-response, a closed socket): each its defined outcome (the answer, or what arrived and the
+ *   apology), the session stays up, the next turn on the same model (the fault off) is answered.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
