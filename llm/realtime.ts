@@ -88,6 +88,11 @@ export interface RealtimeModel {
    * past a limit of their own). Absent: the conversation's default.
    */
   readonly maxSessionMs?: number;
+  /**
+   * Function calls one response may ask for; past it the conversation cancels the response and
+   * apologises. Absent: the conversation's default (8).
+   */
+  readonly maxFunctionCallsPerResponse?: number;
   /** Opens a connection; rejects (a `VoiceError`) when it cannot be opened or configured. */
   open(opts: RealtimeSessionOptions): Promise<RealtimeSession>;
 }

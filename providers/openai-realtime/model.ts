@@ -18,11 +18,18 @@ export class OpenAiRealtimeModel implements RealtimeModel {
   readonly provider = 'openai-realtime';
   readonly inputRate: number;
   readonly outputRate = 24_000;
+  // The conversation's own waits and bounds follow the settings (else its defaults would cap them).
+  readonly responseTimeoutMs: number;
+  readonly maxSessionMs: number;
+  readonly maxFunctionCallsPerResponse: number;
   readonly #cfg: ModelSessionConfig;
 
   /** Throws a ConfigInvalid VoiceError when `ca` cannot be read. */
   constructor(o: OpenAiRealtimeModelOptions, log: Logger) {
     this.inputRate = INPUT_RATE[o.dialect];
+    this.responseTimeoutMs = o.responseTimeoutMs;
+    this.maxSessionMs = o.maxSessionMs;
+    this.maxFunctionCallsPerResponse = o.maxFunctionCallsPerResponse;
     this.#cfg = {
       connect: realtimeConnector(
         {

@@ -531,6 +531,9 @@ export class Turn {
       tools,
       maxToolRounds: deps.config.llm.maxToolRounds,
       toolTimeoutMs: deps.config.llm.toolTimeoutMs,
+      ...(rt.model.maxFunctionCallsPerResponse !== undefined
+        ? { maxCallsPerResponse: rt.model.maxFunctionCallsPerResponse }
+        : {}),
       playedMs: () => this.#playedMs(),
       speak: (text) => this.#speakPlain(out, text, deps.tts),
       onFirstAudio: () => {

@@ -10,8 +10,10 @@ import type { Logger } from '../../../../core/logger.ts';
 import { ErrorCode, type VoiceError } from '../../../../core/errors.ts';
 import type { RealtimeEvent, RealtimeSession } from '../../../../llm/realtime.ts';
 import { createRealtimeModel, RealtimeSchema } from '../../../../providers/index.ts';
+import { MAX_ARGUMENT_BYTES, MAX_EVENTS_PER_RESPONSE } from '../../../../providers/openai-realtime/model-session.ts';
 import { createLogger } from '../../../../server/logger.ts';
 import {
+  FLOOD_EVENTS,
   startFakeRealtimeModel,
   type FakeRealtimeModel,
   type FakeRealtimeModelOptions,
@@ -413,4 +415,101 @@ test('close() mid-answer leaves no socket and no timer, and no event follows', {
   });
   assert.equal(o.events.length, count);
   assert.equal(f.sessions[0]!.closeCode, 1000);
+});
+
+test('bounds: a response asking for more than maxFunctionCallsPerResponse calls: those within it reach the conversation, the one past it does not, the response is cancelled with an error; the next turn works', {
+  timeout: 30_000,
+}, async () => {
+  const call = (city: string) => ({ name: 'get_weather', arguments: JSON.stringify({ city }) });
+  const f = await fakeModel({
+    respond: (ctx) =>
+      ctx.index === 0 ? { calls: [call('Berlin'), call('Paris'), call('Rome')] } : { say: 'fine again' },
+  });
+  const o = await open(f, { maxFunctionCallsPerResponse: 2 });
+  turn(o);
+  const d = await done(o, 1);
+  assert.deepEqual(
+    o.of('function_call').map((c) => JSON.parse(c.arguments) as unknown),
+    [{ city: 'Berlin' }, { city: 'Paris' }],
+  );
+  assert.equal(d.status, 'cancelled', 'the response counts as cancelled');
+  assert.equal(o.of('error').length, 1);
+  assert.equal(o.of('error')[0]?.error.code, ErrorCode.ProviderFailed);
+  assert.match(o.of('error')[0]!.error.message, /more than 2 function calls in one response/);
+  const rec = f.sessions[0]!;
+  await waitFor(() => rec.received.includes('response.cancel'), { what: 'response.cancel at the model' });
+  assert.equal(
+    o.sink.find('openai-realtime: more than 2 function calls in one response; the response is cancelled').length,
+    1,
+  );
+  assert.equal(o.of('closed').length, 0, 'the connection stays');
+  turn(o);
+  const next = await done(o, 2);
+  assert.deepEqual([next.status, next.transcript], ['completed', 'fine again']);
+  o.session.close();
+});
+
+test('bounds: a function call whose arguments are over 64 KiB is not passed on; the response is cancelled with an error; the next turn works', {
+  timeout: 30_000,
+}, async () => {
+  const big = JSON.stringify({ city: 'x'.repeat(MAX_ARGUMENT_BYTES) });
+  const f = await fakeModel({
+    respond: (ctx) => (ctx.index === 0 ? { call: { name: 'get_weather', arguments: big } } : { say: 'fine again' }),
+  });
+  const o = await open(f);
+  turn(o);
+  const d = await done(o, 1);
+  assert.equal(o.of('function_call').length, 0, 'the oversized call is not passed on');
+  assert.equal(d.status, 'cancelled');
+  assert.equal(o.of('error').length, 1);
+  assert.equal(o.of('error')[0]?.error.code, ErrorCode.ProviderFailed);
+  assert.match(o.of('error')[0]!.error.message, /function call arguments over 65536 bytes/);
+  await waitFor(() => f.sessions[0]!.received.includes('response.cancel'), { what: 'response.cancel at the model' });
+  assert.equal(o.of('closed').length, 0, 'the connection stays');
+  turn(o);
+  assert.equal((await done(o, 2)).transcript, 'fine again');
+  o.session.close();
+});
+
+test('bounds: a response past 20,000 events ends the connection: one closed event with the error, the socket cut, nothing after', {
+  timeout: 30_000,
+}, async () => {
+  const f = await fakeModel({ faults: ['flood'], respond: () => ({ say: 'never heard' }) });
+  const o = await open(f);
+  turn(o);
+  await waitFor(() => o.of('closed').length === 1, { what: 'closed', timeoutMs: 20_000 });
+  const closed = o.of('closed')[0]!;
+  assert.equal(closed.error?.code, ErrorCode.ProviderFailed);
+  assert.match(String(closed.error?.message), new RegExp(`more than ${MAX_EVENTS_PER_RESPONSE} events`));
+  assert.ok(FLOOD_EVENTS > MAX_EVENTS_PER_RESPONSE);
+  // Each event before the bound was read; the one past it and everything after were not.
+  assert.ok(o.of('transcript_delta').length < MAX_EVENTS_PER_RESPONSE);
+  assert.equal(o.of('audio').length, 0, 'the answer after the flood is never read');
+  assert.equal(o.of('response_done').length, 0);
+  assert.equal(o.events.at(-1)?.type, 'closed');
+  await waitFor(() => f.openSockets() === 0, { what: 'the socket to go' });
+  o.session.close();
+  assert.equal(o.of('closed').length, 1);
+});
+
+test("the model tells the conversation its settings: responseTimeoutMs, maxSessionMs, maxFunctionCallsPerResponse (else the conversation's defaults would cap them)", () => {
+  const log = createLogger({ level: 'silent', logContent: false, destination: createLogSink().stream });
+  const set = createRealtimeModel(
+    RealtimeSchema.parse({
+      provider: 'openai-realtime',
+      responseTimeoutMs: 40_000,
+      maxSessionMs: 100 * 60_000,
+      maxFunctionCallsPerResponse: 12,
+    }),
+    log,
+  );
+  assert.deepEqual(
+    [set.responseTimeoutMs, set.maxSessionMs, set.maxFunctionCallsPerResponse],
+    [40_000, 100 * 60_000, 12],
+  );
+  const qwen = createRealtimeModel(RealtimeSchema.parse({ provider: 'openai-realtime', dialect: 'qwen-omni' }), log);
+  assert.deepEqual(
+    [qwen.responseTimeoutMs, qwen.maxSessionMs, qwen.maxFunctionCallsPerResponse],
+    [15_000, 115 * 60_000, 8],
+  );
 });
