@@ -57,9 +57,11 @@ export const visionRoutes = [
     body: null,
     status: 200,
     response: VisionOverview,
-    errors: { 503: 'not served' },
     handle: async (_in, ctx) => {
-      const vision = visionOf(ctx);
+      // A server built without the camera endpoint answers "off": the console asks on every
+      // agents view, and "not served" is an answer to that question, not an error.
+      if (!ctx.vision) return { enabled: false, keepLast: false, default: null, agents: {} };
+      const vision = ctx.vision;
       const agents: Record<string, z.infer<typeof ModelView> | null> = {};
       for (const a of await ctx.store.agents.list()) agents[a.name] = view(vision.modelOfAgent(a.settings));
       return {
