@@ -263,6 +263,15 @@ export const VadSchema = z.strictObject({
   earlyStartMs: z.number().int().min(0).max(10_000).default(200),
   /** Longest single utterance before it is cut and answered. */
   maxUtteranceMs: z.number().int().min(1000).max(120_000).default(30_000),
+  /**
+   * A realtime (speech-to-speech) agent whose `asr` can stream also runs that recogniser on each
+   * utterance, only so its partial transcripts tell the end of turn when a sentence looks complete
+   * (`completeSilenceMs` instead of `minSilenceMs`); the model's own transcript is still the one
+   * shown and kept. Costs a second recogniser stream per utterance. Off by default: a recogniser
+   * that does not know the user's language (the embedded English one for a Chinese speaker) gives
+   * partials that end turns too early.
+   */
+  realtimeTranscript: z.boolean().default(false),
   /** Realtime mode: the user's speech interrupts the answer. Off: most devices have no echo cancellation. */
   bargeIn: z.boolean().default(false),
   /** Audio kept from before the detected start of speech, so the first syllable reaches ASR. */

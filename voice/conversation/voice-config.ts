@@ -36,6 +36,7 @@ export interface VoiceConfig {
     completeSilenceMs: number;
     unfinishedSilenceMs: number;
     llmJudge: { enabled: boolean; timeoutMs: number };
+    realtimeTranscript: boolean;
     minSpeechMs: number;
     preRollMs: number;
     threshold: number;

@@ -16,7 +16,7 @@ import type { Conversation, ConversationContext, ConversationFactory } from '../
 import { Listener, type ListenerEvent } from './listener.ts';
 import { isWakeWord, normalizeWake, wakeWordSet } from './wake-words.ts';
 import { Recognition } from './recognition.ts';
-import { canStream } from '../../audio/asr/asr.ts';
+import { canStream, type StreamingAsr } from '../../audio/asr/asr.ts';
 import { EndOfTurn, longestSilenceMs, shortestSilenceMs } from '../turn-end/end-of-turn.ts';
 import { createLlmJudge } from '../turn-end/llm-judge.ts';
 import { Turn, type TurnInput, type TurnOptions } from './turn.ts';
@@ -46,6 +46,17 @@ const HISTORY_MAX_CHARS = 40_000;
  * one is dropped (logged): a sender that outpaces the device must not grow the session.
  */
 export const MAX_QUEUED_SAYS = 8;
+
+/** An utterance's streaming recognition and the profile whose recogniser it uses. */
+interface UtteranceRecognition {
+  rec: Recognition;
+  held: HeldProfile | undefined;
+  /**
+   * A realtime agent's (`vad.realtimeTranscript`): its partials only tell the end of turn; it is
+   * cancelled when the utterance ends, and its final is never asked for.
+   */
+  endOfTurnOnly: boolean;
+}
 
 /** Two transcripts say the same words (case, punctuation and spacing aside). */
 function sameWords(a: string, b: string): boolean {
@@ -78,7 +89,7 @@ class VoiceConversation implements Conversation {
   /** The partial transcript the early turn was started from (streaming recognition only). */
   #earlyText: string | undefined;
   /** The utterance being recognised while it is spoken (a streaming recogniser only). */
-  #recognition: { rec: Recognition; held: HeldProfile | undefined } | undefined;
+  #recognition: UtteranceRecognition | undefined;
   #turnDone: Promise<void> = Promise.resolve();
   #deviceMcp: DeviceMcp | undefined;
   /** The session's grant to the server's camera endpoint (`VoiceDeps.visionFor`), revoked at close. */
@@ -599,8 +610,11 @@ class VoiceConversation implements Conversation {
     this.#early = undefined;
     this.#earlyText = undefined;
     this.#earlyDrops = 0;
-    const recognition = this.#recognition;
+    const opened = this.#recognition;
     this.#recognition = undefined;
+    // A realtime agent's recogniser only told the end of turn: the model's transcript is the turn's.
+    const recognition = opened?.endOfTurnOnly ? undefined : opened;
+    if (opened !== recognition) this.#endRecognition(opened, 'the utterance ended');
     if (this.#turn) {
       early?.abort('a turn is running');
       this.#endRecognition(recognition, 'a turn is running');
@@ -780,7 +794,9 @@ class VoiceConversation implements Conversation {
 
   /**
    * The utterance's first audio: a streaming recogniser (the device's agent's, as it is now) starts
-   * hearing it. A recogniser that cannot stream leaves the utterance to the batch path.
+   * hearing it. A recogniser that cannot stream leaves the utterance to the batch path. A realtime
+   * agent's model hears it instead; with `vad.realtimeTranscript` its streaming recogniser hears it
+   * too, only so the end of turn has partials to judge.
    */
   #openRecognition(): void {
     this.#dropRecognition('a new utterance');
@@ -789,14 +805,26 @@ class VoiceConversation implements Conversation {
     const held = this.#deps.profileFor?.(this.#ctx.info);
     const model = held?.profile.realtime;
     if (held && model) {
-      // A realtime agent: its model hears the utterance as it is spoken, in place of a recogniser.
+      // A realtime agent: its model hears the utterance as it is spoken, in place of a recogniser
+      // (with `vad.realtimeTranscript`, beside one whose partials only tell the end of turn).
       this.#realtimeFor(held.profile, model).startUtterance();
       this.#heardBy = model;
-      held.release();
+      const asr = held.profile.asr;
+      if (this.#deps.config.vad.realtimeTranscript && canStream(asr)) this.#recognise(asr, held, true);
+      else held.release();
       return;
     }
     const asr = held?.profile.asr ?? this.#deps.asr;
     if (!canStream(asr)) {
+      held?.release();
+      return;
+    }
+    this.#recognise(asr, held, false);
+  }
+
+  /** Opens the utterance's streaming recognition on `asr`; `held` is released when it ends. */
+  #recognise(asr: StreamingAsr, held: HeldProfile | undefined, endOfTurnOnly: boolean): void {
+    if (!this.#media) {
       held?.release();
       return;
     }
@@ -811,12 +839,14 @@ class VoiceConversation implements Conversation {
           if (this.#recognition?.rec === rec) this.#listener?.transcript(text);
         },
       });
-      this.#recognition = { rec, held };
+      this.#recognition = { rec, held, endOfTurnOnly };
     } catch (err) {
       held?.release();
       log.warn(
         { err: toVoiceError(err).message },
-        'streaming recognition could not start; the batch path will transcribe',
+        endOfTurnOnly
+          ? 'streaming recognition could not start; the end of turn waits the plain silence'
+          : 'streaming recognition could not start; the batch path will transcribe',
       );
     }
   }
@@ -828,14 +858,14 @@ class VoiceConversation implements Conversation {
     this.#endRecognition(r, reason);
   }
 
-  #endRecognition(r: { rec: Recognition; held: HeldProfile | undefined } | undefined, reason: string): void {
+  #endRecognition(r: UtteranceRecognition | undefined, reason: string): void {
     if (!r) return;
     r.rec.cancel(reason);
     r.held?.release();
   }
 
   /** The utterance is over: its final transcript (the profile it was made with is released after). */
-  #finishRecognition(r: { rec: Recognition; held: HeldProfile | undefined }): Promise<string> {
+  #finishRecognition(r: UtteranceRecognition): Promise<string> {
     const final = r.rec.finish();
     void final.then(
       () => r.held?.release(),

@@ -12,9 +12,12 @@
  * - `say` is spoken verbatim in the cascade voice and told to the model;
  * - a connection that drops mid-answer: one apology; the next turn has a new connection whose
  *   instructions hold the turns so far; a model that never answers, or errs mid-answer: an apology.
+ * - `vad.realtimeTranscript`: a streaming recogniser's complete partial ends the turn after
+ *   `completeSilenceMs`, not `minSilenceMs`; off, the turn waits `minSilenceMs`.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import type { AsrStreamOptions, StreamingAsr } from '../../../audio/asr/asr.ts';
 import { DeviceSim } from '../../fixtures/device-sim.ts';
 import { startFakeOpenAi, type FakeOpenAi } from '../../fixtures/fake-openai.ts';
 import { ScriptedRealtimeModel } from '../../fixtures/scripted-realtime-model.ts';
@@ -26,13 +29,49 @@ import { sleep } from '../../helpers/wait.ts';
 const SYSTEM_PROMPT = 'You are Tesla, a helpful voice assistant for testing.';
 
 /** Every device's profile gets `model` as its realtime model (what an agent with `pipeline: realtime` has). */
-function useRealtime(srv: VoiceApp, model: ScriptedRealtimeModel): void {
+function useRealtime(srv: VoiceApp, model: ScriptedRealtimeModel, asr?: StreamingAsr): void {
   const profiles = srv.deps.profiles;
   const base = profiles.profileFor.bind(profiles);
   profiles.profileFor = (deviceId) => {
     const held = base(deviceId);
-    return { profile: { ...held.profile, realtime: model }, release: () => held.release() };
+    return { profile: { ...held.profile, realtime: model, ...(asr ? { asr } : {}) }, release: () => held.release() };
   };
+}
+
+/**
+ * A streaming recogniser that says `partial` once it has heard 500 ms of voice, and records each
+ * stream's end (finished or cancelled), so a test sees it released.
+ */
+function partialAsr(partial: string): {
+  asr: StreamingAsr;
+  streams: Array<{ finished: boolean; aborted: () => boolean }>;
+} {
+  const streams: Array<{ finished: boolean; aborted: () => boolean }> = [];
+  const asr: StreamingAsr = {
+    name: 'partial-asr',
+    transcribe: () => Promise.resolve(partial),
+    close: () => Promise.resolve(),
+    openStream(opts: AsrStreamOptions) {
+      const rec = { finished: false, aborted: () => opts.signal.aborted };
+      streams.push(rec);
+      let voicedSamples = 0;
+      let said = false;
+      return {
+        push(pcm) {
+          for (const s of pcm) if (Math.abs(s) > 1000) voicedSamples++;
+          if (!said && voicedSamples > opts.sampleRate / 2 / 4) {
+            said = true;
+            opts.onPartial(partial);
+          }
+        },
+        finish() {
+          rec.finished = true;
+          return Promise.resolve(partial);
+        },
+      };
+    },
+  };
+  return { asr, streams };
 }
 
 function captions(dev: DeviceSim, from = 0): string[] {
@@ -310,5 +349,81 @@ describe('a realtime agent end to end', { timeout: 240_000 }, () => {
     } finally {
       dev.close();
     }
+  });
+});
+
+describe("a realtime agent's end of turn with a streaming recogniser (vad.realtimeTranscript)", {
+  timeout: 240_000,
+}, () => {
+  // minSilenceMs far above completeSilenceMs: only the partial's verdict can end the turn early.
+  const vad = { minSilenceMs: 1500, unfinishedSilenceMs: 1500, completeSilenceMs: 200 };
+  let llm: FakeOpenAi;
+  let on: VoiceApp;
+  let off: VoiceApp;
+  let packets: Buffer[];
+
+  before(async () => {
+    llm = await startFakeOpenAi();
+    on = await startVoiceApp(llm.url, { vad: { ...vad, realtimeTranscript: true } });
+    off = await startVoiceApp(llm.url, { vad });
+    packets = await utterancePackets(speak16k('what is the weather today'), 400, 2500);
+  });
+  after(async () => {
+    await closeAll(on, off, llm);
+  });
+
+  async function ask(
+    srv: VoiceApp,
+    deviceId: string,
+  ): Promise<{
+    endOfTurnMs: unknown;
+    stt: unknown;
+    model: ScriptedRealtimeModel;
+    streams: ReturnType<typeof partialAsr>['streams'];
+  }> {
+    const model = new ScriptedRealtimeModel();
+    const { asr, streams } = partialAsr('what is the weather today?');
+    useRealtime(srv, model, asr);
+    model.script({ say: 'It is sunny.' });
+    const dev = new DeviceSim({ url: srv.wsUrl, deviceId });
+    await dev.hello();
+    try {
+      dev.listen('start', { mode: 'auto' });
+      const sending = sendPaced(dev, packets, 60, () => dev.json.some((j) => j.msg.type === 'tts'));
+      await dev.waitJson('tts', 'stop', 30_000);
+      await sending;
+      const timings = srv.logs.find('turn timings').find((l) => l.source === 'voice');
+      return {
+        endOfTurnMs: timings?.endOfTurnMs,
+        stt: dev.json.find((j) => j.msg.type === 'stt')?.msg.text,
+        model,
+        streams,
+      };
+    } finally {
+      dev.close();
+    }
+  }
+
+  test("on: the complete partial ends the turn after completeSilenceMs; the model's transcript is the one shown", async () => {
+    const { endOfTurnMs, stt, model, streams } = await ask(on, 'e4:00:00:00:01:01');
+    assert.equal(typeof endOfTurnMs, 'number', 'endOfTurnMs is reported');
+    const eot = endOfTurnMs as number;
+    assert.ok(eot < vad.minSilenceMs, `committed after ${eot} ms of silence`);
+    assert.ok(eot >= vad.completeSilenceMs, `not before completeSilenceMs (${eot})`);
+    assert.equal(model.last().commits, 1);
+    assert.equal(stt, model.userTranscript, "the model's transcript, not the recogniser's");
+    assert.equal(streams.length, 1, 'one recogniser stream for the utterance');
+    assert.ok(
+      streams.every((s) => s.aborted() || s.finished),
+      'its stream is released with the utterance',
+    );
+  });
+
+  test('off: the same utterance waits minSilenceMs, and no recogniser stream is opened', async () => {
+    const { endOfTurnMs, model, streams } = await ask(off, 'e4:00:00:00:01:02');
+    assert.equal(typeof endOfTurnMs, 'number', 'endOfTurnMs is reported');
+    assert.ok((endOfTurnMs as number) >= vad.minSilenceMs, `committed after ${String(endOfTurnMs)} ms of silence`);
+    assert.equal(model.last().commits, 1);
+    assert.equal(streams.length, 0);
   });
 });
