@@ -6,6 +6,7 @@
  * advertised no vision, said once in the log.
  */
 import type { Logger } from '../../core/logger.ts';
+import { ImageDecoder } from './image-decode.ts';
 import { LastImages } from './last-images.ts';
 import { chooseVisionModel, type VisionChoice } from './model-choice.ts';
 import { VISION_EXPLAIN_PATH, visionRoute } from './route.ts';
@@ -65,6 +66,8 @@ export class Vision {
   readonly #o: VisionOptions;
   readonly tokens: VisionTokens;
   readonly models = new VisionModels();
+  /** Each photo's decode by ffmpeg, bounded server-wide. */
+  readonly decoder: ImageDecoder;
   /** Each device's last photo (`vision.keepLast`); absent: none is kept. */
   readonly lastImages: LastImages | undefined;
   #warnedNoUrl = false;
@@ -76,6 +79,11 @@ export class Vision {
       maxTokens: o.maxTokens,
       ...(o.onSecret ? { onSecret: o.onSecret } : {}),
       ...(o.now ? { now: o.now } : {}),
+    });
+    this.decoder = new ImageDecoder({
+      maxConcurrent: o.settings.maxDecodes,
+      timeoutMs: o.settings.decodeTimeoutMs,
+      log: o.log,
     });
     this.lastImages = o.settings.keepLast
       ? new LastImages({ maxDevices: o.settings.keepLastDevices, maxBytes: o.settings.keepLastBytes })
@@ -125,6 +133,7 @@ export class Vision {
       httpRequestTimeoutMs: this.#o.httpRequestTimeoutMs,
       tokens: this.tokens,
       models: this.models,
+      decoder: this.decoder,
       modelFor: (deviceId) => this.modelFor(deviceId),
       ...(this.lastImages ? { lastImages: this.lastImages } : {}),
     });
