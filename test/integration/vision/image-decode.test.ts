@@ -79,7 +79,7 @@ test('past its time limit the decode is killed, answered timeout, and its proces
   const { d } = decoder({ ffmpegPath: sleeper, timeoutMs: 600 });
   const before = await hanging();
   const pending = d.decode(JPEG, 'image/jpeg', new AbortController().signal);
-  const pid = await waitFor(async () => (await hanging()).find((p) => !before.includes(p)), {
+  const pid = await waitFor(async () => (await hanging()).find((p) => !before.includes(p)) ?? 0, {
     what: 'the stand-in decode running',
   });
   assert.equal(d.running, 1);
@@ -93,7 +93,7 @@ test('an abort (the device went away) kills the decode at once; its process is g
   const before = await hanging();
   const ac = new AbortController();
   const pending = d.decode(JPEG, 'image/jpeg', ac.signal);
-  const pid = await waitFor(async () => (await hanging()).find((p) => !before.includes(p)), {
+  const pid = await waitFor(async () => (await hanging()).find((p) => !before.includes(p)) ?? 0, {
     what: 'the stand-in decode running',
   });
   ac.abort();
