@@ -14,6 +14,7 @@ import {
   verifyBinding,
   verifyStoredBinding,
   guardBrowserHosts,
+  OwnHosts,
   createOriginCheck,
 } from '../features/identity/index.ts';
 import { DEVICE_WS_PATH, deviceWsRoute, webSocketErrorHandler } from '../transport/ws/index.ts';
@@ -155,7 +156,8 @@ async function buildWithStore(deps: AppDeps, store: Store): Promise<App> {
   });
   // Before any route: every per-address limit counts by one key, and browsers only by our names.
   useAddressSettings(fastify, config.server);
-  guardBrowserHosts(fastify, config.server);
+  const ownHosts = new OwnHosts(config.server);
+  guardBrowserHosts(fastify, config.server, ownHosts);
   const mode = resolveAuthMode(config.server.auth);
   const devices = mode === 'activation' ? store.registry : undefined;
   if (devices) deps.onSecret?.(devices.secret());
@@ -174,6 +176,8 @@ async function buildWithStore(deps: AppDeps, store: Store): Promise<App> {
     timezoneOffsetMinutes: config.server.timezoneOffsetMinutes,
     firmware: config.server.firmware,
     ...mqttOta(deps, store, mode),
+    // Where each device asked OTA: the vision URL of its MQTT sessions without publicWsUrl.
+    ...(deps.vision?.enabled ? { onReached: deps.vision.reachedByOta.bind(deps.vision), ownHosts } : {}),
   });
   await fastify.register(deviceWsRoute, {
     auth: {

@@ -22,5 +22,11 @@ export {
   type MqttOtaRequest,
   type OtaRouteOptions,
 } from './ota-route.ts';
-export { createOriginCheck, guardBrowserHosts, type HostSettings, type OriginCheckedAt } from './origin.ts';
+export {
+  createOriginCheck,
+  guardBrowserHosts,
+  OwnHosts,
+  type HostSettings,
+  type OriginCheckedAt,
+} from './origin.ts';
 export { logDeviceAuth, type AuthSettings } from './operator-log.ts';

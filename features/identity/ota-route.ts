@@ -56,6 +56,14 @@ export interface OtaRouteOptions {
   firmware: { version: string; url: string; force: boolean };
   /** The `mqtt` section for an identified device (the MQTT transport's); absent: MQTT is off. */
   mqtt?: MqttOtaProvider;
+  /**
+   * Told where an identified device's OTA request reached us (`http(s)://host[:port]`, by the rules
+   * of `httpOriginOf`), only when that host is one of `ownHosts` (a stranger's request naming some
+   * other host for a device's pair is not passed on): the vision endpoint's URL for its MQTT sessions.
+   */
+  onReached?: (reached: { deviceId: string; clientId: string; origin: string }) => void;
+  /** The server's own names (`server.publicHosts`, `publicWsUrl`'s host, its addresses); needed by `onReached`. */
+  ownHosts?: { has(host: string | undefined): boolean };
 }
 
 const CORS_HEADERS = {
@@ -177,6 +185,15 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
         .catch((err: unknown) => {
           request.log.error({ err: (err as Error).message }, 'OTA: recording the device failed');
         });
+    }
+    if (opts.onReached && opts.ownHosts && deviceId && clientId) {
+      const { host } = reachedVia(request);
+      if (opts.ownHosts.has(host)) opts.onReached({ deviceId, clientId, origin: httpOriginOf(request) });
+      else
+        request.log.info(
+          { host: truncateForLog(host, 100) },
+          "OTA: a host that is not one of the server's names is not remembered for the vision URL",
+        );
     }
     let generation: number | undefined;
     if (opts.mode === 'activation' && opts.devices) {

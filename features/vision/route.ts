@@ -5,8 +5,9 @@
  * each before any work the next costs: the session's token and its device (401), the device's
  * photos per minute (429), a vision model for its agent (503), the body's type (415); then the body
  * is read as it streams with hard bounds (413 cut off at `vision.maxImageBytes`, 408 past
- * `vision.uploadTimeoutMs`, 400 malformed), the image's header checked (415), the model asked
- * (502, 504 past `vision.timeoutMs`). Every answer is a short JSON body: the firmware hands it to
+ * `vision.uploadTimeoutMs`, 400 malformed), the image's header checked (415), the image decoded by
+ * ffmpeg (415 when it does not decode; 503 past `vision.maxDecodes` at once or
+ * `vision.decodeTimeoutMs`), the model asked (502, 504 past `vision.timeoutMs`). Every answer is a short JSON body: the firmware hands it to
  * its model verbatim as the tool's result, so an error says in words what went wrong.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -18,6 +19,7 @@ import type { Logger } from '../../core/logger.ts';
 import { truncateForLog } from '../../core/log-fields.ts';
 import { TokenBucket } from '../../core/token-bucket.ts';
 import { checkImage } from './image-check.ts';
+import type { ImageDecoder } from './image-decode.ts';
 import type { LastImages } from './last-images.ts';
 import type { VisionChoice } from './model-choice.ts';
 import { boundaryOf, MultipartError, MultipartReader } from './multipart.ts';
@@ -44,6 +46,8 @@ export interface VisionRouteOptions {
   httpRequestTimeoutMs: number;
   tokens: VisionTokens;
   models: VisionModels;
+  /** The decode after the header check (ffmpeg); asked at registration whether ffmpeg runs. */
+  decoder: ImageDecoder;
   /** The model a device's photos go to now (its agent's); null: none configured. */
   modelFor(deviceId: string): VisionChoice | null;
   /** Each device's last photo, with `vision.keepLast`. */
@@ -162,6 +166,8 @@ export function visionRoute(o: VisionRouteOptions): (app: FastifyInstance) => Pr
   };
 
   return async (app) => {
+    // Whether photos are decoded or only header-checked is known (and a missing ffmpeg said) at start.
+    await o.decoder.ready();
     // This route reads its own body, as it streams; no parser reads it first (nor applies the
     // app's bodyLimit to a buffered copy).
     app.removeAllContentTypeParsers();
@@ -190,9 +196,13 @@ export function visionRoute(o: VisionRouteOptions): (app: FastifyInstance) => Pr
         ? request.log.child({ sessionId: check.grant.sessionId, deviceId: check.grant.deviceId })
         : request.log.child({ deviceId: truncateForLog(deviceId ?? undefined, 64) });
       let bytesRead = 0;
-      const send = (out: Outcome, after: 'drain' | 'close' | 'done'): FastifyReply => {
+      const send = (
+        out: Outcome,
+        after: 'drain' | 'close' | 'done',
+        more: Record<string, unknown> = {},
+      ): FastifyReply => {
         const ms = Math.round(performance.now() - started);
-        const fields = { status: out.status, ms, reason: out.message, bytesRead };
+        const fields = { status: out.status, ms, reason: out.message, bytesRead, ...more };
         if (out.status >= 500) log.warn(fields, 'vision request failed');
         // Unauthorized and over-the-rate refusals can come without end: their lines are bounded;
         // the rest cost a photo of the rate each.
@@ -245,28 +255,41 @@ export function visionRoute(o: VisionRouteOptions): (app: FastifyInstance) => Pr
       const gone = new AbortController();
       const onGone = (): void => gone.abort();
       reply.raw.once('close', onGone);
+      const abandoned = (): FastifyReply => {
+        log.info({ ms: Math.round(performance.now() - started) }, 'vision request abandoned by the device');
+        return reply;
+      };
       let answer: string;
       try {
-        answer = await o.models.ask(choice.model, {
-          question,
-          image: file.data,
-          mime: image.mime,
-          timeoutMs: s.timeoutMs,
-          signal: gone.signal,
-        });
-      } catch (err) {
-        const e = toVoiceError(err);
-        if (gone.signal.aborted) {
-          log.info({ ms: Math.round(performance.now() - started) }, 'vision request abandoned by the device');
-          return reply;
+        const decoded = await o.decoder.decode(file.data, image.mime, gone.signal);
+        if (decoded.kind === 'aborted') return abandoned();
+        if (decoded.kind === 'undecodable')
+          return send({ status: 415, message: 'not a usable image: it does not decode' }, 'done', {
+            decoder: decoded.detail,
+          });
+        if (decoded.kind === 'busy')
+          return send({ status: 503, message: 'busy checking other photos: try again in a moment' }, 'done');
+        if (decoded.kind === 'timeout')
+          return send({ status: 503, message: 'the photo could not be checked in time' }, 'done');
+        try {
+          answer = await o.models.ask(choice.model, {
+            question,
+            image: file.data,
+            mime: image.mime,
+            timeoutMs: s.timeoutMs,
+            signal: gone.signal,
+          });
+        } catch (err) {
+          const e = toVoiceError(err);
+          if (gone.signal.aborted) return abandoned();
+          log.warn(
+            { err: truncateForLog(e.message, 300), code: e.code, model: choice.model.model },
+            'vision model failed',
+          );
+          return e.code === ErrorCode.Timeout
+            ? send({ status: 504, message: 'the vision model did not answer in time' }, 'done')
+            : send({ status: 502, message: 'the vision model failed' }, 'done');
         }
-        log.warn(
-          { err: truncateForLog(e.message, 300), code: e.code, model: choice.model.model },
-          'vision model failed',
-        );
-        return e.code === ErrorCode.Timeout
-          ? send({ status: 504, message: 'the vision model did not answer in time' }, 'done')
-          : send({ status: 502, message: 'the vision model failed' }, 'done');
       } finally {
         reply.raw.off('close', onGone);
       }

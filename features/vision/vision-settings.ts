@@ -30,6 +30,14 @@ export const VisionSchema = z.strictObject({
    * closed past it); `server.httpRequestTimeoutMs` still bounds every request.
    */
   uploadTimeoutMs: z.number().int().min(500).max(120_000).default(8000),
+  /**
+   * One photo's decode by ffmpeg (after its header check), ms: past it the decode is killed and
+   * the upload answered 503 (a photo within `maxImageBytes` decodes in well under a second; one
+   * that does not is a server short of CPU or a pathological file).
+   */
+  decodeTimeoutMs: z.number().int().min(500).max(60_000).default(5000),
+  /** Photos decoded at once at most, server-wide (one ffmpeg each); past it an upload gets 503. */
+  maxDecodes: z.number().int().min(1).max(64).default(2),
   /** How long a session's token is accepted at most, ms; it is revoked when the session ends anyway. */
   tokenMaxAgeMs: z
     .number()

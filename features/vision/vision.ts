@@ -2,11 +2,13 @@
  * @module The vision endpoint as the server wires it: its tokens, models, kept photos and route,
  * and each session's grant (the URL and token its device MCP `initialize` advertises). The URL
  * follows the WebSocket's: the host of `server.publicWsUrl` (wss → https), else the scheme and
- * Host the device's own connection used; a session with neither (MQTT without `publicWsUrl`) is
- * advertised no vision, said once in the log.
+ * Host the device's own connection used, else (MQTT) the scheme and Host of the device's latest
+ * OTA request; a session with none of them is advertised no vision, said once in the log.
  */
 import type { Logger } from '../../core/logger.ts';
+import { ImageDecoder } from './image-decode.ts';
 import { LastImages } from './last-images.ts';
+import { OtaOrigins } from './ota-origins.ts';
 import { chooseVisionModel, type VisionChoice } from './model-choice.ts';
 import { VISION_EXPLAIN_PATH, visionRoute } from './route.ts';
 import { VisionTokens } from './tokens.ts';
@@ -65,8 +67,12 @@ export class Vision {
   readonly #o: VisionOptions;
   readonly tokens: VisionTokens;
   readonly models = new VisionModels();
+  /** Each photo's decode by ffmpeg, bounded server-wide. */
+  readonly decoder: ImageDecoder;
   /** Each device's last photo (`vision.keepLast`); absent: none is kept. */
   readonly lastImages: LastImages | undefined;
+  /** Where each device last reached OTA: the URL of its MQTT sessions without `publicWsUrl`. */
+  readonly #otaOrigins = new OtaOrigins();
   #warnedNoUrl = false;
 
   constructor(o: VisionOptions) {
@@ -76,6 +82,11 @@ export class Vision {
       maxTokens: o.maxTokens,
       ...(o.onSecret ? { onSecret: o.onSecret } : {}),
       ...(o.now ? { now: o.now } : {}),
+    });
+    this.decoder = new ImageDecoder({
+      maxConcurrent: o.settings.maxDecodes,
+      timeoutMs: o.settings.decodeTimeoutMs,
+      log: o.log,
     });
     this.lastImages = o.settings.keepLast
       ? new LastImages({ maxDevices: o.settings.keepLastDevices, maxBytes: o.settings.keepLastBytes })
@@ -96,16 +107,27 @@ export class Vision {
     return chooseVisionModel(this.#o.settings, this.#o.chat, settings);
   }
 
+  /**
+   * A device's OTA request reached the server at `origin` (`http(s)://host[:port]`, a host that is
+   * one of the server's names): its MQTT sessions' URL when `publicWsUrl` is not set.
+   */
+  reachedByOta(r: { deviceId: string; clientId: string; origin: string }): void {
+    if (this.#o.settings.enabled) this.#otaOrigins.remember(r.deviceId, r.clientId, r.origin);
+  }
+
   /** A token for one session's device, advertised with the URL; null when off or there is no URL or device. */
   grantFor(session: VisionSessionInfo): VisionGrantForSession | null {
     if (!this.#o.settings.enabled || session.deviceId === null) return null;
-    const url = visionUrlFor(this.#o.publicWsUrl, session.reachedAt);
+    const reachedAt =
+      session.reachedAt ??
+      (session.clientId !== null ? this.#otaOrigins.get(session.deviceId, session.clientId) : undefined);
+    const url = visionUrlFor(this.#o.publicWsUrl, reachedAt);
     if (!url) {
       if (!this.#warnedNoUrl) {
         this.#warnedNoUrl = true;
         this.#o.log.warn(
           { sessionId: session.sessionId },
-          'vision: no URL to advertise to a session without an HTTP Host (MQTT): set server.publicWsUrl',
+          "vision: no URL to advertise to an MQTT session whose device did not ask OTA by one of the server's names: set server.publicWsUrl (or server.publicHosts)",
         );
       }
       return null;
@@ -125,6 +147,7 @@ export class Vision {
       httpRequestTimeoutMs: this.#o.httpRequestTimeoutMs,
       tokens: this.tokens,
       models: this.models,
+      decoder: this.decoder,
       modelFor: (deviceId) => this.modelFor(deviceId),
       ...(this.lastImages ? { lastImages: this.lastImages } : {}),
     });

@@ -6,7 +6,8 @@
  * Esp32Camera::Explain does; the fake vision model gets it as an image part and answers; the
  * answer goes back to the chat model as the tool's result and is spoken (captions and Opus at the
  * device). Over WebSocket (the URL from the Host the device used) and over MQTT+UDP (the URL from
- * `server.publicWsUrl`, a forwarder in front of the server).
+ * `server.publicWsUrl`, a forwarder in front of the server; without it, from the Host of the
+ * device's OTA request).
  *
  * Bad input from the device: a made-up token, another device's token, the token of a session that
  * ended (401), a photo past `vision.maxImageBytes` (413), bytes that are no picture (415), an
@@ -302,12 +303,62 @@ describe("the camera through the server's vision endpoint, end to end", { timeou
 });
 
 /**
- * Over MQTT there is no HTTP Host to build the URL from: the server advertises the host of
- * `server.publicWsUrl`, here a TCP forwarder in front of the server (as a reverse proxy would be).
+ * A camera board on MQTT+UDP: OTA at `otaUrl`, then MQTT and the audio channel; its `initialize`
+ * read; then a spoken-to "what do you see?" turn whose photo goes where it was advertised. Returns
+ * the advertised URL for the caller to check; the turn's outcome is asserted here.
+ */
+async function mqttCameraTurn(
+  models: Models,
+  otaUrl: string,
+  identity: FirmwareIdentity,
+  closers: Array<{ close(): unknown }>,
+): Promise<{ url: string }> {
+  const { chat } = models;
+  const fw = new SimFirmware({ otaUrl, identity, camera: true });
+  closers.push(fw);
+  const camera = fw.camera as FirmwareCamera;
+  await fw.checkVersion();
+  await fw.openAudioChannel();
+  const mcp = (): Json[] =>
+    fw.json.filter((j) => j.msg.type === 'mcp').map((j) => (j.msg.payload as Json | undefined) ?? {});
+  await fw.waitFor('tools/list', () => mcp().find((p) => p.method === 'tools/list'), 10_000);
+  const ad = advertised(mcp());
+  assert.equal(camera.explainUrl, ad.url);
+
+  const silence = await utterancePackets(new Int16Array(16000 * 30), 100, 100);
+  const n = chat.requests.length;
+  const v = models.visionSeen.length;
+  const from = fw.json.length;
+  const framesFrom = fw.audio.length;
+  fw.listenStart('auto');
+  // The device listens (its audio flowing) before the typed question: the server takes its
+  // address for the downlink only from a run of datagrams, as from a device that is listening.
+  const sending = fw.sendPaced(silence, () => fw.json.slice(from).some((j) => j.msg.type === 'tts'));
+  await fw.waitFor('the device to be listening a while', () => fw.uplinkSequence >= 10, 10_000);
+  fw.wakeWordDetected(QUESTION);
+  await fw.waitJson('tts', 'sentence_start', 30_000, from);
+  await fw.waitJson('tts', 'stop', 30_000, from);
+  await sending;
+
+  assert.ok((chat.requests[n]?.body.tools ?? []).some((t) => t.function.name === TOOL));
+  const upload = camera.uploads.at(-1);
+  assert.equal(upload?.url, ad.url, 'uploaded where it was advertised');
+  assert.equal(upload?.status, 200, `upload: ${upload?.status} ${upload?.body}`);
+  assert.deepEqual(models.visionSeen[v]?.images[0]?.bytes, CAMERA_PHOTO);
+  assert.deepEqual(toolMessages(chat.requests.at(-1)), [upload?.body]);
+  assert.equal(spoken(fw.json, from), SAID_SEEN);
+  const played = await fw.decodePlayed(framesFrom);
+  assert.ok(played.bad === 0 && played.ms > 800 && played.rms > 300, `heard: ${JSON.stringify(played)}`);
+  return { url: ad.url };
+}
+
+/**
+ * Over MQTT the session has no HTTP request of its own: `server.publicWsUrl`, when set, names the
+ * host (here a TCP forwarder in front of the server, as a reverse proxy would be) and wins over the
+ * Host of the device's OTA request (made to the server directly here).
  */
 describe('the camera over MQTT+UDP, the URL from publicWsUrl', { timeout: 240_000 }, () => {
   let models: Models;
-  let chat: FakeOpenAi;
   let srv: VoiceApp;
   let front: { port: number; close(): Promise<void> };
   let target = 0;
@@ -315,9 +366,8 @@ describe('the camera over MQTT+UDP, the URL from publicWsUrl', { timeout: 240_00
 
   before(async () => {
     models = await startModels();
-    ({ chat } = models);
     front = await startForwarder(() => target);
-    srv = await startVoiceApp(chat.url, {
+    srv = await startVoiceApp(models.chat.url, {
       ...LOOPBACK_MQTT_CONFIG,
       server: { publicWsUrl: `ws://127.0.0.1:${front.port}/xiaozhi/v1/` },
       vision: visionConfig(models),
@@ -330,41 +380,39 @@ describe('the camera over MQTT+UDP, the URL from publicWsUrl', { timeout: 240_00
 
   test('MQTT+UDP: the simulated firmware\'s camera answers "what do you see?" and the answer is heard', async () => {
     const identity = { deviceId: 'c0:ca:00:00:01:01', clientId: '9f1c3a5e-6b7d-4e8f-8a0b-1c2d3e4f5a6b' };
-    const fw = new SimFirmware({ otaUrl: `${srv.httpUrl}/xiaozhi/ota/`, identity, camera: true });
-    closers.push(fw);
-    const camera = fw.camera as FirmwareCamera;
-    await fw.checkVersion();
-    await fw.openAudioChannel();
-    const mcp = (): Json[] =>
-      fw.json.filter((j) => j.msg.type === 'mcp').map((j) => (j.msg.payload as Json | undefined) ?? {});
-    await fw.waitFor('tools/list', () => mcp().find((p) => p.method === 'tools/list'), 10_000);
-    const ad = advertised(mcp());
-    assert.equal(ad.url, `http://127.0.0.1:${front.port}/mcp/vision/explain`, "publicWsUrl's host");
-    assert.equal(camera.explainUrl, ad.url);
+    const { url } = await mqttCameraTurn(models, `${srv.httpUrl}/xiaozhi/ota/`, identity, closers);
+    assert.equal(url, `http://127.0.0.1:${front.port}/mcp/vision/explain`, "publicWsUrl's host, not OTA's");
+  });
+});
 
-    const silence = await utterancePackets(new Int16Array(16000 * 30), 100, 100);
-    const n = chat.requests.length;
-    const v = models.visionSeen.length;
-    const from = fw.json.length;
-    const framesFrom = fw.audio.length;
-    fw.listenStart('auto');
-    // The device listens (its audio flowing) before the typed question: the server takes its
-    // address for the downlink only from a run of datagrams, as from a device that is listening.
-    const sending = fw.sendPaced(silence, () => fw.json.slice(from).some((j) => j.msg.type === 'tts'));
-    await fw.waitFor('the device to be listening a while', () => fw.uplinkSequence >= 10, 10_000);
-    fw.wakeWordDetected(QUESTION);
-    await fw.waitJson('tts', 'sentence_start', 30_000, from);
-    await fw.waitJson('tts', 'stop', 30_000, from);
-    await sending;
+/**
+ * Without `server.publicWsUrl`, an MQTT session is advertised the scheme and Host of its device's
+ * latest OTA request (the firmware asks OTA over HTTP at every boot, before MQTT): here OTA goes
+ * through a TCP forwarder, so the URL can only have come from that request (a stranger's OTA
+ * request naming a host that is not the server's is not remembered: test/unit/features/identity/ota-reached.test.ts).
+ */
+describe('the camera over MQTT+UDP without publicWsUrl, the URL from the OTA Host', { timeout: 240_000 }, () => {
+  let models: Models;
+  let srv: VoiceApp;
+  let front: { port: number; close(): Promise<void> };
+  let target = 0;
+  const closers: Array<{ close(): unknown }> = [];
 
-    assert.ok((chat.requests[n]?.body.tools ?? []).some((t) => t.function.name === TOOL));
-    const upload = camera.uploads.at(-1);
-    assert.equal(upload?.status, 200, `upload: ${upload?.status} ${upload?.body}`);
-    assert.deepEqual(models.visionSeen[v]?.images[0]?.bytes, CAMERA_PHOTO);
-    assert.deepEqual(toolMessages(chat.requests.at(-1)), [upload?.body]);
-    assert.equal(spoken(fw.json, from), SAID_SEEN);
-    const played = await fw.decodePlayed(framesFrom);
-    assert.ok(played.bad === 0 && played.ms > 800 && played.rms > 300, `heard: ${JSON.stringify(played)}`);
+  before(async () => {
+    models = await startModels();
+    front = await startForwarder(() => target);
+    srv = await startVoiceApp(models.chat.url, { ...LOOPBACK_MQTT_CONFIG, vision: visionConfig(models) });
+    target = Number(new URL(srv.httpUrl).port);
+  });
+  after(async () => {
+    await closeAll(...closers.reverse(), srv, front, models?.vision, models?.chat);
+  });
+
+  test("MQTT+UDP: the vision URL is built from the device's OTA Host, and the photo uploaded there is answered", async () => {
+    const identity = { deviceId: 'c0:ca:00:00:01:02', clientId: '0a2d4b6f-7c8e-4f9a-8b1c-2d3e4f5a6b7c' };
+    const { url } = await mqttCameraTurn(models, `http://127.0.0.1:${front.port}/xiaozhi/ota/`, identity, closers);
+    assert.equal(url, `http://127.0.0.1:${front.port}/mcp/vision/explain`, "the host of the device's OTA request");
+    assert.equal(srv.logs.find('vision: no URL to advertise to an MQTT session').length, 0);
   });
 });
 

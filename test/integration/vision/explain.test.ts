@@ -12,6 +12,8 @@ import { startVoiceApp, type VoiceApp } from '../../helpers/voice-app.ts';
 import { closeAll } from '../../helpers/close-all.ts';
 import { waitFor } from '../../helpers/wait.ts';
 import { uploadPhoto, type UploadOptions } from './camera-upload.ts';
+import { corruptIdat, mangledScan, PNG, truncatedScan } from '../../fixtures/vision/broken-images.ts';
+import { checkImage } from '../../../features/vision/image-check.ts';
 
 const JPEG = readFileSync(new URL('../../fixtures/vision/photo.jpg', import.meta.url));
 const MAX_IMAGE = 64 * 1024;
@@ -147,6 +149,31 @@ describe('the vision endpoint', () => {
     assert.match(String(fake.body?.message), /corrupt JPEG/);
     const json = await upload(s, '70:00:00:00:01:07', { contentType: 'application/json' });
     assert.equal(json.status, 415);
+  });
+
+  test('a JPEG whose scan is mangled or cut, and a PNG whose IDAT is corrupt: 415, the headers being intact (ffmpeg decodes them)', async () => {
+    const s = await session('70:00:00:00:01:0d');
+    const n = llm.requests.length;
+    for (const [what, file] of [
+      ['mangled JPEG scan', mangledScan()],
+      ['truncated JPEG scan', truncatedScan()],
+      ['corrupt PNG IDAT', corruptIdat()],
+    ] as const) {
+      assert.equal(checkImage(file).ok, true, `${what}: the header check alone passes it`);
+      const r = await upload(s, '70:00:00:00:01:0d', { file });
+      assert.equal(r.status, 415, `${what}: ${r.status} ${JSON.stringify(r.body)}`);
+      assert.deepEqual(r.body, { success: false, message: 'not a usable image: it does not decode' }, what);
+    }
+    assert.equal(llm.requests.length, n, 'no model was asked');
+    assert.ok(
+      srv.logs.lines.some((l) => l.msg === 'vision request refused' && l.status === 415 && l.decoder !== undefined),
+      "ffmpeg's complaint is in the log",
+    );
+    // (another device: this one has spent its photos of the minute)
+    const t = await session('70:00:00:00:01:0e');
+    llm.script(fakeText('A PNG.'));
+    const png = await upload(t, '70:00:00:00:01:0e', { file: PNG });
+    assert.equal(png.status, 200, 'an intact PNG decodes and is sent on');
   });
 
   test('a slow upload (slowloris) gets 408 at the upload deadline and its socket closed', async () => {
