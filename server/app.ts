@@ -177,7 +177,8 @@ async function buildWithStore(deps: AppDeps, store: Store): Promise<App> {
     firmware: config.server.firmware,
     ...mqttOta(deps, store, mode),
     // Where each device asked OTA: the vision URL of its MQTT sessions without publicWsUrl.
-    ...(deps.vision?.enabled ? { onReached: deps.vision.reachedByOta.bind(deps.vision), ownHosts } : {}),
+    ownHosts,
+    ...(deps.vision?.enabled ? { onReached: deps.vision.reachedByOta.bind(deps.vision) } : {}),
   });
   await fastify.register(deviceWsRoute, {
     auth: {

@@ -26,6 +26,11 @@ export interface MqttOtaRequest {
   generation?: number;
   /** The host the device reached OTA by (without a port). */
   host: string;
+  /**
+   * `host` is one of the server's own names (`ownHosts`): only then may it be remembered for the
+   * device's later sessions. A stranger may ask OTA for any device's pair with a Host of its own.
+   */
+  hostIsOwn: boolean;
   /** Board type from the OTA body ('' when absent). */
   board: string;
   /** The device's address as this server sees it. */
@@ -62,7 +67,7 @@ export interface OtaRouteOptions {
    * other host for a device's pair is not passed on): the vision endpoint's URL for its MQTT sessions.
    */
   onReached?: (reached: { deviceId: string; clientId: string; origin: string }) => void;
-  /** The server's own names (`server.publicHosts`, `publicWsUrl`'s host, its addresses); needed by `onReached`. */
+  /** The server's own names (`server.publicHosts`, `publicWsUrl`'s host, its addresses): only such a Host is remembered for a device (`onReached`, the MQTT side's UDP address). */
   ownHosts?: { has(host: string | undefined): boolean };
 }
 
@@ -247,6 +252,7 @@ export async function otaRoutes(app: FastifyInstance, opts: OtaRouteOptions): Pr
         clientId,
         ...(generation !== undefined ? { generation } : {}),
         host: requestHost(request),
+        hostIsOwn: opts.ownHosts?.has(reachedVia(request).host) ?? false,
         board: device.board?.type ?? '',
         ip: clientAddress(request),
       });

@@ -32,10 +32,15 @@ export class DeviceEndpoints {
     this.#settings = settings;
   }
 
-  /** The broker endpoint for a pair that reached OTA at `host`, remembered for its UDP server. */
-  broker(deviceId: string, clientId: string, host: string, brokerPort: number): string {
+  /**
+   * The broker endpoint for a pair that reached OTA at `host`, remembered for its UDP server when
+   * `remember` (the host is one of the server's names): otherwise a stranger asking OTA for a
+   * device's pair with a Host of its own would send that device's audio there.
+   */
+  broker(deviceId: string, clientId: string, host: string, brokerPort: number, remember: boolean): string {
     const { publicEndpoint } = this.#settings;
     if (publicEndpoint) return publicEndpoint;
+    if (!remember) return `${host}:${brokerPort}`;
     const key = pairKey(deviceId, clientId);
     this.#told.delete(key);
     makeRoom(this.#told, Math.max(1000, this.#settings.maxConnections));

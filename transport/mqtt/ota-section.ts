@@ -41,6 +41,12 @@ export function mqttOtaProvider(opts: MqttOtaOptions): MqttOtaProvider | undefin
     else if (opts.mode === 'activation') generation = req.generation ?? null;
     else generation = opts.binding(req.deviceId, req.clientId)?.generation ?? null;
     if (generation === null && opts.mode !== 'open') return undefined;
-    return transport.otaSection({ deviceId: req.deviceId, clientId: req.clientId, generation, host: req.host });
+    return transport.otaSection({
+      deviceId: req.deviceId,
+      clientId: req.clientId,
+      generation,
+      host: req.host,
+      hostIsOwn: req.hostIsOwn,
+    });
   };
 }

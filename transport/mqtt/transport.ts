@@ -90,7 +90,13 @@ export interface MqttTransport extends DeviceTransport, IdleDeviceLinks {
    * The OTA section for a pair: the endpoint (`mqtt.publicEndpoint`, else `host` with the broker's
    * port) and credentials; `generation` null in open mode.
    */
-  otaSection(ctx: { deviceId: string; clientId: string; generation: number | null; host: string }): MqttOtaSection;
+  otaSection(ctx: {
+    deviceId: string;
+    clientId: string;
+    generation: number | null;
+    host: string;
+    hostIsOwn: boolean;
+  }): MqttOtaSection;
   /** The device's broker connection here, if any (the pair when clientId is given). */
   find(deviceId: string, clientId?: string): MqttDeviceLink | undefined;
   /** Told when a device connects to the broker (queued messages are delivered then). Returns the unsubscribe. */
@@ -149,8 +155,8 @@ export async function startMqttTransport(opts: MqttTransportOptions): Promise<Mq
     find: (deviceId, clientId) => links.find(deviceId, clientId),
     onConnected: (l) => links.onConnected(l),
     stats: () => ({ connections: broker.connectedClients, devices: links.size, audioSessions: audio.sessions }),
-    otaSection: ({ deviceId, clientId, generation, host }) => ({
-      endpoint: endpoints.broker(deviceId, clientId, host, ports.mqtt),
+    otaSection: ({ deviceId, clientId, generation, host, hostIsOwn }) => ({
+      endpoint: endpoints.broker(deviceId, clientId, host, ports.mqtt, hostIsOwn),
       ...mqttCredentials(opts.auth.secret(), deviceId, clientId, generation),
       keepalive: mqtt.keepaliveS,
       publish_topic: mqtt.publishTopic,

@@ -109,6 +109,7 @@ describe('MQTT transport from the configuration', () => {
         clientId: 'config-1',
         generation: null,
         host: '127.0.0.1',
+        hostIsOwn: true,
       });
       const dev = await MqttUdpClient.connect(section);
       try {

@@ -98,7 +98,13 @@ async function startRig(store: Store, mode: AuthMode, opts: RigOptions = {}): Pr
     ...(opts.connectDeadlines ? { connectDeadlines: opts.connectDeadlines } : {}),
   });
   const section = (deviceId: string, clientId: string, generation: number | null = null): MqttSection =>
-    transport.otaSection({ deviceId, clientId, generation, host: '127.0.0.1' }) as unknown as MqttSection;
+    transport.otaSection({
+      deviceId,
+      clientId,
+      generation,
+      host: '127.0.0.1',
+      hostIsOwn: true,
+    }) as unknown as MqttSection;
   return { transport, sessions, registry, rec, drops, opened, section };
 }
 
