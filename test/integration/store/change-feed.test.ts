@@ -176,9 +176,12 @@ describe('an unreachable or lost database', () => {
         what: 'a write after the restart',
         timeoutMs: 10_000,
       });
+      // Not WITHIN_MS: right after a restart a's first reads may meet pooled connections the
+      // restart killed (the full suite on 2 busy cores once took over 2 s); what is tested is
+      // that the change arrives, not how fast.
       await waitFor(() => a.cache.agent('after-restart'), {
         what: 'the change to reach a through its new listening connection',
-        timeoutMs: WITHIN_MS,
+        timeoutMs: 10_000,
       });
     } finally {
       await a.close();
