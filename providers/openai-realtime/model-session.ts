@@ -73,9 +73,18 @@ interface Response {
   id: string;
   cancelled: boolean;
   transcript: string;
+  /** Function calls begun (announced, or first heard of by their arguments). */
   calls: number;
-  /** Function calls being made: name (from the item) and arguments so far. */
-  args: Map<string, { name?: string | undefined; text: string }>;
+  /** Function calls being made. */
+  args: Map<string, PendingCall>;
+}
+
+/** A function call being made: its name (from the item) and its arguments so far. */
+interface PendingCall {
+  name?: string | undefined;
+  text: string;
+  /** The arguments passed MAX_ARGUMENT_BYTES: no longer kept. */
+  over: boolean;
 }
 
 /** The assistant item whose audio was heard last: what a barge-in truncates. */
@@ -386,8 +395,8 @@ class ModelSession implements RealtimeSession {
       case 'response.output_item.added':
         if (!r || r.id !== ev.response_id) return;
         if (ev.item.type === 'message' && ev.item.id) this.#item = { id: ev.item.id, audioBytes: 0, truncated: false };
-        if (ev.item.type === 'function_call' && ev.item.call_id)
-          r.args.set(ev.item.call_id, { name: ev.item.name, text: '' });
+        if (ev.item.type === 'function_call' && ev.item.call_id && !r.cancelled && !r.args.has(ev.item.call_id))
+          this.#beginCall(r, ev.item.call_id, ev.item.name);
         return;
       case 'response.output_audio.delta': {
         if (!r || r.id !== ev.response_id || r.cancelled) return;
@@ -410,12 +419,12 @@ class ModelSession implements RealtimeSession {
         this.#emit({ type: 'transcript_delta', responseId: r.id, text: ev.delta });
         return;
       case 'response.function_call_arguments.delta': {
-        if (!r || r.id !== ev.response_id) return;
-        const call = r.args.get(ev.call_id) ?? { text: '' };
-        // Past the bound the text stops growing; `.done` then finds it too long.
+        if (!r || r.id !== ev.response_id || r.cancelled) return;
+        const call = r.args.get(ev.call_id) ?? this.#beginCall(r, ev.call_id, undefined);
+        if (!call || call.over) return;
+        // Past the bound the text is let go; `.done` then finds it too long.
         if (call.text.length + ev.delta.length <= MAX_ARGUMENT_BYTES) call.text += ev.delta;
-        else call.text = '\u0000'.repeat(MAX_ARGUMENT_BYTES + 1);
-        r.args.set(ev.call_id, call);
+        else [call.text, call.over] = ['', true];
         return;
       }
       case 'response.function_call_arguments.done':
@@ -430,24 +439,42 @@ class ModelSession implements RealtimeSession {
   #functionCallDone(ev: Extract<ModelEvent, { type: 'response.function_call_arguments.done' }>): void {
     const r = this.#response;
     if (!r || r.id !== ev.response_id || r.cancelled) return;
-    const call = r.args.get(ev.call_id);
+    const call = r.args.get(ev.call_id) ?? this.#beginCall(r, ev.call_id, ev.name);
+    if (!call) return;
     r.args.delete(ev.call_id);
-    const args = ev.arguments !== '' ? ev.arguments : (call?.text ?? '');
-    const name = ev.name ?? call?.name;
+    const args = ev.arguments !== '' ? ev.arguments : call.text;
+    const name = ev.name ?? call.name;
     let problem: string | undefined;
-    if (++r.calls > this.#cfg.maxFunctionCallsPerResponse)
-      problem = `more than ${this.#cfg.maxFunctionCallsPerResponse} function calls in one response`;
-    else if (Buffer.byteLength(args) > MAX_ARGUMENT_BYTES || (call?.text.length ?? 0) > MAX_ARGUMENT_BYTES)
+    if (call.over || Buffer.byteLength(args) > MAX_ARGUMENT_BYTES)
       problem = `function call arguments over ${MAX_ARGUMENT_BYTES} bytes`;
     else if (!name) problem = 'a function call with no name';
     if (problem) {
-      // The response is stopped: a call we drop would leave the model waiting for its output.
-      this.#log.error({ callId: ev.call_id }, `${WHAT}: ${problem}; the response is cancelled`);
-      this.#cancelActive();
-      this.#emit({ type: 'error', error: new VoiceError(ErrorCode.ProviderFailed, `${WHAT}: ${problem}`) });
+      this.#stopResponse(ev.call_id, problem);
       return;
     }
     this.#emit({ type: 'function_call', responseId: r.id, callId: ev.call_id, name: name ?? '', arguments: args });
+  }
+
+  /**
+   * A call heard of for the first time: counted, and kept while it is made, or (past
+   * `maxFunctionCallsPerResponse`) the response is stopped, so the calls kept stay bounded.
+   */
+  #beginCall(r: Response, callId: string, name: string | undefined): PendingCall | undefined {
+    if (++r.calls > this.#cfg.maxFunctionCallsPerResponse) {
+      this.#stopResponse(callId, `more than ${this.#cfg.maxFunctionCallsPerResponse} function calls in one response`);
+      return undefined;
+    }
+    const call = { name, text: '', over: false };
+    r.args.set(callId, call);
+    return call;
+  }
+
+  #stopResponse(callId: string, problem: string): void {
+    // The whole response is stopped: a call we drop would leave the model waiting for its output.
+    this.#log.error({ callId }, `${WHAT}: ${problem}; the response is cancelled`);
+    this.#cancelActive();
+    this.#response?.args.clear();
+    this.#emit({ type: 'error', error: new VoiceError(ErrorCode.ProviderFailed, `${WHAT}: ${problem}`) });
   }
 
   #responseDone(id: string, status: string | undefined): void {

@@ -13,6 +13,7 @@ import { createRealtimeModel, RealtimeSchema } from '../../../../providers/index
 import { MAX_ARGUMENT_BYTES, MAX_EVENTS_PER_RESPONSE } from '../../../../providers/openai-realtime/model-session.ts';
 import { createLogger } from '../../../../server/logger.ts';
 import {
+  ARGUMENT_FLOOD_CALLS,
   FLOOD_EVENTS,
   startFakeRealtimeModel,
   type FakeRealtimeModel,
@@ -490,6 +491,28 @@ test('bounds: a response past 20,000 events ends the connection: one closed even
   await waitFor(() => f.openSockets() === 0, { what: 'the socket to go' });
   o.session.close();
   assert.equal(o.of('closed').length, 1);
+});
+
+test('bounds: argument deltas for more calls than maxFunctionCallsPerResponse are not kept; the response is cancelled with an error; the next turn works', {
+  timeout: 30_000,
+}, async () => {
+  const f = await fakeModel({
+    faults: ['argument-flood'],
+    faultOn: (ctx) => ctx.index === 0,
+    respond: () => ({ say: 'fine again' }),
+  });
+  const o = await open(f, { maxFunctionCallsPerResponse: 4 });
+  turn(o);
+  const d = await done(o, 1);
+  assert.ok(ARGUMENT_FLOOD_CALLS > 4);
+  assert.equal(d.status, 'cancelled');
+  assert.equal(o.of('error').length, 1);
+  assert.match(o.of('error')[0]!.error.message, /more than 4 function calls in one response/);
+  await waitFor(() => f.sessions[0]!.received.includes('response.cancel'), { what: 'response.cancel at the model' });
+  assert.equal(o.of('closed').length, 0, 'the connection stays');
+  turn(o);
+  assert.equal((await done(o, 2)).transcript, 'fine again');
+  o.session.close();
 });
 
 test("the model tells the conversation its settings: responseTimeoutMs, maxSessionMs, maxFunctionCallsPerResponse (else the conversation's defaults would cap them)", () => {
