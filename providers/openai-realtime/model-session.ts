@@ -41,7 +41,7 @@ import type { RealtimeDialect } from './realtime-options.ts';
 
 /** Largest frame the model may send: an audio delta or the session echoed with its tools and instructions. */
 export const MAX_MODEL_FRAME_BYTES = 4 * 1024 * 1024;
-/** Events between two ends of a response (audio, transcript and argument deltas); a long answer sends a few thousand. */
+/** Frames from the model between two ends of a response (audio, transcript and argument deltas, frames that are not events); a long answer sends a few thousand. */
 export const MAX_EVENTS_PER_RESPONSE = 20_000;
 /** Bytes of one function call's arguments. */
 export const MAX_ARGUMENT_BYTES = 64 * 1024;
@@ -343,12 +343,7 @@ class ModelSession implements RealtimeSession {
   }
 
   #onEvent(raw: { type: string }): void {
-    if (this.#ended) return;
-    if (++this.#eventsSinceDone > MAX_EVENTS_PER_RESPONSE) {
-      this.#fail(new VoiceError(ErrorCode.ProviderFailed, `${WHAT}: more than ${MAX_EVENTS_PER_RESPONSE} events`));
-      return;
-    }
-    if (this.#awaiting) this.#armResponseTimer();
+    if (this.#ended || !this.#counted()) return;
     const type = gaEventType(raw.type);
     const kind = eventKind(type);
     if (kind === 'unknown') {
@@ -364,6 +359,16 @@ class ModelSession implements RealtimeSession {
       return;
     }
     this.#read(parsed.data);
+  }
+
+  /** Counts a frame from the model toward the bound; false once past it (the connection is then ended). */
+  #counted(): boolean {
+    if (++this.#eventsSinceDone > MAX_EVENTS_PER_RESPONSE) {
+      this.#fail(new VoiceError(ErrorCode.ProviderFailed, `${WHAT}: more than ${MAX_EVENTS_PER_RESPONSE} events`));
+      return false;
+    }
+    if (this.#awaiting) this.#armResponseTimer();
+    return true;
   }
 
   #read(ev: ModelEvent): void {
@@ -518,6 +523,8 @@ class ModelSession implements RealtimeSession {
     if (this.#ended || err.error) return;
     const socket = this.#rt?.socket;
     if (socket && socket.readyState === socket.OPEN) {
+      // A frame that is not an event: it counts toward the bound like any other, so a flood of them ends.
+      if (!this.#counted()) return;
       const message = `${WHAT}: ${err.message}, dropped`;
       this.#log.error({ err: err.cause instanceof Error ? err.cause.message : undefined }, message);
       if (this.#ready) this.#emit({ type: 'error', error: new VoiceError(ErrorCode.ProviderFailed, message) });

@@ -493,6 +493,25 @@ test('bounds: a response past 20,000 events ends the connection: one closed even
   assert.equal(o.of('closed').length, 1);
 });
 
+test('bounds: frames that are not JSON count toward the 20,000 events: a flood of them ends the connection with one closed event', {
+  timeout: 30_000,
+}, async () => {
+  const f = await fakeModel({ faults: ['garbage-flood'], respond: () => ({ say: 'never heard' }) });
+  const o = await open(f);
+  turn(o);
+  await waitFor(() => o.of('closed').length === 1 || o.of('response_done').length === 1, {
+    what: 'closed or the answer',
+    timeoutMs: 20_000,
+  });
+  assert.equal(o.of('response_done').length, 0, 'the answer after the flood is never read');
+  const closed = o.of('closed')[0];
+  assert.equal(closed?.error?.code, ErrorCode.ProviderFailed);
+  assert.match(String(closed?.error?.message), new RegExp(`more than ${MAX_EVENTS_PER_RESPONSE} events`));
+  assert.ok(o.of('error').length <= MAX_EVENTS_PER_RESPONSE);
+  await waitFor(() => f.openSockets() === 0, { what: 'the socket to go' });
+  o.session.close();
+});
+
 test('bounds: argument deltas for more calls than maxFunctionCallsPerResponse are not kept; the response is cancelled with an error; the next turn works', {
   timeout: 30_000,
 }, async () => {
