@@ -23,7 +23,7 @@ import type {
 } from '../../llm/realtime.ts';
 import type { ToolSpec } from '../../mcp/contract/tool-source.ts';
 import { int16ToBuffer } from '../../audio/pcm/pcm.ts';
-import type { RealtimeConnector } from './connect.ts';
+import { closeConnection, WHAT, type RealtimeConnector } from './connect.ts';
 import { decodePcm, eventKind, gaEventType, modelEventSchema, type ModelEvent } from './model-events.ts';
 import {
   appendAudio,
@@ -49,10 +49,6 @@ export const MAX_ARGUMENT_BYTES = 64 * 1024;
 export const MAX_TRANSCRIPT_CHARS = 20_000;
 /** The API refuses to commit less than 100 ms of audio. */
 const MIN_COMMIT_MS = 100;
-/** After our close frame, how long the server has to answer before the socket is cut. */
-const CLOSE_GRACE_MS = 1000;
-
-const WHAT = 'openai-realtime';
 
 export interface ModelSessionConfig {
   connect: RealtimeConnector;
@@ -112,7 +108,6 @@ class ModelSession implements RealtimeSession {
   #openTimer: NodeJS.Timeout | undefined;
   #responseTimer: NodeJS.Timeout | undefined;
   #ageTimer: NodeJS.Timeout | undefined;
-  #graceTimer: NodeJS.Timeout | undefined;
   #retireWhenIdle = false;
   #awaiting = false;
   #response: Response | undefined;
@@ -262,14 +257,7 @@ class ModelSession implements RealtimeSession {
     if (this.#ended) return;
     this.#end();
     if (!this.#ready) this.#rejectOpen(new VoiceError(ErrorCode.Aborted, 'aborted: closed while opening'));
-    const rt = this.#rt;
-    if (!rt) return;
-    if (rt.socket.readyState !== rt.socket.OPEN) {
-      rt.socket.terminate();
-      return;
-    }
-    rt.close({ code: 1000, reason: 'done' });
-    this.#graceTimer = setTimeout(() => rt.socket.terminate(), CLOSE_GRACE_MS);
+    if (this.#rt) closeConnection(this.#rt);
   }
 
   // ---- the connection ----
@@ -536,7 +524,6 @@ class ModelSession implements RealtimeSession {
   }
 
   #onClose(code: number): void {
-    clearTimeout(this.#graceTimer);
     if (this.#ended) return;
     const why = this.#transportError ? `: ${this.#transportError}` : '';
     if (!this.#ready) {

@@ -22,7 +22,7 @@ import type { Logger } from '../../core/logger.ts';
 import type { AsrStream, AsrStreamOptions } from '../../audio/asr/asr.ts';
 import { concatInt16, int16ToBuffer } from '../../audio/pcm/pcm.ts';
 import { Resampler } from '../../audio/pcm/resample.ts';
-import type { RealtimeConnector } from './connect.ts';
+import { closeConnection, WHAT, type RealtimeConnector } from './connect.ts';
 import {
   appendAudio,
   COMMIT,
@@ -43,10 +43,6 @@ export const MAX_TRANSCRIPT_CHARS = 4000;
 const MIN_COMMIT_SAMPLES = REALTIME_PCM_RATE / 10;
 /** Largest append sent when the audio kept during the connect goes out (one second). */
 const MAX_APPEND_SAMPLES = REALTIME_PCM_RATE;
-/** After a final, how long the server has to answer our close frame before the socket is cut. */
-const CLOSE_GRACE_MS = 1000;
-
-const WHAT = 'openai-realtime';
 
 export interface StreamConfig {
   connect: RealtimeConnector;
@@ -85,7 +81,6 @@ export class RealtimeTranscriptionStream implements AsrStream {
   #completed = new Map<string, string>();
   #connectTimer: NodeJS.Timeout | undefined;
   #finalTimer: NodeJS.Timeout | undefined;
-  #closeTimer: NodeJS.Timeout | undefined;
   #openedAt = performance.now();
   #finishAt = 0;
 
@@ -304,7 +299,6 @@ export class RealtimeTranscriptionStream implements AsrStream {
   }
 
   #onClose(code: number): void {
-    clearTimeout(this.#closeTimer);
     this.#phase = 'ended';
     if (!this.#settled)
       this.#fail(
@@ -323,13 +317,7 @@ export class RealtimeTranscriptionStream implements AsrStream {
     );
     this.#settle();
     this.#resolve(text);
-    const socket = this.#rt?.socket;
-    if (!socket || this.#phase !== 'open') {
-      socket?.terminate();
-      return;
-    }
-    this.#rt?.close({ code: 1000, reason: 'done' });
-    this.#closeTimer = setTimeout(() => socket.terminate(), CLOSE_GRACE_MS);
+    if (this.#rt) closeConnection(this.#rt);
   }
 
   #fail(err: VoiceError): void {
