@@ -23,6 +23,7 @@ import type {
 } from '../../llm/realtime.ts';
 import type { ToolSpec } from '../../mcp/contract/tool-source.ts';
 import { int16ToBuffer } from '../../audio/pcm/pcm.ts';
+import { apiError } from './api-error.ts';
 import { closeConnection, WHAT, type RealtimeConnector } from './connect.ts';
 import { decodePcm, eventKind, gaEventType, modelEventSchema, type ModelEvent } from './model-events.ts';
 import {
@@ -362,7 +363,7 @@ class ModelSession implements RealtimeSession {
   #read(ev: ModelEvent): void {
     if (!this.#ready) {
       if (ev.type === 'session.updated') this.#onReady();
-      else if (ev.type === 'error') this.#fail(this.#apiError(ev.error));
+      else if (ev.type === 'error') this.#fail(apiError(ev.error));
       return;
     }
     const r = this.#response;
@@ -376,7 +377,7 @@ class ModelSession implements RealtimeSession {
           this.#log.debug(`${WHAT}: nothing left to cancel`);
           return;
         }
-        this.#emit({ type: 'error', error: this.#apiError(ev.error) });
+        this.#emit({ type: 'error', error: apiError(ev.error) });
         return;
       case 'conversation.item.input_audio_transcription.completed':
         this.#emit({ type: 'user_transcript', text: ev.transcript.slice(0, MAX_TRANSCRIPT_CHARS).trim() });
@@ -496,13 +497,6 @@ class ModelSession implements RealtimeSession {
     );
     this.#emit({ type: 'closed' });
     this.close();
-  }
-
-  #apiError(e: { type: string; message: string; code?: string | null | undefined }): VoiceError {
-    const text = `${WHAT}: the model refused (${e.type}${e.code ? `, ${e.code}` : ''}): ${e.message}`;
-    if (e.type === 'server_error') return new VoiceError(ErrorCode.ProviderFailed, text, { retryable: true });
-    if (e.code === 'rate_limit_exceeded') return new VoiceError(ErrorCode.RateLimited, text, { retryable: true });
-    return new VoiceError(ErrorCode.ProviderRejected, text);
   }
 
   /** An `error` the SDK raised itself: a frame that is not a JSON event, or the socket failed. */

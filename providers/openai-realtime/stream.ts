@@ -22,6 +22,7 @@ import type { Logger } from '../../core/logger.ts';
 import type { AsrStream, AsrStreamOptions } from '../../audio/asr/asr.ts';
 import { concatInt16, int16ToBuffer } from '../../audio/pcm/pcm.ts';
 import { Resampler } from '../../audio/pcm/resample.ts';
+import { apiError } from './api-error.ts';
 import { closeConnection, WHAT, type RealtimeConnector } from './connect.ts';
 import {
   appendAudio,
@@ -249,15 +250,9 @@ export class RealtimeTranscriptionStream implements AsrStream {
           ),
         );
         return;
-      case 'error': {
-        const { type, code, message } = ev.error;
-        const text = `${WHAT}: the server refused (${type}${code ? `, ${code}` : ''}): ${message}`;
-        if (type === 'server_error') this.#fail(new VoiceError(ErrorCode.ProviderFailed, text, { retryable: true }));
-        else if (code === 'rate_limit_exceeded')
-          this.#fail(new VoiceError(ErrorCode.RateLimited, text, { retryable: true }));
-        else this.#fail(new VoiceError(ErrorCode.ProviderRejected, text));
+      case 'error':
+        this.#fail(apiError(ev.error));
         return;
-      }
     }
   }
 
