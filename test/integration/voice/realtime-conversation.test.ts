@@ -336,6 +336,25 @@ describe('a realtime agent end to end', { timeout: 240_000 }, () => {
     }
   });
 
+  test('a model whose transcript never ends is cut at the bound and cancelled; the turn ends', async () => {
+    const model = new ScriptedRealtimeModel({ responseTimeoutMs: 2_000 });
+    useRealtime(srv, model);
+    model.script({ fault: 'chatter' });
+    const dev = await device();
+    try {
+      dev.listen('detect', { text: 'say something' });
+      await dev.waitFor('the response cancelled', () => model.connections.at(-1)?.cancels.length === 1, 20_000);
+      // The session is free again: the next question is answered.
+      model.script({ say: 'Here I am.' });
+      dev.listen('detect', { text: 'are you there' });
+      await dev.waitJson('tts', 'stop', 20_000);
+      assert.deepEqual(captions(dev), ['Here I am.']);
+      assert.equal(model.last().cancels.length, 1);
+    } finally {
+      dev.close();
+    }
+  });
+
   test('an error event mid-answer: what arrived plays, then an apology', async () => {
     const model = new ScriptedRealtimeModel();
     useRealtime(srv, model);
