@@ -150,6 +150,27 @@ describe('a realtime agent end to end', { timeout: 240_000 }, () => {
     }
   });
 
+  test("the user's transcript arriving after the turn ended is not shown (no late stt)", async () => {
+    const model = new ScriptedRealtimeModel();
+    useRealtime(srv, model);
+    // Past the 3 s the turn waits for it after the answer.
+    model.transcriptDelayMs = 6_000;
+    model.script({ say: 'Hi.' });
+    const dev = await device();
+    try {
+      dev.listen('start', { mode: 'manual' });
+      await sendPaced(dev, packets, 60);
+      dev.listen('stop');
+      await dev.waitJson('tts', 'stop', 30_000);
+      const committedAt = Date.now();
+      await dev.waitFor('the transcript sent', () => model.last().commits === 1, 1_000);
+      await sleep(Math.max(0, 7_000 - (Date.now() - committedAt)));
+      assert.equal(dev.json.filter((j) => j.msg.type === 'stt').length, 0);
+    } finally {
+      dev.close();
+    }
+  });
+
   test('a typed listen detect goes to the model as text', async () => {
     const model = new ScriptedRealtimeModel();
     useRealtime(srv, model);
