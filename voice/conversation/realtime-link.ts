@@ -67,18 +67,20 @@ export class RealtimeLink {
   /**
    * Makes sure a usable connection to `model` is open or opening: called when a turn that needs it
    * begins (the user starts speaking, a typed text). Between turns an old one is replaced.
+   * True when a new connection is opening (its set-up lists the tools: nothing to offer again).
    */
-  ready(model: RealtimeModel, opts: { betweenTurns: boolean }): void {
-    if (this.#closed) return;
+  ready(model: RealtimeModel, opts: { betweenTurns: boolean }): boolean {
+    if (this.#closed) return false;
     const c = this.#conn;
     const maxAge = model.maxSessionMs ?? DEFAULT_MAX_SESSION_MS;
-    if (c && c.model === model && !c.dead && !(opts.betweenTurns && this.#o.now() - c.openedAt >= maxAge)) return;
+    if (c && c.model === model && !c.dead && !(opts.betweenTurns && this.#o.now() - c.openedAt >= maxAge)) return false;
     if (c) {
       const why = c.dead ? 'it closed' : c.model !== model ? "the agent's model changed" : 'its session limit';
       this.#o.log.info({ realtime: model.provider, why }, 'realtime connection renewed');
       this.#drop(c);
     }
     this.#open(model);
+    return true;
   }
 
   /** The model the connection is for, if one is open or opening. */

@@ -163,7 +163,7 @@ describe('a realtime agent end to end', { timeout: 240_000 }, () => {
       dev.listen('stop');
       await dev.waitJson('tts', 'stop', 30_000);
       const committedAt = Date.now();
-      await dev.waitFor('the transcript sent', () => model.last().commits === 1, 1_000);
+      await dev.waitFor('the commit', () => model.last().commits === 1, 1_000);
       await sleep(Math.max(0, 7_000 - (Date.now() - committedAt)));
       assert.equal(dev.json.filter((j) => j.msg.type === 'stt').length, 0);
     } finally {
@@ -182,6 +182,8 @@ describe('a realtime agent end to end', { timeout: 240_000 }, () => {
       assert.deepEqual(model.last().texts, ['tell me a joke']);
       assert.deepEqual(captions(dev), ['Hello to you too.']);
       assert.equal(dev.json.find((j) => j.msg.type === 'stt')?.msg.text, 'tell me a joke');
+      // The tools it opened with are not offered again: they did not change.
+      assert.deepEqual(model.last().updates, []);
     } finally {
       dev.close();
     }
