@@ -103,13 +103,8 @@ export class RealtimeLink {
   appendAudio(pcm16k: Int16Array): void {
     const c = this.#conn;
     if (!c || c.dead || pcm16k.length === 0) return;
-    const rate = c.model.inputRate;
-    let pcm = pcm16k;
-    if (rate !== UPLINK_RATE) {
-      if (!this.#resampler || this.#resampler.toRate !== rate) this.#resampler = new Resampler(UPLINK_RATE, rate);
-      pcm = this.#resampler.push(pcm16k);
-    }
     if (!c.session) {
+      // Checked before resampling: audio that is dropped is not worked on.
       if (c.pendingSamples + pcm16k.length > MAX_PENDING_SAMPLES) {
         if (!c.dropWarned) this.#o.log.warn('realtime connection still opening: audio past 30 s dropped');
         c.dropWarned = true;
@@ -117,8 +112,18 @@ export class RealtimeLink {
       }
       c.pendingSamples += pcm16k.length;
     }
-    const chunk = pcm;
-    this.#call((s) => s.appendAudio(chunk), true);
+    const rate = c.model.inputRate;
+    let pcm = pcm16k;
+    if (rate !== UPLINK_RATE) {
+      if (!this.#resampler || this.#resampler.toRate !== rate) this.#resampler = new Resampler(UPLINK_RATE, rate);
+      pcm = this.#resampler.push(pcm16k);
+    }
+    if (c.session) {
+      // The per-frame path once open: straight to the connection.
+      c.session.appendAudio(pcm);
+      return;
+    }
+    this.#call((s) => s.appendAudio(pcm), true);
   }
 
   /** A false start: the audio since the last commit is dropped. */
