@@ -2,7 +2,7 @@
  * @module Cancellation: the one way work is tied to a turn (or a session, or a request) in this
  * project. Every stream and provider call takes an AbortSignal; `linkedScope` gives one piece of
  * work its own signal, aborted when a parent aborts or its timeout fires, and `runScoped` runs a
- * call inside such a scope.
+ * call inside such a scope. `watchStart` ties a provider stream to its signal and a start deadline.
  *
  * Why not `AbortSignal.any`: Node keeps a combined signal reachable from its sources while it has
  * abort listeners, and libraries add listeners they never remove (the MCP SDK adds one per request
@@ -124,6 +124,80 @@ export async function runScoped<T>(
     scope.signal.removeEventListener('abort', onAbort);
     scope.dispose();
   }
+}
+
+export interface StartWatchOptions {
+  /** Ms the work has to start in (until `started()`). */
+  startTimeoutMs: number;
+  /** The signal aborted (its reason). Runs from `arm()` itself when it already had. */
+  onAbort: (reason: unknown) => void;
+  /** The message of the retryable Timeout VoiceError given to `onTimeout`. */
+  timeoutMessage: string;
+  /** The work did not start in time. */
+  onTimeout: (error: VoiceError) => void;
+}
+
+/** A stream's abort and its start deadline, watched until the stream ends. */
+export interface StartWatch {
+  /**
+   * Hooks to the signal and starts the deadline. False when the signal had already aborted:
+   * `onAbort` has run then, and nothing is armed.
+   */
+  arm(): boolean;
+  /** The work has started: the deadline no longer applies (an abort still does). */
+  started(): void;
+  /** Unhooks from the signal and clears the deadline. Idempotent; call it when the work is over. */
+  dispose(): void;
+}
+
+/**
+ * For a provider stream that must end at once when its signal aborts or when its connection is
+ * not ready within a deadline. At most one of `onAbort`/`onTimeout` runs, once, and the watch is
+ * disposed before it does. Arming is a step apart from creating so that the handler may reach the
+ * watch (its owner's teardown disposes it) even when it runs from within the owner's constructor.
+ * The signal is followed through a `linkedScope` (one listener, removed by `dispose`).
+ */
+export function watchStart(signal: AbortSignal | undefined, opts: StartWatchOptions): StartWatch {
+  let scope: Scope | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let done = false;
+  const onAbort = (): void => {
+    const reason = scope?.signal.reason;
+    if (end()) opts.onAbort(reason);
+  };
+  const dispose = (): void => {
+    done = true;
+    clearTimeout(timer);
+    timer = undefined;
+    scope?.signal.removeEventListener('abort', onAbort);
+    scope?.dispose();
+  };
+  /** True the first time: the caller's handler may run. */
+  const end = (): boolean => {
+    if (done) return false;
+    dispose();
+    return true;
+  };
+  return {
+    arm() {
+      if (done || scope) return !done;
+      scope = linkedScope(signal);
+      if (scope.signal.aborted) {
+        onAbort();
+        return false;
+      }
+      scope.signal.addEventListener('abort', onAbort, { once: true });
+      timer = setTimeout(() => {
+        if (end()) opts.onTimeout(new VoiceError(ErrorCode.Timeout, opts.timeoutMessage, { retryable: true }));
+      }, opts.startTimeoutMs);
+      return true;
+    },
+    started() {
+      clearTimeout(timer);
+      timer = undefined;
+    },
+    dispose,
+  };
 }
 
 /** Throws an Aborted VoiceError when the signal is already aborted. */

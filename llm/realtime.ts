@@ -95,4 +95,6 @@ export interface RealtimeModel {
   readonly maxFunctionCallsPerResponse?: number;
   /** Opens a connection; rejects (a `VoiceError`) when it cannot be opened or configured. */
   open(opts: RealtimeSessionOptions): Promise<RealtimeSession>;
+  /** Releases what the model holds beyond its sessions (a pool, a timer), when it has any; called once nobody uses it. */
+  close?(): Promise<void> | void;
 }

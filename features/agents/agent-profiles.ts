@@ -86,10 +86,9 @@ interface RealtimeEntry {
   users: number;
 }
 
-/** A model that holds something of its own (a pool, a timer) says so with `close`; the seam does not require one. */
+/** Closes a model that holds something of its own (`RealtimeModel.close` is optional). */
 function closeModel(model: RealtimeModel): void {
-  const closable = model as RealtimeModel & { close?: () => unknown };
-  if (typeof closable.close === 'function') void Promise.resolve(closable.close()).catch(() => undefined);
+  void Promise.resolve(model.close?.()).catch(() => undefined);
 }
 
 /** A remote TTS shared by the profiles whose options are the same. */

@@ -3,7 +3,8 @@
  * (`Esp32Camera::Explain`: chunked multipart/form-data, a `question` then a `file` part, the
  * `Device-Id`, `Client-Id` and `Authorization: Bearer <token>` headers). Checked in this order,
  * each before any work the next costs: the session's token and its device (401), the device's
- * photos per minute (429), a vision model for its agent (503), the body's type (415); then the body
+ * photos per minute (429), a vision model for its agent (503), the body's type (415), the photos
+ * in flight server-wide (503 past `vision.maxUploads`); then the body
  * is read as it streams with hard bounds (413 cut off at `vision.maxImageBytes`, 408 past
  * `vision.uploadTimeoutMs`, 400 malformed), the image's header checked (415), the image decoded by
  * ffmpeg (415 when it does not decode; 503 past `vision.maxDecodes` at once or
@@ -149,6 +150,8 @@ function readBody(
 export function visionRoute(o: VisionRouteOptions): (app: FastifyInstance) => Promise<void> {
   const s = o.settings;
   const rates = new Map<string, TokenBucket>();
+  /** Photos between their body's first byte and their answer, server-wide (`vision.maxUploads`). */
+  let inFlight = 0;
   // Strangers can send any number of unauthorized requests: their lines are bounded.
   const refusals = createLogRateLimit({ perSecond: 1, burst: 5 });
   const maxBody = s.maxImageBytes + MAX_QUESTION_BYTES + BODY_OVERHEAD;
@@ -228,93 +231,101 @@ export function visionRoute(o: VisionRouteOptions): (app: FastifyInstance) => Pr
       if (!boundary) return send({ status: 415, message: 'expected a multipart/form-data upload' }, 'drain');
       const declared = Number(request.headers['content-length'] ?? 0);
       if (declared > maxBody) return send({ status: 413, message: 'image too large' }, 'close');
-
-      const reader = new MultipartReader(boundary, {
-        maxFileBytes: s.maxImageBytes,
-        maxFieldBytes: MAX_QUESTION_BYTES,
-        maxParts: MAX_PARTS,
-        maxHeaderBytes: MAX_PART_HEADER_BYTES,
-      });
-      const body = await readBody(raw, reader, maxBody, deadline);
-      bytesRead = body.bytes;
-      if (!body.ok) {
-        if (body.error === 'closed') {
-          log.info({ ms: Math.round(performance.now() - started) }, 'vision upload abandoned by the device');
-          return reply;
-        }
-        if (body.error === 'timeout') return send({ status: 408, message: 'upload too slow' }, 'close');
-        // 413: cut off while streaming, the rest is not read; a malformed body is not read on either.
-        return send({ status: body.error.status, message: body.error.message }, 'close');
-      }
-      const file = reader.file;
-      if (!file) return send({ status: 400, message: 'no file part in the upload' }, 'done');
-      const image = checkImage(file.data);
-      if (!image.ok) return send({ status: 415, message: `not a usable image: ${image.reason}` }, 'done');
-      const question = reader.fields.get('question') ?? '';
-
-      const gone = new AbortController();
-      const onGone = (): void => gone.abort();
-      reply.raw.once('close', onGone);
-      const abandoned = (): FastifyReply => {
-        log.info({ ms: Math.round(performance.now() - started) }, 'vision request abandoned by the device');
-        return reply;
-      };
-      let answer: string;
+      // Each photo in flight holds it (and at the model its base64 copies) for up to the model's
+      // timeout: many devices at once must not add up without end.
+      if (inFlight >= s.maxUploads)
+        return send({ status: 503, message: 'busy with other photos: try again in a moment' }, 'drain');
+      inFlight++;
       try {
-        const decoded = await o.decoder.decode(file.data, image.mime, gone.signal);
-        if (decoded.kind === 'aborted') return abandoned();
-        if (decoded.kind === 'undecodable')
-          return send({ status: 415, message: 'not a usable image: it does not decode' }, 'done', {
-            decoder: decoded.detail,
-          });
-        if (decoded.kind === 'busy')
-          return send({ status: 503, message: 'busy checking other photos: try again in a moment' }, 'done');
-        if (decoded.kind === 'timeout')
-          return send({ status: 503, message: 'the photo could not be checked in time' }, 'done');
-        try {
-          answer = await o.models.ask(choice.model, {
-            question,
-            image: file.data,
-            mime: image.mime,
-            timeoutMs: s.timeoutMs,
-            signal: gone.signal,
-          });
-        } catch (err) {
-          const e = toVoiceError(err);
-          if (gone.signal.aborted) return abandoned();
-          log.warn(
-            { err: truncateForLog(e.message, 300), code: e.code, model: choice.model.model },
-            'vision model failed',
-          );
-          return e.code === ErrorCode.Timeout
-            ? send({ status: 504, message: 'the vision model did not answer in time' }, 'done')
-            : send({ status: 502, message: 'the vision model failed' }, 'done');
+        const reader = new MultipartReader(boundary, {
+          maxFileBytes: s.maxImageBytes,
+          maxFieldBytes: MAX_QUESTION_BYTES,
+          maxParts: MAX_PARTS,
+          maxHeaderBytes: MAX_PART_HEADER_BYTES,
+        });
+        const body = await readBody(raw, reader, maxBody, deadline);
+        bytesRead = body.bytes;
+        if (!body.ok) {
+          if (body.error === 'closed') {
+            log.info({ ms: Math.round(performance.now() - started) }, 'vision upload abandoned by the device');
+            return reply;
+          }
+          if (body.error === 'timeout') return send({ status: 408, message: 'upload too slow' }, 'close');
+          // 413: cut off while streaming, the rest is not read; a malformed body is not read on either.
+          return send({ status: body.error.status, message: body.error.message }, 'close');
         }
-      } finally {
-        reply.raw.off('close', onGone);
-      }
-      o.lastImages?.keep({
-        deviceId: grant.deviceId,
-        mime: image.mime,
-        width: image.width,
-        height: image.height,
-        data: file.data,
-        question,
-        answer,
-        at: new Date().toISOString(),
-      });
-      log.info(
-        {
-          ms: Math.round(performance.now() - started),
-          bytes: file.data.length,
+        const file = reader.file;
+        if (!file) return send({ status: 400, message: 'no file part in the upload' }, 'done');
+        const image = checkImage(file.data);
+        if (!image.ok) return send({ status: 415, message: `not a usable image: ${image.reason}` }, 'done');
+        const question = reader.fields.get('question') ?? '';
+
+        const gone = new AbortController();
+        const onGone = (): void => gone.abort();
+        reply.raw.once('close', onGone);
+        const abandoned = (): FastifyReply => {
+          log.info({ ms: Math.round(performance.now() - started) }, 'vision request abandoned by the device');
+          return reply;
+        };
+        let answer: string;
+        try {
+          const decoded = await o.decoder.decode(file.data, image.mime, gone.signal);
+          if (decoded.kind === 'aborted') return abandoned();
+          if (decoded.kind === 'undecodable')
+            return send({ status: 415, message: 'not a usable image: it does not decode' }, 'done', {
+              decoder: decoded.detail,
+            });
+          if (decoded.kind === 'busy')
+            return send({ status: 503, message: 'busy checking other photos: try again in a moment' }, 'done');
+          if (decoded.kind === 'timeout')
+            return send({ status: 503, message: 'the photo could not be checked in time' }, 'done');
+          try {
+            answer = await o.models.ask(choice.model, {
+              question,
+              image: file.data,
+              mime: image.mime,
+              timeoutMs: s.timeoutMs,
+              signal: gone.signal,
+            });
+          } catch (err) {
+            const e = toVoiceError(err);
+            if (gone.signal.aborted) return abandoned();
+            log.warn(
+              { err: truncateForLog(e.message, 300), code: e.code, model: choice.model.model },
+              'vision model failed',
+            );
+            return e.code === ErrorCode.Timeout
+              ? send({ status: 504, message: 'the vision model did not answer in time' }, 'done')
+              : send({ status: 502, message: 'the vision model failed' }, 'done');
+          }
+        } finally {
+          reply.raw.off('close', onGone);
+        }
+        o.lastImages?.keep({
+          deviceId: grant.deviceId,
+          mime: image.mime,
           width: image.width,
           height: image.height,
-          model: choice.model.model,
-          source: choice.source,
-        },
-        'vision answered',
-      );
-      return reply.code(200).send({ success: true, action: 'RESPONSE', response: answer });
+          data: file.data,
+          question,
+          answer,
+          at: new Date().toISOString(),
+        });
+        log.info(
+          {
+            ms: Math.round(performance.now() - started),
+            bytes: file.data.length,
+            width: image.width,
+            height: image.height,
+            model: choice.model.model,
+            source: choice.source,
+          },
+          'vision answered',
+        );
+        return reply.code(200).send({ success: true, action: 'RESPONSE', response: answer });
+      } finally {
+        inFlight--;
+      }
     });
   };
 }

@@ -36,6 +36,12 @@ export const VisionSchema = z.strictObject({
    * that does not is a server short of CPU or a pathological file).
    */
   decodeTimeoutMs: z.number().int().min(500).max(60_000).default(5000),
+  /**
+   * Photos in flight at once at most, server-wide (from its body's first byte to the model's
+   * answer): each holds its photo, and at the model its base64 copies, for up to `timeoutMs`.
+   * Past it an upload gets 503 before its body is kept.
+   */
+  maxUploads: z.number().int().min(1).max(1024).default(16),
   /** Photos decoded at once at most, server-wide (one ffmpeg each); past it an upload gets 503. */
   maxDecodes: z.number().int().min(1).max(64).default(2),
   /** How long a session's token is accepted at most, ms; it is revoked when the session ends anyway. */

@@ -12,7 +12,7 @@
  * leaving) cancels the task at once and ends `events` with Aborted.
  */
 import { randomUUID } from 'node:crypto';
-import { linkedScope, type Scope } from '../../core/abort.ts';
+import { watchStart, type StartWatch } from '../../core/abort.ts';
 import { ErrorCode, VoiceError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
 import type { TtsStreamEvent, TtsTextStream, TtsTextStreamOptions } from '../../audio/tts/tts.ts';
@@ -57,7 +57,7 @@ export class CosyVoiceTask implements TtsTextStream, SocketListener {
   readonly #o: CosyVoiceTtsOptions;
   readonly #pool: DashscopePool;
   readonly #log: Logger;
-  readonly #scope: Scope;
+  readonly #watch: StartWatch;
   readonly #onEnd: (task: CosyVoiceTask) => void;
   readonly #taskId = randomUUID().replaceAll('-', '');
   readonly #openedAt = performance.now();
@@ -71,7 +71,6 @@ export class CosyVoiceTask implements TtsTextStream, SocketListener {
   #droppedChars = 0;
   #messages = 0;
   #firstAudioAt: number | undefined;
-  #connectTimer: NodeJS.Timeout | undefined;
   #stallTimer: NodeJS.Timeout | undefined;
   #queue: TtsStreamEvent[] = [];
   #queuedBytes = 0;
@@ -91,33 +90,13 @@ export class CosyVoiceTask implements TtsTextStream, SocketListener {
     this.#pool = pool;
     this.#log = opts.log;
     this.#onEnd = onEnd;
-    this.#scope = linkedScope(opts.signal);
-    if (this.#scope.signal.aborted) {
-      this.#end({ ok: false, error: aborted(this.#scope.signal.reason) });
-      return;
-    }
-    this.#scope.signal.addEventListener(
-      'abort',
-      () => this.#end({ ok: false, error: aborted(this.#scope.signal.reason) }),
-      {
-        once: true,
-      },
-    );
-    this.#connectTimer = setTimeout(
-      () =>
-        this.#end({
-          ok: false,
-          error: new VoiceError(
-            ErrorCode.Timeout,
-            `cosyvoice: the task did not start within ${o.connectTimeoutMs} ms`,
-            {
-              retryable: true,
-            },
-          ),
-        }),
-      o.connectTimeoutMs,
-    );
-    void this.#start();
+    this.#watch = watchStart(opts.signal, {
+      startTimeoutMs: o.connectTimeoutMs,
+      timeoutMessage: `cosyvoice: the task did not start within ${o.connectTimeoutMs} ms`,
+      onAbort: (reason) => this.#end({ ok: false, error: aborted(reason) }),
+      onTimeout: (error) => this.#end({ ok: false, error }),
+    });
+    if (this.#watch.arm()) void this.#start();
   }
 
   /** True once the task has its outcome. */
@@ -173,7 +152,7 @@ export class CosyVoiceTask implements TtsTextStream, SocketListener {
       case 'task-started':
         if (this.#started) return;
         this.#started = true;
-        clearTimeout(this.#connectTimer);
+        this.#watch.started();
         this.#log.debug(
           { taskId: this.#taskId, ms: Math.round(performance.now() - this.#openedAt) },
           'cosyvoice task started',
@@ -335,9 +314,8 @@ export class CosyVoiceTask implements TtsTextStream, SocketListener {
   #end(outcome: Outcome): void {
     if (this.#outcome) return;
     this.#outcome = outcome;
-    clearTimeout(this.#connectTimer);
+    this.#watch.dispose();
     clearTimeout(this.#stallTimer);
-    this.#scope.dispose();
     this.#pending = '';
     const socket = this.#socket;
     this.#socket = undefined;

@@ -16,7 +16,7 @@
 import type { OpenAIRealtimeError } from 'openai/realtime/index';
 import type { RealtimeServerEvent } from 'openai/resources/realtime/realtime';
 import type { OpenAIRealtimeWS } from 'openai/realtime/ws';
-import { linkedScope, type Scope } from '../../core/abort.ts';
+import { watchStart, type StartWatch } from '../../core/abort.ts';
 import { ErrorCode, VoiceError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
 import type { AsrStream, AsrStreamOptions } from '../../audio/asr/asr.ts';
@@ -60,7 +60,7 @@ export class RealtimeTranscriptionStream implements AsrStream {
   readonly #cfg: StreamConfig;
   readonly #log: Logger;
   readonly #onPartial: (text: string) => void;
-  readonly #scope: Scope;
+  readonly #watch: StartWatch;
   readonly #result: Promise<string>;
   #resolve: (text: string) => void = () => {};
   #reject: (err: VoiceError) => void = () => {};
@@ -80,7 +80,6 @@ export class RealtimeTranscriptionStream implements AsrStream {
   #lastPartial = '';
   #committedItem: string | undefined;
   #completed = new Map<string, string>();
-  #connectTimer: NodeJS.Timeout | undefined;
   #finalTimer: NodeJS.Timeout | undefined;
   #openedAt = performance.now();
   #finishAt = 0;
@@ -95,31 +94,19 @@ export class RealtimeTranscriptionStream implements AsrStream {
     });
     // A failure nobody has asked about yet (finish not called) must not be an unhandled rejection.
     this.#result.catch(() => {});
-    this.#scope = linkedScope(opts.signal);
-    if (this.#scope.signal.aborted) {
-      this.#fail(new VoiceError(ErrorCode.Aborted, 'aborted', { cause: opts.signal.reason }));
-      return;
-    }
-    this.#scope.signal.addEventListener(
-      'abort',
-      () => this.#fail(new VoiceError(ErrorCode.Aborted, 'aborted', { cause: opts.signal.reason })),
-      { once: true },
-    );
+    this.#watch = watchStart(opts.signal, {
+      startTimeoutMs: cfg.connectTimeoutMs,
+      timeoutMessage: `${WHAT}: no connection within ${cfg.connectTimeoutMs} ms`,
+      onAbort: (reason) => this.#fail(new VoiceError(ErrorCode.Aborted, 'aborted', { cause: reason })),
+      onTimeout: (error) => this.#fail(error),
+    });
+    if (!this.#watch.arm()) return;
     try {
       this.#resampler = new Resampler(opts.sampleRate, REALTIME_PCM_RATE);
     } catch (err) {
       this.#fail(new VoiceError(ErrorCode.BadInput, `${WHAT}: sample rate ${opts.sampleRate}`, { cause: err }));
       return;
     }
-    this.#connectTimer = setTimeout(
-      () =>
-        this.#fail(
-          new VoiceError(ErrorCode.Timeout, `${WHAT}: no connection within ${cfg.connectTimeoutMs} ms`, {
-            retryable: true,
-          }),
-        ),
-      cfg.connectTimeoutMs,
-    );
     cfg.connect().then(
       (rt) => this.#attach(rt),
       (err: unknown) => this.#fail(this.#transportError(err)),
@@ -166,7 +153,7 @@ export class RealtimeTranscriptionStream implements AsrStream {
 
   #onOpen(): void {
     if (this.#settled) return;
-    clearTimeout(this.#connectTimer);
+    this.#watch.started();
     this.#phase = 'open';
     this.#log.debug({ ms: Math.round(performance.now() - this.#openedAt) }, `${WHAT} connected`);
     this.#send(sessionUpdate(this.#cfg.settings));
@@ -325,9 +312,8 @@ export class RealtimeTranscriptionStream implements AsrStream {
 
   #settle(): void {
     this.#settled = true;
-    clearTimeout(this.#connectTimer);
+    this.#watch.dispose();
     clearTimeout(this.#finalTimer);
-    this.#scope.dispose();
     this.#pending = [];
     this.#cfg.onEnd?.(this);
   }

@@ -16,7 +16,7 @@ import WebSocket from 'ws';
 import type { AsrStream, AsrStreamOptions } from '../../audio/asr/asr.ts';
 import { int16ToBuffer } from '../../audio/pcm/pcm.ts';
 import { Resampler } from '../../audio/pcm/resample.ts';
-import { linkedScope, type Scope } from '../../core/abort.ts';
+import { watchStart, type StartWatch } from '../../core/abort.ts';
 import { ErrorCode, VoiceError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
 import { decodeServerFrame, encodeAudioPacket, encodeFullClientRequest, FrameError } from './frames.ts';
@@ -52,7 +52,7 @@ export class VolcengineStream implements AsrStream {
   readonly #onPartial: (text: string) => void;
   readonly #log: Logger;
   readonly #onEnd: (stream: VolcengineStream) => void;
-  readonly #scope: Scope;
+  readonly #watch: StartWatch;
   readonly #resampler: Resampler | undefined;
   readonly #packetBytes: number;
   readonly #maxPendingBytes: number;
@@ -68,7 +68,6 @@ export class VolcengineStream implements AsrStream {
   #droppedMs = 0;
   #partial = '';
   #messages = 0;
-  #connectTimer: NodeJS.Timeout | undefined;
   #finalTimer: NodeJS.Timeout | undefined;
   #outcome: Outcome | undefined;
   #finished: Promise<string> | undefined;
@@ -84,31 +83,13 @@ export class VolcengineStream implements AsrStream {
     this.#maxPendingBytes = (VOLCENGINE_LIMITS.maxPendingMs * BYTES_PER_SECOND) / 1000;
     this.#resampler =
       opts.sampleRate === SAUC_SAMPLE_RATE ? undefined : new Resampler(opts.sampleRate, SAUC_SAMPLE_RATE);
-    this.#scope = linkedScope(opts.signal);
-    if (this.#scope.signal.aborted) {
-      this.#end({ ok: false, error: aborted(this.#scope.signal.reason) });
-      return;
-    }
-    this.#scope.signal.addEventListener(
-      'abort',
-      () => this.#end({ ok: false, error: aborted(this.#scope.signal.reason) }),
-      {
-        once: true,
-      },
-    );
-    this.#connectTimer = setTimeout(
-      () =>
-        this.#end({
-          ok: false,
-          error: new VoiceError(
-            ErrorCode.Timeout,
-            `volcengine: no answer to the recognition request within ${o.connectTimeoutMs} ms`,
-            { retryable: true },
-          ),
-        }),
-      o.connectTimeoutMs,
-    );
-    this.#connect();
+    this.#watch = watchStart(opts.signal, {
+      startTimeoutMs: o.connectTimeoutMs,
+      timeoutMessage: `volcengine: no answer to the recognition request within ${o.connectTimeoutMs} ms`,
+      onAbort: (reason) => this.#end({ ok: false, error: aborted(reason) }),
+      onTimeout: (error) => this.#end({ ok: false, error }),
+    });
+    if (this.#watch.arm()) this.#connect();
   }
 
   push(pcm: Int16Array): void {
@@ -252,7 +233,7 @@ export class VolcengineStream implements AsrStream {
     if (!this.#ready) {
       // The first response answers the request: the vendor took it, audio may follow.
       this.#ready = true;
-      clearTimeout(this.#connectTimer);
+      this.#watch.started();
       this.#drain();
     }
     if (frame.last) {
@@ -311,9 +292,8 @@ export class VolcengineStream implements AsrStream {
   #end(outcome: Outcome): void {
     if (this.#outcome) return;
     this.#outcome = outcome;
-    clearTimeout(this.#connectTimer);
+    this.#watch.dispose();
     clearTimeout(this.#finalTimer);
-    this.#scope.dispose();
     this.#unsent = [];
     this.#unsentBytes = 0;
     // After the final the vendor closes too; nothing more is wanted from the socket in any case.

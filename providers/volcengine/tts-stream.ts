@@ -13,7 +13,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { TtsStreamEvent, TtsTextStream, TtsTextStreamOptions } from '../../audio/tts/tts.ts';
-import { linkedScope, type Scope } from '../../core/abort.ts';
+import { watchStart, type StartWatch } from '../../core/abort.ts';
 import { AsyncQueue } from '../../core/async-queue.ts';
 import { ErrorCode, VoiceError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
@@ -65,7 +65,7 @@ export class VolcengineTtsStream implements TtsTextStream, ConnectionUser {
   readonly #lender: ConnectionLender;
   readonly #log: Logger;
   readonly #onEnd: (stream: VolcengineTtsStream) => void;
-  readonly #scope: Scope;
+  readonly #watch: StartWatch;
   readonly #sessionId = randomUUID();
   readonly #queue = new AsyncQueue<Item>();
   readonly #maxAudioBytes: number;
@@ -81,7 +81,6 @@ export class VolcengineTtsStream implements TtsTextStream, ConnectionUser {
   #frames = 0;
   #audioBytes = 0;
   #firstPushAt: number | undefined;
-  #connectTimer: NodeJS.Timeout | undefined;
   #silenceTimer: NodeJS.Timeout | undefined;
 
   /** `onEnd`: called once when the stream has ended (its owner forgets it). */
@@ -101,22 +100,13 @@ export class VolcengineTtsStream implements TtsTextStream, ConnectionUser {
     this.#onEnd = onEnd;
     this.#maxAudioBytes = Math.round((VOLCENGINE_TTS_LIMITS.maxAudioMs / 1000) * o.sampleRate * 2);
     this.events = this.#iterate();
-    this.#scope = linkedScope(opts.signal);
-    if (this.#scope.signal.aborted) {
-      this.#cancel(this.#scope.signal.reason);
-      return;
-    }
-    this.#scope.signal.addEventListener('abort', () => this.#cancel(this.#scope.signal.reason), { once: true });
-    this.#connectTimer = setTimeout(
-      () =>
-        this.#fail(
-          new VoiceError(ErrorCode.Timeout, `volcengine tts: no SessionStarted within ${o.connectTimeoutMs} ms`, {
-            retryable: true,
-          }),
-        ),
-      o.connectTimeoutMs,
-    );
-    this.#connect();
+    this.#watch = watchStart(opts.signal, {
+      startTimeoutMs: o.connectTimeoutMs,
+      timeoutMessage: `volcengine tts: no SessionStarted within ${o.connectTimeoutMs} ms`,
+      onAbort: (reason) => this.#cancel(reason),
+      onTimeout: (error) => this.#fail(error),
+    });
+    if (this.#watch.arm()) this.#connect();
   }
 
   /** True once the stream has its outcome (finished, failed or cancelled). */
@@ -232,7 +222,7 @@ export class VolcengineTtsStream implements TtsTextStream, ConnectionUser {
   #onStarted(): void {
     if (this.#phase !== 'starting') return;
     this.#phase = 'started';
-    clearTimeout(this.#connectTimer);
+    this.#watch.started();
     if (this.#pending.length > 0) {
       this.#send(TtsEvent.TaskRequest, taskRequestPayload(this.#reqParams, this.#pending.join('')));
       this.#pending = [];
@@ -363,9 +353,8 @@ export class VolcengineTtsStream implements TtsTextStream, ConnectionUser {
   /** Ends the stream's own holdings once; returns the connection it had, now detached. */
   #release(): VolcengineTtsConnection | undefined {
     this.#phase = 'ended';
-    clearTimeout(this.#connectTimer);
+    this.#watch.dispose();
     clearTimeout(this.#silenceTimer);
-    this.#scope.dispose();
     this.#pending = [];
     const conn = this.#conn;
     this.#conn = undefined;

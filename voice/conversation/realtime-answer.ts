@@ -34,6 +34,13 @@ export const DEFAULT_RESPONSE_TIMEOUT_MS = 15_000;
 /** Function calls one response may ask for at most (as the cascade's per round). */
 export const MAX_CALLS_PER_RESPONSE = 8;
 
+/**
+ * Characters of the model's transcript one answer keeps at most (some 20 minutes of speech): past
+ * it the answer is cut as when its audio outgrows its bound, so a model that writes without end
+ * neither grows the turn's memory nor keeps it waiting.
+ */
+export const MAX_TRANSCRIPT_CHARS = 20_000;
+
 export type RealtimeRequest = { kind: 'commit' } | { kind: 'text'; text: string };
 
 export interface RealtimeAnswerOptions {
@@ -89,7 +96,7 @@ class RealtimeAnswerRun {
   #text = '';
   #endSession = false;
   #firstAudio = true;
-  /** The model's audio is being cut (past the buffer bound): the rest of the response is not taken. */
+  /** The answer is being cut (its audio or transcript past its bound): the rest of the response is not taken. */
   #cut = false;
   #audio: ResponseAudio | undefined;
   #played: Promise<void> = Promise.resolve();
@@ -150,10 +157,15 @@ class RealtimeAnswerRun {
         if (!this.#stream().audio(e.pcm)) this.#cutAnswer();
         return;
       case 'transcript_delta':
-        if (!this.#ours(e.responseId)) return;
+        // After a cut the rest is not heard: it neither counts as said nor keeps the answer waiting.
+        if (!this.#ours(e.responseId) || this.#cut) return;
         this.#arm();
+        if (this.#text.length + e.text.length > MAX_TRANSCRIPT_CHARS) {
+          this.#cutAnswer();
+          return;
+        }
         this.#text += e.text;
-        if (!this.#cut) this.#stream().transcript(e.text);
+        this.#stream().transcript(e.text);
         return;
       case 'function_call':
         if (!this.#ours(e.responseId)) return;
@@ -237,7 +249,10 @@ class RealtimeAnswerRun {
     const o = this.#o;
     this.#cut = true;
     const heardMs = this.#audio?.acceptedMs(o.model.outputRate) ?? 0;
-    o.log.warn({ keptMs: Math.round(heardMs) }, 'realtime answer too long to hold; cut and cancelled');
+    o.log.warn(
+      { keptMs: Math.round(heardMs), transcriptChars: this.#text.length },
+      'realtime answer too long to hold; cut and cancelled',
+    );
     o.link.cancel(heardMs);
   }
 

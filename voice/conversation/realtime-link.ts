@@ -67,18 +67,20 @@ export class RealtimeLink {
   /**
    * Makes sure a usable connection to `model` is open or opening: called when a turn that needs it
    * begins (the user starts speaking, a typed text). Between turns an old one is replaced.
+   * True when a new connection is opening (its set-up lists the tools: nothing to offer again).
    */
-  ready(model: RealtimeModel, opts: { betweenTurns: boolean }): void {
-    if (this.#closed) return;
+  ready(model: RealtimeModel, opts: { betweenTurns: boolean }): boolean {
+    if (this.#closed) return false;
     const c = this.#conn;
     const maxAge = model.maxSessionMs ?? DEFAULT_MAX_SESSION_MS;
-    if (c && c.model === model && !c.dead && !(opts.betweenTurns && this.#o.now() - c.openedAt >= maxAge)) return;
+    if (c && c.model === model && !c.dead && !(opts.betweenTurns && this.#o.now() - c.openedAt >= maxAge)) return false;
     if (c) {
       const why = c.dead ? 'it closed' : c.model !== model ? "the agent's model changed" : 'its session limit';
       this.#o.log.info({ realtime: model.provider, why }, 'realtime connection renewed');
       this.#drop(c);
     }
     this.#open(model);
+    return true;
   }
 
   /** The model the connection is for, if one is open or opening. */
@@ -101,13 +103,8 @@ export class RealtimeLink {
   appendAudio(pcm16k: Int16Array): void {
     const c = this.#conn;
     if (!c || c.dead || pcm16k.length === 0) return;
-    const rate = c.model.inputRate;
-    let pcm = pcm16k;
-    if (rate !== UPLINK_RATE) {
-      if (!this.#resampler || this.#resampler.toRate !== rate) this.#resampler = new Resampler(UPLINK_RATE, rate);
-      pcm = this.#resampler.push(pcm16k);
-    }
     if (!c.session) {
+      // Checked before resampling: audio that is dropped is not worked on.
       if (c.pendingSamples + pcm16k.length > MAX_PENDING_SAMPLES) {
         if (!c.dropWarned) this.#o.log.warn('realtime connection still opening: audio past 30 s dropped');
         c.dropWarned = true;
@@ -115,8 +112,18 @@ export class RealtimeLink {
       }
       c.pendingSamples += pcm16k.length;
     }
-    const chunk = pcm;
-    this.#call((s) => s.appendAudio(chunk), true);
+    const rate = c.model.inputRate;
+    let pcm = pcm16k;
+    if (rate !== UPLINK_RATE) {
+      if (!this.#resampler || this.#resampler.toRate !== rate) this.#resampler = new Resampler(UPLINK_RATE, rate);
+      pcm = this.#resampler.push(pcm16k);
+    }
+    if (c.session) {
+      // The per-frame path once open: straight to the connection.
+      c.session.appendAudio(pcm);
+      return;
+    }
+    this.#call((s) => s.appendAudio(pcm), true);
   }
 
   /** A false start: the audio since the last commit is dropped. */

@@ -556,7 +556,9 @@ export class Turn {
         : Promise.resolve();
     await Promise.all([out.finish(), waitUser]);
     if (userText === undefined) log.warn("no transcript of the user's words from the realtime model; recorded empty");
-    history.addUser(userText ?? '');
+    // Recorded now: a transcript that comes later is no longer this turn's (not shown, not logged).
+    userText ??= '';
+    history.addUser(userText);
     if (answer.text !== '') history.append({ role: 'assistant', content: answer.text });
     log.info({ reason: answer.reason, pii: { text: answer.text } }, 'assistant answered');
     return answer;

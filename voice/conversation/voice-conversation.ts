@@ -211,8 +211,9 @@ class VoiceConversation implements Conversation {
         return { instructions, tools };
       },
     });
-    this.#link.ready(model, { betweenTurns: this.#turn === undefined });
-    if (this.#link.model === model)
+    const opening = this.#link.ready(model, { betweenTurns: this.#turn === undefined });
+    // An open connection hears of tools listed since; a new one is told them by its set-up.
+    if (!opening && this.#link.model === model)
       void this.#listTools(this.#ctx.signal).then((tools) => this.#link?.offerTools(tools));
     return this.#link;
   }

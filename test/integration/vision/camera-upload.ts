@@ -23,6 +23,8 @@ export interface UploadOptions {
   chunkDelayMs?: number;
   /** Content-Type sent (default the firmware's). */
   contentType?: string;
+  /** Aborting destroys the socket: the device went away (the answer is then status 0). */
+  signal?: AbortSignal;
 }
 
 export interface UploadResult {
@@ -99,6 +101,7 @@ export function uploadPhoto(o: UploadOptions): Promise<UploadResult> {
       if (whole() && sent >= total) finish();
     });
     socket.on('error', () => {});
+    o.signal?.addEventListener('abort', () => socket.destroy(), { once: true });
     socket.on('close', () => {
       closed = true;
       finish();

@@ -198,6 +198,28 @@ describe('the vision endpoint', () => {
     assert.deepEqual(slow.body, { success: false, message: 'the vision model did not answer in time' });
   });
 
+  test('a device that goes away while the model thinks: the model request is dropped at once, nothing answered', async () => {
+    const s = await session('70:00:00:00:01:0f');
+    const n = llm.requests.length;
+    llm.script({ kind: 'hang' });
+    const gone = new AbortController();
+    const r = upload(s, '70:00:00:00:01:0f', { signal: gone.signal });
+    await waitFor(() => llm.requests.length > n, { what: 'the model was asked', timeoutMs: 5000 });
+    gone.abort();
+    assert.equal((await r).status, 0, 'no answer reached the device');
+    const req = llm.requests[n];
+    await req?.finished;
+    assert.equal(req?.closedEarly, true, 'the model request was dropped');
+    await waitFor(() => srv.logs.lines.some((l) => l.msg === 'vision request abandoned by the device'), {
+      what: 'the abandon logged',
+      timeoutMs: 5000,
+    });
+    assert.ok(
+      !srv.logs.lines.some((l) => l.msg === 'vision model failed' && l.deviceId === '70:00:00:00:01:0f'),
+      'the model was not waited for until its timeout',
+    );
+  });
+
   test('past imagesPerMinute a device gets 429; another device is not held up', async () => {
     const s = await session('70:00:00:00:01:0a');
     for (let i = 0; i < 3; i++) assert.equal((await upload(s, '70:00:00:00:01:0a')).status, 200, `photo ${i + 1}`);

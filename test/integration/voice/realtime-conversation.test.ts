@@ -150,6 +150,27 @@ describe('a realtime agent end to end', { timeout: 240_000 }, () => {
     }
   });
 
+  test("the user's transcript arriving after the turn ended is not shown (no late stt)", async () => {
+    const model = new ScriptedRealtimeModel();
+    useRealtime(srv, model);
+    // Past the 3 s the turn waits for it after the answer.
+    model.transcriptDelayMs = 6_000;
+    model.script({ say: 'Hi.' });
+    const dev = await device();
+    try {
+      dev.listen('start', { mode: 'manual' });
+      await sendPaced(dev, packets, 60);
+      dev.listen('stop');
+      await dev.waitJson('tts', 'stop', 30_000);
+      const committedAt = Date.now();
+      await dev.waitFor('the commit', () => model.last().commits === 1, 1_000);
+      await sleep(Math.max(0, 7_000 - (Date.now() - committedAt)));
+      assert.equal(dev.json.filter((j) => j.msg.type === 'stt').length, 0);
+    } finally {
+      dev.close();
+    }
+  });
+
   test('a typed listen detect goes to the model as text', async () => {
     const model = new ScriptedRealtimeModel();
     useRealtime(srv, model);
@@ -161,6 +182,8 @@ describe('a realtime agent end to end', { timeout: 240_000 }, () => {
       assert.deepEqual(model.last().texts, ['tell me a joke']);
       assert.deepEqual(captions(dev), ['Hello to you too.']);
       assert.equal(dev.json.find((j) => j.msg.type === 'stt')?.msg.text, 'tell me a joke');
+      // The tools it opened with are not offered again: they did not change.
+      assert.deepEqual(model.last().updates, []);
     } finally {
       dev.close();
     }
@@ -330,6 +353,25 @@ describe('a realtime agent end to end', { timeout: 240_000 }, () => {
       dev.listen('detect', { text: 'anyone there' });
       await dev.waitJson('tts', 'stop', 20_000);
       assert.deepEqual(captions(dev), [srv.config.conversation.apologies.llm]);
+      assert.equal(model.last().cancels.length, 1);
+    } finally {
+      dev.close();
+    }
+  });
+
+  test('a model whose transcript never ends is cut at the bound and cancelled; the turn ends', async () => {
+    const model = new ScriptedRealtimeModel({ responseTimeoutMs: 2_000 });
+    useRealtime(srv, model);
+    model.script({ fault: 'chatter' });
+    const dev = await device();
+    try {
+      dev.listen('detect', { text: 'say something' });
+      await dev.waitFor('the response cancelled', () => model.connections.at(-1)?.cancels.length === 1, 20_000);
+      // The session is free again: the next question is answered.
+      model.script({ say: 'Here I am.' });
+      dev.listen('detect', { text: 'are you there' });
+      await dev.waitJson('tts', 'stop', 20_000);
+      assert.deepEqual(captions(dev), ['Here I am.']);
       assert.equal(model.last().cancels.length, 1);
     } finally {
       dev.close();

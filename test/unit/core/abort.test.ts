@@ -1,7 +1,7 @@
 import { getEventListeners } from 'node:events';
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { linkedScope, nextUnlessAborted, runScoped } from '../../../core/abort.ts';
+import { linkedScope, nextUnlessAborted, runScoped, watchStart, type StartWatch } from '../../../core/abort.ts';
 import { ErrorCode, VoiceError } from '../../../core/errors.ts';
 
 const listeners = (s: AbortSignal): number => getEventListeners(s, 'abort').length;
@@ -123,5 +123,106 @@ describe('nextUnlessAborted', () => {
   test("the producer's error is passed on", async () => {
     const failing: AsyncIterator<number> = { next: () => Promise.reject(new Error('source broke')) };
     await assert.rejects(nextUnlessAborted(failing, new AbortController().signal), /source broke/);
+  });
+});
+
+describe('watchStart', () => {
+  const wait = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+  /** A watch whose handlers record what ran; each disposes the watch, as an owner's teardown does. */
+  function recorded(signal: AbortSignal | undefined, startTimeoutMs: number) {
+    const ran: string[] = [];
+    const watch: StartWatch = watchStart(signal, {
+      startTimeoutMs,
+      timeoutMessage: 'no start',
+      onAbort: (reason) => {
+        ran.push(`abort:${String(reason)}`);
+        watch.dispose();
+      },
+      onTimeout: (error) => {
+        assert.equal(error.code, ErrorCode.Timeout);
+        assert.equal(error.retryable, true);
+        ran.push(`timeout:${error.message}`);
+        watch.dispose();
+      },
+    });
+    return { ran, watch };
+  }
+
+  test('an already aborted signal: arm() runs onAbort at once, returns false and arms nothing', async () => {
+    const parent = new AbortController();
+    parent.abort('gone');
+    const { ran, watch } = recorded(parent.signal, 20);
+    assert.equal(watch.arm(), false);
+    assert.deepEqual(ran, ['abort:gone']);
+    assert.equal(listeners(parent.signal), 0);
+    await wait(60);
+    assert.deepEqual(ran, ['abort:gone'], 'no timeout after the abort');
+  });
+
+  test("a later abort runs onAbort once with the signal's reason; the deadline is cleared and the signal unhooked", async () => {
+    const parent = new AbortController();
+    const { ran, watch } = recorded(parent.signal, 20);
+    assert.equal(watch.arm(), true);
+    assert.equal(listeners(parent.signal), 1);
+    parent.abort('bye');
+    assert.deepEqual(ran, ['abort:bye']);
+    assert.equal(listeners(parent.signal), 0);
+    await wait(60);
+    assert.deepEqual(ran, ['abort:bye']);
+  });
+
+  test('the deadline runs onTimeout once and unhooks the signal: a later abort runs nothing', async () => {
+    const parent = new AbortController();
+    const { ran, watch } = recorded(parent.signal, 20);
+    watch.arm();
+    await wait(60);
+    assert.deepEqual(ran, ['timeout:no start']);
+    assert.equal(listeners(parent.signal), 0);
+    parent.abort('late');
+    assert.deepEqual(ran, ['timeout:no start']);
+  });
+
+  test('started() stops the deadline but not the abort; dispose() unhooks and is idempotent', async () => {
+    const parent = new AbortController();
+    const { ran, watch } = recorded(parent.signal, 20);
+    watch.arm();
+    watch.started();
+    await wait(60);
+    assert.deepEqual(ran, [], 'no timeout once started');
+    parent.abort('stop');
+    assert.deepEqual(ran, ['abort:stop']);
+
+    const other = new AbortController();
+    const second = recorded(other.signal, 20);
+    second.watch.arm();
+    second.watch.dispose();
+    second.watch.dispose();
+    assert.equal(listeners(other.signal), 0);
+    other.abort('after');
+    await wait(60);
+    assert.deepEqual(second.ran, [], 'nothing runs after dispose');
+  });
+
+  test('at most one handler runs, once, even when the handlers leave the watch alone', async () => {
+    const parent = new AbortController();
+    const ran: string[] = [];
+    const watch = watchStart(parent.signal, {
+      startTimeoutMs: 20,
+      timeoutMessage: 'no start',
+      onAbort: () => ran.push('abort'),
+      onTimeout: () => ran.push('timeout'),
+    });
+    watch.arm();
+    await wait(60);
+    parent.abort('late');
+    assert.deepEqual(ran, ['timeout']);
+    assert.equal(listeners(parent.signal), 0);
+  });
+
+  test('without a signal only the deadline is watched', async () => {
+    const { ran, watch } = recorded(undefined, 20);
+    assert.equal(watch.arm(), true);
+    await wait(60);
+    assert.deepEqual(ran, ['timeout:no start']);
   });
 });

@@ -91,7 +91,9 @@ describe('realtime agent profiles', () => {
           open: async () => {
             throw new Error('not in this test');
           },
-          close: () => closed.push(o.model),
+          close: () => {
+            closed.push(o.model);
+          },
         };
         return model;
       },

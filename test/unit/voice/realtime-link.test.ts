@@ -84,3 +84,18 @@ test('answer audio waiting to be played is bounded: past the bound it is refused
   assert.equal(audio.acceptedMs(24_000), 125);
   audio.end();
 });
+
+test('a new connection is told its tools by its set-up; an open one is offered them again only when they changed', async () => {
+  const model = new ScriptedRealtimeModel();
+  const link = linkAt({ t: 0 });
+  assert.equal(link.ready(model, { betweenTurns: true }), true, 'opening: its set-up lists the tools');
+  await tick();
+  assert.equal(link.ready(model, { betweenTurns: true }), false, 'open: kept');
+  link.offerTools([]);
+  assert.deepEqual(model.last().updates, [], 'unchanged: not sent');
+  const tool = { name: 'get_time', description: 'the time', inputSchema: { type: 'object' } };
+  link.offerTools([tool]);
+  link.offerTools([tool]);
+  assert.deepEqual(model.last().updates, [{ tools: [tool] }]);
+  link.close();
+});
