@@ -13,6 +13,7 @@
  */
 import type { OpenAIRealtimeError } from 'openai/realtime/index';
 import type { OpenAIRealtimeWS } from 'openai/realtime/ws';
+import { watchStart, type StartWatch } from '../../core/abort.ts';
 import { ErrorCode, VoiceError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
 import type {
@@ -106,7 +107,8 @@ class ModelSession implements RealtimeSession {
   #ready = false;
   #ended = false;
   #transportError: string | undefined;
-  #openTimer: NodeJS.Timeout | undefined;
+  /** The abort link, and the deadline until the model has taken the configuration. */
+  readonly #watch: StartWatch;
   #responseTimer: NodeJS.Timeout | undefined;
   #ageTimer: NodeJS.Timeout | undefined;
   #retireWhenIdle = false;
@@ -118,10 +120,6 @@ class ModelSession implements RealtimeSession {
   #minuteStart = 0;
   #minuteSamples = 0;
   #minuteWarned = false;
-  readonly #onAbort = (): void => {
-    if (this.#ready) this.close();
-    else this.#fail(new VoiceError(ErrorCode.Aborted, 'aborted'));
-  };
 
   constructor(cfg: ModelSessionConfig, opts: RealtimeSessionOptions) {
     this.#cfg = cfg;
@@ -131,20 +129,13 @@ class ModelSession implements RealtimeSession {
       this.#resolveOpen = resolve;
       this.#rejectOpen = reject;
     });
-    if (opts.signal.aborted) {
-      this.#fail(new VoiceError(ErrorCode.Aborted, 'aborted'));
-      return;
-    }
-    opts.signal.addEventListener('abort', this.#onAbort, { once: true });
-    this.#openTimer = setTimeout(
-      () =>
-        this.#fail(
-          new VoiceError(ErrorCode.Timeout, `${WHAT}: not connected and configured within ${cfg.connectTimeoutMs} ms`, {
-            retryable: true,
-          }),
-        ),
-      cfg.connectTimeoutMs,
-    );
+    this.#watch = watchStart(opts.signal, {
+      startTimeoutMs: cfg.connectTimeoutMs,
+      timeoutMessage: `${WHAT}: not connected and configured within ${cfg.connectTimeoutMs} ms`,
+      onAbort: () => (this.#ready ? this.close() : this.#fail(new VoiceError(ErrorCode.Aborted, 'aborted'))),
+      onTimeout: (error) => this.#fail(error),
+    });
+    if (!this.#watch.arm()) return;
     cfg.connect().then(
       (rt) => this.#attach(rt),
       (err: unknown) =>
@@ -286,7 +277,7 @@ class ModelSession implements RealtimeSession {
 
   #onReady(): void {
     this.#ready = true;
-    clearTimeout(this.#openTimer);
+    this.#watch.started();
     this.#ageTimer = setTimeout(() => {
       this.#retireWhenIdle = true;
       this.#retireIfIdle();
@@ -554,10 +545,9 @@ class ModelSession implements RealtimeSession {
 
   #end(): void {
     this.#ended = true;
-    clearTimeout(this.#openTimer);
+    this.#watch.dispose();
     clearTimeout(this.#responseTimer);
     clearTimeout(this.#ageTimer);
-    this.#opts.signal.removeEventListener('abort', this.#onAbort);
     this.#response = undefined;
   }
 

@@ -402,6 +402,35 @@ test('maxSessionMs: an old connection is closed between turns with a clean close
   await waitFor(() => f.openSockets() === 0, { what: 'the socket to go' });
 });
 
+test('abort: before open and while opening the open is rejected as aborted; once open, the session closes with no event; no socket or timer is left', {
+  timeout: 30_000,
+}, async () => {
+  const f = await fakeModel({ respond: () => ({ say: 'hi' }) });
+  const timersBefore = process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+  const log = createLogger({ level: 'silent', logContent: false, destination: createLogSink().stream });
+  const model = createRealtimeModel(
+    RealtimeSchema.parse({ provider: 'openai-realtime', apiKey: KEY, baseURL: f.url, ca: ca.caFile }),
+    log,
+  );
+  const openWith = (signal: AbortSignal, events: RealtimeEvent[] = []) =>
+    model.open({ instructions: 'x', tools: [], signal, log, onEvent: (e) => events.push(e) });
+  const isAborted = (e: VoiceError) => e.code === ErrorCode.Aborted;
+  await assert.rejects(openWith(AbortSignal.abort()), isAborted);
+  const opening = new AbortController();
+  const pending = openWith(opening.signal);
+  opening.abort();
+  await assert.rejects(pending, isAborted);
+  const live = new AbortController();
+  const events: RealtimeEvent[] = [];
+  await openWith(live.signal, events);
+  live.abort();
+  await waitFor(() => f.openSockets() === 0, { what: 'the sockets to go' });
+  await waitFor(() => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length <= timersBefore, {
+    what: 'our timers to go',
+  });
+  assert.deepEqual(events, []);
+});
+
 test('close() mid-answer leaves no socket and no timer, and no event follows', { timeout: 30_000 }, async () => {
   const f = await fakeModel({ pace: 1, respond: () => ({ say: 'a long answer that is still going when we close' }) });
   const timersBefore = process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
