@@ -21,6 +21,12 @@ import { ErrorCode, VoiceError } from '../../core/errors.ts';
 import { createOpenAiClient } from '../openai/client.ts';
 import { isPlainBaseURL } from './options.ts';
 
+/** What the provider's log lines and errors start with. */
+export const WHAT = 'openai-realtime';
+
+/** After our close frame, how long the server has to answer before the socket is cut. */
+const CLOSE_GRACE_MS = 1000;
+
 /** Where and how to connect (the fields both providers' options share). */
 export interface ConnectSettings {
   baseURL: string;
@@ -62,6 +68,21 @@ function socketOptions(o: ConnectSettings): ClientOptions {
     });
   }
   return { ...base, ca };
+}
+
+/**
+ * Ends a connection from our side: an open socket gets a close frame and is cut if the server has
+ * not answered it within CLOSE_GRACE_MS; any other is cut at once. The grace timer goes with the socket.
+ */
+export function closeConnection(rt: OpenAIRealtimeWS): void {
+  const socket = rt.socket;
+  if (socket.readyState !== socket.OPEN) {
+    socket.terminate();
+    return;
+  }
+  rt.close({ code: 1000, reason: 'done' });
+  const grace = setTimeout(() => socket.terminate(), CLOSE_GRACE_MS);
+  socket.once('close', () => clearTimeout(grace));
 }
 
 /** Made once per provider (the CA file is read here); each call opens a new connection. */

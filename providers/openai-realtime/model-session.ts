@@ -13,6 +13,7 @@
  */
 import type { OpenAIRealtimeError } from 'openai/realtime/index';
 import type { OpenAIRealtimeWS } from 'openai/realtime/ws';
+import { watchStart, type StartWatch } from '../../core/abort.ts';
 import { ErrorCode, VoiceError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
 import type {
@@ -23,7 +24,8 @@ import type {
 } from '../../llm/realtime.ts';
 import type { ToolSpec } from '../../mcp/contract/tool-source.ts';
 import { int16ToBuffer } from '../../audio/pcm/pcm.ts';
-import type { RealtimeConnector } from './connect.ts';
+import { apiError } from './api-error.ts';
+import { closeConnection, WHAT, type RealtimeConnector } from './connect.ts';
 import { decodePcm, eventKind, gaEventType, modelEventSchema, type ModelEvent } from './model-events.ts';
 import {
   appendAudio,
@@ -41,7 +43,7 @@ import type { RealtimeDialect } from './realtime-options.ts';
 
 /** Largest frame the model may send: an audio delta or the session echoed with its tools and instructions. */
 export const MAX_MODEL_FRAME_BYTES = 4 * 1024 * 1024;
-/** Events between two ends of a response (audio, transcript and argument deltas); a long answer sends a few thousand. */
+/** Frames from the model between two ends of a response (audio, transcript and argument deltas, frames that are not events); a long answer sends a few thousand. */
 export const MAX_EVENTS_PER_RESPONSE = 20_000;
 /** Bytes of one function call's arguments. */
 export const MAX_ARGUMENT_BYTES = 64 * 1024;
@@ -49,10 +51,6 @@ export const MAX_ARGUMENT_BYTES = 64 * 1024;
 export const MAX_TRANSCRIPT_CHARS = 20_000;
 /** The API refuses to commit less than 100 ms of audio. */
 const MIN_COMMIT_MS = 100;
-/** After our close frame, how long the server has to answer before the socket is cut. */
-const CLOSE_GRACE_MS = 1000;
-
-const WHAT = 'openai-realtime';
 
 export interface ModelSessionConfig {
   connect: RealtimeConnector;
@@ -73,9 +71,18 @@ interface Response {
   id: string;
   cancelled: boolean;
   transcript: string;
+  /** Function calls begun (announced, or first heard of by their arguments). */
   calls: number;
-  /** Function calls being made: name (from the item) and arguments so far. */
-  args: Map<string, { name?: string | undefined; text: string }>;
+  /** Function calls being made. */
+  args: Map<string, PendingCall>;
+}
+
+/** A function call being made: its name (from the item) and its arguments so far. */
+interface PendingCall {
+  name?: string | undefined;
+  text: string;
+  /** The arguments passed MAX_ARGUMENT_BYTES: no longer kept. */
+  over: boolean;
 }
 
 /** The assistant item whose audio was heard last: what a barge-in truncates. */
@@ -100,10 +107,10 @@ class ModelSession implements RealtimeSession {
   #ready = false;
   #ended = false;
   #transportError: string | undefined;
-  #openTimer: NodeJS.Timeout | undefined;
+  /** The abort link, and the deadline until the model has taken the configuration. */
+  readonly #watch: StartWatch;
   #responseTimer: NodeJS.Timeout | undefined;
   #ageTimer: NodeJS.Timeout | undefined;
-  #graceTimer: NodeJS.Timeout | undefined;
   #retireWhenIdle = false;
   #awaiting = false;
   #response: Response | undefined;
@@ -113,10 +120,6 @@ class ModelSession implements RealtimeSession {
   #minuteStart = 0;
   #minuteSamples = 0;
   #minuteWarned = false;
-  readonly #onAbort = (): void => {
-    if (this.#ready) this.close();
-    else this.#fail(new VoiceError(ErrorCode.Aborted, 'aborted'));
-  };
 
   constructor(cfg: ModelSessionConfig, opts: RealtimeSessionOptions) {
     this.#cfg = cfg;
@@ -126,20 +129,13 @@ class ModelSession implements RealtimeSession {
       this.#resolveOpen = resolve;
       this.#rejectOpen = reject;
     });
-    if (opts.signal.aborted) {
-      this.#fail(new VoiceError(ErrorCode.Aborted, 'aborted'));
-      return;
-    }
-    opts.signal.addEventListener('abort', this.#onAbort, { once: true });
-    this.#openTimer = setTimeout(
-      () =>
-        this.#fail(
-          new VoiceError(ErrorCode.Timeout, `${WHAT}: not connected and configured within ${cfg.connectTimeoutMs} ms`, {
-            retryable: true,
-          }),
-        ),
-      cfg.connectTimeoutMs,
-    );
+    this.#watch = watchStart(opts.signal, {
+      startTimeoutMs: cfg.connectTimeoutMs,
+      timeoutMessage: `${WHAT}: not connected and configured within ${cfg.connectTimeoutMs} ms`,
+      onAbort: () => (this.#ready ? this.close() : this.#fail(new VoiceError(ErrorCode.Aborted, 'aborted'))),
+      onTimeout: (error) => this.#fail(error),
+    });
+    if (!this.#watch.arm()) return;
     cfg.connect().then(
       (rt) => this.#attach(rt),
       (err: unknown) =>
@@ -253,14 +249,7 @@ class ModelSession implements RealtimeSession {
     if (this.#ended) return;
     this.#end();
     if (!this.#ready) this.#rejectOpen(new VoiceError(ErrorCode.Aborted, 'aborted: closed while opening'));
-    const rt = this.#rt;
-    if (!rt) return;
-    if (rt.socket.readyState !== rt.socket.OPEN) {
-      rt.socket.terminate();
-      return;
-    }
-    rt.close({ code: 1000, reason: 'done' });
-    this.#graceTimer = setTimeout(() => rt.socket.terminate(), CLOSE_GRACE_MS);
+    if (this.#rt) closeConnection(this.#rt);
   }
 
   // ---- the connection ----
@@ -288,7 +277,7 @@ class ModelSession implements RealtimeSession {
 
   #onReady(): void {
     this.#ready = true;
-    clearTimeout(this.#openTimer);
+    this.#watch.started();
     this.#ageTimer = setTimeout(() => {
       this.#retireWhenIdle = true;
       this.#retireIfIdle();
@@ -334,12 +323,7 @@ class ModelSession implements RealtimeSession {
   }
 
   #onEvent(raw: { type: string }): void {
-    if (this.#ended) return;
-    if (++this.#eventsSinceDone > MAX_EVENTS_PER_RESPONSE) {
-      this.#fail(new VoiceError(ErrorCode.ProviderFailed, `${WHAT}: more than ${MAX_EVENTS_PER_RESPONSE} events`));
-      return;
-    }
-    if (this.#awaiting) this.#armResponseTimer();
+    if (this.#ended || !this.#counted()) return;
     const type = gaEventType(raw.type);
     const kind = eventKind(type);
     if (kind === 'unknown') {
@@ -357,10 +341,20 @@ class ModelSession implements RealtimeSession {
     this.#read(parsed.data);
   }
 
+  /** Counts a frame from the model toward the bound; false once past it (the connection is then ended). */
+  #counted(): boolean {
+    if (++this.#eventsSinceDone > MAX_EVENTS_PER_RESPONSE) {
+      this.#fail(new VoiceError(ErrorCode.ProviderFailed, `${WHAT}: more than ${MAX_EVENTS_PER_RESPONSE} events`));
+      return false;
+    }
+    if (this.#awaiting) this.#armResponseTimer();
+    return true;
+  }
+
   #read(ev: ModelEvent): void {
     if (!this.#ready) {
       if (ev.type === 'session.updated') this.#onReady();
-      else if (ev.type === 'error') this.#fail(this.#apiError(ev.error));
+      else if (ev.type === 'error') this.#fail(apiError(ev.error));
       return;
     }
     const r = this.#response;
@@ -374,7 +368,7 @@ class ModelSession implements RealtimeSession {
           this.#log.debug(`${WHAT}: nothing left to cancel`);
           return;
         }
-        this.#emit({ type: 'error', error: this.#apiError(ev.error) });
+        this.#emit({ type: 'error', error: apiError(ev.error) });
         return;
       case 'conversation.item.input_audio_transcription.completed':
         this.#emit({ type: 'user_transcript', text: ev.transcript.slice(0, MAX_TRANSCRIPT_CHARS).trim() });
@@ -386,8 +380,8 @@ class ModelSession implements RealtimeSession {
       case 'response.output_item.added':
         if (!r || r.id !== ev.response_id) return;
         if (ev.item.type === 'message' && ev.item.id) this.#item = { id: ev.item.id, audioBytes: 0, truncated: false };
-        if (ev.item.type === 'function_call' && ev.item.call_id)
-          r.args.set(ev.item.call_id, { name: ev.item.name, text: '' });
+        if (ev.item.type === 'function_call' && ev.item.call_id && !r.cancelled && !r.args.has(ev.item.call_id))
+          this.#beginCall(r, ev.item.call_id, ev.item.name);
         return;
       case 'response.output_audio.delta': {
         if (!r || r.id !== ev.response_id || r.cancelled) return;
@@ -410,12 +404,12 @@ class ModelSession implements RealtimeSession {
         this.#emit({ type: 'transcript_delta', responseId: r.id, text: ev.delta });
         return;
       case 'response.function_call_arguments.delta': {
-        if (!r || r.id !== ev.response_id) return;
-        const call = r.args.get(ev.call_id) ?? { text: '' };
-        // Past the bound the text stops growing; `.done` then finds it too long.
+        if (!r || r.id !== ev.response_id || r.cancelled) return;
+        const call = r.args.get(ev.call_id) ?? this.#beginCall(r, ev.call_id, undefined);
+        if (!call || call.over) return;
+        // Past the bound the text is let go; `.done` then finds it too long.
         if (call.text.length + ev.delta.length <= MAX_ARGUMENT_BYTES) call.text += ev.delta;
-        else call.text = '\u0000'.repeat(MAX_ARGUMENT_BYTES + 1);
-        r.args.set(ev.call_id, call);
+        else [call.text, call.over] = ['', true];
         return;
       }
       case 'response.function_call_arguments.done':
@@ -430,24 +424,42 @@ class ModelSession implements RealtimeSession {
   #functionCallDone(ev: Extract<ModelEvent, { type: 'response.function_call_arguments.done' }>): void {
     const r = this.#response;
     if (!r || r.id !== ev.response_id || r.cancelled) return;
-    const call = r.args.get(ev.call_id);
+    const call = r.args.get(ev.call_id) ?? this.#beginCall(r, ev.call_id, ev.name);
+    if (!call) return;
     r.args.delete(ev.call_id);
-    const args = ev.arguments !== '' ? ev.arguments : (call?.text ?? '');
-    const name = ev.name ?? call?.name;
+    const args = ev.arguments !== '' ? ev.arguments : call.text;
+    const name = ev.name ?? call.name;
     let problem: string | undefined;
-    if (++r.calls > this.#cfg.maxFunctionCallsPerResponse)
-      problem = `more than ${this.#cfg.maxFunctionCallsPerResponse} function calls in one response`;
-    else if (Buffer.byteLength(args) > MAX_ARGUMENT_BYTES || (call?.text.length ?? 0) > MAX_ARGUMENT_BYTES)
+    if (call.over || Buffer.byteLength(args) > MAX_ARGUMENT_BYTES)
       problem = `function call arguments over ${MAX_ARGUMENT_BYTES} bytes`;
     else if (!name) problem = 'a function call with no name';
     if (problem) {
-      // The response is stopped: a call we drop would leave the model waiting for its output.
-      this.#log.error({ callId: ev.call_id }, `${WHAT}: ${problem}; the response is cancelled`);
-      this.#cancelActive();
-      this.#emit({ type: 'error', error: new VoiceError(ErrorCode.ProviderFailed, `${WHAT}: ${problem}`) });
+      this.#stopResponse(ev.call_id, problem);
       return;
     }
     this.#emit({ type: 'function_call', responseId: r.id, callId: ev.call_id, name: name ?? '', arguments: args });
+  }
+
+  /**
+   * A call heard of for the first time: counted, and kept while it is made, or (past
+   * `maxFunctionCallsPerResponse`) the response is stopped, so the calls kept stay bounded.
+   */
+  #beginCall(r: Response, callId: string, name: string | undefined): PendingCall | undefined {
+    if (++r.calls > this.#cfg.maxFunctionCallsPerResponse) {
+      this.#stopResponse(callId, `more than ${this.#cfg.maxFunctionCallsPerResponse} function calls in one response`);
+      return undefined;
+    }
+    const call = { name, text: '', over: false };
+    r.args.set(callId, call);
+    return call;
+  }
+
+  #stopResponse(callId: string, problem: string): void {
+    // The whole response is stopped: a call we drop would leave the model waiting for its output.
+    this.#log.error({ callId }, `${WHAT}: ${problem}; the response is cancelled`);
+    this.#cancelActive();
+    this.#response?.args.clear();
+    this.#emit({ type: 'error', error: new VoiceError(ErrorCode.ProviderFailed, `${WHAT}: ${problem}`) });
   }
 
   #responseDone(id: string, status: string | undefined): void {
@@ -478,19 +490,14 @@ class ModelSession implements RealtimeSession {
     this.close();
   }
 
-  #apiError(e: { type: string; message: string; code?: string | null | undefined }): VoiceError {
-    const text = `${WHAT}: the model refused (${e.type}${e.code ? `, ${e.code}` : ''}): ${e.message}`;
-    if (e.type === 'server_error') return new VoiceError(ErrorCode.ProviderFailed, text, { retryable: true });
-    if (e.code === 'rate_limit_exceeded') return new VoiceError(ErrorCode.RateLimited, text, { retryable: true });
-    return new VoiceError(ErrorCode.ProviderRejected, text);
-  }
-
   /** An `error` the SDK raised itself: a frame that is not a JSON event, or the socket failed. */
   #onSdkError(err: OpenAIRealtimeError): void {
     // API `error` events reach #onEvent as events.
     if (this.#ended || err.error) return;
     const socket = this.#rt?.socket;
     if (socket && socket.readyState === socket.OPEN) {
+      // A frame that is not an event: it counts toward the bound like any other, so a flood of them ends.
+      if (!this.#counted()) return;
       const message = `${WHAT}: ${err.message}, dropped`;
       this.#log.error({ err: err.cause instanceof Error ? err.cause.message : undefined }, message);
       if (this.#ready) this.#emit({ type: 'error', error: new VoiceError(ErrorCode.ProviderFailed, message) });
@@ -502,7 +509,6 @@ class ModelSession implements RealtimeSession {
   }
 
   #onClose(code: number): void {
-    clearTimeout(this.#graceTimer);
     if (this.#ended) return;
     const why = this.#transportError ? `: ${this.#transportError}` : '';
     if (!this.#ready) {
@@ -539,10 +545,9 @@ class ModelSession implements RealtimeSession {
 
   #end(): void {
     this.#ended = true;
-    clearTimeout(this.#openTimer);
+    this.#watch.dispose();
     clearTimeout(this.#responseTimer);
     clearTimeout(this.#ageTimer);
-    this.#opts.signal.removeEventListener('abort', this.#onAbort);
     this.#response = undefined;
   }
 

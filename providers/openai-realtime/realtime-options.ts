@@ -26,6 +26,10 @@ export const DIALECT_DEFAULTS: Record<RealtimeDialect, { baseURL?: string; model
 const DEFAULT_MAX_SESSION_MS = 55 * 60_000;
 /** Qwen-Omni's limit is 120 minutes. */
 const QWEN_MAX_SESSION_MS = 115 * 60_000;
+/** Upper bounds of the waits: well below the 2^31-1 ms past which Node fires a timer at once. */
+const MAX_CONNECT_TIMEOUT_MS = 60_000;
+const MAX_RESPONSE_TIMEOUT_MS = 10 * 60_000;
+const MAX_SESSION_MS = 24 * 3_600_000;
 
 const written = z.strictObject({
   provider: z.literal('openai-realtime'),
@@ -48,11 +52,11 @@ const written = z.strictObject({
   /** A PEM file of the CA to trust (instead of the system's) for a `https:`/`wss:` server with a private certificate. */
   ca: z.string().min(1).optional(),
   /** Longest wait for the connection (TCP, TLS, WebSocket upgrade) and the session's configuration, in ms. */
-  connectTimeoutMs: z.number().int().positive().default(5000),
+  connectTimeoutMs: z.number().int().positive().max(MAX_CONNECT_TIMEOUT_MS).default(5000),
   /** Longest wait from asking for a response to its first event, and between its events, in ms: past it the connection is cut. */
-  responseTimeoutMs: z.number().int().positive().default(15_000),
+  responseTimeoutMs: z.number().int().positive().max(MAX_RESPONSE_TIMEOUT_MS).default(15_000),
   /** A connection older than this is closed between turns and a new one opened (the vendors cut sessions: OpenAI 60 min, Qwen 120). Default per dialect. */
-  maxSessionMs: z.number().int().positive().optional(),
+  maxSessionMs: z.number().int().positive().max(MAX_SESSION_MS).optional(),
   /** Seconds of user audio a connection may send per minute; past it the rest of that minute's audio is dropped. */
   maxAudioSecondsPerMinute: z.number().int().positive().max(600).default(90),
   /** Function calls one response may make; past it the response is cancelled. */

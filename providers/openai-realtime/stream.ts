@@ -22,7 +22,8 @@ import type { Logger } from '../../core/logger.ts';
 import type { AsrStream, AsrStreamOptions } from '../../audio/asr/asr.ts';
 import { concatInt16, int16ToBuffer } from '../../audio/pcm/pcm.ts';
 import { Resampler } from '../../audio/pcm/resample.ts';
-import type { RealtimeConnector } from './connect.ts';
+import { apiError } from './api-error.ts';
+import { closeConnection, WHAT, type RealtimeConnector } from './connect.ts';
 import {
   appendAudio,
   COMMIT,
@@ -43,10 +44,6 @@ export const MAX_TRANSCRIPT_CHARS = 4000;
 const MIN_COMMIT_SAMPLES = REALTIME_PCM_RATE / 10;
 /** Largest append sent when the audio kept during the connect goes out (one second). */
 const MAX_APPEND_SAMPLES = REALTIME_PCM_RATE;
-/** After a final, how long the server has to answer our close frame before the socket is cut. */
-const CLOSE_GRACE_MS = 1000;
-
-const WHAT = 'openai-realtime';
 
 export interface StreamConfig {
   connect: RealtimeConnector;
@@ -84,7 +81,6 @@ export class RealtimeTranscriptionStream implements AsrStream {
   #committedItem: string | undefined;
   #completed = new Map<string, string>();
   #finalTimer: NodeJS.Timeout | undefined;
-  #closeTimer: NodeJS.Timeout | undefined;
   #openedAt = performance.now();
   #finishAt = 0;
 
@@ -241,15 +237,9 @@ export class RealtimeTranscriptionStream implements AsrStream {
           ),
         );
         return;
-      case 'error': {
-        const { type, code, message } = ev.error;
-        const text = `${WHAT}: the server refused (${type}${code ? `, ${code}` : ''}): ${message}`;
-        if (type === 'server_error') this.#fail(new VoiceError(ErrorCode.ProviderFailed, text, { retryable: true }));
-        else if (code === 'rate_limit_exceeded')
-          this.#fail(new VoiceError(ErrorCode.RateLimited, text, { retryable: true }));
-        else this.#fail(new VoiceError(ErrorCode.ProviderRejected, text));
+      case 'error':
+        this.#fail(apiError(ev.error));
         return;
-      }
     }
   }
 
@@ -291,7 +281,6 @@ export class RealtimeTranscriptionStream implements AsrStream {
   }
 
   #onClose(code: number): void {
-    clearTimeout(this.#closeTimer);
     this.#phase = 'ended';
     if (!this.#settled)
       this.#fail(
@@ -310,13 +299,7 @@ export class RealtimeTranscriptionStream implements AsrStream {
     );
     this.#settle();
     this.#resolve(text);
-    const socket = this.#rt?.socket;
-    if (!socket || this.#phase !== 'open') {
-      socket?.terminate();
-      return;
-    }
-    this.#rt?.close({ code: 1000, reason: 'done' });
-    this.#closeTimer = setTimeout(() => socket.terminate(), CLOSE_GRACE_MS);
+    if (this.#rt) closeConnection(this.#rt);
   }
 
   #fail(err: VoiceError): void {

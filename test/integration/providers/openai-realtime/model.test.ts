@@ -13,6 +13,7 @@ import { createRealtimeModel, RealtimeSchema } from '../../../../providers/index
 import { MAX_ARGUMENT_BYTES, MAX_EVENTS_PER_RESPONSE } from '../../../../providers/openai-realtime/model-session.ts';
 import { createLogger } from '../../../../server/logger.ts';
 import {
+  ARGUMENT_FLOOD_CALLS,
   FLOOD_EVENTS,
   startFakeRealtimeModel,
   type FakeRealtimeModel,
@@ -401,6 +402,35 @@ test('maxSessionMs: an old connection is closed between turns with a clean close
   await waitFor(() => f.openSockets() === 0, { what: 'the socket to go' });
 });
 
+test('abort: before open and while opening the open is rejected as aborted; once open, the session closes with no event; no socket or timer is left', {
+  timeout: 30_000,
+}, async () => {
+  const f = await fakeModel({ respond: () => ({ say: 'hi' }) });
+  const timersBefore = process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+  const log = createLogger({ level: 'silent', logContent: false, destination: createLogSink().stream });
+  const model = createRealtimeModel(
+    RealtimeSchema.parse({ provider: 'openai-realtime', apiKey: KEY, baseURL: f.url, ca: ca.caFile }),
+    log,
+  );
+  const openWith = (signal: AbortSignal, events: RealtimeEvent[] = []) =>
+    model.open({ instructions: 'x', tools: [], signal, log, onEvent: (e) => events.push(e) });
+  const isAborted = (e: VoiceError) => e.code === ErrorCode.Aborted;
+  await assert.rejects(openWith(AbortSignal.abort()), isAborted);
+  const opening = new AbortController();
+  const pending = openWith(opening.signal);
+  opening.abort();
+  await assert.rejects(pending, isAborted);
+  const live = new AbortController();
+  const events: RealtimeEvent[] = [];
+  await openWith(live.signal, events);
+  live.abort();
+  await waitFor(() => f.openSockets() === 0, { what: 'the sockets to go' });
+  await waitFor(() => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length <= timersBefore, {
+    what: 'our timers to go',
+  });
+  assert.deepEqual(events, []);
+});
+
 test('close() mid-answer leaves no socket and no timer, and no event follows', { timeout: 30_000 }, async () => {
   const f = await fakeModel({ pace: 1, respond: () => ({ say: 'a long answer that is still going when we close' }) });
   const timersBefore = process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
@@ -490,6 +520,47 @@ test('bounds: a response past 20,000 events ends the connection: one closed even
   await waitFor(() => f.openSockets() === 0, { what: 'the socket to go' });
   o.session.close();
   assert.equal(o.of('closed').length, 1);
+});
+
+test('bounds: frames that are not JSON count toward the 20,000 events: a flood of them ends the connection with one closed event', {
+  timeout: 30_000,
+}, async () => {
+  const f = await fakeModel({ faults: ['garbage-flood'], respond: () => ({ say: 'never heard' }) });
+  const o = await open(f);
+  turn(o);
+  await waitFor(() => o.of('closed').length === 1 || o.of('response_done').length === 1, {
+    what: 'closed or the answer',
+    timeoutMs: 20_000,
+  });
+  assert.equal(o.of('response_done').length, 0, 'the answer after the flood is never read');
+  const closed = o.of('closed')[0];
+  assert.equal(closed?.error?.code, ErrorCode.ProviderFailed);
+  assert.match(String(closed?.error?.message), new RegExp(`more than ${MAX_EVENTS_PER_RESPONSE} events`));
+  assert.ok(o.of('error').length <= MAX_EVENTS_PER_RESPONSE);
+  await waitFor(() => f.openSockets() === 0, { what: 'the socket to go' });
+  o.session.close();
+});
+
+test('bounds: argument deltas for more calls than maxFunctionCallsPerResponse are not kept; the response is cancelled with an error; the next turn works', {
+  timeout: 30_000,
+}, async () => {
+  const f = await fakeModel({
+    faults: ['argument-flood'],
+    faultOn: (ctx) => ctx.index === 0,
+    respond: () => ({ say: 'fine again' }),
+  });
+  const o = await open(f, { maxFunctionCallsPerResponse: 4 });
+  turn(o);
+  const d = await done(o, 1);
+  assert.ok(ARGUMENT_FLOOD_CALLS > 4);
+  assert.equal(d.status, 'cancelled');
+  assert.equal(o.of('error').length, 1);
+  assert.match(o.of('error')[0]!.error.message, /more than 4 function calls in one response/);
+  await waitFor(() => f.sessions[0]!.received.includes('response.cancel'), { what: 'response.cancel at the model' });
+  assert.equal(o.of('closed').length, 0, 'the connection stays');
+  turn(o);
+  assert.equal((await done(o, 2)).transcript, 'fine again');
+  o.session.close();
 });
 
 test("the model tells the conversation its settings: responseTimeoutMs, maxSessionMs, maxFunctionCallsPerResponse (else the conversation's defaults would cap them)", () => {

@@ -74,3 +74,15 @@ test('realtime model options: the start-up check asks only OpenAI itself', () =>
     undefined,
   );
 });
+
+test('realtime model options: waits and the session age are bounded (a timer past 2^31-1 ms would fire at once)', () => {
+  const refused = (o: Record<string, unknown>) => {
+    const r = RealtimeSchema.safeParse({ provider: 'openai-realtime', ...o });
+    return r.success ? [] : r.error.issues.map((i) => i.path.join('.'));
+  };
+  assert.deepEqual(refused({ maxSessionMs: 3_000_000_000 }), ['maxSessionMs']);
+  assert.deepEqual(refused({ maxSessionMs: 24 * 3_600_000 + 1 }), ['maxSessionMs']);
+  assert.deepEqual(refused({ responseTimeoutMs: 3_000_000_000 }), ['responseTimeoutMs']);
+  assert.deepEqual(refused({ connectTimeoutMs: 3_000_000_000 }), ['connectTimeoutMs']);
+  assert.deepEqual(refused({ maxSessionMs: 24 * 3_600_000, responseTimeoutMs: 600_000, connectTimeoutMs: 60_000 }), []);
+});
